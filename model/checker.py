@@ -1,0 +1,239 @@
+"""Checking a model: the report every engine returns, trace reconstruction, and the
+local breadth-first engine (the embedded default).
+
+Engines share one contract: given a `Model` and options they return a `Report`
+with the distinct-state count, transitions, depth, the bounds that cut
+exploration, and for every property its verdict with the shortest trace. The
+counts of equal configurations are equal across engines (tests pin them).
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import Callable, Iterable
+
+from model.actions import Action, Model, to_step
+from model.encoding import fingerprint
+from model.state import State, initial_state
+from properties.catalogue import ALWAYS, CATALOGUE, SOMETIMES, Property
+from properties.trace import Step
+
+ProgressFn = Callable[[dict], None]
+
+
+@dataclass
+class PropertyResult:
+    name: str
+    kind: str  # always | sometimes
+    found: bool  # violated (always) or reached (sometimes)
+    finding: str | None = None
+    steps: list[Step] | None = None  # the shortest trace, when found
+    actions: list[Action] | None = None
+
+    @property
+    def verdict(self) -> str:
+        if self.kind == "always":
+            return "violated" if self.found else "holds"
+        return "reached" if self.found else "unreached"
+
+    @property
+    def length(self) -> int | None:
+        return len(self.steps) if self.steps is not None else None
+
+
+@dataclass
+class Report:
+    protocol_name: str
+    config: dict
+    engine: str
+    symmetry: bool
+    states: int = 0
+    transitions: int = 0
+    depth: int = 0
+    seconds: float = 0.0
+    bounds_hit: set[str] = field(default_factory=set)
+    complete: bool = True  # False when a state or depth limit stopped the search
+    results: dict[str, PropertyResult] = field(default_factory=dict)
+
+    @property
+    def violated(self) -> list[str]:
+        return [r.name for r in self.results.values() if r.kind == "always" and r.found]
+
+    @property
+    def unreached(self) -> list[str]:
+        return [r.name for r in self.results.values() if r.kind == "sometimes" and not r.found]
+
+    @property
+    def ok(self) -> bool:
+        """Every always property holds and every sometimes witness is reached."""
+        return not self.violated and not self.unreached
+
+    @property
+    def states_per_second(self) -> float:
+        return self.states / self.seconds if self.seconds > 0 else float("inf")
+
+    def to_json(self) -> dict:
+        return {
+            "protocol": self.protocol_name, "config": self.config, "engine": self.engine,
+            "symmetry": self.symmetry, "distinct_states": self.states, "transitions": self.transitions,
+            "depth": self.depth, "seconds": round(self.seconds, 3),
+            "bounds_hit": sorted(self.bounds_hit), "complete": self.complete,
+            "properties": {
+                r.name: {"kind": r.kind, "verdict": r.verdict, "finding": r.finding, "length": r.length,
+                         "steps": [s.to_json() for s in r.steps] if r.steps is not None else None}
+                for r in self.results.values()
+            },
+        }
+
+
+@dataclass
+class Discovery:
+    """Where a property was first found: a state (`before` is None) or a step into a state."""
+
+    prop: Property
+    target: int  # fingerprint of the state reached
+    before: int | None  # fingerprint of the state the step left, for step properties
+    finding: str
+
+
+class Tracker:
+    """Evaluates the catalogue during a search, each property until it is first found."""
+
+    def __init__(self, properties: Iterable[Property] = CATALOGUE):
+        props = list(properties)
+        self.state_props = [p for p in props if p.on == "state"]
+        self.step_props = [p for p in props if p.on == "step"]
+        self.found: dict[str, Discovery] = {}
+        self.all = props
+
+    def on_state(self, state: State, fp: int) -> None:
+        for p in self.state_props:
+            finding = p.check(state)
+            if finding:
+                self.found[p.name] = Discovery(p, fp, None, finding)
+        if self.state_props and any(p.name in self.found for p in self.state_props):
+            self.state_props = [p for p in self.state_props if p.name not in self.found]
+
+    def on_step(self, before: State, before_fp: int, after: State, after_fp: int) -> None:
+        hit = False
+        for p in self.step_props:
+            finding = p.check(before, after)
+            if finding:
+                self.found[p.name] = Discovery(p, after_fp, before_fp, finding)
+                hit = True
+        if hit:
+            self.step_props = [p for p in self.step_props if p.name not in self.found]
+
+    @property
+    def done(self) -> bool:
+        return not self.state_props and not self.step_props
+
+
+def path_to(parents: dict[int, int | None], fp: int) -> list[int]:
+    """Fingerprints from the initial state to `fp`, following parent links."""
+    chain = [fp]
+    while parents[chain[-1]] is not None:
+        chain.append(parents[chain[-1]])
+    chain.reverse()
+    return chain
+
+
+def reconstruct(model: Model, chain: list[int], symmetry: bool,
+                last: Callable[[State, State], bool] | None = None) -> tuple[list[Action], list[State]]:
+    """A concrete action sequence through the fingerprints of `chain`.
+
+    Under symmetry a fingerprint names a class of states; any member's successor
+    in the next class will do, and the actions keep their real server names.
+    `last`, when given, must also accept the final step (a step property's check).
+    """
+    state = initial_state(model.config)
+    states, actions = [state], []
+    for position, target in enumerate(chain[1:], start=1):
+        final = position == len(chain) - 1
+        for action, succ in model.successors(state):
+            if fingerprint(succ, symmetry) == target and not (final and last and not last(state, succ)):
+                actions.append(action)
+                states.append(succ)
+                state = succ
+                break
+        else:
+            raise RuntimeError(f"no successor reaches fingerprint {target:#x} at step {position}")
+    return actions, states
+
+
+def finish_report(report: Report, model: Model, tracker: Tracker, parents_of: Callable[[int], list[int]],
+                  symmetry: bool) -> Report:
+    """Turn the tracker's discoveries into shortest traces, whatever engine found them."""
+    for p in tracker.all:
+        d = tracker.found.get(p.name)
+        if d is None:
+            report.results[p.name] = PropertyResult(p.name, p.kind, False)
+            continue
+        if d.before is None:
+            actions, _ = reconstruct(model, parents_of(d.target), symmetry)
+        else:
+            chain = parents_of(d.before) + [d.target]
+            actions, _ = reconstruct(model, chain, symmetry, last=lambda b, a, p=p: bool(p.check(b, a)))
+        report.results[p.name] = PropertyResult(p.name, p.kind, True, d.finding,
+                                                [to_step(a) for a in actions], actions)
+    return report
+
+
+def bfs(model: Model, protocol_name: str, *, symmetry: bool = True, max_states: int | None = None,
+        max_depth: int | None = None, progress: ProgressFn | None = None,
+        properties: Iterable[Property] = CATALOGUE) -> Report:
+    """Breadth-first search of the whole reachable state space (the local engine)."""
+    started = time.perf_counter()
+    report = Report(protocol_name, model.config.to_mapping(), "local", symmetry)
+    tracker = Tracker(properties)
+    init = initial_state(model.config)
+    init_fp = fingerprint(init, symmetry)
+    parents: dict[int, int | None] = {init_fp: None}
+    tracker.on_state(init, init_fp)
+    frontier: list[tuple[State, int]] = [(init, init_fp)]
+    bounds_hit: set[str] = set()
+    transitions = 0
+    depth = 0
+    last_report = started
+    successors = model.successors
+    while frontier:
+        if max_depth is not None and depth >= max_depth:
+            report.complete = False
+            break
+        next_frontier: list[tuple[State, int]] = []
+        for state, fp in frontier:
+            for _action, succ in successors(state, bounds_hit):
+                transitions += 1
+                succ_fp = fingerprint(succ, symmetry)
+                if tracker.step_props:
+                    tracker.on_step(state, fp, succ, succ_fp)
+                if succ_fp not in parents:
+                    parents[succ_fp] = fp
+                    next_frontier.append((succ, succ_fp))
+                    if tracker.state_props:
+                        tracker.on_state(succ, succ_fp)
+            if progress is not None and len(parents) % 512 == 0:
+                now = time.perf_counter()
+                if now - last_report >= 0.5:
+                    last_report = now
+                    progress({"depth": depth + 1, "states": len(parents), "frontier": len(next_frontier),
+                              "states_per_second": len(parents) / (now - started)})
+            if max_states is not None and len(parents) >= max_states:
+                report.complete = False
+                break
+        if not report.complete:
+            break
+        frontier = next_frontier
+        if frontier:
+            depth += 1
+    report.states = len(parents)
+    report.transitions = transitions
+    report.depth = depth
+    report.bounds_hit = bounds_hit
+    report.seconds = time.perf_counter() - started
+    return finish_report(report, model, tracker, lambda fp: path_to(parents, fp), symmetry)
+
+
+ALWAYS_NAMES = [p.name for p in ALWAYS]
+SOMETIMES_NAMES = [p.name for p in SOMETIMES]
