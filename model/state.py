@@ -6,7 +6,7 @@ from dataclasses import dataclass, fields
 from typing import Any, NamedTuple
 
 from properties.snapshot import FOLLOWER, LEADER, describe_server, server_name
-from properties.trace import full_config
+from properties.trace import CONFIG_KEYS, full_config
 
 __all__ = ["Config", "Server", "State", "LEADER", "FOLLOWER", "APPEND", "REPLY"]
 
@@ -54,12 +54,12 @@ class State(NamedTuple):
 class Config:
     """The bounds of one model: what the explorer may enumerate."""
 
-    servers: int = 3
-    max_generation: int = 4
-    max_log: int = 2
-    max_crashes: int = 1
-    network: str = "rpc"
-    channel_capacity: int = 1
+    servers: int = CONFIG_KEYS["servers"][0]
+    max_generation: int = CONFIG_KEYS["max_generation"][0]
+    max_log: int = CONFIG_KEYS["max_log"][0]
+    max_crashes: int = CONFIG_KEYS["max_crashes"][0]
+    network: str = CONFIG_KEYS["network"][0]
+    channel_capacity: int = CONFIG_KEYS["channel_capacity"][0]
 
     @classmethod
     def from_mapping(cls, mapping: dict[str, Any] | None, *, where: str | None = None) -> "Config":

@@ -93,6 +93,8 @@ class Preset:
     broken: bool
     # The smallest bounds (CLI names) at which the checker catches it; {} for safe presets.
     caught_at: Mapping[str, Any]
+    # The `always` properties it violates at the default bounds (the tour checks this).
+    breaks: frozenset = frozenset()
 
 
 RAFT = Protocol()
@@ -122,6 +124,7 @@ PRESETS: dict[str, Preset] = {
             "its log to high-water mark'",
             True,
             _DEFAULT_CATCH,
+            frozenset({"ReadNeverTruncated", "ReadNeverLost", "ReadsAgree", "HwmWithinLog", "CommittedOnQuorum"}),
         ),
         Preset(
             "raft",
@@ -141,6 +144,7 @@ PRESETS: dict[str, Preset] = {
             "Truncation (scenario 1, 'high watermark truncation followed by immediate leader election')",
             True,
             _DEFAULT_CATCH,
+            frozenset({"ReadNeverTruncated", "ReadNeverLost", "ReadsAgree", "CommittedOnQuorum"}),
         ),
         Preset(
             "raft-seed-quorum",
@@ -159,6 +163,7 @@ PRESETS: dict[str, Preset] = {
             "terms by counting replicas'",
             True,
             _DEFAULT_CATCH,
+            frozenset({"ReadNeverTruncated", "ReadNeverLost", "ReadsAgree", "CommittedOnQuorum"}),
         ),
         Preset(
             "raft-any-election",
@@ -168,6 +173,7 @@ PRESETS: dict[str, Preset] = {
             "log is more up-to-date than that of the candidate'",
             True,
             _DEFAULT_CATCH,
+            frozenset({"ReadNeverTruncated", "ReadNeverLost", "ReadsAgree", "CommittedOnQuorum"}),
         ),
         Preset(
             "raft-generation-mismatch",
@@ -178,6 +184,7 @@ PRESETS: dict[str, Preset] = {
             "AppendEntries receiver rule 2 (prevLogIndex/prevLogTerm)",
             True,
             _DEFAULT_CATCH,
+            frozenset({"ReadNeverTruncated", "ReadNeverLost", "ReadsAgree", "CommittedOnQuorum"}),
         ),
         Preset(
             "raft-truncate-to-leader-hwm",
@@ -187,6 +194,7 @@ PRESETS: dict[str, Preset] = {
             "truncates its log to high-water mark'",
             True,
             _DEFAULT_CATCH,
+            frozenset({"ReadNeverTruncated", "ReadNeverLost", "ReadsAgree"}),
         ),
         Preset(
             "raft-truncate-to-own-hwm",
@@ -195,6 +203,7 @@ PRESETS: dict[str, Preset] = {
             "KIP-101 (Kafka): truncation to the high watermark on restart loses committed data",
             True,
             _DEFAULT_CATCH,
+            frozenset({"ReadNeverTruncated", "ReadNeverLost", "ReadsAgree", "CommittedOnQuorum"}),
         ),
         Preset(
             "raft-durable-hwm",

@@ -1,0 +1,75 @@
+"""Text a person reads: step tables, property verdicts, the progress line."""
+
+from __future__ import annotations
+
+import sys
+import time
+from typing import Iterable, Sequence
+
+from properties.snapshot import LEADER, server_name
+
+
+def cell(server) -> str:
+    """One server in a few characters: role letter and generation, log, HWM.
+
+    `L3 [1,3] h1` is a leader of generation 3 whose log holds entries of
+    generations 1 and 3, with high-water mark 1; F is a follower, x a server that is down.
+    """
+    role = ("L" if server.role == LEADER else "F") if server.alive else "x"
+    return f"{role}{server.generation} [{','.join(map(str, server.log))}] h{server.hwm}"
+
+
+def step_table(rows: Sequence[tuple[str, object]], marks: dict[int, str] | None = None) -> str:
+    """A table of (step label, cluster view) rows, one column per server, reads last.
+
+    `marks` adds a note under a row (e.g. the violation found at that step).
+    """
+    if not rows:
+        return ""
+    n = len(rows[0][1].servers)
+    header = ["#", "step"] + [server_name(k) for k in range(n)] + ["reads"]
+    body = []
+    for number, (label, view) in enumerate(rows):
+        reads = " ".join(f"{i}@g{g}" for i, g in sorted(view.reads))
+        body.append([str(number), label] + [cell(s) for s in view.servers] + [reads])
+    widths = [max(len(r[c]) for r in [header] + body) for c in range(len(header))]
+    lines = ["  ".join(h.ljust(w) for h, w in zip(header, widths)).rstrip()]
+    for number, r in enumerate(body):
+        lines.append("  ".join(v.ljust(w) for v, w in zip(r, widths)).rstrip())
+        if marks and number in marks:
+            lines.append(" " * (widths[0] + 2) + "^ " + marks[number])
+    return "\n".join(lines)
+
+
+def table(header: Sequence[str], rows: Iterable[Sequence[str]]) -> str:
+    rows = [list(map(str, r)) for r in rows]
+    widths = [max(len(str(r[c])) for r in [list(header)] + rows) for c in range(len(header))]
+    out = ["  ".join(str(h).ljust(w) for h, w in zip(header, widths)).rstrip()]
+    out += ["  ".join(v.ljust(w) for v, w in zip(r, widths)).rstrip() for r in rows]
+    return "\n".join(out)
+
+
+class Progress:
+    """A one-line progress display on a terminal; silent when stderr is not one."""
+
+    def __init__(self, label: str, stream=None, enabled: bool | None = None):
+        self.stream = stream or sys.stderr
+        self.enabled = self.stream.isatty() if enabled is None else enabled
+        self.label = label
+        self.shown = False
+        self.started = time.perf_counter()
+
+    def __call__(self, info: dict) -> None:
+        if not self.enabled:
+            return
+        line = (f"{self.label}: depth {info['depth']}  states {info['states']:,}  "
+                f"frontier {info['frontier']:,}  {info['states_per_second']:,.0f} states/s")
+        self.stream.write("\r" + line[:160].ljust(80))
+        self.stream.flush()
+        self.shown = True
+
+    def close(self) -> None:
+        if self.shown:
+            self.stream.write("\r" + " " * 100 + "\r")
+            self.stream.flush()
+            self.shown = False
