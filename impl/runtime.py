@@ -1,0 +1,629 @@
+"""The runtime: one replica per process, asyncio TCP between processes, a client protocol.
+
+A `Node` owns a `Replica` (the sans-IO core, `impl.core`) and a `DiskStorage`. One task, the
+*driver*, is the only code that touches either; everything else hands it work through an inbox:
+
+    read frames (peers, clients) ──► inbox ──► driver: step / propose / read / tick the replica
+                                                  │
+                                                  ▼  ready()
+                         persist (truncate, append, sync, metadata) in a worker thread
+                                                  │   then, and only then:
+                                                  ▼
+                         send peer messages, answer clients, confirm committed puts
+
+The driver takes everything that arrived while the previous batch was being fsynced and handles it
+as one batch, so many writes share one fsync (group commit) without any timer. Time is `tick()`
+every `tick_seconds`; the randomized election timeouts are the core's, counted in ticks.
+
+Connections. Every node listens on one address for peers and clients alike. A node sends to a peer
+over a connection it dials itself (reconnecting with backoff, dropping messages while the peer is
+down: the core tolerates loss, the leader's heartbeats resend) and receives from a peer on the
+connection the peer dialled. Peer messages carry their sender's id; a message from an id that is not
+a peer is refused. Peer messages are not authenticated: the cluster trusts its network.
+
+Clients send `PutRequest`, `GetRequest`, `StatusRequest` and may pipeline them on one connection;
+answers come back in request order. A put is answered when its entry is at or below the HWM
+(committed), or with an error whose first words say whether it was written (see `impl.client`).
+Every answer is sent after the batch it was computed in is durable.
+
+Malformed input (garbage, a bad version or type, a frame longer than the codec's maximum, a reply
+sent to a server) gets an `ErrorReply` naming the problem and the connection is closed; nothing of
+it reaches the replica or the log. A partial frame left waiting longer than `partial_frame_seconds`
+is treated the same way. Storage failures are fatal (fail-stop): a node that cannot make its state
+durable stops rather than acknowledge what it may forget.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import random
+from collections import deque
+from dataclasses import dataclass
+from typing import Mapping
+
+from impl import codec
+from impl import messages as m
+from impl.client import NOT_LEADER, NOT_WRITTEN, OUTCOME_UNKNOWN, Address, format_address
+from impl.core import Entry, NotCommitted, NotLeader, Replica, ReplicaError, persist
+from impl.storage import DiskStorage, StorageError
+from properties.protocol import RAFT, Protocol
+
+__all__ = ["Node", "NodeConfig", "NodeError", "run_node"]
+
+log = logging.getLogger("hwm.node")
+
+# A value is at most this big, so that an append of `max_append_entries` entries stays well under
+# the codec's frame limit (the core bounds appends by entry count, not bytes).
+MAX_VALUE_BYTES = 64 * 1024
+MAX_APPEND_ENTRIES = 128
+# Per connection: answers owed before we stop reading its requests; bytes buffered before we give
+# up on a reader that does not read.
+MAX_OWED_ANSWERS = 256
+MAX_WRITE_BUFFER = 32 * 1024 * 1024
+MAX_CONNECTIONS = 256
+RECONNECT_SECONDS = (0.01, 0.1)  # first and longest pause between attempts to reach a peer
+MAX_CATCH_UP_TICKS = 50  # after a stall (a slow fsync, a suspended process) run at most this many
+
+
+class NodeError(Exception):
+    """The node cannot start or had to stop; the text says why (file, address ...)."""
+
+
+@dataclass(frozen=True)
+class NodeConfig:
+    server_id: str
+    listen: Address
+    peers: Mapping[str, Address]
+    data_dir: str
+    protocol: Protocol = RAFT
+    tick_seconds: float = 0.01
+    # 300-600 ms election timeouts, 50 ms heartbeats: far above an fsync and a loopback round trip
+    # even on a busy machine, so leaders are not deposed by a slow disk.
+    election_ticks: tuple[int, int] = (30, 60)
+    heartbeat_ticks: int = 5
+    max_append_entries: int = MAX_APPEND_ENTRIES
+    max_value_bytes: int = MAX_VALUE_BYTES
+    put_timeout: float = 10.0
+    partial_frame_seconds: float = 10.0
+    rng_seed: int | None = None  # None: a fresh random seed per start
+
+    def __post_init__(self) -> None:
+        m.check_server_id(self.server_id, "server_id")
+        for peer in self.peers:
+            m.check_server_id(peer, "peers")
+        if self.server_id in self.peers:
+            raise ValueError(f"peers: {self.server_id} lists itself; peers are the other servers")
+        if not isinstance(self.protocol, Protocol):
+            raise TypeError(f"protocol: expected a Protocol, got {type(self.protocol).__name__}")
+        if not self.tick_seconds > 0:
+            raise ValueError(f"tick_seconds must be > 0, got {self.tick_seconds!r}")
+
+
+# ---------------------------------------------------------------------- connections
+class _Connection:
+    """An accepted connection: answers go out in the order the requests came in."""
+
+    def __init__(self, writer: asyncio.StreamWriter, name: str):
+        self.writer = writer
+        self.name = name
+        self._owed: deque[list] = deque()  # [answer or None, close after it]
+        self.closed = False
+        self.done = asyncio.Event()  # set when closed
+        self.room = asyncio.Event()  # set while fewer than MAX_OWED_ANSWERS are owed
+        self.room.set()
+
+    def reserve(self) -> list:
+        slot: list = [None, False]
+        self._owed.append(slot)
+        if len(self._owed) >= MAX_OWED_ANSWERS:
+            self.room.clear()
+        return slot
+
+    def answer(self, slot: list, message: m.Message, close: bool = False) -> None:
+        slot[0], slot[1] = message, close
+        self._pump()
+
+    def refuse(self, text: str) -> None:
+        """Queue an ErrorReply after what is owed, then close."""
+        self.answer(self.reserve(), m.ErrorReply(text), close=True)
+
+    @property
+    def owed(self) -> int:
+        return len(self._owed)
+
+    def _pump(self) -> None:
+        while self._owed and self._owed[0][0] is not None:
+            message, close = self._owed.popleft()
+            if self.closed:
+                continue
+            try:
+                self.writer.write(codec.encode(message))
+            except (codec.CodecError, RuntimeError, OSError) as error:
+                log.warning("cannot answer %s: %s", self.name, error)
+                self.close()
+                continue
+            if self.writer.transport.get_write_buffer_size() > MAX_WRITE_BUFFER:
+                log.warning("%s does not read its answers; closing", self.name)
+                self.close()
+            elif close:
+                self.close()
+        if len(self._owed) < MAX_OWED_ANSWERS:
+            self.room.set()
+
+    def close(self) -> None:
+        if not self.closed:
+            self.closed = True
+            self.writer.close()
+            self.done.set()
+            self.room.set()
+
+
+class _PeerLink:
+    """The connection this node dials to one peer, used only to send to it."""
+
+    def __init__(self, node: "Node", peer: str, address: Address):
+        self.node = node
+        self.peer = peer
+        self.address = address
+        self.writer: asyncio.StreamWriter | None = None
+        self.dropped = 0
+        self.task: asyncio.Task | None = None
+        self._kick = asyncio.Event()
+
+    def kick(self) -> None:
+        """The peer is alive (it just sent us something): stop waiting and reconnect now."""
+        if self.writer is None:
+            self._kick.set()
+
+    async def _pause(self, seconds: float) -> None:
+        self._kick.clear()
+        try:
+            await asyncio.wait_for(self._kick.wait(), seconds)
+        except asyncio.TimeoutError:
+            pass
+
+    def send(self, message: m.PeerMessage) -> None:
+        writer = self.writer
+        if writer is None or writer.is_closing():
+            self.dropped += 1
+            return
+        if writer.transport.get_write_buffer_size() > MAX_WRITE_BUFFER:
+            self.dropped += 1  # the peer is not keeping up; the leader will resend
+            return
+        try:
+            writer.write(codec.encode(message))
+        except codec.CodecError as error:
+            log.error("%s: cannot send %s to %s: %s", self.node.server_id, type(message).__name__,
+                      self.peer, error)
+
+    async def run(self) -> None:
+        # Retry often: a restarted follower must hear the leader before its election timer fires,
+        # or it campaigns and deposes a healthy leader (the core has no pre-vote).
+        backoff = RECONNECT_SECONDS[0]
+        lost = False
+        while True:
+            try:
+                reader, writer = await asyncio.wait_for(asyncio.open_connection(*self.address), 1.0)
+            except (OSError, asyncio.TimeoutError) as error:
+                if not lost:
+                    log.info("%s: cannot reach %s at %s (%s); retrying", self.node.server_id, self.peer,
+                             format_address(self.address), _reason(error))
+                    lost = True
+                await self._pause(backoff * (0.5 + random.random()))
+                backoff = min(backoff * 2, RECONNECT_SECONDS[1])
+                continue
+            backoff = RECONNECT_SECONDS[0]
+            lost = False
+            self.writer = writer
+            log.info("%s: connected to %s at %s", self.node.server_id, self.peer, format_address(self.address))
+            try:
+                frames = codec.FrameReader()
+                while True:
+                    data = await reader.read(65536)
+                    if not data:
+                        break
+                    # Peers never answer on this connection, except to refuse something.
+                    for payload in frames.feed(data):
+                        try:
+                            message = codec.decode(payload)
+                        except codec.CodecError as error:
+                            message = error
+                        log.warning("%s: %s answered on the peer connection: %s", self.node.server_id,
+                                    self.peer, message)
+            except (OSError, codec.CodecError):
+                pass
+            finally:
+                self.writer = None
+                writer.close()
+            log.info("%s: lost the connection to %s", self.node.server_id, self.peer)
+            lost = True
+            await self._pause(backoff)
+
+
+def _reason(error: BaseException) -> str:
+    if isinstance(error, ConnectionRefusedError):
+        return "connection refused"
+    if isinstance(error, (asyncio.TimeoutError, TimeoutError)):
+        return "timed out"
+    if isinstance(error, OSError) and error.strerror:
+        return error.strerror
+    return str(error) or type(error).__name__
+
+
+@dataclass
+class _PendingPut:
+    generation: int
+    value: bytes
+    connection: _Connection
+    slot: list
+    deadline: float
+    index: int
+    done: bool = False
+
+
+@dataclass
+class _Stats:
+    batches: int = 0  # Ready batches handed out
+    persists: int = 0  # of which made something durable (one fsync each, at most)
+    puts: int = 0
+    refused_frames: int = 0
+
+
+# --------------------------------------------------------------------------- the node
+class Node:
+    """One server. `await start()`, then `await stopped()` (or `await stop()`)."""
+
+    def __init__(self, config: NodeConfig):
+        self.config = config
+        self.server_id = config.server_id
+        self.replica: Replica | None = None
+        self.storage = DiskStorage(config.data_dir)
+        self.stats = _Stats()
+        self.failure: BaseException | None = None  # why the node stopped itself, if it did
+        self._server: asyncio.AbstractServer | None = None
+        self._links: dict[str, _PeerLink] = {}
+        self._inbox: list[tuple] = []
+        self._wake: asyncio.Event | None = None
+        self._answers: list[tuple[_Connection, list, m.Message, bool]] = []
+        self._pending: dict[int, list[_PendingPut]] = {}
+        self._pending_by_deadline: deque[_PendingPut] = deque()
+        self._connections: set[_Connection] = set()
+        self._tasks: list[asyncio.Task] = []
+        self._driver: asyncio.Task | None = None
+        self._stopping = False
+        self._stopped: asyncio.Event | None = None
+        self._shown: tuple | None = None
+
+    # ------------------------------------------------------------------ lifecycle
+    @property
+    def address(self) -> Address:
+        """Where the node listens (the real port when the configured one was 0)."""
+        if self._server is None:
+            return self.config.listen
+        host, port = self._server.sockets[0].getsockname()[:2]
+        return host, port
+
+    async def start(self) -> None:
+        """Recover from storage and listen. NodeError if the log is damaged or the port taken."""
+        config = self.config
+        try:
+            durable = await asyncio.to_thread(self.storage.load)
+        except StorageError as error:
+            raise NodeError(f"{self.server_id}: cannot start from {config.data_dir}: {error}") from None
+        except OSError as error:
+            raise NodeError(f"{self.server_id}: cannot open {config.data_dir}: {error}") from None
+        seed = config.rng_seed if config.rng_seed is not None else int.from_bytes(os.urandom(4), "big")
+        try:
+            self.replica = Replica(self.server_id, tuple(config.peers), config.protocol, durable,
+                                   election_ticks=config.election_ticks, heartbeat_ticks=config.heartbeat_ticks,
+                                   rng_seed=seed, max_append_entries=config.max_append_entries)
+        except (ValueError, ReplicaError) as error:
+            self.storage.close()
+            raise NodeError(f"{self.server_id}: cannot start from {config.data_dir}: {error}") from None
+        self._wake = asyncio.Event()
+        self._stopped = asyncio.Event()
+        try:
+            self._server = await asyncio.start_server(self._serve, *config.listen, reuse_address=True)
+        except OSError as error:
+            self.storage.close()
+            raise NodeError(f"{self.server_id}: cannot listen on {format_address(config.listen)}: "
+                            f"{_reason(error)}") from None
+        log.info("%s: listening on %s; %d entries recovered (generation %d, HWM %d), protocol %s",
+                 self.server_id, format_address(self.address), self.replica.last_index, self.replica.generation,
+                 self.replica.hwm, _protocol_name(config.protocol))
+        for peer, address in config.peers.items():
+            link = _PeerLink(self, peer, address)
+            self._links[peer] = link
+            link.task = asyncio.create_task(link.run(), name=f"{self.server_id}->{peer}")
+            self._tasks.append(link.task)
+        self._driver = asyncio.create_task(self._drive(), name=f"{self.server_id} driver")
+        self._tasks.append(self._driver)
+
+    async def stopped(self) -> None:
+        """Wait until the node stops (by `stop()` or a fatal storage error)."""
+        assert self._stopped is not None, "start() first"
+        await self._stopped.wait()
+
+    async def stop(self) -> None:
+        """Stop serving and close the storage (which syncs). Idempotent."""
+        if self._stopping:
+            if self._stopped is not None:
+                await self._stopped.wait()
+            return
+        self._stopping = True
+        if self._wake is not None:
+            self._wake.set()
+        if self._server is not None:
+            self._server.close()
+        for connection in list(self._connections):
+            connection.close()
+        tasks = [t for t in self._tasks if t is not asyncio.current_task()]
+        driver = self._driver
+        # Let the driver finish the batch it may be persisting, then stop everything else.
+        if driver is not None and driver in tasks and not driver.done():
+            try:
+                await asyncio.wait_for(asyncio.shield(driver), 5.0)
+            except (asyncio.TimeoutError, Exception):
+                pass
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+        for link in self._links.values():
+            if link.writer is not None:
+                link.writer.close()
+        try:
+            await asyncio.to_thread(self.storage.close)
+        except (OSError, StorageError) as error:
+            log.error("%s: closing storage failed: %s", self.server_id, error)
+        if self._stopped is not None:
+            self._stopped.set()
+
+    # ------------------------------------------------------------------ input
+    def _submit(self, item: tuple) -> None:
+        self._inbox.append(item)
+        assert self._wake is not None
+        self._wake.set()
+
+    async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        peername = writer.get_extra_info("peername")
+        name = format_address(peername[:2]) if peername else "a client"
+        connection = _Connection(writer, name)
+        if self._stopping:
+            connection.close()
+            return
+        if len(self._connections) >= MAX_CONNECTIONS:
+            connection.refuse(f"too many connections (at most {MAX_CONNECTIONS})")
+            return
+        self._connections.add(connection)
+        frames = codec.FrameReader()
+        try:
+            while not connection.closed:
+                if not connection.room.is_set():
+                    await connection.room.wait()
+                    continue
+                wait = self.config.partial_frame_seconds if frames.buffered else None
+                try:
+                    data = await asyncio.wait_for(reader.read(65536), wait)
+                except asyncio.TimeoutError:
+                    self._refuse(connection, f"incomplete frame: {frames.buffered} bytes waited "
+                                             f"{self.config.partial_frame_seconds:g} s for the rest")
+                    break
+                if not data:
+                    break  # EOF; a partial frame is dropped with the connection
+                try:
+                    payloads = frames.feed(data)
+                except codec.CodecError as error:
+                    self._refuse(connection, f"bad frame: {error}")
+                    break
+                if not self._dispatch(connection, payloads):
+                    break
+            # Stop reading; let owed answers (puts waiting to commit) go out, then close.
+            if not connection.closed and connection.owed:
+                try:
+                    await asyncio.wait_for(connection.done.wait(), self.config.put_timeout + 1)
+                except asyncio.TimeoutError:
+                    pass
+        except (OSError, asyncio.IncompleteReadError):
+            pass
+        finally:
+            connection.close()
+            self._connections.discard(connection)
+
+    def _dispatch(self, connection: _Connection, payloads: list[bytes]) -> bool:
+        """Decode and route frames; False (and an ErrorReply queued) on the first bad one."""
+        for payload in payloads:
+            try:
+                message = codec.decode(payload)
+            except codec.CodecError as error:
+                self._refuse(connection, f"bad frame: {error}")
+                return False
+            if isinstance(message, m.PEER_MESSAGES):
+                self._submit(("peer", message, connection))
+            elif isinstance(message, m.CLIENT_REQUESTS):
+                self._submit(("client", message, connection, connection.reserve()))
+            else:
+                self._refuse(connection, f"a server does not accept {type(message).__name__}; requests are "
+                                         "PutRequest, GetRequest, StatusRequest")
+                return False
+        return True
+
+    def _refuse(self, connection: _Connection, text: str) -> None:
+        self.stats.refused_frames += 1
+        log.info("%s: refused %s: %s", self.server_id, connection.name, text)
+        connection.refuse(text)
+
+    # ------------------------------------------------------------------ the driver
+    async def _drive(self) -> None:
+        loop = asyncio.get_running_loop()
+        tick = self.config.tick_seconds
+        next_tick = loop.time() + tick
+        assert self._wake is not None
+        try:
+            await self._flush()  # the restart rule may have produced work (an HwmQuery, a truncation)
+            while not self._stopping:
+                if not self._inbox and loop.time() < next_tick:
+                    self._wake.clear()
+                    timer = loop.call_at(next_tick, self._wake.set)
+                    await self._wake.wait()
+                    timer.cancel()
+                if self._stopping:
+                    break
+                batch, self._inbox = self._inbox, []
+                for item in batch:
+                    self._handle(item)
+                now = loop.time()
+                if now >= next_tick:
+                    ticks = 0
+                    while now >= next_tick and ticks < MAX_CATCH_UP_TICKS:
+                        self.replica.tick()
+                        next_tick += tick
+                        ticks += 1
+                    if now >= next_tick:
+                        next_tick = now + tick
+                    self._expire_puts(now)
+                await self._flush()
+        except asyncio.CancelledError:
+            raise
+        except (OSError, StorageError) as error:
+            self.failure = error
+            log.critical("%s: storage failure, stopping (fail-stop: nothing more is acknowledged): %s",
+                         self.server_id, error)
+            asyncio.get_running_loop().create_task(self.stop())
+        except Exception as error:  # a bug: stop rather than serve from a state we do not trust
+            self.failure = error
+            log.critical("%s: internal error, stopping: %r", self.server_id, error, exc_info=True)
+            asyncio.get_running_loop().create_task(self.stop())
+
+    def _handle(self, item: tuple) -> None:
+        replica = self.replica
+        kind = item[0]
+        if kind == "peer":
+            _, message, connection = item
+            try:
+                replica.step(message)
+            except ReplicaError as error:
+                self._refuse(connection, str(error))
+                return
+            link = self._links.get(m.sender(message))
+            if link is not None:
+                link.kick()
+            return
+        _, request, connection, slot = item
+        if isinstance(request, m.PutRequest):
+            self._answer_put(request, connection, slot)
+        elif isinstance(request, m.GetRequest):
+            try:
+                generation, value = replica.read(request.index)
+                answer: m.Message = m.GetReply(request.index, generation, value)
+            except NotCommitted as error:
+                answer = m.GetReply(request.index, None, None, str(error))
+            self._answers.append((connection, slot, answer, False))
+        else:
+            self._answers.append((connection, slot, replica.status(), False))
+
+    def _answer_put(self, request: m.PutRequest, connection: _Connection, slot: list) -> None:
+        replica = self.replica
+        if len(request.value) > self.config.max_value_bytes:
+            self._answers.append((connection, slot, m.PutReply(
+                None, f"{NOT_WRITTEN}: the value is {len(request.value)} bytes; at most "
+                      f"{self.config.max_value_bytes} are accepted"), False))
+            return
+        try:
+            index = replica.propose(request.value)
+        except NotLeader as error:
+            self._answers.append((connection, slot, m.PutReply(None, f"{NOT_LEADER}: {error}", error.leader), False))
+            return
+        self.stats.puts += 1
+        loop = asyncio.get_running_loop()
+        pending = _PendingPut(replica.generation, request.value, connection, slot,
+                              loop.time() + self.config.put_timeout, index)
+        self._pending.setdefault(index, []).append(pending)
+        self._pending_by_deadline.append(pending)
+
+    def _confirm(self, entry: Entry) -> None:
+        """An entry became readable: answer the puts waiting for its index."""
+        for pending in self._pending.pop(entry.index, ()):
+            pending.done = True
+            if (pending.generation, pending.value) == (entry.generation, entry.payload):
+                answer = m.PutReply(entry.index)
+            else:
+                answer = m.PutReply(None, f"{NOT_WRITTEN}: entry {entry.index} was overwritten by the leader of "
+                                          f"generation {entry.generation}; write the value again")
+            pending.connection.answer(pending.slot, answer)
+
+    def _expire_puts(self, now: float) -> None:
+        queue = self._pending_by_deadline
+        while queue and (queue[0].done or queue[0].deadline <= now):
+            pending = queue.popleft()
+            if pending.done:
+                continue
+            pending.done = True
+            waiting = self._pending.get(pending.index, [])
+            if pending in waiting:
+                waiting.remove(pending)
+                if not waiting:
+                    del self._pending[pending.index]
+            pending.connection.answer(pending.slot, m.PutReply(
+                None, f"{OUTCOME_UNKNOWN}: entry {pending.index} was not committed within "
+                      f"{self.config.put_timeout:g} s (no quorum reachable?); it may still be committed"))
+
+    async def _flush(self) -> None:
+        """Hand out the replica's Ready: persist first, then send and answer."""
+        replica = self.replica
+        if replica.has_ready():
+            ready = replica.ready()
+            self.stats.batches += 1
+            if ready.truncate_from is not None or ready.entries or ready.metadata is not None:
+                self.stats.persists += 1
+                await asyncio.to_thread(persist, ready, self.storage)
+            for to, message in ready.messages:
+                link = self._links.get(to)
+                if link is not None:
+                    link.send(message)
+            for entry in ready.committed:
+                if entry.index in self._pending:
+                    self._confirm(entry)
+        if self._answers:
+            answers, self._answers = self._answers, []
+            for connection, slot, message, close in answers:
+                connection.answer(slot, message, close)
+        self._show_role()
+
+    def _show_role(self) -> None:
+        replica = self.replica
+        shown = (replica.role, replica.generation, replica.leader_id)
+        if shown == self._shown:
+            return
+        self._shown = shown
+        if replica.role == "leader":
+            log.info("%s: leader of generation %d (last index %d, HWM %d)", self.server_id, replica.generation,
+                     replica.last_index, replica.hwm)
+        elif replica.role == "candidate":
+            log.info("%s: candidate in generation %d", self.server_id, replica.generation)
+        elif replica.leader_id is not None:
+            log.info("%s: follower of %s in generation %d", self.server_id, replica.leader_id, replica.generation)
+
+
+def _protocol_name(protocol: Protocol) -> str:
+    from properties.protocol import PRESETS
+    for name, preset in PRESETS.items():
+        if preset.protocol == protocol:
+            return name
+    diff = protocol.differences(RAFT)
+    return "raft+" + ",".join(f"{k}={v}" for k, v in diff.items())
+
+
+async def run_node(config: NodeConfig, stop: asyncio.Event | None = None) -> Node:
+    """Start a node and serve until `stop` is set or the node fails; returns the stopped node."""
+    node = Node(config)
+    await node.start()
+    waiters = [asyncio.create_task(node.stopped())]
+    if stop is not None:
+        waiters.append(asyncio.create_task(stop.wait()))
+    await asyncio.wait(waiters, return_when=asyncio.FIRST_COMPLETED)
+    for waiter in waiters:
+        waiter.cancel()
+    await node.stop()
+    return node
