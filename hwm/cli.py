@@ -208,5 +208,11 @@ def replay(files, on, protocol, quiet) -> None:
     sys.exit(status)
 
 
+# The running cluster: hwm node, cluster, put, get, status (hwm/cluster_cli.py).
+from hwm.cluster_cli import COMMANDS as _CLUSTER_COMMANDS  # noqa: E402
+
+for _command in _CLUSTER_COMMANDS:
+    main.add_command(_command)
+
 if __name__ == "__main__":
     main()

@@ -1,0 +1,405 @@
+"""`hwm node`, `hwm cluster`, `hwm put`, `hwm get`, `hwm status`: run and use a real cluster.
+
+Which cluster put/get/status talk to, first match wins:
+  --cluster S1=HOST:PORT,...   (or the HWM_CLUSTER environment variable)
+  --data DIR                   the directory given to `hwm cluster`: reads DIR/cluster.json
+  ./hwm-data/cluster.json      the default directory of `hwm cluster`
+
+Exit status: 0 done; 1 the cluster could not do it (no leader reachable, not committed, a node that
+cannot start ...), with a message naming the addresses tried; 2 bad arguments.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import click
+
+from impl.client import (
+    Client,
+    ClientError,
+    NotCommittedError,
+    format_address,
+    parse_address,
+    parse_cluster,
+)
+
+EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
+DEFAULT_DATA = Path("hwm-data")
+CLUSTER_FILE = "cluster.json"
+CLUSTER_FORMAT = "hwm-cluster/1"
+
+
+# ------------------------------------------------------------------------- parameters
+def _protocol(ctx: click.Context, param: click.Parameter, value: str):
+    # The `--protocol` syntax of `hwm check` (preset[,flag=value...]), parsed in one place.
+    from hwm.cli import ProtocolParam
+    from properties.protocol import resolve
+
+    spec = ProtocolParam().convert(value, param, ctx)
+    return resolve(spec)[1]
+
+
+def _protocol_text(ctx: click.Context, param: click.Parameter, value: str) -> str:
+    _protocol(ctx, param, value)  # validate now (exit 2), pass the text on to every `hwm node`
+    return value
+
+
+def _address(ctx, param, value):
+    if value is None:
+        return None
+    try:
+        return parse_address(value, param.opts[0])
+    except ValueError as error:
+        raise click.BadParameter(str(error).removeprefix(f"{param.opts[0]}: ")) from None
+
+
+def _peers(ctx, param, value):
+    if not value:
+        return {}
+    try:
+        return parse_cluster(value, "--peers")
+    except ValueError as error:
+        raise click.BadParameter(str(error).removeprefix("--peers: ")) from None
+
+
+def _cluster_servers(cluster: str | None, data: Path | None) -> dict[str, tuple[str, int]]:
+    """The cluster to talk to (see the module docstring); UsageError if none can be found."""
+    if cluster:
+        try:
+            return parse_cluster(cluster)
+        except ValueError as error:
+            raise click.BadParameter(str(error).removeprefix("--cluster: "), param_hint="--cluster") from None
+    path = (data if data is not None else DEFAULT_DATA) / CLUSTER_FILE
+    if not path.exists():
+        where = f"--data {data}: no {path}" if data is not None else f"no {path} in the current directory"
+        raise click.UsageError(f"which cluster? {where}; give --cluster S1=HOST:PORT,... or --data DIR "
+                               "(the directory given to `hwm cluster`)")
+    return read_cluster_file(path)
+
+
+def read_cluster_file(path: Path) -> dict[str, tuple[str, int]]:
+    try:
+        document = json.loads(path.read_text())
+        if document.get("format") != CLUSTER_FORMAT:
+            raise ValueError(f"format is {document.get('format')!r}, expected {CLUSTER_FORMAT!r}")
+        return {server: parse_address(address, f"servers.{server}") for server, address in document["servers"].items()}
+    except (OSError, ValueError, KeyError, AttributeError, TypeError) as error:
+        raise click.UsageError(f"{path}: not a cluster file written by `hwm cluster` ({error})") from None
+
+
+def _cluster_options(function):
+    function = click.option("--timeout", type=click.FloatRange(0.1, 3600), default=10.0, show_default=True,
+                            help="Seconds to wait for a leader (and for a put to commit).")(function)
+    function = click.option("--data", type=click.Path(file_okay=False, path_type=Path), default=None,
+                            help=f"Directory of `hwm cluster`: use its {CLUSTER_FILE} [default: ./{DEFAULT_DATA}].")(function)
+    function = click.option("--cluster", envvar="HWM_CLUSTER", default=None, metavar="S1=HOST:PORT,...",
+                            help="The servers (or the HWM_CLUSTER environment variable).")(function)
+    return function
+
+
+def _fail(message: str) -> None:
+    click.echo(f"error: {message}", err=True)
+    sys.exit(EXIT_FAILED)
+
+
+def _show_value(value: bytes) -> str:
+    try:
+        return value.decode("utf-8")
+    except UnicodeDecodeError:
+        return repr(value)
+
+
+# ------------------------------------------------------------------------------ node
+@click.command()
+@click.option("--id", "server_id", required=True, help="This server's id, e.g. S1.")
+@click.option("--listen", required=True, callback=_address, metavar="HOST:PORT",
+              help="Address for peers and clients.")
+@click.option("--peers", default="", callback=_peers, metavar="S2=HOST:PORT,...",
+              help="The other servers [default: none, a cluster of one].")
+@click.option("--data", required=True, type=click.Path(file_okay=False, path_type=Path),
+              help="Directory of this server's write-ahead log and metadata (created if missing).")
+@click.option("--protocol", default="raft", show_default=True, callback=_protocol,
+              help="Preset, optionally with flags: raft,noop_on_election=true (see `hwm protocols`).")
+@click.option("--tick-ms", type=click.FloatRange(1, 1000), default=10.0, show_default=True,
+              help="Length of one tick; elections time out after 30-60 ticks, heartbeats every 5.")
+@click.option("--quiet", "-q", is_flag=True, help="Only warnings and errors on stderr.")
+def node(server_id, listen, peers, data, protocol, tick_ms, quiet) -> None:
+    """Run one server of a replicated log until SIGTERM or Ctrl-C.
+
+    Exit status: 0 after a clean stop; 1 when it cannot start (a damaged
+    write-ahead log, a taken port) or had to stop (storage failure); 2 on bad
+    arguments.
+    """
+    from impl.runtime import NodeConfig, NodeError, Node
+
+    try:
+        config = NodeConfig(server_id, listen, peers, str(data), protocol, tick_seconds=tick_ms / 1000)
+    except ValueError as error:
+        raise click.UsageError(str(error)) from None
+    if listen in peers.values():
+        raise click.BadParameter(f"{format_address(listen)} is also a peer's address", param_hint="--listen")
+    logging.basicConfig(level=logging.WARNING if quiet else logging.INFO, stream=sys.stderr,
+                        format="%(asctime)s.%(msecs)03d %(message)s", datefmt="%H:%M:%S")
+
+    async def serve() -> Node:
+        stop = asyncio.Event()
+        loop = asyncio.get_running_loop()
+        for signum in (signal.SIGTERM, signal.SIGINT):
+            loop.add_signal_handler(signum, stop.set)
+        node = Node(config)
+        await node.start()
+        waiter = asyncio.create_task(node.stopped())
+        stopper = asyncio.create_task(stop.wait())
+        await asyncio.wait([waiter, stopper], return_when=asyncio.FIRST_COMPLETED)
+        waiter.cancel()
+        stopper.cancel()
+        await node.stop()
+        return node
+
+    try:
+        finished = asyncio.run(serve())
+    except NodeError as error:
+        _fail(str(error))
+    if finished.failure is not None:
+        _fail(f"{server_id} stopped: {finished.failure}")
+    logging.getLogger("hwm.node").info("%s: stopped", server_id)
+
+
+# --------------------------------------------------------------------------- cluster
+def _port_free(host: str, port: int) -> bool:
+    with socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            sock.bind((host, port))
+        except OSError:
+            return False
+    return True
+
+
+def node_command(server_id: str, servers: dict[str, tuple[str, int]], data: Path, protocol: str,
+                 extra: tuple[str, ...] = ()) -> list[str]:
+    """The argv that runs `hwm node` for `server_id` of `servers` with this Python."""
+    peers = ",".join(f"{s}={format_address(a)}" for s, a in servers.items() if s != server_id)
+    argv = [sys.executable, "-c", "from hwm.cli import main; main(prog_name='hwm')", "node",
+            "--id", server_id, "--listen", format_address(servers[server_id]), "--data", str(data / server_id),
+            "--protocol", protocol]
+    if peers:
+        argv += ["--peers", peers]
+    return argv + list(extra)
+
+
+def _die_with_parent() -> None:
+    """In a child: get SIGTERM if the supervisor dies, so no server outlives `hwm cluster`."""
+    try:
+        import ctypes
+
+        ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
+    except (OSError, AttributeError):
+        pass
+
+
+@click.command()
+@click.option("--servers", type=click.IntRange(1, 9), default=3, show_default=True)
+@click.option("--data", type=click.Path(file_okay=False, path_type=Path), default=DEFAULT_DATA, show_default=True,
+              help="Directory for the servers' data (DIR/S1, DIR/S2, ...) and DIR/cluster.json.")
+@click.option("--base-port", type=click.IntRange(1, 65535 - 9), default=7001, show_default=True,
+              help="S1 listens on this port, S2 on the next, ...")
+@click.option("--host", default="127.0.0.1", show_default=True)
+@click.option("--protocol", default="raft", show_default=True, callback=_protocol_text,
+              help="Preset, optionally with flags (see `hwm protocols`), passed to every `hwm node`.")
+@click.option("--restart-after", type=click.FloatRange(0, 3600), default=None,
+              help="Restart a server that exits, after this many seconds [default: leave it down].")
+@click.option("--quiet", "-q", is_flag=True, help="Pass --quiet to every server.")
+def cluster(servers, data, base_port, host, protocol, restart_after, quiet) -> None:
+    """Start a local cluster of `hwm node` processes and supervise it until Ctrl-C or SIGTERM.
+
+    Prints where each server listens and the --cluster string, and writes it to
+    DIR/cluster.json, where `hwm put/get/status --data DIR` find it. The data
+    survives: running it again on the same DIR restarts the same servers.
+    """
+    ids = [f"S{k}" for k in range(1, servers + 1)]
+    addresses = {server: (host, base_port + k) for k, server in enumerate(ids)}
+    taken = [f"{s}={format_address(a)}" for s, a in addresses.items() if not _port_free(*a)]
+    if taken:
+        _fail(f"port in use: {', '.join(taken)}; pick another --base-port")
+    data.mkdir(parents=True, exist_ok=True)
+    cluster_string = ",".join(f"{s}={format_address(a)}" for s, a in addresses.items())
+    cluster_file = data / CLUSTER_FILE
+    cluster_file.write_text(json.dumps({"format": CLUSTER_FORMAT, "protocol": protocol,
+                                        "servers": {s: format_address(a) for s, a in addresses.items()}},
+                                       indent=2) + "\n")
+    extra = ("--quiet",) if quiet else ()
+    commands = {s: node_command(s, addresses, data, protocol, extra) for s in ids}
+
+    stopping = []
+
+    def on_signal(signum, frame):
+        stopping.append(signum)
+
+    previous = {signum: signal.signal(signum, on_signal) for signum in (signal.SIGINT, signal.SIGTERM)}
+    processes: dict[str, subprocess.Popen] = {}
+    restart_at: dict[str, float] = {}
+
+    def launch(server: str) -> None:
+        processes[server] = subprocess.Popen(commands[server], start_new_session=True, preexec_fn=_die_with_parent)
+
+    try:
+        for server in ids:
+            launch(server)
+        click.echo(f"hwm cluster: {servers} server{'s' if servers > 1 else ''}, protocol {protocol}, data in {data}/")
+        for server in ids:
+            click.echo(f"  {server}  {format_address(addresses[server])}  pid {processes[server].pid}  "
+                       f"data {data / server}")
+        click.echo(f"--cluster {cluster_string}")
+        click.echo(f"(also in {cluster_file}: hwm put --data {data} VALUE; hwm get --data {data} 1; "
+                   f"hwm status --data {data})")
+        click.echo("Ctrl-C stops every server.", err=True)
+        sys.stdout.flush()
+        while not stopping:
+            time.sleep(0.1)
+            for server, process in processes.items():
+                if server in restart_at:
+                    if time.monotonic() >= restart_at[server]:
+                        del restart_at[server]
+                        launch(server)
+                        click.echo(f"hwm cluster: restarted {server} (pid {processes[server].pid})", err=True)
+                    continue
+                code = process.poll()
+                if code is None or getattr(process, "reported", False):
+                    continue
+                process.reported = True  # type: ignore[attr-defined]
+                how = f"signal {signal.Signals(-code).name}" if code < 0 else f"status {code}"
+                if restart_after is not None:
+                    restart_at[server] = time.monotonic() + restart_after
+                    click.echo(f"hwm cluster: {server} (pid {process.pid}) exited with {how}; restarting in "
+                               f"{restart_after:g} s", err=True)
+                else:
+                    click.echo(f"hwm cluster: {server} (pid {process.pid}) exited with {how}; restart it with:\n  "
+                               + " ".join(_quote(a) for a in ["hwm"] + commands[server][3:]), err=True)
+            if not restart_at and all(p.poll() is not None for p in processes.values()):
+                _fail("every server has exited")
+    finally:
+        for process in processes.values():
+            if process.poll() is None:
+                process.send_signal(signal.SIGTERM)
+        deadline = time.monotonic() + 5
+        for process in processes.values():
+            try:
+                process.wait(max(deadline - time.monotonic(), 0.01))
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.wait()
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)
+    click.echo("hwm cluster: every server stopped", err=True)
+
+
+def _quote(arg: str) -> str:
+    import shlex
+
+    return shlex.quote(arg)
+
+
+# ---------------------------------------------------------------------- put, get, status
+@click.command()
+@click.argument("value")
+@_cluster_options
+def put(value, cluster, data, timeout) -> None:
+    """Write VALUE (UTF-8) to the replicated log; print its index once committed.
+
+    Exit status 1 when no leader is reachable or the outcome is unknown (the
+    leader accepted the value but did not confirm it in time).
+    """
+    servers = _cluster_servers(cluster, data)
+    with Client(servers, timeout=timeout) as client:
+        try:
+            index = client.put(value.encode("utf-8"))
+        except ClientError as error:
+            _fail(str(error))
+        click.echo(f"committed at index {index} (leader {client.leader})")
+
+
+@click.command()
+@click.argument("index", type=click.IntRange(1), required=False)
+@click.option("--all", "read_all", is_flag=True, help="Every committed entry, 1 .. the server's HWM.")
+@click.option("--server", default=None, help="Read from this server (its own HWM) instead of the leader.")
+@_cluster_options
+def get(index, read_all, server, cluster, data, timeout) -> None:
+    """Read entry INDEX (or --all): refused above the high-water mark ("not yet committed").
+
+    Reads from the leader unless --server names another server.
+    """
+    if (index is None) == (not read_all):
+        raise click.UsageError("give an INDEX or --all (not both)")
+    servers = _cluster_servers(cluster, data)
+    if server is not None and server not in servers:
+        raise click.BadParameter(f"{server!r} is not one of {', '.join(servers)}", param_hint="--server")
+    with Client(servers, timeout=timeout) as client:
+        try:
+            if not read_all:
+                generation, value = client.get(index, server)
+                click.echo(f"{index}\tgeneration {generation}\t{_show_value(value)}")
+                return
+            source = server or client.find_leader()
+            [answer] = client.status([source])
+            if answer.reply is None:
+                _fail(f"{client.describe(source)}: {answer.error}")
+            for k in range(1, answer.reply.hwm + 1):
+                generation, value = client.get(k, source)
+                click.echo(f"{k}\tgeneration {generation}\t{_show_value(value)}")
+            click.echo(f"({answer.reply.hwm} committed entries on {source})", err=True)
+        except NotCommittedError as error:
+            _fail(str(error))
+        except ClientError as error:
+            _fail(str(error))
+
+
+@click.command()
+@click.option("--json", "as_json", is_flag=True, help="One JSON object per server.")
+@_cluster_options
+def status(as_json, cluster, data, timeout) -> None:
+    """Each server's role, generation, last index, high-water mark and known leader.
+
+    Exit status 1 when no server answers.
+    """
+    servers = _cluster_servers(cluster, data)
+    with Client(servers, timeout=timeout) as client:
+        answers = client.status(timeout=min(timeout, 2.0))
+    if as_json:
+        for a in answers:
+            row = {"server": a.server, "address": format_address(a.address)}
+            if a.reply is None:
+                row["error"] = a.error
+            else:
+                row.update(role=a.reply.role, generation=a.reply.generation, last_index=a.reply.last_index,
+                           hwm=a.reply.hwm, leader=a.reply.leader)
+            click.echo(json.dumps(row))
+    else:
+        rows = [("server", "address", "role", "generation", "last index", "HWM", "leader")]
+        for a in answers:
+            if a.reply is None:
+                rows.append((a.server, format_address(a.address), f"unreachable ({a.error})"))
+            else:
+                r = a.reply
+                rows.append((a.server, format_address(a.address), r.role, str(r.generation), str(r.last_index),
+                             str(r.hwm), r.leader or "-"))
+        full = [row for row in rows if len(row) == len(rows[0])]
+        widths = [max(len(row[k]) for row in full) for k in range(len(rows[0]))]
+        for row in rows:
+            click.echo("  ".join(cell.ljust(width) for cell, width in zip(row, widths)).rstrip())
+    if all(a.reply is None for a in answers):
+        _fail("no server answered: " + ", ".join(f"{a.server}={format_address(a.address)} ({a.error})"
+                                                  for a in answers))
+
+
+COMMANDS = (node, cluster, put, get, status)
