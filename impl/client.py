@@ -222,6 +222,7 @@ class Client:
         connection = self._connections.get(server)
         if connection is not None and connection.stale():
             connection.close()
+            del self._connections[server]
             connection = None
         if connection is None:
             connection = _Connection(self.servers[server], min(self.connect_timeout, max(timeout, 0.001)))

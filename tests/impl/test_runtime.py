@@ -1,0 +1,325 @@
+"""The runtime and the client, in one process: nodes on an event loop in a thread, real TCP on 127.0.0.1.
+
+What is pinned here: the client protocol (put follows the leader, get refuses above the HWM, status,
+pipelined answers in order), and that malformed input of every kind (garbage, truncated, oversized,
+a reply sent to a server, a peer message from a stranger, a frame that never completes) gets an
+ErrorReply and a closed connection, never a crash and never a change to the log. The end-to-end
+tests with real processes and kill -9 are in test_e2e.py.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import random
+import socket
+import struct
+import threading
+import time
+from contextlib import closing
+
+import pytest
+from click.testing import CliRunner
+
+from hwm.cli import main
+from impl import codec
+from impl import messages as m
+from impl.client import Client, ClientError, NoLeaderError, NotCommittedError, parse_address, parse_cluster
+from impl.runtime import Node, NodeConfig, NodeError
+
+
+def free_ports(count: int) -> list[int]:
+    sockets = [socket.socket() for _ in range(count)]
+    try:
+        for sock in sockets:
+            sock.bind(("127.0.0.1", 0))
+        return [sock.getsockname()[1] for sock in sockets]
+    finally:
+        for sock in sockets:
+            sock.close()
+
+
+class ThreadCluster:
+    """`n` nodes on one event loop in a daemon thread; stop() within a bounded time."""
+
+    def __init__(self, tmp_path, n: int = 3, **config):
+        self.addresses = {f"S{k + 1}": ("127.0.0.1", port) for k, port in enumerate(free_ports(n))}
+        self.tmp_path = tmp_path
+        self.config = config
+        self.loop = asyncio.new_event_loop()
+        self.thread = threading.Thread(target=self.loop.run_forever, daemon=True)
+        self.thread.start()
+        self.nodes: dict[str, Node] = {}
+        for server in self.addresses:
+            self.start(server)
+
+    def call(self, coroutine, timeout: float = 10.0):
+        return asyncio.run_coroutine_threadsafe(coroutine, self.loop).result(timeout)
+
+    def start(self, server: str) -> Node:
+        peers = {s: a for s, a in self.addresses.items() if s != server}
+        node = Node(NodeConfig(server, self.addresses[server], peers, str(self.tmp_path / server), **self.config))
+        self.call(node.start())
+        self.nodes[server] = node
+        return node
+
+    def stop(self, server: str) -> None:
+        self.call(self.nodes.pop(server).stop())
+
+    def client(self, **options) -> Client:
+        return Client(self.addresses, **{"timeout": 10.0, **options})
+
+    def leader(self, timeout: float = 10.0) -> str:
+        with self.client(timeout=timeout) as client:
+            return client.find_leader()
+
+    def close(self) -> None:
+        try:
+            for server in list(self.nodes):
+                self.stop(server)
+        finally:
+            self.loop.call_soon_threadsafe(self.loop.stop)
+            self.thread.join(5)
+
+
+@pytest.fixture
+def cluster(tmp_path):
+    made = ThreadCluster(tmp_path)
+    yield made
+    made.close()
+
+
+def exchange(address, data: bytes, *, close_write: bool = False, timeout: float = 2.0) -> list:
+    """Send raw bytes on a fresh connection; return the messages read until the server closes
+    (then "closed" is the last item), answers something other than an ErrorReply, or `timeout`."""
+    with closing(socket.create_connection(address, timeout=timeout)) as sock:
+        sock.sendall(data)
+        if close_write:
+            sock.shutdown(socket.SHUT_WR)
+        frames = codec.FrameReader()
+        received: list = []
+        deadline = time.monotonic() + timeout
+        closed = False
+        while time.monotonic() < deadline:
+            sock.settimeout(max(deadline - time.monotonic(), 0.01))
+            try:
+                chunk = sock.recv(65536)
+            except socket.timeout:
+                break
+            except ConnectionResetError:
+                closed = True
+                break
+            if not chunk:
+                closed = True
+                break
+            received += [codec.decode(p) for p in frames.feed(chunk)]
+            if any(not isinstance(r, m.ErrorReply) for r in received):
+                break
+        return received + (["closed"] if closed else [])
+
+
+# ------------------------------------------------------------------------- no network
+def test_addresses_and_cluster_strings_parse_with_errors_naming_the_part():
+    assert parse_address("127.0.0.1:7001") == ("127.0.0.1", 7001)
+    assert parse_address("[::1]:7001") == ("::1", 7001)
+    assert parse_cluster("S1=127.0.0.1:1, S2=localhost:2") == {"S1": ("127.0.0.1", 1), "S2": ("localhost", 2)}
+    with pytest.raises(ValueError, match="port 'x'"):
+        parse_address("h:x")
+    with pytest.raises(ValueError, match="S2 is given twice"):
+        parse_cluster("S2=h:1,S2=h:2")
+    with pytest.raises(ValueError, match="'S1' is not ID=HOST:PORT"):
+        parse_cluster("S1")
+
+
+def test_node_config_refuses_itself_as_a_peer():
+    with pytest.raises(ValueError, match="lists itself"):
+        NodeConfig("S1", ("127.0.0.1", 1), {"S1": ("127.0.0.1", 2)}, "/nonexistent")
+
+
+@pytest.mark.parametrize("args, message", [
+    (["put", "x", "--cluster", "S1"], "is not ID=HOST:PORT"),
+    (["put", "x", "--data", "/nonexistent/dir"], "no /nonexistent/dir/cluster.json"),
+    (["get", "--cluster", "S1=h:1"], "give an INDEX or --all"),
+    (["get", "0", "--cluster", "S1=h:1"], "0 is not in the range x>=1"),
+    (["node", "--id", "S1", "--listen", "nowhere", "--data", "d"], "is not HOST:PORT"),
+    (["node", "--id", "S1", "--listen", "h:1", "--peers", "S1=h:2", "--data", "d"], "lists itself"),
+    (["node", "--id", "S1", "--listen", "h:1", "--data", "d", "--protocol", "paxos"], "unknown protocol"),
+    (["cluster", "--servers", "0"], "0 is not in the range"),
+])
+def test_cli_usage_errors_exit_2(args, message, tmp_path):
+    result = CliRunner().invoke(main, args, env={"HWM_CLUSTER": None})
+    assert result.exit_code == 2, result.output
+    assert message in result.output
+
+
+@pytest.mark.network
+def test_no_leader_reachable_exits_1_naming_every_address_tried():
+    ports = free_ports(2)
+    cluster = f"S1=127.0.0.1:{ports[0]},S2=127.0.0.1:{ports[1]}"
+    started = time.monotonic()
+    result = CliRunner().invoke(main, ["put", "x", "--cluster", cluster, "--timeout", "0.5"])
+    assert result.exit_code == 1
+    assert f"S1=127.0.0.1:{ports[0]} (connection refused)" in result.output
+    assert f"S2=127.0.0.1:{ports[1]} (connection refused)" in result.output
+    assert time.monotonic() - started < 5
+    result = CliRunner().invoke(main, ["status", "--cluster", cluster])
+    assert result.exit_code == 1 and "no server answered" in result.output
+
+
+# --------------------------------------------------------------------------- cluster
+@pytest.mark.network
+def test_put_get_status_and_the_client_follows_the_leader_hint(cluster):
+    leader = cluster.leader()
+    follower = next(s for s in cluster.addresses if s != leader)
+    with cluster.client() as client:
+        client.leader = follower  # start at a follower: it answers with a hint, the client follows
+        indexes = [client.put(f"value {k}".encode()) for k in range(20)]
+        assert indexes == list(range(1, 21))
+        assert client.leader == leader
+        assert client.get(7) == (cluster.nodes[leader].replica.generation, b"value 6")
+        with pytest.raises(NotCommittedError, match="not yet committed"):
+            client.get(21)
+        # The follower serves reads up to its own HWM, learnt from the next heartbeat.
+        deadline = time.monotonic() + 5
+        while client.status([follower])[0].reply.hwm < 20 and time.monotonic() < deadline:
+            time.sleep(0.02)
+        assert client.get(20, server=follower)[1] == b"value 19"
+        answers = {a.server: a.reply for a in client.status()}
+        assert answers[leader].role == "leader" and answers[leader].hwm == 20
+        assert all(r.last_index == 20 and r.leader == leader for r in answers.values())
+
+
+@pytest.mark.network
+def test_a_value_over_the_limit_is_refused_and_nothing_is_written(cluster):
+    with cluster.client() as client:
+        client.put(b"small")
+        leader = cluster.addresses[client.leader]
+        [reply] = exchange(leader, codec.encode(m.PutRequest(b"x" * (64 * 1024 + 1))), timeout=1)[:1]
+        assert reply.index is None and reply.error.startswith("not written: the value is 65537 bytes")
+        assert client.status([client.leader])[0].reply.last_index == 1
+
+
+@pytest.mark.network
+def test_pipelined_requests_are_answered_in_order(cluster):
+    leader = cluster.addresses[cluster.leader()]
+    requests = [m.PutRequest(b"a"), m.StatusRequest(), m.GetRequest(1), m.PutRequest(b"b"), m.GetRequest(2)]
+    with closing(socket.create_connection(leader, timeout=5)) as sock:
+        sock.sendall(b"".join(codec.encode(r) for r in requests))
+        frames, answers = codec.FrameReader(), []
+        while len(answers) < len(requests):
+            answers += [codec.decode(p) for p in frames.feed(sock.recv(65536))]
+    kinds = [type(a).__name__ for a in answers]
+    assert kinds == ["PutReply", "StatusReply", "GetReply", "PutReply", "GetReply"]
+    assert answers[0].index == 1 and answers[3].index == 2
+    # The get of 1 was handled after the put of 1 was proposed, but before it committed.
+    assert answers[4].error is None or "not yet committed" in answers[4].error
+
+
+MALFORMED = {
+    "garbage": (struct.pack(">I", 5) + b"\x07hello", "unsupported codec version 7"),
+    "unknown type": (struct.pack(">I", 2) + b"\x01\xee", "unknown message type 238"),
+    "oversized": (struct.pack(">I", codec.MAX_FRAME_BYTES + 1), "exceeds the maximum"),
+    "a reply sent to a server": (codec.encode(m.StatusReply("S1", "leader", 1, 0, 0, None)),
+                                 "does not accept StatusReply"),
+    "a stranger's vote request": (codec.encode(m.VoteRequest(99, "intruder", 0, 0)), "'intruder'"),
+    "trailing bytes": (struct.pack(">I", 3) + b"\x01\x14\x00", "1 trailing bytes"),
+}
+
+
+@pytest.mark.network
+@pytest.mark.parametrize("name", MALFORMED)
+def test_malformed_input_gets_an_error_reply_and_the_connection_is_closed(cluster, name):
+    data, expected = MALFORMED[name]
+    server = cluster.leader()
+    before = cluster.nodes[server].replica.generation
+    received = exchange(cluster.addresses[server], data)
+    assert received[-1] == "closed", name
+    assert isinstance(received[0], m.ErrorReply) and expected in received[0].text, received
+    assert cluster.nodes[server].replica.generation == before  # the stranger deposed nobody
+    with cluster.client() as client:
+        assert client.put(b"still serving") >= 1
+
+
+@pytest.mark.network
+def test_a_frame_that_never_completes_is_dropped_after_a_while(tmp_path):
+    made = ThreadCluster(tmp_path, n=1, partial_frame_seconds=0.3)
+    try:
+        received = exchange(made.addresses["S1"], struct.pack(">I", 100) + b"\x01\x10", timeout=3)
+        assert received[-1] == "closed"
+        assert isinstance(received[0], m.ErrorReply) and "incomplete frame" in received[0].text
+    finally:
+        made.close()
+
+
+def _fuzz_frames(rng: random.Random, count: int) -> list[tuple[bytes, bool]]:
+    """(bytes to send, whether to close our side after): random, mutated, truncated, oversized."""
+    stranger = "intruder"  # mutations of it never produce a real peer id, so nothing can impersonate
+    templates = [
+        m.PutRequest(b"fuzz"), m.GetRequest(1), m.GetRequest(10**6), m.StatusRequest(),
+        m.VoteRequest(3, stranger, 5, 2), m.AppendRequest(4, stranger, 0, 0, ((1, b"x"), (4, b"y")), 2),
+        m.AppendReply(2, stranger, True, 3), m.HwmQuery(1, stranger), m.VoteReply(1, stranger, True),
+        m.PutReply(3), m.ErrorReply("boo"), m.GetReply(1, None, None, "no"),
+    ]
+    frames = []
+    for _ in range(count):
+        kind = rng.randrange(6)
+        if kind == 0:  # random bytes behind a length prefix that matches
+            payload = rng.randbytes(rng.randrange(0, 64))
+            frames.append((struct.pack(">I", len(payload)) + payload, False))
+        elif kind == 1:  # a valid frame with bytes flipped
+            frame = bytearray(codec.encode(rng.choice(templates)))
+            for _ in range(rng.randrange(1, 4)):
+                position = rng.randrange(4, len(frame)) if len(frame) > 4 else 0
+                frame[position] = rng.randrange(256)
+            frames.append((bytes(frame), False))
+        elif kind == 2:  # a valid frame cut short, then we close
+            frame = codec.encode(rng.choice(templates))
+            frames.append((frame[:rng.randrange(0, len(frame))], True))
+        elif kind == 3:  # a payload shortened or extended, with a length prefix that agrees
+            payload = codec.encode(rng.choice(templates))[4:]
+            payload = payload[:rng.randrange(0, len(payload))] if rng.random() < 0.5 else payload + rng.randbytes(3)
+            frames.append((struct.pack(">I", len(payload)) + payload, False))
+        elif kind == 4:  # a length prefix over the maximum
+            frames.append((struct.pack(">I", rng.randrange(codec.MAX_FRAME_BYTES + 1, 2**32)), False))
+        else:  # pure noise, no framing at all
+            frames.append((rng.randbytes(rng.randrange(1, 40)), True))
+    return frames
+
+
+@pytest.mark.network
+def test_a_live_node_survives_500_random_and_truncated_frames_and_loses_no_entry(cluster):
+    with cluster.client() as client:
+        for k in range(30):
+            client.put(f"before {k}".encode())
+        leader = client.leader
+        follower = next(s for s in cluster.addresses if s != leader)
+        hwm_before = {a.server: a.reply.hwm for a in client.status()}
+        log_before = [client.get(k) for k in range(1, hwm_before[leader] + 1)]
+        rng = random.Random(20240601)
+        answered = 0
+        for data, close_write in _fuzz_frames(rng, 500):
+            target = cluster.addresses[rng.choice([leader, follower])]
+            for message in exchange(target, data, close_write=close_write, timeout=0.3):
+                # Whatever comes back decodes; a refusal comes as an ErrorReply.
+                assert message == "closed" or isinstance(message, m.CLIENT_REPLIES)
+                answered += message != "closed"
+        assert answered > 100
+        # Every node still answers, still agrees on the leader, and holds every committed entry.
+        for node in cluster.nodes.values():
+            assert node.failure is None
+        after = {a.server: a.reply for a in client.status()}
+        assert all(reply is not None for reply in after.values())
+        assert after[leader].role == "leader"
+        assert after[leader].hwm >= hwm_before[leader]
+        assert [client.get(k) for k in range(1, hwm_before[leader] + 1)] == log_before
+        assert client.put(b"after the fuzz") > hwm_before[leader]
+
+
+@pytest.mark.network
+def test_a_node_refuses_to_start_on_a_taken_port(tmp_path):
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        sock.listen()
+        address = sock.getsockname()
+        node = Node(NodeConfig("S1", address, {}, str(tmp_path / "S1")))
+        with pytest.raises(NodeError, match=f"cannot listen on 127.0.0.1:{address[1]}"):
+            asyncio.run(node.start())
