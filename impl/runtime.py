@@ -63,6 +63,7 @@ MAX_APPEND_ENTRIES = 128
 MAX_OWED_ANSWERS = 256
 MAX_WRITE_BUFFER = 32 * 1024 * 1024
 MAX_CONNECTIONS = 256
+MAX_BACKLOG = 256  # peer messages held while a connection to that peer is being made
 RECONNECT_SECONDS = (0.01, 0.1)  # first and longest pause between attempts to reach a peer
 MAX_CATCH_UP_TICKS = 50  # after a stall (a slow fsync, a suspended process) run at most this many
 
@@ -171,10 +172,16 @@ class _PeerLink:
         self.dropped = 0
         self.task: asyncio.Task | None = None
         self._kick = asyncio.Event()
+        # Messages sent while a connection attempt is under way wait for its outcome (a restarting
+        # server's first HwmQuery is sent before its links are up); between attempts they are dropped.
+        self._connecting = True
+        self._backlog: list[bytes] = []
 
     def kick(self) -> None:
-        """The peer is alive (it just sent us something): stop waiting and reconnect now."""
+        """The peer is alive (it just sent us something): reconnect now, and hold what we send it
+        meanwhile (our answer to what it sent) until the attempt succeeds or fails."""
         if self.writer is None:
+            self._connecting = True
             self._kick.set()
 
     async def _pause(self, seconds: float) -> None:
@@ -187,16 +194,23 @@ class _PeerLink:
     def send(self, message: m.PeerMessage) -> None:
         writer = self.writer
         if writer is None or writer.is_closing():
-            self.dropped += 1
+            if self._connecting and writer is None and len(self._backlog) < MAX_BACKLOG:
+                self._backlog.append(self._encode(message))
+            else:
+                self.dropped += 1
             return
         if writer.transport.get_write_buffer_size() > MAX_WRITE_BUFFER:
             self.dropped += 1  # the peer is not keeping up; the leader will resend
             return
+        writer.write(self._encode(message))
+
+    def _encode(self, message: m.PeerMessage) -> bytes:
         try:
-            writer.write(codec.encode(message))
+            return codec.encode(message)
         except codec.CodecError as error:
             log.error("%s: cannot send %s to %s: %s", self.node.server_id, type(message).__name__,
                       self.peer, error)
+            return b""
 
     async def run(self) -> None:
         # Retry often: a restarted follower must hear the leader before its election timer fires,
@@ -204,9 +218,13 @@ class _PeerLink:
         backoff = RECONNECT_SECONDS[0]
         lost = False
         while True:
+            self._connecting = True
             try:
                 reader, writer = await asyncio.wait_for(asyncio.open_connection(*self.address), 1.0)
             except (OSError, asyncio.TimeoutError) as error:
+                self._connecting = False
+                self.dropped += len(self._backlog)
+                self._backlog.clear()
                 if not lost:
                     log.info("%s: cannot reach %s at %s (%s); retrying", self.node.server_id, self.peer,
                              format_address(self.address), _reason(error))
@@ -216,7 +234,11 @@ class _PeerLink:
                 continue
             backoff = RECONNECT_SECONDS[0]
             lost = False
+            self._connecting = False
             self.writer = writer
+            if self._backlog:
+                writer.write(b"".join(self._backlog))
+                self._backlog.clear()
             log.info("%s: connected to %s at %s", self.node.server_id, self.peer, format_address(self.address))
             try:
                 frames = codec.FrameReader()
@@ -501,14 +523,13 @@ class Node:
         kind = item[0]
         if kind == "peer":
             _, message, connection = item
+            link = self._links.get(m.sender(message))
+            if link is not None:
+                link.kick()
             try:
                 replica.step(message)
             except ReplicaError as error:
                 self._refuse(connection, str(error))
-                return
-            link = self._links.get(m.sender(message))
-            if link is not None:
-                link.kick()
             return
         _, request, connection, slot = item
         if isinstance(request, m.PutRequest):

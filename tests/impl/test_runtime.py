@@ -329,3 +329,27 @@ def test_a_node_refuses_to_start_on_a_taken_port(tmp_path):
         node = Node(NodeConfig("S1", address, {}, str(tmp_path / "S1")))
         with pytest.raises(NodeError, match=f"cannot listen on 127.0.0.1:{address[1]}"):
             asyncio.run(node.start())
+
+
+@pytest.mark.network
+def test_a_restarting_server_hears_every_peer_before_its_rejoin_times_out(tmp_path):
+    """restart=truncate-to-leader-hwm: the HwmQuery a replica sends as it starts goes out on links
+    that are still connecting, and the answers come back on links the peers must re-dial; both are
+    held, not dropped, so the rejoin ends on answers (not on the timeout of 30 ticks = 0.9 s)."""
+    from properties.protocol import resolve
+
+    made = ThreadCluster(tmp_path, protocol=resolve("raft-truncate-to-leader-hwm")[1], tick_seconds=0.03)
+    try:
+        with made.client() as client:
+            for k in range(3):
+                client.put(b"x")
+            follower = next(s for s in made.addresses if s != client.leader)
+        made.stop(follower)
+        started = time.monotonic()
+        node = made.start(follower)
+        while node.replica.rejoining and time.monotonic() - started < 5:
+            time.sleep(0.005)
+        assert time.monotonic() - started < 0.6
+        assert all(link.dropped == 0 for link in node._links.values())
+    finally:
+        made.close()
