@@ -26,6 +26,23 @@ from impl.wal import RECORD_HEADER, SEGMENT_HEADER
 pytestmark = pytest.mark.network
 
 HWM = [sys.executable, "-c", "from hwm.cli import main; main(prog_name='hwm')"]
+OVERALL_SECONDS = 90
+
+
+@pytest.fixture(autouse=True)
+def overall_timeout():
+    """Every test ends within OVERALL_SECONDS: the alarm raises, and its `finally` kills the processes."""
+
+    def expire(signum, frame):
+        raise TimeoutError(f"end-to-end test still running after {OVERALL_SECONDS} s")
+
+    previous = signal.signal(signal.SIGALRM, expire)
+    signal.alarm(OVERALL_SECONDS)
+    try:
+        yield
+    finally:
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, previous)
 
 
 def free_ports(count: int) -> list[int]:
