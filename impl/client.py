@@ -42,13 +42,15 @@ __all__ = [
     "parse_cluster",
     "NOT_LEADER",
     "NOT_WRITTEN",
+    "REFUSED",
     "OUTCOME_UNKNOWN",
 ]
 
 # A PutReply's `error` starts with one of these words, then ": " and the details. The message type
 # has no error code field, so the runtime and the client agree on these prefixes.
 NOT_LEADER = "not the leader"  # nothing was written; ask `leader` if given
-NOT_WRITTEN = "not written"  # nothing was written (refused, or overwritten by another leader)
+NOT_WRITTEN = "not written"  # nothing was written (overwritten by another leader): try again
+REFUSED = "refused"  # nothing was written, and trying again will not help (a value too big)
 OUTCOME_UNKNOWN = "outcome unknown"  # accepted, not committed in time: it may still commit
 
 Address = tuple[str, int]

@@ -45,7 +45,7 @@ from typing import Mapping
 
 from impl import codec
 from impl import messages as m
-from impl.client import NOT_LEADER, NOT_WRITTEN, OUTCOME_UNKNOWN, Address, format_address
+from impl.client import NOT_LEADER, NOT_WRITTEN, OUTCOME_UNKNOWN, REFUSED, Address, format_address
 from impl.core import Entry, NotCommitted, NotLeader, Replica, ReplicaError, persist
 from impl.storage import DiskStorage, StorageError
 from properties.protocol import RAFT, Protocol
@@ -548,7 +548,7 @@ class Node:
         replica = self.replica
         if len(request.value) > self.config.max_value_bytes:
             self._answers.append((connection, slot, m.PutReply(
-                None, f"{NOT_WRITTEN}: the value is {len(request.value)} bytes; at most "
+                None, f"{REFUSED}: the value is {len(request.value)} bytes; at most "
                       f"{self.config.max_value_bytes} are accepted"), False))
             return
         try:

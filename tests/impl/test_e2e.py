@@ -20,7 +20,7 @@ import pytest
 from click.testing import CliRunner
 
 from hwm.cli import main
-from impl.client import Client, ClientError, format_address
+from impl.client import Client, format_address
 from impl.wal import RECORD_HEADER, SEGMENT_HEADER
 
 pytestmark = pytest.mark.network

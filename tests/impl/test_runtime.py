@@ -23,7 +23,7 @@ from click.testing import CliRunner
 from hwm.cli import main
 from impl import codec
 from impl import messages as m
-from impl.client import Client, ClientError, NoLeaderError, NotCommittedError, parse_address, parse_cluster
+from impl.client import Client, ClientError, NotCommittedError, parse_address, parse_cluster
 from impl.runtime import Node, NodeConfig, NodeError
 
 
@@ -200,7 +200,9 @@ def test_a_value_over_the_limit_is_refused_and_nothing_is_written(cluster):
         client.put(b"small")
         leader = cluster.addresses[client.leader]
         [reply] = exchange(leader, codec.encode(m.PutRequest(b"x" * (64 * 1024 + 1))), timeout=1)[:1]
-        assert reply.index is None and reply.error.startswith("not written: the value is 65537 bytes")
+        assert reply.index is None and reply.error.startswith("refused: the value is 65537 bytes")
+        with pytest.raises(ClientError, match="refused: the value is 65537 bytes; at most 65536"):
+            client.put(b"x" * (64 * 1024 + 1))
         assert client.status([client.leader])[0].reply.last_index == 1
 
 
