@@ -362,7 +362,13 @@ class Model:
 
     # ------------------------------------------------------------ enumeration
     def successors(self, s: State, bounds_hit: set | None = None) -> Iterator[tuple[Action, State]]:
-        """Every enabled action and its next state, in a fixed order (traces depend on it).
+        """Every enabled action and its next state, in the order of `actions`."""
+        apply = self.apply
+        for action in self.actions(s, bounds_hit):
+            yield action, apply(s, action)
+
+    def actions(self, s: State, bounds_hit: set | None = None) -> Iterator[Action]:
+        """Every enabled action, in a fixed order (traces depend on it).
 
         The cheap tests below (down, not a leader) only skip actions whose guard would
         refuse them anyway; the guard has the last word. Tests check the two agree.
@@ -382,7 +388,7 @@ class Model:
                     continue
                 reason = self.guard_elect(s, candidate, voters)
                 if reason is None:
-                    yield ("elect", candidate, voters), self.effect_elect(s, candidate, voters)
+                    yield ("elect", candidate, voters)
                 elif bounds_hit is not None and type(reason) is BoundHit:
                     bounds_hit.add(reason.bound)
         for k in range(self.n):
@@ -390,7 +396,7 @@ class Model:
             for name in candidates:
                 reason = getattr(self, "guard_" + name)(s, k)
                 if reason is None:
-                    yield (name, k), getattr(self, "effect_" + name)(s, k)
+                    yield (name, k)
                 elif bounds_hit is not None and type(reason) is BoundHit:
                     bounds_hit.add(reason.bound)
         if self.async_network:
@@ -399,17 +405,17 @@ class Model:
                 if leading[a]:
                     reason = self.guard_send(s, a, b)
                     if reason is None:
-                        yield ("send", a, b), self.effect_send(s, a, b)
+                        yield ("send", a, b)
                     elif bounds_hit is not None and type(reason) is BoundHit:
                         bounds_hit.add(reason.bound)
                 if channels[a * n + b]:
                     if alive[b]:
-                        yield ("deliver", a, b), self.effect_deliver(s, a, b)
-                    yield ("drop", a, b), self.effect_drop(s, a, b)
+                        yield ("deliver", a, b)
+                    yield ("drop", a, b)
         else:
             for a, b in self.pairs:
                 if leading[a] and alive[b]:
-                    yield ("replicate", a, b), self.effect_replicate(s, a, b)
+                    yield ("replicate", a, b)
 
     def why_not(self, s: State, action: Action) -> str | None:
         """None when `action` is enabled in `s`, else the reason."""

@@ -1,0 +1,208 @@
+"""The local engine, the encoding and symmetry reduction, the simulation engine."""
+
+import random
+from itertools import permutations
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from model.actions import Model
+from model.checker import bfs, reconstruct
+from model.encoding import canonical, decode, encode, fingerprint
+from model.simulation import simulate
+from model.state import Config, State, initial_state
+from properties.catalogue import ALWAYS, SOMETIMES
+from properties.protocol import PRESETS
+from properties.quorum import majority, quorum_index
+from tests.pinned import PINNED, config_of
+
+
+def random_walk(model, rng, steps):
+    """A reachable state: `steps` random enabled actions from the initial state."""
+    state = initial_state(model.config)
+    for _ in range(steps):
+        choices = list(model.successors(state))
+        if not choices:
+            break
+        state = rng.choice(choices)[1]
+    return state
+
+
+def permuted(state: State, order) -> State:
+    """The same cluster with servers renamed: new position j is old server order[j]."""
+    n = len(state.servers)
+    servers = []
+    for old in order:
+        s = state.servers[old]
+        match = tuple(s.match[k] for k in order) if s.match else ()
+        servers.append(s._replace(match=match))
+    channels = tuple(state.channels[a * n + b] for a in order for b in order) if state.channels else ()
+    return State(tuple(servers), state.reads, state.crashes, channels)
+
+
+MODELS = [
+    Model(PRESETS["seed"].protocol, Config(max_log=2)),
+    Model(PRESETS["raft"].protocol, Config(servers=4, max_log=2)),
+    Model(PRESETS["raft-generation-mismatch"].protocol, Config(network="async", max_log=2, channel_capacity=2)),
+]
+
+
+@settings(max_examples=150, deadline=None, derandomize=True)
+@given(which=st.integers(0, len(MODELS) - 1), seed=st.integers(0, 2**32), steps=st.integers(0, 25))
+def test_encoding_round_trips_and_symmetry_is_canonical(which, seed, steps):
+    model = MODELS[which]
+    state = random_walk(model, random.Random(seed), steps)
+    assert decode(encode(state)) == state
+    assert decode(canonical(state)) in {permuted(state, order) for order in permutations(range(model.n))}
+    order = list(range(model.n))
+    random.Random(seed).shuffle(order)
+    other = permuted(state, order)
+    assert canonical(other) == canonical(state)
+    assert fingerprint(other) == fingerprint(state)
+    # Symmetric successors: the renamed state's successors are the renamed successors.
+    assert sorted(fingerprint(s) for _, s in model.successors(other)) == sorted(
+        fingerprint(s) for _, s in model.successors(state))
+
+
+@settings(max_examples=150, deadline=None, derandomize=True)
+@given(which=st.integers(0, len(MODELS) - 1), seed=st.integers(0, 2**32), steps=st.integers(0, 25))
+def test_successors_are_exactly_the_actions_the_guards_enable(which, seed, steps):
+    model = MODELS[which]
+    state = random_walk(model, random.Random(seed), steps)
+    enabled = {action for action, _ in model.successors(state)}
+    names = ("send", "deliver", "drop") if model.async_network else ("replicate",)
+    candidates = [("elect", c, v) for c in range(model.n) for v in model.voter_sets[c]]
+    candidates += [(a, k) for k in range(model.n) for a in ("write", "read", "crash", "restart")]
+    candidates += [(a, x, y) for x, y in model.pairs for a in names]
+    assert enabled == {a for a in candidates if model.why_not(state, a) is None}
+    for action, succ in model.successors(state):
+        assert model.apply(state, action) == succ
+
+
+def test_fingerprints_are_stable_across_processes():
+    # BLAKE2b of the canonical bytes, not Python's salted hash: a fixed value forever.
+    assert fingerprint(initial_state(Config())) == 0xE81CF4BA90F4CA16
+    assert encode(initial_state(Config())) == bytes([3, 0, 0] + [0, 0, 1, 0, 0] * 3 + [0])
+
+
+def test_quorum_majority_matches_a_naive_reference():
+    rng = random.Random(7)
+    for _ in range(50_000):
+        n = rng.randint(1, 9)
+        indexes = [rng.randint(0, 6) for _ in range(n)]
+        naive = max(v for v in range(0, 7) if sum(m >= v for m in indexes) >= majority(n))
+        assert quorum_index("majority", indexes) == naive
+        if n % 2:
+            assert quorum_index("seed-index", indexes) == naive
+
+
+def test_seed_index_is_one_short_for_even_clusters():
+    assert quorum_index("seed-index", [0, 1]) == 1  # held by 1 of 2 servers
+    assert quorum_index("majority", [0, 1]) == 0
+
+
+# ------------------------------------------------------------ pinned numbers
+def pinned_cases(deep: bool):
+    for key, expected in PINNED.items():
+        if expected.get("deep", False) == deep:
+            yield pytest.param(key, expected, id="-".join(map(str, key)))
+
+
+def check_against_pins(report, expected):
+    assert report.complete
+    assert report.states == expected["states"]
+    assert report.transitions == expected["transitions"]
+    assert report.depth == expected["depth"]
+    assert sorted(report.bounds_hit) == expected["bounds_hit"]
+    lengths = {name: r.length for name, r in report.results.items() if r.found}
+    assert lengths == expected["lengths"]
+
+
+@pytest.mark.parametrize("key, expected", list(pinned_cases(deep=False)))
+def test_pinned_counts_and_shortest_counterexamples(key, expected):
+    preset, config, symmetry = config_of(key)
+    report = bfs(Model(PRESETS[preset].protocol, config), preset, symmetry=symmetry)
+    check_against_pins(report, expected)
+    # Every counterexample is a real trace: replaying its actions reproduces the finding.
+    model = Model(PRESETS[preset].protocol, config)
+    for result in report.results.values():
+        if result.found:
+            state = initial_state(config)
+            for action in result.actions:
+                assert model.why_not(state, action) is None
+                before, state = state, model.apply(state, action)
+            prop = next(p for p in ALWAYS + SOMETIMES if p.name == result.name)
+            assert (prop.check(before, state) if prop.on == "step" else prop.check(state))
+
+
+@pytest.mark.deep
+@pytest.mark.parametrize("key, expected", list(pinned_cases(deep=True)))
+def test_pinned_counts_deep(key, expected):
+    preset, config, symmetry = config_of(key)
+    check_against_pins(bfs(Model(PRESETS[preset].protocol, config), preset, symmetry=symmetry), expected)
+
+
+def test_symmetry_never_increases_the_count_and_keeps_verdicts():
+    pairs = {}
+    for key, expected in PINNED.items():
+        pairs.setdefault(key[:-1], {})[key[-1]] = expected
+    compared = 0
+    for key, both in pairs.items():
+        if True in both and False in both:
+            compared += 1
+            assert both[True]["states"] <= both[False]["states"], key
+            assert both[True]["lengths"] == both[False]["lengths"], key
+            assert both[True]["depth"] == both[False]["depth"], key
+    assert compared >= 3
+
+
+def test_breadth_first_traces_are_shortest():
+    # Any violation of ReadNeverTruncated needs at least: an election, a write, a replicate,
+    # a read, then something that removes the entry. BFS must not find fewer steps than a
+    # search bounded one step lower can.
+    model = Model(PRESETS["raft-truncate-to-own-hwm"].protocol, Config())
+    full = bfs(model, "x")
+    length = full.results["ReadNeverTruncated"].length
+    shallower = bfs(model, "x", max_depth=length - 1)
+    assert not shallower.complete
+    assert not shallower.results["ReadNeverTruncated"].found
+    assert bfs(model, "x", max_depth=length).results["ReadNeverTruncated"].found
+
+
+def test_reconstruct_rejects_a_chain_with_a_foreign_fingerprint():
+    model = Model(PRESETS["raft"].protocol, Config())
+    with pytest.raises(RuntimeError, match="no successor"):
+        reconstruct(model, [fingerprint(initial_state(model.config)), 12345], True)
+
+
+# -------------------------------------------------------------- simulation
+TINY = [("raft", 2, 2, 1, 1, "rpc", True), ("raft-truncate-to-own-hwm", 2, 1, 1, 1, "async", True)]
+
+
+@pytest.mark.parametrize("key", TINY)
+def test_simulation_covers_a_tiny_state_space_exactly(key):
+    preset, config, symmetry = config_of(key)
+    model = Model(PRESETS[preset].protocol, config)
+    report = simulate(model, preset, walks=6000, max_depth=20, seed=1, symmetry=symmetry)
+    assert report.states == PINNED[key]["states"]
+    assert sorted(report.bounds_hit) == PINNED[key]["bounds_hit"]
+    always = {p.name for p in ALWAYS}
+    assert sorted(report.violated) == sorted(n for n in PINNED[key]["lengths"] if n in always)
+    for name in report.violated:
+        assert report.results[name].length >= PINNED[key]["lengths"][name]
+
+
+@pytest.mark.parametrize("key", [("raft-any-generation-commit", 3, 4, 1, 1, "rpc", True),
+                                 ("raft", 3, 4, 1, 1, "rpc", True)])
+def test_simulation_stays_inside_the_breadth_first_state_space(key):
+    preset, config, symmetry = config_of(key)
+    model = Model(PRESETS[preset].protocol, config)
+    report = simulate(model, preset, walks=3000, seed=3, symmetry=symmetry)
+    assert 0 < report.states <= PINNED[key]["states"]
+    for name in report.violated:  # whatever it finds is real and no shorter than the shortest
+        assert report.results[name].length >= PINNED[key]["lengths"][name]
+    if preset == "raft":
+        assert report.violated == []
+    else:
+        assert "ReadNeverTruncated" in report.violated  # Figure 8 is found by random walks too

@@ -1,0 +1,167 @@
+"""The command line contract: exit statuses, reports, saved traces and replay."""
+
+import json
+
+import pytest
+from click.testing import CliRunner
+
+from hwm.cli import main
+from properties.protocol import PRESETS
+from properties.trace import load
+from tests.pinned import PINNED
+
+
+def hwm(*args):
+    result = CliRunner().invoke(main, [str(a) for a in args], catch_exceptions=False)
+    return result.exit_code, result.output
+
+
+def test_tour_matches_the_catalogue_and_saves_every_shortest_counterexample(tmp_path):
+    code, out = hwm("check", "--save", tmp_path / "out")
+    assert code == 0, out
+    for name in PRESETS:
+        assert name in out
+    assert "every preset behaves as the catalogue expects" in out
+    saved = sorted(p.name for p in (tmp_path / "out").iterdir())
+    expected = sorted(f"{name}.{prop}.json" for name, p in PRESETS.items() for prop in p.breaks)
+    assert saved == expected
+    figure_8 = load(tmp_path / "out" / "raft-any-generation-commit.ReadNeverTruncated.json")
+    assert len(figure_8.steps) == PINNED[("raft-any-generation-commit", 3, 4, 1, 1, "rpc", True)]["lengths"]["ReadNeverTruncated"]
+
+
+def test_tour_reports_a_preset_that_misbehaves(monkeypatch, tmp_path):
+    # A catalogue that wrongly calls a broken preset safe must make the tour fail.
+    from dataclasses import replace
+    import properties.protocol as protocol
+    broken = dict(protocol.PRESETS)
+    broken["kip101"] = replace(broken["kip101"], broken=False, breaks=frozenset())
+    monkeypatch.setattr("hwm.check.PRESETS", broken)
+    monkeypatch.setattr("hwm.cli.PRESETS", broken)
+    code, out = hwm("check", "--jobs", 1, "--save", tmp_path)
+    assert code == 1
+    assert "kip101: unexpectedly violates" in out
+
+
+def test_check_one_safe_preset():
+    code, out = hwm("check", "--protocol", "raft")
+    assert code == 0
+    assert "✓ ReadNeverTruncated" in out and "6,936 distinct states" in out
+    assert "bounded: exploration was cut by max_crashes, max_generation, max_log" in out
+
+
+def test_check_a_broken_preset_prints_and_saves_its_counterexample(tmp_path):
+    code, out = hwm("check", "--protocol", "raft-any-generation-commit", "--save", tmp_path)
+    assert code == 1
+    assert "✗ ReadNeverTruncated" in out and "violated in 11 steps" in out
+    path = tmp_path / "raft-any-generation-commit.ReadNeverTruncated.json"
+    assert load(path).expect == "violation"
+    code, out = hwm("replay", path)
+    assert code == 0, out
+    assert "violation of ReadNeverTruncated at step 11" in out
+
+
+def test_flags_on_the_command_line_and_json():
+    code, out = hwm("check", "--protocol", "raft,commit=any-generation", "--json")
+    assert code == 1
+    report = json.loads(out)
+    assert report["protocol"] == "raft+commit=any-generation"
+    assert report["distinct_states"] == PINNED[("raft-any-generation-commit", 3, 4, 1, 1, "rpc", True)]["states"]
+    assert report["properties"]["ReadNeverTruncated"]["length"] == 11
+
+
+def test_unreached_witness_fails_the_check():
+    code, out = hwm("check", "--protocol", "raft", "--max-crashes", 0)
+    assert code == 1
+    assert "UNREACHED" in out and "CrashAndRejoin" in out
+
+
+def test_no_symmetry_explores_more():
+    code, out = hwm("check", "--protocol", "raft", "--no-symmetry", "--json")
+    assert json.loads(out)["distinct_states"] == PINNED[("raft", 3, 4, 1, 1, "rpc", False)]["states"]
+
+
+@pytest.mark.parametrize("args, message", [
+    (["check", "--servers", 0], "--servers"),
+    (["check", "--protocol", "nope"], "unknown protocol 'nope'"),
+    (["check", "--protocol", "raft,commit=maybe"], "flag 'commit' cannot be 'maybe'"),
+    (["check", "--protocol", "raft,colour=blue"], "unknown flag 'colour'"),
+    (["check", "--network", "carrier-pigeon"], "--network"),
+    (["replay"], "Missing argument"),
+])
+def test_bad_arguments_exit_2(args, message):
+    code, out = hwm(*args)
+    assert code == 2
+    assert message in out
+
+
+# ------------------------------------------------------------------- replay
+TRACE = {
+    "format": "hwm-trace/1", "title": "t", "explanation": "e", "protocol": "raft-truncate-to-own-hwm",
+    "config": {"servers": 3, "max_generation": 4, "max_log": 1, "network": "rpc"},
+    "property": "ReadNeverTruncated", "expect": "violation",
+    "steps": [{"action": "elect", "server": "S1", "voters": ["S1", "S2"]},
+              {"action": "write", "server": "S1", "value": "a"},
+              {"action": "replicate", "leader": "S1", "follower": "S2"},
+              {"action": "read", "server": "S1"},
+              {"action": "crash", "server": "S1"},
+              {"action": "restart", "server": "S1"}],
+}
+
+
+def write(tmp_path, data, name="t.json"):
+    path = tmp_path / name
+    path.write_text(data if isinstance(data, str) else json.dumps(data))
+    return path
+
+
+def test_replay_reproduces_and_prints_the_table(tmp_path):
+    code, out = hwm("replay", write(tmp_path, TRACE))
+    assert code == 0
+    assert "L1 [1] h1" in out and "x1 [1] h0" in out  # S1 leads, then is down with its volatile HWM lost
+    assert "^ ReadNeverTruncated: S1 removed entry 1@g1" in out
+
+
+def test_replay_under_raft_holds_and_exits_0(tmp_path):
+    code, out = hwm("replay", "--protocol", "raft", write(tmp_path, TRACE))
+    assert code == 0 and "holds" in out
+
+
+def test_replay_with_another_protocol_exits_1_on_violation(tmp_path):
+    trace = dict(TRACE, protocol="raft")
+    code, out = hwm("replay", "--protocol", "raft-truncate-to-own-hwm", write(tmp_path, trace))
+    assert code == 1 and "violation" in out
+
+
+def test_replay_outcome_that_differs_exits_1(tmp_path):
+    code, out = hwm("replay", write(tmp_path, dict(TRACE, expect="holds")))
+    assert code == 1 and "(expected holds)" in out
+
+
+def test_replay_expect_blocked(tmp_path):
+    steps = [{"action": "elect", "server": "S1", "voters": ["S1", "S2"]}, {"action": "write", "server": "S1"},
+             {"action": "replicate", "leader": "S1", "follower": "S2"},
+             {"action": "elect", "server": "S3", "voters": ["S2", "S3"]}]
+    trace = dict(TRACE, protocol="raft", expect="blocked", property=None, steps=steps)
+    code, out = hwm("replay", write(tmp_path, trace))
+    assert code == 0
+    assert "S2 refuses the vote: its log is more up to date" in out
+
+
+@pytest.mark.parametrize("mutate, where", [
+    (lambda t: "{ not json", "broken JSON at line 1"),
+    (lambda t: dict(t, format="hwm-trace/9"), "field 'format'"),
+    (lambda t: dict(t, steps=t["steps"][:3] + [{"action": "teleport", "server": "S1"}]), "step 4, field 'action'"),
+    (lambda t: dict(t, steps=[{"action": "elect", "server": "S9", "voters": ["S1"]}]), "step 1, field 'server': no server S9"),
+    (lambda t: dict(t, steps=[{"action": "write", "server": "S1"}]), "step 1, field 'action': write(S1): S1 is not a leader"),
+    (lambda t: dict(t, steps=[{"action": "replicate", "leader": "S1"}]), "step 1, field 'follower'"),
+    (lambda t: dict(t, steps=[{"action": "send", "from": "S1", "to": "S2"}]), "belongs to the async network"),
+    (lambda t: dict(t, config={"servers": "three"}), "field 'config.servers'"),
+    (lambda t: dict(t, property="Nonsense"), "field 'property'"),
+    (lambda t: dict(t, protocol="paxos"), "field 'protocol'"),
+])
+def test_replay_rejects_invalid_traces_naming_file_step_and_field(tmp_path, mutate, where):
+    path = write(tmp_path, mutate(dict(TRACE)))
+    result = CliRunner().invoke(main, ["replay", str(path)])
+    assert result.exit_code == 2
+    assert str(path) in result.output and where in result.output
+    assert "Traceback" not in result.output
