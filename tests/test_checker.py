@@ -15,6 +15,7 @@ from model.state import Config, State, initial_state
 from properties.catalogue import ALWAYS, SOMETIMES
 from properties.protocol import PRESETS
 from properties.quorum import majority, quorum_index
+from tests.explored import explore
 from tests.pinned import PINNED, config_of
 
 
@@ -122,7 +123,7 @@ def check_against_pins(report, expected):
 @pytest.mark.parametrize("key, expected", list(pinned_cases(deep=False)))
 def test_pinned_counts_and_shortest_counterexamples(key, expected):
     preset, config, symmetry = config_of(key)
-    report = bfs(Model(PRESETS[preset].protocol, config), preset, symmetry=symmetry)
+    report = explore(preset, config, symmetry)
     check_against_pins(report, expected)
     # Every counterexample is a real trace: replaying its actions reproduces the finding.
     model = Model(PRESETS[preset].protocol, config)
