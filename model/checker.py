@@ -196,14 +196,15 @@ def bfs(model: Model, protocol_name: str, *, symmetry: bool = True, max_states: 
     transitions = 0
     depth = 0
     last_report = started
-    successors = model.successors
+    actions, apply = model.actions, model.apply
     while frontier:
         if max_depth is not None and depth >= max_depth:
             report.complete = False
             break
         next_frontier: list[tuple[State, int]] = []
         for state, fp in frontier:
-            for _action, succ in successors(state, bounds_hit):
+            for action in actions(state, bounds_hit):
+                succ = apply(state, action)
                 transitions += 1
                 succ_fp = fingerprint(succ, symmetry)
                 if tracker.step_props:

@@ -1,0 +1,91 @@
+"""Local engine throughput: distinct states per second and memory per visited state.
+
+    python bench/checker.py [--runs 5] [--quick]
+
+Each run is a fresh process (so memory is measured from a clean heap): the resident
+set size grown during the search, divided by the states visited. Medians over the
+runs; each configuration is run with symmetry on and off side by side, with the
+ratio of the two, and with the default configuration as the reference row.
+"""
+
+from __future__ import annotations
+
+import argparse
+import multiprocessing as mp
+import os
+import statistics
+import sys
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+
+CONFIGS = [
+    ("raft", dict()),
+    ("seed", dict()),
+    ("raft-any-generation-commit", dict()),
+    ("raft", dict(max_generation=4, max_log=2)),
+    ("raft", dict(network="async", max_generation=1, max_log=2, max_crashes=0)),
+]
+
+
+def rss_kib() -> int:
+    with open("/proc/self/statm") as f:
+        return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") // 1024
+
+
+def one_run(preset: str, overrides: dict, symmetry: bool, queue) -> None:
+    from model.actions import Model
+    from model.checker import bfs
+    from model.state import Config
+    from properties.protocol import PRESETS
+
+    model = Model(PRESETS[preset].protocol, Config(**overrides))
+    before = rss_kib()
+    report = bfs(model, preset, symmetry=symmetry)
+    grown = rss_kib() - before
+    queue.put((report.states, report.seconds, grown * 1024 / report.states))
+
+
+def measure(preset, overrides, symmetry, runs):
+    ctx = mp.get_context("spawn")
+    results = []
+    for _ in range(runs):
+        queue = ctx.Queue()
+        proc = ctx.Process(target=one_run, args=(preset, overrides, symmetry, queue))
+        proc.start()
+        results.append(queue.get())
+        proc.join()
+    states = results[0][0]
+    rate = statistics.median(r[0] / r[1] for r in results)
+    memory = statistics.median(r[2] for r in results)
+    return states, rate, memory
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--runs", type=int, default=5)
+    parser.add_argument("--quick", action="store_true", help="only the default configuration, 3 runs")
+    args = parser.parse_args()
+    configs = CONFIGS[:1] if args.quick else CONFIGS
+    runs = 3 if args.quick else args.runs
+    print(f"local breadth-first engine, median of {runs} runs, one core")
+    header = f"{'configuration':52} {'symmetry':8} {'states':>10} {'states/s':>10} {'B/state':>8} {'vs reference':>12}"
+    print(header)
+    print("-" * len(header))
+    reference = None
+    for preset, overrides in configs:
+        label = preset + (" " + " ".join(f"{k}={v}" for k, v in overrides.items()) if overrides else " (default bounds)")
+        rows = {}
+        for symmetry in (True, False):
+            states, rate, memory = measure(preset, overrides, symmetry, runs)
+            rows[symmetry] = (states, rate)
+            if reference is None:
+                reference = rate
+            print(f"{label:52} {'on' if symmetry else 'off':8} {states:>10,} {rate:>10,.0f} {memory:>8,.0f} "
+                  f"{rate / reference:>11.2f}x", flush=True)
+        on, off = rows[True], rows[False]
+        print(f"{'':52} symmetry reduces states {off[0] / on[0]:.1f}x; time-to-finish ratio "
+              f"{(off[0] / off[1]) / (on[0] / on[1]):.1f}x")
+
+
+if __name__ == "__main__":
+    main()
