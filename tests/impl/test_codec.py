@@ -1,0 +1,255 @@
+"""The wire codec: every message round-trips; anything malformed is a CodecError, never a crash."""
+
+from __future__ import annotations
+
+import struct
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from impl import messages as m
+from impl.codec import (
+    MAX_FRAME_BYTES,
+    MESSAGE_TYPES,
+    SCHEMA,
+    VERSION,
+    CodecError,
+    FrameReader,
+    decode,
+    decode_frame,
+    encode,
+    encode_payload,
+)
+
+counts = st.integers(0, 2**64 - 1)
+small_counts = st.integers(0, 1000)
+server_ids = st.text(min_size=1, max_size=20).filter(lambda s: 0 < len(s.encode("utf-8", "surrogatepass")) <= 255
+                                                     and _utf8(s))
+texts = st.text(max_size=50).filter(lambda s: _utf8(s))
+payloads = st.binary(max_size=64)
+
+
+def _utf8(text: str) -> bool:
+    try:
+        text.encode("utf-8")
+        return True
+    except UnicodeEncodeError:
+        return False
+
+
+@st.composite
+def append_requests(draw):
+    generation = draw(counts)
+    entries = tuple(draw(st.lists(st.tuples(st.integers(0, generation), payloads), max_size=5)))
+    prev_index = draw(st.integers(0, 2**64 - 1 - len(entries)))
+    prev_generation = draw(st.integers(0, generation)) if prev_index else 0
+    return m.AppendRequest(generation, draw(server_ids), prev_index, prev_generation, entries, draw(counts))
+
+
+@st.composite
+def vote_requests(draw):
+    generation = draw(counts)
+    last_index = draw(counts)
+    last_generation = draw(st.integers(0, generation)) if last_index else 0
+    return m.VoteRequest(generation, draw(server_ids), last_index, last_generation)
+
+
+optional = st.none().__or__
+get_replies = st.one_of(
+    st.builds(m.GetReply, st.integers(0, 2**64 - 1), counts, payloads, st.none()),
+    st.builds(m.GetReply, st.integers(0, 2**64 - 1), st.none(), st.none(), texts),
+)
+put_replies = st.one_of(
+    st.builds(m.PutReply, counts, st.none(), optional(server_ids)),
+    st.builds(m.PutReply, st.none(), texts, optional(server_ids)),
+)
+
+MESSAGES = {
+    m.AppendRequest: append_requests(),
+    m.AppendReply: st.builds(m.AppendReply, counts, server_ids, st.booleans(), counts),
+    m.VoteRequest: vote_requests(),
+    m.VoteReply: st.builds(m.VoteReply, counts, server_ids, st.booleans()),
+    m.HwmQuery: st.builds(m.HwmQuery, counts, server_ids),
+    m.HwmReply: st.builds(m.HwmReply, counts, server_ids, st.booleans(), counts),
+    m.PutRequest: st.builds(m.PutRequest, payloads),
+    m.PutReply: put_replies,
+    m.GetRequest: st.builds(m.GetRequest, st.integers(1, 2**64 - 1)),
+    m.GetReply: get_replies,
+    m.StatusRequest: st.just(m.StatusRequest()),
+    m.StatusReply: st.builds(m.StatusReply, server_ids, st.sampled_from(m.ROLES), counts, counts, counts,
+                             optional(server_ids)),
+    m.ErrorReply: st.builds(m.ErrorReply, texts),
+}
+any_message = st.one_of(*MESSAGES.values())
+
+
+def test_every_message_type_has_a_schema_and_a_strategy():
+    assert set(SCHEMA) == set(m.ALL_MESSAGES) == set(MESSAGES)
+    for cls, (code, layout) in SCHEMA.items():
+        assert tuple(name for name, _ in layout) == m.field_names(cls), cls
+        assert MESSAGE_TYPES[code] is cls
+
+
+@pytest.mark.parametrize("cls", list(MESSAGES), ids=lambda cls: cls.__name__)
+@settings(max_examples=40, deadline=None)
+@given(data=st.data())
+def test_round_trip(cls, data):
+    message = data.draw(MESSAGES[cls])
+    frame = encode(message)
+    (length,) = struct.unpack(">I", frame[:4])
+    assert length == len(frame) - 4
+    assert frame[4] == VERSION
+    assert decode(frame[4:]) == message
+    assert decode_frame(frame) == message
+
+
+@settings(max_examples=50, deadline=None)
+@given(st.lists(any_message, max_size=6), st.data())
+def test_frame_reader_reassembles_a_stream_cut_anywhere(messages, data):
+    stream = b"".join(encode(msg) for msg in messages)
+    cuts = sorted(data.draw(st.lists(st.integers(0, len(stream)), max_size=8)))
+    reader = FrameReader()
+    decoded = []
+    for start, end in zip([0] + cuts, cuts + [len(stream)]):
+        decoded += list(reader.messages(stream[start:end]))
+    assert decoded == messages
+    assert reader.buffered == 0
+
+
+def expect_codec_error(payload: bytes) -> str:
+    with pytest.raises(CodecError) as error:
+        decode(payload)
+    return str(error.value)
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.binary(max_size=200))
+def test_garbage_is_a_codec_error_or_a_valid_message(garbage):
+    try:
+        message = decode(garbage)
+    except CodecError:
+        return
+    assert encode_payload(message) == garbage  # the only bytes that decode are a message's encoding
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.sampled_from(sorted(MESSAGE_TYPES)), st.binary(max_size=120))
+def test_garbage_after_a_valid_header_is_a_codec_error_or_a_valid_message(code, body):
+    payload = bytes((VERSION, code)) + body
+    try:
+        message = decode(payload)
+    except CodecError:
+        return
+    assert encode_payload(message) == payload
+
+
+@settings(max_examples=100, deadline=None)
+@given(any_message, st.data())
+def test_every_truncation_and_every_extension_is_refused(message, data):
+    payload = encode_payload(message)
+    cut = data.draw(st.integers(0, len(payload) - 1))
+    expect_codec_error(payload[:cut])
+    extra = data.draw(st.binary(min_size=1, max_size=8))
+    assert "trailing bytes" in expect_codec_error(payload + extra)
+
+
+@settings(max_examples=100, deadline=None)
+@given(any_message, st.data())
+def test_a_flipped_byte_never_raises_anything_but_codec_error(message, data):
+    payload = bytearray(encode_payload(message))
+    position = data.draw(st.integers(0, len(payload) - 1))
+    payload[position] ^= data.draw(st.integers(1, 255))
+    try:
+        decode(bytes(payload))
+    except CodecError:
+        pass
+
+
+def test_errors_name_what_was_wrong():
+    vote = encode_payload(m.VoteReply(3, "S1", True))
+    assert "version 9" in expect_codec_error(bytes((9,)) + vote[1:])
+    assert "unknown message type 99" in expect_codec_error(bytes((VERSION, 99)))
+    assert "too short" in expect_codec_error(b"")
+    assert "VoteReply.granted" in expect_codec_error(vote[:-1])
+    assert "VoteReply.granted: bool byte is 2" in expect_codec_error(vote[:-1] + b"\x02")
+    assert "2 trailing bytes" in expect_codec_error(vote + b"\x00\x00")
+    # A server id that is not UTF-8.
+    bad_id = bytes((VERSION, 4)) + struct.pack(">Q", 3) + b"\x02\xff\xfe" + b"\x01"
+    assert "VoteReply.voter: server id is not valid UTF-8" in expect_codec_error(bad_id)
+    empty_id = bytes((VERSION, 4)) + struct.pack(">Q", 3) + b"\x00" + b"\x01"
+    assert "VoteReply.voter: a server id cannot be empty" in expect_codec_error(empty_id)
+    # Lengths larger than what is left, and absurd entry counts, are refused before allocating.
+    put = bytes((VERSION, 16)) + struct.pack(">I", 2**32 - 1)
+    assert "PutRequest.value: length 4294967295 exceeds the 0 bytes left" in expect_codec_error(put)
+    append = encode_payload(m.AppendRequest(2, "S1", 0, 0, (), 0))
+    count_at = 2 + 8 + 3 + 8 + 8
+    huge = append[:count_at] + struct.pack(">I", 10**9) + append[count_at + 4:]
+    assert "1000000000 entries cannot fit" in expect_codec_error(huge)
+    # Field invariants of the message itself.
+    newer = encode_payload(m.AppendRequest(2, "S1", 0, 0, ((2, b""),), 0)).replace(
+        struct.pack(">Q", 2) + struct.pack(">I", 0), struct.pack(">Q", 7) + struct.pack(">I", 0))
+    assert "AppendRequest.entries[0]" in expect_codec_error(newer)
+    get = bytes((VERSION, 18)) + struct.pack(">Q", 0)
+    assert "GetRequest.index: 0 is out of range" in expect_codec_error(get)
+    both = bytes((VERSION, 17)) + b"\x01" + struct.pack(">Q", 1) + b"\x01" + struct.pack(">I", 1) + b"x" + b"\x00"
+    assert "exactly one of index and error" in expect_codec_error(both)
+    role = bytes((VERSION, 21)) + b"\x02S1" + b"\x04king" + struct.pack(">QQQ", 1, 1, 1) + b"\x00"
+    assert "StatusReply.role: 'king'" in expect_codec_error(role)
+
+
+def test_decode_refuses_what_is_not_bytes():
+    with pytest.raises(CodecError, match="bytes"):
+        decode("hello")  # type: ignore[arg-type]
+
+
+def test_encode_refuses_what_is_not_a_message_or_too_big():
+    with pytest.raises(CodecError, match="not a message type"):
+        encode(object())  # type: ignore[arg-type]
+    with pytest.raises(CodecError, match="maximum frame"):
+        encode(m.PutRequest(bytes(MAX_FRAME_BYTES)))
+
+
+def test_messages_validate_their_fields_on_construction():
+    with pytest.raises(ValueError, match="AppendReply.index: -1 is out of range"):
+        m.AppendReply(1, "S1", True, -1)
+    with pytest.raises(ValueError, match="VoteReply.granted: expected a bool"):
+        m.VoteReply(1, "S1", 1)  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="at most 255"):
+        m.HwmQuery(1, "S" * 256)
+    with pytest.raises(ValueError, match="prev_generation"):
+        m.AppendRequest(1, "S1", 0, 1, (), 0)
+
+
+def test_frame_reader_refuses_an_oversized_length_before_buffering():
+    reader = FrameReader(max_frame=1024)
+    with pytest.raises(CodecError, match="frame length 1025 exceeds the maximum of 1024"):
+        reader.feed(struct.pack(">I", 1025) + b"x" * 10)
+    assert reader.buffered == 0
+    with pytest.raises(CodecError):
+        reader.feed(encode(m.StatusRequest()))  # the stream cannot be resynchronised
+
+
+def test_frame_reader_default_limit_is_16_mib():
+    reader = FrameReader()
+    assert reader.feed(struct.pack(">I", MAX_FRAME_BYTES)) == []
+    with pytest.raises(CodecError):
+        FrameReader().feed(struct.pack(">I", MAX_FRAME_BYTES + 1))
+    with pytest.raises(CodecError, match="exceeds"):
+        decode_frame(struct.pack(">I", MAX_FRAME_BYTES + 1))
+    with pytest.raises(CodecError, match="says its payload is 5 bytes but 1 follow"):
+        decode_frame(struct.pack(">I", 5) + b"x")
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.binary(max_size=300))
+def test_frame_reader_on_garbage_yields_payloads_or_codec_error(garbage):
+    reader = FrameReader(max_frame=256)
+    try:
+        for payload in reader.feed(garbage):
+            try:
+                decode(payload)
+            except CodecError:
+                pass
+    except CodecError:
+        pass
