@@ -1,0 +1,734 @@
+"""The sans-IO replica: a deterministic state machine, in the style of etcd's raft.
+
+Inputs: peer messages (`step`), time (`tick`), client requests (`propose`, `read`,
+`read_committed`, `status`) and the administrative inputs a simulation needs (`campaign`,
+`send_append`, `finish_rejoin`). Outputs are collected and handed out by `ready()` as one `Ready`
+batch: the log truncation and entries to append and the metadata (generation, vote, hwm) to save,
+which the caller must make durable first (`persist(ready, storage)` does it), then the messages to
+send, and the entries that became readable. No sockets, clocks, threads or files in here.
+
+Every protocol flag (`properties.protocol.Protocol`) is honoured with the meaning `model/actions.py`
+gives it; comments say which rule of the seed or of Raft each step is. A restart is a new `Replica`
+built from what storage recovered (`Durable`); the `restart` flag is applied in the constructor.
+
+The drivers at the bottom (`replicate`, `elect`, `rejoin`) run one model action of the `rpc`
+network over in-memory replicas (deliver a message, persist, deliver the answer ...), for the
+conformance harness and the tests.
+"""
+
+from __future__ import annotations
+
+import random
+import zlib
+from dataclasses import dataclass
+from typing import Callable, Iterable, Mapping, NamedTuple, Protocol as TypingProtocol, Sequence
+
+from impl.messages import (
+    AppendReply,
+    AppendRequest,
+    HwmQuery,
+    HwmReply,
+    PeerMessage,
+    StatusReply,
+    VoteReply,
+    VoteRequest,
+    check_server_id,
+    sender,
+)
+from properties.protocol import Protocol
+from properties.quorum import majority, quorum_index
+from properties.snapshot import FOLLOWER, LEADER, ServerSnapshot
+
+CANDIDATE = "candidate"
+
+__all__ = [
+    "CANDIDATE", "FOLLOWER", "LEADER",
+    "Entry", "Metadata", "Ready", "Replica",
+    "ReplicaError", "NotLeader", "NotCommitted",
+    "persist", "down_snapshot", "replicate", "elect", "rejoin",
+]
+
+
+class ReplicaError(Exception):
+    """An input the replica refuses (a message from an unknown server, a bad argument ...)."""
+
+
+class NotLeader(ReplicaError):
+    """A write sent to a server that does not lead; `leader` is the leader it knows of, if any."""
+
+    def __init__(self, server: str, leader: str | None):
+        self.leader = leader
+        hint = f"; the leader is {leader}" if leader else "; no leader is known"
+        super().__init__(f"{server} is not the leader{hint}")
+
+
+class NotCommitted(ReplicaError):
+    """A read of an entry the server may not serve: above its high-water mark, or not in its log."""
+
+
+class Entry(NamedTuple):
+    index: int
+    generation: int
+    payload: bytes
+
+
+class Metadata(NamedTuple):
+    """What `Storage.save_metadata` takes. `hwm` is 0 unless the protocol has `hwm_durable`."""
+
+    generation: int
+    vote: str | None
+    hwm: int
+
+
+@dataclass(frozen=True)
+class Ready:
+    """One batch of outputs. Apply in this order: persist (truncate_from, append `entries`, sync,
+    save `metadata`), then send `messages`, then hand `committed` entries to whoever waits for them.
+
+    `truncate_from` is None or the first index to remove from storage; `entries` follow the
+    truncation (their indexes are contiguous from the storage's last index + 1).
+    """
+
+    truncate_from: int | None
+    entries: tuple[Entry, ...]
+    metadata: Metadata | None
+    messages: tuple[tuple[str, PeerMessage], ...]
+    committed: tuple[Entry, ...]
+
+    def __bool__(self) -> bool:
+        return bool(self.truncate_from is not None or self.entries or self.metadata is not None
+                    or self.messages or self.committed)
+
+
+class DurableLike(TypingProtocol):
+    """What storage recovers (`impl.storage.Durable`): log[k] is (generation, payload) of index k+1."""
+
+    generation: int
+    vote: str | None
+    hwm: int
+    log: Sequence[tuple[int, bytes]]
+
+
+class StorageLike(TypingProtocol):
+    def append(self, entries: list[tuple[int, int, bytes]]) -> None: ...
+    def truncate_from(self, index: int) -> None: ...
+    def save_metadata(self, generation: int, vote: str | None, hwm: int) -> None: ...
+    def sync(self) -> None: ...
+
+
+def persist(ready: Ready, storage: StorageLike) -> None:
+    """Make a Ready's log changes and metadata durable; call before sending its messages."""
+    if ready.truncate_from is not None:
+        storage.truncate_from(ready.truncate_from)
+    if ready.entries:
+        storage.append(list(ready.entries))
+    if ready.truncate_from is not None or ready.entries:
+        storage.sync()
+    if ready.metadata is not None:
+        storage.save_metadata(*ready.metadata)
+
+
+def up_to_date(candidate: tuple[int, int], voter: tuple[int, int]) -> bool:
+    """Raft 5.4.1 on (last generation, last index): the later last generation wins, then the longer log."""
+    return candidate >= voter
+
+
+class Replica:
+    """One server of the replicated log. See the module docstring for inputs and outputs."""
+
+    def __init__(
+        self,
+        server_id: str,
+        peers: Iterable[str],
+        protocol: Protocol,
+        durable: DurableLike,
+        *,
+        election_ticks: tuple[int, int] = (10, 20),
+        heartbeat_ticks: int = 3,
+        rng_seed: int | None = None,
+        max_append_entries: int | None = None,
+    ):
+        check_server_id(server_id, "server_id")
+        peers = tuple(peers)
+        for peer in peers:
+            check_server_id(peer, "peers")
+        if server_id in peers:
+            raise ValueError(f"peers: {server_id} lists itself; peers are the other servers")
+        if len(set(peers)) != len(peers):
+            raise ValueError(f"peers: {list(peers)} names a server twice")
+        if not isinstance(protocol, Protocol):
+            raise TypeError(f"protocol: expected a properties.protocol.Protocol, got {type(protocol).__name__}")
+        low, high = election_ticks
+        if not (type(low) is int and type(high) is int and 1 <= low <= high):
+            raise ValueError(f"election_ticks: expected (low, high) with 1 <= low <= high, got {election_ticks!r}")
+        if type(heartbeat_ticks) is not int or not 1 <= heartbeat_ticks:
+            raise ValueError(f"heartbeat_ticks: expected an int >= 1, got {heartbeat_ticks!r}")
+        if max_append_entries is not None and (type(max_append_entries) is not int or max_append_entries < 1):
+            raise ValueError(f"max_append_entries: expected None or an int >= 1, got {max_append_entries!r}")
+        log = [(generation, payload) for generation, payload in durable.log]
+        if type(durable.generation) is not int or durable.generation < 0:
+            raise ValueError(f"durable.generation: expected an int >= 0, got {durable.generation!r}")
+        if type(durable.hwm) is not int or durable.hwm < 0:
+            raise ValueError(f"durable.hwm: expected an int >= 0, got {durable.hwm!r}")
+        if any(generation > durable.generation for generation, _ in log):
+            raise ValueError(f"durable.log holds an entry newer than durable.generation {durable.generation}")
+
+        self.server_id = server_id
+        self.peers = peers
+        self.protocol = protocol
+        self.election_ticks = (low, high)
+        self.heartbeat_ticks = heartbeat_ticks
+        self.max_append_entries = max_append_entries
+        self._rng = random.Random(zlib.crc32(server_id.encode()) if rng_seed is None else rng_seed)
+
+        # Persistent state, as recovered.
+        self.generation: int = durable.generation
+        self.vote: str | None = durable.vote
+        self._log: list[tuple[int, bytes]] = log
+        # "hwm is restored only if hwm_durable": otherwise a restarted server starts from 0.
+        self.high_water_mark: int = durable.hwm if protocol.hwm_durable else 0
+
+        # Volatile state: every (re)start is as a follower.
+        self.role: str = FOLLOWER
+        self.leader_id: str | None = None
+        self.match: dict[str, int] = {}
+        self._votes: set[str] = set()
+        self._in_flight: set[str] = set()
+        self._rejoin_answers: dict[str, HwmReply] | None = None
+        self._rejoin_elapsed = 0
+
+        # Timers, in ticks.
+        self._election_elapsed = 0
+        self._election_timeout = self._random_election_timeout()
+        self._heartbeat_elapsed = 0
+
+        # Outputs not yet handed out by ready().
+        self._stored_last = len(log)  # what the caller's storage holds after the last Ready
+        self._dirty_from: int | None = None  # first log index changed since the last Ready
+        self._metadata_dirty = False
+        self._outbox: list[tuple[str, PeerMessage]] = []
+        self._handed_out = 0  # entries up to here were given out as committed
+
+        self._apply_restart_rule()
+
+    # ------------------------------------------------------------ read-only views
+    @property
+    def hwm(self) -> int:
+        return self.high_water_mark
+
+    @property
+    def last_index(self) -> int:
+        return len(self._log)
+
+    @property
+    def last_generation(self) -> int:
+        return self._log[-1][0] if self._log else 0
+
+    @property
+    def rejoining(self) -> bool:
+        """True while a restarted server waits for the leader's HWM (`truncate-to-leader-hwm`)."""
+        return self._rejoin_answers is not None
+
+    def entry(self, index: int) -> tuple[int, bytes]:
+        """(generation, payload) of the entry at `index`, committed or not (IndexError if absent)."""
+        if not 1 <= index <= len(self._log):
+            raise IndexError(f"{self.server_id} has no entry {index}; its log ends at {len(self._log)}")
+        return self._log[index - 1]
+
+    def log_generations(self) -> tuple[int, ...]:
+        return tuple(generation for generation, _ in self._log)
+
+    def snapshot(self) -> ServerSnapshot:
+        """What the properties see: a candidate shows as a follower (the model has no candidates)."""
+        role = LEADER if self.role == LEADER else FOLLOWER
+        return ServerSnapshot(self.generation, role, self.log_generations(), self.high_water_mark, True)
+
+    def status(self) -> StatusReply:
+        return StatusReply(self.server_id, self.role, self.generation, self.last_index,
+                           self.high_water_mark, self.leader_id)
+
+    # ---------------------------------------------------------------- client input
+    def propose(self, value: bytes) -> int:
+        """Append a client's value to the leader's log and send it on; returns its index.
+
+        "For each log entry, the leader appends it to its local write ahead log, and then sends it
+        to all the followers." The value is readable once the index is at or below the HWM.
+        """
+        if type(value) is not bytes:
+            raise TypeError(f"propose: value must be bytes, got {type(value).__name__}")
+        if self.role != LEADER:
+            raise NotLeader(self.server_id, self.leader_id)
+        index = self._append_own(value)
+        for peer in self.peers:
+            if peer not in self._in_flight:  # one append in flight per follower; heartbeats resend
+                self.send_append(peer)
+        return index
+
+    def read(self, index: int) -> tuple[int, bytes]:
+        """(generation, payload) of a committed entry.
+
+        Seed readEntry: "if (index > replicationState.getHighWaterMark()) throw new
+        IllegalArgumentException("Log entry not available")".
+        """
+        if type(index) is not int or index < 1:
+            raise NotCommitted(f"Log entry not available: {index!r} is not an index (indexes start at 1)")
+        if index > self.high_water_mark:
+            raise NotCommitted(f"Log entry not available: entry {index} is not yet committed "
+                               f"(high-water mark {self.high_water_mark} on {self.server_id})")
+        if index > len(self._log):
+            raise NotCommitted(f"Log entry not available: {self.server_id}'s log ends at {len(self._log)}")
+        return self._log[index - 1]
+
+    def read_committed(self) -> tuple[Entry, ...]:
+        """Every entry a client may read here: indexes 1 .. min(hwm, last index)."""
+        readable = min(self.high_water_mark, len(self._log))
+        return tuple(Entry(i + 1, g, p) for i, (g, p) in enumerate(self._log[:readable]))
+
+    # ------------------------------------------------------------------ time
+    def tick(self) -> None:
+        """One unit of time: heartbeats on a leader, election timeouts elsewhere."""
+        if self._rejoin_answers is not None:
+            self._rejoin_elapsed += 1
+            if self._rejoin_elapsed >= self.election_ticks[0]:
+                self.finish_rejoin()  # peers that did not answer are down; go with what we have
+        if self.role == LEADER:
+            self._heartbeat_elapsed += 1
+            if self._heartbeat_elapsed >= self.heartbeat_ticks:
+                self._heartbeat_elapsed = 0
+                # "The leader propagates the high-water mark to the followers either as part of
+                # the regular HeartBeat or as separate requests."
+                for peer in self.peers:
+                    self.send_append(peer)
+        else:
+            self._election_elapsed += 1
+            if self._election_elapsed >= self._election_timeout:
+                self.campaign()
+
+    def _random_election_timeout(self) -> int:
+        low, high = self.election_ticks
+        return self._rng.randint(low, high)
+
+    def _reset_election_timer(self) -> None:
+        self._election_elapsed = 0
+        self._election_timeout = self._random_election_timeout()
+
+    # ------------------------------------------------------------------ elections
+    def campaign(self) -> None:
+        """Start an election now, for generation + 1 (a leader already leads: nothing happens)."""
+        if self.role == LEADER:
+            return
+        if self._rejoin_answers is not None:
+            self.finish_rejoin()
+        self.generation += 1
+        self.vote = self.server_id
+        self._metadata_dirty = True
+        self.role = CANDIDATE
+        self.leader_id = None
+        self._votes = {self.server_id}
+        self._reset_election_timer()
+        if len(self._votes) >= majority(len(self.peers) + 1):
+            self._become_leader()
+            return
+        request = VoteRequest(self.generation, self.server_id, self.last_index, self.last_generation)
+        for peer in self.peers:
+            self._send(peer, request)
+
+    def _on_vote_request(self, request: VoteRequest) -> None:
+        if request.generation < self.generation:
+            self._send(request.candidate, VoteReply(self.generation, self.server_id, False))
+            return
+        if request.generation > self.generation:
+            # A voter adopts the new generation and becomes a follower (a leader steps down).
+            self._adopt_generation(request.generation, leader=None)
+        if self.protocol.election == "longest-log":
+            log_ok = up_to_date((request.last_generation, request.last_index),
+                                (self.last_generation, self.last_index))
+        else:  # "any": no log check
+            log_ok = True
+        # At most one vote per generation: the vote is persisted before the reply is sent.
+        granted = log_ok and self.vote in (None, request.candidate)
+        if granted:
+            if self.vote != request.candidate:
+                self.vote = request.candidate
+                self._metadata_dirty = True
+            self._reset_election_timer()
+        self._send(request.candidate, VoteReply(self.generation, self.server_id, granted))
+
+    def _on_vote_reply(self, reply: VoteReply) -> None:
+        if reply.generation > self.generation:
+            self._adopt_generation(reply.generation, leader=None)
+            return
+        if self.role != CANDIDATE or reply.generation != self.generation or not reply.granted:
+            return
+        self._votes.add(reply.voter)
+        if len(self._votes) >= majority(len(self.peers) + 1):
+            self._become_leader()
+
+    def _become_leader(self) -> None:
+        self.role = LEADER
+        self.leader_id = self.server_id
+        # Match indexes start from nothing: the leader learns each follower's log from its replies.
+        self.match = {peer: 0 for peer in self.peers}
+        self._in_flight = set()
+        self._heartbeat_elapsed = 0
+        if self.protocol.noop_on_election:
+            # Raft section 8: "a blank no-op entry at the start of its term".
+            self._log.append((self.generation, b""))
+            self._mark_dirty(len(self._log))
+        # The new leader keeps its own HWM; recompute it (it matters for a cluster of one).
+        self._advance_high_water_mark()
+        for peer in self.peers:
+            self.send_append(peer)
+
+    def _adopt_generation(self, generation: int, leader: str | None) -> None:
+        """Follow `generation` (>= ours): a new generation clears the vote; a leader steps down."""
+        if generation > self.generation:
+            self.generation = generation
+            self.vote = None
+            self._metadata_dirty = True
+        self.role = FOLLOWER
+        self.leader_id = leader
+        self.match = {}
+        self._votes = set()
+        self._in_flight = set()
+        self._reset_election_timer()
+
+    # ---------------------------------------------------------------- replication
+    def send_append(self, peer: str) -> None:
+        """Queue an append for `peer`: every entry after its match index, and the leader's HWM."""
+        if self.role != LEADER:
+            raise ReplicaError(f"{self.server_id} is not a leader and sends no appends")
+        if peer not in self.match:
+            raise ReplicaError(f"{peer} is not a peer of {self.server_id}")
+        prev = min(self.match[peer], len(self._log))
+        prev_generation = self._log[prev - 1][0] if prev else 0
+        end = len(self._log) if self.max_append_entries is None else min(len(self._log), prev + self.max_append_entries)
+        entries = tuple(self._log[prev:end])
+        self._in_flight.add(peer)
+        self._send(peer, AppendRequest(self.generation, self.server_id, prev, prev_generation,
+                                       entries, self.high_water_mark))
+
+    def _on_append_request(self, request: AppendRequest) -> None:
+        if self._rejoin_answers is not None:
+            # Still asking for the leader's HWM: acknowledging entries now and truncating them
+            # a moment later would mislead the leader. The next heartbeat brings them again.
+            return
+        if request.generation < self.generation:
+            # A stale leader: refuse with our generation, and it will step down.
+            self._send(request.leader, AppendReply(self.generation, self.server_id, False, request.prev_index))
+            return
+        self._adopt_generation(request.generation, leader=request.leader)
+        prev = request.prev_index
+        if self.protocol.append_check == "previous-entry" and prev and (
+            len(self._log) < prev or self._log[prev - 1][0] != request.prev_generation
+        ):
+            # Raft receiver rule 2: reply false if the log has no entry at prevLogIndex whose
+            # generation matches prevLogTerm.
+            self._send(request.leader, AppendReply(self.generation, self.server_id, False, prev))
+            return
+        acknowledged = self._apply_entries(prev, request.entries)
+        # "The followers then set their high-water mark accordingly" (never past what they hold).
+        self._set_high_water_mark(max(self.high_water_mark, min(request.leader_hwm, acknowledged)))
+        self._send(request.leader, AppendReply(self.generation, self.server_id, True, acknowledged))
+
+    def _apply_entries(self, prev: int, entries: tuple[tuple[int, bytes], ...]) -> int:
+        """The follower's side of an accepted append; returns the index it acknowledges."""
+        log = self._log
+        if self.protocol.append_check == "previous-entry":
+            # Raft Figure 2, rules 3-4: "If an existing entry conflicts with a new one (same index
+            # but different terms), delete the existing entry and all that follow it. Append any
+            # new entries not already in the log."
+            for offset, entry in enumerate(entries):
+                position = prev + offset
+                if position < len(log):
+                    if log[position][0] != entry[0]:
+                        self._truncate_from(position + 1)
+                        log.append(entry)
+                        self._mark_dirty(position + 1)
+                else:
+                    log.append(entry)
+                    self._mark_dirty(len(log))
+            return prev + len(entries)
+        # The seed's follower. maybeTruncate: "entry.getGeneration() !=
+        # wal.readAt(entry.getEntryIndex()).getGeneration() ... wal.truncate(entry.getEntryIndex())";
+        # then appendEntries writes the entries that do not exist (a WAL only grows at its end)
+        # and replies "wal.getLastLogIndex()".
+        for offset, entry in enumerate(entries):
+            position = prev + offset
+            if position < len(log) and log[position][0] != entry[0]:
+                self._truncate_from(position + 1)
+                break
+        for offset, entry in enumerate(entries):
+            if prev + offset == len(log):
+                log.append(entry)
+                self._mark_dirty(len(log))
+        return len(log)
+
+    def _on_append_reply(self, reply: AppendReply) -> None:
+        if reply.generation > self.generation:
+            # "The response also includes the current Generation Clock of the server": a higher
+            # one means this leader is stale.
+            self._adopt_generation(reply.generation, leader=None)
+            return
+        if self.role != LEADER or reply.generation != self.generation:
+            return  # a reply to an earlier generation's append
+        follower = reply.follower
+        self._in_flight.discard(follower)
+        if reply.success:
+            # "The Leader keeps track of log indexes replicated at each server."
+            self.match[follower] = reply.index
+            self._advance_high_water_mark()
+            if self.match[follower] < len(self._log):
+                self.send_append(follower)  # more to send (batch limit, or entries written since)
+        else:
+            # The follower lacks our entry at reply.index: back off below it and try again.
+            self.match[follower] = min(self.match[follower], max(reply.index - 1, 0))
+            self._advance_high_water_mark()
+            self.send_append(follower)
+
+    def _advance_high_water_mark(self) -> None:
+        """Recompute the leader's HWM from the match indexes (its own slot: its last index).
+
+        Seed: "var logIndexAtQuorum = computeHighwaterMark(logIndexesAtAllServers(), ...);
+        if (logIndexAtQuorum > currentHighWaterMark && logIndexAtQuorum != 0) ...
+        replicationState.setHighWaterMark(logIndexAtQuorum);"
+        """
+        indexes = [len(self._log)] + [self.match[peer] for peer in self.peers]
+        index_at_quorum = quorum_index(self.protocol.quorum, indexes)
+        if index_at_quorum <= self.high_water_mark:
+            return
+        if self.protocol.commit == "current-generation":
+            # Raft 5.4.2: "only log entries from the leader's current term are committed by
+            # counting replicas".
+            if index_at_quorum > len(self._log) or self._log[index_at_quorum - 1][0] != self.generation:
+                return
+        self._set_high_water_mark(index_at_quorum)
+
+    def _append_own(self, payload: bytes) -> int:
+        self._log.append((self.generation, payload))
+        self._mark_dirty(len(self._log))
+        # The leader's own last index counts in the quorum: a write can move the HWM.
+        self._advance_high_water_mark()
+        return len(self._log)
+
+    # ------------------------------------------------------------------ restart
+    def _apply_restart_rule(self) -> None:
+        rule = self.protocol.restart
+        if rule == "truncate-to-own-hwm":
+            # Kafka before KIP-101: truncate to the checkpointed HWM (0 if it is not durable).
+            self._truncate_from(self.high_water_mark + 1)
+        elif rule == "truncate-to-leader-hwm":
+            # "Any server which restarts or rejoins the cluster after a pause, finds the new leader.
+            # It then explicitly asks for the current high-water mark, truncates its log to
+            # high-water mark."
+            self._rejoin_answers = {}
+            self._rejoin_elapsed = 0
+            if not self.peers:
+                self.finish_rejoin()
+                return
+            for peer in self.peers:
+                self._send(peer, HwmQuery(self.generation, self.server_id))
+
+    def _on_hwm_query(self, query: HwmQuery) -> None:
+        self._send(query.server, HwmReply(self.generation, self.server_id, self.role == LEADER,
+                                          self.high_water_mark))
+
+    def _on_hwm_reply(self, reply: HwmReply) -> None:
+        if self._rejoin_answers is None:
+            return  # an answer that comes after we stopped waiting
+        self._rejoin_answers[reply.server] = reply
+        if len(self._rejoin_answers) == len(self.peers):
+            self.finish_rejoin()
+
+    def finish_rejoin(self) -> None:
+        """Stop waiting for HwmReply answers and truncate to the HWM of the leader of the highest
+        generation among them, if that generation is at least ours; with no such leader the log is
+        kept. Called by itself once every peer answered, or by `tick` after a timeout; a harness
+        whose down servers cannot answer calls it directly. Nothing happens when not rejoining."""
+        answers = self._rejoin_answers
+        if answers is None:
+            return
+        self._rejoin_answers = None
+        leaders = [a for a in answers.values() if a.leader]
+        if not leaders:
+            return
+        leader = max(leaders, key=lambda a: a.generation)
+        if leader.generation < self.generation:
+            return  # a stale leader's HWM says nothing about our log
+        self._truncate_from(leader.hwm + 1)
+        self._set_high_water_mark(min(self.high_water_mark, len(self._log)))
+
+    # ------------------------------------------------------------------ input
+    def step(self, message: PeerMessage) -> None:
+        """Handle one message from a peer (ReplicaError for one no peer could have sent)."""
+        handler = self._HANDLERS.get(type(message))
+        if handler is None:
+            raise ReplicaError(f"{self.server_id} cannot step a {type(message).__name__}: not a peer message")
+        origin = sender(message)
+        if origin not in self.peers:
+            raise ReplicaError(f"{self.server_id} got a {type(message).__name__} from {origin!r}, "
+                               f"which is not one of its peers {list(self.peers)}")
+        handler(self, message)
+
+    _HANDLERS: dict[type, Callable[["Replica", PeerMessage], None]] = {
+        AppendRequest: _on_append_request,
+        AppendReply: _on_append_reply,
+        VoteRequest: _on_vote_request,
+        VoteReply: _on_vote_reply,
+        HwmQuery: _on_hwm_query,
+        HwmReply: _on_hwm_reply,
+    }
+
+    # ------------------------------------------------------------------ output
+    def has_ready(self) -> bool:
+        return bool(self._dirty_from is not None or self._metadata_dirty or self._outbox
+                    or self._handed_out < min(self.high_water_mark, len(self._log)))
+
+    def ready(self) -> Ready:
+        """Hand out everything produced since the last call (and forget it): persist, then send."""
+        truncate_from = None
+        entries: tuple[Entry, ...] = ()
+        if self._dirty_from is not None:
+            if self._dirty_from <= self._stored_last:
+                truncate_from = self._dirty_from
+            entries = tuple(Entry(i, g, p) for i, (g, p) in
+                            enumerate(self._log[self._dirty_from - 1:], start=self._dirty_from))
+        self._dirty_from = None
+        self._stored_last = len(self._log)
+        metadata = None
+        if self._metadata_dirty:
+            # Without hwm_durable there is no checkpoint: the saved HWM stays 0.
+            hwm = self.high_water_mark if self.protocol.hwm_durable else 0
+            metadata = Metadata(self.generation, self.vote, hwm)
+            self._metadata_dirty = False
+        readable = min(self.high_water_mark, len(self._log))
+        committed = tuple(Entry(i, g, p) for i, (g, p) in
+                          enumerate(self._log[self._handed_out:readable], start=self._handed_out + 1))
+        self._handed_out = max(self._handed_out, readable)
+        messages = tuple(self._outbox)
+        self._outbox = []
+        return Ready(truncate_from, entries, metadata, messages, committed)
+
+    # ------------------------------------------------------------------ helpers
+    def _send(self, to: str, message: PeerMessage) -> None:
+        self._outbox.append((to, message))
+
+    def _mark_dirty(self, index: int) -> None:
+        if self._dirty_from is None or index < self._dirty_from:
+            self._dirty_from = index
+
+    def _truncate_from(self, index: int) -> None:
+        """Remove the entries at `index` and after (the seed's WALSegment.truncate(logIndex))."""
+        if index > len(self._log):
+            return
+        del self._log[index - 1:]
+        self._mark_dirty(index)
+        # Entries handed out as committed and now removed will be handed out again if re-committed.
+        self._handed_out = min(self._handed_out, index - 1)
+
+    def _set_high_water_mark(self, hwm: int) -> None:
+        if hwm != self.high_water_mark:
+            self.high_water_mark = hwm
+            if self.protocol.hwm_durable:
+                self._metadata_dirty = True  # "Persist HWM whenever it changes"
+
+    def __repr__(self) -> str:
+        log = ",".join(str(g) for g in self.log_generations())
+        return (f"Replica({self.server_id} {self.role} g{self.generation} log=[{log}] "
+                f"hwm={self.high_water_mark})")
+
+
+def down_snapshot(durable: DurableLike, protocol: Protocol) -> ServerSnapshot:
+    """The snapshot of a crashed server: what its storage holds (the model's `crash`)."""
+    hwm = durable.hwm if protocol.hwm_durable else 0
+    return ServerSnapshot(durable.generation, FOLLOWER, tuple(g for g, _ in durable.log), hwm, False)
+
+
+# ---------------------------------------------------------------------------
+# Drivers: one model action of the rpc network over in-memory replicas.
+#
+# `persist(replica, ready)` must make a Ready durable (for example `persist(ready,
+# storages[replica.server_id])`). Messages a driver does not deliver (heartbeats a new leader sends,
+# the broadcast of a write, ...) are dropped: on the rpc network nothing is in flight between actions.
+Persist = Callable[[Replica, Ready], None]
+
+
+def _drain(replica: Replica, persist_ready: Persist) -> tuple[tuple[str, PeerMessage], ...]:
+    ready = replica.ready()
+    persist_ready(replica, ready)
+    return ready.messages
+
+
+def replicate(leader: Replica, follower: Replica, persist_ready: Persist) -> None:
+    """The model's `replicate(leader, follower)`: one whole append round trip, back-off included.
+
+    The leader sends everything after the follower's match index; under `previous-entry` a
+    refused append makes the leader back off one index and try again, until the follower
+    accepts (or the leader learns it is stale and steps down).
+    """
+    _drain(leader, persist_ready)
+    _drain(follower, persist_ready)
+    leader.send_append(follower.server_id)
+    for _ in range(leader.last_index + 2):
+        requests = [msg for to, msg in _drain(leader, persist_ready)
+                    if to == follower.server_id and isinstance(msg, AppendRequest)]
+        if not requests:
+            return
+        follower.step(requests[-1])
+        replies = [msg for to, msg in _drain(follower, persist_ready)
+                   if to == leader.server_id and isinstance(msg, AppendReply)]
+        for reply in replies:
+            leader.step(reply)
+        if not replies or all(reply.success for reply in replies):
+            _drain(leader, persist_ready)
+            return
+    raise RuntimeError(f"replicate {leader.server_id}->{follower.server_id} did not converge")
+
+
+def elect(candidate: Replica, voters: Mapping[str, Replica], persist_ready: Persist,
+          max_rounds: int = 4) -> bool:
+    """The model's `elect(candidate, voters)`: campaign until the candidate leads; True if it does.
+
+    Vote requests go to `voters` only (the candidate may be among them), and every voter hears
+    the request before any reply is counted. A voter of a higher generation refuses and the
+    candidate adopts that generation; the next round campaigns for it + 1, which is where the
+    model's atomic election lands: 1 + the highest generation among candidate and voters. (A
+    round cannot be won while a voter is ahead: a generation exists only because a quorum adopted
+    it. Refusals are still delivered first, so even a hand-built cluster cannot make the
+    candidate lead a stale generation for a moment, and append a no-op there.)
+    """
+    others = [v for name, v in voters.items() if name != candidate.server_id]
+    _drain(candidate, persist_ready)
+    for _ in range(max_rounds):
+        if candidate.role == LEADER:
+            break
+        candidate.campaign()
+        requests = _drain(candidate, persist_ready)
+        replies: list[VoteReply] = []
+        for voter in others:
+            for to, msg in requests:
+                if to == voter.server_id:
+                    voter.step(msg)
+            replies += [msg for to, msg in _drain(voter, persist_ready)
+                        if to == candidate.server_id and isinstance(msg, VoteReply)]
+        for reply in sorted(replies, key=lambda r: r.granted):
+            candidate.step(reply)
+        _drain(candidate, persist_ready)
+    return candidate.role == LEADER
+
+
+def rejoin(server: Replica, alive_peers: Mapping[str, Replica], persist_ready: Persist) -> None:
+    """Finish a restart: under `truncate-to-leader-hwm` the new replica asks every live peer for
+    its HWM, hears the answers, and truncates (`finish_rejoin`); under the other rules this only
+    persists what the constructor did (a truncation to its own HWM)."""
+    queries = _drain(server, persist_ready)
+    for to, msg in queries:
+        peer = alive_peers.get(to)
+        if peer is None or peer is server:
+            continue
+        peer.step(msg)
+        for back, answer in _drain(peer, persist_ready):
+            if back == server.server_id and isinstance(answer, HwmReply):
+                server.step(answer)
+    server.finish_rejoin()
+    _drain(server, persist_ready)

@@ -1,0 +1,789 @@
+"""The sans-IO replica: one test per rule of the seed (and of each protocol flag), then a
+differential test that drives the model and a cluster of replicas side by side.
+
+Replicas talk through a tiny in-test router and persist to a tiny in-test storage with the crash
+semantics of `impl.storage` (unsynced writes are lost), so these tests depend on the core only.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, replace
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from impl.core import (
+    CANDIDATE,
+    Entry,
+    NotCommitted,
+    NotLeader,
+    Replica,
+    ReplicaError,
+    down_snapshot,
+    elect,
+    persist,
+    rejoin,
+    replicate,
+)
+from impl.messages import AppendReply, AppendRequest, HwmQuery, HwmReply, VoteReply, VoteRequest
+from model.actions import Model
+from model.state import APPEND, REPLY, Config, initial_state
+from properties.protocol import FLAG_VALUES, PRESETS, RAFT, SEED, Protocol
+from properties.snapshot import FOLLOWER, LEADER, ServerSnapshot, Snapshot, server_name
+
+
+# ------------------------------------------------------------------ test doubles
+@dataclass(frozen=True)
+class FakeDurable:
+    generation: int = 0
+    vote: str | None = None
+    hwm: int = 0
+    log: tuple = ()
+
+
+class FakeStorage:
+    """The Storage interface in memory: log changes are durable after sync(), metadata at once."""
+
+    def __init__(self) -> None:
+        self.log: list[tuple[int, bytes]] = []
+        self.synced: list[tuple[int, bytes]] = []
+        self.metadata = (0, None, 0)
+
+    def load(self) -> FakeDurable:
+        self.log = list(self.synced)
+        return FakeDurable(*self.metadata, tuple(self.synced))
+
+    def append(self, entries):
+        for index, generation, payload in entries:
+            assert index == len(self.log) + 1, f"append at {index} but the log ends at {len(self.log)}"
+            self.log.append((generation, payload))
+
+    def truncate_from(self, index):
+        assert 1 <= index <= len(self.log), f"truncate_from({index}) on a log of {len(self.log)}"
+        del self.log[index - 1:]
+
+    def save_metadata(self, generation, vote, hwm):
+        self.metadata = (generation, vote, hwm)
+
+    def sync(self):
+        self.synced = list(self.log)
+
+    def durable(self) -> FakeDurable:
+        return FakeDurable(*self.metadata, tuple(self.synced))
+
+
+class Cluster:
+    """Replicas S1..Sn, their storages, and a router holding messages not yet delivered."""
+
+    def __init__(self, protocol=RAFT, n=3, logs=None, **options):
+        """`logs` gives a server a log of entry generations on disk before it starts (its
+        generation is then the last one); payloads are b"<index>"."""
+        self.protocol = protocol
+        self.names = [server_name(k) for k in range(n)]
+        self.storages = {name: FakeStorage() for name in self.names}
+        for name, generations in (logs or {}).items():
+            storage = self.storages[name]
+            storage.synced = [(g, str(i + 1).encode()) for i, g in enumerate(generations)]
+            storage.metadata = (max(generations, default=0), None, 0)
+        self.options = options
+        self.replicas: dict[str, Replica | None] = {}
+        self.in_flight: list[tuple[str, str, object]] = []  # (from, to, message)
+        self.reads: set[tuple[int, int]] = set()
+        self.committed: dict[str, list[Entry]] = {name: [] for name in self.names}
+        for name in self.names:
+            self.start(name)
+        for name in self.names:  # a first start is a restart with an empty log
+            rejoin(self[name], self.alive(), self.persist)
+
+    def __getitem__(self, name) -> Replica:
+        return self.replicas[name]
+
+    def persist(self, replica, ready):
+        persist(ready, self.storages[replica.server_id])
+        self.committed[replica.server_id] += ready.committed
+
+    def start(self, name) -> Replica:
+        peers = [p for p in self.names if p != name]
+        replica = Replica(name, peers, self.protocol, self.storages[name].load(),
+                          rng_seed=self.names.index(name), **self.options)
+        self.replicas[name] = replica
+        return replica
+
+    def alive(self):
+        return {name: r for name, r in self.replicas.items() if r is not None}
+
+    # -- message routing: persist first, then put the messages in flight
+    def flush(self, name):
+        replica = self.replicas[name]
+        ready = replica.ready()
+        self.persist(replica, ready)
+        for to, message in ready.messages:
+            self.in_flight.append((name, to, message))
+        return ready
+
+    def deliver(self, source=None, target=None, kind=None):
+        """Deliver every in-flight message matching the filters (and what they cause, once)."""
+        for name in self.alive():
+            self.flush(name)
+        batch = [(a, b, m) for a, b, m in self.in_flight
+                 if (source is None or a == source) and (target is None or b == target)
+                 and (kind is None or isinstance(m, kind))]
+        self.in_flight = [x for x in self.in_flight if x not in batch]
+        for a, b, message in batch:
+            if self.replicas.get(b) is not None:
+                self.replicas[b].step(message)
+                self.flush(b)
+        return batch
+
+    def settle(self, rounds=20):
+        """Deliver until nothing is in flight."""
+        for _ in range(rounds):
+            if not self.deliver():
+                return
+        raise AssertionError("messages still in flight")
+
+    def drop_all(self):
+        for name in self.alive():
+            self.flush(name)
+        self.in_flight = []
+
+    # -- the model's actions, through the drivers of impl.core
+    def elect(self, name, voters):
+        assert elect(self[name], {v: self[v] for v in voters}, self.persist), f"{name} did not win"
+
+    def write(self, name, value=b"v"):
+        index = self[name].propose(value)
+        self.flush(name)
+        return index
+
+    def replicate(self, leader, follower):
+        replicate(self[leader], self[follower], self.persist)
+
+    def read(self, name):
+        self.reads |= {(e.index, e.generation) for e in self[name].read_committed()}
+
+    def crash(self, name):
+        self.replicas[name] = None
+        self.storages[name].load()  # unsynced changes are lost
+        self.in_flight = [x for x in self.in_flight if name not in x[:2]]
+
+    def restart(self, name):
+        replica = self.start(name)
+        rejoin(replica, self.alive(), self.persist)
+        return replica
+
+    def logs(self):
+        return {name: (r.log_generations() if r else None) for name, r in self.replicas.items()}
+
+    def snapshot(self) -> Snapshot:
+        servers = []
+        for name in self.names:
+            replica = self.replicas[name]
+            if replica is None:
+                servers.append(down_snapshot(self.storages[name].durable(), self.protocol))
+            else:
+                servers.append(replica.snapshot())
+        return Snapshot(tuple(servers), frozenset(self.reads))
+
+
+def protocol(**flags):
+    return replace(RAFT, **flags)
+
+
+# ------------------------------------------------------------------ the high-water mark
+def test_hwm_is_the_index_at_quorum_of_the_followers_match_indexes():
+    # "The high-water mark can be calculated by looking at the log indexes of all the followers
+    # and the log of the leader itself, and picking up the index which is available on the
+    # majority of the servers."
+    c = Cluster(n=5)
+    c.elect("S1", ["S1", "S2", "S3"])
+    for _ in range(3):
+        c.write("S1")
+    c.replicate("S1", "S2")
+    assert c["S1"].hwm == 0  # 2 of 5 hold entries 1-3
+    c["S1"].propose(b"4")
+    c.replicate("S1", "S3")  # S1 and S3 hold 1-4, S2 holds 1-3: index 3 is on 3 of 5
+    assert c["S1"].match == {"S2": 3, "S3": 4, "S4": 0, "S5": 0}
+    assert c["S1"].hwm == 3
+
+
+def test_hwm_reaches_followers_with_the_next_append_or_heartbeat():
+    # "The leader propagates the high-water mark to the followers either as part of the regular
+    # HeartBeat or as separate requests. The followers then set their high-water mark accordingly."
+    c = Cluster()
+    c.elect("S1", ["S1", "S2"])
+    c.write("S1")
+    c.replicate("S1", "S2")
+    assert (c["S1"].hwm, c["S2"].hwm) == (1, 0)  # S2 acknowledged before S1 knew the HWM
+    c.drop_all()
+    for _ in range(c["S1"].heartbeat_ticks):
+        c["S1"].tick()
+    heartbeats = [m for _, to, m in c.deliver(source="S1", kind=AppendRequest)]
+    assert heartbeats and all(m.entries == () or m.prev_index == 0 for m in heartbeats)
+    assert c["S2"].hwm == 1
+
+
+def test_follower_hwm_never_passes_what_it_acknowledged():
+    c = Cluster()
+    c.elect("S1", ["S1", "S2"])
+    c.write("S1"); c.write("S1")
+    c.replicate("S1", "S2")
+    c.replicate("S1", "S2")
+    assert c["S1"].hwm == 2 and c["S2"].hwm == 2
+    c.replicate("S1", "S3")  # S3 learns min(leader hwm 2, its ack 2)
+    assert c["S3"].hwm == 2
+    c.write("S1")
+    assert c["S1"].hwm == 2
+
+
+def test_reads_above_the_hwm_are_refused():
+    # "if (index > replicationState.getHighWaterMark()) throw new
+    # IllegalArgumentException("Log entry not available")"
+    c = Cluster()
+    c.elect("S1", ["S1", "S2"])
+    c.write("S1", b"a")
+    c.write("S1", b"b")
+    with pytest.raises(NotCommitted, match="not yet committed"):
+        c["S1"].read(1)
+    c.replicate("S1", "S2")
+    assert c["S1"].read(2) == (1, b"b")
+    assert [e.payload for e in c["S1"].read_committed()] == [b"a", b"b"]
+    with pytest.raises(NotCommitted, match="Log entry not available"):
+        c["S2"].read(1)  # S2's HWM is still 0
+    with pytest.raises(NotCommitted):
+        c["S1"].read(3)
+    with pytest.raises(NotCommitted):
+        c["S1"].read(0)
+
+
+def test_committed_entries_are_handed_out_once_in_ready():
+    c = Cluster()
+    c.elect("S1", ["S1", "S2"])
+    c.write("S1", b"a")
+    c.write("S1", b"b")
+    assert c.committed["S1"] == []
+    c.replicate("S1", "S2")
+    c.replicate("S1", "S3")
+    c.write("S1", b"c")
+    c.replicate("S1", "S2")
+    assert c.committed["S1"] == [Entry(1, 1, b"a"), Entry(2, 1, b"b"), Entry(3, 1, b"c")]
+    assert c.committed["S2"] == [Entry(1, 1, b"a"), Entry(2, 1, b"b")]  # S3's ack came later
+    assert not c["S1"].has_ready()
+
+
+def test_writes_go_to_the_leader_only():
+    c = Cluster()
+    with pytest.raises(NotLeader, match="no leader is known"):
+        c["S1"].propose(b"x")
+    c.elect("S1", ["S1", "S2"])
+    c.replicate("S1", "S2")
+    with pytest.raises(NotLeader) as refused:
+        c["S2"].propose(b"x")
+    assert refused.value.leader == "S1"
+
+
+# ------------------------------------------------------------------ log truncation (the seed's example)
+@pytest.mark.parametrize("append_check", ["previous-entry", "generation-mismatch"])
+def test_seed_log_truncation_example(append_check):
+    # "The leader successfully replicates three entries, but fails after adding entry4 to its own
+    # log. One of the followers is elected as a new leader and accepts more entries from the
+    # client. When the failed leader joins the cluster again, it has entry4 which is conflicting.
+    # So it needs to truncate its log till entry3, and then add entry5."
+    c = Cluster(protocol(append_check=append_check))
+    c.elect("S1", ["S1", "S2"])
+    for value in (b"entry1", b"entry2", b"entry3"):
+        c.write("S1", value)
+    c.replicate("S1", "S2")
+    c.replicate("S1", "S3")
+    c.write("S1", b"entry4")
+    c.crash("S1")
+    c.elect("S2", ["S2", "S3"])
+    c.write("S2", b"entry5")
+    c.replicate("S2", "S3")
+    c.restart("S1")
+    assert c["S1"].log_generations() == (1, 1, 1, 1)
+    c.replicate("S2", "S1")
+    assert [c["S1"].entry(i) for i in (1, 2, 3, 4)] == [
+        (1, b"entry1"), (1, b"entry2"), (1, b"entry3"), (2, b"entry5")]
+    assert c.storages["S1"].synced == [(1, b"entry1"), (1, b"entry2"), (1, b"entry3"), (2, b"entry5")]
+
+
+# ------------------------------------------------------------------ flags
+def test_quorum_seed_index_commits_on_half_of_four_servers_majority_does_not():
+    # seed computeHighwaterMark: "serverLogIndexes.get(noOfServers / 2)" counts 2 of 4 servers.
+    for rule, expected in (("seed-index", 1), ("majority", 0)):
+        c = Cluster(protocol(quorum=rule), n=4)
+        c.elect("S1", ["S1", "S2", "S3"])
+        c.write("S1")
+        c.replicate("S1", "S2")
+        assert c["S1"].hwm == expected, rule
+
+
+def test_figure8_commit_rule():
+    # Index 1@g1 is on a quorum in a later generation: any-generation commits it by counting,
+    # current-generation waits for an entry of the leader's own generation.
+    results = {}
+    for commit in ("current-generation", "any-generation"):
+        c = Cluster(protocol(commit=commit))
+        c.elect("S1", ["S1", "S2"])  # g1
+        c.write("S1")  # 1@g1 on S1 only
+        c.crash("S1"); c.restart("S1")
+        c.elect("S1", ["S1", "S3"])  # g2, S1 [1] hwm 0
+        c.replicate("S1", "S2")  # 1@g1 now on S1, S2: a quorum
+        results[commit] = c["S1"].hwm
+        c.write("S1")  # 2@g2
+        c.replicate("S1", "S2")
+        assert c["S1"].hwm == 2  # an own-generation entry commits everything before it
+    assert results == {"current-generation": 0, "any-generation": 1}
+
+
+def test_election_longest_log_voters_refuse_a_stale_candidate_any_grants():
+    for election, wins in (("longest-log", False), ("any", True)):
+        c = Cluster(protocol(election=election))
+        c.elect("S1", ["S1", "S2", "S3"])
+        c.write("S1")
+        c.replicate("S1", "S2")  # S2 holds 1@g1, S3 holds nothing
+        c.crash("S1")
+        c["S3"].campaign()  # generation 2
+        c.deliver(source="S3", target="S2")
+        c.deliver(source="S2", target="S3")
+        assert (c["S3"].role == LEADER) == wins, election
+        assert c["S2"].generation == 2  # the voter adopts the generation either way
+
+
+def test_up_to_date_compares_last_generation_before_length():
+    c = Cluster(logs={"S2": (1, 1, 1), "S3": (2,)})
+    c["S3"].campaign()
+    c.deliver(source="S3", target="S2")
+    c.deliver(source="S2", target="S3")
+    assert c["S3"].role == LEADER  # last generation 2 beats a longer log of generation 1
+
+
+@pytest.mark.parametrize("append_check, acknowledged", [("previous-entry", 1), ("generation-mismatch", 3)])
+def test_append_check_decides_the_acknowledged_index(append_check, acknowledged):
+    # The seed's follower "respond[s] to the leader with the index of the latest log entry they
+    # have"; Raft acknowledges prev_index + len(entries).
+    c = Cluster(protocol(append_check=append_check), logs={"S2": (1, 1, 1)})
+    c["S2"].step(AppendRequest(2, "S1", 0, 0, ((1, b"1"),), 0))
+    expected_log = (1, 1, 1)
+    (to, reply), = c["S2"].ready().messages
+    assert reply == AppendReply(2, "S2", True, acknowledged)
+    assert c["S2"].log_generations() == expected_log
+
+
+def test_previous_entry_refuses_a_gap_and_the_leader_backs_off():
+    c = Cluster()
+    c.elect("S1", ["S1", "S2"])
+    for _ in range(3):
+        c.write("S1")
+    c.replicate("S1", "S2")
+    c["S1"].match["S3"] = 3  # pretend S3 had everything: the next append starts after 3
+    c["S1"].send_append("S3")
+    c.deliver(source="S1", target="S3")
+    refusal = [m for _, to, m in c.deliver(source="S3", target="S1")]
+    assert refusal == [AppendReply(1, "S3", False, 3)]
+    assert c["S1"].match["S3"] == 2
+    c.settle()
+    assert c["S3"].log_generations() == (1, 1, 1) and c["S1"].match["S3"] == 3
+
+
+def test_generation_mismatch_truncates_from_the_first_differing_entry_and_keeps_the_rest():
+    c = Cluster(protocol(append_check="generation-mismatch"), logs={"S2": (1, 1, 2, 2)})
+    c["S2"].step(AppendRequest(3, "S1", 1, 1, ((1, b"b"), (3, b"e")), 0))
+    assert c["S2"].log_generations() == (1, 1, 3)
+    ready = c["S2"].ready()
+    assert ready.truncate_from == 3 and ready.entries == (Entry(3, 3, b"e"),)
+    assert ready.messages == (("S1", AppendReply(3, "S2", True, 3)),)
+
+
+@pytest.mark.parametrize("rule, expected_log", [
+    ("keep", (1, 1, 1)), ("truncate-to-own-hwm", ()), ("truncate-to-leader-hwm", (1, 1))])
+def test_restart_rules(rule, expected_log):
+    c = Cluster(protocol(restart=rule))
+    c.elect("S3", ["S3", "S2"])
+    c.write("S3")
+    c.replicate("S3", "S2")  # 1@g1 on S2, S3: committed, S3's HWM is 1
+    c.write("S3"); c.write("S3")  # 2, 3 only on S3
+    c.crash("S3")
+    c.elect("S2", ["S1", "S2"])  # generation 2
+    c.write("S2")
+    c.replicate("S2", "S1")  # S2's log [1, 2] is on S1 too: S2's HWM is 2
+    c.restart("S3")
+    # keep: [1, 1, 1]; truncate-to-own-hwm: the HWM was not durable, so 0;
+    # truncate-to-leader-hwm: S2 (generation 2 >= 1) answers HWM 2.
+    assert c["S3"].log_generations() == expected_log
+    assert tuple(g for g, _ in c.storages["S3"].synced) == expected_log
+
+
+def test_restart_to_leader_hwm_ignores_a_stale_leader_and_waits_for_answers():
+    c = Cluster(protocol(restart="truncate-to-leader-hwm"))
+    c.elect("S1", ["S1", "S2"])
+    c.write("S1")
+    c.replicate("S1", "S3")
+    c.replicate("S1", "S2")
+    c.crash("S3")
+    c.elect("S2", ["S2", "S1"])  # g2; S1 is a follower now
+    c.elect("S1", ["S1", "S2"])  # g3
+    c.crash("S2")
+    replica = c.start("S3")
+    assert replica.rejoining
+    (_, query), (_, query2) = replica.ready().messages
+    assert isinstance(query, HwmQuery)
+    replica.step(HwmReply(1, "S2", True, 0))  # a stale leader of generation 1 (own is 1: allowed)
+    assert replica.rejoining  # waits for S1 as well
+    replica.step(HwmReply(3, "S1", True, 1))
+    assert not replica.rejoining and replica.log_generations() == (1,)
+
+
+def test_restart_to_leader_hwm_keeps_the_log_when_the_leader_is_older():
+    r = Replica("S3", ["S1", "S2"], protocol(restart="truncate-to-leader-hwm"),
+                FakeDurable(5, None, 0, ((1, b"a"), (5, b"b"))))
+    r.step(HwmReply(4, "S1", True, 0))
+    r.step(HwmReply(5, "S2", False, 0))
+    assert r.log_generations() == (1, 5)
+
+
+def test_rejoin_times_out_when_peers_are_down():
+    r = Replica("S3", ["S1", "S2"], protocol(restart="truncate-to-leader-hwm"),
+                FakeDurable(1, None, 0, ((1, b"a"),)), election_ticks=(5, 9))
+    r.step(HwmReply(1, "S1", True, 0))
+    for _ in range(5):
+        r.tick()
+    assert not r.rejoining and r.log_generations() == ()
+
+
+@pytest.mark.parametrize("durable", [False, True])
+def test_hwm_durable(durable):
+    c = Cluster(protocol(hwm_durable=durable))
+    c.elect("S1", ["S1", "S2"])
+    c.write("S1")
+    c.replicate("S1", "S2")
+    assert c.storages["S1"].metadata == (1, "S1", 1 if durable else 0)
+    c.crash("S1")
+    assert down_snapshot(c.storages["S1"].durable(), c.protocol).hwm == (1 if durable else 0)
+    assert c.restart("S1").hwm == (1 if durable else 0)
+
+
+@pytest.mark.parametrize("noop", [False, True])
+def test_noop_on_election(noop):
+    c = Cluster(protocol(noop_on_election=noop))
+    c.elect("S1", ["S1", "S2"])
+    assert c["S1"].log_generations() == ((1,) if noop else ())
+    assert c.storages["S1"].synced == ([(1, b"")] if noop else [])
+
+
+# ------------------------------------------------------------------ generations and votes
+def test_leader_steps_down_on_a_higher_generation():
+    c = Cluster()
+    c.elect("S1", ["S1", "S2"])
+    c.elect("S3", ["S2", "S3"])  # g2; S1 does not know yet
+    assert c["S1"].role == LEADER
+    c.write("S1")
+    c.replicate("S1", "S2")  # S2 answers with generation 2
+    assert (c["S1"].role, c["S1"].generation) == (FOLLOWER, 2)
+    assert c["S2"].log_generations() == ()
+
+
+def test_a_stale_reply_is_ignored():
+    c = Cluster()
+    c.elect("S1", ["S1", "S2"])
+    c.write("S1")
+    c["S1"].step(AppendReply(0, "S2", True, 1))
+    assert c["S1"].match["S2"] == 0
+
+
+def test_votes_once_per_generation_and_the_vote_survives_a_crash():
+    c = Cluster()
+    c["S1"].campaign()
+    c["S2"].campaign()  # both ask for generation 1
+    c.deliver(source="S1", target="S3")
+    c.deliver(source="S2", target="S3")
+    replies = [m for _, _, m in c.deliver(source="S3")]
+    assert sorted((m.generation, m.granted) for m in replies) == [(1, False), (1, True)]
+    assert c.storages["S3"].metadata[1] == "S1"
+    c.crash("S3")
+    c.restart("S3")
+    c["S3"].step(VoteRequest(1, "S2", 0, 0))
+    (_, reply), = c["S3"].ready().messages
+    assert reply == VoteReply(1, "S3", False)
+
+
+def test_candidate_adopts_a_higher_generation_and_the_retry_lands_above_it():
+    # The model's atomic elect: generation = 1 + max(generation of candidate and voters).
+    c = Cluster()
+    c.elect("S2", ["S2", "S3"])
+    c.elect("S3", ["S2", "S3"])
+    c.elect("S2", ["S2", "S3"])  # S2, S3 at generation 3, S1 at 0
+    c.elect("S1", ["S1", "S2"])
+    assert (c["S1"].role, c["S1"].generation, c["S2"].generation) == (LEADER, 4, 4)
+
+
+def test_election_timeout_is_random_but_reproducible():
+    def timeouts(seed):
+        r = Replica("S1", ["S2", "S3"], RAFT, FakeDurable(), election_ticks=(10, 20), rng_seed=seed)
+        fired = []
+        for t in range(200):
+            r.tick()
+            if r.role == CANDIDATE and r.generation > len(fired):
+                fired.append(t)
+        return fired
+    assert timeouts(7) == timeouts(7)
+    assert timeouts(7) != timeouts(8)
+    first = timeouts(7)
+    assert all(10 <= b - a <= 20 for a, b in zip([-1] + first, first))
+
+
+def test_ticks_elect_a_leader_and_replicate():
+    c = Cluster(election_ticks=(5, 15))
+    for _ in range(40):
+        for name in c.names:
+            c[name].tick()
+        c.settle()
+    leaders = [n for n in c.names if c[n].role == LEADER]
+    assert len(leaders) == 1
+    leader = c[leaders[0]]
+    leader.propose(b"x")
+    c.settle()
+    for _ in range(leader.heartbeat_ticks):
+        leader.tick()
+    c.settle()
+    assert all(c[n].hwm == 1 and c[n].read(1)[1] == b"x" for n in c.names)
+
+
+def test_single_server_cluster_commits_alone():
+    r = Replica("S1", [], RAFT, FakeDurable())
+    r.campaign()
+    assert r.role == LEADER
+    assert r.propose(b"a") == 1 and r.hwm == 1
+
+
+def test_bad_inputs_are_refused_with_a_clear_error():
+    r = Replica("S1", ["S2"], RAFT, FakeDurable())
+    with pytest.raises(ReplicaError, match="not one of its peers"):
+        r.step(VoteRequest(1, "S9", 0, 0))
+    with pytest.raises(ValueError, match="peers"):
+        Replica("S1", ["S1"], RAFT, FakeDurable())
+    with pytest.raises(ValueError, match="election_ticks"):
+        Replica("S1", [], RAFT, FakeDurable(), election_ticks=(5, 2))
+    with pytest.raises(ValueError, match="entries\\[0\\]"):
+        AppendRequest(1, "S2", 0, 0, ((2, b""),), 0)
+
+
+def test_storage_twin_memory_storage_recovers_what_the_core_persisted():
+    storage_module = pytest.importorskip("impl.storage")
+    storage = storage_module.MemoryStorage()
+    r = Replica("S1", [], protocol(hwm_durable=True), storage.load())
+    r.campaign()
+    r.propose(b"a"); r.propose(b"b")
+    persist(r.ready(), storage)
+    storage.crash()
+    durable = storage.load()
+    assert (durable.generation, durable.vote, durable.hwm, durable.log) == (1, "S1", 2, ((1, b"a"), (1, b"b")))
+
+
+# ------------------------------------------------------------------ directed traces, model and replicas side by side
+def same_as_model(protocol_, trace, n=3, network="rpc", capacity=1) -> Cluster:
+    """Run model actions on the model and on replicas; assert equal snapshots after every step."""
+    config = Config(servers=n, max_generation=20, max_log=20, max_crashes=20, network=network,
+                    channel_capacity=capacity)
+    model = Model(protocol_, config)
+    state = initial_state(config)
+    c = Cluster(protocol_, n)
+    net = Network(c, capacity) if network == "async" else None
+    for k, action in enumerate(trace):
+        reason = model.why_not(state, action)
+        assert reason is None, f"step {k} {action} is not enabled in the model: {reason}"
+        state = model.apply(state, action)
+        apply_model_action(c, net, action)
+        expected = Snapshot(tuple(ServerSnapshot(s.generation, s.role, s.log, s.hwm, s.alive)
+                                  for s in state.servers), state.reads)
+        assert c.snapshot() == expected, f"after step {k} {action}:\nmodel {expected}\nimpl  {c.snapshot()}"
+    return c
+
+
+E, W, R, C, X, RS = "elect", "write", "replicate", "crash", "restart", "read"
+
+
+@pytest.mark.parametrize("commit, hwm", [("current-generation", 0), ("any-generation", 1)])
+def test_quorum_index_past_the_leaders_own_log(commit, hwm):
+    # generation-mismatch followers acknowledge their whole log, which may be longer than the
+    # leader's: the quorum index then points past the leader's log. current-generation has no
+    # entry there to check and waits; any-generation moves the HWM past the log (HwmWithinLog).
+    flags = protocol(election="any", append_check="generation-mismatch", commit=commit)
+    c = same_as_model(flags, [(E, 0, (0, 2)), (W, 0), (R, 0, 2), (E, 1, (0, 1)), (R, 1, 0), (R, 1, 2)])
+    assert c["S2"].log_generations() == () and c["S2"].hwm == hwm
+
+
+def test_restart_truncates_to_the_hwm_of_a_leader_of_the_same_generation():
+    # S3 holds 1@g1, which the generation-2 leader S2 has not committed (HWM 0): the leader's
+    # generation equals S3's, so S3 truncates its log to the leader's HWM.
+    trace = [(E, 0, (0, 1)), (W, 0), (R, 0, 1), (C, 0), (E, 1, (1, 2)), (R, 1, 2), (C, 2), (X, 2)]
+    c = same_as_model(PRESETS["raft-truncate-to-leader-hwm"].protocol, trace)
+    assert c["S3"].log_generations() == ()
+
+
+def test_restart_to_leader_hwm_lowers_a_durable_hwm_to_the_truncated_log():
+    flags = replace(SEED, hwm_durable=True, noop_on_election=True)
+    trace = [(E, 1, (0, 1)), (R, 1, 0), (E, 0, (0, 1)), (R, 0, 1), (C, 0), (E, 1, (1, 2)), (X, 0)]
+    c = same_as_model(flags, trace)
+    assert c["S1"].hwm <= c["S1"].last_index
+
+
+def test_follower_hwm_is_bounded_by_what_it_acknowledged_not_by_its_log():
+    # Raft keeps entries after the batch that do not conflict; they are not acknowledged, so the
+    # leader's HWM does not cover them: hwm = max(hwm, min(leader_hwm, prev + len(entries))).
+    r = Replica("S2", ["S1", "S3"], RAFT, FakeDurable(1, None, 0, ((1, b""),) * 3))
+    r.step(AppendRequest(2, "S1", 0, 0, ((1, b""),), 3))
+    assert r.hwm == 1 and r.log_generations() == (1, 1, 1)
+    assert r.ready().messages == (("S1", AppendReply(2, "S2", True, 1)),)
+
+
+def test_a_late_refusal_does_not_raise_the_match_index():
+    # On the async network replies can describe an older append: back off to
+    # min(match, index - 1), never above what is already known.
+    c = Cluster()
+    c.elect("S1", ["S1", "S2"])
+    for _ in range(5):
+        c.write("S1")
+    c["S1"].match["S2"] = 2
+    c["S1"].step(AppendReply(1, "S2", False, 5))
+    assert c["S1"].match["S2"] == 2
+
+
+def test_async_network_reply_reordering_matches_the_model():
+    trace = [(E, 0, (0, 1)), (W, 0), ("send", 0, 1), (W, 0), ("send", 0, 1), ("deliver", 0, 1),
+             ("deliver", 0, 1), ("deliver", 1, 0), ("deliver", 1, 0), (RS, 0)]
+    c = same_as_model(RAFT, trace, network="async", capacity=2)
+    assert c["S1"].hwm == 2 and c.reads == {(1, 1), (2, 1)}
+
+
+# ------------------------------------------------------------------ differential test against the model
+def to_model_message(message):
+    """An impl message as the model's channel tuple (the model's messages carry no payloads)."""
+    if isinstance(message, AppendRequest):
+        return (APPEND, message.generation, message.prev_index, message.prev_generation,
+                tuple(g for g, _ in message.entries), message.leader_hwm)
+    assert isinstance(message, AppendReply), message
+    return (REPLY, message.generation, message.success, message.index)
+
+
+class Network:
+    """The model's async network over a Cluster: FIFO channels of bounded capacity, loss."""
+
+    def __init__(self, c: Cluster, capacity: int):
+        self.c, self.capacity = c, capacity
+        self.channels = {(a, b): [] for a in c.names for b in c.names if a != b}
+
+    def push(self, a, b, message):
+        if len(self.channels[a, b]) < self.capacity:  # a full channel loses the message
+            self.channels[a, b].append(message)
+
+    def send(self, a, b):
+        self.c[a].send_append(b)
+        (message,) = [m for to, m in self.c.flush(a).messages if to == b]
+        self.push(a, b, message)
+
+    def deliver(self, a, b):
+        message = self.channels[a, b].pop(0)
+        self.c[b].step(message)
+        ready = self.c.flush(b)
+        if isinstance(message, AppendRequest):
+            # The model answers an append with one reply; a leader's own retries on a reply are
+            # messages the model does not send (its `send` action does).
+            (reply,) = [m for to, m in ready.messages if to == a]
+            self.push(b, a, reply)
+
+    def drop(self, a, b):
+        self.channels[a, b].pop(0)
+
+    def crash(self, name):
+        for a, b in self.channels:
+            if name in (a, b):
+                self.channels[a, b] = []
+
+    def model_channels(self, n):
+        names = self.c.names
+        return tuple(tuple(to_model_message(m) for m in self.channels[names[a], names[b]])
+                     if a != b else () for a in range(n) for b in range(n))
+
+
+def apply_model_action(c: Cluster, network: Network | None, action) -> None:
+    name, *args = action
+    if name == "elect":
+        c.elect(server_name(args[0]), [server_name(v) for v in args[1]])
+    elif name == "replicate":
+        c.replicate(server_name(args[0]), server_name(args[1]))
+    elif name in ("send", "deliver", "drop"):
+        getattr(network, name)(server_name(args[0]), server_name(args[1]))
+    else:
+        getattr(c, name)(server_name(args[0]))
+        if name == "crash" and network is not None:
+            network.crash(server_name(args[0]))
+    c.in_flight = []  # messages the model does not send (heartbeats, broadcasts) are dropped
+
+
+flag_values = st.fixed_dictionaries({flag: st.sampled_from(values) for flag, values in FLAG_VALUES.items()})
+
+
+def run_differential(protocol_, n, data, max_steps, network="rpc", capacity=1):
+    config = Config(servers=n, max_generation=8, max_log=4, max_crashes=3, network=network,
+                    channel_capacity=capacity)
+    model = Model(protocol_, config)
+    state = initial_state(config)
+    c = Cluster(protocol_, n)
+    net = Network(c, capacity) if network == "async" else None
+    trace = []
+    for _ in range(data.draw(st.integers(1, max_steps), label="steps")):
+        by_kind: dict[str, list] = {}
+        for a in model.actions(state):
+            by_kind.setdefault(a[0], []).append(a)
+        if not by_kind:
+            break
+        # Kind first, then which one: otherwise the many voter sets make most steps elections.
+        kind = data.draw(st.sampled_from(sorted(by_kind)), label="kind")
+        action = data.draw(st.sampled_from(by_kind[kind]), label="action")
+        trace.append(action)
+        state = model.apply(state, action)
+        where = f"{protocol_} after {trace}"
+        try:
+            apply_model_action(c, net, action)
+        except Exception as error:
+            raise AssertionError(f"{where}: the replicas raised {error!r}") from error
+        expected = Snapshot(tuple(ServerSnapshot(s.generation, s.role, s.log, s.hwm, s.alive)
+                                  for s in state.servers), state.reads)
+        assert c.snapshot() == expected, f"{where}:\nmodel {expected}\nimpl  {c.snapshot()}"
+        if net is not None:
+            assert net.model_channels(n) == state.channels, f"{where}: channels differ"
+
+
+EXAMPLES = int(os.environ.get("HWM_DIFFERENTIAL_EXAMPLES", "20"))
+PRESET_CASES = [(name, 3) for name in PRESETS] + [("raft-seed-quorum", 4), ("seed", 4)]
+
+
+@pytest.mark.parametrize("preset, n", PRESET_CASES)
+@settings(max_examples=EXAMPLES, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow])
+@given(data=st.data())
+def test_replicas_match_the_model_on_the_rpc_network(preset, n, data):
+    run_differential(PRESETS[preset].protocol, n, data, max_steps=30)
+
+
+@settings(max_examples=4 * EXAMPLES, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow])
+@given(flags=flag_values, n=st.sampled_from([3, 4]), data=st.data())
+def test_replicas_match_the_model_under_any_flags(flags, n, data):
+    run_differential(Protocol(**flags), n, data, max_steps=30)
+
+
+@settings(max_examples=4 * EXAMPLES, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow])
+@given(flags=flag_values, capacity=st.sampled_from([1, 2]), data=st.data())
+def test_replicas_match_the_model_on_the_async_network(flags, capacity, data):
+    run_differential(Protocol(**flags), 3, data, max_steps=40, network="async", capacity=capacity)
+
+
+@pytest.mark.deep
+@settings(max_examples=3000, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(flags=flag_values, n=st.sampled_from([3, 4, 5]), network=st.sampled_from(["rpc", "async"]),
+       data=st.data())
+def test_replicas_match_the_model_deep(flags, n, network, data):
+    run_differential(Protocol(**flags), n, data, max_steps=80, network=network, capacity=2)
