@@ -24,8 +24,7 @@ from impl.codec import (
 
 counts = st.integers(0, 2**64 - 1)
 small_counts = st.integers(0, 1000)
-server_ids = st.text(min_size=1, max_size=20).filter(lambda s: 0 < len(s.encode("utf-8", "surrogatepass")) <= 255
-                                                     and _utf8(s))
+server_ids = st.text(min_size=1, max_size=20).filter(lambda s: _utf8(s) and len(s.encode("utf-8")) <= 255)
 texts = st.text(max_size=50).filter(lambda s: _utf8(s))
 payloads = st.binary(max_size=64)
 
@@ -55,7 +54,10 @@ def vote_requests(draw):
     return m.VoteRequest(generation, draw(server_ids), last_index, last_generation)
 
 
-optional = st.none().__or__
+def optional(strategy):
+    return st.none() | strategy
+
+
 get_replies = st.one_of(
     st.builds(m.GetReply, st.integers(0, 2**64 - 1), counts, payloads, st.none()),
     st.builds(m.GetReply, st.integers(0, 2**64 - 1), st.none(), st.none(), texts),
