@@ -166,6 +166,42 @@ def protocols(as_json) -> None:
 
 
 @main.command()
+@click.option("--protocol", "protocol", type=ProtocolParam(), default="raft", show_default=True)
+@click.option("--servers", type=click.IntRange(1, 9), default=Config.servers, show_default=True)
+@click.option("--max-generation", type=click.IntRange(1, 99), default=Config.max_generation, show_default=True)
+@click.option("--max-log", type=click.IntRange(0, 99), default=Config.max_log, show_default=True)
+@click.option("--max-crashes", type=click.IntRange(0, 99), default=Config.max_crashes, show_default=True)
+@click.option("--network", type=click.Choice(["rpc", "async"]), default=Config.network, show_default=True)
+@click.option("--no-symmetry", is_flag=True)
+@click.option("--max-states", type=click.IntRange(1), default=20_000, show_default=True)
+@click.option("--out", type=click.Path(dir_okay=False), default=None,
+              help="Write the graph: .graphml, .gexf or .json (node-link).")
+def graph(protocol, servers, max_generation, max_log, max_crashes, network, no_symmetry, max_states, out) -> None:
+    """Build the reachable state graph (networkx) of a small configuration.
+
+    Prints its strongly connected components, deadlocks and violating states and
+    steps; --out writes it for a graph viewer (nodes carry the state as text).
+    """
+    from model.actions import Model
+    from model.graph import GraphTooLarge, state_graph, summary, write
+
+    name, proto = resolve(protocol)
+    config = Config(servers, max_generation, max_log, max_crashes, network)
+    try:
+        built = state_graph(Model(proto, config), symmetry=not no_symmetry, max_states=max_states)
+    except GraphTooLarge as e:
+        raise click.ClickException(str(e))
+    for key, value in summary(built).items():
+        click.echo(f"{key.replace('_', ' '):18} {value:,}")
+    if out:
+        try:
+            write(built, out)
+        except ValueError as e:
+            raise click.UsageError(str(e))
+        click.echo(f"wrote {out}")
+
+
+@main.command()
 @click.argument("files", nargs=-1, required=True, type=click.Path(path_type=Path))
 @click.option("--on", "on", type=click.Choice(["model", "impl", "both"]), default="model", show_default=True,
               help="Replay on the model, the implementation, or both.")
