@@ -1,19 +1,22 @@
 """The sans-IO replica: one test per rule of the seed (and of each protocol flag), then a
 differential test that drives the model and a cluster of replicas side by side.
 
-Replicas talk through a tiny in-test router and persist to a tiny in-test storage with the crash
-semantics of `impl.storage` (unsynced writes are lost), so these tests depend on the core only.
+The cluster is `hwm.simcluster.SimCluster` (real replicas, MemoryStorage, the codec on every
+message), the one the conformance machine and `hwm replay --on impl` use. For the rule-by-rule tests
+below, `Cluster` adds a router that keeps the messages a step produced in flight until a test
+delivers them, where SimCluster drops what the model does not send.
 """
 
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass, replace
+from dataclasses import astuple, dataclass, replace
 
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from hwm.simcluster import SimCluster
 from impl.core import (
     CANDIDATE,
     Entry,
@@ -22,17 +25,14 @@ from impl.core import (
     Replica,
     ReplicaError,
     down_snapshot,
-    elect,
     persist,
-    rejoin,
-    replicate,
 )
 from impl.messages import AppendReply, AppendRequest, HwmQuery, HwmReply, VoteReply, VoteRequest
 from impl.storage import MemoryStorage
 from model.actions import Model
-from model.state import APPEND, REPLY, Config, initial_state
+from model.state import Config, initial_state
 from properties.protocol import FLAG_VALUES, PRESETS, RAFT, SEED, Protocol
-from properties.snapshot import FOLLOWER, LEADER, ServerSnapshot, Snapshot, server_name
+from properties.snapshot import FOLLOWER, LEADER, snapshot_of
 
 
 # ------------------------------------------------------------------ test doubles
@@ -44,90 +44,44 @@ class FakeDurable:
     log: tuple = ()
 
 
-class FakeStorage:
-    """The Storage interface in memory: log changes are durable after sync(), metadata at once."""
-
-    def __init__(self) -> None:
-        self.log: list[tuple[int, bytes]] = []
-        self.synced: list[tuple[int, bytes]] = []
-        self.metadata = (0, None, 0)
-
-    def load(self) -> FakeDurable:
-        self.log = list(self.synced)
-        return FakeDurable(*self.metadata, tuple(self.synced))
-
-    def append(self, entries):
-        for index, generation, payload in entries:
-            assert index == len(self.log) + 1, f"append at {index} but the log ends at {len(self.log)}"
-            self.log.append((generation, payload))
-
-    def truncate_from(self, index):
-        assert 1 <= index <= len(self.log), f"truncate_from({index}) on a log of {len(self.log)}"
-        del self.log[index - 1:]
-
-    def save_metadata(self, generation, vote, hwm):
-        self.metadata = (generation, vote, hwm)
-
-    def sync(self):
-        self.synced = list(self.log)
-
-    def durable(self) -> FakeDurable:
-        return FakeDurable(*self.metadata, tuple(self.synced))
+def storage_holding(generations) -> MemoryStorage:
+    """A closed MemoryStorage whose durable log holds entries of `generations` (payloads b"<index>");
+    its generation is the last one."""
+    storage = MemoryStorage()
+    storage.load()
+    storage.append([(i + 1, g, str(i + 1).encode()) for i, g in enumerate(generations)])
+    storage.sync()
+    storage.save_metadata(max(generations, default=0), None, 0)
+    storage.crash()
+    return storage
 
 
-class Cluster:
-    """Replicas S1..Sn, their storages, and a router holding messages not yet delivered."""
+class Cluster(SimCluster):
+    """SimCluster with a router: messages not yet delivered stay in flight for the test to deliver."""
 
     def __init__(self, protocol=RAFT, n=3, logs=None, **options):
-        """`logs` gives a server a log of entry generations on disk before it starts (its
-        generation is then the last one); payloads are b"<index>"."""
-        self.protocol = protocol
-        self.names = [server_name(k) for k in range(n)]
-        self.storages = {name: FakeStorage() for name in self.names}
-        for name, generations in (logs or {}).items():
-            storage = self.storages[name]
-            storage.synced = [(g, str(i + 1).encode()) for i, g in enumerate(generations)]
-            storage.metadata = (max(generations, default=0), None, 0)
-        self.options = options
-        self.replicas: dict[str, Replica | None] = {}
+        """`logs` gives a server a log of entry generations on disk before it starts."""
         self.in_flight: list[tuple[str, str, object]] = []  # (from, to, message)
-        self.reads: set[tuple[int, int]] = set()
-        self.committed: dict[str, list[Entry]] = {name: [] for name in self.names}
-        for name in self.names:
-            self.start(name)
-        for name in self.names:  # a first start is a restart with an empty log
-            rejoin(self[name], self.alive(), self.persist)
+        self.committed: dict[str, list[Entry]] = {}
+        super().__init__(protocol, Config(servers=n),
+                         storages={name: storage_holding(g) for name, g in (logs or {}).items()}, **options)
 
-    def __getitem__(self, name) -> Replica:
-        return self.replicas[name]
-
-    def persist(self, replica, ready):
-        persist(ready, self.storages[replica.server_id])
-        self.committed[replica.server_id] += ready.committed
-
-    def start(self, name) -> Replica:
-        peers = [p for p in self.names if p != name]
-        replica = Replica(name, peers, self.protocol, self.storages[name].load(),
-                          rng_seed=self.names.index(name), **self.options)
-        self.replicas[name] = replica
-        return replica
-
-    def alive(self):
-        return {name: r for name, r in self.replicas.items() if r is not None}
+    def _persist(self, replica, ready):
+        super()._persist(replica, ready)
+        self.committed.setdefault(replica.server_id, []).extend(ready.committed)
 
     # -- message routing: persist first, then put the messages in flight
     def flush(self, name):
-        replica = self.replicas[name]
-        ready = replica.ready()
-        self.persist(replica, ready)
-        for to, message in ready.messages:
+        for to, message in self._flush(name):
             self.in_flight.append((name, to, message))
-        return ready
+
+    def _settle(self):
+        for name in self.alive():
+            self.flush(name)
 
     def deliver(self, source=None, target=None, kind=None):
         """Deliver every in-flight message matching the filters (and what they cause, once)."""
-        for name in self.alive():
-            self.flush(name)
+        self._settle()
         batch = [(a, b, m) for a, b, m in self.in_flight
                  if (source is None or a == source) and (target is None or b == target)
                  and (kind is None or isinstance(m, kind))]
@@ -146,47 +100,39 @@ class Cluster:
         raise AssertionError("messages still in flight")
 
     def drop_all(self):
-        for name in self.alive():
-            self.flush(name)
+        self._settle()
         self.in_flight = []
 
-    # -- the model's actions, through the drivers of impl.core
+    # -- the model's actions (SimCluster's), asserting the implementation takes them
     def elect(self, name, voters):
-        assert elect(self[name], {v: self[v] for v in voters}, self.persist), f"{name} did not win"
+        refused = super().elect(name, voters)
+        self._settle()
+        assert refused is None, f"{name} did not win: {refused}"
 
     def write(self, name, value=b"v"):
-        index = self[name].propose(value)
-        self.flush(name)
-        return index
+        refused = super().write(name, value)
+        self._settle()
+        assert refused is None, refused
 
     def replicate(self, leader, follower):
-        replicate(self[leader], self[follower], self.persist)
-
-    def read(self, name):
-        self.reads |= {(e.index, e.generation) for e in self[name].read_committed()}
+        refused = super().replicate(leader, follower)
+        self._settle()
+        assert refused is None, refused
 
     def crash(self, name):
-        self.replicas[name] = None
-        self.storages[name].load()  # unsynced changes are lost
+        super().crash(name)
         self.in_flight = [x for x in self.in_flight if name not in x[:2]]
 
-    def restart(self, name):
-        replica = self.start(name)
-        rejoin(replica, self.alive(), self.persist)
-        return replica
+    def restart(self, name) -> Replica:
+        assert super().restart(name) is None
+        self._settle()
+        return self[name]
 
-    def logs(self):
-        return {name: (r.log_generations() if r else None) for name, r in self.replicas.items()}
 
-    def snapshot(self) -> Snapshot:
-        servers = []
-        for name in self.names:
-            replica = self.replicas[name]
-            if replica is None:
-                servers.append(down_snapshot(self.storages[name].durable(), self.protocol))
-            else:
-                servers.append(replica.snapshot())
-        return Snapshot(tuple(servers), frozenset(self.reads))
+def durable_log(c: Cluster, name):
+    """What `name`'s storage holds durably: crash it and look at what a restart would recover."""
+    c.crash(name)
+    return c.down_durable(name).log
 
 
 def protocol(**flags):
@@ -308,7 +254,7 @@ def test_seed_log_truncation_example(append_check):
     c.replicate("S2", "S1")
     assert [c["S1"].entry(i) for i in (1, 2, 3, 4)] == [
         (1, b"entry1"), (1, b"entry2"), (1, b"entry3"), (2, b"entry5")]
-    assert c.storages["S1"].synced == [(1, b"entry1"), (1, b"entry2"), (1, b"entry3"), (2, b"entry5")]
+    assert durable_log(c, "S1") == ((1, b"entry1"), (1, b"entry2"), (1, b"entry3"), (2, b"entry5"))
 
 
 # ------------------------------------------------------------------ flags
@@ -415,7 +361,7 @@ def test_restart_rules(rule, expected_log):
     # keep: [1, 1, 1]; truncate-to-own-hwm: the HWM was not durable, so 0;
     # truncate-to-leader-hwm: S2 (generation 2 >= 1) answers HWM 2.
     assert c["S3"].log_generations() == expected_log
-    assert tuple(g for g, _ in c.storages["S3"].synced) == expected_log
+    assert tuple(g for g, _ in durable_log(c, "S3")) == expected_log
 
 
 def test_restart_to_leader_hwm_ignores_a_stale_leader_and_waits_for_answers():
@@ -461,9 +407,9 @@ def test_hwm_durable(durable):
     c.elect("S1", ["S1", "S2"])
     c.write("S1")
     c.replicate("S1", "S2")
-    assert c.storages["S1"].metadata == (1, "S1", 1 if durable else 0)
+    assert astuple(c.storages["S1"].metadata) == (1, "S1", 1 if durable else 0)
     c.crash("S1")
-    assert down_snapshot(c.storages["S1"].durable(), c.protocol).hwm == (1 if durable else 0)
+    assert down_snapshot(c.down_durable("S1"), c.protocol).hwm == (1 if durable else 0)
     assert c.restart("S1").hwm == (1 if durable else 0)
 
 
@@ -472,7 +418,7 @@ def test_noop_on_election(noop):
     c = Cluster(protocol(noop_on_election=noop))
     c.elect("S1", ["S1", "S2"])
     assert c["S1"].log_generations() == ((1,) if noop else ())
-    assert c.storages["S1"].synced == ([(1, b"")] if noop else [])
+    assert durable_log(c, "S1") == (((1, b""),) if noop else ())
 
 
 # ------------------------------------------------------------------ generations and votes
@@ -503,7 +449,7 @@ def test_votes_once_per_generation_and_the_vote_survives_a_crash():
     c.deliver(source="S2", target="S3")
     replies = [m for _, _, m in c.deliver(source="S3")]
     assert sorted((m.generation, m.granted) for m in replies) == [(1, False), (1, True)]
-    assert c.storages["S3"].metadata[1] == "S1"
+    assert c.storages["S3"].metadata.vote == "S1"
     c.crash("S3")
     c.restart("S3")
     c["S3"].step(VoteRequest(1, "S2", 0, 0))
@@ -584,22 +530,21 @@ def test_storage_twin_memory_storage_recovers_what_the_core_persisted():
 
 
 # ------------------------------------------------------------------ directed traces, model and replicas side by side
-def same_as_model(protocol_, trace, n=3, network="rpc", capacity=1) -> Cluster:
+def same_as_model(protocol_, trace, n=3, network="rpc", capacity=1) -> SimCluster:
     """Run model actions on the model and on replicas; assert equal snapshots after every step."""
     config = Config(servers=n, max_generation=20, max_log=20, max_crashes=20, network=network,
                     channel_capacity=capacity)
     model = Model(protocol_, config)
     state = initial_state(config)
-    c = Cluster(protocol_, n)
-    net = Network(c, capacity) if network == "async" else None
+    c = SimCluster(protocol_, config)
     for k, action in enumerate(trace):
         reason = model.why_not(state, action)
         assert reason is None, f"step {k} {action} is not enabled in the model: {reason}"
         state = model.apply(state, action)
-        apply_model_action(c, net, action)
-        expected = Snapshot(tuple(ServerSnapshot(s.generation, s.role, s.log, s.hwm, s.alive)
-                                  for s in state.servers), state.reads)
+        assert c.apply(action) is None, f"step {k} {action}: the replicas refuse it"
+        expected = snapshot_of(state)
         assert c.snapshot() == expected, f"after step {k} {action}:\nmodel {expected}\nimpl  {c.snapshot()}"
+        assert c.model_channels() == state.channels, f"after step {k} {action}: channels differ"
     return c
 
 
@@ -660,70 +605,6 @@ def test_async_network_reply_reordering_matches_the_model():
 
 
 # ------------------------------------------------------------------ differential test against the model
-def to_model_message(message):
-    """An impl message as the model's channel tuple (the model's messages carry no payloads)."""
-    if isinstance(message, AppendRequest):
-        return (APPEND, message.generation, message.prev_index, message.prev_generation,
-                tuple(g for g, _ in message.entries), message.leader_hwm)
-    assert isinstance(message, AppendReply), message
-    return (REPLY, message.generation, message.success, message.index)
-
-
-class Network:
-    """The model's async network over a Cluster: FIFO channels of bounded capacity, loss."""
-
-    def __init__(self, c: Cluster, capacity: int):
-        self.c, self.capacity = c, capacity
-        self.channels = {(a, b): [] for a in c.names for b in c.names if a != b}
-
-    def push(self, a, b, message):
-        if len(self.channels[a, b]) < self.capacity:  # a full channel loses the message
-            self.channels[a, b].append(message)
-
-    def send(self, a, b):
-        self.c[a].send_append(b)
-        (message,) = [m for to, m in self.c.flush(a).messages if to == b]
-        self.push(a, b, message)
-
-    def deliver(self, a, b):
-        message = self.channels[a, b].pop(0)
-        self.c[b].step(message)
-        ready = self.c.flush(b)
-        if isinstance(message, AppendRequest):
-            # The model answers an append with one reply; a leader's own retries on a reply are
-            # messages the model does not send (its `send` action does).
-            (reply,) = [m for to, m in ready.messages if to == a]
-            self.push(b, a, reply)
-
-    def drop(self, a, b):
-        self.channels[a, b].pop(0)
-
-    def crash(self, name):
-        for a, b in self.channels:
-            if name in (a, b):
-                self.channels[a, b] = []
-
-    def model_channels(self, n):
-        names = self.c.names
-        return tuple(tuple(to_model_message(m) for m in self.channels[names[a], names[b]])
-                     if a != b else () for a in range(n) for b in range(n))
-
-
-def apply_model_action(c: Cluster, network: Network | None, action) -> None:
-    name, *args = action
-    if name == "elect":
-        c.elect(server_name(args[0]), [server_name(v) for v in args[1]])
-    elif name == "replicate":
-        c.replicate(server_name(args[0]), server_name(args[1]))
-    elif name in ("send", "deliver", "drop"):
-        getattr(network, name)(server_name(args[0]), server_name(args[1]))
-    else:
-        getattr(c, name)(server_name(args[0]))
-        if name == "crash" and network is not None:
-            network.crash(server_name(args[0]))
-    c.in_flight = []  # messages the model does not send (heartbeats, broadcasts) are dropped
-
-
 flag_values = st.fixed_dictionaries({flag: st.sampled_from(values) for flag, values in FLAG_VALUES.items()})
 
 
@@ -732,8 +613,7 @@ def run_differential(protocol_, n, data, max_steps, network="rpc", capacity=1):
                     channel_capacity=capacity)
     model = Model(protocol_, config)
     state = initial_state(config)
-    c = Cluster(protocol_, n)
-    net = Network(c, capacity) if network == "async" else None
+    c = SimCluster(protocol_, config)
     trace = []
     for _ in range(data.draw(st.integers(1, max_steps), label="steps")):
         by_kind: dict[str, list] = {}
@@ -748,14 +628,13 @@ def run_differential(protocol_, n, data, max_steps, network="rpc", capacity=1):
         state = model.apply(state, action)
         where = f"{protocol_} after {trace}"
         try:
-            apply_model_action(c, net, action)
+            refused = c.apply(action)
         except Exception as error:
             raise AssertionError(f"{where}: the replicas raised {error!r}") from error
-        expected = Snapshot(tuple(ServerSnapshot(s.generation, s.role, s.log, s.hwm, s.alive)
-                                  for s in state.servers), state.reads)
+        assert refused is None, f"{where}: the replicas refuse the last step: {refused}"
+        expected = snapshot_of(state)
         assert c.snapshot() == expected, f"{where}:\nmodel {expected}\nimpl  {c.snapshot()}"
-        if net is not None:
-            assert net.model_channels(n) == state.channels, f"{where}: channels differ"
+        assert c.model_channels() == state.channels, f"{where}: channels differ"
 
 
 EXAMPLES = int(os.environ.get("HWM_DIFFERENTIAL_EXAMPLES", "40"))
