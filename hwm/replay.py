@@ -1,7 +1,8 @@
-"""Replaying a saved trace: on the model here; the implementation plugs in the same way.
+"""Replaying a saved trace on the model or on the implementation (a simulated cluster of real replicas).
 
 An outcome is `violation` (which property, which entry, which step), `holds`, or
-`blocked` (which step is not enabled under the protocol, and why).
+`blocked` (which step is not enabled under the protocol, and why: the model's guard, or the
+implementation's own refusal).
 """
 
 from __future__ import annotations
@@ -9,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Callable
 
+from hwm.simcluster import SimCluster
 from model.actions import Model, from_step
 from model.state import Config, initial_state
 from properties.catalogue import ALWAYS, BY_NAME
@@ -68,6 +70,36 @@ def replay_on_model(trace: Trace, protocol: str | dict | None = None) -> Outcome
     return outcome
 
 
+def replay_on_impl(trace: Trace, protocol: str | dict | None = None) -> Outcome:
+    """Run the trace's steps on real replicas (`hwm.simcluster.SimCluster`); stop at the first
+    violation of a watched property, evaluated on the implementation's snapshots (step properties
+    on the snapshots before and after each step). ReadsAgree also compares the values the real
+    reads returned. A step the implementation refuses ends the replay as `blocked`, with its reason.
+    """
+    name, proto = resolve(protocol if protocol is not None else trace.protocol)
+    config = Config.from_mapping(trace.config, where=trace.source)
+    cluster = SimCluster(proto, config)
+    before = cluster.snapshot()
+    outcome = Outcome("holds", "impl", name, rows=[("(initial)", before)])
+    props = watched_properties(trace)
+    for number, step in enumerate(trace.steps, start=1):
+        reason = cluster.apply_step(step)
+        if reason is not None:
+            outcome.kind, outcome.step, outcome.reason = "blocked", number, f"{step}: {reason}"
+            return outcome
+        after = cluster.snapshot()
+        outcome.rows.append((str(step), after))
+        for p in props:
+            finding = p.check(before, after) if p.on == "step" else p.check(after)
+            if not finding and p.name == "ReadsAgree":
+                finding = cluster.value_disagreement()
+            if finding:
+                outcome.kind, outcome.property, outcome.finding, outcome.step = "violation", p.name, finding, number
+                return outcome
+        before = after
+    return outcome
+
+
 def judge(trace: Trace, outcome: Outcome, overridden: bool) -> tuple[int, str]:
     """Exit status for one file (0 as expected, 1 differs) and a verdict line.
 
@@ -86,4 +118,4 @@ def judge(trace: Trace, outcome: Outcome, overridden: bool) -> tuple[int, str]:
 
 
 Replayer = Callable[[Trace, object], Outcome]
-REPLAYERS: dict[str, Replayer] = {"model": replay_on_model}
+REPLAYERS: dict[str, Replayer] = {"model": replay_on_model, "impl": replay_on_impl}
