@@ -53,6 +53,9 @@ PINNED = {
     ('raft-any-generation-commit', 3, 3, 2, 1, 'rpc', False): {'states': 114986, 'transitions': 510951, 'depth': 15, 'bounds_hit': ['max_crashes', 'max_generation', 'max_log'], 'lengths': {'EntryRead': 4, 'UncommittedTruncated': 5, 'LeaderChangeWithUncommitted': 3, 'CrashAndRejoin': 2}, "deep": True},
     ('kip101', 3, 3, 1, 1, 'rpc', True): {'states': 2910, 'transitions': 12332, 'depth': 14, 'bounds_hit': ['max_crashes', 'max_generation', 'max_log'], 'lengths': {'ReadNeverTruncated': 6, 'ReadNeverLost': 7, 'ReadsAgree': 10, 'CommittedOnQuorum': 5, 'EntryRead': 4, 'UncommittedTruncated': 4, 'LeaderChangeWithUncommitted': 3, 'CrashAndRejoin': 2}},
     ('raft', 3, 2, 1, 1, 'async', True): {'states': 164194, 'transitions': 1659841, 'depth': 28, 'bounds_hit': ['channel_capacity', 'max_crashes', 'max_generation', 'max_log'], 'lengths': {'EntryRead': 6, 'UncommittedTruncated': 6, 'LeaderChangeWithUncommitted': 3, 'CrashAndRejoin': 2}, "deep": True},
+    # The Spark engine's smallest violating case (its standalone-cluster test).
+    ('kip101', 2, 2, 1, 1, 'rpc', True): {'states': 99, 'transitions': 201, 'depth': 8, 'bounds_hit': ['max_crashes', 'max_generation', 'max_log'], 'lengths': {'ReadNeverTruncated': 6, 'CommittedOnQuorum': 5, 'EntryRead': 4, 'UncommittedTruncated': 4, 'CrashAndRejoin': 2}},
+    ('kip101', 2, 2, 1, 1, 'rpc', False): {'states': 188, 'transitions': 384, 'depth': 8, 'bounds_hit': ['max_crashes', 'max_generation', 'max_log'], 'lengths': {'ReadNeverTruncated': 6, 'CommittedOnQuorum': 5, 'EntryRead': 4, 'UncommittedTruncated': 4, 'CrashAndRejoin': 2}},
 }
 
 
