@@ -200,16 +200,21 @@ def get_spark(master: str = "local[*]", *, conf: dict[str, str] | None = None,
 
 def _wait_for_executor(session, master: str, timeout: float) -> None:
     """A standalone master that has no free worker accepts the application and waits forever."""
-    tracker = session.sparkContext._jsc.sc().statusTracker()
     deadline = time.monotonic() + timeout
-    while len(tracker.getExecutorInfos()) < 2:  # the driver is listed too
+    while True:
+        try:
+            if len(session.sparkContext._jsc.sc().statusTracker().getExecutorInfos()) >= 2:
+                return  # the driver is listed too
+        except Exception:  # noqa: BLE001 - the context died: the master refused or never answered
+            pass
         if time.monotonic() > deadline:
             session.stop()
             host, port = parse_master(master)[0]
             raise SparkUnavailable(
-                f"the Spark master at {master} gave this application no executor within {timeout:g}s: "
-                f"start a worker with free cores and memory with `{_spark_home() / 'bin' / 'spark-class'} "
-                f"org.apache.spark.deploy.worker.Worker spark://{host}:{port}`")
+                f"the Spark master at {master} gave this application no executor within {timeout:g}s "
+                f"(is it a Spark master, with a worker that has free cores and memory?): start a worker with "
+                f"`{_spark_home() / 'bin' / 'spark-class'} org.apache.spark.deploy.worker.Worker "
+                f"spark://{host}:{port}`")
         time.sleep(0.2)
 
 
