@@ -1,0 +1,244 @@
+"""The Spark engine: the local engine's results, distributed.
+
+Every case runs both engines in the test and compares them with each other and
+with the pinned numbers of tests/pinned.py: distinct states, transitions, depth,
+bounds hit, verdicts and shortest trace lengths. One test starts a real
+standalone cluster (a master and two workers on 127.0.0.1).
+"""
+
+import json
+import os
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from model import spark_engine
+from model.actions import Model
+from model.checker import bfs
+from model.spark_engine import (SparkUnavailable, check_java, check_master, free_port, get_spark,
+                                spark_bfs, standalone_cluster, to_signed, to_unsigned)
+from model.state import initial_state
+from properties.catalogue import BY_NAME
+from properties.protocol import PRESETS
+from tests.pinned import PINNED, config_of
+
+pytestmark = pytest.mark.spark
+
+ROOT = Path(__file__).resolve().parents[2]
+
+# (preset, servers, max_generation, max_log, max_crashes, network, symmetry), as in PINNED.
+CASES = [
+    ("raft", 3, 3, 1, 1, "rpc", True),
+    ("raft-any-generation-commit", 3, 3, 2, 1, "rpc", True),
+    ("kip101", 3, 3, 1, 1, "rpc", True),  # violations: shortest counterexamples must agree
+    ("kip101", 2, 2, 1, 1, "rpc", False),  # symmetry off, kept small
+    ("raft", 3, 1, 1, 1, "async", True),
+]
+DEEP_CASES = [
+    ("raft", 3, 3, 1, 1, "rpc", False),
+    ("raft-any-generation-commit", 3, 3, 1, 1, "rpc", True),
+    ("raft-any-generation-commit", 3, 3, 1, 1, "rpc", False),
+    ("raft", 3, 3, 2, 1, "rpc", True),
+    ("raft", 3, 3, 2, 1, "rpc", False),
+    ("raft-any-generation-commit", 3, 3, 2, 1, "rpc", False),
+    ("raft", 3, 2, 1, 1, "async", True),
+    ("raft-any-generation-commit", 3, 4, 2, 1, "rpc", True),  # Figure 8
+]
+# The smallest violating case: 99 states, 8 levels, two violated properties.
+TINY = ("kip101", 2, 2, 1, 1, "rpc", True)
+
+
+def case_id(key):
+    return "-".join(map(str, key))
+
+
+def outcome(report) -> dict:
+    """Everything two engines must agree on."""
+    return {
+        "states": report.states, "transitions": report.transitions, "depth": report.depth,
+        "bounds_hit": sorted(report.bounds_hit), "complete": report.complete,
+        "verdicts": {name: r.verdict for name, r in report.results.items()},
+        "lengths": {name: r.length for name, r in report.results.items() if r.found},
+    }
+
+
+def pinned_outcome(key) -> dict:
+    expected = PINNED[key]
+    return {"states": expected["states"], "transitions": expected["transitions"], "depth": expected["depth"],
+            "bounds_hit": expected["bounds_hit"], "lengths": expected["lengths"]}
+
+
+def assert_traces_replay(model, report) -> None:
+    """Each trace is enabled step by step and its last step shows the finding."""
+    for result in report.results.values():
+        if not result.found:
+            continue
+        state = before = initial_state(model.config)
+        for action in result.actions:
+            assert model.why_not(state, action) is None, (result.name, action)
+            before, state = state, model.apply(state, action)
+        prop = BY_NAME[result.name]
+        assert prop.check(before, state) if prop.on == "step" else prop.check(state), result.name
+
+
+def check_case(spark, key, **options):
+    preset, config, symmetry = config_of(key)
+    model = Model(PRESETS[preset].protocol, config)
+    report = spark_bfs(model, preset, symmetry=symmetry, spark=spark, **options)
+    local = bfs(model, preset, symmetry=symmetry)
+    assert report.engine == "spark" and report.symmetry == symmetry
+    assert report.config == local.config
+    assert outcome(report) == outcome(local)
+    got = outcome(report)
+    assert {k: got[k] for k in pinned_outcome(key)} == pinned_outcome(key)
+    assert_traces_replay(model, report)
+    return report
+
+
+@pytest.mark.parametrize("key", CASES, ids=case_id)
+def test_spark_equals_local_and_pinned(spark, key):
+    check_case(spark, key)
+
+
+@pytest.mark.deep
+@pytest.mark.parametrize("key", DEEP_CASES, ids=case_id)
+def test_spark_equals_local_and_pinned_deep(spark, key):
+    check_case(spark, key)
+
+
+def test_results_do_not_depend_on_partitioning_or_checkpoints_and_progress_covers_every_level(spark):
+    """The smallest parent and the smallest fingerprint win: traces are reproducible."""
+    seen = []
+    one = check_case(spark, TINY, partitions=1, checkpoint_every=100, progress=seen.append)
+    three = check_case(spark, TINY, partitions=3, checkpoint_every=1)
+    assert {n: r.steps for n, r in one.results.items()} == {n: r.steps for n, r in three.results.items()}
+
+    assert [set(p) for p in seen] == [{"depth", "states", "frontier", "states_per_second"}] * one.depth
+    assert [p["depth"] for p in seen] == list(range(1, one.depth + 1))
+    assert seen[-1]["states"] == one.states
+    assert 1 + sum(p["frontier"] for p in seen) == one.states
+    assert all(p["states_per_second"] > 0 for p in seen)
+
+
+def test_max_depth_stops_like_the_local_engine(spark):
+    preset, config, symmetry = config_of(TINY)
+    model = Model(PRESETS[preset].protocol, config)
+    report = spark_bfs(model, preset, symmetry=symmetry, spark=spark, max_depth=3)
+    local = bfs(model, preset, symmetry=symmetry, max_depth=3)
+    assert not report.complete
+    assert outcome(report) == outcome(local)
+
+
+def test_fingerprints_survive_the_signed_round_trip():
+    for fp in (0, 1, 2**63 - 1, 2**63, 2**64 - 1):
+        signed = to_signed(fp)
+        assert -(2**63) <= signed < 2**63
+        assert to_unsigned(signed) == fp
+
+
+# ---------------------------------------------------------------- errors
+def test_unreachable_master_fails_fast_naming_what_to_start():
+    port = free_port()  # nothing listens there
+    started = time.monotonic()
+    with pytest.raises(SparkUnavailable, match=rf"no Spark master at spark://127.0.0.1:{port} .*start one with"):
+        get_spark(f"spark://127.0.0.1:{port}")
+    assert time.monotonic() - started < 5
+
+
+def test_spark_bfs_on_an_unreachable_master_raises_before_starting_anything():
+    preset, config, symmetry = config_of(TINY)
+    with pytest.raises(SparkUnavailable, match="no Spark master"):
+        spark_bfs(Model(PRESETS[preset].protocol, config), preset, master=f"spark://127.0.0.1:{free_port()}")
+
+
+def test_a_silent_master_times_out(monkeypatch):
+    waited = []
+
+    def no_answer(address, timeout):
+        waited.append(timeout)
+        raise socket.timeout("timed out")
+
+    monkeypatch.setattr(spark_engine.socket, "create_connection", no_answer)
+    with pytest.raises(SparkUnavailable, match=r"no Spark master at spark://10.0.0.9:7077 \(10.0.0.9:7077 timed out "
+                                               r"after 1.5s\): start one with"):
+        check_master("spark://10.0.0.9:7077", timeout=1.5)
+    assert waited == [1.5]
+
+
+def test_a_bad_master_url_is_named():
+    with pytest.raises(SparkUnavailable, match="expected spark://HOST:PORT"):
+        check_master("spark://nohost")
+
+
+def test_missing_java_says_what_to_install(monkeypatch):
+    monkeypatch.delenv("JAVA_HOME", raising=False)
+    monkeypatch.setenv("PATH", "/nonexistent")
+    with pytest.raises(SparkUnavailable, match=r"apt-get install openjdk-17-jre-headless"):
+        check_java()
+
+
+def test_old_java_says_what_to_install(monkeypatch):
+    monkeypatch.setattr(spark_engine, "_java_version", lambda java: 11)
+    with pytest.raises(SparkUnavailable, match=r"needs Java 17 or newer.*openjdk-17-jre-headless"):
+        check_java()
+
+
+def test_missing_pyspark_says_what_to_install(monkeypatch):
+    monkeypatch.setitem(sys.modules, "pyspark", None)
+    monkeypatch.setitem(sys.modules, "pyspark.sql", None)
+    with pytest.raises(SparkUnavailable, match=r"pip install 'hwm\[spark\]'"):
+        get_spark("local[2]")
+
+
+def test_one_session_per_process(spark):
+    assert get_spark(spark.sparkContext.master) is spark
+    with pytest.raises(SparkUnavailable, match="holds one master"):
+        get_spark("local[1]")
+
+
+# ------------------------------------------------------- a standalone cluster
+def test_standalone_cluster_equals_local(tmp_path):
+    """A master and two one-core workers on 127.0.0.1, driven by `hwm check --engine spark`.
+
+    The check runs in its own process: a JVM holds one SparkContext, and this
+    process's already runs on local[2].
+    """
+    key = TINY
+    preset, config, symmetry = config_of(key)
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])),
+               PYSPARK_PYTHON=sys.executable, SPARK_LOCAL_IP="127.0.0.1")
+    command = [sys.executable, "-m", "hwm.cli", "check", "--protocol", preset, "--servers", str(config.servers),
+               "--max-generation", str(config.max_generation), "--max-log", str(config.max_log),
+               "--max-crashes", str(config.max_crashes), "--network", config.network, "--engine", "spark",
+               "--json"]
+    with standalone_cluster(workers=2, cores=1, memory="1g", timeout=120, log_dir=str(tmp_path / "logs")) as master:
+        run = subprocess.run(command + ["--spark-master", master], env=env, cwd=tmp_path, capture_output=True,
+                             text=True, timeout=400)
+    assert run.returncode in (0, 1), run.stderr[-3000:]
+    got = json.loads(run.stdout)
+    assert got["engine"] == "spark"
+    local = bfs(Model(PRESETS[preset].protocol, config), preset, symmetry=symmetry)
+    assert {"states": got["distinct_states"], "transitions": got["transitions"], "depth": got["depth"],
+            "bounds_hit": got["bounds_hit"], "complete": got["complete"],
+            "verdicts": {n: p["verdict"] for n, p in got["properties"].items()},
+            "lengths": {n: p["length"] for n, p in got["properties"].items() if p["length"] is not None},
+            } == outcome(local)
+    assert got["distinct_states"] == PINNED[key]["states"]
+    # The cluster's process groups were killed on leaving the block.
+    port = int(master.rsplit(":", 1)[1])
+    deadline = time.monotonic() + 10
+    while _listening(port):
+        assert time.monotonic() < deadline, f"the master still listens on port {port}"
+        time.sleep(0.2)
+
+
+def _listening(port: int) -> bool:
+    try:
+        socket.create_connection(("127.0.0.1", port), timeout=0.5).close()
+    except OSError:
+        return False
+    return True
