@@ -1,0 +1,138 @@
+"""The same exhaustive check on three engines, side by side: distinct states per second.
+
+    python bench/engines.py [--runs 3] [--preset raft --servers 3 --max-generation 4 --max-log 2]
+                            [--no-symmetry] [--workers 2] [--skip local,spark-local,standalone]
+
+Engines: the local breadth-first engine; Spark on `local[2]` in this process; Spark on
+a standalone cluster (a master and `--workers` one-core workers on 127.0.0.1, started
+and stopped by this script, driven from a child process because a JVM holds one
+Spark master). Each engine runs the configuration `--runs` times; the table shows
+the median and the ratio of its states/s to the local engine's. The Spark figures
+exclude JVM and Python-worker start-up (one untimed warm-up check on a tiny
+configuration runs first) and, like the local engine's, trace reconstruction.
+Every run must find the same distinct-state count, or the script fails.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import time
+
+ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
+sys.path.insert(0, ROOT)
+
+WARM_UP = dict(preset="raft", servers=2, max_generation=2, max_log=1, max_crashes=1, network="rpc")
+
+
+def model_of(preset: str, **bounds):
+    from model.actions import Model
+    from model.state import Config
+    from properties.protocol import PRESETS
+
+    return Model(PRESETS[preset].protocol, Config(**bounds))
+
+
+def bounds_of(args) -> dict:
+    return dict(servers=args.servers, max_generation=args.max_generation, max_log=args.max_log,
+                max_crashes=args.max_crashes, network=args.network)
+
+
+def run_local(args) -> list[tuple[int, float]]:
+    from model.checker import bfs
+
+    runs = []
+    for _ in range(args.runs):
+        report = bfs(model_of(args.preset, **bounds_of(args)), args.preset, symmetry=not args.no_symmetry)
+        runs.append((report.states, report.seconds))
+    return runs
+
+
+def run_spark(master: str, args) -> list[tuple[int, float]]:
+    from model.spark_engine import get_spark, spark_bfs
+
+    spark = get_spark(master)
+    warm = dict(WARM_UP)
+    spark_bfs(model_of(warm.pop("preset"), **warm), "warm-up", spark=spark)
+    runs = []
+    for _ in range(args.runs):
+        report = spark_bfs(model_of(args.preset, **bounds_of(args)), args.preset, symmetry=not args.no_symmetry,
+                           spark=spark)
+        runs.append((report.states, report.seconds))
+    return runs
+
+
+def run_standalone(args) -> list[tuple[int, float]]:
+    from model.spark_engine import standalone_cluster
+
+    child = [sys.executable, os.path.abspath(__file__), "--driver-for", "MASTER", "--runs", str(args.runs),
+             "--preset", args.preset, "--servers", str(args.servers), "--max-generation", str(args.max_generation),
+             "--max-log", str(args.max_log), "--max-crashes", str(args.max_crashes), "--network", args.network]
+    if args.no_symmetry:
+        child.append("--no-symmetry")
+    env = dict(os.environ, PYSPARK_PYTHON=sys.executable, SPARK_LOCAL_IP="127.0.0.1",
+               PYTHONPATH=os.pathsep.join(filter(None, [os.path.abspath(ROOT), os.environ.get("PYTHONPATH")])))
+    with standalone_cluster(workers=args.workers, cores=1, memory="1g") as master:
+        child[child.index("MASTER")] = master
+        done = subprocess.run(child, env=env, capture_output=True, text=True, timeout=3600)
+    if done.returncode != 0:
+        sys.exit(f"the standalone driver failed:\n{done.stderr[-3000:]}")
+    return [tuple(run) for run in json.loads(done.stdout.strip().splitlines()[-1])]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--preset", default="raft")
+    parser.add_argument("--servers", type=int, default=3)
+    parser.add_argument("--max-generation", type=int, default=4)
+    parser.add_argument("--max-log", type=int, default=2)
+    parser.add_argument("--max-crashes", type=int, default=1)
+    parser.add_argument("--network", default="rpc", choices=["rpc", "async"])
+    parser.add_argument("--no-symmetry", action="store_true")
+    parser.add_argument("--workers", type=int, default=2, help="standalone workers, one core each")
+    parser.add_argument("--skip", default="", help="comma-separated: local, spark-local, standalone")
+    parser.add_argument("--driver-for", help=argparse.SUPPRESS)  # the standalone child process
+    args = parser.parse_args()
+    if args.runs < 1:
+        parser.error("--runs must be at least 1")
+
+    if args.driver_for:
+        print(json.dumps(run_spark(args.driver_for, args)))
+        return
+
+    skip = {s for s in args.skip.split(",") if s}
+    engines = [("local", run_local), ("spark local[2]", lambda a: run_spark("local[2]", a)),
+               (f"spark standalone ({args.workers}x1 core)", run_standalone)]
+    keys = ["local", "spark-local", "standalone"]
+    config = " ".join(f"{k}={v}" for k, v in bounds_of(args).items())
+    print(f"{args.preset} {config} symmetry={'off' if args.no_symmetry else 'on'}; median of {args.runs} runs; "
+          f"load average at start {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores", flush=True)
+    rows = []
+    states_seen = set()
+    for key, (name, runner) in zip(keys, engines):
+        if key in skip:
+            continue
+        started = time.perf_counter()
+        runs = runner(args)
+        states_seen.update(s for s, _ in runs)
+        seconds = statistics.median(s for _, s in runs)
+        rows.append((name, runs[0][0], seconds, runs[0][0] / seconds, [round(s, 1) for _, s in runs]))
+        print(f"  {name}: {[round(s, 1) for _, s in runs]} s per run ({time.perf_counter() - started:.0f} s "
+              "wall, start-up included)", flush=True)
+    if len(states_seen) != 1:
+        sys.exit(f"engines disagree on the distinct-state count: {sorted(states_seen)}")
+    reference = rows[0][3] if rows and rows[0][0] == "local" else None
+    print()
+    print(f"{'engine':34} {'states':>9} {'median s':>9} {'states/s':>9} {'vs local':>9}")
+    for name, states, seconds, rate, _ in rows:
+        ratio = f"{rate / reference:.2f}x" if reference else "-"
+        print(f"{name:34} {states:>9,} {seconds:>9.1f} {rate:>9,.0f} {ratio:>9}")
+
+
+if __name__ == "__main__":
+    main()
