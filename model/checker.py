@@ -130,6 +130,18 @@ class Tracker:
         return not self.state_props and not self.step_props
 
 
+def visit(tracker: Tracker, parents: dict, state: State, fp: int, succ: State, succ_fp: int) -> bool:
+    """Check the step state -> succ, and succ itself when it is new; True when it is new."""
+    if tracker.step_props:
+        tracker.on_step(state, fp, succ, succ_fp)
+    if succ_fp in parents:
+        return False
+    parents[succ_fp] = fp
+    if tracker.state_props:
+        tracker.on_state(succ, succ_fp)
+    return True
+
+
 def path_to(parents: dict[int, int | None], fp: int) -> list[int]:
     """Fingerprints from the initial state to `fp`, following parent links."""
     chain = [fp]
@@ -207,13 +219,8 @@ def bfs(model: Model, protocol_name: str, *, symmetry: bool = True, max_states: 
                 succ = apply(state, action)
                 transitions += 1
                 succ_fp = fingerprint(succ, symmetry)
-                if tracker.step_props:
-                    tracker.on_step(state, fp, succ, succ_fp)
-                if succ_fp not in parents:
-                    parents[succ_fp] = fp
+                if visit(tracker, parents, state, fp, succ, succ_fp):
                     next_frontier.append((succ, succ_fp))
-                    if tracker.state_props:
-                        tracker.on_state(succ, succ_fp)
             if progress is not None and len(parents) % 512 == 0:
                 now = time.perf_counter()
                 if now - last_report >= 0.5:

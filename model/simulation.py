@@ -15,7 +15,7 @@ import random
 import time
 
 from model.actions import Model
-from model.checker import Report, Tracker, finish_report, path_to
+from model.checker import Report, Tracker, finish_report, path_to, visit
 from model.encoding import fingerprint
 from model.state import initial_state
 from properties.catalogue import CATALOGUE
@@ -46,15 +46,10 @@ def simulate(model: Model, protocol_name: str, *, walks: int = 2000, max_depth: 
             succ = model.apply(state, rng.choice(choices))
             transitions += 1
             succ_fp = fingerprint(succ, symmetry)
-            if tracker.step_props:
-                tracker.on_step(state, fp, succ, succ_fp)
-            if succ_fp not in parents:
-                parents[succ_fp] = fp
+            if visit(tracker, parents, state, fp, succ, succ_fp):
                 depth_of[succ_fp] = depth_of[fp] + 1
                 deepest = max(deepest, depth_of[succ_fp])
                 seen.append((succ, succ_fp))
-                if tracker.state_props:
-                    tracker.on_state(succ, succ_fp)
             state, fp = succ, succ_fp
         if progress is not None and walk % 64 == 0:
             now = time.perf_counter()

@@ -8,7 +8,6 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import random
 import signal
 import socket
 import subprocess
@@ -22,6 +21,7 @@ from click.testing import CliRunner
 from hwm.cli import main
 from impl.client import Client, format_address
 from impl.wal import RECORD_HEADER, SEGMENT_HEADER
+from tests.impl.ports import free_ports
 
 pytestmark = pytest.mark.network
 
@@ -43,23 +43,6 @@ def overall_timeout():
     finally:
         signal.alarm(0)
         signal.signal(signal.SIGALRM, previous)
-
-
-def free_ports(count: int) -> list[int]:
-    """Ports free now, below Linux's ephemeral range (32768-60999): the outgoing connections of
-    other tests cannot take them between this check and a node's bind."""
-    rng = random.Random()
-    ports: list[int] = []
-    while len(ports) < count:
-        port = rng.randrange(20000, 32000)
-        with socket.socket() as sock:
-            try:
-                sock.bind(("127.0.0.1", port))
-            except OSError:
-                continue
-        if port not in ports:
-            ports.append(port)
-    return ports
 
 
 def wait_for(condition, timeout: float, what: str, pause: float = 0.05):
