@@ -112,21 +112,29 @@ class Sym:
     log: list  # log[i][p]: the generation at index p+1
     hwm: list
     match: list  # match[i][j]
-    reads: dict  # see Encoding.reads_*
+    ghost: dict  # the ghost variables: the read set (and the commit record, for induction)
     crashes: Any  # None when crashes are unbounded
 
     def copy(self) -> "Sym":
         return Sym(list(self.gen), list(self.leader), list(self.alive), list(self.length),
                    [list(x) for x in self.log], list(self.hwm), [list(x) for x in self.match],
-                   {k: list(v) if isinstance(v, list) else v for k, v in self.reads.items()}, self.crashes)
+                   {k: list(v) if isinstance(v, list) else v for k, v in self.ghost.items()}, self.crashes)
 
 
 class Encoding:
     """The rpc-network model of one protocol as transition relations over `Sym` states."""
 
     def __init__(self, protocol: Protocol, servers: int, max_log: int, *, max_generation: int | None = None,
-                 max_crashes: int | None = None):
+                 max_crashes: int | None = None, bitvectors: bool = False, ghost_commits: bool = False):
         self.protocol = protocol
+        self.ghost_commits = ghost_commits
+        # Bounded models may use bit-vectors (signed, wide enough for every value plus one),
+        # which z3 bit-blasts to SAT: much faster for bounded model checking.
+        self.width = None
+        if bitvectors:
+            if max_generation is None or max_crashes is None:
+                raise ValueError("bit-vectors need bounded generations and crashes")
+            self.width = max(max_generation + 1, max_log + 1, servers + 1, max_crashes + 1).bit_length() + 1
         self.n = servers
         self.L = max_log
         self.max_generation = max_generation
@@ -145,9 +153,29 @@ class Encoding:
         self.actions += [("replicate", a, b) for a in others for b in others if a != b]
 
     # --------------------------------------------------------------- variables
+    def number(self, name: str) -> Any:
+        return z3.Int(name) if self.width is None else z3.BitVec(name, self.width)
+
+    def choice(self, name: str) -> Any:
+        """A variable numbering the action taken (an index into `self.actions`)."""
+        if self.width is None:
+            return z3.Int(name)
+        return z3.BitVec(name, max(8, len(self.actions).bit_length() + 1))
+
+    def value(self, v: int) -> Any:
+        return z3.IntVal(v) if self.width is None else z3.BitVecVal(v, self.width)
+
+    def count(self, conditions: Sequence[z3.BoolRef]) -> Any:
+        if self.width is None:
+            return count(conditions)
+        total = self.value(0)
+        for c in conditions:
+            total = total + z3.If(c, self.value(1), self.value(0))
+        return total
+
     def fresh(self, tag: str) -> Sym:
         n, L = self.n, self.L
-        I, B = z3.Int, z3.Bool
+        I, B = self.number, z3.Bool
         s = Sym(
             gen=[I(f"{tag}_gen_{i}") for i in range(n)],
             leader=[B(f"{tag}_leader_{i}") for i in range(n)],
@@ -156,22 +184,26 @@ class Encoding:
             log=[[I(f"{tag}_log_{i}_{p}") for p in range(L)] for i in range(n)],
             hwm=[I(f"{tag}_hwm_{i}") for i in range(n)],
             match=[[I(f"{tag}_match_{i}_{j}") for j in range(n)] for i in range(n)],
-            reads={},
+            ghost={},
             crashes=I(f"{tag}_crashes") if self.max_crashes is not None else None,
         )
         if self.exact_reads:
-            s.reads["read"] = [[B(f"{tag}_read_{p}_{g}") for g in range(self.max_generation + 1)]
+            s.ghost["read"] = [[B(f"{tag}_read_{p}_{g}") for g in range(self.max_generation + 1)]
                                for p in range(L)]
         else:
-            s.reads["read"] = [B(f"{tag}_read_{p}") for p in range(L)]
-            s.reads["gen"] = [I(f"{tag}_readgen_{p}") for p in range(L)]
-            s.reads["conflict"] = B(f"{tag}_conflict")
+            s.ghost["read"] = [B(f"{tag}_read_{p}") for p in range(L)]
+            s.ghost["gen"] = [I(f"{tag}_readgen_{p}") for p in range(L)]
+            s.ghost["conflict"] = B(f"{tag}_conflict")
+        if self.ghost_commits:
+            s.ghost["committed"] = [I(f"{tag}_committed_{p}") for p in range(L)]
+            s.ghost["commit_gen"] = [I(f"{tag}_commit_gen_{p}") for p in range(L)]
+            s.ghost["commit_conflict"] = B(f"{tag}_commit_conflict")
         return s
 
     def variables(self, s: Sym) -> list:
         out = [*s.gen, *s.leader, *s.alive, *s.length, *(x for row in s.log for x in row), *s.hwm,
                *(x for row in s.match for x in row)]
-        for v in s.reads.values():
+        for v in s.ghost.values():
             if isinstance(v, list):
                 for x in v:
                     out.extend(x if isinstance(x, list) else [x])
@@ -188,30 +220,30 @@ class Encoding:
     def read_contains(self, s: Sym, p: int, generation: Any) -> z3.BoolRef:
         """Whether (p+1, generation) is in the read set."""
         if self.exact_reads:
-            return z3.Or([z3.And(generation == g, s.reads["read"][p][g]) for g in range(self.max_generation + 1)])
-        return z3.And(s.reads["read"][p], s.reads["gen"][p] == generation)
+            return z3.Or([z3.And(generation == g, s.ghost["read"][p][g]) for g in range(self.max_generation + 1)])
+        return z3.And(s.ghost["read"][p], s.ghost["gen"][p] == generation)
 
     def read_add(self, s: Sym, p: int, condition: z3.BoolRef, generation: Any) -> None:
         """Add (p+1, generation) to the read set of `s` (an effect being built) when `condition`."""
         if self.exact_reads:
-            row = s.reads["read"][p]
-            s.reads["read"][p] = [z3.Or(row[g], z3.And(condition, generation == g)) for g in range(len(row))]
+            row = s.ghost["read"][p]
+            s.ghost["read"][p] = [z3.Or(row[g], z3.And(condition, generation == g)) for g in range(len(row))]
         else:
-            was, old = s.reads["read"][p], s.reads["gen"][p]
-            s.reads["conflict"] = z3.Or(s.reads["conflict"], z3.And(condition, was, old != generation))
-            s.reads["read"][p] = z3.Or(was, condition)
-            s.reads["gen"][p] = z3.If(z3.And(condition, z3.Not(was)), generation, old)
+            was, old = s.ghost["read"][p], s.ghost["gen"][p]
+            s.ghost["conflict"] = z3.Or(s.ghost["conflict"], z3.And(condition, was, old != generation))
+            s.ghost["read"][p] = z3.Or(was, condition)
+            s.ghost["gen"][p] = z3.If(z3.And(condition, z3.Not(was)), generation, old)
 
     def read_entries(self, s: Sym) -> list[tuple[int, Any, z3.BoolRef]]:
         """(position, generation, present) triples covering the read set."""
         if self.exact_reads:
-            return [(p, g, s.reads["read"][p][g]) for p in range(self.L) for g in range(self.max_generation + 1)]
-        return [(p, s.reads["gen"][p], s.reads["read"][p]) for p in range(self.L)]
+            return [(p, g, s.ghost["read"][p][g]) for p in range(self.L) for g in range(self.max_generation + 1)]
+        return [(p, s.ghost["gen"][p], s.ghost["read"][p]) for p in range(self.L)]
 
     # --------------------------------------------------------------- helpers
     def entry_at(self, s: Sym, i: int, index: Any) -> Any:
         """The generation at 1-based `index` of server i's log (0 outside 1..L)."""
-        out = z3.IntVal(0)
+        out = self.value(0)
         for p in range(self.L - 1, -1, -1):
             out = z3.If(index == p + 1, s.log[i][p], out)
         return out
@@ -239,11 +271,22 @@ class Encoding:
         if self.protocol.commit == "current-generation":
             advance = z3.And(advance, q <= t.length[l], self.entry_at(t, l, q) == t.gen[l])
         t.hwm[l] = z3.If(advance, q, t.hwm[l])
+        if self.ghost_commits:
+            # Ghost: the first leader to count index p+1 as committed records the entry
+            # there and its own generation; a different entry later is a commit conflict.
+            for p in range(self.L):
+                counted = z3.And(advance, p < q)
+                old, entry = t.ghost["committed"][p], t.log[l][p]
+                t.ghost["commit_conflict"] = z3.Or(t.ghost["commit_conflict"],
+                                                   z3.And(counted, old != 0, old != entry))
+                first = z3.And(counted, old == 0)
+                t.ghost["committed"][p] = z3.If(first, entry, old)
+                t.ghost["commit_gen"][p] = z3.If(first, t.gen[l], t.ghost["commit_gen"][p])
 
     def _become_follower(self, t: Sym, i: int, generation: Any) -> None:
         t.gen[i] = generation
         t.leader[i] = z3.BoolVal(False)
-        t.match[i] = [z3.IntVal(0)] * self.n
+        t.match[i] = [self.value(0)] * self.n
 
     # ------------------------------------------------------------------ init
     def init(self, s: Sym) -> z3.BoolRef:
@@ -253,10 +296,13 @@ class Encoding:
             parts += [s.gen[i] == 0, z3.Not(s.leader[i]), s.alive[i], s.length[i] == 0, s.hwm[i] == 0]
             parts += [x == 0 for x in s.log[i]] + [x == 0 for x in s.match[i]]
         if self.exact_reads:
-            parts += [z3.Not(x) for row in s.reads["read"] for x in row]
+            parts += [z3.Not(x) for row in s.ghost["read"] for x in row]
         else:
-            parts += [z3.Not(x) for x in s.reads["read"]] + [x == 0 for x in s.reads["gen"]]
-            parts.append(z3.Not(s.reads["conflict"]))
+            parts += [z3.Not(x) for x in s.ghost["read"]] + [x == 0 for x in s.ghost["gen"]]
+            parts.append(z3.Not(s.ghost["conflict"]))
+        if self.ghost_commits:
+            parts += [x == 0 for x in s.ghost["committed"] + s.ghost["commit_gen"]]
+            parts.append(z3.Not(s.ghost["commit_conflict"]))
         if s.crashes is not None:
             parts.append(s.crashes == 0)
         return z3.And(parts)
@@ -271,6 +317,64 @@ class Encoding:
     def transition(self, s: Sym, t: Sym, action: Action) -> z3.BoolRef:
         """The action is enabled in s and t is its effect."""
         return z3.And(self.guard(s, action), self.equal(t, self.effect(s, action)))
+
+    def step(self, s: Sym, t: Sym, choice: z3.ArithRef) -> z3.BoolRef:
+        """t follows s by the action numbered `choice` (an index into `self.actions`).
+
+        Encoded with frame axioms: each variable of t is an if-then-else over only the
+        actions that change it, which keeps the unrolled formula small.
+        """
+        before = self.variables(s)
+        after = self.variables(t)
+        effects = [self.variables(self.effect(s, a)) for a in self.actions]
+        parts = [choice >= 0, choice < len(self.actions)]
+        parts += [z3.Implies(choice == k, self.guard(s, a)) for k, a in enumerate(self.actions)]
+        for position, (old, new) in enumerate(zip(before, after)):
+            value = old
+            for k in range(len(self.actions) - 1, -1, -1):
+                changed = effects[k][position]
+                if not changed.eq(old):
+                    value = z3.If(choice == k, changed, value)
+            parts.append(new == value)
+        return z3.And(parts)
+
+    def first_actions(self) -> list[int]:
+        """One action per orbit under renaming servers (the smallest index).
+
+        The initial state is symmetric, so every path has a renamed twin of the same
+        length whose first action is one of these: bounded model checking may start
+        with them only.
+        """
+        from itertools import permutations
+
+        index = {a: k for k, a in enumerate(self.actions)}
+
+        def rename(action: Action, perm: tuple[int, ...]) -> Action:
+            name, *args = action
+            out = [perm[a] if isinstance(a, int) else tuple(sorted(perm[v] for v in a)) for a in args]
+            return (name, *out)
+
+        keep = []
+        for k, action in enumerate(self.actions):
+            if all(index[rename(action, perm)] >= k for perm in permutations(range(self.n))):
+                keep.append(k)
+        return keep
+
+    def changes(self, s: Sym, t: Sym) -> z3.BoolRef:
+        """t differs from s (a shortest path never stutters)."""
+        return z3.Or([a != b for a, b in zip(self.variables(s), self.variables(t))])
+
+    def bounds(self, s: Sym) -> z3.BoolRef:
+        """Ranges every reachable value lies in (redundant; they help the solver)."""
+        parts = []
+        top = self.max_generation
+        for i in range(self.n):
+            parts += [s.length[i] >= 0, s.length[i] <= self.L, s.hwm[i] >= 0, s.hwm[i] <= self.L, s.gen[i] >= 0]
+            parts += [z3.And(x >= 0, x <= self.L) for x in s.match[i]]
+            parts += [x >= 0 for x in s.log[i]]
+            if top is not None:
+                parts += [s.gen[i] <= top] + [x <= top for x in s.log[i]]
+        return z3.And(parts)
 
     def _new_generation(self, s: Sym, voters: Sequence[int]) -> Any:
         return 1 + smax([s.gen[v] for v in voters])
@@ -320,7 +424,7 @@ class Encoding:
         if self.protocol.append_check == "previous-entry":
             # Back off: the largest p <= prev where the follower holds the leader's entry (0 always does).
             start = prev
-            prev = z3.IntVal(0)
+            prev = self.value(0)
             for p in range(1, L + 1):
                 ok = z3.And(s.length[f] >= p, s.log[f][p - 1] == s.log[l][p - 1])
                 prev = z3.If(z3.And(p <= start, ok), p, prev)
@@ -361,7 +465,7 @@ class Encoding:
     def _choose(self, condition: z3.BoolRef, then: Sym, otherwise: Sym) -> Sym:
         a, b = self.variables(then), self.variables(otherwise)
         out = self.fresh_like(then)
-        values = [z3.If(condition, x, y) for x, y in zip(a, b)]
+        values = [x if x.eq(y) else z3.If(condition, x, y) for x, y in zip(a, b)]
         return self.rebuild(out, values)
 
     def fresh_like(self, s: Sym) -> Sym:
@@ -379,11 +483,11 @@ class Encoding:
         t.log = [[next(it) for _ in range(L)] for _ in range(n)]
         t.hwm = [next(it) for _ in range(n)]
         t.match = [[next(it) for _ in range(n)] for _ in range(n)]
-        for key, v in template.reads.items():
+        for key, v in template.ghost.items():
             if isinstance(v, list):
-                t.reads[key] = [[next(it) for _ in x] if isinstance(x, list) else next(it) for x in v]
+                t.ghost[key] = [[next(it) for _ in x] if isinstance(x, list) else next(it) for x in v]
             else:
-                t.reads[key] = next(it)
+                t.ghost[key] = next(it)
         if template.crashes is not None:
             t.crashes = next(it)
         return t
@@ -413,7 +517,7 @@ class Encoding:
         t.alive[c] = z3.BoolVal(False)
         self._become_follower(t, c, s.gen[c])
         if not self.protocol.hwm_durable:
-            t.hwm[c] = z3.IntVal(0)
+            t.hwm[c] = self.value(0)
         if t.crashes is not None:
             t.crashes = s.crashes + 1
         return t
@@ -467,10 +571,10 @@ class Encoding:
 
     def reads_agree(self, s: Sym) -> z3.BoolRef:
         if self.exact_reads:
-            row = s.reads["read"]
+            row = s.ghost["read"]
             return z3.Or([z3.And(row[p][a], row[p][b]) for p in range(self.L)
                           for a, b in combinations(range(self.max_generation + 1), 2)])
-        return s.reads["conflict"]
+        return s.ghost["conflict"]
 
     def hwm_within_log(self, s: Sym) -> z3.BoolRef:
         return z3.Or([s.hwm[i] > s.length[i] for i in range(self.n)])
@@ -480,7 +584,7 @@ class Encoding:
         for i in range(self.n):
             for p in range(self.L):
                 g = s.log[i][p]
-                held = count([self.holds(s, o, p, g) for o in range(self.n)])
+                held = self.count([self.holds(s, o, p, g) for o in range(self.n)])
                 out.append(z3.And(p < s.hwm[i], p < s.length[i], held < self.quorum))
         return z3.Or(out)
 
