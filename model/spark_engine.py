@@ -270,16 +270,19 @@ def expand_partition(rows: Iterable, model: Model, symmetry: bool, state_props: 
                      step_props: list[Property]) -> Iterator[tuple]:
     """Successors of one partition of the frontier, its discoveries and its tally.
 
-    Per property, the discovery with the smallest (target, source) fingerprints is
-    kept, so the level's choice does not depend on how the frontier was split.
+    Successors are deduplicated within the partition first (about half the rows of
+    a level are repeats), keeping the smallest parent in Spark's signed order, so
+    the JVM's choice across partitions is the same whatever the partitioning. Per
+    property, the discovery with the smallest (target, source) fingerprints is kept.
     """
     bounds_hit: set[str] = set()
     transitions = 0
     best: dict[str, tuple[int, int, str]] = {}  # name -> (target, source or -1, finding)
-    checked: set[int] = set()  # successors whose state properties were evaluated already
+    reached: dict[int, list] = {}  # successor fingerprint -> [smallest signed parent, bytes]
     successors = model.successors
     for row in rows:
-        fp = to_unsigned(row.fp)
+        parent = row.fp
+        fp = to_unsigned(parent)
         state = decode(row.state)
         for _action, succ in successors(state, bounds_hit):
             transitions += 1
@@ -289,13 +292,18 @@ def expand_partition(rows: Iterable, model: Model, symmetry: bool, state_props: 
                 finding = p.check(state, succ)
                 if finding and (p.name not in best or (succ_fp, fp) < best[p.name][:2]):
                     best[p.name] = (succ_fp, fp, finding)
-            if state_props and succ_fp not in checked:
-                checked.add(succ_fp)
-                for p in state_props:
-                    finding = p.check(succ)
-                    if finding and (p.name not in best or (succ_fp, -1) < best[p.name][:2]):
-                        best[p.name] = (succ_fp, -1, finding)
-            yield (SUCCESSOR, to_signed(succ_fp), row.fp, data, None, None, None)
+            seen = reached.get(succ_fp)
+            if seen is not None:
+                if parent < seen[0]:
+                    seen[0] = parent
+                continue
+            reached[succ_fp] = [parent, data]
+            for p in state_props:
+                finding = p.check(succ)
+                if finding and (p.name not in best or (succ_fp, -1) < best[p.name][:2]):
+                    best[p.name] = (succ_fp, -1, finding)
+    for succ_fp, (parent, data) in reached.items():
+        yield (SUCCESSOR, to_signed(succ_fp), parent, data, None, None, None)
     for name, (target, source, finding) in best.items():
         yield (DISCOVERY, to_signed(target), None if source < 0 else to_signed(source), None, name, finding, None)
     yield (TALLY, None, None, None, ",".join(sorted(bounds_hit)), None, transitions)
