@@ -1,0 +1,28 @@
+"""Hypothesis settings profiles for the whole suite.
+
+- `ci` (the default run): derandomized, so a run is reproducible and a failure is seen by everyone;
+  no deadline (the machine is shared); bounded example counts.
+- `deep` (`pytest -m deep`, or HYPOTHESIS_PROFILE=deep with any selection): many random examples.
+
+A test that sets its own max_examples keeps it; the conformance machines inherit the profile's.
+`--hypothesis-profile NAME` or HYPOTHESIS_PROFILE=NAME picks a profile explicitly.
+"""
+
+from __future__ import annotations
+
+import os
+
+from hypothesis import HealthCheck, settings
+
+settings.register_profile("ci", derandomize=True, max_examples=100, deadline=None, print_blob=True,
+                          suppress_health_check=[HealthCheck.too_slow])
+settings.register_profile("deep", max_examples=2000, deadline=None, print_blob=True,
+                          suppress_health_check=[HealthCheck.too_slow])
+
+
+def pytest_configure(config):
+    chosen = config.getoption("hypothesis_profile", None) or os.environ.get("HYPOTHESIS_PROFILE")
+    if not chosen:
+        marks = config.option.markexpr or ""
+        chosen = "deep" if "deep" in marks and "not deep" not in marks else "ci"
+    settings.load_profile(chosen)
