@@ -1,0 +1,56 @@
+"""The conformance machine notices an implementation that drifts from the model.
+
+Each replica below is broken on purpose, in a way no protocol flag describes: the model and the
+implementation then disagree, and the machine must fail on snapshot equality (a `Divergence`, not a
+property violation) and write the failing run as a trace that the model replays as `holds`.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from hwm.replay import judge, replay_on_model
+from impl.core import LEADER, Replica
+from properties.quorum import quorum_index
+from properties.trace import load
+from tests.conformance.machine import ASYNC, RPC, Divergence, hunt, machine_for
+
+
+class FollowerSkipsOneHwmUpdate(Replica):
+    """A follower that ignores the first high-water mark a leader tells it."""
+
+    skipped = False
+
+    def _set_high_water_mark(self, hwm: int) -> None:
+        if self.role != LEADER and hwm > self.high_water_mark and not self.skipped:
+            self.skipped = True
+            return
+        super()._set_high_water_mark(hwm)
+
+
+class LeaderCountsOlderGenerations(Replica):
+    """A leader that forgets Raft 5.4.2 in its code while the protocol says current-generation:
+    it advances its HWM over any entry stored on a quorum."""
+
+    def _advance_high_water_mark(self) -> None:
+        indexes = [self.last_index] + [self.match[peer] for peer in self.peers]
+        index_at_quorum = quorum_index(self.protocol.quorum, indexes)
+        if index_at_quorum > self.high_water_mark:
+            self._set_high_water_mark(index_at_quorum)
+
+
+@pytest.mark.parametrize("broken", [FollowerSkipsOneHwmUpdate, LeaderCountsOlderGenerations],
+                         ids=lambda cls: cls.__name__)
+@pytest.mark.parametrize("config", [RPC, ASYNC], ids=["rpc", "async"])
+def test_a_broken_replica_fails_on_snapshot_equality(broken, config, tmp_path):
+    machine = machine_for("raft", config, replica_factory=broken, out_dir=tmp_path,
+                          label=f"raft-{config.network}-{broken.__name__}")
+    found = hunt(machine, budget=300)
+    assert isinstance(found.failure, Divergence), \
+        f"the conformance machine did not notice {broken.__name__} in 300 examples ({found.failure!r})"
+    assert "differs from the model's" in str(found.failure)
+    trace = load(found.failure.trace_path)
+    assert (trace.expect, trace.property) == ("holds", None)
+    # The model sees nothing wrong with these steps: the file replays as it says.
+    outcome = replay_on_model(trace)
+    assert judge(trace, outcome, overridden=False)[0] == 0, outcome.summary()

@@ -1,0 +1,84 @@
+"""The conformance machine kills every broken preset ("the tool finds this bug", as in Hypothesis's
+own tests/quality).
+
+For each broken preset the model and the implementation both run that preset, so their snapshots
+keep agreeing (the implementation honours the flag as the model does); what must fail is an
+`always` property on the implementation's history. A test that never fails on a known-broken
+variant is itself broken, so each test asserts that the run fails within its budget:
+
+- examples: Hypothesis's max_examples, derandomized, so every run replays the same examples and
+  finds the bug after the same number of test cases;
+- seconds: what the hunt took when the budget was set (2 shared cores), for orientation only.
+
+The default run kills the presets found in a few seconds; `pytest -m deep` kills all of them with
+a larger budget. `python bench/conformance.py` measures the same hunts over several seeds.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from hwm.replay import judge, replay_on_impl, replay_on_model
+from model.state import Config
+from properties.protocol import PRESETS
+from properties.trace import load
+from tests.conformance.machine import PropertyViolation, hunt, machine_for
+
+# The bounds of every hunt: the explorer's default (3 servers, generation <= 4, log <= 1, one crash)
+# leaves a random walk little room before it runs out of generations; two more generations and a
+# second entry let it wander and still come back to the bug.
+KILL_CONFIG = Config(servers=3, max_generation=6, max_log=2, max_crashes=1)
+STEPS = 50  # steps per example, at most
+
+CI_BUDGET = 500
+DEEP_BUDGET = 5000
+
+# preset -> (test cases run until the derandomized hunt failed, seconds it took), as measured when
+# the budgets were set. The default run hunts those that fall within a few seconds.
+MEASURED = {
+    "seed": (37, 0.9),
+    "kip101": (61, 1.7),
+    "raft-seed-quorum": (5, 0.1),
+    "raft-any-generation-commit": (1361, 34.0),
+    "raft-any-election": (51, 1.3),
+    "raft-generation-mismatch": (197, 5.6),
+    "raft-truncate-to-leader-hwm": (1146, 29.0),
+    "raft-truncate-to-own-hwm": (29, 0.8),
+}
+IN_CI = [name for name, (_, seconds) in MEASURED.items() if seconds < 10]
+
+
+def kill_config(preset: str) -> Config:
+    """raft-seed-quorum needs an even number of servers: [N/2] is a majority for odd N."""
+    return Config(servers=4, max_generation=6, max_log=2, max_crashes=1) if preset == "raft-seed-quorum" \
+        else KILL_CONFIG
+
+
+def assert_killed(preset: str, budget: int, out_dir) -> None:
+    machine = machine_for(preset, kill_config(preset), out_dir=out_dir)
+    found = hunt(machine, budget, stateful_step_count=STEPS)
+    assert found.failure is not None, (
+        f"the conformance machine did not find a violation under {preset} in {budget} examples "
+        f"({found.total_seconds:.0f}s): a broken test")
+    assert isinstance(found.failure, PropertyViolation), \
+        f"{preset}: the implementation diverged from the model instead:\n{found.failure}"
+    # The failing run is a trace that the model and the implementation both replay as a violation.
+    trace = load(found.failure.trace_path)
+    for replay in (replay_on_model, replay_on_impl):
+        outcome = replay(trace)
+        assert judge(trace, outcome, overridden=False)[0] == 0, f"{replay.__name__}: {outcome.summary()}"
+
+
+def test_every_broken_preset_has_a_budget():
+    assert set(MEASURED) == {name for name, p in PRESETS.items() if p.broken}
+
+
+@pytest.mark.parametrize("preset", IN_CI)
+def test_the_conformance_machine_kills(preset, tmp_path):
+    assert_killed(preset, CI_BUDGET, tmp_path)
+
+
+@pytest.mark.deep
+@pytest.mark.parametrize("preset", list(MEASURED))
+def test_the_conformance_machine_kills_deep(preset, tmp_path):
+    assert_killed(preset, DEEP_BUDGET, tmp_path)
