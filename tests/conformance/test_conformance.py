@@ -40,41 +40,46 @@ def shows_statistics(test):
     return test
 
 
-def conforms(preset: str, config: Config, tmp_path, **overrides):
-    machine = machine_for(preset, config, out_dir=tmp_path)
+def conforms(preset: str, config: Config, **overrides):
+    """Run the machine; a failing run is saved under hwm-out/conformance/ (the message names the file)."""
+    machine = machine_for(preset, config)
     run_state_machine_as_test(machine, settings=conformance_settings(**overrides))
     return machine
 
 
 @shows_statistics
-def test_raft_conforms_on_the_rpc_network(tmp_path_factory):
-    machine = conforms("raft", RPC, tmp_path_factory.mktemp("conformance"))
+def test_raft_conforms_on_the_rpc_network():
+    machine = conforms("raft", RPC)
     assert MUST_HAPPEN <= set(machine.witnessed), f"never happened: {MUST_HAPPEN - set(machine.witnessed)}"
     assert machine.witnessed["replicate"] and machine.witnessed["write"]
 
 
 @shows_statistics
-def test_raft_conforms_on_the_async_network(tmp_path_factory):
-    machine = conforms("raft", ASYNC, tmp_path_factory.mktemp("conformance"))
+def test_raft_conforms_on_the_async_network():
+    machine = conforms("raft", ASYNC)
     assert MUST_HAPPEN <= set(machine.witnessed), f"never happened: {MUST_HAPPEN - set(machine.witnessed)}"
     assert {"send", "deliver", "drop"} <= set(machine.witnessed)
 
 
 @pytest.mark.parametrize("preset", ["raft-durable-hwm", "raft-noop"])
 @pytest.mark.parametrize("config", [RPC, ASYNC], ids=["rpc", "async"])
-def test_the_other_safe_presets_conform(preset, config, tmp_path):
-    conforms(preset, config, tmp_path, max_examples=30)
+def test_the_other_safe_presets_conform(preset, config):
+    conforms(preset, config, max_examples=30)
+
+
+DEEP_CONFIGS = {
+    "rpc": RPC,
+    "async": ASYNC,
+    "rpc-4": Config(servers=4, max_generation=6, max_log=3, max_crashes=3, network="rpc"),
+    "async-5": Config(servers=5, max_generation=6, max_log=2, max_crashes=3, network="async", channel_capacity=2),
+}
 
 
 @pytest.mark.deep
-@pytest.mark.parametrize("preset", ["raft", "raft-durable-hwm", "raft-noop"])
-@pytest.mark.parametrize("config", [
-    RPC, ASYNC,
-    Config(servers=4, max_generation=6, max_log=3, max_crashes=3, network="rpc"),
-    Config(servers=5, max_generation=6, max_log=2, max_crashes=3, network="async", channel_capacity=2),
-], ids=["rpc", "async", "rpc-4", "async-5"])
-def test_safe_presets_conform_deep(preset, config, tmp_path):
-    conforms(preset, config, tmp_path, stateful_step_count=60)
+@pytest.mark.parametrize("preset, config", [("raft", c) for c in DEEP_CONFIGS] + [
+    (p, c) for p in ("raft-durable-hwm", "raft-noop") for c in ("rpc", "async")])
+def test_safe_presets_conform_deep(preset, config):
+    conforms(preset, DEEP_CONFIGS[config], stateful_step_count=60)
 
 
 # ------------------------------------------------------------------ failures become traces

@@ -1,8 +1,10 @@
 """The conformance machine notices an implementation that drifts from the model.
 
-Each replica below is broken on purpose, in a way no protocol flag describes: the model and the
-implementation then disagree, and the machine must fail on snapshot equality (a `Divergence`, not a
-property violation) and write the failing run as a trace that the model replays as `holds`.
+Each replica below is broken on purpose, in a way no protocol flag describes. The first two change
+what the snapshot shows: the machine must fail on snapshot equality (a `Divergence`, not a property
+violation) and write the failing run as a trace that the model replays as `holds`. The last one
+serves a wrong value, which no snapshot shows (entries are (index, generation) there): ReadsAgree on
+the values of the real reads must catch it.
 """
 
 from __future__ import annotations
@@ -13,7 +15,7 @@ from hwm.replay import judge, replay_on_model
 from impl.core import LEADER, Replica
 from properties.quorum import quorum_index
 from properties.trace import load
-from tests.conformance.machine import ASYNC, RPC, Divergence, hunt, machine_for
+from tests.conformance.machine import ASYNC, RPC, Divergence, PropertyViolation, hunt, machine_for
 
 
 class FollowerSkipsOneHwmUpdate(Replica):
@@ -54,3 +56,19 @@ def test_a_broken_replica_fails_on_snapshot_equality(broken, config, tmp_path):
     # The model sees nothing wrong with these steps: the file replays as it says.
     outcome = replay_on_model(trace)
     assert judge(trace, outcome, overridden=False)[0] == 0, outcome.summary()
+
+
+class FollowerServesAWrongValue(Replica):
+    """A follower that answers a client's read with a value nobody wrote."""
+
+    def read(self, index: int) -> tuple[int, bytes]:
+        generation, value = super().read(index)
+        return generation, (value if self.role == LEADER else value + b"?")
+
+
+def test_a_replica_serving_a_wrong_value_violates_reads_agree(tmp_path):
+    machine = machine_for("raft", RPC, replica_factory=FollowerServesAWrongValue, out_dir=tmp_path,
+                          label="raft-rpc-FollowerServesAWrongValue")
+    found = hunt(machine, budget=300)
+    assert isinstance(found.failure, PropertyViolation), found.failure
+    assert found.failure.property == "ReadsAgree" and "two values at index" in str(found.failure)
