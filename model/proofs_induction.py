@@ -575,17 +575,29 @@ def search_reachable_cti(protocol: Protocol, servers: int, max_log: int, explore
     choice = z3.Int("action")
     inv_t = {c.name: c.formula(enc, t) for c in conjuncts}
     config = explorer.config
-    solver = z3.Solver()
-    solver.add(*[c.formula(enc, s) for c in conjuncts])
-    solver.add(choice >= 0, choice < len(enc.actions))
-    solver.add(*[z3.Implies(choice == k, enc.transition(s, t, a)) for k, a in enumerate(enc.actions)])
-    solver.add(z3.Not(z3.And(list(inv_t.values()))))
-    solver.add(*[x <= config.max_generation for x in _generation_terms(enc, s)])
-    solver.add(enc.count([z3.Not(a) for a in s.alive]) <= config.max_crashes)
+    base = [c.formula(enc, s) for c in conjuncts]
+    base += [choice >= 0, choice < len(enc.actions)]
+    base += [z3.Implies(choice == k, enc.transition(s, t, a)) for k, a in enumerate(enc.actions)]
+    base.append(z3.Not(z3.And(list(inv_t.values()))))
+    base += [x <= config.max_generation for x in _generation_terms(enc, s)]
+    base.append(enc.count([z3.Not(a) for a in s.alive]) <= config.max_crashes)
     headline = z3.Or([enc.violation(p, s, t) for p in ("ReadNeverTruncated", "ReadNeverLost")])
     bad_step = z3.Or([enc.violation(p, s, t) for p in ("ReadsAgree", "HwmWithinLog", "CommittedOnQuorum",
                                                         "OneLeaderPerGeneration", "LogMatching")])
     size = z3.Sum([*s.gen, *(x for row in s.log for x in row), *s.length, *s.hwm])
+    # Solve in a fresh z3 context: the models z3 picks then do not depend on what else
+    # this process asked z3 before (the main context's history), so runs are repeatable.
+    ctx = z3.Context()
+
+    def moved(e):
+        return e.translate(ctx)
+
+    s = enc.rebuild(s, [moved(v) for v in enc.variables(s)])
+    t = enc.rebuild(t, [moved(v) for v in enc.variables(t)])
+    choice, headline, bad_step, size = moved(choice), moved(headline), moved(bad_step), moved(size)
+    inv_t = {name: moved(f) for name, f in inv_t.items()}
+    solver = z3.Solver(ctx=ctx)
+    solver.add(*[moved(f) for f in base])
     tried: list[CTI] = []
     blocks: list = []
     for phase in ([headline], [bad_step], []):
@@ -644,8 +656,8 @@ def confirm(cti: CTI, explorer: Explorer) -> None:
 
 
 def induction_proofs(name: str, protocol: Protocol, *, broken: bool, servers: int = 3, max_log: int = 2,
-                     explorer_generations: int = 3, explorer_crashes: int = 1, attempts: int = 40,
-                     explorer_states: int = 1_000_000) -> Proof:
+                     explorer_generations: tuple[int, ...] = (2, 3), explorer_crashes: int = 1,
+                     attempts: int = 40, explorer_states: int = 1_000_000) -> Proof:
     """The induction obligation of one protocol.
 
     A safe protocol must satisfy IndInit, IndNext and the safety implications. For a
@@ -669,10 +681,15 @@ def induction_proofs(name: str, protocol: Protocol, *, broken: bool, servers: in
         detail = "IndInit fails for " + ", ".join(result.init_failed)
         return Proof("induction", f"induction {name}", False, result.seconds, detail, data)
     started = time.perf_counter()
-    config = Config(servers=servers, max_generation=explorer_generations, max_log=max_log,
-                    max_crashes=explorer_crashes)
-    explorer = Explorer(protocol, config, max_states=explorer_states)
-    reachable, tried = search_reachable_cti(protocol, servers, max_log, explorer, attempts=attempts)
+    # Small explorer bounds first (cheap, and most bugs show there), then larger ones.
+    tried: list[CTI] = []
+    for generations in explorer_generations:
+        config = Config(servers=servers, max_generation=generations, max_log=max_log, max_crashes=explorer_crashes)
+        explorer = Explorer(protocol, config, max_states=explorer_states)
+        reachable, more = search_reachable_cti(protocol, servers, max_log, explorer, attempts=attempts)
+        tried += more
+        if reachable is not None:
+            break
     seconds = result.seconds + time.perf_counter() - started
     data["ctis_tried"] = len(tried)
     data["explorer_states"] = explorer.states

@@ -638,6 +638,68 @@ class Encoding:
         return State(tuple(servers), frozenset(reads), crashes, ())
 
 
+    # ------------------------------------- conformance with model/actions.py
+    def values(self, state: State) -> list:
+        """The explicit state's values in `variables` order (the commit ghost is not the model's)."""
+        if self.ghost_commits:
+            raise ValueError("the commit ghost has no explicit counterpart")
+        out: list = []
+        servers = state.servers
+        out += [s.generation for s in servers] + [s.role == LEADER for s in servers]
+        out += [s.alive for s in servers] + [len(s.log) for s in servers]
+        for s in servers:
+            out += list(s.log) + [0] * (self.L - len(s.log))
+        out += [s.hwm for s in servers]
+        for s in servers:
+            out += list(s.match) if s.match else [0] * self.n
+        if self.exact_reads:
+            out += [(p + 1, g) in state.reads for p in range(self.L) for g in range(self.max_generation + 1)]
+        else:
+            generations = {i: g for i, g in state.reads}
+            if len(generations) != len(state.reads):
+                raise ValueError("one read slot per index cannot hold two generations")
+            out += [p + 1 in generations for p in range(self.L)] + [generations.get(p + 1, 0) for p in range(self.L)]
+            out.append(False)
+        if self.max_crashes is not None:
+            out.append(state.crashes)
+        return out
+
+    def disagreements(self, model: Any, states: Sequence[State], limit: int = 5) -> list[str]:
+        """Where the encoding's guards or effects differ from `model` (a `Model`) on `states`."""
+        s = self.fresh("c")
+        variables = self.variables(s)
+        guards = [self.guard(s, a) for a in self.actions]
+        effects = [self.variables(self.effect(s, a)) for a in self.actions]
+        problems = []
+        for state in states:
+            solver = z3.Solver()
+            solver.add([v == x for v, x in zip(variables, self.values(state))])
+            if solver.check() != z3.sat:
+                problems.append(f"the encoding has no state for {state}")
+                continue
+            m = solver.model()
+
+            def value(e: Any) -> Any:
+                v = m.eval(e, model_completion=True)
+                return z3.is_true(v) if z3.is_bool(v) else v.as_long()
+
+            for k, action in enumerate(self.actions):
+                enabled = model.why_not(state, action) is None
+                if value(guards[k]) != enabled:
+                    problems.append(f"{action_name(action)} enabled={not enabled} in z3, {enabled} in the model, "
+                                    f"at {state}")
+                elif enabled:
+                    expected = self.values(model.apply(state, action))
+                    got = [value(e) for e in effects[k]]
+                    if got != expected:
+                        wrong = [str(v) for v, a, b in zip(variables, got, expected) if a != b]
+                        problems.append(f"{action_name(action)} at {state}: z3 and the model differ on "
+                                        + ", ".join(wrong))
+                if len(problems) >= limit:
+                    return problems
+        return problems
+
+
 ALWAYS_CHECKED = ("ReadNeverTruncated", "ReadNeverLost", "ReadsAgree", "HwmWithinLog", "CommittedOnQuorum",
                   "OneLeaderPerGeneration", "LogMatching")
 
