@@ -311,7 +311,7 @@ def machine_for(protocol: str | Protocol, config: Config = RPC, *, replica_facto
     label = label or f"{name}-{config.network}-{config.servers}"
     base = AsyncConformance if config.network == "async" else RpcConformance
     return type(base)(f"Conformance[{label}]", (base,), {
-        "protocol": protocol, "config": config, "replica_factory": replica_factory,
+        "protocol": protocol, "config": config, "replica_factory": staticmethod(replica_factory),
         "out_dir": Path(out_dir) if out_dir is not None else DEFAULT_OUT, "label": label,
         "runs": 0, "steps_run": 0, "first_failure": None, "started": None, "witnessed": Counter(),
     })

@@ -1,0 +1,109 @@
+"""The conformance machine's speed, and how fast it kills each broken preset.
+
+    python bench/conformance.py [--seeds 5] [--budget 3000] [--examples 200] [--quick]
+
+1. Steps per second of the raft conformance run (no failure: every example runs to its end) on the
+   rpc and the async network: model step + implementation step (codec, storage, drivers) + snapshot
+   comparison + every `always` property.
+2. The kill matrix: for every broken preset, the conformance machine under that preset (model and
+   implementation both) hunts for a property violation on the implementation's history. Each hunt
+   stops at the first failure (no shrinking) or after `--budget` examples. One derandomized hunt (what
+   tests/quality/test_kill_matrix.py runs) and `--seeds` seeded hunts (medians over those that
+   found it). "runs" counts the test cases Hypothesis executed, including those it discarded as
+   invalid (a step where no enabled rule was drawn). Beside it, the explorer's shortest trace to any
+   `always` property, from tests/pinned.py (at the explorer's default bounds, within the hunt's).
+
+A derandomized hunt replays the same examples for a given set of imported modules (Hypothesis draws
+a few integers from constants in the project's loaded code), so its count here can differ a little
+from the same hunt inside a whole pytest run; the seeded medians are the steadier figure.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import sys
+import tempfile
+import time
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+
+
+def main() -> None:
+    from hwm.render import table
+    from properties.catalogue import ALWAYS
+    from properties.protocol import PRESETS
+    from tests.conformance.machine import ASYNC, RPC, PropertyViolation, conformance_settings, hunt, machine_for
+    from hypothesis.stateful import run_state_machine_as_test
+    from tests.pinned import PINNED
+    from tests.quality.test_kill_matrix import CI_BUDGET, DEEP_BUDGET, IN_CI, KILL_CONFIG, STEPS, kill_config
+
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--seeds", type=int, default=5, help="seeded hunts per preset (default 5)")
+    parser.add_argument("--budget", type=int, default=3000, help="max examples per hunt (default 3000)")
+    parser.add_argument("--examples", type=int, default=200, help="examples for the steps/s runs (default 200)")
+    parser.add_argument("--quick", action="store_true", help="2 seeds, budget 1000, 60 examples")
+    args = parser.parse_args()
+    if args.quick:
+        args.seeds, args.budget, args.examples = 2, 1000, 60
+    out = tempfile.mkdtemp(prefix="hwm-bench-conformance-")
+
+    print("conformance speed (raft, no failure)")
+    rows = []
+    for config in (RPC, ASYNC):
+        machine = machine_for("raft", config, out_dir=out)
+        started = time.perf_counter()
+        run_state_machine_as_test(machine, settings=conformance_settings(max_examples=args.examples, derandomize=True))
+        seconds = time.perf_counter() - started
+        rows.append([config.network, config.describe(), machine.runs, machine.steps_run, f"{seconds:.1f}",
+                     f"{machine.steps_run / seconds:,.0f}", f"{machine.runs / seconds:,.1f}"])
+    print(table(["network", "bounds", "runs", "steps", "seconds", "steps/s", "runs/s"], rows))
+
+    always = {p.name for p in ALWAYS}
+    print(f"\nkill matrix (budget {args.budget} examples per hunt: derandomized, then {args.seeds} seeds)")
+    rows = []
+    measured: dict[str, dict] = {}
+    for name, preset in PRESETS.items():
+        if not preset.broken:
+            continue
+        config = kill_config(name)
+        # The explorer's shortest trace to any always property, at pinned bounds within the hunt's.
+        key = (name, 3, 4, 1, 1, "rpc", True) if config.servers == 3 else (name, 4, 2, 1, 0, "rpc", True)
+        lengths = PINNED.get(key, {}).get("lengths", {})
+        shortest = min(((v, k) for k, v in lengths.items() if k in always), default=None)
+        # Exactly the hunts of tests/quality/test_kill_matrix.py (derandomized: the budget seeds them).
+        tested = [(CI_BUDGET, hunt(machine_for(name, config, out_dir=out), CI_BUDGET, stateful_step_count=STEPS))
+                  if name in IN_CI else None,
+                  (DEEP_BUDGET, hunt(machine_for(name, config, out_dir=out), DEEP_BUDGET, stateful_step_count=STEPS))]
+        found_runs, found_seconds = [], []
+        for seed in range(args.seeds):
+            result = hunt(machine_for(name, config, out_dir=out, label=f"{name}-seed{seed}"), args.budget, seed=seed,
+                          stateful_step_count=STEPS)
+            if isinstance(result.failure, PropertyViolation):
+                found_runs.append(result.examples)
+                found_seconds.append(result.seconds)
+        cells = []
+        for budget_and_hunt in tested:
+            if budget_and_hunt is None:
+                cells.append("-")
+                continue
+            budget, fixed = budget_and_hunt
+            cells.append(f"{fixed.examples} runs / {fixed.seconds:.1f}s ({fixed.failure.property})"
+                         if isinstance(fixed.failure, PropertyViolation) else f"NOT FOUND ({fixed.total_seconds:.0f}s)")
+            measured.setdefault(name, {})[budget] = (fixed.examples, round(fixed.seconds or 0, 1))
+        explorer = f"{shortest[0]} ({shortest[1]}; g<={key[2]} log<={key[3]} crashes<={key[4]})" if shortest else "?"
+        rows.append([name, f"{config.servers} servers", *cells,
+                     f"{len(found_runs)}/{args.seeds}",
+                     f"{statistics.median(found_runs):.0f}" if found_runs else "-",
+                     f"{statistics.median(found_seconds):.1f}" if found_seconds else "-", explorer])
+        print(f"  {name}: done", file=sys.stderr, flush=True)
+    print(table(["preset", "cluster", f"CI test ({CI_BUDGET} ex.)", f"deep test ({DEEP_BUDGET} ex.)",
+                 f"seeds found ({args.budget} ex.)", "median runs", "median s", "explorer's shortest"], rows))
+    print(f"\nfor tests/quality/test_kill_matrix.py MEASURED: {measured}")
+    print(f"\nhunt bounds: {KILL_CONFIG.describe()} (4 servers for raft-seed-quorum), at most {STEPS} steps "
+          f"per example; failing runs saved in {out}")
+
+
+if __name__ == "__main__":
+    main()
