@@ -250,5 +250,10 @@ from hwm.cluster_cli import COMMANDS as _CLUSTER_COMMANDS  # noqa: E402
 for _command in _CLUSTER_COMMANDS:
     main.add_command(_command)
 
+# z3 proofs: hwm prove (hwm/prove_cli.py).
+from hwm.prove_cli import prove as _prove  # noqa: E402
+
+main.add_command(_prove)
+
 if __name__ == "__main__":
     main()
