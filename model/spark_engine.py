@@ -267,13 +267,17 @@ def _frontier_schema():
 
 
 def expand_partition(rows: Iterable, model: Model, symmetry: bool, state_props: list[Property],
-                     step_props: list[Property]) -> Iterator[tuple]:
-    """Successors of one partition of the frontier, its discoveries and its tally.
+                     step_props: list[Property], expand: bool = True) -> Iterator[tuple]:
+    """One partition of the frontier: its successors, its discoveries and its tally.
 
-    Successors are deduplicated within the partition first (about half the rows of
-    a level are repeats), keeping the smallest parent in Spark's signed order, so
-    the JVM's choice across partitions is the same whatever the partitioning. Per
-    property, the discovery with the smallest (target, source) fingerprints is kept.
+    State properties are checked on the frontier's states (each state once, at its
+    own level, as the local engine checks each new state), step properties on every
+    transition out of them. `expand=False` only checks the states (the last level of
+    a depth-limited search). Successors are deduplicated within the partition first
+    (about half the rows of a level are repeats), keeping the smallest parent in
+    Spark's signed order, so the JVM's choice across partitions is the same whatever
+    the partitioning. Per property, the discovery with the smallest (target, source)
+    fingerprints is kept.
     """
     bounds_hit: set[str] = set()
     transitions = 0
@@ -284,6 +288,12 @@ def expand_partition(rows: Iterable, model: Model, symmetry: bool, state_props: 
         parent = row.fp
         fp = to_unsigned(parent)
         state = decode(row.state)
+        for p in state_props:
+            finding = p.check(state)
+            if finding and (p.name not in best or (fp, -1) < best[p.name][:2]):
+                best[p.name] = (fp, -1, finding)
+        if not expand:
+            continue
         for _action, succ in successors(state, bounds_hit):
             transitions += 1
             data = canonical(succ) if symmetry else encode(succ)
@@ -293,15 +303,10 @@ def expand_partition(rows: Iterable, model: Model, symmetry: bool, state_props: 
                 if finding and (p.name not in best or (succ_fp, fp) < best[p.name][:2]):
                     best[p.name] = (succ_fp, fp, finding)
             seen = reached.get(succ_fp)
-            if seen is not None:
-                if parent < seen[0]:
-                    seen[0] = parent
-                continue
-            reached[succ_fp] = [parent, data]
-            for p in state_props:
-                finding = p.check(succ)
-                if finding and (p.name not in best or (succ_fp, -1) < best[p.name][:2]):
-                    best[p.name] = (succ_fp, -1, finding)
+            if seen is None:
+                reached[succ_fp] = [parent, data]
+            elif parent < seen[0]:
+                seen[0] = parent
     for succ_fp, (parent, data) in reached.items():
         yield (SUCCESSOR, to_signed(succ_fp), parent, data, None, None, None)
     for name, (target, source, finding) in best.items():
@@ -365,7 +370,6 @@ def _search(spark, model: Model, protocol_name: str, symmetry: bool, progress: P
     init = initial_state(model.config)
     init_bytes = canonical(init) if symmetry else encode(init)
     init_fp = fingerprint_bytes(init_bytes)
-    tracker.on_state(init, init_fp)
     levels: dict[str, int] = {}  # property name -> level of the state its trace is rebuilt to
 
     # Every level is materialised once and becomes a leaf of the next level's plan:
@@ -379,14 +383,19 @@ def _search(spark, model: Model, protocol_name: str, symmetry: bool, progress: P
     bounds_hit: set[str] = set()
     schema = _gen_schema()
     while True:
-        if max_depth is not None and depth >= max_depth:
-            report.complete = False
-            break
-        level = depth + 1
         state_props = [p for p in tracker.state_props if p.name not in tracker.found]
         step_props = [p for p in tracker.step_props if p.name not in tracker.found]
+        if max_depth is not None and depth >= max_depth:
+            report.complete = False
+            if state_props:  # the deepest level's states are checked, not expanded
+                rows = frontier.select("fp", "state").rdd.mapPartitions(
+                    _bind(model, symmetry, state_props, [], expand=False)).collect()
+                _record_discoveries(tracker, levels, [_side_row(*r) for r in rows], depth)
+            break
+        level = depth + 1
         expand = _bind(model, symmetry, state_props, step_props)
-        generated = spark.createDataFrame(frontier.rdd.mapPartitions(expand), schema, verifySchema=False)
+        generated = spark.createDataFrame(frontier.select("fp", "state").rdd.mapPartitions(expand), schema,
+                                          verifySchema=False)
         generated = generated.persist(keep)
         new = (generated.filter(F.col("kind") == SUCCESSOR)
                .groupBy("fp")
@@ -403,7 +412,7 @@ def _search(spark, model: Model, protocol_name: str, symmetry: bool, progress: P
             if row.kind == TALLY:
                 transitions += row["count"]
                 bounds_hit.update(b for b in row.name.split(",") if b)
-        _record_discoveries(tracker, levels, side, level)
+        _record_discoveries(tracker, levels, side, depth)
         if found_new == 0:
             break
         depth = level
@@ -436,14 +445,25 @@ def _union(frames: list):
     return result
 
 
-def _bind(model: Model, symmetry: bool, state_props: list[Property], step_props: list[Property]):
-    def expand(rows):
-        return expand_partition(rows, model, symmetry, state_props, step_props)
-    return expand
+def _bind(model: Model, symmetry: bool, state_props: list[Property], step_props: list[Property],
+          expand: bool = True):
+    def run(rows):
+        return expand_partition(rows, model, symmetry, state_props, step_props, expand)
+    return run
+
+
+def _side_row(kind, fp, parent, state, name, finding, count):
+    """A plain tuple from `expand_partition` as the attribute-access row `collect` gives."""
+    from pyspark.sql import Row
+
+    return Row(kind=kind, fp=fp, parent=parent, state=state, name=name, finding=finding, count=count)
 
 
 def _record_discoveries(tracker: Tracker, levels: dict[str, int], rows: list, level: int) -> None:
-    """Keep, per property not found yet, this level's discovery with the smallest fingerprints."""
+    """Keep, per property not found yet, the discovery with the smallest fingerprints.
+
+    `level` is the frontier's: a state property's target and a step's source are on it.
+    """
     best: dict[str, tuple[int, int, str]] = {}
     for row in rows:
         if row.kind != DISCOVERY or row.name in tracker.found:
@@ -454,8 +474,7 @@ def _record_discoveries(tracker: Tracker, levels: dict[str, int], rows: list, le
     by_name = {p.name: p for p in tracker.all}
     for name, (target, source, finding) in best.items():
         tracker.found[name] = Discovery(by_name[name], target, None if source < 0 else source, finding)
-        # A step's trace ends at its target; the chain to rebuild ends at its source.
-        levels[name] = level if source < 0 else level - 1
+        levels[name] = level
 
 
 def _parent_chains(visited, tracker: Tracker, levels: dict[str, int], init_fp: int) -> dict[int, int | None]:

@@ -127,10 +127,12 @@ def test_results_do_not_depend_on_partitioning_or_checkpoints_and_progress_cover
 def test_max_depth_stops_like_the_local_engine(spark):
     preset, config, symmetry = config_of(TINY)
     model = Model(PRESETS[preset].protocol, config)
-    report = spark_bfs(model, preset, symmetry=symmetry, spark=spark, max_depth=3)
-    local = bfs(model, preset, symmetry=symmetry, max_depth=3)
+    # EntryRead is first reached at depth 4: the deepest level is checked, not expanded.
+    report = spark_bfs(model, preset, symmetry=symmetry, spark=spark, max_depth=4)
+    local = bfs(model, preset, symmetry=symmetry, max_depth=4)
     assert not report.complete
     assert outcome(report) == outcome(local)
+    assert report.results["EntryRead"].length == 4
 
 
 def test_fingerprints_survive_the_signed_round_trip():
