@@ -1,8 +1,10 @@
 """The model of `model/actions.py` (rpc network) as z3 formulas, shared by the proofs.
 
 `model/actions.py` is normative: every guard and effect below transcribes one
-there, branch by branch, and `tests/test_proofs.py` replays z3's traces on the
-explicit model so the two cannot drift silently.
+there, branch by branch. Two checks keep them together: `disagreements` compares
+every guard and effect with `Model.why_not`/`Model.apply` on concrete states
+(tests/test_proofs.py samples them from the explorer), and bounded model checking
+replays each trace z3 finds on the explicit model.
 
 A symbolic state has, per server: generation, leader, alive, log length, one
 generation per log slot (0 beyond the length), high-water mark and the leader's
@@ -16,8 +18,12 @@ match index per server (0 for followers and for the leader's own slot, which
   different generation is read at an index. While `conflict` is false the slots
   are exactly the read set; the invariant includes `not conflict` (ReadsAgree).
 
+Induction adds a second ghost (`ghost_commits`): per index, the entry the first
+leader to count it as committed had there and that leader's generation.
+
 Bounds: `max_log` slots always (the model's log bound); `max_generation` and
-`max_crashes` only when given (None: unbounded, as induction needs).
+`max_crashes` only when given (None: unbounded, as induction needs). Bounded
+encodings may use bit-vectors, which z3 bit-blasts to SAT.
 """
 
 from __future__ import annotations
@@ -464,12 +470,8 @@ class Encoding:
 
     def _choose(self, condition: z3.BoolRef, then: Sym, otherwise: Sym) -> Sym:
         a, b = self.variables(then), self.variables(otherwise)
-        out = self.fresh_like(then)
         values = [x if x.eq(y) else z3.If(condition, x, y) for x, y in zip(a, b)]
-        return self.rebuild(out, values)
-
-    def fresh_like(self, s: Sym) -> Sym:
-        return s.copy()
+        return self.rebuild(then, values)
 
     def rebuild(self, template: Sym, values: list) -> Sym:
         """A Sym shaped like `template` whose variables (in `variables` order) are `values`."""
@@ -708,9 +710,3 @@ def action_name(action: Action) -> str:
     """An action in the explorer's step notation: elect(S1, {S1,S2})."""
     return str(to_step(action))
 
-
-def evaluate(formula: z3.BoolRef, model: z3.ModelRef) -> bool:
-    return z3.is_true(model.eval(formula, model_completion=True))
-
-
-Check = Callable[[Sym, Sym], z3.BoolRef]
