@@ -118,21 +118,24 @@ def bmc_proof(name: str, protocol: Protocol, config: Config, *, broken: bool, ma
     started = time.perf_counter()
     results = bmc(protocol, config, properties, max_depth)
     seconds = time.perf_counter() - started
-    lines, ok = [], True
+    summary, traces, ok = [], [], True
     for prop in properties:
         r = results[prop]
         if r.length is None:
-            text = f"{prop}: no violation in {r.depth} steps"
+            text = f"{prop}: none in {r.depth} steps"
         else:
-            text = f"{prop}: shortest violation {r.length} steps: " + " ".join(r.steps)
+            text = f"{prop}: {r.length} steps"
+            traces.append(f"{prop}: " + " ".join(r.steps))
         if explorer_lengths is not None and prop in explorer_lengths:
-            agree = explorer_lengths[prop] == r.length or (explorer_lengths[prop] is not None
-                                                           and r.length is None and explorer_lengths[prop] > r.depth)
-            text += f" (explorer: {explorer_lengths[prop]}{'' if agree else ' — DISAGREES'})"
+            theirs = explorer_lengths[prop]
+            agree = theirs == r.length or (r.length is None and theirs is not None and theirs > r.depth)
+            text += f" (explorer: {theirs if theirs is not None else 'none'}{'' if agree else ', DISAGREES'})"
             ok = ok and agree
-        lines.append(text)
-    headline = results[properties[0]]
-    ok = ok and ((headline.length is not None) if broken else headline.length is None)
+        summary.append(text)
+    found = any(r.length is not None for r in results.values())
+    ok = ok and (found if broken else not found)
+    expectation = "expected a violation" if broken else "expected none"
+    lines = [f"{config.describe()}, {expectation}: " + "; ".join(summary)] + traces
     data = {"protocol": name, "config": config.to_mapping(), "broken": broken,
             "results": {p: {"length": r.length, "depth": r.depth, "steps": r.steps} for p, r in results.items()}}
-    return Proof("bmc", f"bmc {name}", ok, seconds, "; ".join(lines), data)
+    return Proof("bmc", f"bmc {name}", ok, seconds, "\n".join(lines), data)
