@@ -217,6 +217,7 @@ def test_expectations_follow_the_catalogue():
     assert all(expected_broken(PRESETS[name].protocol, 3) for name in BROKEN)
     assert not expected_broken(PRESETS["raft-seed-quorum"].protocol, 3)
     assert expected_broken(PRESETS["raft-seed-quorum"].protocol, 4)
+    assert expected_broken(PRESETS["raft-seed-quorum"].protocol, 2)
     assert set(MUTANTS) - {"raft-seed-quorum"} <= set(BROKEN) | set(SAFE)
 
 
@@ -242,6 +243,9 @@ def test_prove_command_exit_codes():
     unsafe = _invoke("--protocol", "raft,restart=truncate-to-own-hwm,hwm_durable=true,noop_on_election=true",
                      "--part", "bmc", "--depth", "7", "--no-explorer")
     assert unsafe.exit_code == 1, unsafe.output
+    # raft-seed-quorum is broken exactly at even N (the quorum proof), two servers included.
+    even = _invoke("--protocol", "raft-seed-quorum", "--servers", "2", "--part", "bmc", "--depth", "4")
+    assert even.exit_code == 0, even.output
     assert _invoke("--protocol", "nope").exit_code == 2
     assert _invoke("--part", "everything").exit_code == 2
     assert _invoke("--servers", "0").exit_code == 2
