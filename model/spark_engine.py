@@ -6,14 +6,17 @@ Each level is one round:
    partition in Python, by the same `Model.successors` the local engine calls: every
    successor travels as its canonical bytes with its stable fingerprint, and the
    property catalogue is evaluated on the executors (state properties on each
-   successor, step properties on each transition);
+   frontier state, step properties on each transition out of it);
 2. the JVM deduplicates the successors (`groupBy(fp)`, smallest parent fingerprint
    wins, so runs are reproducible) and removes the visited ones with a left anti-join
    against the visited set; the survivors, hash-partitioned by fingerprint, are the
    next frontier and join the visited set. Visited fingerprints never come to Python.
 
+Per property the driver keeps the discovery of the lowest level (ties: the smallest
+fingerprints) and rebuilds its trace from parent links looked up level by level.
 Fingerprints are unsigned 64-bit in Python and signed two's complement (LongType) in
-Spark. Lineage is cut by checkpointing every `checkpoint_every` levels.
+Spark. Each level is locally checkpointed (its plan stays a leaf); the visited set is
+reliably checkpointed every `checkpoint_every` levels. docs/scaling.md has the costs.
 
 The result equals the local engine's: distinct states, transitions, depth, bounds hit,
 verdicts and shortest trace lengths (any parent at the previous level gives a
@@ -422,7 +425,8 @@ def _search(spark, model: Model, protocol_name: str, symmetry: bool, progress: P
         visited = _union(level_fps)
         if level % checkpoint_every == 0:
             # A reliable copy of the visited set: compacts the union of levels into one
-            # leaf and lets the levels' local blocks go.
+            # leaf; the levels' local blocks are then unreferenced and Spark's cleaner
+            # frees them.
             visited = visited.checkpoint(eager=True)
             level_fps = [visited]
         if progress is not None:
@@ -544,6 +548,8 @@ def standalone_cluster(workers: int = 2, cores: int = 1, memory: str = "1g", tim
     logs.mkdir(parents=True, exist_ok=True)
     env = dict(os.environ, SPARK_HOME=str(_spark_home()), SPARK_LOCAL_IP="127.0.0.1",
                PYSPARK_PYTHON=sys.executable, SPARK_WORKER_DIR=str(logs / "work"))
+    # Like workers on other machines, these see no checkout: the engine ships its code.
+    env.pop("PYTHONPATH", None)
     port, webui = free_port(), free_port()
     master = f"spark://127.0.0.1:{port}"
     processes: list[subprocess.Popen] = []
