@@ -379,7 +379,7 @@ def _search(spark, model: Model, protocol_name: str, symmetry: bool, progress: P
     # without that cut the plan of level L would embed level L-1's twice (once in the
     # frontier, once in the visited set) and grow exponentially.
     frontier = (spark.createDataFrame([(to_signed(init_fp), None, init_bytes)], _frontier_schema())
-                .repartition(partitions, "fp").localCheckpoint(eager=True, storageLevel=keep))
+                .repartition(partitions, "fp").localCheckpoint(eager=True))
     level_fps = [frontier.select("fp", "parent", F.lit(0).alias("level"))]
     visited = level_fps[0]
     states, transitions, depth = 1, 0, 0
@@ -407,7 +407,7 @@ def _search(spark, model: Model, protocol_name: str, symmetry: bool, progress: P
                .agg(F.min("parent").alias("parent"), F.first("state").alias("state"))
                .join(visited.select("fp"), "fp", "left_anti")
                .repartition(partitions, "fp")
-               .localCheckpoint(eager=True, storageLevel=keep))
+               .localCheckpoint(eager=True))
         found_new = new.count()
         side = generated.filter(F.col("kind") != SUCCESSOR).collect()
         generated.unpersist()
