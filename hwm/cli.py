@@ -13,6 +13,7 @@ from pathlib import Path
 import click
 
 from hwm import check as checking
+from hwm.params import ProtocolParam
 from hwm.render import Progress, step_table
 from hwm.replay import REPLAYERS, judge
 from model.state import Config
@@ -21,32 +22,6 @@ from properties.protocol import FLAG_MEANINGS, FLAG_VALUES, PRESETS, ProtocolErr
 from properties.trace import TraceError, load
 
 EXIT_OK, EXIT_FOUND, EXIT_USAGE = 0, 1, 2
-
-
-class ProtocolParam(click.ParamType):
-    """A preset name, or a preset with flags changed: `raft,commit=any-generation`."""
-
-    name = "protocol"
-
-    def convert(self, value, param, ctx):
-        if not isinstance(value, str):
-            return value
-        head, *changes = value.split(",")
-        try:
-            if not changes:
-                resolve(head)
-                return head
-            flags = {}
-            for change in changes:
-                flag, sep, flag_value = change.partition("=")
-                if not sep:
-                    raise ProtocolError(f"{change!r} is not flag=value")
-                flags[flag.strip()] = flag_value.strip()
-            spec = {"preset": head, "flags": flags}
-            resolve(spec)
-            return spec
-        except ProtocolError as e:
-            self.fail(str(e), param, ctx)
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})

@@ -15,36 +15,16 @@ import click
 from model.proofs import DEFAULT_BMC_DEPTH, DEFAULT_BMC_PROPERTIES, PARTS, Plan, render, run
 from model.proofs_symbolic import ALWAYS_CHECKED
 from model.state import Config
-from properties.protocol import ProtocolError, resolve
+from hwm.params import ProtocolParam
+from properties.protocol import resolve
 
 EXIT_OK, EXIT_FAILED = 0, 1
 
 
-class _Protocol(click.ParamType):
-    """A preset name, or a preset with flags changed: `raft,commit=any-generation`."""
-
-    name = "protocol"
-
-    def convert(self, value, param, ctx):
-        if not isinstance(value, str):
-            return value
-        head, *changes = value.split(",")
-        try:
-            if not changes:
-                return resolve(head)
-            flags = {}
-            for change in changes:
-                flag, sep, flag_value = change.partition("=")
-                if not sep:
-                    raise ProtocolError(f"{change!r} is not flag=value")
-                flags[flag.strip()] = flag_value.strip()
-            return resolve({"preset": head, "flags": flags})
-        except ProtocolError as e:
-            self.fail(str(e), param, ctx)
 
 
 @click.command("prove", context_settings={"help_option_names": ["-h", "--help"]})
-@click.option("--protocol", "protocol", type=_Protocol(), default="raft", show_default=True,
+@click.option("--protocol", "protocol", type=ProtocolParam(), default="raft", show_default=True,
               help="Preset (see `hwm protocols`), optionally with flags: raft,commit=any-generation.")
 @click.option("--part", type=click.Choice([*PARTS, "all"]), default="all", show_default=True,
               help="quorum: the quorum arithmetic for N up to --max-n; induction: the inductive invariant; "
@@ -77,7 +57,7 @@ def prove(protocol, part, servers, max_log, max_n, depth, max_generation, max_cr
     Exit 0 when every obligation is met (for a broken preset: its counterexample was found),
     1 when one is not, 2 on bad arguments.
     """
-    name, resolved = protocol
+    name, resolved = resolve(protocol)
     if "all" in properties:
         properties = ALWAYS_CHECKED
     plan = Plan(name, resolved, PARTS if part == "all" else (part,), servers=servers, max_log=max_log,
