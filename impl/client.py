@@ -56,6 +56,7 @@ OUTCOME_UNKNOWN = "outcome unknown"  # accepted, not committed in time: it may s
 Address = tuple[str, int]
 
 
+
 class ClientError(Exception):
     """A request that could not be served; the text says which server and why."""
 
@@ -187,6 +188,30 @@ def _reason(error: OSError) -> str:
     return error.strerror or str(error) or type(error).__name__
 
 
+class _Rounds:
+    """The servers a request tries in turn until the client's timeout: the known leader first,
+    then the others; when a round is used up, a pause (an election may be under way) and another."""
+
+    def __init__(self, client: "Client"):
+        self.client = client
+        self.deadline = time.monotonic() + client.timeout
+        self.queue = client._order(client.leader)
+
+    def next(self) -> tuple[str, float] | None:
+        """The next server and the seconds left, or None when the time is up."""
+        if not self.queue:
+            if time.monotonic() + self.client.retry_pause >= self.deadline:
+                return None
+            time.sleep(self.client.retry_pause)
+            self.queue = self.client._order(self.client.leader)
+        server = self.queue.pop(0)
+        left = self.deadline - time.monotonic()
+        return (server, left) if left > 0 else None
+
+    def prefer(self, server: str) -> None:
+        """Try `server` next (a leader hint)."""
+        self.queue = [server] + [s for s in self.queue if s != server]
+
 class Client:
     """A client of one cluster. `servers` maps server ids to (host, port)."""
 
@@ -248,19 +273,10 @@ class Client:
         """Write `value`; return its index once committed (NoLeaderError, UnknownOutcomeError)."""
         if type(value) is not bytes:
             raise TypeError(f"put: value must be bytes, got {type(value).__name__}")
-        deadline = time.monotonic() + self.timeout
         tried: dict[str, str] = {}
-        queue = self._order(self.leader)
-        while True:
-            if not queue:
-                if time.monotonic() + self.retry_pause >= deadline:
-                    break
-                time.sleep(self.retry_pause)  # an election may be under way
-                queue = self._order(self.leader)
-            server = queue.pop(0)
-            left = deadline - time.monotonic()
-            if left <= 0:
-                break
+        rounds = _Rounds(self)
+        while (attempt := rounds.next()) is not None:
+            server, left = attempt
             try:
                 reply = self._call(server, m.PutRequest(value), left)
             except _Unreachable as error:
@@ -280,7 +296,7 @@ class Client:
                 if hint is not None and hint != server and hint in self.servers:
                     tried[server] = f"not the leader; it points to {hint}"
                     self.leader = hint
-                    queue = [hint] + [s for s in queue if s != hint]
+                    rounds.prefer(hint)
                 elif hint is not None and hint not in self.servers:
                     tried[server] = f"not the leader; it points to {hint}, which is not in the cluster list"
                 else:
@@ -297,19 +313,10 @@ class Client:
 
     def find_leader(self) -> str:
         """The id of a server that says it leads (NoLeaderError if none within the timeout)."""
-        deadline = time.monotonic() + self.timeout
         tried: dict[str, str] = {}
-        queue = self._order(self.leader)
-        while True:
-            if not queue:
-                if time.monotonic() + self.retry_pause >= deadline:
-                    break
-                time.sleep(self.retry_pause)
-                queue = self._order(self.leader)
-            server = queue.pop(0)
-            left = deadline - time.monotonic()
-            if left <= 0:
-                break
+        rounds = _Rounds(self)
+        while (attempt := rounds.next()) is not None:
+            server, left = attempt
             try:
                 reply = self._call(server, m.StatusRequest(), min(left, 2.0))
             except (_Unreachable, _NoAnswer) as error:
@@ -323,7 +330,7 @@ class Client:
                 return server
             if reply.leader is not None and reply.leader in self.servers and reply.leader != server:
                 tried[server] = f"{reply.role}; it points to {reply.leader}"
-                queue = [reply.leader] + [s for s in queue if s != reply.leader]
+                rounds.prefer(reply.leader)
             else:
                 tried[server] = f"{reply.role} in generation {reply.generation}; no leader known"
         raise NoLeaderError(self._no_leader("find the leader", tried))
