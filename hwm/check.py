@@ -8,12 +8,12 @@ from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
-from hwm.render import Progress, table
+from hwm.render import table
 from model.actions import Model
 from model.checker import Report, bfs
 from model.state import Config
-from properties.catalogue import ALWAYS, BY_NAME, SOMETIMES
-from properties.protocol import PRESETS, preset_of, resolve
+from properties.catalogue import ALWAYS, SOMETIMES
+from properties.protocol import PRESETS, resolve
 from properties.trace import Trace
 
 DEFAULT_CONFIG = Config()

@@ -17,7 +17,6 @@ from hwm.params import ProtocolParam
 from hwm.render import Progress, step_table
 from hwm.replay import REPLAYERS, judge
 from model.state import Config
-from properties.catalogue import ALWAYS, SOMETIMES
 from properties.protocol import FLAG_MEANINGS, FLAG_VALUES, PRESETS, ProtocolError, RAFT, _show, resolve
 from properties.trace import TraceError, load
 

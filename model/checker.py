@@ -16,7 +16,7 @@ from typing import Callable, Iterable
 from model.actions import Action, Model, to_step
 from model.encoding import fingerprint
 from model.state import State, initial_state
-from properties.catalogue import ALWAYS, CATALOGUE, SOMETIMES, Property
+from properties.catalogue import CATALOGUE, Property
 from properties.trace import Step
 
 ProgressFn = Callable[[dict], None]
@@ -241,7 +241,3 @@ def bfs(model: Model, protocol_name: str, *, symmetry: bool = True, max_states: 
     report.bounds_hit = bounds_hit
     report.seconds = time.perf_counter() - started
     return finish_report(report, model, tracker, lambda fp: path_to(parents, fp), symmetry)
-
-
-ALWAYS_NAMES = [p.name for p in ALWAYS]
-SOMETIMES_NAMES = [p.name for p in SOMETIMES]
