@@ -30,11 +30,11 @@ WARM_UP = dict(preset="raft", servers=2, max_generation=2, max_log=1, max_crashe
 
 
 def model_of(preset: str, **bounds):
-    from model.actions import Model
+    from model.actions import build_model
     from model.state import Config
     from properties.protocol import PRESETS
 
-    return Model(PRESETS[preset].protocol, Config(**bounds))
+    return build_model(PRESETS[preset].protocol, Config(**bounds))
 
 
 def bounds_of(args) -> dict:

@@ -12,7 +12,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from hwm.check import trace_for
-from model.actions import Model
+from model.actions import build_model
 from model.checker import bfs
 from model.state import Config
 from properties.protocol import PRESETS
@@ -111,7 +111,7 @@ CATALOGUE = {
 def build(name: str) -> Path:
     prop, overrides, title, explanation = CATALOGUE[name]
     config = Config(**overrides)
-    report = bfs(Model(PRESETS[name].protocol, config), name)
+    report = bfs(build_model(PRESETS[name].protocol, config), name)
     trace = trace_for(report, name, prop)
     trace.title = title
     trace.explanation = explanation

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from hwm.render import table
-from model.actions import Model
+from model.actions import build_model
 from model.checker import Report, bfs
 from model.state import Config
 from properties.catalogue import ALWAYS, SOMETIMES
@@ -33,7 +33,7 @@ class CheckRequest:
 def run(request: CheckRequest, progress=None) -> Report:
     """Check one protocol with the requested engine."""
     name, protocol = resolve(request.protocol)
-    model = Model(protocol, request.config)
+    model = build_model(protocol, request.config)
     if request.engine == "local":
         return bfs(model, name, symmetry=request.symmetry, progress=progress)
     if request.engine == "simulation":

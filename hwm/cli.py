@@ -156,13 +156,13 @@ def graph(protocol, servers, max_generation, max_log, max_crashes, network, no_s
     Prints its strongly connected components, deadlocks and violating states and
     steps; --out writes it for a graph viewer (nodes carry the state as text).
     """
-    from model.actions import Model
+    from model.actions import build_model
     from model.graph import GraphTooLarge, state_graph, summary, write
 
     name, proto = resolve(protocol)
     config = Config(servers, max_generation, max_log, max_crashes, network)
     try:
-        built = state_graph(Model(proto, config), symmetry=not no_symmetry, max_states=max_states)
+        built = state_graph(build_model(proto, config), symmetry=not no_symmetry, max_states=max_states)
     except GraphTooLarge as e:
         raise click.ClickException(str(e))
     for key, value in summary(built).items():

@@ -11,8 +11,8 @@ from dataclasses import dataclass, field
 from typing import Callable
 
 from hwm.simcluster import SimCluster
-from model.actions import Model, from_step
-from model.state import Config, initial_state
+from model.actions import build_model, from_step
+from model.state import Config
 from properties.catalogue import ALWAYS, BY_NAME
 from properties.protocol import resolve
 from properties.trace import Trace, TraceError
@@ -49,8 +49,8 @@ def replay_on_model(trace: Trace, protocol: str | dict | None = None) -> Outcome
     """
     name, proto = resolve(protocol if protocol is not None else trace.protocol)
     config = Config.from_mapping(trace.config, where=trace.source)
-    model = Model(proto, config)
-    state = initial_state(config)
+    model = build_model(proto, config)
+    state = model.initial_state()
     outcome = Outcome("holds", "model", name, rows=[("(initial)", state)])
     props = watched_properties(trace)
     for number, step in enumerate(trace.steps, start=1):

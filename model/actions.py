@@ -14,7 +14,8 @@ from __future__ import annotations
 from itertools import combinations
 from typing import Iterator
 
-from model.state import APPEND, FOLLOWER, LEADER, REPLY, Config, Server, State
+from model.encoding import fingerprint
+from model.state import APPEND, FOLLOWER, LEADER, REPLY, Config, Server, State, initial_state
 from properties.protocol import Protocol
 from properties.quorum import majority, quorum_index
 from properties.snapshot import server_name
@@ -59,6 +60,15 @@ class Model:
         self.async_network = config.network == "async"
         self._effects = {name: getattr(self, "effect_" + name) for name in
                          ("elect", "write", "replicate", "send", "deliver", "drop", "read", "crash", "restart")}
+
+    # --------------------------------------------------------- the interface
+    # What every engine asks of a model (Stateright's Model): its initial state,
+    # its actions and their effects, and a stable fingerprint of a state.
+    def initial_state(self) -> State:
+        return initial_state(self.config)
+
+    def fingerprint(self, state: State, symmetry: bool = True) -> int:
+        return fingerprint(state, symmetry)
 
     # ---------------------------------------------------------------- helpers
     def _advance_hwm(self, leader: Server, position: int) -> Server:
@@ -442,6 +452,11 @@ class Model:
 
     def apply(self, s: State, action: Action) -> State:
         return self._effects[action[0]](s, *action[1:])
+
+
+def build_model(protocol: Protocol, config: Config) -> Model:
+    """The model of `protocol` under `config`: the one place a protocol picks its model class."""
+    return Model(protocol, config)
 
 
 # ------------------------------------------------------- actions <-> trace steps

@@ -14,8 +14,7 @@ from dataclasses import dataclass, field
 from typing import Callable, Iterable
 
 from model.actions import Action, Model, to_step
-from model.encoding import fingerprint
-from model.state import State, initial_state
+from model.state import State
 from properties.catalogue import CATALOGUE, Property
 from properties.trace import Step
 
@@ -159,12 +158,12 @@ def reconstruct(model: Model, chain: list[int], symmetry: bool,
     in the next class will do, and the actions keep their real server names.
     `last`, when given, must also accept the final step (a step property's check).
     """
-    state = initial_state(model.config)
+    state = model.initial_state()
     states, actions = [state], []
     for position, target in enumerate(chain[1:], start=1):
         final = position == len(chain) - 1
         for action, succ in model.successors(state):
-            if fingerprint(succ, symmetry) == target and not (final and last and not last(state, succ)):
+            if model.fingerprint(succ, symmetry) == target and not (final and last and not last(state, succ)):
                 actions.append(action)
                 states.append(succ)
                 state = succ
@@ -199,8 +198,8 @@ def bfs(model: Model, protocol_name: str, *, symmetry: bool = True, max_states: 
     started = time.perf_counter()
     report = Report(protocol_name, model.config.to_mapping(), "local", symmetry)
     tracker = Tracker(properties)
-    init = initial_state(model.config)
-    init_fp = fingerprint(init, symmetry)
+    init = model.initial_state()
+    init_fp = model.fingerprint(init, symmetry)
     parents: dict[int, int | None] = {init_fp: None}
     tracker.on_state(init, init_fp)
     frontier: list[tuple[State, int]] = [(init, init_fp)]
@@ -208,7 +207,7 @@ def bfs(model: Model, protocol_name: str, *, symmetry: bool = True, max_states: 
     transitions = 0
     depth = 0
     last_report = started
-    actions, apply = model.actions, model.apply
+    actions, apply, fingerprint = model.actions, model.apply, model.fingerprint
     while frontier:
         if max_depth is not None and depth >= max_depth:
             report.complete = False

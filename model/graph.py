@@ -13,8 +13,6 @@ from collections import deque
 import networkx as nx
 
 from model.actions import Model, to_step
-from model.encoding import fingerprint
-from model.state import initial_state
 from properties.catalogue import ALWAYS
 
 
@@ -24,8 +22,8 @@ class GraphTooLarge(ValueError):
 
 def state_graph(model: Model, *, symmetry: bool = True, max_states: int = 20_000) -> nx.DiGraph:
     graph = nx.DiGraph()
-    init = initial_state(model.config)
-    init_fp = fingerprint(init, symmetry)
+    init = model.initial_state()
+    init_fp = model.fingerprint(init, symmetry)
     graph.add_node(init_fp, label=init.describe(), depth=0, violations="", initial=True)
     queue = deque([(init, init_fp)])
     state_props = [p for p in ALWAYS if p.on == "state"]
@@ -34,7 +32,7 @@ def state_graph(model: Model, *, symmetry: bool = True, max_states: int = 20_000
         state, fp = queue.popleft()
         for action in model.actions(state):
             succ = model.apply(state, action)
-            succ_fp = fingerprint(succ, symmetry)
+            succ_fp = model.fingerprint(succ, symmetry)
             if succ_fp not in graph:
                 if graph.number_of_nodes() >= max_states:
                     raise GraphTooLarge(f"more than {max_states:,} states: choose smaller bounds or raise the limit")

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from model.actions import Model
+from model.actions import build_model
 from model.checker import bfs
 from model.proofs_bmc import bmc_proof
 from model.proofs_induction import RAFT_INVARIANT, induction_proofs
@@ -94,7 +94,7 @@ def run(plan: Plan) -> list[Proof]:
         config = plan.bmc_config
         lengths = None
         if plan.compare_with_explorer:
-            report = bfs(Model(plan.protocol, config), plan.protocol_name)
+            report = bfs(build_model(plan.protocol, config), plan.protocol_name)
             lengths = {p: report.results[p].length for p in plan.properties}
         proofs.append(bmc_proof(plan.protocol_name, plan.protocol, config, broken=broken, max_depth=plan.depth,
                                 properties=plan.properties, explorer_lengths=lengths))

@@ -16,8 +16,6 @@ import time
 
 from model.actions import Model
 from model.checker import Report, Tracker, finish_report, path_to, visit
-from model.encoding import fingerprint
-from model.state import initial_state
 from properties.catalogue import CATALOGUE
 
 
@@ -30,8 +28,8 @@ def simulate(model: Model, protocol_name: str, *, walks: int = 2000, max_depth: 
     bounds_hit: set[str] = set()
     transitions = 0
     deepest = 0
-    init = initial_state(model.config)
-    init_fp = fingerprint(init, symmetry)
+    init = model.initial_state()
+    init_fp = model.fingerprint(init, symmetry)
     parents: dict[int, int | None] = {init_fp: None}
     depth_of = {init_fp: 0}
     seen = [(init, init_fp)]
@@ -45,7 +43,7 @@ def simulate(model: Model, protocol_name: str, *, walks: int = 2000, max_depth: 
                 break
             succ = model.apply(state, rng.choice(choices))
             transitions += 1
-            succ_fp = fingerprint(succ, symmetry)
+            succ_fp = model.fingerprint(succ, symmetry)
             if visit(tracker, parents, state, fp, succ, succ_fp):
                 depth_of[succ_fp] = depth_of[fp] + 1
                 deepest = max(deepest, depth_of[succ_fp])

@@ -46,7 +46,6 @@ from typing import Iterable, Iterator
 from model.actions import Model
 from model.checker import Discovery, ProgressFn, Report, Tracker, finish_report
 from model.encoding import canonical, decode, encode, fingerprint_bytes
-from model.state import initial_state
 from properties.catalogue import CATALOGUE, Property
 
 __all__ = ["SparkUnavailable", "get_spark", "spark_bfs", "standalone_cluster"]
@@ -370,7 +369,7 @@ def _search(spark, model: Model, protocol_name: str, symmetry: bool, progress: P
     started = time.perf_counter()
     report = Report(protocol_name, model.config.to_mapping(), "spark", symmetry)
     tracker = Tracker(properties)
-    init = initial_state(model.config)
+    init = model.initial_state()
     init_bytes = canonical(init) if symmetry else encode(init)
     init_fp = fingerprint_bytes(init_bytes)
     levels: dict[str, int] = {}  # property name -> level of the state its trace is rebuilt to
