@@ -16,6 +16,7 @@ from hwm import check as checking
 from hwm.params import ProtocolParam
 from hwm.render import Progress, step_table
 from hwm.replay import REPLAYERS, judge
+from hwm.teach import explain as explained
 from model.state import Config
 from properties.protocol import FLAG_MEANINGS, FLAG_VALUES, PRESETS, ProtocolError, RAFT, _show, resolve
 from properties.trace import TraceError, load
@@ -182,8 +183,14 @@ def graph(protocol, servers, max_generation, max_log, max_crashes, network, no_s
 @click.option("--protocol", "protocol", type=ProtocolParam(), default=None,
               help="Replay under another protocol: the file's `expect` no longer applies.")
 @click.option("--quiet", "-q", is_flag=True, help="Only the verdict line per file.")
-def replay(files, on, protocol, quiet) -> None:
+@click.option("--brief", is_flag=True,
+              help="The step table only: without the file's explanation and the reason for every step.")
+def replay(files, on, protocol, quiet, brief) -> None:
     """Replay saved counterexample traces and compare each outcome with its `expect`.
+
+    Prints the file's explanation, the step table, then every step with why it
+    changed what it changed (match indexes and quorum index behind a new HWM, the
+    entry an append check compares, truncated entries, a refused vote).
 
     Exit status: 0 when every file's outcome equals its expect (with --protocol:
     no violation), 1 when one differs, 2 on invalid input.
@@ -201,12 +208,17 @@ def replay(files, on, protocol, quiet) -> None:
                 code, verdict = judge(trace, outcome, protocol is not None)
                 if not quiet:
                     click.echo(f"== {path} on the {target} ({outcome.protocol})" + (f": {trace.title}" if trace.title else ""))
+                    if not brief and trace.explanation:
+                        click.echo(explained.wrap(trace.explanation) + "\n")
                     marks = {}
                     if outcome.kind == "violation":
                         marks[outcome.step] = f"{outcome.property}: {outcome.finding}"
                     click.echo(step_table(outcome.rows, marks))
                     if outcome.kind == "blocked":
                         click.echo(f"   step {outcome.step} is not enabled: {outcome.reason}")
+                    if not brief:
+                        click.echo("\nStep by step:\n" + explained.narrate(
+                            explained.frames_of_outcome(trace, outcome, protocol)))
                 click.echo(f"{path} [{target}]: {verdict}")
                 status = max(status, code)
         except TraceError as e:
