@@ -79,6 +79,7 @@ def check(protocol, servers, max_generation, max_log, max_crashes, network, chan
     if save is not None:
         for path in checking.save_counterexamples(report, protocol, save):
             saved[path.name.split(".")[-2]] = path
+        _save_pages(saved.values())
     if as_json:
         click.echo(json.dumps(report.to_json(), indent=2))
     else:
@@ -95,6 +96,7 @@ def _tour(config: Config, symmetry: bool, jobs: int, as_json: bool, save: Path, 
     saved = []
     for name, report in results:
         saved += checking.save_counterexamples(report, name, save)
+    _save_pages(saved)
     problems = checking.judge_tour(results, config)
     if as_json:
         click.echo(json.dumps({"config": config.to_mapping(), "reports": [r.to_json() for _, r in results],
@@ -185,7 +187,13 @@ def graph(protocol, servers, max_generation, max_log, max_crashes, network, no_s
 @click.option("--quiet", "-q", is_flag=True, help="Only the verdict line per file.")
 @click.option("--brief", is_flag=True,
               help="The step table only: without the file's explanation and the reason for every step.")
-def replay(files, on, protocol, quiet, brief) -> None:
+@click.option("--html", "html_out", type=click.Path(dir_okay=False, writable=True, path_type=Path), default=None,
+              help="Write the trace as one self-contained HTML page (slider, keys; opens offline).")
+@click.option("--svg", "svg_dir", type=click.Path(file_okay=False, path_type=Path), default=None,
+              help="Write one SVG picture per step into DIR (step-00.svg is the initial state).")
+@click.option("--compare", "compare", type=ProtocolParam(), default=None,
+              help="With --html: the same steps under this protocol too, side by side (e.g. the fix).")
+def replay(files, on, protocol, quiet, brief, html_out, svg_dir, compare) -> None:
     """Replay saved counterexample traces and compare each outcome with its `expect`.
 
     Prints the file's explanation, the step table, then every step with why it
@@ -199,6 +207,7 @@ def replay(files, on, protocol, quiet, brief) -> None:
     missing = [t for t in targets if t not in REPLAYERS]
     if missing:
         raise click.UsageError(f"replay on {missing[0]} is not available in this build")
+    _check_picture_options(files, html_out, svg_dir, compare)
     status = EXIT_OK
     for path in files:
         try:
@@ -221,6 +230,7 @@ def replay(files, on, protocol, quiet, brief) -> None:
                             explained.frames_of_outcome(trace, outcome, protocol)))
                 click.echo(f"{path} [{target}]: {verdict}")
                 status = max(status, code)
+            _write_pictures(trace, protocol, compare, targets, html_out, svg_dir)
         except TraceError as e:
             click.echo(f"error: {e}", err=True)
             sys.exit(EXIT_USAGE)
@@ -228,6 +238,37 @@ def replay(files, on, protocol, quiet, brief) -> None:
             click.echo(f"error: {path}: {e}", err=True)
             sys.exit(EXIT_USAGE)
     sys.exit(status)
+
+
+def _check_picture_options(files, html_out, svg_dir, compare) -> None:
+    """Refuse bad picture options before any replay (usage errors, exit 2)."""
+    if (html_out or svg_dir) and len(files) != 1:
+        raise click.UsageError("--html and --svg draw one trace: give exactly one FILE")
+    if compare is not None and html_out is None:
+        raise click.UsageError("--compare draws a second column on the --html page: give --html too")
+    if html_out is not None and not html_out.parent.is_dir():
+        raise click.UsageError(f"--html {html_out}: directory {html_out.parent} does not exist")
+
+
+def _save_pages(paths) -> None:
+    """Beside each saved counterexample FILE.json, its picture FILE.html (hwm replay FILE --html)."""
+    from hwm.teach.page import write_trace_page
+    from properties.trace import load as load_trace
+
+    for path in paths:
+        write_trace_page(load_trace(path), path.with_suffix(".html"))
+
+
+def _write_pictures(trace, protocol, compare, targets, html_out, svg_dir) -> None:
+    from hwm.teach.page import trace_columns, write_svgs, write_trace_page
+
+    if html_out is not None:
+        write_trace_page(trace, html_out, protocol, compare, targets)
+        click.echo(f"wrote {html_out}")
+    if svg_dir is not None:
+        heading, frames = trace_columns(trace, protocol, None, targets[:1])[0]
+        written = write_svgs(svg_dir, frames, title=heading, max_log=trace.config.get("max_log", 0))
+        click.echo(f"wrote {len(written)} pictures to {svg_dir}/")
 
 
 # The running cluster: hwm node, cluster, put, get, status (hwm/cluster_cli.py).

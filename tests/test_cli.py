@@ -22,9 +22,10 @@ def test_tour_matches_the_catalogue_and_saves_every_shortest_counterexample(tmp_
     for name in PRESETS:
         assert name in out
     assert "every preset behaves as the catalogue expects" in out
-    saved = sorted(p.name for p in (tmp_path / "out").iterdir())
+    saved = sorted(p.name for p in (tmp_path / "out").glob("*.json"))
     expected = sorted(f"{name}.{prop}.json" for name, p in PRESETS.items() for prop in p.breaks)
     assert saved == expected
+    assert sorted(p.name for p in (tmp_path / "out").glob("*.html")) == [e[:-5] + ".html" for e in expected]
     figure_8 = load(tmp_path / "out" / "raft-any-generation-commit.ReadNeverTruncated.json")
     assert len(figure_8.steps) == PINNED[("raft-any-generation-commit", 3, 4, 1, 1, "rpc", True)]["lengths"]["ReadNeverTruncated"]
 

@@ -15,7 +15,7 @@ from model.state import Config
 from properties.protocol import resolve
 from properties.trace import load, parse
 
-CATALOGUE = Path(__file__).resolve().parent.parent / "counterexamples"
+CATALOGUE = Path(__file__).resolve().parents[2] / "counterexamples"
 
 
 def story(path, protocol=None) -> str:
