@@ -271,6 +271,42 @@ def _write_pictures(trace, protocol, compare, targets, html_out, svg_dir) -> Non
         click.echo(f"wrote {len(written)} pictures to {svg_dir}/")
 
 
+@main.command()
+@click.option("--protocol", "protocol", type=ProtocolParam(), default=None,
+              help="The preset the page opens with (the page can switch).")
+@click.option("--host", default="127.0.0.1", show_default=True,
+              help="Address to bind; the default serves this machine only.")
+@click.option("--port", type=click.IntRange(0, 65535), default=8765, show_default=True,
+              help="Port to listen on (0: any free port).")
+@click.option("--verbose", is_flag=True, help="Log every request to stderr.")
+def explore(protocol, host, port, verbose) -> None:
+    """Serve the explorer: click the model's actions, see each state drawn and explained.
+
+    Pick a preset and bounds, click any enabled step, go back, jump to every
+    shortest counterexample and witness, and play the same steps under a second
+    protocol (or the same one with a flag switched) side by side. Everything is
+    served from the installed package; Ctrl-C stops it.
+    """
+    from urllib.parse import quote
+
+    from hwm.teach.explorer import make_server, url_of
+
+    try:
+        server = make_server(host, port, verbose)
+    except OSError as e:
+        raise click.UsageError(f"cannot listen on {host}:{port}: {e.strerror}")
+    url = url_of(server)
+    if isinstance(protocol, str):
+        url += f"?protocol={quote(protocol)}"
+    click.echo(f"hwm explorer at {url}  (Ctrl-C stops it)")
+    try:
+        server.serve_forever()
+    except KeyboardInterrupt:
+        click.echo("stopped")
+    finally:
+        server.server_close()
+
+
 # The running cluster: hwm node, cluster, put, get, status (hwm/cluster_cli.py).
 from hwm.cluster_cli import COMMANDS as _CLUSTER_COMMANDS  # noqa: E402
 

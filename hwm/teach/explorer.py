@@ -1,0 +1,242 @@
+"""`hwm explore`: a local web page where a student drives the model by hand.
+
+A stdlib HTTP server (no framework, nothing downloaded) serves the page and its
+scripts from the installed package and a small JSON API. The server keeps no
+session: every request carries the protocol, the bounds and the whole path of
+steps taken so far, so going back is dropping the last step. A bad request (an
+unknown action, a step that is not enabled, bad bounds) gets HTTP 400 with a
+message that says what was wrong, and the server keeps serving.
+
+API (JSON bodies):
+- GET  /api/presets: presets, flags with their values, configuration keys and defaults;
+- POST /api/state  {protocol, config, steps, compare?}: the frames of the path (drawn
+  and explained), the enabled next steps, why the other simple steps are refused,
+  and with `compare` the same steps under a second protocol (it may block one);
+- POST /api/search {protocol, config}: the shortest counterexample to each `always`
+  property and the shortest witness of each `sometimes` property (breadth-first).
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from functools import lru_cache
+from http import HTTPStatus
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from importlib import resources
+from typing import Any
+
+from hwm.teach.explain import frames_of
+from hwm.teach.page import column
+from hwm.teach.svg import Layout
+from model.actions import BoundHit, build_model, from_step, to_step
+from model.checker import bfs
+from model.state import Config
+from properties.catalogue import ALWAYS, SOMETIMES
+from properties.protocol import FLAG_MEANINGS, FLAG_VALUES, PRESETS, ProtocolError, _show, resolve
+from properties.trace import CONFIG_KEYS, TraceError, parse_step
+
+MAX_STEPS = 200  # a path longer than this is not a student clicking
+MAX_BODY = 1 << 20
+SEARCH_STATES = 200_000  # the search stops (and says so) beyond this many states
+STATIC = {"explorer.html": "text/html", "explorer.js": "text/javascript", "view.js": "text/javascript",
+          "view.css": "text/css"}
+
+
+class BadRequest(ValueError):
+    """A request the explorer refuses: the message goes back to the page as HTTP 400."""
+
+
+# ------------------------------------------------------------------ the API
+def presets() -> dict:
+    return {"presets": {name: {"flags": {k: _show(v) for k, v in p.protocol.flags().items()},
+                               "summary": p.summary, "broken": p.broken} for name, p in PRESETS.items()},
+            "flags": {flag: [_show(v) for v in values] for flag, values in FLAG_VALUES.items()},
+            "meanings": FLAG_MEANINGS,
+            "config": {key: {"default": default,
+                             "choices": list(valid) if not isinstance(valid, range) else None,
+                             "min": valid.start if isinstance(valid, range) else None,
+                             "max": valid.stop - 1 if isinstance(valid, range) else None}
+                       for key, (default, valid) in CONFIG_KEYS.items()}}
+
+
+def _protocol(spec: Any, field: str = "protocol"):
+    try:
+        return resolve(spec)
+    except ProtocolError as e:
+        raise BadRequest(f"{field}: {e}") from None
+
+
+def _model(body: dict):
+    if not isinstance(body, dict):
+        raise BadRequest("the request body is a JSON object")
+    name, protocol = _protocol(body.get("protocol", "raft"))
+    try:
+        config = Config.from_mapping(body.get("config") or {}, where="bounds")
+    except TraceError as e:
+        raise BadRequest(str(e)) from None
+    return name, build_model(protocol, config)
+
+
+def _steps(body: dict, config: Config) -> list:
+    raw = body.get("steps", [])
+    if not isinstance(raw, list):
+        raise BadRequest("steps must be a list")
+    if len(raw) > MAX_STEPS:
+        raise BadRequest(f"a path of {len(raw)} steps is longer than the explorer's {MAX_STEPS}")
+    try:
+        return [parse_step(step, number, config.to_mapping(), source="path")
+                for number, step in enumerate(raw, 1)]
+    except TraceError as e:
+        raise BadRequest(str(e)) from None
+
+
+def walk(model, steps) -> tuple[list, str | None]:
+    """The states along `steps` (initial first) and, if a step is not enabled, why (the walk stops there)."""
+    states = [model.initial_state()]
+    for step in steps:
+        reason = model.why_not(states[-1], from_step(step))
+        if reason is not None:
+            return states, str(reason)
+        states.append(model.apply(states[-1], from_step(step)))
+    return states, None
+
+
+def _next_value(steps) -> str:
+    return f"v{1 + sum(1 for s in steps if s.action == 'write')}"
+
+
+def state(body: dict) -> dict:
+    """The frames of a path, what may come next, and (with `compare`) the path under another protocol."""
+    name, model = _model(body)
+    steps = _steps(body, model.config)
+    states, blocked = walk(model, steps)
+    if blocked is not None:
+        number = len(states)
+        raise BadRequest(f"step {number} {steps[number - 1]} is not enabled under {name}: {blocked}")
+    frames = frames_of(model, steps, states)
+    columns = [(name, frames)]
+    if body.get("compare") not in (None, ""):
+        other_name, other = _protocol(body["compare"], "compare")
+        other_model = build_model(other, model.config)
+        other_states, other_blocked = walk(other_model, steps)
+        heading = other_name + (f": blocked at step {len(other_states)}" if other_blocked else ": every step enabled")
+        columns.append((heading, frames_of(other_model, steps, other_states, blocked=other_blocked)))
+    layout = Layout.of([f for _, fs in columns for f in fs], model.config.max_log)
+    last = states[-1]
+    value = _next_value(steps)
+    enabled = [to_step(a, value) for a in model.actions(last)]
+    return {"protocol": name, "config": model.config.to_mapping(),
+            "columns": [column(h, fs, layout) for h, fs in columns],
+            "enabled": [{"step": s.to_json(), "label": str(s)} for s in enabled],
+            "refused": refused(model, last, value)}
+
+
+def refused(model, last, value: str) -> list[dict]:
+    """Why each simple step (not elections: too many voter sets) is not enabled now."""
+    out = []
+    n = model.n
+    candidates = [(a, k) for a in ("write", "read", "crash", "restart") for k in range(n)]
+    pair_actions = ("send", "deliver", "drop") if model.config.network == "async" else ("replicate",)
+    candidates += [(a, x, y) for a in pair_actions for x in range(n) for y in range(n) if x != y]
+    for action in candidates:
+        reason = model.why_not(last, action)
+        if reason is not None:
+            bound = f" (bound {reason.bound})" if isinstance(reason, BoundHit) else ""
+            out.append({"label": str(to_step(action, value)), "reason": str(reason) + bound})
+    return out
+
+
+@lru_cache(maxsize=32)
+def _search(spec_json: str, config_json: str) -> dict:
+    name, protocol = resolve(json.loads(spec_json))
+    model = build_model(protocol, Config.from_mapping(json.loads(config_json)))
+    report = bfs(model, name, max_states=SEARCH_STATES)
+    found = []
+    for p in ALWAYS + SOMETIMES:
+        r = report.results[p.name]
+        found.append({"property": p.name, "kind": p.kind, "meaning": p.meaning, "found": r.found,
+                      "finding": r.finding, "length": r.length,
+                      "steps": [s.to_json() for s in r.steps] if r.steps is not None else None})
+    return {"protocol": name, "states": report.states, "complete": report.complete,
+            "bounds_hit": sorted(report.bounds_hit), "results": found}
+
+
+def search(body: dict) -> dict:
+    """Shortest counterexamples and witnesses for the request's protocol and bounds."""
+    name, model = _model(body)
+    spec = body.get("protocol", "raft")
+    return _search(json.dumps(spec, sort_keys=True), json.dumps(model.config.to_mapping(), sort_keys=True))
+
+
+ROUTES = {"/api/state": state, "/api/search": search}
+
+
+# --------------------------------------------------------------- the server
+class Handler(BaseHTTPRequestHandler):
+    server_version = "hwm-explorer"
+
+    def log_message(self, format, *args):  # noqa: A002 - the stdlib's name
+        if getattr(self.server, "verbose", False):
+            super().log_message(format, *args)
+
+    def _send(self, status: int, body: bytes, content_type: str) -> None:
+        self.send_response(status)
+        self.send_header("Content-Type", content_type + "; charset=utf-8")
+        self.send_header("Content-Length", str(len(body)))
+        self.send_header("Cache-Control", "no-store")
+        self.end_headers()
+        self.wfile.write(body)
+
+    def _json(self, status: int, data: dict) -> None:
+        self._send(status, json.dumps(data).encode(), "application/json")
+
+    def do_GET(self) -> None:  # noqa: N802 - the stdlib's name
+        path = self.path.split("?", 1)[0]
+        if path == "/":
+            path = "/static/explorer.html"
+        if path == "/api/presets":
+            return self._json(HTTPStatus.OK, presets())
+        if path.startswith("/static/") and path[len("/static/"):] in STATIC:
+            name = path[len("/static/"):]
+            text = resources.files("hwm.teach").joinpath("static", name).read_bytes()
+            return self._send(HTTPStatus.OK, text, STATIC[name])
+        self._json(HTTPStatus.NOT_FOUND, {"error": f"no page {path}; the explorer is at /"})
+
+    def do_POST(self) -> None:  # noqa: N802
+        route = ROUTES.get(self.path.split("?", 1)[0])
+        if route is None:
+            return self._json(HTTPStatus.NOT_FOUND, {"error": f"no API {self.path}; APIs are " + ", ".join(ROUTES)})
+        try:
+            length = int(self.headers.get("Content-Length") or 0)
+            if length > MAX_BODY:
+                raise BadRequest(f"a request body of {length} bytes is over the explorer's {MAX_BODY}")
+            try:
+                body = json.loads(self.rfile.read(length) or b"{}")
+            except (json.JSONDecodeError, UnicodeDecodeError) as e:
+                raise BadRequest(f"the request body is not JSON: {e}") from None
+            self._json(HTTPStatus.OK, route(body))
+        except BadRequest as e:
+            self._json(HTTPStatus.BAD_REQUEST, {"error": str(e)})
+        except Exception as e:  # a bug must not stop the server a class is using
+            self._json(HTTPStatus.INTERNAL_SERVER_ERROR, {"error": f"internal error: {type(e).__name__}: {e}"})
+
+
+def make_server(host: str = "127.0.0.1", port: int = 0, verbose: bool = False) -> ThreadingHTTPServer:
+    """The explorer's server, bound (loopback unless told otherwise) but not yet serving."""
+    server = ThreadingHTTPServer((host, port), Handler)
+    server.daemon_threads = True
+    server.verbose = verbose
+    return server
+
+
+def serve_in_thread(host: str = "127.0.0.1", port: int = 0) -> tuple[ThreadingHTTPServer, str]:
+    """Start the explorer in a background thread; returns the server and its URL (for tests)."""
+    server = make_server(host, port)
+    threading.Thread(target=server.serve_forever, name="hwm-explorer", daemon=True).start()
+    return server, url_of(server)
+
+
+def url_of(server: ThreadingHTTPServer) -> str:
+    host, port = server.server_address[:2]
+    return f"http://{host if ':' not in host else '[' + host + ']'}:{port}/"

@@ -1,0 +1,187 @@
+// The explorer: every request carries the protocol, the bounds and the whole path, so the
+// server keeps no session and going back is dropping the last step.
+"use strict";
+
+(function () {
+  const $ = (id) => document.getElementById(id);
+  let meta = null;
+  let path = [];
+  let redo = [];
+  let last = null;
+
+  async function api(route, body) {
+    const response = await fetch(route, {
+      method: body === undefined ? "GET" : "POST",
+      headers: { "Content-Type": "application/json" },
+      body: body === undefined ? undefined : JSON.stringify(body),
+    });
+    const data = await response.json();
+    if (!response.ok) throw new Error(data.error || response.statusText);
+    return data;
+  }
+
+  function config() {
+    const out = {};
+    for (const [key, spec] of Object.entries(meta.config)) {
+      const input = $("bound-" + key);
+      out[key] = spec.choices ? input.value : Number(input.value);
+    }
+    return out;
+  }
+
+  // The compare protocol: a preset, or the main preset with the flags switched below.
+  function compareSpec() {
+    const flags = {};
+    for (const flag of Object.keys(meta.flags)) {
+      const v = $("flag-" + flag).value;
+      if (v) flags[flag] = v;
+    }
+    const base = $("compare").value;
+    if (!base && !Object.keys(flags).length) return null;
+    return { preset: base || $("protocol").value, flags };
+  }
+
+  function request() {
+    return { protocol: $("protocol").value, config: config(), steps: path, compare: compareSpec() };
+  }
+
+  async function refresh() {
+    $("error").textContent = "";
+    try {
+      last = await api("/api/state", request());
+    } catch (e) {
+      $("error").textContent = e.message;
+      return false;
+    }
+    draw();
+    return true;
+  }
+
+  function draw() {
+    const columns = $("columns");
+    columns.replaceChildren();
+    for (const column of last.columns) {
+      const el = HWM.el("div", {});
+      HWM.showColumn(el, column, path.length);
+      columns.appendChild(el);
+    }
+    const enabled = $("enabled");
+    enabled.replaceChildren();
+    for (const option of last.enabled) {
+      const b = HWM.el("button", { class: "action", "data-step": JSON.stringify(option.step) }, option.label);
+      b.addEventListener("click", () => take(option.step));
+      enabled.appendChild(b);
+    }
+    if (!last.enabled.length) enabled.appendChild(HWM.el("span", { class: "meta" }, "no step is enabled"));
+    const refused = $("refused");
+    refused.replaceChildren();
+    for (const r of last.refused) refused.appendChild(HWM.el("li", {}, r.label + ": " + r.reason));
+    $("steps").replaceChildren(HWM.stepList(last.columns[0].frames, path.length, (k) => goTo(k)));
+    $("status").textContent = last.protocol + ", " + path.length + " steps";
+    document.body.dataset.steps = String(path.length);
+  }
+
+  async function take(step) {
+    path.push(step);
+    redo = [];
+    if (!(await refresh())) path.pop();
+  }
+
+  async function goTo(k) {
+    while (path.length > k) redo.push(path.pop());
+    await refresh();
+  }
+
+  async function back() {
+    if (!path.length) return;
+    redo.push(path.pop());
+    await refresh();
+  }
+
+  async function forward() {
+    if (!redo.length) return;
+    path.push(redo.pop());
+    if (!(await refresh())) redo.push(path.pop());
+  }
+
+  async function search() {
+    $("found").replaceChildren(HWM.el("span", { class: "meta" }, "searching..."));
+    let data;
+    try {
+      data = await api("/api/search", { protocol: $("protocol").value, config: config() });
+    } catch (e) {
+      $("error").textContent = e.message;
+      $("found").replaceChildren();
+      return;
+    }
+    const found = $("found");
+    found.replaceChildren(HWM.el("span", { class: "meta" },
+      data.states.toLocaleString() + " states" + (data.complete ? "" : " (search stopped early)") + ": "));
+    for (const r of data.results) {
+      if (!r.found) continue;
+      const sign = r.kind === "always" ? "\u2717 " : "\u2713 ";
+      const b = HWM.el("button", { class: "found " + r.kind, "data-property": r.property },
+        sign + r.property + " (" + r.length + " steps)");
+      b.title = r.finding;
+      b.addEventListener("click", async () => { path = r.steps.slice(); redo = []; await refresh(); });
+      found.appendChild(b);
+    }
+    document.body.dataset.searched = "1";
+  }
+
+  function option(select, value, text) {
+    select.appendChild(HWM.el("option", { value }, text === undefined ? value : text));
+  }
+
+  async function start() {
+    meta = await api("/api/presets");
+    const protocol = $("protocol");
+    const compare = $("compare");
+    for (const [name, p] of Object.entries(meta.presets)) {
+      option(protocol, name, name + (p.broken ? " (broken)" : ""));
+      option(compare, name);
+    }
+    protocol.value = new URLSearchParams(location.search).get("protocol") || "raft";
+    const bounds = $("bounds");
+    for (const [key, spec] of Object.entries(meta.config)) {
+      let input;
+      if (spec.choices) {
+        input = HWM.el("select", { id: "bound-" + key });
+        for (const c of spec.choices) option(input, c);
+      } else {
+        input = HWM.el("input", { id: "bound-" + key, type: "number", min: spec.min, max: spec.max,
+                                   style: "width:3.5em" });
+      }
+      input.value = String(spec.default);
+      input.addEventListener("change", () => { path = []; redo = []; $("found").replaceChildren(); refresh(); });
+      const label = HWM.el("label", {}, " " + key.replace("_", " ") + " ");
+      label.appendChild(input);
+      bounds.appendChild(label);
+    }
+    const flags = $("flags");
+    for (const [flag, values] of Object.entries(meta.flags)) {
+      const select = HWM.el("select", { id: "flag-" + flag, title: meta.meanings[flag] });
+      option(select, "", flag + ": as is");
+      for (const v of values) option(select, v, flag + "=" + v);
+      select.addEventListener("change", refresh);
+      flags.appendChild(select);
+    }
+    protocol.addEventListener("change", () => { path = []; redo = []; $("found").replaceChildren(); refresh(); });
+    compare.addEventListener("change", refresh);
+    $("reset").addEventListener("click", () => { path = []; redo = []; refresh(); });
+    $("back").addEventListener("click", back);
+    $("forward").addEventListener("click", forward);
+    $("search").addEventListener("click", search);
+    document.addEventListener("keydown", (e) => {
+      if (e.target.tagName === "SELECT" || e.target.tagName === "INPUT") return;
+      if (e.key === "ArrowLeft") back();
+      else if (e.key === "ArrowRight") forward();
+      else return;
+      e.preventDefault();
+    });
+    await refresh();
+    document.body.dataset.ready = "1";
+  }
+
+  start().catch((e) => { $("error").textContent = e.message; });
+})();

@@ -1,0 +1,197 @@
+"""The explorer: its JSON API over real HTTP on 127.0.0.1, and its page in a real browser."""
+
+from __future__ import annotations
+
+import json
+import socket
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+from hwm.teach.explorer import serve_in_thread
+from properties.trace import load
+from tests.teach.conftest import console_errors, screenshot
+
+ROOT = Path(__file__).resolve().parents[2]
+FIGURE_8 = ROOT / "counterexamples" / "raft-any-generation-commit.json"
+
+
+@pytest.fixture(scope="module")
+def explorer():
+    server, url = serve_in_thread("127.0.0.1", 0)
+    yield url
+    server.shutdown()
+    server.server_close()
+
+
+def call(url, route, body=None, raw: bytes | None = None):
+    data = raw if raw is not None else (None if body is None else json.dumps(body).encode())
+    request = urllib.request.Request(url + route.lstrip("/"), data=data, headers={"Content-Type": "application/json"})
+    try:
+        with urllib.request.urlopen(request, timeout=30) as response:
+            return response.status, json.load(response)
+    except urllib.error.HTTPError as e:
+        return e.code, json.load(e)
+
+
+def steps_of(path):
+    return [s.to_json() for s in load(path).steps]
+
+
+def test_state_explains_the_path_and_offers_the_enabled_steps(explorer):
+    code, data = call(explorer, "/api/state", {"protocol": "raft", "steps": steps_of(FIGURE_8)[:1]})
+    assert code == 200
+    frames = data["columns"][0]["frames"]
+    assert [f["label"] for f in frames] == ["(initial)", "elect(S1, {S1,S2})"]
+    assert "S1 wins generation 1" in frames[1]["lines"][0] and "<svg" in frames[1]["svg"]
+    labels = [e["label"] for e in data["enabled"]]
+    assert "write(S1, v1)" in labels and "write(S2, v1)" not in labels
+    assert {"label": "write(S2, v1)", "reason": "S2 is not a leader"} in data["refused"]
+
+
+def test_the_same_steps_under_the_fix_show_where_it_blocks(explorer):
+    code, data = call(explorer, "/api/state", {"protocol": "raft-any-generation-commit", "steps": steps_of(FIGURE_8),
+                                               "compare": {"preset": "raft-any-generation-commit",
+                                                           "flags": {"commit": "current-generation"}}})
+    assert code == 200
+    buggy, fixed = data["columns"]
+    assert "ReadNeverTruncated" in buggy["frames"][-1]["violations"]
+    assert fixed["heading"].endswith("blocked at step 8")
+    assert fixed["frames"][-1]["blocked"] == "S1 has nothing at or below its high-water mark"
+
+
+@pytest.mark.parametrize("body, message", [
+    ({"protocol": "raft", "steps": [{"action": "teleport", "server": "S1"}]}, "unknown action 'teleport'"),
+    ({"protocol": "raft", "steps": [{"action": "write", "server": "S1"}]},
+     "step 1 write(S1) is not enabled under raft: S1 is not a leader"),
+    ({"protocol": "raft", "config": {"servers": 0}}, "config servers must be 1..9, not 0"),
+    ({"protocol": "raft", "config": {"max_log": "two"}}, "config max_log must be 0..99"),
+    ({"protocol": "raft", "config": {"lanes": 2}}, "unknown configuration key 'lanes'"),
+    ({"protocol": "paxos"}, "unknown protocol 'paxos'"),
+    ({"protocol": "raft", "compare": "paxos"}, "compare: unknown protocol 'paxos'"),
+    ({"protocol": "raft", "steps": [{"action": "send", "from": "S1", "to": "S2"}]}, "belongs to the async network"),
+    ({"protocol": "raft", "steps": "elect"}, "steps must be a list"),
+    ([1, 2], "the request body is a JSON object"),
+])
+def test_bad_requests_get_400_with_a_message_and_the_server_keeps_serving(explorer, body, message):
+    code, data = call(explorer, "/api/state", body)
+    assert code == 400 and message in data["error"], data
+    code, data = call(explorer, "/api/state", {"protocol": "raft"})
+    assert code == 200 and data["enabled"]
+
+
+def test_malformed_bodies_and_unknown_paths(explorer):
+    code, data = call(explorer, "/api/state", raw=b"{ not json")
+    assert code == 400 and "not JSON" in data["error"]
+    code, data = call(explorer, "/api/teleport", {})
+    assert code == 404 and "no API /api/teleport" in data["error"]
+    code, data = call(explorer, "/static/../../etc/passwd")
+    assert code == 404
+    with urllib.request.urlopen(explorer, timeout=10) as response:
+        assert b"hwm explorer" in response.read()
+
+
+def test_search_finds_the_catalogues_shortest_counterexample(explorer):
+    code, data = call(explorer, "/api/search", {"protocol": "raft-any-generation-commit"})
+    assert code == 200 and data["complete"]
+    found = {r["property"]: r for r in data["results"]}
+    assert found["ReadNeverTruncated"]["length"] == len(load(FIGURE_8).steps)
+    assert found["EntryRead"]["found"] and found["EntryRead"]["kind"] == "sometimes"
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def test_hwm_explore_binds_to_loopback_prints_the_url_and_stops_on_ctrl_c():
+    port = free_port()
+    process = subprocess.Popen([sys.executable, "-c", "from hwm.cli import main; main(prog_name='hwm')",
+                                "explore", "--port", str(port), "--protocol", "seed"],
+                               cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                               env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"})
+    try:
+        line = process.stdout.readline()
+        assert line.startswith(f"hwm explorer at http://127.0.0.1:{port}/?protocol=seed"), line
+        code, data = call(f"http://127.0.0.1:{port}/", "/api/presets")
+        assert code == 200 and "seed" in data["presets"]
+        # The listening socket's local address, from the kernel's table (hex IP:port, 0100007F is 127.0.0.1).
+        table = Path("/proc/net/tcp").read_text().splitlines()[1:]
+        local = [row.split()[1] for row in table if row.split()[3] == "0A" and row.split()[1].endswith(f":{port:04X}")]
+        assert local == [f"0100007F:{port:04X}"]
+    finally:
+        process.send_signal(2)  # Ctrl-C
+        out, err = process.communicate(timeout=20)
+    assert process.returncode == 0 and "stopped" in out and "Traceback" not in err
+
+
+def test_make_server_binds_loopback_by_default_and_the_host_given():
+    from hwm.teach.explorer import make_server
+
+    for host, expected in ((None, "127.0.0.1"), ("0.0.0.0", "0.0.0.0")):
+        server = make_server(port=0) if host is None else make_server(host, 0)
+        try:
+            assert server.server_address[0] == expected
+        finally:
+            server.server_close()
+
+
+@pytest.mark.browser
+def test_clicking_actions_reproduces_a_catalogue_trace_and_reaches_its_violation(browser, explorer):
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support.ui import Select, WebDriverWait
+
+    trace = load(FIGURE_8)
+    browser.get(explorer + "?protocol=" + trace.protocol)
+    wait = WebDriverWait(browser, 20)
+    body = browser.find_element(By.TAG_NAME, "body")
+    wait.until(lambda d: body.get_attribute("data-ready") == "1")
+
+    def at(k):
+        wait.until(lambda d: body.get_attribute("data-steps") == str(k))
+
+    for number, step in enumerate(trace.steps, 1):
+        wanted = {k: v for k, v in step.to_json().items() if k != "value"}
+        buttons = [b for b in browser.find_elements(By.CSS_SELECTOR, "#enabled button.action")
+                   if {k: v for k, v in json.loads(b.get_attribute("data-step")).items() if k != "value"} == wanted]
+        assert len(buttons) == 1, f"step {number} {step} is not offered"
+        buttons[0].click()
+        at(number)
+    column = browser.find_element(By.CSS_SELECTOR, "#columns .column")
+    assert "violating" in column.get_attribute("class")
+    assert "ReadNeverTruncated violated: S1 removed entry 1@g1" in column.text
+    names = [g.get_attribute("data-server") for g in column.find_elements(By.CSS_SELECTOR, "g.server")]
+    assert names == ["S1", "S2", "S3"] and column.find_elements(By.CSS_SELECTOR, "polyline.hwm-line")
+    screenshot(browser, "explorer-figure8-violation")
+    # Switch the commit flag mid-trace: the fix, side by side, blocks the read at step 8.
+    Select(browser.find_element(By.ID, "flag-commit")).select_by_value("current-generation")
+    wait.until(lambda d: len(d.find_elements(By.CSS_SELECTOR, "#columns .column")) == 2)
+    fixed = browser.find_elements(By.CSS_SELECTOR, "#columns .column")[1]
+    assert "blocked at step 8" in fixed.text and "S1 has nothing at or below its high-water mark" in fixed.text
+    screenshot(browser, "explorer-figure8-fix-side-by-side")
+    body.send_keys("\ue012")  # left arrow: back one step
+    at(len(trace.steps) - 1)
+    browser.find_element(By.ID, "reset").click()
+    at(0)
+    # Jump to the shortest counterexample found by the search.
+    browser.find_element(By.ID, "search").click()
+    wait.until(lambda d: d.find_elements(By.CSS_SELECTOR, '#found button[data-property="ReadNeverTruncated"]'))
+    browser.find_element(By.CSS_SELECTOR, '#found button[data-property="ReadNeverTruncated"]').click()
+    at(len(trace.steps))
+    assert "ReadNeverTruncated violated" in browser.find_element(By.CSS_SELECTOR, "#columns .column").text
+    assert console_errors(browser) == []
+    # A step that is not enabled, sent by hand, is refused with the reason and the page keeps working.
+    message = browser.execute_async_script("""
+        const done = arguments[0];
+        fetch('/api/state', {method: 'POST', body: JSON.stringify({protocol: 'raft',
+              steps: [{action: 'read', server: 'S1'}]})}).then(r => r.json()).then(d => done(d.error));""")
+    assert "S1 has nothing at or below its high-water mark" in message
+    assert [e for e in console_errors(browser) if "400 (Bad Request)" not in e] == []
+    browser.find_element(By.ID, "back").click()
+    at(len(trace.steps) - 1)
