@@ -152,29 +152,43 @@ def protocols(as_json) -> None:
 @click.option("--no-symmetry", is_flag=True)
 @click.option("--max-states", type=click.IntRange(1), default=20_000, show_default=True)
 @click.option("--out", type=click.Path(dir_okay=False), default=None,
-              help="Write the graph: .graphml, .gexf or .json (node-link).")
+              help="Write the graph: .dot or .svg to look at (states as in the step table, violating "
+                   "steps in red), or .graphml, .gexf, .json (node-link) for a graph viewer.")
 def graph(protocol, servers, max_generation, max_log, max_crashes, network, no_symmetry, max_states, out) -> None:
     """Build the reachable state graph (networkx) of a small configuration.
 
     Prints its strongly connected components, deadlocks and violating states and
-    steps; --out writes it for a graph viewer (nodes carry the state as text).
+    steps; --out writes it as a picture (.dot, .svg) or for a graph viewer.
     """
     from model.actions import build_model
     from model.graph import GraphTooLarge, state_graph, summary, write
 
+    picture = bool(out) and out.endswith((".dot", ".svg"))
+    if out and not picture and not out.endswith((".graphml", ".gexf", ".json")):
+        raise click.UsageError(f"--out {out}: write .dot, .svg, .graphml, .gexf or .json")
+    if out and not Path(out).resolve().parent.is_dir():
+        raise click.UsageError(f"--out {out}: directory {Path(out).parent} does not exist")
     name, proto = resolve(protocol)
     config = Config(servers, max_generation, max_log, max_crashes, network)
+    label = None
+    if picture:
+        from hwm.teach.graph_render import state_label as label
     try:
-        built = state_graph(build_model(proto, config), symmetry=not no_symmetry, max_states=max_states)
+        built = state_graph(build_model(proto, config), symmetry=not no_symmetry, max_states=max_states,
+                            label=label)
     except GraphTooLarge as e:
         raise click.ClickException(str(e))
     for key, value in summary(built).items():
         click.echo(f"{key.replace('_', ' '):18} {value:,}")
     if out:
         try:
-            write(built, out)
+            if picture:
+                from hwm.teach.graph_render import write_picture
+                write_picture(built, out, f"{name}: {config.describe()}")
+            else:
+                write(built, out)
         except ValueError as e:
-            raise click.UsageError(str(e))
+            raise click.ClickException(str(e))
         click.echo(f"wrote {out}")
 
 

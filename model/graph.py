@@ -20,11 +20,13 @@ class GraphTooLarge(ValueError):
     pass
 
 
-def state_graph(model: Model, *, symmetry: bool = True, max_states: int = 20_000) -> nx.DiGraph:
+def state_graph(model: Model, *, symmetry: bool = True, max_states: int = 20_000, label=None) -> nx.DiGraph:
+    """`label(state)` draws a node's state as text (default: the state's own `describe`)."""
+    label = label or (lambda state: state.describe())
     graph = nx.DiGraph()
     init = model.initial_state()
     init_fp = model.fingerprint(init, symmetry)
-    graph.add_node(init_fp, label=init.describe(), depth=0, violations="", initial=True)
+    graph.add_node(init_fp, label=label(init), depth=0, violations="", initial=True)
     queue = deque([(init, init_fp)])
     state_props = [p for p in ALWAYS if p.on == "state"]
     step_props = [p for p in ALWAYS if p.on == "step"]
@@ -37,10 +39,17 @@ def state_graph(model: Model, *, symmetry: bool = True, max_states: int = 20_000
                 if graph.number_of_nodes() >= max_states:
                     raise GraphTooLarge(f"more than {max_states:,} states: choose smaller bounds or raise the limit")
                 broken = [p.name for p in state_props if p.check(succ)]
-                graph.add_node(succ_fp, label=succ.describe(), depth=graph.nodes[fp]["depth"] + 1,
+                graph.add_node(succ_fp, label=label(succ), depth=graph.nodes[fp]["depth"] + 1,
                                violations=",".join(broken), initial=False)
                 queue.append((succ, succ_fp))
             broken = [p.name for p in step_props if p.check(state, succ)]
+            if graph.has_edge(fp, succ_fp):
+                # Several actions (or symmetric copies of one) join the same two states: keep the
+                # first action's name and every violation, so a violating step is never hidden.
+                edge = graph.edges[fp, succ_fp]
+                broken = sorted(set(filter(None, edge["violations"].split(","))) | set(broken))
+                edge["violations"] = ",".join(broken)
+                continue
             graph.add_edge(fp, succ_fp, action=str(to_step(action)), violations=",".join(broken))
     return graph
 

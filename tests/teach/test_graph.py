@@ -1,0 +1,57 @@
+"""hwm graph --out FILE.dot|.svg: state graphs a person can open."""
+
+from __future__ import annotations
+
+import re
+import xml.etree.ElementTree as ET
+
+from click.testing import CliRunner
+
+from hwm.cli import main
+
+SMALL = ["--protocol", "raft-truncate-to-own-hwm", "--servers", "2", "--max-generation", "1", "--max-log", "1",
+         "--max-crashes", "1", "--no-symmetry"]
+SVG = "{http://www.w3.org/2000/svg}"
+
+
+def graph(*args):
+    result = CliRunner().invoke(main, ["graph", *SMALL, *map(str, args)])
+    summary = dict(re.findall(r"^(\w[\w ]*?)\s{2,}([\d,]+)$", result.output, re.M))
+    return result.exit_code, result.output, {k: int(v.replace(",", "")) for k, v in summary.items()}
+
+
+def test_dot_labels_states_as_the_step_table_and_colours_violating_steps(tmp_path):
+    code, output, summary = graph("--out", tmp_path / "g.dot")
+    assert code == 0, output
+    text = (tmp_path / "g.dot").read_text()
+    nodes = re.findall(r"^  s\d+ \[label=", text, re.M)
+    edges = re.findall(r"^  s\d+ -> s\d+ \[(.*)\];$", text, re.M)
+    assert len(nodes) == summary["states"] and len(edges) == summary["transitions"]
+    assert summary["violating steps"] > 0
+    assert sum('color="#b00020"' in e for e in edges) == summary["violating steps"]
+    assert all('label="restart(' in e for e in edges if "ReadNeverTruncated" in e)  # the rejoin truncates
+    assert r'label="S1 F0 [] h0\lS2 F0 [] h0\l", penwidth=2.5' in text  # the initial state, bold
+    assert r"S1 L1 [1] h1 match S2=1" in text
+
+
+def test_svg_is_laid_out_without_graphviz(tmp_path):
+    code, output, summary = graph("--out", tmp_path / "g.svg")
+    assert code == 0, output
+    root = ET.parse(tmp_path / "g.svg").getroot()
+    groups = list(root.iter(SVG + "g"))
+    states = [g for g in groups if "state" in g.get("class", "").split()]
+    bad_edges = [g for g in groups if g.get("class") == "edge violating"]
+    assert len(states) == summary["states"]
+    assert len(bad_edges) == summary["violating steps"]
+    assert sum("violating" in g.get("class") for g in states) == summary["violating states"]
+
+
+def test_bad_out_and_too_large_graphs_are_refused(tmp_path, monkeypatch):
+    code, output, _ = graph("--out", tmp_path / "g.png")
+    assert code == 2 and "write .dot, .svg, .graphml, .gexf or .json" in output
+    code, output, _ = graph("--out", tmp_path / "missing" / "g.svg")
+    assert code == 2 and "does not exist" in output
+    monkeypatch.setattr("hwm.teach.graph_render.MAX_DRAWN", 10)
+    code, output, _ = graph("--out", tmp_path / "g.svg")
+    assert code == 1 and "too many to draw (at most 10)" in output
+    assert not (tmp_path / "g.svg").exists()
