@@ -122,7 +122,10 @@ def _follower_lines(model: Model, name: str, old, new, values: Values, acknowled
     lines = []
     gone = removed_entries(old.log, new.log)
     if gone:
-        lines.append(f"{name} truncates {entries(gone, values)}")
+        first = gone[0][0]
+        why = (f": it conflicts with the leader's {entry(first, new.log[first - 1], values)}, and a conflicting "
+               f"entry goes with all that follow it" if len(new.log) >= first else "")
+        lines.append(f"{name} truncates {entries(gone, values)}{why}")
     added = added_entries(old.log, new.log)
     if added:
         lines.append(f"{name} appends {entries(added, values)}")

@@ -1,0 +1,106 @@
+"""docs/tutorial.md shows what its commands print and the pictures they draw.
+
+Every ```console block holds `$ hwm ...` lines, each followed by its output. The
+test runs each command (in a scratch copy of the traces, so the checkout is not
+written) and compares its output with the block, then compares every picture the
+tutorial shows with the one the commands drew. After a deliberate change,
+`python -m tests.teach.test_tutorial --update` rewrites the outputs and pictures.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shlex
+import shutil
+import sys
+from contextlib import contextmanager
+from pathlib import Path
+
+from click.testing import CliRunner
+
+from hwm.cli import main
+
+ROOT = Path(__file__).resolve().parents[2]
+TUTORIAL = ROOT / "docs" / "tutorial.md"
+BLOCK = re.compile(r"```console\n(.*?)```", re.S)
+PICTURE = re.compile(r"!\[[^\]]*\]\((tutorial/[^)]+)\)")
+
+
+def commands(block: str) -> list[tuple[str, str]]:
+    """(command, expected output) pairs of one console block."""
+    pairs: list[tuple[str, list[str]]] = []
+    for line in block.splitlines():
+        if line.startswith("$ "):
+            pairs.append((line[2:], []))
+        elif pairs:
+            pairs[-1][1].append(line)
+        else:
+            raise ValueError(f"a console block starts with a `$ ` command, not {line!r}")
+    return [(command, "\n".join(out)) for command, out in pairs]
+
+
+@contextmanager
+def workspace(tmp: Path):
+    """A scratch directory with the traces the tutorial names, as the current directory."""
+    for folder in ("counterexamples", "docs/tutorial"):
+        (tmp / folder).mkdir(parents=True, exist_ok=True)
+        for trace in (ROOT / folder).glob("*.json"):
+            shutil.copy(trace, tmp / folder / trace.name)
+    (tmp / "hwm-out").mkdir(exist_ok=True)
+    old = os.getcwd()
+    os.chdir(tmp)
+    try:
+        yield tmp
+    finally:
+        os.chdir(old)
+
+
+def run(command: str) -> str:
+    argv = shlex.split(command)
+    assert argv[0] == "hwm", f"the tutorial runs hwm commands only, not {command!r}"
+    result = CliRunner().invoke(main, argv[1:], prog_name="hwm")
+    assert result.exit_code in (0, 1), f"{command} exited {result.exit_code}: {result.output}"
+    return "\n".join(line.rstrip() for line in result.output.rstrip("\n").splitlines())
+
+
+def test_tutorial_commands_print_what_the_tutorial_shows(tmp_path):
+    text = TUTORIAL.read_text(encoding="utf-8")
+    blocks = BLOCK.findall(text)
+    assert len(blocks) >= 6
+    with workspace(tmp_path):
+        for block in blocks:
+            for command, expected in commands(block):
+                assert run(command) == expected, f"`{command}` no longer prints what docs/tutorial.md shows"
+        pictures = PICTURE.findall(text)
+        assert len(pictures) >= 5
+        for picture in pictures:
+            drawn = tmp_path / "docs" / picture
+            assert drawn.exists(), f"no command in the tutorial draws {picture}"
+            assert drawn.read_text() == (ROOT / "docs" / picture).read_text(), f"docs/{picture} is out of date"
+
+
+def update(tmp: Path) -> None:
+    text = TUTORIAL.read_text(encoding="utf-8")
+
+    def regenerate(match: re.Match) -> str:
+        out = []
+        for command, _ in commands(match.group(1)):
+            out.append(f"$ {command}\n{run(command)}")
+        return "```console\n" + "\n".join(out) + "\n```"
+
+    with workspace(tmp):
+        text = BLOCK.sub(regenerate, text)
+        for picture in PICTURE.findall(text):
+            target = ROOT / "docs" / picture
+            target.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy(tmp / "docs" / picture, target)
+    TUTORIAL.write_text(text, encoding="utf-8")
+
+
+if __name__ == "__main__" and sys.argv[1:] == ["--update"]:
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as scratch:
+        update(Path(scratch))
+    print(f"rewrote {TUTORIAL} and its pictures")
