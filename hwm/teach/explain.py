@@ -159,10 +159,23 @@ def _append_check(model: Model, follower_log: Sequence[int], prev: int, prev_gen
 
 
 # ------------------------------------------------------------ each action
+def _speaks_for(model: Any, name: str) -> bool:
+    """Whether this module's words fit: the action's effect (and the HWM rule) are `Model`'s own.
+
+    A model of another system may reuse an action name with other semantics (a Kafka
+    leader's HWM is the minimum log end over the ISR): it gets the generic difference.
+    """
+    if not isinstance(model, Model) or name not in _EXPLAINERS:
+        return False
+    cls = type(model)
+    return (getattr(cls, "effect_" + name, None) is getattr(Model, "effect_" + name)
+            and cls._advance_hwm is Model._advance_hwm and cls._follower_apply is Model._follower_apply)
+
+
 def explain(model: Any, before: Any, action: tuple, after: Any, values: Values | None = None) -> list[str]:
     """Sentences saying why `action` took `before` to `after`."""
     values = values or {}
-    if not isinstance(model, Model) or action[0] not in _EXPLAINERS:
+    if not _speaks_for(model, action[0]):
         return generic_difference(before, after)
     try:
         return _EXPLAINERS[action[0]](model, before, action, after, values)
@@ -379,7 +392,7 @@ def frames_of(model: Any, steps: Sequence, states: Sequence, values: Values | No
     frames = [Frame(0, "(initial)", states[0], witnesses=_findings(None, states[0], SOMETIMES), values=values)]
     for number in range(1, len(states)):
         step, before, after = steps[number - 1], states[number - 1], states[number]
-        action = from_step(step) if model is not None else None
+        action = _action(model, step)
         lines = (explain(model, before, action, after, values) if action is not None
                  else generic_difference(before, after))
         frames.append(Frame(number, str(step), after, lines, removals(before, after),
@@ -392,6 +405,16 @@ def frames_of(model: Any, steps: Sequence, states: Sequence, values: Values | No
                             blocked=blocked, step=step.to_json(), in_flight=frames[-1].in_flight,
                             values=values))
     return frames
+
+
+def _action(model: Any, step) -> tuple | None:
+    """The model action of a trace step, or None where this module cannot read it."""
+    if model is None:
+        return None
+    try:
+        return from_step(step)
+    except (KeyError, ValueError, TypeError):  # an action of another model, with other fields
+        return None
 
 
 def _findings(before, after, properties) -> dict[str, str]:

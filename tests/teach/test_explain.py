@@ -110,3 +110,19 @@ def test_cli_replay_explains_by_default_and_brief_is_the_table(tmp_path):
     assert brief.exit_code == 0
     assert "Step by step:" not in brief.output and explanation[:40] not in brief.output
     assert "#  step" in brief.output
+
+
+def test_a_model_that_changes_an_action_gets_the_difference_not_wrong_words():
+    from model.actions import Model
+
+    class MinimumHwm(Model):  # another system's HWM rule behind the same action names
+        def _advance_hwm(self, leader, position):
+            return leader
+
+    _, protocol = resolve("raft")
+    model = MinimumHwm(protocol, Config())
+    before = model.apply(model.apply(model.initial_state(), ("elect", 0, (0, 1))), ("write", 0))
+    after = model.apply(before, ("replicate", 0, 1))
+    lines = explain(model, before, ("replicate", 0, 1), after)
+    assert lines == ["S2 log [] -> [1]"]
+    assert not any("quorum index" in line for line in lines)
