@@ -232,7 +232,8 @@ def replay(files, on, protocol, quiet, brief, html_out, svg_dir, compare) -> Non
                 if not quiet:
                     click.echo(f"== {path} on the {target} ({outcome.protocol})" + (f": {trace.title}" if trace.title else ""))
                     if not brief and trace.explanation:
-                        click.echo(explained.wrap(trace.explanation) + "\n")
+                        note = f" (The file's explanation, for {resolve(trace.protocol)[0]}.)" if protocol is not None else ""
+                        click.echo(explained.wrap(trace.explanation + note) + "\n")
                     marks = {}
                     if outcome.kind == "violation":
                         marks[outcome.step] = f"{outcome.property}: {outcome.finding}"

@@ -34,7 +34,7 @@ from model.checker import bfs
 from model.state import Config
 from properties.catalogue import ALWAYS, SOMETIMES
 from properties.protocol import FLAG_MEANINGS, FLAG_VALUES, PRESETS, ProtocolError, _show, resolve
-from properties.trace import CONFIG_KEYS, TraceError, parse_step
+from properties.trace import CONFIG_KEYS, Step, TraceError, parse_step
 
 MAX_STEPS = 200  # a path longer than this is not a student clicking
 MAX_BODY = 1 << 20
@@ -85,10 +85,12 @@ def _steps(body: dict, config: Config) -> list:
     if len(raw) > MAX_STEPS:
         raise BadRequest(f"a path of {len(raw)} steps is longer than the explorer's {MAX_STEPS}")
     try:
-        return [parse_step(step, number, config.to_mapping(), source="path")
-                for number, step in enumerate(raw, 1)]
+        steps = [parse_step(step, number, config.to_mapping(), source="path") for number, step in enumerate(raw, 1)]
     except TraceError as e:
         raise BadRequest(str(e)) from None
+    # A write without a value gets the one the page would have offered (v1, v2, ...).
+    return [Step(s.action, {**s.args, "value": _next_value(steps[:k])})
+            if s.action == "write" and "value" not in s.args else s for k, s in enumerate(steps)]
 
 
 def walk(model, steps) -> tuple[list, str | None]:

@@ -68,7 +68,7 @@ def test_the_same_steps_under_the_fix_show_where_it_blocks(explorer):
 @pytest.mark.parametrize("body, message", [
     ({"protocol": "raft", "steps": [{"action": "teleport", "server": "S1"}]}, "unknown action 'teleport'"),
     ({"protocol": "raft", "steps": [{"action": "write", "server": "S1"}]},
-     "step 1 write(S1) is not enabled under raft: S1 is not a leader"),
+     "step 1 write(S1, v1) is not enabled under raft: S1 is not a leader"),
     ({"protocol": "raft", "config": {"servers": 0}}, "config servers must be 1..9, not 0"),
     ({"protocol": "raft", "config": {"max_log": "two"}}, "config max_log must be 0..99"),
     ({"protocol": "raft", "config": {"lanes": 2}}, "unknown configuration key 'lanes'"),
@@ -195,3 +195,14 @@ def test_clicking_actions_reproduces_a_catalogue_trace_and_reaches_its_violation
     assert [e for e in console_errors(browser) if "400 (Bad Request)" not in e] == []
     browser.find_element(By.ID, "back").click()
     at(len(trace.steps) - 1)
+
+
+def test_async_network_paths_show_the_messages_in_flight(explorer):
+    steps = [{"action": "elect", "server": "S1", "voters": ["S1", "S2"]}, {"action": "write", "server": "S1"},
+             {"action": "send", "from": "S1", "to": "S2"}]
+    code, data = call(explorer, "/api/state", {"protocol": "raft", "config": {"network": "async"}, "steps": steps})
+    assert code == 200, data
+    last = data["columns"][0]["frames"][-1]
+    assert last["in_flight"] == ['S1->S2: append g1 after 0@g0 [1@g1 "v1"] hwm 0']
+    assert "in flight: S1-&gt;S2" in last["svg"]
+    assert {"step": {"action": "deliver", "from": "S1", "to": "S2"}, "label": "deliver(S1, S2)"} in data["enabled"]

@@ -117,3 +117,11 @@ def test_check_save_writes_the_page_beside_each_trace(tmp_path):
     page = trace.with_suffix(".html")
     assert trace.exists() and page.exists()
     assert "only 1 of 2 servers hold index 1" in page.read_text()
+
+
+def test_page_of_the_model_and_the_implementation(tmp_path):
+    out = tmp_path / "both.html"
+    code, output = hwm("replay", "-q", "--on", "both", CATALOGUE / "kip101.json", "--html", out)
+    assert code == 0, output
+    text = out.read_text()
+    assert "kip101 on the model: violation" in text and "kip101 on the impl: violation" in text
