@@ -202,6 +202,10 @@ def _elect(model, before, action, after, values):
                and k in voters]
     for k in deposed:
         lines.append(f"{server_name(k)} learns generation {new.generation} and stops leading")
+    for k, s in enumerate(before.servers):
+        if s.role == LEADER and s.alive and k != c and k not in voters:
+            lines.append(f"{server_name(k)} did not vote and still believes it leads generation {s.generation}: "
+                         f"it learns of generation {new.generation} only when a server answers it")
     if len(new.log) > len(old.log):
         lines.append(f"{name} appends a no-op entry {entry(len(new.log), new.log[-1])} of its generation")
     lines.append(f"{name} starts with every match index 0")

@@ -71,13 +71,15 @@ def test_tutorial_commands_print_what_the_tutorial_shows(tmp_path):
     with workspace(tmp_path):
         for block in blocks:
             for command, expected in commands(block):
-                assert run(command) == expected, f"`{command}` no longer prints what docs/tutorial.md shows"
+                assert run(command) == expected, (f"`{command}` no longer prints what docs/tutorial.md shows; after a "
+                                                  "deliberate change: python -m tests.teach.test_tutorial --update")
         pictures = PICTURE.findall(text)
         assert len(pictures) >= 5
         for picture in pictures:
             drawn = tmp_path / "docs" / picture
             assert drawn.exists(), f"no command in the tutorial draws {picture}"
-            assert drawn.read_text() == (ROOT / "docs" / picture).read_text(), f"docs/{picture} is out of date"
+            assert drawn.read_text() == (ROOT / "docs" / picture).read_text(), (
+                f"docs/{picture} is out of date: python -m tests.teach.test_tutorial --update")
 
 
 def update(tmp: Path) -> None:
