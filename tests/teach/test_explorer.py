@@ -195,6 +195,16 @@ def test_clicking_actions_reproduces_a_catalogue_trace_and_reaches_its_violation
     assert [e for e in console_errors(browser) if "400 (Bad Request)" not in e] == []
     browser.find_element(By.ID, "back").click()
     at(len(trace.steps) - 1)
+    # The address holds the whole state: opening it again (a link sent to a class) shows the same page.
+    link = browser.current_url
+    browser.get("about:blank")
+    browser.get(link)
+    body = browser.find_element(By.TAG_NAME, "body")
+    wait.until(lambda d: body.get_attribute("data-ready") == "1")
+    at(len(trace.steps) - 1)
+    columns = browser.find_elements(By.CSS_SELECTOR, "#columns .column")
+    assert len(columns) == 2 and "blocked at step 8" in columns[1].text
+    assert console_errors(browser) == []
 
 
 def test_async_network_paths_show_the_messages_in_flight(explorer):

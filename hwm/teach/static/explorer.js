@@ -54,7 +54,33 @@
       return false;
     }
     draw();
+    // The whole request in the address: a link to this page shows this state (for a class or a bug report).
+    history.replaceState(null, "", "#" + encodeURIComponent(JSON.stringify(request())));
     return true;
+  }
+
+  // Restore protocol, bounds, comparison and path from a link made by refresh().
+  function restore() {
+    if (location.hash.length < 2) return;
+    let saved;
+    try {
+      saved = JSON.parse(decodeURIComponent(location.hash.slice(1)));
+    } catch (e) {
+      $("error").textContent = "this link does not describe an explorer state";
+      return;
+    }
+    if (typeof saved.protocol === "string") $("protocol").value = saved.protocol;
+    for (const [key, value] of Object.entries(saved.config || {})) {
+      if ($("bound-" + key)) $("bound-" + key).value = String(value);
+    }
+    const compare = saved.compare;
+    if (compare && typeof compare === "object") {
+      $("compare").value = compare.preset !== saved.protocol ? compare.preset : "";
+      for (const [flag, value] of Object.entries(compare.flags || {})) {
+        if ($("flag-" + flag)) $("flag-" + flag).value = String(value);
+      }
+    }
+    path = Array.isArray(saved.steps) ? saved.steps : [];
   }
 
   function draw() {
@@ -179,6 +205,7 @@
       else return;
       e.preventDefault();
     });
+    restore();
     await refresh();
     document.body.dataset.ready = "1";
   }
