@@ -8,6 +8,7 @@ are what the page's CSS animates and what the browser tests look for.
 
 from __future__ import annotations
 
+import textwrap
 from dataclasses import dataclass
 from html import escape
 from typing import Sequence
@@ -36,7 +37,7 @@ class Layout:
 
     @property
     def width(self) -> int:
-        return LEFT + self.columns * BOX_W + 230
+        return max(LEFT + self.columns * BOX_W + 230, 560)
 
     def height(self, extra_lines: int) -> int:
         return TOP + self.servers * ROW_H + 20 + 16 * extra_lines
@@ -58,6 +59,9 @@ def draw(frame: Frame, layout: Layout, *, title: str = "", with_lines: bool = Fa
     notes = list(frame.lines) if with_lines else []
     notes += [f"{name} violated: {text}" for name, text in frame.violations.items()]
     notes += [f"in flight: {m}" for m in frame.in_flight]
+    # Wrap to the picture's width (about 6.2 px per character at 11 px), indenting continuations.
+    notes = [part for note in notes for part in
+             textwrap.wrap(note, int((layout.width - 20) / 6.2), subsequent_indent="    ")]
     height = layout.height(len(notes))
     out = [f'<svg xmlns="http://www.w3.org/2000/svg" class="hwm-state" width="{layout.width}" '
            f'height="{height}" viewBox="0 0 {layout.width} {height}" font-family="sans-serif">',
@@ -105,7 +109,7 @@ def draw(frame: Frame, layout: Layout, *, title: str = "", with_lines: bool = Fa
             if value is not None:
                 out.append(_text(x + BOX_W / 2, y + 29, str(value)[:7], "value", "middle", 10))
             if read:
-                out.append(_text(x + BOX_W - 6, y - 2, "R", "read-mark", "middle", 10, "bold", "#000"))
+                out.append(_text(x + BOX_W - 9, y + 11, "R", "read-mark", "middle", 9, "bold", "#000"))
             out.append("</g>")
         for index, generation in removed.get(k, ()):
             x = LEFT + (index - 1) * BOX_W
@@ -133,7 +137,7 @@ def draw(frame: Frame, layout: Layout, *, title: str = "", with_lines: bool = Fa
     y = TOP + layout.servers * ROW_H + 10
     for line in notes:
         bad = " violated: " in line
-        out.append(_text(10, y, line[:160], "note", size=11, fill="#b00020" if bad else "#333"))
+        out.append(_text(10, y, line, "note", size=11, fill="#b00020" if bad else "#333"))
         y += 16
     out.append("</svg>")
     return "\n".join(out)
