@@ -288,7 +288,8 @@ def _write_pictures(trace, protocol, compare, targets, html_out, svg_dir) -> Non
 
 @main.command()
 @click.option("--protocol", "protocol", type=ProtocolParam(), default=None,
-              help="The preset the page opens with (the page can switch).")
+              help="The preset the page opens with (the page can switch); a preset with flags changed "
+                   "(raft,commit=any-generation) opens the preset with the change side by side.")
 @click.option("--host", default="127.0.0.1", show_default=True,
               help="Address to bind; the default serves this machine only.")
 @click.option("--port", type=click.IntRange(0, 65535), default=8765, show_default=True,
@@ -313,6 +314,10 @@ def explore(protocol, host, port, verbose) -> None:
     url = url_of(server)
     if isinstance(protocol, str):
         url += f"?protocol={quote(protocol)}"
+    elif protocol is not None:
+        # A preset with flags changed: the page opens on the preset, with the change side by side.
+        preset = protocol.get("preset", "raft")
+        url += "#" + quote(json.dumps({"protocol": preset, "compare": protocol, "steps": []}))
     click.echo(f"hwm explorer at {url}  (Ctrl-C stops it)")
     try:
         server.serve_forever()

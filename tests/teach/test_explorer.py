@@ -216,3 +216,26 @@ def test_async_network_paths_show_the_messages_in_flight(explorer):
     assert last["in_flight"] == ['S1->S2: append g1 after 0@g0 [1@g1 "v1"] hwm 0']
     assert "in flight: S1-&gt;S2" in last["svg"]
     assert {"step": {"action": "deliver", "from": "S1", "to": "S2"}, "label": "deliver(S1, S2)"} in data["enabled"]
+
+
+@pytest.mark.browser
+def test_hwm_explore_with_flags_opens_the_preset_and_the_change_side_by_side(browser):
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    port = free_port()
+    process = subprocess.Popen([sys.executable, "-c", "from hwm.cli import main; main(prog_name='hwm')",
+                                "explore", "--port", str(port), "--protocol", "raft,commit=any-generation"],
+                               cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                               env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"})
+    try:
+        url = process.stdout.readline().split()[3]
+        browser.get(url)
+        body = browser.find_element(By.TAG_NAME, "body")
+        WebDriverWait(browser, 20).until(lambda d: body.get_attribute("data-ready") == "1")
+        headings = [h.text for h in browser.find_elements(By.CSS_SELECTOR, "#columns .column h2")]
+        assert headings == ["raft", "raft+commit=any-generation: every step enabled"]
+        assert console_errors(browser) == []
+    finally:
+        process.send_signal(2)
+        process.communicate(timeout=20)
