@@ -266,7 +266,11 @@ def messages_in_flight(model: Any, state: Any, values: Values | None = None) -> 
     out = []
     for k, channel in enumerate(channels):
         for message in channel:
-            out.append(f"{server_name(k // n)}->{server_name(k % n)}: {_message(message, values)}")
+            try:
+                shown = _message(message, values)
+            except (ValueError, TypeError, IndexError):  # another model's message: show it as it is
+                shown = repr(message)
+            out.append(f"{server_name(k // n)}->{server_name(k % n)}: {shown}")
     return out
 
 

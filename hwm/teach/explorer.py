@@ -142,7 +142,10 @@ def refused(model, last, value: str) -> list[dict]:
     pair_actions = ("send", "deliver", "drop") if model.config.network == "async" else ("replicate",)
     candidates += [(a, x, y) for a in pair_actions for x in range(n) for y in range(n) if x != y]
     for action in candidates:
-        reason = model.why_not(last, action)
+        try:
+            reason = model.why_not(last, action)
+        except (AttributeError, TypeError, IndexError):  # a model of another system without this action
+            continue
         if reason is not None:
             bound = f" (bound {reason.bound})" if isinstance(reason, BoundHit) else ""
             out.append({"label": str(to_step(action, value)), "reason": str(reason) + bound})
