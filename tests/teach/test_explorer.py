@@ -239,3 +239,13 @@ def test_hwm_explore_with_flags_opens_the_preset_and_the_change_side_by_side(bro
     finally:
         process.send_signal(2)
         process.communicate(timeout=20)
+
+
+def test_hwm_explore_on_a_busy_port_is_a_usage_error(explorer):
+    from click.testing import CliRunner
+
+    from hwm.cli import main
+
+    port = explorer.rsplit(":", 1)[1].strip("/")
+    result = CliRunner().invoke(main, ["explore", "--port", port])
+    assert result.exit_code == 2 and f"cannot listen on 127.0.0.1:{port}" in result.output
