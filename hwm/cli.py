@@ -106,7 +106,8 @@ def _tour(config: Config, symmetry: bool, jobs: int, as_json: bool, save: Path, 
         bounds = sorted(set().union(*(r.bounds_hit for _, r in results)))
         if bounds:
             click.echo(f"bounded by {', '.join(bounds)}: a ✓ is a check within these bounds, not a proof")
-        click.echo(f"\nsaved {len(saved)} shortest counterexamples to {save}/ (replay one: hwm replay {save}/<file>)")
+        click.echo(f"\nsaved {len(saved)} shortest counterexamples to {save}/ (replay one: hwm replay {save}/<file>; "
+                   f"each has its picture beside it, <file>.html)")
         for name, _ in results:
             caught = PRESETS[name].caught_at
             if PRESETS[name].broken and caught.get("servers", config.servers) != config.servers:
