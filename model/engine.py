@@ -308,10 +308,10 @@ class Sampler(Visitor):
         self.states: list = []
 
     def on_chunk(self, chunk: Chunk, result) -> None:
-        if len(self.states) < self.limit and chunk.first + len(chunk.frontier) > len(self.states):
-            backend = chunk.search.backend
-            if chunk.first == 0 and not self.states:
-                self.states.append(backend.states(chunk.frontier)[0])
+        backend = chunk.search.backend
+        if chunk.first == 0 and not self.states:
+            self.states.append(backend.states(chunk.frontier)[0])  # the initial state
+        if len(self.states) < self.limit and len(chunk.new):
             self.states += backend.states(chunk.new_states)[: self.limit - len(self.states)]
 
 
@@ -344,16 +344,15 @@ class Search:
     """One breadth-first search in progress; `run()` drives it, `steps()` lets a caller pause it."""
 
     def __init__(self, model: Model, options: CheckOptions = CheckOptions(), visitors: Sequence[Visitor] = (),
-                 name: str = "model", engine: str | None = None):
+                 name: str = "model", engine: str = "local"):
         self.model = model
         self.options = options
         self.backend = make_backend(options.successors, model, options.symmetry)
         self.tracker = PropertyTracker(options.properties)
         self.visitors: list[Visitor] = [self.tracker, *visitors]
         self.visited = VisitedSet()
-        self.report = Report(name, model.config.to_mapping(),
-                             engine or ("local" if options.workers == 1 else f"local-{options.workers}"),
-                             options.symmetry)
+        # One engine name whatever the worker count: reports and saved traces do not depend on it.
+        self.report = Report(name, model.config.to_mapping(), engine, options.symmetry)
         self.depth = 0
         self.transitions = 0
         self.bounds_hit: set[str] = set()
