@@ -27,6 +27,13 @@ bound to one model and one symmetry setting and offers:
         one batch of the given ones, in order.
     states(batch) -> list[State]
         the states as model objects (for property checks, visitors, traces).
+    batch_of(states) -> Batch
+        a batch of model states (the inverse of `states`).
+    to_bytes(batch) -> list[bytes] / from_bytes(rows) -> Batch
+        one byte string per state and back, for engines that keep states outside
+        Python (the Spark engine's rows). The defaults go through `states` and
+        `batch_of` with `model.encoding.encode`/`decode`; a backend may override
+        both with its own encoding (rows only ever return to the same backend).
     action(id) -> Action
         the action tuple of an id, e.g. ("replicate", 0, 2).
     check_states(batch, props) / check_steps(frontier, expansion, props)
@@ -104,7 +111,13 @@ class Backend:
     def action(self, action_id: int) -> Action:
         return self.actions_by_id[action_id]
 
-    # Subclasses provide initial, expand, fingerprints, take, concat and states.
+    # Subclasses provide initial, expand, fingerprints, take, concat, states and batch_of.
+
+    def to_bytes(self, batch: Batch) -> list[bytes]:
+        return [encode(s) for s in self.states(batch)]
+
+    def from_bytes(self, rows: Sequence[bytes]) -> Batch:
+        return self.batch_of([decode(r) for r in rows])
 
     def check_states(self, batch: Batch, props: Sequence) -> dict[str, tuple[int, str]]:
         found: dict[str, tuple[int, str]] = {}
@@ -240,6 +253,20 @@ class ReferenceBackend(Backend):
 
     def states(self, batch: PackedStates) -> list[State]:
         return batch.states()
+
+    def batch_of(self, states: list[State]) -> PackedStates:
+        return PackedStates.of(list(states))
+
+    def to_bytes(self, batch: PackedStates) -> list[bytes]:
+        packed = batch.packed() if batch._states is not None else batch
+        blob, bounds = packed.blob, packed.offsets.tolist()
+        return [blob[a:b] for a, b in zip(bounds, bounds[1:])]
+
+    def from_bytes(self, rows: Sequence[bytes]) -> PackedStates:
+        offsets = np.zeros(len(rows) + 1, dtype=np.int64)
+        if rows:
+            np.cumsum([len(r) for r in rows], out=offsets[1:])
+        return PackedStates(b"".join(rows), offsets)
 
 
 # name -> "module:Class"; the class is imported only when chosen
