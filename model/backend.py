@@ -50,8 +50,9 @@ the same model: engines, worker counts and backends all agree on counts and
 traces because of that order (tests/test_engine.py checks it on the pins).
 
 Backends are chosen by name in `CheckOptions.successors`: "reference" (this
-module: the readable `Model` itself) and "fast" (`model.fast.FastBackend`, a
-compiled successor function, loaded only when asked for). A backend that cannot
+module: the readable `Model` itself), "fast" (`model.fast.FastBackend`, a
+compiled successor function, loaded only when asked for) and "objects" (any
+object with the model interface, states kept as Python objects: product models). A backend that cannot
 handle a model raises `BackendUnavailable` from its constructor, naming why.
 """
 
@@ -68,7 +69,7 @@ from model.state import State
 
 Batch = Any  # len() and picklable; only its backend looks inside
 
-__all__ = ["Backend", "BackendUnavailable", "Batch", "Expansion", "PackedStates", "ReferenceBackend",
+__all__ = ["Backend", "BackendUnavailable", "Batch", "Expansion", "ObjectBackend", "PackedStates", "ReferenceBackend",
            "BACKENDS", "make_backend", "action_table"]
 
 
@@ -269,8 +270,53 @@ class ReferenceBackend(Backend):
         return PackedStates(b"".join(rows), offsets)
 
 
+class ObjectBackend(Backend):
+    """Any model object with the model interface (initial_state, actions, apply, fingerprint).
+
+    Batches are plain lists of its states, not packed: for product models whose
+    states are not `State`s, such as the induction explorer's (state, commit ghost)
+    pairs. The model must name its servers (`n`, `voter_sets`, `pairs`) for the action ids.
+    """
+
+    name = "objects"
+
+    def initial(self) -> list:
+        return [self.model.initial_state()]
+
+    def fingerprints(self, batch: list) -> np.ndarray:
+        fingerprint, symmetry = self.model.fingerprint, self.symmetry
+        return np.fromiter((fingerprint(s, symmetry) for s in batch), dtype=np.uint64, count=len(batch))
+
+    def expand(self, batch: list) -> Expansion:
+        model, ids, symmetry = self.model, self.action_ids, self.symmetry
+        bounds_hit: set[str] = set()
+        successors, fps, parents, action_ids = [], [], [], []
+        for position, state in enumerate(batch):
+            for action in model.actions(state, bounds_hit):
+                succ = model.apply(state, action)
+                successors.append(succ)
+                fps.append(model.fingerprint(succ, symmetry))
+                parents.append(position)
+                action_ids.append(ids[action])
+        return Expansion(successors, np.array(fps, dtype=np.uint64), np.array(parents, dtype=np.int64),
+                         np.array(action_ids, dtype=np.int32), bounds_hit)
+
+    def take(self, batch: list, positions: np.ndarray) -> list:
+        return [batch[k] for k in np.asarray(positions).tolist()]
+
+    def concat(self, batches: Sequence[list]) -> list:
+        return [s for b in batches for s in b]
+
+    def states(self, batch: list) -> list:
+        return batch
+
+    def batch_of(self, states: list) -> list:
+        return list(states)
+
+
 # name -> "module:Class"; the class is imported only when chosen
-BACKENDS = {"reference": "model.backend:ReferenceBackend", "fast": "model.fast:FastBackend"}
+BACKENDS = {"reference": "model.backend:ReferenceBackend", "fast": "model.fast:FastBackend",
+            "objects": "model.backend:ObjectBackend"}
 
 
 def make_backend(name: str, model: Model, symmetry: bool) -> Backend:

@@ -126,6 +126,15 @@ class Tracker:
         if hit:
             self.step_props = [p for p in self.step_props if p.name not in self.found]
 
+    def record(self, discovery: Discovery) -> None:
+        """Keep a property's first discovery and stop checking it (later ones are ignored)."""
+        name = discovery.prop.name
+        if name in self.found:
+            return
+        self.found[name] = discovery
+        self.state_props = [p for p in self.state_props if p.name != name]
+        self.step_props = [p for p in self.step_props if p.name != name]
+
     @property
     def done(self) -> bool:
         return not self.state_props and not self.step_props

@@ -42,7 +42,7 @@ import numpy as np
 
 from model.actions import Model
 from model.backend import Backend, Batch, Expansion, make_backend
-from model.checker import Discovery, Report, finish_report
+from model.checker import Discovery, Report, Tracker, finish_report
 from properties.catalogue import CATALOGUE, Property
 
 __all__ = ["CheckOptions", "Chunk", "Visitor", "PropertyTracker", "Sampler", "VisitedSet", "Search", "check"]
@@ -252,30 +252,17 @@ class Visitor:
         pass
 
 
-class PropertyTracker(Visitor):
-    """The catalogue's verdicts: per property its first finding in canonical order.
+class PropertyTracker(Tracker, Visitor):
+    """The catalogue's verdicts as a visitor: per property its first finding in canonical order.
 
     State properties are checked on each state when it is expanded (or visited at
-    the depth limit), step properties on every transition; both in the workers.
-    Each property is checked until first found.
+    the depth limit), step properties on every transition; both where the chunk is
+    expanded (the workers). Each property is checked until first found.
     """
 
     def __init__(self, properties: Iterable[Property] = CATALOGUE):
-        self.all = list(properties)
+        super().__init__(properties)
         self.by_name = {p.name: p for p in self.all}
-        self.found: dict[str, Discovery] = {}
-
-    @property
-    def state_props(self) -> list[Property]:
-        return [p for p in self.all if p.on == "state" and p.name not in self.found]
-
-    @property
-    def step_props(self) -> list[Property]:
-        return [p for p in self.all if p.on == "step" and p.name not in self.found]
-
-    @property
-    def done(self) -> bool:
-        return len(self.found) == len(self.all)
 
     def worker_args(self):
         return [p.name for p in self.state_props], [p.name for p in self.step_props]
@@ -291,13 +278,12 @@ class PropertyTracker(Visitor):
     def on_chunk(self, chunk: Chunk, result) -> None:
         states, steps = result
         fps = chunk.frontier_fingerprints()
-        for name, (position, finding) in sorted(states.items(), key=lambda item: item[1][0]):
-            if name not in self.found:
-                self.found[name] = Discovery(self.by_name[name], int(fps[position]), None, finding)
+        for name, (position, finding) in states.items():
+            self.record(Discovery(self.by_name[name], int(fps[position]), None, finding))
         for name, (t, finding) in steps.items():
-            if name not in self.found and t < chunk.kept:
-                self.found[name] = Discovery(self.by_name[name], int(chunk.fingerprints[t]),
-                                             int(fps[chunk.parents[t]]), finding)
+            if t < chunk.kept:
+                self.record(Discovery(self.by_name[name], int(chunk.fingerprints[t]), int(fps[chunk.parents[t]]),
+                                      finding))
 
 
 class Sampler(Visitor):

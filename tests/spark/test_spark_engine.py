@@ -117,7 +117,7 @@ def test_results_do_not_depend_on_partitioning_or_checkpoints_and_progress_cover
     three = check_case(spark, TINY, partitions=3, checkpoint_every=1)
     assert {n: r.steps for n, r in one.results.items()} == {n: r.steps for n, r in three.results.items()}
 
-    assert [set(p) for p in seen] == [{"depth", "states", "frontier", "states_per_second"}] * one.depth
+    assert [set(p) for p in seen] == [{"depth", "states", "frontier", "states_per_second", "elapsed"}] * one.depth
     assert [p["depth"] for p in seen] == list(range(1, one.depth + 1))
     assert seen[-1]["states"] == one.states
     assert 1 + sum(p["frontier"] for p in seen) == one.states
