@@ -183,6 +183,10 @@ class PackedStates:
         if self._states is None:
             if positions is None:
                 return PackedStates(self.blob, self.offsets)
+            if len(positions) and positions[-1] - positions[0] + 1 == len(positions):  # a slice
+                a, b = int(positions[0]), int(positions[-1]) + 1
+                start, end = int(self.offsets[a]), int(self.offsets[b])
+                return PackedStates(self.blob[start:end], self.offsets[a:b + 1] - start)
             bounds = self.offsets
             starts, ends = bounds[positions], bounds[positions + 1]
             blob = self.blob

@@ -386,24 +386,36 @@ class Search:
         return int(np.searchsorted(np.asarray(self.level_starts), index, side="right")) - 1
 
     # ----------------------------------------------------------------- levels
-    def _chunks_of(self, frontier: Batch) -> list[Batch]:
-        size = len(frontier)
+    def _chunk_bounds(self, size: int) -> list[tuple[int, int]]:
         workers = self.options.workers
         # Enough chunks to keep every worker busy and results streaming, each at most `chunk` states.
         count = max(math.ceil(size / self.options.chunk), min(size, 4 * workers) if workers > 1 else 1)
-        bounds = np.linspace(0, size, count + 1).astype(np.int64)
-        return [self.backend.take(frontier, np.arange(a, b)) for a, b in zip(bounds[:-1], bounds[1:]) if b > a]
+        bounds = np.linspace(0, size, count + 1).astype(np.int64).tolist()
+        return [(a, b) for a, b in zip(bounds[:-1], bounds[1:]) if b > a]
 
-    def _results(self, chunks: list[Batch], expand: bool) -> Iterator[tuple]:
+    def _results(self, frontier: Batch, bounds: list[tuple[int, int]], expand: bool) -> Iterator[tuple]:
+        """(chunk, its expansion and visitor results) for each chunk, in order.
+
+        Chunks are cut from the packed frontier as they are needed and dropped after
+        use, so only one chunk at a time is ever decoded into model objects here.
+        """
         args = [v.worker_args() for v in self.visitors]
+        take = self.backend.take
+
+        def chunk(a: int, b: int) -> Batch:
+            return take(frontier, np.arange(a, b))
+
         if self.options.workers == 1:
-            for chunk in chunks:
-                yield _expand_chunk(self.backend, self.visitors, chunk, args, expand)
+            for a, b in bounds:
+                piece = chunk(a, b)
+                yield piece, _expand_chunk(self.backend, self.visitors, piece, args, expand)
             return
         if self._pool is None:
             _WORKER.update(backend=self.backend, visitors=self.visitors)
             self._pool = multiprocessing.get_context("fork").Pool(self.options.workers)
-        yield from self._pool.imap(_work, [(chunk, args, expand) for chunk in chunks])
+        results = self._pool.imap(_work, ((chunk(a, b), args, expand) for a, b in bounds))
+        for (a, b), result in zip(bounds, results):
+            yield chunk(a, b), result
 
     def steps(self) -> Iterator[Chunk]:
         """Search, yielding after each chunk (so a caller may stop and resume)."""
@@ -416,13 +428,12 @@ class Search:
         last_progress = time.perf_counter()
         while True:
             expand = options.max_depth is None or self.depth < options.max_depth
-            chunks = self._chunks_of(frontier)
+            bounds = self._chunk_bounds(len(frontier))
             level_first = self.level_starts[-1]
             new_first = len(visited)
             new_parts: list[Batch] = []
             first = level_first
-            stopped_at = None  # chunk number where the state limit stopped the level
-            for number, (chunk, (expansion, results)) in enumerate(zip(chunks, self._results(chunks, expand))):
+            for chunk, (expansion, results) in self._results(frontier, bounds, expand):
                 if expansion is None:
                     empty = np.zeros(0, dtype=np.int64)
                     view = Chunk(self, self.depth, chunk, first, empty.astype(np.uint64), empty, empty, empty,
@@ -439,14 +450,13 @@ class Search:
                     options.progress(self.progress_info(len(visited) - new_first))
                 yield view
                 if self.limit_reached:
-                    stopped_at = number
                     break
-            if stopped_at is not None:
+            if self.limit_reached:
                 # The rest of this level and the new states were discovered but will not
                 # be expanded: visit them, as a depth limit visits its deepest level.
                 self.report.complete = False
-                rest = chunks[stopped_at + 1:] + [backend.concat(new_parts)]
-                self._visit_only(rest, first)
+                rest = backend.take(frontier, np.arange(first - level_first, len(frontier)))
+                self._visit_only(backend.concat([rest, *new_parts]), first)
                 break
             if not expand:
                 self.report.complete = False
@@ -489,9 +499,8 @@ class Search:
         last = int(parents[kept - 1]) + 1 if kept else 0
         return self.backend.expand(self.backend.take(chunk, np.arange(last))).bounds_hit
 
-    def _visit_only(self, chunks: list[Batch], first: int) -> None:
-        chunks = [c for c in chunks if len(c)]
-        for chunk, (_, results) in zip(chunks, self._results(chunks, False)):
+    def _visit_only(self, batch: Batch, first: int) -> None:
+        for chunk, (_, results) in self._results(batch, self._chunk_bounds(len(batch)), False):
             empty = np.zeros(0, dtype=np.int64)
             view = Chunk(self, self.depth, chunk, first, empty.astype(np.uint64), empty, empty, empty,
                          len(self.visited), self.backend.take(chunk, empty), expanded=False)
