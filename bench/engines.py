@@ -49,12 +49,15 @@ def bounds_of(args) -> dict:
 
 
 def run_local(args, workers: int = 1) -> list[tuple[int, float]]:
-    from model.engine import CheckOptions, check
+    from model.engine import CheckOptions, Search
 
     options = CheckOptions(symmetry=not args.no_symmetry, workers=workers, successors=args.successors)
     runs = []
     for _ in range(args.runs):
-        report = check(model_of(args.preset, **bounds_of(args)), options, name=args.preset)
+        search = Search(model_of(args.preset, **bounds_of(args)), options, [], args.preset)
+        report = search.run()
+        print(f"    {workers} worker(s): backend set-up {search.setup_seconds:.2f} s (compilation or its cache), "
+              f"search {report.seconds:.2f} s", flush=True)
         runs.append((report.states, report.seconds))
     return runs
 

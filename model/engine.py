@@ -333,7 +333,10 @@ class Search:
                  name: str = "model", engine: str = "local"):
         self.model = model
         self.options = options
+        started = time.perf_counter()
         self.backend = make_backend(options.successors, model, options.symmetry)
+        # A compiled backend compiles (or loads its cache) here: reported apart from the search.
+        self.setup_seconds = time.perf_counter() - started
         self.tracker = PropertyTracker(options.properties)
         self.visitors: list[Visitor] = [self.tracker, *visitors]
         self.visited = VisitedSet()
