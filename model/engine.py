@@ -49,6 +49,7 @@ __all__ = ["CheckOptions", "Chunk", "Visitor", "PropertyTracker", "Sampler", "Vi
 
 ProgressFn = Callable[[dict], None]
 CHUNK = 2048  # frontier states per chunk: big enough to amortise a round trip, small enough to stream
+SMALL_LEVEL = 256  # per worker: smaller levels are expanded in the search's own process
 
 
 @dataclass(frozen=True)
@@ -76,6 +77,51 @@ class CheckOptions:
 
 
 # ------------------------------------------------------------ the visited set
+_KERNELS: list = []
+
+
+def _table_kernels():
+    """(contains, place) compiled with Numba, cached on disk; None without Numba."""
+    if _KERNELS:
+        return _KERNELS[0]
+    try:
+        import numba
+    except ImportError:
+        _KERNELS.append(None)
+        return None
+
+    @numba.njit(cache=True, nogil=True)
+    def contains(table, keys, found):
+        mask = np.uint64(table.size - 1)
+        for i in range(keys.size):
+            key = keys[i]
+            slot = key & mask
+            while True:
+                held = table[slot]
+                if held == key:
+                    found[i] = True
+                    break
+                if held == 0:
+                    break
+                slot = (slot + np.uint64(1)) & mask
+
+    @numba.njit(cache=True, nogil=True)
+    def place(table, keys):
+        mask = np.uint64(table.size - 1)
+        for i in range(keys.size):
+            slot = keys[i] & mask
+            while table[slot] != 0:
+                slot = (slot + np.uint64(1)) & mask
+            table[slot] = keys[i]
+        return keys.size
+
+    # Compile (or load the disk cache) now, within the search's set-up time.
+    contains(np.zeros(2, dtype=np.uint64), np.ones(1, dtype=np.uint64), np.zeros(1, dtype=np.bool_))
+    place(np.zeros(2, dtype=np.uint64), np.ones(1, dtype=np.uint64))
+    _KERNELS.append((contains, place))
+    return _KERNELS[0]
+
+
 class VisitedSet:
     """Fingerprints seen so far, each with its discovery index and its parent's index.
 
@@ -87,7 +133,9 @@ class VisitedSet:
 
     LOAD = 0.7
 
-    def __init__(self, capacity: int = 1 << 14):
+    def __init__(self, capacity: int = 1 << 14, compiled: bool = True):
+        # Compiled probing loops when Numba is there (a dependency); numpy's vectorised rounds otherwise.
+        self.kernels = _table_kernels() if compiled else None
         self.table = np.zeros(capacity, dtype=np.uint64)
         self.fps = np.zeros(1024, dtype=np.uint64)
         self.parents = np.zeros(1024, dtype=np.int32)
@@ -116,6 +164,11 @@ class VisitedSet:
         zero = keys == 0
         result[zero] = self._zero
         where = np.flatnonzero(~zero)
+        if self.kernels is not None:
+            found = np.zeros(where.size, dtype=np.bool_)
+            self.kernels[0](self.table, np.ascontiguousarray(keys[where]), found)
+            result[where] = found
+            return result
         keys = keys[where]
         table = self.table
         mask = np.uint64(table.size - 1)
@@ -148,11 +201,13 @@ class VisitedSet:
             fps = fps[~zero]
         if self._used + fps.size > self.LOAD * self.table.size:
             self._grow(self._used + fps.size)
-        self._used += self._place(self.table, fps)
+        self._used += self._place(self.table, fps, self.kernels)
 
     @staticmethod
-    def _place(table: np.ndarray, keys: np.ndarray) -> int:
+    def _place(table: np.ndarray, keys: np.ndarray, kernels=None) -> int:
         """Linear probing for many distinct keys that are not in `table`, at once."""
+        if kernels is not None:
+            return kernels[1](table, np.ascontiguousarray(keys))
         mask = np.uint64(table.size - 1)
         slots = keys & mask
         placed = keys.size
@@ -176,7 +231,7 @@ class VisitedSet:
             size *= 2
         table = np.zeros(size, dtype=np.uint64)
         keys = self.fps[:self.count]
-        self._used = self._place(table, keys[keys != 0])
+        self._used = self._place(table, keys[keys != 0], self.kernels)
         self.table = table
 
     def index_of(self, fp: int) -> int:
@@ -335,11 +390,11 @@ class Search:
         self.options = options
         started = time.perf_counter()
         self.backend = make_backend(options.successors, model, options.symmetry)
-        # A compiled backend compiles (or loads its cache) here: reported apart from the search.
+        self.visited = VisitedSet()
+        # Compiled code compiles (or loads its cache) here: reported apart from the search.
         self.setup_seconds = time.perf_counter() - started
         self.tracker = PropertyTracker(options.properties)
         self.visitors: list[Visitor] = [self.tracker, *visitors]
-        self.visited = VisitedSet()
         # One engine name whatever the worker count: reports and saved traces do not depend on it.
         self.report = Report(name, model.config.to_mapping(), engine, options.symmetry)
         self.depth = 0
@@ -390,11 +445,16 @@ class Search:
 
     # ----------------------------------------------------------------- levels
     def _chunk_bounds(self, size: int) -> list[tuple[int, int]]:
-        workers = self.options.workers
+        workers = self.options.workers if self._parallel(size) else 1
         # Enough chunks to keep every worker busy and results streaming, each at most `chunk` states.
-        count = max(math.ceil(size / self.options.chunk), min(size, 4 * workers) if workers > 1 else 1)
+        count = max(math.ceil(size / self.options.chunk), min(size, 2 * workers) if workers > 1 else 1)
         bounds = np.linspace(0, size, count + 1).astype(np.int64).tolist()
         return [(a, b) for a, b in zip(bounds[:-1], bounds[1:]) if b > a]
+
+    def _parallel(self, size: int) -> bool:
+        """Whether worker processes expand a batch of `size` (small levels cost more to ship than to expand)."""
+        workers = self.options.workers
+        return workers > 1 and size >= min(SMALL_LEVEL * workers, self.options.chunk * workers)
 
     def _results(self, frontier: Batch, bounds: list[tuple[int, int]], expand: bool) -> Iterator[tuple]:
         """(chunk, its expansion and visitor results) for each chunk, in order.
@@ -408,7 +468,7 @@ class Search:
         def chunk(a: int, b: int) -> Batch:
             return take(frontier, np.arange(a, b))
 
-        if self.options.workers == 1:
+        if not self._parallel(len(frontier)):
             for a, b in bounds:
                 piece = chunk(a, b)
                 yield piece, _expand_chunk(self.backend, self.visitors, piece, args, expand)

@@ -132,10 +132,12 @@ def test_a_visitor_sees_every_transition_and_state_in_order(workers):
     assert fps == [int(f) for f in search.visited.fps[:50]]
 
 
-def test_visited_set_is_a_set():
+@pytest.mark.parametrize("compiled", [True, False], ids=["compiled", "numpy"])
+def test_visited_set_is_a_set(compiled):
     """Against Python's set, with many equal low bits (long probe runs), zero, and growth."""
     rng = random.Random(7)
-    visited, reference = VisitedSet(capacity=16), set()
+    visited, reference = VisitedSet(capacity=16, compiled=compiled), set()
+    assert (visited.kernels is not None) == compiled
     for _ in range(60):
         size = rng.randrange(0, 400)
         keys = [rng.choice([0, rng.getrandbits(64), rng.getrandbits(8) << 56, rng.randrange(32)])
