@@ -100,7 +100,7 @@ def run_spark(master: str, args) -> list[tuple[int, float]]:
     runs = []
     for _ in range(args.runs):
         report = spark_bfs(model_of(args.preset, **bounds_of(args)), args.preset, symmetry=not args.no_symmetry,
-                           spark=spark)
+                           spark=spark, successors=args.successors)
         runs.append((report.states, report.seconds))
     return runs
 
@@ -110,7 +110,8 @@ def run_standalone(args) -> list[tuple[int, float]]:
 
     child = [sys.executable, os.path.abspath(__file__), "--driver-for", "MASTER", "--runs", str(args.runs),
              "--preset", args.preset, "--servers", str(args.servers), "--max-generation", str(args.max_generation),
-             "--max-log", str(args.max_log), "--max-crashes", str(args.max_crashes), "--network", args.network]
+             "--max-log", str(args.max_log), "--max-crashes", str(args.max_crashes), "--network", args.network,
+             "--successors", args.successors]
     if args.no_symmetry:
         child.append("--no-symmetry")
     env = dict(os.environ, PYSPARK_PYTHON=sys.executable, SPARK_LOCAL_IP="127.0.0.1",
@@ -135,7 +136,7 @@ def main() -> None:
     parser.add_argument("--no-symmetry", action="store_true")
     parser.add_argument("--workers", type=int, default=2, help="standalone workers, one core each")
     parser.add_argument("--local-workers", default="1,2", help="worker counts of the local engine, e.g. 1,2,4")
-    parser.add_argument("--successors", default="reference", help="successor backend of the local engine")
+    parser.add_argument("--successors", default="reference", help="successor backend (local engine and Spark executors)")
     parser.add_argument("--skip", default="", help="comma-separated: local, spark-local, standalone, memory")
     parser.add_argument("--driver-for", help=argparse.SUPPRESS)  # the standalone child process
     args = parser.parse_args()
@@ -152,8 +153,8 @@ def main() -> None:
         parser.error("--local-workers must list worker counts of at least 1")
     engines = [(f"local, {w} worker{'s' if w > 1 else ''} ({args.successors})", lambda a, w=w: run_local(a, w))
                for w in local_workers]
-    engines += [("spark local[2]", lambda a: run_spark("local[2]", a)),
-                (f"spark standalone ({args.workers}x1 core)", run_standalone)]
+    engines += [(f"spark local[2] ({args.successors})", lambda a: run_spark("local[2]", a)),
+                (f"spark standalone ({args.workers}x1 core, {args.successors})", run_standalone)]
     keys = ["local"] * len(local_workers) + ["spark-local", "standalone"]
     config = " ".join(f"{k}={v}" for k, v in bounds_of(args).items())
     print(f"{args.preset} {config} symmetry={'off' if args.no_symmetry else 'on'}; median of {args.runs} runs; "

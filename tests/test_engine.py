@@ -26,8 +26,8 @@ from tests.pinned import PINNED, config_of
 
 ROOT = Path(__file__).resolve().parents[1]
 FAST_PINS = [key for key, expected in PINNED.items() if not expected.get("deep")]
-# Two workers on the larger non-deep pins (over 30,000 states) only under -m deep: seconds each.
-WORKER_PINS = [pytest.param(key, marks=pytest.mark.deep) if PINNED[key]["states"] > 30_000 else key
+# Two workers on the larger non-deep pins (over 12,000 states) only under -m deep: seconds each.
+WORKER_PINS = [pytest.param(key, marks=pytest.mark.deep) if PINNED[key]["states"] > 12_000 else key
                for key in FAST_PINS]
 # The fast backend is tested wherever it is installed; then every pin must have a fast path.
 BACKENDS = ["reference"] + (["fast"] if importlib.util.find_spec("model.fast") is not None else [])
