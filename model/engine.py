@@ -33,7 +33,6 @@ from __future__ import annotations
 
 import math
 import multiprocessing
-import os
 import time
 from dataclasses import dataclass
 from typing import Any, Callable, Iterable, Iterator, Sequence
@@ -582,12 +581,3 @@ def check(model: Model, options: CheckOptions = CheckOptions(), visitors: Sequen
           name: str = "model") -> Report:
     """Breadth-first search of the model's reachable states (the local engine)."""
     return Search(model, options, visitors, name).run()
-
-
-def default_workers() -> int:
-    """Processes available to this one (respects CPU affinity and container limits where visible)."""
-    try:
-        return len(os.sched_getaffinity(0))
-    except AttributeError:
-        return os.cpu_count() or 1
-

@@ -72,13 +72,14 @@ def test_every_backend_reproduces_the_pins(key, backend):
     assert {n: r.length for n, r in report.results.items() if r.found} == expected["lengths"]
 
 
+@pytest.mark.parametrize("backend", BACKENDS)
 @pytest.mark.parametrize("workers,chunk", [(1, 1), (1, 5), (2, 1), (2, 13), (3, 50)])
-def test_traces_and_limits_do_not_depend_on_workers_or_chunks(workers, chunk):
+def test_traces_and_limits_do_not_depend_on_workers_or_chunks(workers, chunk, backend):
     """A violating preset, with and without state and depth limits: the canonical parent wins."""
     model, preset, _ = model_of(("kip101", 3, 3, 1, 1, "rpc", True))
     for limits in ({}, {"max_states": 700}, {"max_depth": 6}, {"max_states": 1}):
         base = check(model, CheckOptions(**limits), name=preset)
-        other = check(model, CheckOptions(workers=workers, chunk=chunk, **limits), name=preset)
+        other = check(model, CheckOptions(workers=workers, chunk=chunk, successors=backend, **limits), name=preset)
         assert outcome(other) == outcome(base), limits
     assert base.states == 4 and not base.complete  # max_states=1: the initial state's successors, then stop
 
