@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import math
 import multiprocessing
+import signal
 import time
 from dataclasses import dataclass
 from typing import Any, Callable, Iterable, Iterator, Sequence
@@ -374,6 +375,11 @@ def _expand_chunk(backend: Backend, visitors: Sequence[Visitor], frontier: Batch
             backend.take(expansion.successors, candidates)), results
 
 
+def _ignore_interrupt() -> None:
+    """Ctrl-C reaches every process of the terminal: the search's process alone answers it."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
 def _work(task) -> tuple:
     frontier, args, expand = task
     return _expand_chunk(_WORKER["backend"], _WORKER["visitors"], frontier, args, expand)
@@ -474,7 +480,7 @@ class Search:
             return
         if self._pool is None:
             _WORKER.update(backend=self.backend, visitors=self.visitors)
-            self._pool = multiprocessing.get_context("fork").Pool(self.options.workers)
+            self._pool = multiprocessing.get_context("fork").Pool(self.options.workers, _ignore_interrupt)
         results = self._pool.imap(_work, ((chunk(a, b), args, expand) for a, b in bounds))
         for (a, b), result in zip(bounds, results):
             yield chunk(a, b), result
