@@ -52,12 +52,9 @@ def _mix(v, a, b, c, d, x, y):
 def _compress(h, buf, start, length, counter, last, v, m):
     """One block: bytes buf[start:start+length] (zero padded), `counter` bytes hashed so far."""
     for w in range(16):
-        word = np.uint64(0)
-        for j in range(8):
-            p = w * 8 + j
-            if p < length:
-                word |= np.uint64(buf[start + p]) << np.uint64(8 * j)
-        m[w] = word
+        m[w] = 0
+    for p in range(length):  # little-endian words; a state's encoding is a fraction of a block
+        m[p >> 3] |= np.uint64(buf[start + p]) << np.uint64(8 * (p & 7))
     for i in range(8):
         v[i] = h[i]
         v[i + 8] = IV[i]
