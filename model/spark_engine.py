@@ -335,15 +335,16 @@ def expand_partition(rows: Iterable, model: Model, symmetry: bool, state_props: 
     yield (TALLY, None, None, None, ",".join(sorted(expansion.bounds_hit)), None, len(fps))
 
 
-_backends: dict = {}  # one backend per executor process and (model, symmetry, name)
+_backends: dict = {}  # per executor process: the backend of the last (model, symmetry, name)
 
 
 def _backend(model: Model, symmetry: bool, successors: str):
-    key = (id(model), symmetry, successors)
+    """The backend for this model, built once per Python worker (each task unpickles a new model)."""
+    key = (type(model), model.protocol, model.config, symmetry, successors)
     if key not in _backends:
         _backends.clear()
-        _backends[key] = (model, make_backend(successors, model, symmetry))
-    return _backends[key][1]
+        _backends[key] = make_backend(successors, model, symmetry)
+    return _backends[key]
 
 
 def spark_bfs(model: Model, protocol_name: str, *, symmetry: bool = True, master: str = "local[*]",
