@@ -29,24 +29,32 @@ from numba import njit
 from model.backend import Backend
 from model.fast.kernels import ALIVE, GEN, HWM, LEN, LOG, MAJORITY, N, ROLE, _read_slot, _server, L, G
 
-STATE_CODES = {"ReadsAgree": 0, "HwmWithinLog": 1, "CommittedOnQuorum": 2, "OneLeaderPerGeneration": 3,
-               "LogMatching": 4, "EntryRead": 5}
-STEP_CODES = {"ReadNeverTruncated": 0, "ReadNeverLost": 1, "UncommittedTruncated": 2,
-              "LeaderChangeWithUncommitted": 3, "CrashAndRejoin": 4}
-# sha256 (first 16 hex digits) of each property's source as compiled here; see source_digest.
-SOURCE_DIGESTS = {
-    "ReadNeverTruncated": "c473d70605200f94",
-    "ReadNeverLost": "0c51de25de896e16",
-    "ReadsAgree": "337243c8d24e1f1a",
-    "HwmWithinLog": "ec4cd1e9e8d3d628",
-    "CommittedOnQuorum": "ad8623486d63fb54",
-    "OneLeaderPerGeneration": "e33af864b183e1df",
-    "LogMatching": "c4358c5d7c87adff",
-    "EntryRead": "da87b43187b13b16",
-    "UncommittedTruncated": "59d0302fada9d050",
-    "LeaderChangeWithUncommitted": "57c9bf766b65d821",
-    "CrashAndRejoin": "a40a1153af6c6a3c",
+# Each compiled equivalent, keyed by the property's name and the digest of the source it
+# was written from (source_digest): {name: {digest: code}}. A property may have several
+# versions (ReadNeverTruncated read literally, and refined to "fewer than a quorum").
+STATE_CODES = {
+    "ReadsAgree": {"337243c8d24e1f1a": 0},
+    "HwmWithinLog": {"ec4cd1e9e8d3d628": 1},
+    "CommittedOnQuorum": {"ad8623486d63fb54": 2, "44c79cea193429d5": 2},
+    "OneLeaderPerGeneration": {"e33af864b183e1df": 3},
+    "LogMatching": {"c4358c5d7c87adff": 4},
+    "EntryRead": {"da87b43187b13b16": 5},
 }
+STEP_CODES = {
+    "ReadNeverTruncated": {"c473d70605200f94": 0, "e9411c0e08fbc852": 5},
+    "ReadNeverLost": {"0c51de25de896e16": 1},
+    "UncommittedTruncated": {"59d0302fada9d050": 2},
+    "LeaderChangeWithUncommitted": {"57c9bf766b65d821": 3},
+    "CrashAndRejoin": {"a40a1153af6c6a3c": 4},
+    "HwmNeverTruncated": {"50b1433a6e12557a": 6},
+}
+STEP_CODE_COUNT = 7
+
+
+def compiled_code(prop) -> int | None:
+    """The compiled equivalent of `prop` as its source stands now (None when there is none)."""
+    codes = (STATE_CODES if prop.on == "state" else STEP_CODES).get(prop.name, {})
+    return codes.get(source_digest(prop.check))
 
 
 def source_digest(check) -> str:
@@ -76,7 +84,7 @@ def _holds_entry(P, row, base, index, generation):
 
 @njit(cache=True)
 def state_found(P, row, code):
-    """True where the catalogue's state property `code` (STATE_CODES) reports a finding."""
+    """True where the state property of compiled `code` (STATE_CODES) reports a finding."""
     n = P[N]
     if code == 0:  # ReadsAgree: two generations read at one index
         for index in range(1, P[L] + 1):
@@ -147,7 +155,7 @@ def _newly_elected(before, after, base):
 
 @njit(cache=True)
 def step_found(P, before, after, code):
-    """True where the catalogue's step property `code` (STEP_CODES) reports a finding."""
+    """True where the step property of compiled `code` (STEP_CODES) reports a finding."""
     n = P[N]
     if code == 0:  # ReadNeverTruncated: a removed entry was read
         if not _any_read(P, before):
@@ -198,6 +206,28 @@ def step_found(P, before, after, code):
             if not before[base + ALIVE] and after[base + ALIVE]:
                 return True
         return False
+    if code == 5:  # ReadNeverTruncated, refined: a removal leaves a read entry on fewer than a quorum
+        if not _any_read(P, before):
+            return False
+        for k in range(n):
+            base = _server(P, k)
+            for position in range(before[base + LEN]):
+                generation = before[base + LOG + position]
+                if _removed_at(before, after, base, position) and before[_read_slot(P, position + 1, generation)]:
+                    left = 0
+                    for o in range(n):  # every server's log, down or not: logs are on disk
+                        if _holds_entry(P, after, _server(P, o), position + 1, generation):
+                            left += 1
+                    if left < P[MAJORITY]:
+                        return True
+        return False
+    if code == 6:  # HwmNeverTruncated: a removed entry at or below the server's own hwm
+        for k in range(n):
+            base = _server(P, k)
+            for position in range(before[base + LEN]):
+                if _removed_at(before, after, base, position) and position + 1 <= before[base + HWM]:
+                    return True
+        return False
     return False
 
 
@@ -232,35 +262,32 @@ class CompiledProperties:
 
     def __init__(self, layout):
         self.layout = layout
-        self._usable: dict[str, bool] = {}
+        self._codes: dict[str, int | None] = {}
 
-    def compiled(self, prop) -> bool:
-        """Whether `prop` has a compiled equivalent written from its current source."""
-        known = self._usable.get(prop.name)
-        if known is None:
-            codes = STATE_CODES if prop.on == "state" else STEP_CODES
-            known = prop.name in codes and SOURCE_DIGESTS.get(prop.name) == source_digest(prop.check)
-            self._usable[prop.name] = known
-        return known
+    def code(self, prop) -> int | None:
+        """The compiled equivalent of `prop`, when one was written from its current source."""
+        if prop.name not in self._codes:
+            self._codes[prop.name] = compiled_code(prop)
+        return self._codes[prop.name]
 
     def warm(self, initial: np.ndarray, warm) -> None:
         P = self.layout.params
-        codes = np.arange(len(STATE_CODES), dtype=np.int64)
+        codes = np.arange(len(STATE_CODES), dtype=np.int64)  # one code per state property
         warm("state properties", lambda: first_states(P, initial, codes, np.full(codes.size, -1, dtype=np.int64)))
-        codes = np.arange(len(STEP_CODES), dtype=np.int64)
+        codes = np.arange(STEP_CODE_COUNT, dtype=np.int64)
         parents = np.zeros(1, dtype=np.int64)
         warm("step properties", lambda: first_steps(P, initial, initial, parents, codes,
                                                     np.full(codes.size, -1, dtype=np.int64)))
 
-    def _split(self, props: Sequence, codes_of: dict) -> tuple[list, list]:
-        fast = [p for p in props if self.compiled(p)]
-        return fast, [p for p in props if not self.compiled(p)]
+    def _split(self, props: Sequence) -> tuple[list, np.ndarray, list]:
+        fast = [p for p in props if self.code(p) is not None]
+        codes = np.array([self.code(p) for p in fast], dtype=np.int64)
+        return fast, codes, [p for p in props if self.code(p) is None]
 
     def check_states(self, backend, batch: np.ndarray, props: Sequence) -> dict[str, tuple[int, str]]:
-        fast, slow = self._split(props, STATE_CODES)
+        fast, codes, slow = self._split(props)
         found = Backend.check_states(backend, batch, slow) if slow else {}
         if fast:
-            codes = np.array([STATE_CODES[p.name] for p in fast], dtype=np.int64)
             first = np.full(codes.size, -1, dtype=np.int64)
             first_states(self.layout.params, np.ascontiguousarray(batch), codes, first)
             for p, position in zip(fast, first.tolist()):
@@ -270,10 +297,9 @@ class CompiledProperties:
         return found
 
     def check_steps(self, backend, frontier: np.ndarray, expansion, props: Sequence) -> dict[str, tuple[int, str]]:
-        fast, slow = self._split(props, STEP_CODES)
+        fast, codes, slow = self._split(props)
         found = Backend.check_steps(backend, frontier, expansion, slow) if slow else {}
         if fast:
-            codes = np.array([STEP_CODES[p.name] for p in fast], dtype=np.int64)
             first = np.full(codes.size, -1, dtype=np.int64)
             first_steps(self.layout.params, np.ascontiguousarray(frontier),
                         np.ascontiguousarray(expansion.successors), expansion.parents, codes, first)
