@@ -24,17 +24,24 @@ from model.fast.blake2b import blake2b64_of
 from model.fast.properties import compiled_code, state_found, step_found
 from model.state import FOLLOWER, LEADER, Config, Server, State
 from properties.catalogue import CATALOGUE
-from properties.protocol import FLAG_VALUES, PRESETS, RAFT, Protocol
+from properties.protocol import FLAG_VALUES, PRESETS, RAFT, Protocol, ProtocolError
 
 RPC = Config(servers=3, max_generation=3, max_log=2, max_crashes=1, network="rpc")
 ASYNC = Config(servers=3, max_generation=2, max_log=1, max_crashes=1, network="async", channel_capacity=2)
 # Four servers: the seed's quorum index differs from a majority only for an even count.
 RPC4 = Config(servers=4, max_generation=2, max_log=2, max_crashes=1, network="rpc")
 
-# Every preset, and raft with every value of every flag.
+# Every preset of the raft family, and raft with every value of every flag. Presets and flag
+# values of other systems have no compiled form yet: test_every_preset_and_flag_value_has_a_fast_path
+# fails naming each of them, once, rather than every test here.
 PROTOCOLS = {name: p.protocol for name, p in PRESETS.items()}
-PROTOCOLS.update({f"raft+{flag}={value}": replace(RAFT, **{flag: value})
-                  for flag, values in FLAG_VALUES.items() for value in values})
+for _flag, _values in FLAG_VALUES.items():
+    for _value in _values:
+        try:
+            PROTOCOLS[f"raft+{_flag}={_value}"] = replace(RAFT, **{_flag: _value})
+        except ProtocolError:  # a flag of another system
+            pass
+PROTOCOLS = {name: p for name, p in PROTOCOLS.items() if getattr(p, "system", "raft") == "raft"}
 
 
 def reachable(model: Model, count: int, seed: int) -> list[State]:
@@ -146,7 +153,11 @@ def test_every_preset_and_flag_value_has_a_fast_path():
                if value not in KNOWN_FLAGS.get(flag, ())]
     for name, preset in PRESETS.items():
         for config in (RPC, ASYNC):
-            why = unsupported(build_model(preset.protocol, config))
+            try:
+                model = build_model(preset.protocol, config)
+            except ValueError:  # the model itself refuses this network: nothing to compile
+                continue
+            why = unsupported(model)
             if why:
                 missing.append(f"preset {name} ({config.network}): {why}")
     assert not missing, "no fast path for:\n" + "\n".join(missing)

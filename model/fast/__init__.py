@@ -68,6 +68,7 @@ KNOWN_FLAGS = {
     "restart": ("keep", "truncate-to-leader-hwm", "truncate-to-own-hwm"),
     "hwm_durable": (False, True),
     "noop_on_election": (False, True),
+    "system": ("raft",),  # the raft family only: other systems have model classes of their own
 }
 
 
