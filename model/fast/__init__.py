@@ -1,7 +1,7 @@
 """The fast successor backend: `Model` compiled with Numba over packed rows.
 
 `FastBackend` implements `model.backend`'s interface for the breadth-first
-engine (`hwm check --successors fast`): batches are 2-D uint8 arrays, one row per
+engine (`CheckOptions(successors="fast")`): batches are 2-D uint8 arrays, one row per
 state (`model.fast.layout`), expanded by one compiled call per chunk
 (`model.fast.kernels.expand`), which gives the same transitions in the same
 order, the same bounds and the same fingerprints (BLAKE2b-64 of
