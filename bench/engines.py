@@ -1,9 +1,11 @@
-"""The same exhaustive check on three engines, side by side: distinct states per second.
+"""The same exhaustive check on several engines, side by side: distinct states per second.
 
     python bench/engines.py [--runs 3] [--preset raft --servers 3 --max-generation 4 --max-log 2]
-                            [--no-symmetry] [--workers 2] [--skip local,spark-local,standalone]
+                            [--no-symmetry] [--local-workers 1,2] [--successors reference]
+                            [--workers 2] [--skip local,spark-local,standalone,memory]
 
-Engines: the local breadth-first engine; Spark on `local[2]` in this process; Spark on
+Engines: the local breadth-first engine with 1, 2, ... worker processes (`--local-workers`;
+the first is the reference for the ratios); Spark on `local[2]` in this process; Spark on
 a standalone cluster (a master and `--workers` one-core workers on 127.0.0.1, started
 and stopped by this script, driven from a child process because a JVM holds one
 Spark master). Each engine runs the configuration `--runs` times; the table shows
@@ -11,6 +13,10 @@ the median and the ratio of its states/s to the local engine's. The Spark figure
 exclude JVM and Python-worker start-up (one untimed warm-up check on a tiny
 configuration runs first) and, like the local engine's, trace reconstruction.
 Every run must find the same distinct-state count, or the script fails.
+
+Memory ("memory", one worker): the visited set's packed arrays per visited state, the
+largest packed frontier, and the peak of all Python allocations during the search
+(tracemalloc, which slows the run; per visited state).
 """
 
 from __future__ import annotations
@@ -42,14 +48,47 @@ def bounds_of(args) -> dict:
                 max_crashes=args.max_crashes, network=args.network)
 
 
-def run_local(args) -> list[tuple[int, float]]:
-    from model.checker import bfs
+def run_local(args, workers: int = 1) -> list[tuple[int, float]]:
+    from model.engine import CheckOptions, Search
 
+    options = CheckOptions(symmetry=not args.no_symmetry, workers=workers, successors=args.successors)
     runs = []
     for _ in range(args.runs):
-        report = bfs(model_of(args.preset, **bounds_of(args)), args.preset, symmetry=not args.no_symmetry)
+        search = Search(model_of(args.preset, **bounds_of(args)), options, [], args.preset)
+        report = search.run()
+        print(f"    {workers} worker(s): backend set-up {search.setup_seconds:.2f} s (compilation or its cache), "
+              f"search {report.seconds:.2f} s", flush=True)
         runs.append((report.states, report.seconds))
     return runs
+
+
+def memory(args) -> dict:
+    """Bytes per visited state: the visited set, the largest frontier, and everything Python allocated."""
+    import tracemalloc
+
+    from model.engine import CheckOptions, Search, Visitor
+
+    largest = [0]
+
+    class Frontier(Visitor):
+        def start(self, search):
+            self.level, self.size = 0, 0
+
+        def on_chunk(self, chunk, result):
+            if chunk.depth != self.level:
+                self.level, self.size = chunk.depth, 0
+            self.size += chunk.new_states.nbytes() if hasattr(chunk.new_states, "nbytes") else 0
+            largest[0] = max(largest[0], self.size)
+
+    options = CheckOptions(symmetry=not args.no_symmetry, successors=args.successors)
+    search = Search(model_of(args.preset, **bounds_of(args)), options, [Frontier()], args.preset)
+    tracemalloc.start()
+    search.run()
+    _, peak = tracemalloc.get_traced_memory()
+    tracemalloc.stop()
+    states = len(search.visited)
+    return {"states": states, "visited": search.visited.nbytes / states, "frontier": largest[0] / states,
+            "peak": peak / states}
 
 
 def run_spark(master: str, args) -> list[tuple[int, float]]:
@@ -61,7 +100,7 @@ def run_spark(master: str, args) -> list[tuple[int, float]]:
     runs = []
     for _ in range(args.runs):
         report = spark_bfs(model_of(args.preset, **bounds_of(args)), args.preset, symmetry=not args.no_symmetry,
-                           spark=spark)
+                           spark=spark, successors=args.successors)
         runs.append((report.states, report.seconds))
     return runs
 
@@ -71,7 +110,8 @@ def run_standalone(args) -> list[tuple[int, float]]:
 
     child = [sys.executable, os.path.abspath(__file__), "--driver-for", "MASTER", "--runs", str(args.runs),
              "--preset", args.preset, "--servers", str(args.servers), "--max-generation", str(args.max_generation),
-             "--max-log", str(args.max_log), "--max-crashes", str(args.max_crashes), "--network", args.network]
+             "--max-log", str(args.max_log), "--max-crashes", str(args.max_crashes), "--network", args.network,
+             "--successors", args.successors]
     if args.no_symmetry:
         child.append("--no-symmetry")
     env = dict(os.environ, PYSPARK_PYTHON=sys.executable, SPARK_LOCAL_IP="127.0.0.1",
@@ -95,7 +135,9 @@ def main() -> None:
     parser.add_argument("--network", default="rpc", choices=["rpc", "async"])
     parser.add_argument("--no-symmetry", action="store_true")
     parser.add_argument("--workers", type=int, default=2, help="standalone workers, one core each")
-    parser.add_argument("--skip", default="", help="comma-separated: local, spark-local, standalone")
+    parser.add_argument("--local-workers", default="1,2", help="worker counts of the local engine, e.g. 1,2,4")
+    parser.add_argument("--successors", default="reference", help="successor backend (local engine and Spark executors)")
+    parser.add_argument("--skip", default="", help="comma-separated: local, spark-local, standalone, memory")
     parser.add_argument("--driver-for", help=argparse.SUPPRESS)  # the standalone child process
     args = parser.parse_args()
     if args.runs < 1:
@@ -106,12 +148,17 @@ def main() -> None:
         return
 
     skip = {s for s in args.skip.split(",") if s}
-    engines = [("local", run_local), ("spark local[2]", lambda a: run_spark("local[2]", a)),
-               (f"spark standalone ({args.workers}x1 core)", run_standalone)]
-    keys = ["local", "spark-local", "standalone"]
+    local_workers = [int(w) for w in args.local_workers.split(",") if w]
+    if not local_workers or min(local_workers) < 1:
+        parser.error("--local-workers must list worker counts of at least 1")
+    engines = [(f"local, {w} worker{'s' if w > 1 else ''} ({args.successors})", lambda a, w=w: run_local(a, w))
+               for w in local_workers]
+    engines += [(f"spark local[2] ({args.successors})", lambda a: run_spark("local[2]", a)),
+                (f"spark standalone ({args.workers}x1 core, {args.successors})", run_standalone)]
+    keys = ["local"] * len(local_workers) + ["spark-local", "standalone"]
     config = " ".join(f"{k}={v}" for k, v in bounds_of(args).items())
     print(f"{args.preset} {config} symmetry={'off' if args.no_symmetry else 'on'}; median of {args.runs} runs; "
-          f"load average at start {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores", flush=True)
+          f"{os.cpu_count()} cores; uptime: {uptime()}", flush=True)
     rows = []
     states_seen = set()
     for key, (name, runner) in zip(keys, engines):
@@ -126,12 +173,24 @@ def main() -> None:
               "wall, start-up included)", flush=True)
     if len(states_seen) != 1:
         sys.exit(f"engines disagree on the distinct-state count: {sorted(states_seen)}")
-    reference = rows[0][3] if rows and rows[0][0] == "local" else None
+    reference = rows[0][3] if rows and rows[0][0].startswith("local") else None
     print()
-    print(f"{'engine':34} {'states':>9} {'median s':>9} {'states/s':>9} {'vs local':>9}")
+    print(f"{'engine':34} {'states':>9} {'median s':>9} {'states/s':>9} {'vs first':>9}")
     for name, states, seconds, rate, _ in rows:
         ratio = f"{rate / reference:.2f}x" if reference else "-"
         print(f"{name:34} {states:>9,} {seconds:>9.1f} {rate:>9,.0f} {ratio:>9}")
+    if "memory" not in skip:
+        m = memory(args)
+        print(f"\nmemory per visited state ({m['states']:,} states, one worker): visited set {m['visited']:.1f} B, "
+              f"largest packed frontier {m['frontier']:.1f} B, peak of all Python allocations {m['peak']:.0f} B")
+    print(f"uptime at the end: {uptime()}")
+
+
+def uptime() -> str:
+    try:
+        return subprocess.run(["uptime"], capture_output=True, text=True, timeout=10).stdout.strip()
+    except OSError:
+        return f"load average {os.getloadavg()[0]:.2f}"
 
 
 if __name__ == "__main__":

@@ -28,6 +28,7 @@ class CheckRequest:
     spark_master: str | None = None
     walks: int = 2000
     seed: int = 0
+    workers: int = 1  # processes of the local engine
 
 
 def run(request: CheckRequest, progress=None) -> Report:
@@ -35,7 +36,7 @@ def run(request: CheckRequest, progress=None) -> Report:
     name, protocol = resolve(request.protocol)
     model = build_model(protocol, request.config)
     if request.engine == "local":
-        return bfs(model, name, symmetry=request.symmetry, progress=progress)
+        return bfs(model, name, symmetry=request.symmetry, progress=progress, workers=request.workers)
     if request.engine == "simulation":
         from model.simulation import simulate
         return simulate(model, name, walks=request.walks, seed=request.seed, symmetry=request.symmetry,

@@ -54,8 +54,10 @@ def main() -> None:
 @click.option("--save", type=click.Path(file_okay=False, path_type=Path), default=None,
               help="Save each shortest counterexample as an hwm-trace/1 file in DIR "
                    "[tour default: hwm-out].")
+@click.option("--workers", type=click.IntRange(1, 1024), default=1, show_default=True,
+              help="Processes that expand each level (--engine local); the result is the same for any number.")
 def check(protocol, servers, max_generation, max_log, max_crashes, network, channel_capacity, no_symmetry,
-          engine, spark_master, walks, seed, jobs, as_json, save) -> None:
+          engine, spark_master, walks, seed, jobs, as_json, save, workers) -> None:
     """Explore the model exhaustively and report every property's verdict.
 
     Exit status: 0 when everything holds and every witness is reached (the tour:
@@ -64,11 +66,14 @@ def check(protocol, servers, max_generation, max_log, max_crashes, network, chan
     """
     config = Config(servers, max_generation, max_log, max_crashes, network, channel_capacity)
     symmetry = not no_symmetry
+    if workers > 1 and (engine != "local" or protocol is None):
+        raise click.UsageError("--workers applies to one protocol on the local engine (the tour runs presets "
+                               "in parallel with --jobs; Spark has its own executors)")
     if protocol is None:
         _tour(config, symmetry, jobs or checking.default_jobs(), as_json, save or Path("hwm-out"), engine)
         return
     progress = Progress(f"checking {protocol if isinstance(protocol, str) else resolve(protocol)[0]}")
-    request = checking.CheckRequest(protocol, config, symmetry, engine, spark_master, walks, seed)
+    request = checking.CheckRequest(protocol, config, symmetry, engine, spark_master, walks, seed, workers)
     try:
         report = checking.run(request, progress)
     except RuntimeError as e:  # engine unavailable (e.g. Spark without Java): say what to install

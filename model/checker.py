@@ -53,6 +53,7 @@ class Report:
     seconds: float = 0.0
     bounds_hit: set[str] = field(default_factory=set)
     complete: bool = True  # False when a state or depth limit stopped the search
+    interrupted: bool = False  # True when the user stopped it (Ctrl-C): a partial report
     results: dict[str, PropertyResult] = field(default_factory=dict)
 
     @property
@@ -78,6 +79,7 @@ class Report:
             "symmetry": self.symmetry, "distinct_states": self.states, "transitions": self.transitions,
             "depth": self.depth, "seconds": round(self.seconds, 3),
             "bounds_hit": sorted(self.bounds_hit), "complete": self.complete,
+            "interrupted": self.interrupted,
             "properties": {
                 r.name: {"kind": r.kind, "verdict": r.verdict, "finding": r.finding, "length": r.length,
                          "steps": [s.to_json() for s in r.steps] if r.steps is not None else None}
@@ -123,6 +125,15 @@ class Tracker:
                 hit = True
         if hit:
             self.step_props = [p for p in self.step_props if p.name not in self.found]
+
+    def record(self, discovery: Discovery) -> None:
+        """Keep a property's first discovery and stop checking it (later ones are ignored)."""
+        name = discovery.prop.name
+        if name in self.found:
+            return
+        self.found[name] = discovery
+        self.state_props = [p for p in self.state_props if p.name != name]
+        self.step_props = [p for p in self.step_props if p.name != name]
 
     @property
     def done(self) -> bool:
@@ -193,50 +204,14 @@ def finish_report(report: Report, model: Model, tracker: Tracker, parents_of: Ca
 
 def bfs(model: Model, protocol_name: str, *, symmetry: bool = True, max_states: int | None = None,
         max_depth: int | None = None, progress: ProgressFn | None = None,
-        properties: Iterable[Property] = CATALOGUE) -> Report:
-    """Breadth-first search of the whole reachable state space (the local engine)."""
-    started = time.perf_counter()
-    report = Report(protocol_name, model.config.to_mapping(), "local", symmetry)
-    tracker = Tracker(properties)
-    init = model.initial_state()
-    init_fp = model.fingerprint(init, symmetry)
-    parents: dict[int, int | None] = {init_fp: None}
-    tracker.on_state(init, init_fp)
-    frontier: list[tuple[State, int]] = [(init, init_fp)]
-    bounds_hit: set[str] = set()
-    transitions = 0
-    depth = 0
-    last_report = started
-    actions, apply, fingerprint = model.actions, model.apply, model.fingerprint
-    while frontier:
-        if max_depth is not None and depth >= max_depth:
-            report.complete = False
-            break
-        next_frontier: list[tuple[State, int]] = []
-        for state, fp in frontier:
-            for action in actions(state, bounds_hit):
-                succ = apply(state, action)
-                transitions += 1
-                succ_fp = fingerprint(succ, symmetry)
-                if visit(tracker, parents, state, fp, succ, succ_fp):
-                    next_frontier.append((succ, succ_fp))
-            if progress is not None and len(parents) % 512 == 0:
-                now = time.perf_counter()
-                if now - last_report >= 0.5:
-                    last_report = now
-                    progress({"depth": depth + 1, "states": len(parents), "frontier": len(next_frontier),
-                              "states_per_second": len(parents) / (now - started)})
-            if max_states is not None and len(parents) >= max_states:
-                report.complete = False
-                break
-        if not report.complete:
-            break
-        frontier = next_frontier
-        if frontier:
-            depth += 1
-    report.states = len(parents)
-    report.transitions = transitions
-    report.depth = depth
-    report.bounds_hit = bounds_hit
-    report.seconds = time.perf_counter() - started
-    return finish_report(report, model, tracker, lambda fp: path_to(parents, fp), symmetry)
+        properties: Iterable[Property] = CATALOGUE, workers: int = 1, successors: str = "reference") -> Report:
+    """Breadth-first search of the whole reachable state space (the local engine, `model.engine`).
+
+    Ctrl-C stops the search and returns what it found so far (complete=False,
+    interrupted=True).
+    """
+    from model.engine import CheckOptions, check
+
+    options = CheckOptions(symmetry=symmetry, workers=workers, max_states=max_states, max_depth=max_depth,
+                           progress=progress, successors=successors, properties=tuple(properties))
+    return check(model, options, name=protocol_name)

@@ -8,11 +8,10 @@ clear error instead of filling memory.
 
 from __future__ import annotations
 
-from collections import deque
-
 import networkx as nx
 
 from model.actions import Model, to_step
+from model.engine import CheckOptions, Visitor, check
 from properties.catalogue import ALWAYS
 
 
@@ -20,38 +19,56 @@ class GraphTooLarge(ValueError):
     pass
 
 
-def state_graph(model: Model, *, symmetry: bool = True, max_states: int = 20_000, label=None) -> nx.DiGraph:
-    """`label(state)` draws a node's state as text (default: the state's own `describe`)."""
-    label = label or (lambda state: state.describe())
-    graph = nx.DiGraph()
-    init = model.initial_state()
-    init_fp = model.fingerprint(init, symmetry)
-    graph.add_node(init_fp, label=label(init), depth=0, violations="", initial=True)
-    queue = deque([(init, init_fp)])
-    state_props = [p for p in ALWAYS if p.on == "state"]
-    step_props = [p for p in ALWAYS if p.on == "step"]
-    while queue:
-        state, fp = queue.popleft()
-        for action in model.actions(state):
-            succ = model.apply(state, action)
-            succ_fp = model.fingerprint(succ, symmetry)
-            if succ_fp not in graph:
-                if graph.number_of_nodes() >= max_states:
-                    raise GraphTooLarge(f"more than {max_states:,} states: choose smaller bounds or raise the limit")
-                broken = [p.name for p in state_props if p.check(succ)]
-                graph.add_node(succ_fp, label=label(succ), depth=graph.nodes[fp]["depth"] + 1,
-                               violations=",".join(broken), initial=False)
-                queue.append((succ, succ_fp))
-            broken = [p.name for p in step_props if p.check(state, succ)]
-            if graph.has_edge(fp, succ_fp):
+class GraphBuilder(Visitor):
+    """Builds the graph from the search: a node per new state, an edge per transition."""
+
+    def __init__(self, max_states: int, label=None):
+        self.graph = nx.DiGraph()
+        self.max_states = max_states
+        self.label = label or (lambda state: state.describe())
+        self.state_props = [p for p in ALWAYS if p.on == "state"]
+        self.step_props = [p for p in ALWAYS if p.on == "step"]
+
+    def in_worker(self, args, backend, frontier, expansion):
+        """Each transition's violated step properties (where every transition is a model object)."""
+        if expansion is None:
+            return None
+        before, after = backend.states(frontier), backend.states(expansion.successors)
+        return [",".join(p.name for p in self.step_props if p.check(before[k], after[t]))
+                for t, k in enumerate(expansion.parents.tolist())]
+
+    def on_chunk(self, chunk, edge_violations) -> None:
+        graph, backend = self.graph, chunk.search.backend
+        if chunk.first == 0 and chunk.depth == 0:
+            init = backend.states(chunk.frontier)[0]
+            graph.add_node(int(chunk.frontier_fingerprints()[0]), label=self.label(init), depth=0, violations="",
+                           initial=True)
+        if len(chunk.search.visited) > self.max_states:
+            raise GraphTooLarge(f"more than {self.max_states:,} states: choose smaller bounds or raise the limit")
+        fps = chunk.fingerprints.tolist()
+        for t, state in zip(chunk.new.tolist(), backend.states(chunk.new_states)):
+            broken = [p.name for p in self.state_props if p.check(state)]
+            graph.add_node(fps[t], label=self.label(state), depth=chunk.depth + 1, violations=",".join(broken),
+                           initial=False)
+        sources = chunk.frontier_fingerprints().tolist()
+        action = chunk.search.backend.action
+        for t in range(chunk.kept):
+            source, broken = sources[chunk.parents[t]], edge_violations[t]
+            if graph.has_edge(source, fps[t]):
                 # Several actions (or symmetric copies of one) join the same two states: keep the
                 # first action's name and every violation, so a violating step is never hidden.
-                edge = graph.edges[fp, succ_fp]
-                broken = sorted(set(filter(None, edge["violations"].split(","))) | set(broken))
-                edge["violations"] = ",".join(broken)
+                edge = graph.edges[source, fps[t]]
+                edge["violations"] = ",".join(sorted(set(filter(None, edge["violations"].split(",")))
+                                                     | set(filter(None, broken.split(",")))))
                 continue
-            graph.add_edge(fp, succ_fp, action=str(to_step(action)), violations=",".join(broken))
-    return graph
+            graph.add_edge(source, fps[t], action=str(to_step(action(int(chunk.actions[t])))), violations=broken)
+
+
+def state_graph(model: Model, *, symmetry: bool = True, max_states: int = 20_000, label=None) -> nx.DiGraph:
+    """`label(state)` draws a node's state as text (default: the state's own `describe`)."""
+    builder = GraphBuilder(max_states, label)
+    check(model, CheckOptions(symmetry=symmetry, properties=()), [builder])
+    return builder.graph
 
 
 def summary(graph: nx.DiGraph) -> dict:

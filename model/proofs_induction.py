@@ -23,7 +23,6 @@ renaming, see `shape`).
 from __future__ import annotations
 
 import time
-from collections import deque
 from dataclasses import dataclass, field, replace
 from itertools import permutations
 from typing import Callable
@@ -31,7 +30,9 @@ from typing import Callable
 import z3
 
 from model.actions import Model
-from model.encoding import fingerprint
+from model.checker import reconstruct
+from model.encoding import fingerprint, fingerprint_bytes
+from model.engine import CheckOptions, Search, Visitor
 from model.proofs_symbolic import Encoding, Proof, Sym, action_name
 from model.state import Config, Server, State, initial_state
 from properties.catalogue import violations
@@ -305,61 +306,97 @@ def renamed(state: State, order: tuple[int, ...]) -> State:
 
 
 # -------------------------------------------------------- asking the explorer
+class GhostModel:
+    """The explicit model with the commit ghost alongside: states are (state, ghost) pairs.
+
+    The one breadth-first search (`model.engine`) explores it like any model; a
+    node is a model state up to symmetry (its fingerprint) and its commit record.
+    """
+
+    def __init__(self, model: Model):
+        self.model, self.config = model, model.config
+        self.n, self.voter_sets, self.pairs = model.n, model.voter_sets, model.pairs
+
+    def initial_state(self) -> tuple:
+        return (self.model.initial_state(), no_commits(self.config.max_log))
+
+    def actions(self, node: tuple, bounds_hit: set | None = None):
+        return self.model.actions(node[0], bounds_hit)
+
+    def apply(self, node: tuple, action) -> tuple:
+        state, ghost = node
+        succ = self.model.apply(state, action)
+        return (succ, advance_ghost(ghost, state, succ))
+
+    def successors(self, node: tuple, bounds_hit: set | None = None):
+        for action in self.actions(node, bounds_hit):
+            yield action, self.apply(node, action)
+
+    def fingerprint(self, node: tuple, symmetry: bool = True) -> int:
+        state, ghost = node
+        return fingerprint_bytes(fingerprint(state, symmetry).to_bytes(8, "little") + repr(ghost).encode())
+
+
+class _Shapes(Visitor):
+    """The index of the first node of each shape, in breadth-first order."""
+
+    def __init__(self):
+        self.seen: dict = {}
+
+    def on_chunk(self, chunk, result) -> None:
+        backend = chunk.search.backend
+        if chunk.first == 0 and chunk.depth == 0:
+            self.seen.setdefault(shape(*backend.states(chunk.frontier)[0]), 0)
+        for k, node in enumerate(backend.states(chunk.new_states)):
+            self.seen.setdefault(shape(*node), chunk.new_first + k)
+
+
 class Explorer:
     """Breadth-first search over the explicit model with the commit ghost alongside.
 
-    Its own loop over `Model.successors` (the checker's engine knows no ghost):
-    a node is a model state (up to symmetry, by `model.encoding.fingerprint`) and
-    its commit record. The search can stop at a wanted shape and resume later, and
-    it remembers every shape seen, so many CTIs cost one exploration.
+    The engine's search of `GhostModel`, paused between chunks: it can stop at a
+    wanted shape and resume later, and it remembers every shape seen, so many CTIs
+    cost one exploration.
     """
 
     def __init__(self, protocol: Protocol, config: Config, max_states: int = 1_000_000):
         self.protocol, self.config, self.max_states = protocol, config, max_states
         self.model = Model(protocol, config)
-        init = initial_state(config)
-        ghost = no_commits(config.max_log)
-        key = (fingerprint(init), ghost)
-        self.parents: dict = {key: None}
-        self.seen: dict = {shape(init, ghost): key}
-        self.queue = deque([(init, ghost, key)])
+        self.ghost_model = GhostModel(self.model)
+        self.shapes = _Shapes()
+        options = CheckOptions(successors="objects", properties=(), max_states=max_states)
+        self.search = Search(self.ghost_model, options, [self.shapes], name="explorer")
+        self._steps = self.search.steps()
+        self._finished = False
         self.started = time.perf_counter()
 
     @property
     def states(self) -> int:
-        return len(self.parents)
+        return len(self.search.visited)
 
     @property
     def complete(self) -> bool:
-        return not self.queue
+        return self._finished and self.search.report.complete
 
-    def find(self, wanted: set) -> tuple | None:
+    def find(self, wanted: set) -> int | None:
         """The key of the first-found node whose shape is in `wanted` (searching further if needed)."""
-        for w in wanted:
-            if w in self.seen:
-                return self.seen[w]
-        while self.queue and len(self.parents) < self.max_states:
-            state, ghost, key = self.queue.popleft()
-            for action, succ in self.model.successors(state):
-                succ_ghost = advance_ghost(ghost, state, succ)
-                succ_key = (fingerprint(succ), succ_ghost)
-                if succ_key in self.parents:
-                    continue
-                self.parents[succ_key] = (key, action)
-                self.queue.append((succ, succ_ghost, succ_key))
-                form = shape(succ, succ_ghost)
-                self.seen.setdefault(form, succ_key)
-                if form in wanted:
-                    return succ_key
-        return None
+        seen = self.shapes.seen
+        while True:
+            hits = [seen[w] for w in wanted if w in seen]
+            if hits:
+                return min(hits)
+            if self._finished:
+                return None
+            try:
+                next(self._steps)
+            except StopIteration:
+                self._finished = True
 
-    def path(self, key) -> list:
+    def path(self, key: int) -> list:
         """Actions from the initial state to a node whose shape is `key`'s (renaming servers as needed)."""
-        chain = []
-        while self.parents[key] is not None:
-            key, action = self.parents[key]
-            chain.append(action)
-        return chain[::-1]
+        chain = self.search.visited.path(key)
+        actions, _ = reconstruct(self.ghost_model, chain, True)
+        return actions
 
 
 def wanted_shapes(state: State, ghost: Ghost) -> set:

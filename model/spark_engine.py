@@ -3,8 +3,9 @@
 Each level is one round:
 
 1. the frontier (a DataFrame of `fp`, `parent`, `state`) is expanded partition by
-   partition in Python, by the same `Model.successors` the local engine calls: every
-   successor travels as its canonical bytes with its stable fingerprint, and the
+   partition in Python, by the same successor backend the local engine calls
+   (`model.backend`; `successors="fast"` for the compiled one): every successor
+   travels as its backend's bytes with its stable fingerprint, and the
    property catalogue is evaluated on the executors (state properties on each
    frontier state, step properties on each transition out of it);
 2. the JVM deduplicates the successors (`groupBy(fp)`, smallest parent fingerprint
@@ -44,8 +45,10 @@ from pathlib import Path
 from typing import Iterable, Iterator
 
 from model.actions import Model
-from model.checker import Discovery, ProgressFn, Report, Tracker, finish_report
-from model.encoding import canonical, decode, encode, fingerprint_bytes
+import numpy as np
+
+from model.backend import make_backend
+from model.checker import Discovery, ProgressFn, Report, Tracker, finish_report, path_to
 from properties.catalogue import CATALOGUE, Property
 
 __all__ = ["SparkUnavailable", "get_spark", "spark_bfs", "standalone_cluster"]
@@ -229,8 +232,8 @@ def _ship_packages(spark) -> None:
     buffer = io.BytesIO()
     with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as z:
         for package in ("model", "properties"):
-            for path in sorted((root / package).glob("*.py")):
-                z.write(path, f"{package}/{path.name}")
+            for path in sorted((root / package).rglob("*.py")):  # subpackages too (model/fast)
+                z.write(path, path.relative_to(root).as_posix())
     data = buffer.getvalue()
     target = Path(tempfile.mkdtemp(prefix="hwm-pyfiles-")) / f"hwm-{hashlib.sha256(data).hexdigest()[:12]}.zip"
     target.write_bytes(data)
@@ -269,63 +272,93 @@ def _frontier_schema():
 
 
 def expand_partition(rows: Iterable, model: Model, symmetry: bool, state_props: list[Property],
-                     step_props: list[Property], expand: bool = True) -> Iterator[tuple]:
+                     step_props: list[Property], expand: bool = True,
+                     successors: str = "reference") -> Iterator[tuple]:
     """One partition of the frontier: its successors, its discoveries and its tally.
 
-    State properties are checked on the frontier's states (each state once, at its
-    own level, as the local engine checks each new state), step properties on every
-    transition out of them. `expand=False` only checks the states (the last level of
-    a depth-limited search). Successors are deduplicated within the partition first
+    The successors come from the same backend the local engine uses
+    (`model.backend`, chosen by `successors`), one batch per partition. State
+    properties are checked on the frontier's states (each state once, at its own
+    level, as the local engine does), step properties on every transition out of
+    them. `expand=False` only checks the states (the last level of a
+    depth-limited search). Successors are deduplicated within the partition first
     (about half the rows of a level are repeats), keeping the smallest parent in
     Spark's signed order, so the JVM's choice across partitions is the same whatever
     the partitioning. Per property, the discovery with the smallest (target, source)
     fingerprints is kept.
     """
-    bounds_hit: set[str] = set()
-    transitions = 0
+    backend = _backend(model, symmetry, successors)
+    rows = list(rows)
+    batch = backend.from_bytes([row.state for row in rows])
+    signed = [row.fp for row in rows]
     best: dict[str, tuple[int, int, str]] = {}  # name -> (target, source or -1, finding)
-    reached: dict[int, list] = {}  # successor fingerprint -> [smallest signed parent, bytes]
-    successors = model.successors
-    for row in rows:
-        parent = row.fp
-        fp = to_unsigned(parent)
-        state = decode(row.state)
-        for p in state_props:
+    states = backend.states(batch) if state_props or step_props else []
+    for p in state_props:
+        for parent, state in zip(signed, states):
             finding = p.check(state)
+            fp = to_unsigned(parent)
             if finding and (p.name not in best or (fp, -1) < best[p.name][:2]):
                 best[p.name] = (fp, -1, finding)
-        if not expand:
-            continue
-        for _action, succ in successors(state, bounds_hit):
-            transitions += 1
-            data = canonical(succ) if symmetry else encode(succ)
-            succ_fp = fingerprint_bytes(data)
+    if not expand:
+        for name, (target, source, finding) in best.items():
+            yield (DISCOVERY, to_signed(target), None, None, name, finding, None)
+        yield (TALLY, None, None, None, "", None, 0)
+        return
+    expansion = backend.expand(batch)
+    fps = expansion.fingerprints.tolist()
+    parents = expansion.parents.tolist()
+    if step_props:
+        after = backend.states(expansion.successors)
+        for t, (succ_fp, position) in enumerate(zip(fps, parents)):
+            fp = to_unsigned(signed[position])
             for p in step_props:
-                finding = p.check(state, succ)
+                finding = p.check(states[position], after[t])
                 if finding and (p.name not in best or (succ_fp, fp) < best[p.name][:2]):
                     best[p.name] = (succ_fp, fp, finding)
-            seen = reached.get(succ_fp)
-            if seen is None:
-                reached[succ_fp] = [parent, data]
-            elif parent < seen[0]:
-                seen[0] = parent
-    for succ_fp, (parent, data) in reached.items():
-        yield (SUCCESSOR, to_signed(succ_fp), parent, data, None, None, None)
+    reached: dict[int, list] = {}  # successor fingerprint -> [smallest signed parent, transition]
+    for t, (succ_fp, position) in enumerate(zip(fps, parents)):
+        parent = signed[position]
+        seen = reached.get(succ_fp)
+        if seen is None:
+            reached[succ_fp] = [parent, t]
+        elif parent < seen[0]:
+            seen[0] = parent
+    # Equal fingerprints may carry different members of one symmetry class: the
+    # bytes shipped are the first one's, and the JVM keeps the smallest bytes.
+    packed = backend.to_bytes(backend.take(expansion.successors,
+                                           np.array(sorted(t for _, t in reached.values()), dtype=np.int64)))
+    data_of = dict(zip(sorted(t for _, t in reached.values()), packed))
+    for succ_fp, (parent, t) in reached.items():
+        yield (SUCCESSOR, to_signed(succ_fp), parent, data_of[t], None, None, None)
     for name, (target, source, finding) in best.items():
         yield (DISCOVERY, to_signed(target), None if source < 0 else to_signed(source), None, name, finding, None)
-    yield (TALLY, None, None, None, ",".join(sorted(bounds_hit)), None, transitions)
+    yield (TALLY, None, None, None, ",".join(sorted(expansion.bounds_hit)), None, len(fps))
+
+
+_backends: dict = {}  # per executor process: the backend of the last (model, symmetry, name)
+
+
+def _backend(model: Model, symmetry: bool, successors: str):
+    """The backend for this model, built once per Python worker (each task unpickles a new model)."""
+    key = (type(model), model.protocol, model.config, symmetry, successors)
+    if key not in _backends:
+        _backends.clear()
+        _backends[key] = make_backend(successors, model, symmetry)
+    return _backends[key]
 
 
 def spark_bfs(model: Model, protocol_name: str, *, symmetry: bool = True, master: str = "local[*]",
               progress: ProgressFn | None = None, checkpoint_every: int = 4, spark=None,
               properties: Iterable[Property] = CATALOGUE, partitions: int | None = None,
-              max_depth: int | None = None, checkpoint_dir: str | None = None) -> Report:
+              max_depth: int | None = None, checkpoint_dir: str | None = None,
+              successors: str = "reference") -> Report:
     """Breadth-first search of the whole reachable state space on Spark (engine "spark").
 
     `spark` is an existing SparkSession (else `get_spark(master)`); `partitions` the
     number of fingerprint partitions (default: the default parallelism, at least 2);
     `checkpoint_dir` must be shared by all executors on a multi-machine cluster
-    (default: a temporary directory, right for local and single-machine masters).
+    (default: a temporary directory, right for local and single-machine masters);
+    `successors` the successor backend of the executors (`model.backend`).
     """
     if checkpoint_every < 1:
         raise ValueError(f"checkpoint_every must be at least 1, not {checkpoint_every}")
@@ -348,7 +381,7 @@ def spark_bfs(model: Model, protocol_name: str, *, symmetry: bool = True, master
         spark.conf.set(key, value)
     try:
         return _search(spark, model, protocol_name, symmetry, progress, checkpoint_every, properties,
-                       partitions, max_depth)
+                       partitions, max_depth, successors)
     finally:
         for key, value in saved.items():
             if value is None:
@@ -361,7 +394,7 @@ def spark_bfs(model: Model, protocol_name: str, *, symmetry: bool = True, master
 
 def _search(spark, model: Model, protocol_name: str, symmetry: bool, progress: ProgressFn | None,
             checkpoint_every: int, properties: Iterable[Property], partitions: int,
-            max_depth: int | None) -> Report:
+            max_depth: int | None, successors: str = "reference") -> Report:
     from pyspark import StorageLevel
     from pyspark.sql import functions as F
 
@@ -369,9 +402,10 @@ def _search(spark, model: Model, protocol_name: str, symmetry: bool, progress: P
     started = time.perf_counter()
     report = Report(protocol_name, model.config.to_mapping(), "spark", symmetry)
     tracker = Tracker(properties)
-    init = model.initial_state()
-    init_bytes = canonical(init) if symmetry else encode(init)
-    init_fp = fingerprint_bytes(init_bytes)
+    backend = make_backend(successors, model, symmetry)  # here to fail early if it cannot run this model
+    init = backend.initial()
+    init_bytes = backend.to_bytes(init)[0]
+    init_fp = int(backend.fingerprints(init)[0])
     levels: dict[str, int] = {}  # property name -> level of the state its trace is rebuilt to
 
     # Every level is materialised once and becomes a leaf of the next level's plan:
@@ -391,19 +425,19 @@ def _search(spark, model: Model, protocol_name: str, symmetry: bool, progress: P
             report.complete = False
             if state_props:  # the deepest level's states are checked, not expanded
                 rows = frontier.select("fp", "state").rdd.mapPartitions(
-                    _bind(model, symmetry, state_props, [], expand=False)).collect()
+                    _bind(model, symmetry, state_props, [], expand=False, successors=successors)).collect()
                 _record_discoveries(tracker, levels, [_side_row(*r) for r in rows], depth)
             break
         level = depth + 1
-        expand = _bind(model, symmetry, state_props, step_props)
+        expand = _bind(model, symmetry, state_props, step_props, successors=successors)
         generated = spark.createDataFrame(frontier.select("fp", "state").rdd.mapPartitions(expand), schema,
                                           verifySchema=False)
         generated = generated.persist(keep)
         new = (generated.filter(F.col("kind") == SUCCESSOR)
                .groupBy("fp")
-               # Equal fingerprints carry equal bytes (the fingerprint hashes them), so
-               # `first` is exact; the smallest parent makes the trace reproducible.
-               .agg(F.min("parent").alias("parent"), F.first("state").alias("state"))
+               # Equal fingerprints may carry different members of one symmetry class:
+               # the smallest bytes and the smallest parent make runs reproducible.
+               .agg(F.min("parent").alias("parent"), F.min("state").alias("state"))
                .join(visited.select("fp"), "fp", "left_anti")
                .repartition(partitions, "fp")
                .localCheckpoint(eager=True))
@@ -431,14 +465,14 @@ def _search(spark, model: Model, protocol_name: str, symmetry: bool, progress: P
         if progress is not None:
             elapsed = time.perf_counter() - started
             progress({"depth": depth, "states": states, "frontier": found_new,
-                      "states_per_second": states / elapsed if elapsed > 0 else float("inf")})
+                      "states_per_second": states / elapsed if elapsed > 0 else float("inf"), "elapsed": elapsed})
     report.states = states
     report.transitions = transitions
     report.depth = depth
     report.bounds_hit = bounds_hit
     report.seconds = time.perf_counter() - started
     parents = _parent_chains(visited, tracker, levels, init_fp)
-    return finish_report(report, model, tracker, lambda fp: _path(parents, fp), symmetry)
+    return finish_report(report, model, tracker, lambda fp: path_to(parents, fp), symmetry)
 
 
 def _union(frames: list):
@@ -449,9 +483,9 @@ def _union(frames: list):
 
 
 def _bind(model: Model, symmetry: bool, state_props: list[Property], step_props: list[Property],
-          expand: bool = True):
+          expand: bool = True, successors: str = "reference"):
     def run(rows):
-        return expand_partition(rows, model, symmetry, state_props, step_props, expand)
+        return expand_partition(rows, model, symmetry, state_props, step_props, expand, successors)
     return run
 
 
@@ -509,14 +543,6 @@ def _parent_chains(visited, tracker: Tracker, levels: dict[str, int], init_fp: i
         if missing:
             raise RuntimeError(f"fingerprints {sorted(missing)} are not in the visited set at level {level}")
     return parents
-
-
-def _path(parents: dict[int, int | None], fp: int) -> list[int]:
-    chain = [fp]
-    while parents[chain[-1]] is not None:
-        chain.append(parents[chain[-1]])
-    chain.reverse()
-    return chain
 
 
 # ------------------------------------------------ a standalone cluster on this machine

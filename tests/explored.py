@@ -3,11 +3,12 @@
 from functools import cache
 
 from model.actions import Model
-from model.checker import Report, bfs
+from model.checker import Report
+from model.engine import CheckOptions, check
 from model.state import Config
 from properties.protocol import PRESETS
 
 
 @cache
 def explore(preset: str, config: Config, symmetry: bool = True) -> Report:
-    return bfs(Model(PRESETS[preset].protocol, config), preset, symmetry=symmetry)
+    return check(Model(PRESETS[preset].protocol, config), CheckOptions(symmetry=symmetry), name=preset)

@@ -6,6 +6,7 @@ bounds hit, verdicts and shortest trace lengths. One test starts a real
 standalone cluster (a master and two workers on 127.0.0.1).
 """
 
+import importlib.util
 import json
 import os
 import socket
@@ -117,7 +118,7 @@ def test_results_do_not_depend_on_partitioning_or_checkpoints_and_progress_cover
     three = check_case(spark, TINY, partitions=3, checkpoint_every=1)
     assert {n: r.steps for n, r in one.results.items()} == {n: r.steps for n, r in three.results.items()}
 
-    assert [set(p) for p in seen] == [{"depth", "states", "frontier", "states_per_second"}] * one.depth
+    assert [set(p) for p in seen] == [{"depth", "states", "frontier", "states_per_second", "elapsed"}] * one.depth
     assert [p["depth"] for p in seen] == list(range(1, one.depth + 1))
     assert seen[-1]["states"] == one.states
     assert 1 + sum(p["frontier"] for p in seen) == one.states
@@ -244,3 +245,21 @@ def _listening(port: int) -> bool:
     except OSError:
         return False
     return True
+
+
+# ------------------------------------------------- executors and the successor backends
+FAST = importlib.util.find_spec("model.fast") is not None
+
+
+def test_executors_expand_with_the_chosen_backend(spark):
+    """Another backend (model objects, not packed bytes) gives the same results on the executors."""
+    check_case(spark, TINY, successors="objects")
+    with pytest.raises(ValueError, match="unknown successor backend"):
+        spark_bfs(Model(PRESETS["raft"].protocol, config_of(TINY)[1]), "raft", spark=spark, successors="quick")
+
+
+@pytest.mark.skipif(not FAST, reason="the fast successor backend (model.fast) is not installed")
+@pytest.mark.parametrize("key", CASES, ids=case_id)
+def test_spark_with_the_fast_backend_equals_local_and_pinned(spark, key):
+    """Executors run the compiled successor function; a preset without a fast path fails here."""
+    check_case(spark, key, successors="fast")

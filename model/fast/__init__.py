@@ -1,0 +1,185 @@
+"""The fast successor backend: `Model` compiled with Numba over packed rows.
+
+`FastBackend` implements `model.backend`'s interface for the breadth-first
+engine (`CheckOptions(successors="fast")`): batches are 2-D uint8 arrays, one row per
+state (`model.fast.layout`), expanded by one compiled call per chunk
+(`model.fast.kernels.expand`), which gives the same transitions in the same
+order, the same bounds and the same fingerprints (BLAKE2b-64 of
+`model.encoding`'s canonical bytes) as the reference backend, so counts, parents
+and traces are the reference's. The catalogue's properties are checked by
+compiled equivalents (`model.fast.properties`) where one exists and matches the
+catalogue's current source; otherwise in Python.
+
+`model/actions.py` stays the specification: tests/test_fast.py compares
+successor sets state by state on random reachable states of every preset and
+flag value, and the engine's tests compare whole reports on every pin.
+
+Numba compiles the kernels on first use and caches the machine code next to
+the sources (`cache=True`); `compile_seconds()` reports that one-off cost apart
+from the search time.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Sequence
+
+import numpy as np
+
+from model.actions import Model
+from model.backend import Backend, BackendUnavailable, Expansion
+from properties.protocol import Protocol
+
+__all__ = ["FastBackend", "unsupported", "compile_seconds"]
+
+_BOUNDS = ("max_generation", "max_log", "max_crashes", "channel_capacity")
+_COMPILE: dict[str, float] = {}
+
+
+def unsupported(model) -> str | None:
+    """Why the fast backend cannot run `model` (None when it can)."""
+    from model.fast.layout import MAX_SERVERS
+
+    if type(model) is not Model:
+        return f"the fast backend compiles Model only, not {type(model).__name__}"
+    protocol = model.protocol
+    if type(protocol) is not Protocol:
+        return f"the fast backend knows the raft family's flags only, not {type(protocol).__name__}"
+    defaults = Protocol()
+    for flag, value in protocol.flags().items():
+        # A flag the kernels do not know is fine at its default (the model's behaviour without it).
+        known = KNOWN_FLAGS.get(flag, (getattr(defaults, flag),))
+        if value not in known:
+            return f"the fast backend has no compiled form of flag {flag}={value!r}"
+    config = model.config
+    if config.servers > MAX_SERVERS:
+        return f"the fast backend handles up to {MAX_SERVERS} servers, not {config.servers}"
+    if config.network not in ("rpc", "async"):
+        return f"the fast backend has no compiled form of network {config.network!r}"
+    return None
+
+
+# The flag values the kernels implement (a new flag or value must be added to the kernels first).
+KNOWN_FLAGS = {
+    "quorum": ("seed-index", "majority"),
+    "commit": ("any-generation", "current-generation"),
+    "election": ("any", "longest-log"),
+    "append_check": ("generation-mismatch", "previous-entry"),
+    "restart": ("keep", "truncate-to-leader-hwm", "truncate-to-own-hwm"),
+    "hwm_durable": (False, True),
+    "noop_on_election": (False, True),
+    "system": ("raft",),  # the raft family only: other systems have model classes of their own
+}
+
+
+def compile_seconds() -> dict[str, float]:
+    """Seconds spent compiling or loading each kernel from Numba's cache in this process."""
+    return dict(_COMPILE)
+
+
+def _warm(name: str, call) -> None:
+    """Run `call` once, timing it as kernel `name`'s compile (or cache load) cost."""
+    if name in _COMPILE:
+        call()
+        return
+    started = time.process_time()
+    call()
+    _COMPILE[name] = time.process_time() - started
+
+
+class FastBackend(Backend):
+    """Compiled successors on packed rows (one uint8 row per state)."""
+
+    name = "fast"
+
+    def __init__(self, model: Model, symmetry: bool):
+        why = unsupported(model)
+        if why:
+            raise BackendUnavailable(why + "; use --successors reference")
+        super().__init__(model, symmetry)
+        from model.fast import kernels
+        from model.fast.layout import Layout
+        from model.fast.properties import CompiledProperties
+
+        self._kernels = kernels
+        self.layout = layout = Layout(model, symmetry)
+        n = model.n
+        self._elect_candidates = np.array([c for c in range(n) for _ in model.voter_sets[c]], dtype=np.int64)
+        self._elect_voters = np.array([sum(1 << v for v in voters) for c in range(n) for voters in model.voter_sets[c]],
+                                      dtype=np.int64)
+        ids = self.action_ids
+        self._elect_ids = np.array([ids[("elect", c, voters)] for c in range(n) for voters in model.voter_sets[c]],
+                                   dtype=np.int32)
+        self._server_ids = np.array([[ids[(kind, k)] for k in range(n)]
+                                     for kind in ("write", "read", "crash", "restart")], dtype=np.int32)
+        pair_ids = np.full((4, n, n), -1, dtype=np.int32)
+        for j, kind in enumerate(("replicate", "send", "deliver", "drop")):
+            for a, b in model.pairs:
+                pair_ids[j, a, b] = ids[(kind, a, b)]
+        self._pair_ids = pair_ids
+        pairs = n * (n - 1)
+        self._most = len(self._elect_ids) + 3 * n + (3 * pairs if layout.async_network else pairs)
+        self.properties = CompiledProperties(layout)
+        initial = self.initial()
+        _warm("expand", lambda: self.expand(initial))
+        _warm("fingerprints", lambda: self.fingerprints(initial))
+        self.properties.warm(initial, _warm)
+
+    # --------------------------------------------------------------- batches
+    def initial(self) -> np.ndarray:
+        return self.layout.pack_all([self.model.initial_state()])
+
+    def states(self, batch: np.ndarray) -> list:
+        return self.layout.unpack_all(batch)
+
+    def batch_of(self, states: list) -> np.ndarray:
+        return self.layout.pack_all(list(states))
+
+    def take(self, batch: np.ndarray, positions: np.ndarray) -> np.ndarray:
+        positions = np.asarray(positions, dtype=np.int64)
+        if len(positions) and positions[-1] - positions[0] + 1 == len(positions):
+            return batch[positions[0]:positions[-1] + 1].copy()  # a slice
+        return batch[positions]
+
+    def concat(self, batches: Sequence[np.ndarray]) -> np.ndarray:
+        batches = [b for b in batches if len(b)]
+        if not batches:
+            return np.zeros((0, self.layout.width), dtype=np.uint8)
+        return np.concatenate(batches) if len(batches) > 1 else batches[0]
+
+    def to_bytes(self, batch: np.ndarray) -> list[bytes]:
+        return [r.tobytes() for r in batch]
+
+    def from_bytes(self, rows: Sequence[bytes]) -> np.ndarray:
+        if not rows:
+            return np.zeros((0, self.layout.width), dtype=np.uint8)
+        return np.frombuffer(b"".join(rows), dtype=np.uint8).reshape(len(rows), self.layout.width).copy()
+
+    # ------------------------------------------------------------ successors
+    def fingerprints(self, batch: np.ndarray) -> np.ndarray:
+        layout = self.layout
+        fps = np.zeros(len(batch), dtype=np.uint64)
+        self._kernels.fingerprints(layout.params, np.ascontiguousarray(batch), layout.perms, layout.encoding_size,
+                                   fps)
+        return fps
+
+    def expand(self, batch: np.ndarray) -> Expansion:
+        layout = self.layout
+        size = len(batch) * self._most
+        out = np.empty((size, layout.width), dtype=np.uint8)
+        parents = np.empty(size, dtype=np.int64)
+        actions = np.empty(size, dtype=np.int32)
+        fps = np.empty(size, dtype=np.uint64)
+        hits = np.zeros(4, dtype=np.int64)
+        t = self._kernels.expand(layout.params, np.ascontiguousarray(batch), self._elect_candidates,
+                                 self._elect_voters, self._elect_ids, self._server_ids, self._pair_ids, layout.perms,
+                                 layout.encoding_size, out, parents, actions, fps, hits)
+        bounds_hit = {name for name, hit in zip(_BOUNDS, hits.tolist()) if hit}
+        return Expansion(out[:t], fps[:t].copy(), parents[:t].copy(), actions[:t].copy(), bounds_hit)
+
+    # ------------------------------------------------------------ properties
+    def check_states(self, batch: np.ndarray, props: Sequence) -> dict[str, tuple[int, str]]:
+        return self.properties.check_states(self, batch, props)
+
+    def check_steps(self, frontier: np.ndarray, expansion: Expansion, props: Sequence) -> dict[str, tuple[int, str]]:
+        return self.properties.check_steps(self, frontier, expansion, props)

@@ -1,0 +1,547 @@
+"""The compiled successor function: `Model.actions` and `Model.apply` on packed rows.
+
+A state is one row of bytes (the layout is `model.fast.layout.Layout`); the
+configuration and the protocol flags are the integer vector `P` (indexes below),
+so one compiled kernel serves every configuration and flag and Numba's on-disk
+cache (`cache=True`) pays the compile cost once per machine.
+
+Every function here transcribes one of `model/actions.py`, which stays the
+specification: same guards, same effects, same action order (traces depend on
+it). tests/test_fast.py checks the successor sets state by state against the
+reference on random reachable states of every preset and flag value.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+from model.fast.blake2b import blake2b64
+
+# Indexes into P, the configuration vector (see Layout.params).
+N, L, G, SW, RB, CB, CAP, MW, CW, W, MAX_CRASHES, QUORUM_K, MAJORITY, COMMIT_CURRENT, LONGEST_LOG, \
+    APPEND_PREVIOUS, RESTART, HWM_DURABLE, NOOP, ASYNC, SYMMETRY, NPERM = range(22)
+# Fields of a server's slot: generation, role (0 follower, 1 leader), alive, hwm, log length,
+# log[L], match[N] (zero unless a leader).
+GEN, ROLE, ALIVE, HWM, LEN, LOG = range(6)
+# Restart rules (P[RESTART]), as properties.protocol orders them.
+KEEP, TRUNCATE_TO_LEADER_HWM, TRUNCATE_TO_OWN_HWM = range(3)
+# Message kinds (model.state): an append is [0, generation, prev, prev_generation, hwm, len, entries...],
+# a reply [1, generation, success, index].
+APPEND, REPLY = 0, 1
+# Bounds (Expansion.bounds_hit), as flags in `hits`.
+HIT_GENERATION, HIT_LOG, HIT_CRASHES, HIT_CAPACITY = range(4)
+
+
+@njit(cache=True, inline="always")
+def _server(P, k):
+    return 1 + k * P[SW]
+
+
+@njit(cache=True, inline="always")
+def _match(P, base, k):
+    return base + LOG + P[L] + k
+
+
+@njit(cache=True, inline="always")
+def _read_slot(P, index, generation):
+    return P[RB] + (index - 1) * (P[G] + 1) + generation
+
+
+@njit(cache=True, inline="always")
+def _channel(P, a, b):
+    return P[CB] + (a * P[N] + b) * P[CW]
+
+
+@njit(cache=True)
+def _become_follower(P, row, base, generation):
+    row[base + GEN] = generation
+    row[base + ROLE] = 0
+    for j in range(P[N]):
+        row[_match(P, base, j)] = 0
+
+
+@njit(cache=True)
+def _advance_hwm(P, row, base):
+    """Model._advance_hwm: the quorum index of the match indexes (own slot: the log's end)."""
+    n = P[N]
+    own = (base - 1) // P[SW]
+    length = np.int64(row[base + LEN])
+    # The QUORUM_K-th largest index: the largest v held by at least QUORUM_K servers.
+    q = np.int64(0)
+    for i in range(n):
+        v = length if i == own else np.int64(row[_match(P, base, i)])
+        if v <= q:
+            continue
+        held = 0
+        for j in range(n):
+            w = length if j == own else np.int64(row[_match(P, base, j)])
+            if w >= v:
+                held += 1
+        if held >= P[QUORUM_K]:
+            q = v
+    if q <= row[base + HWM]:
+        return
+    if P[COMMIT_CURRENT] and (q > length or row[base + LOG + q - 1] != row[base + GEN]):
+        return  # Raft 5.4.2: only an entry of the leader's own generation is committed by counting
+    row[base + HWM] = q
+
+
+@njit(cache=True)
+def _follower_apply(P, row, base, prev, src, start, count, leader_hwm, generation):
+    """Model._follower_apply on the follower at `base`: entries are src[start:start+count]; the reply index."""
+    prev, start, count = np.int64(prev), np.int64(start), np.int64(count)
+    length = np.int64(row[base + LEN])
+    if P[APPEND_PREVIOUS]:
+        for offset in range(count):
+            position = prev + offset
+            g = src[start + offset]
+            if position < length:
+                if row[base + LOG + position] != g:
+                    row[base + LOG + position] = g
+                    length = position + 1
+            else:
+                row[base + LOG + length] = g  # log + (g,): position == length here
+                length += 1
+        acknowledged = prev + count
+    else:
+        for offset in range(count):
+            position = prev + offset
+            if position < length and row[base + LOG + position] != src[start + offset]:
+                length = position
+                break
+        for offset in range(count):
+            if prev + offset == length:
+                row[base + LOG + length] = src[start + offset]
+                length += 1
+        acknowledged = length
+    for position in range(length, P[L]):
+        row[base + LOG + position] = 0
+    row[base + LEN] = length
+    row[base + HWM] = max(np.int64(row[base + HWM]), min(np.int64(leader_hwm), acknowledged))
+    row[base + ALIVE] = 1
+    _become_follower(P, row, base, generation)
+    return acknowledged
+
+
+@njit(cache=True)
+def _with_match(P, row, base, follower, index):
+    row[_match(P, base, follower)] = index
+    _advance_hwm(P, row, base)
+
+
+@njit(cache=True)
+def _push(P, row, a, b, kind, generation, x, y, hwm, src, start, count):
+    """Model._push: enqueue on a->b if there is room (a full channel loses the message)."""
+    ch = _channel(P, a, b)
+    if row[ch] >= P[CAP]:
+        return
+    m = ch + 1 + row[ch] * P[MW]
+    row[ch] += 1
+    row[m] = kind
+    row[m + 1] = generation
+    row[m + 2] = x
+    row[m + 3] = y
+    if kind == APPEND:
+        row[m + 4] = hwm
+        row[m + 5] = count
+        for e in range(count):
+            row[m + 6 + e] = src[start + e]
+
+
+@njit(cache=True)
+def _pop(P, row, a, b):
+    ch = _channel(P, a, b)
+    mw = P[MW]
+    first = ch + 1
+    for p in range(first, first + (P[CAP] - 1) * mw):
+        row[p] = row[p + mw]
+    for p in range(first + (P[CAP] - 1) * mw, first + P[CAP] * mw):
+        row[p] = 0
+    row[ch] -= 1
+
+
+# ----------------------------------------------------------------- effects
+@njit(cache=True)
+def _elect(P, row, c, voters):
+    n = P[N]
+    generation = np.int64(0)
+    for v in range(n):
+        if voters >> v & 1:
+            generation = max(generation, np.int64(row[_server(P, v) + GEN]))
+    generation += 1
+    for v in range(n):
+        if voters >> v & 1:
+            _become_follower(P, row, _server(P, v), generation)
+    base = _server(P, c)
+    row[base + ROLE] = 1
+    if P[NOOP]:
+        row[base + LOG + row[base + LEN]] = generation
+        row[base + LEN] += 1
+    _advance_hwm(P, row, base)
+
+
+@njit(cache=True)
+def _write(P, row, k):
+    # "For each log entry, the leader appends it to its local write ahead log."
+    base = _server(P, k)
+    row[base + LOG + row[base + LEN]] = row[base + GEN]
+    row[base + LEN] += 1
+    _advance_hwm(P, row, base)
+
+
+@njit(cache=True)
+def _replicate(P, before, row, l, f):
+    lb, fb = _server(P, l), _server(P, f)
+    if before[fb + GEN] > before[lb + GEN]:
+        _become_follower(P, row, lb, before[fb + GEN])  # the reply carries a higher generation
+        return
+    leader_length = np.int64(before[lb + LEN])
+    prev = min(np.int64(before[_match(P, lb, f)]), leader_length)
+    if P[APPEND_PREVIOUS]:
+        # Raft's back-off within one round trip: step back to an entry the follower holds.
+        length = np.int64(before[fb + LEN])
+        while prev and (length < prev or before[fb + LOG + prev - 1] != before[lb + LOG + prev - 1]):
+            prev -= 1
+    acknowledged = _follower_apply(P, row, fb, prev, before, lb + LOG + prev, leader_length - prev,
+                                   before[lb + HWM], before[lb + GEN])
+    _with_match(P, row, lb, f, acknowledged)
+
+
+@njit(cache=True)
+def _read(P, row, k):
+    # "Any client can read the log entries only till the high-water mark."
+    base = _server(P, k)
+    for i in range(min(row[base + HWM], row[base + LEN])):
+        row[_read_slot(P, i + 1, row[base + LOG + i])] = 1
+
+
+@njit(cache=True)
+def _crash(P, row, k):
+    base = _server(P, k)
+    row[base + ALIVE] = 0
+    _become_follower(P, row, base, row[base + GEN])
+    if not P[HWM_DURABLE]:
+        row[base + HWM] = 0
+    row[0] += 1
+    if P[ASYNC]:
+        n = P[N]
+        for a in range(n):
+            for b in range(n):
+                if a == k or b == k:
+                    ch = _channel(P, a, b)
+                    for p in range(ch, ch + P[CW]):
+                        row[p] = 0
+
+
+@njit(cache=True)
+def _restart(P, row, r):
+    base = _server(P, r)
+    row[base + ALIVE] = 1
+    length = np.int64(row[base + LEN])
+    if P[RESTART] == TRUNCATE_TO_OWN_HWM:
+        length = min(np.int64(row[base + HWM]), length)
+    elif P[RESTART] == TRUNCATE_TO_LEADER_HWM:
+        # The live leader of the highest generation (the first one on a tie), if not stale.
+        best = -1
+        for k in range(P[N]):
+            kb = _server(P, k)
+            if k != r and row[kb + ALIVE] and row[kb + ROLE] == 1:
+                if best < 0 or row[kb + GEN] > row[_server(P, best) + GEN]:
+                    best = k
+        if best >= 0 and row[_server(P, best) + GEN] >= row[base + GEN]:
+            length = min(np.int64(row[_server(P, best) + HWM]), length)
+            row[base + HWM] = min(np.int64(row[base + HWM]), length)
+    for position in range(length, P[L]):
+        row[base + LOG + position] = 0
+    row[base + LEN] = length
+
+
+@njit(cache=True)
+def _send(P, row, a, b):
+    base = _server(P, a)
+    prev = min(np.int64(row[_match(P, base, b)]), np.int64(row[base + LEN]))
+    prev_generation = np.int64(row[base + LOG + prev - 1]) if prev else np.int64(0)
+    _push(P, row, a, b, APPEND, row[base + GEN], prev, prev_generation, row[base + HWM], row, base + LOG + prev,
+          row[base + LEN] - prev)
+
+
+@njit(cache=True)
+def _deliver(P, before, row, a, b):
+    m = _channel(P, a, b) + 1  # the head of a->b, read from `before` (row's copy is popped)
+    _pop(P, row, a, b)
+    rb = _server(P, b)
+    kind, generation, x = np.int64(before[m]), np.int64(before[m + 1]), np.int64(before[m + 2])
+    if kind == APPEND:
+        prev, prev_generation, leader_hwm, count = x, np.int64(before[m + 3]), np.int64(before[m + 4]), \
+            np.int64(before[m + 5])
+        if generation < row[rb + GEN]:
+            _push(P, row, b, a, REPLY, row[rb + GEN], 0, prev, 0, before, 0, 0)
+        elif P[APPEND_PREVIOUS] and prev and (row[rb + LEN] < prev or row[rb + LOG + prev - 1] != prev_generation):
+            # Raft receiver rule 2: no entry at prevLogIndex whose generation matches prevLogTerm.
+            _become_follower(P, row, rb, generation)
+            _push(P, row, b, a, REPLY, generation, 0, prev, 0, before, 0, 0)
+        else:
+            acknowledged = _follower_apply(P, row, rb, prev, before, m + 6, count, leader_hwm, generation)
+            _push(P, row, b, a, REPLY, generation, 1, acknowledged, 0, before, 0, 0)
+    else:
+        success, index = x, np.int64(before[m + 3])
+        if generation > row[rb + GEN]:
+            _become_follower(P, row, rb, generation)
+        elif row[rb + ROLE] == 1 and generation == row[rb + GEN]:
+            if success:
+                _with_match(P, row, rb, a, index)
+            else:
+                # The follower lacks the entry at `index`: back off below it.
+                _with_match(P, row, rb, a, min(np.int64(row[_match(P, rb, a)]), max(index - 1, 0)))
+        # Otherwise a stale reply to an earlier generation: ignored.
+
+
+# ------------------------------------------------------------- canonical form
+@njit(cache=True)
+def _encode(P, row, order, buf):
+    """model.encoding.encode(state, order) into buf; returns the length."""
+    n, l = P[N], P[L]
+    buf[0] = n
+    buf[1] = P[ASYNC]
+    buf[2] = row[0]
+    p = 3
+    for j in range(n):
+        base = _server(P, order[j])
+        for f in range(5):
+            buf[p + f] = row[base + f]
+        p += 5
+        for e in range(row[base + LEN]):
+            buf[p] = row[base + LOG + e]
+            p += 1
+        if row[base + ROLE] == 1:
+            for j2 in range(n):
+                buf[p] = row[_match(P, base, order[j2])]
+                p += 1
+    count_at = p
+    p += 1
+    count = 0
+    for index in range(1, l + 1):
+        for generation in range(P[G] + 1):
+            if row[_read_slot(P, index, generation)]:
+                buf[p] = index
+                buf[p + 1] = generation
+                p += 2
+                count += 1
+    buf[count_at] = count
+    if P[ASYNC]:
+        for ja in range(n):
+            for jb in range(n):
+                ch = _channel(P, order[ja], order[jb])
+                buf[p] = row[ch]
+                p += 1
+                for k in range(row[ch]):
+                    m = ch + 1 + k * P[MW]
+                    width = 6 + row[m + 5] if row[m] == APPEND else 4
+                    for e in range(width):
+                        buf[p + e] = row[m + e]
+                    p += width
+    return p
+
+
+@njit(cache=True)
+def _key_compare(P, row, a, b):
+    """Compare two servers' local parts (encoding._local) as Python compares their bytes."""
+    ab, bb = _server(P, a), _server(P, b)
+    for f in range(5 + P[L]):  # unused log slots are zero, and the lengths are compared first
+        x, y = row[ab + f], row[bb + f]
+        if x != y:
+            return -1 if x < y else 1
+    return 0
+
+
+@njit(cache=True)
+def fingerprint_row(P, row, perms, scratch, order, buf, best, h, v, m):
+    """model.encoding.fingerprint(state, symmetry) of one packed row."""
+    n = P[N]
+    for k in range(n):
+        order[k] = k
+    if not P[SYMMETRY]:
+        return blake2b64(buf, _encode(P, row, order, buf), h, v, m)
+    # Servers sorted (stably) by their local parts; only ties are permuted.
+    for i in range(1, n):
+        k = order[i]
+        j = i - 1
+        while j >= 0 and _key_compare(P, row, order[j], k) > 0:
+            order[j + 1] = order[j]
+            j -= 1
+        order[j + 1] = k
+    ties = False
+    for i in range(1, n):
+        if _key_compare(P, row, order[i - 1], order[i]) == 0:
+            ties = True
+            break
+    if not ties:
+        return blake2b64(buf, _encode(P, row, order, buf), h, v, m)
+    length = -1
+    for p in range(P[NPERM]):
+        perm = perms[p]
+        same = True
+        for j in range(n):
+            if _key_compare(P, row, perm[j], order[j]) != 0:
+                same = False
+                break
+        if not same:
+            continue
+        size = _encode(P, row, perm, scratch)
+        smaller = length < 0
+        if not smaller:
+            for i in range(size):
+                if scratch[i] != best[i]:
+                    smaller = scratch[i] < best[i]
+                    break
+        if smaller:
+            length = size
+            for i in range(size):
+                best[i] = scratch[i]
+    return blake2b64(best, length, h, v, m)
+
+
+# --------------------------------------------------------------- expansion
+@njit(cache=True, inline="always")
+def _emit(t, parents, actions, parent, action_id):
+    parents[t] = parent
+    actions[t] = action_id
+    return t + 1
+
+
+@njit(cache=True)
+def expand(P, rows, elect_candidates, elect_voters, elect_ids, server_ids, pair_ids, perms, encoding_size,
+           out, parents, actions, fps, hits):
+    """Every transition out of every row, in Model.actions order; the number of transitions.
+
+    server_ids[kind, k] for kind write, read, crash, restart; pair_ids[kind, a, b] for kind
+    replicate, send, deliver, drop. `out` must hold rows x the most transitions one state can have.
+    """
+    n, l, width = P[N], P[L], P[W]
+    order = np.zeros(n, dtype=np.int64)
+    buf = np.zeros(encoding_size, dtype=np.uint8)
+    scratch = np.zeros(encoding_size, dtype=np.uint8)
+    best = np.zeros(encoding_size, dtype=np.uint8)
+    h = np.zeros(8, dtype=np.uint64)
+    v = np.zeros(16, dtype=np.uint64)
+    m = np.zeros(16, dtype=np.uint64)
+    alive = np.zeros(n, dtype=np.bool_)
+    leading = np.zeros(n, dtype=np.bool_)
+    t = 0
+    for i in range(rows.shape[0]):
+        row = rows[i]
+        first = t
+        for k in range(n):
+            base = _server(P, k)
+            alive[k] = row[base + ALIVE] == 1
+            leading[k] = alive[k] and row[base + ROLE] == 1
+        # elect
+        for e in range(elect_candidates.size):
+            c = elect_candidates[e]
+            if not alive[c] or leading[c]:
+                continue
+            voters = elect_voters[e]
+            ok = True
+            top = np.int64(0)
+            cb = _server(P, c)
+            c_length = row[cb + LEN]
+            c_last = row[cb + LOG + c_length - 1] if c_length else 0
+            for k in range(n):
+                if voters >> k & 1:
+                    kb = _server(P, k)
+                    if not alive[k]:
+                        ok = False
+                        break
+                    if P[LONGEST_LOG]:
+                        k_length = row[kb + LEN]
+                        k_last = row[kb + LOG + k_length - 1] if k_length else 0
+                        if c_last < k_last or (c_last == k_last and c_length < k_length):
+                            ok = False
+                            break
+                    top = max(top, np.int64(row[kb + GEN]))
+            if not ok:
+                continue
+            if top + 1 > P[G]:
+                hits[HIT_GENERATION] = 1
+            elif P[NOOP] and c_length >= l:
+                hits[HIT_LOG] = 1
+            else:
+                out[t] = row
+                _elect(P, out[t], c, voters)
+                t = _emit(t, parents, actions, i, elect_ids[e])
+        # per server: restart, or write, read, crash
+        for k in range(n):
+            base = _server(P, k)
+            if not alive[k]:
+                out[t] = row
+                _restart(P, out[t], k)
+                t = _emit(t, parents, actions, i, server_ids[3, k])
+                continue
+            length = row[base + LEN]
+            if leading[k]:
+                if length < l:
+                    out[t] = row
+                    _write(P, out[t], k)
+                    t = _emit(t, parents, actions, i, server_ids[0, k])
+                else:
+                    hits[HIT_LOG] = 1
+            readable = min(row[base + HWM], length)
+            unread = False
+            for e in range(readable):
+                if not row[_read_slot(P, e + 1, row[base + LOG + e])]:
+                    unread = True
+                    break
+            if unread:
+                out[t] = row
+                _read(P, out[t], k)
+                t = _emit(t, parents, actions, i, server_ids[1, k])
+            if row[0] < P[MAX_CRASHES]:
+                out[t] = row
+                _crash(P, out[t], k)
+                t = _emit(t, parents, actions, i, server_ids[2, k])
+            else:
+                hits[HIT_CRASHES] = 1
+        # the network
+        for a in range(n):
+            for b in range(n):
+                if a == b:
+                    continue
+                if P[ASYNC]:
+                    ch = _channel(P, a, b)
+                    if leading[a]:
+                        if row[ch] < P[CAP]:
+                            out[t] = row
+                            _send(P, out[t], a, b)
+                            t = _emit(t, parents, actions, i, pair_ids[1, a, b])
+                        else:
+                            hits[HIT_CAPACITY] = 1
+                    if row[ch]:
+                        if alive[b]:
+                            out[t] = row
+                            _deliver(P, row, out[t], a, b)
+                            t = _emit(t, parents, actions, i, pair_ids[2, a, b])
+                        out[t] = row
+                        _pop(P, out[t], a, b)
+                        t = _emit(t, parents, actions, i, pair_ids[3, a, b])
+                elif leading[a] and alive[b]:
+                    out[t] = row
+                    _replicate(P, row, out[t], a, b)
+                    t = _emit(t, parents, actions, i, pair_ids[0, a, b])
+        for s in range(first, t):
+            fps[s] = fingerprint_row(P, out[s], perms, scratch, order, buf, best, h, v, m)
+    return t
+
+
+@njit(cache=True)
+def fingerprints(P, rows, perms, encoding_size, fps):
+    n = P[N]
+    order = np.zeros(n, dtype=np.int64)
+    buf = np.zeros(encoding_size, dtype=np.uint8)
+    scratch = np.zeros(encoding_size, dtype=np.uint8)
+    best = np.zeros(encoding_size, dtype=np.uint8)
+    h = np.zeros(8, dtype=np.uint64)
+    v = np.zeros(16, dtype=np.uint64)
+    m = np.zeros(16, dtype=np.uint64)
+    for i in range(rows.shape[0]):
+        fps[i] = fingerprint_row(P, rows[i], perms, scratch, order, buf, best, h, v, m)

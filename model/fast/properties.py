@@ -1,0 +1,317 @@
+"""Compiled equivalents of the catalogue's properties, on packed rows.
+
+The Python functions of `properties/catalogue.py` are the specification. A
+compiled equivalent says only WHERE a property is first found (the first state
+of a batch, or the first transition of an expansion); the finding itself, the
+sentence in the report, is then computed by the Python property on that one
+state or step, and a disagreement stops the search with an error instead of
+giving a wrong verdict. Compiling every property (rather than a cheap pre-filter
+in front of the Python checks) keeps the per-transition cost flat: step
+properties are evaluated on every transition, over two million at the bounds of
+the benchmark.
+
+Each equivalent is used only while the catalogue's source of that property (and
+of the catalogue helpers it calls) is the one it was written from
+(`SOURCE_DIGESTS`); when a property changes or a new one appears, it is checked
+in Python, correctly but slowly, and tests/test_fast.py fails naming it until
+its compiled form is updated.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import inspect
+from typing import Sequence
+
+import numpy as np
+from numba import njit
+
+from model.backend import Backend
+from model.fast.kernels import ALIVE, GEN, HWM, LEN, LOG, MAJORITY, N, ROLE, _read_slot, _server, L, G
+
+# Each compiled equivalent, keyed by the property's name and the digest of the source it
+# was written from (source_digest): {name: {digest: code}}. A property may have several
+# versions (ReadNeverTruncated read literally, and refined to "fewer than a quorum").
+STATE_CODES = {
+    "ReadsAgree": {"337243c8d24e1f1a": 0},
+    "HwmWithinLog": {"ec4cd1e9e8d3d628": 1},
+    "CommittedOnQuorum": {"ad8623486d63fb54": 2, "44c79cea193429d5": 2},
+    "OneLeaderPerGeneration": {"e33af864b183e1df": 3},
+    "LogMatching": {"c4358c5d7c87adff": 4},
+    "EntryRead": {"da87b43187b13b16": 5},
+}
+STEP_CODES = {
+    "ReadNeverTruncated": {"c473d70605200f94": 0, "e9411c0e08fbc852": 5},
+    "ReadNeverLost": {"0c51de25de896e16": 1},
+    "UncommittedTruncated": {"59d0302fada9d050": 2},
+    "LeaderChangeWithUncommitted": {"57c9bf766b65d821": 3},
+    "CrashAndRejoin": {"a40a1153af6c6a3c": 4},
+    "HwmNeverTruncated": {"50b1433a6e12557a": 6},
+}
+STEP_CODE_COUNT = 7
+
+
+def compiled_code(prop) -> int | None:
+    """The compiled equivalent of `prop` as its source stands now (None when there is none)."""
+    codes = (STATE_CODES if prop.on == "state" else STEP_CODES).get(prop.name, {})
+    return codes.get(source_digest(prop.check))
+
+
+def source_digest(check) -> str:
+    """The source of a property's check and of the catalogue helpers it calls, hashed."""
+    parts = [inspect.getsource(check)]
+    for name in check.__code__.co_names:
+        helper = check.__globals__.get(name)
+        if inspect.isfunction(helper) and helper.__module__ == check.__module__:
+            parts.append(inspect.getsource(helper))
+    return hashlib.sha256("".join(parts).encode()).hexdigest()[:16]
+
+
+# ------------------------------------------------------------------ states
+@njit(cache=True)
+def _any_read(P, row):
+    for index in range(1, P[L] + 1):
+        for generation in range(P[G] + 1):
+            if row[_read_slot(P, index, generation)]:
+                return True
+    return False
+
+
+@njit(cache=True)
+def _holds_entry(P, row, base, index, generation):
+    return row[base + LEN] >= index and row[base + LOG + index - 1] == generation
+
+
+@njit(cache=True)
+def state_found(P, row, code):
+    """True where the state property of compiled `code` (STATE_CODES) reports a finding."""
+    n = P[N]
+    if code == 0:  # ReadsAgree: two generations read at one index
+        for index in range(1, P[L] + 1):
+            seen = 0
+            for generation in range(P[G] + 1):
+                seen += row[_read_slot(P, index, generation)]
+            if seen > 1:
+                return True
+        return False
+    if code == 1:  # HwmWithinLog
+        for k in range(n):
+            base = _server(P, k)
+            if row[base + HWM] > row[base + LEN]:
+                return True
+        return False
+    if code == 2:  # CommittedOnQuorum: every entry at or below a hwm on a majority (of all servers)
+        for k in range(n):
+            base = _server(P, k)
+            for index in range(1, min(row[base + HWM], row[base + LEN]) + 1):
+                generation = row[base + LOG + index - 1]
+                holders = 0
+                for o in range(n):
+                    if _holds_entry(P, row, _server(P, o), index, generation):
+                        holders += 1
+                if holders < P[MAJORITY]:
+                    return True
+        return False
+    if code == 3:  # OneLeaderPerGeneration
+        for a in range(n):
+            ab = _server(P, a)
+            if not (row[ab + ALIVE] and row[ab + ROLE] == 1):
+                continue
+            for b in range(a + 1, n):
+                bb = _server(P, b)
+                if row[bb + ALIVE] and row[bb + ROLE] == 1 and row[bb + GEN] == row[ab + GEN]:
+                    return True
+        return False
+    if code == 4:  # LogMatching: below the highest common entry the logs agree
+        for a in range(n):
+            ab = _server(P, a)
+            for b in range(a + 1, n):
+                bb = _server(P, b)
+                common = min(row[ab + LEN], row[bb + LEN])
+                for position in range(common - 1, -1, -1):
+                    if row[ab + LOG + position] == row[bb + LOG + position]:
+                        for p in range(position):
+                            if row[ab + LOG + p] != row[bb + LOG + p]:
+                                return True
+                        break
+        return False
+    if code == 5:  # EntryRead
+        return _any_read(P, row)
+    return False
+
+
+# ------------------------------------------------------------------- steps
+@njit(cache=True)
+def _removed_at(before, after, base, position):
+    """True when before's log entry at `position` is gone from after's (catalogue._removed)."""
+    return position >= after[base + LEN] or after[base + LOG + position] != before[base + LOG + position]
+
+
+@njit(cache=True)
+def _newly_elected(before, after, base):
+    return after[base + ROLE] == 1 and after[base + ALIVE] and (
+        before[base + ROLE] != 1 or before[base + GEN] != after[base + GEN] or not before[base + ALIVE])
+
+
+@njit(cache=True)
+def step_found(P, before, after, code):
+    """True where the step property of compiled `code` (STEP_CODES) reports a finding."""
+    n = P[N]
+    if code == 0:  # ReadNeverTruncated: a removed entry was read
+        if not _any_read(P, before):
+            return False
+        for k in range(n):
+            base = _server(P, k)
+            for position in range(before[base + LEN]):
+                if _removed_at(before, after, base, position) and \
+                        before[_read_slot(P, position + 1, before[base + LOG + position])]:
+                    return True
+        return False
+    if code == 1:  # ReadNeverLost: a newly elected leader lacks a read entry
+        if not _any_read(P, before):
+            return False
+        for k in range(n):
+            base = _server(P, k)
+            if not _newly_elected(before, after, base):
+                continue
+            for index in range(1, P[L] + 1):
+                for generation in range(P[G] + 1):
+                    if before[_read_slot(P, index, generation)] and not _holds_entry(P, after, base, index,
+                                                                                     generation):
+                        return True
+        return False
+    if code == 2:  # UncommittedTruncated: a removed entry above the hwm that nobody read
+        for k in range(n):
+            base = _server(P, k)
+            for position in range(before[base + LEN]):
+                if _removed_at(before, after, base, position) and position + 1 > before[base + HWM] and \
+                        not before[_read_slot(P, position + 1, before[base + LOG + position])]:
+                    return True
+        return False
+    if code == 3:  # LeaderChangeWithUncommitted
+        for k in range(n):
+            base = _server(P, k)
+            if not (after[base + ROLE] == 1 and after[base + ALIVE] and
+                    (before[base + ROLE] != 1 or before[base + GEN] != after[base + GEN])):
+                continue
+            for j in range(n):
+                jb = _server(P, j)
+                if j != k and before[jb + ROLE] == 1 and before[jb + LEN] > before[jb + HWM] and \
+                        after[base + GEN] > before[jb + GEN]:
+                    return True
+        return False
+    if code == 4:  # CrashAndRejoin
+        for k in range(n):
+            base = _server(P, k)
+            if not before[base + ALIVE] and after[base + ALIVE]:
+                return True
+        return False
+    if code == 5:  # ReadNeverTruncated, refined: a removal leaves a read entry on fewer than a quorum
+        if not _any_read(P, before):
+            return False
+        for k in range(n):
+            base = _server(P, k)
+            for position in range(before[base + LEN]):
+                generation = before[base + LOG + position]
+                if _removed_at(before, after, base, position) and before[_read_slot(P, position + 1, generation)]:
+                    left = 0
+                    for o in range(n):  # every server's log, down or not: logs are on disk
+                        if _holds_entry(P, after, _server(P, o), position + 1, generation):
+                            left += 1
+                    if left < P[MAJORITY]:
+                        return True
+        return False
+    if code == 6:  # HwmNeverTruncated: a removed entry at or below the server's own hwm
+        for k in range(n):
+            base = _server(P, k)
+            for position in range(before[base + LEN]):
+                if _removed_at(before, after, base, position) and position + 1 <= before[base + HWM]:
+                    return True
+        return False
+    return False
+
+
+@njit(cache=True)
+def first_states(P, rows, codes, first):
+    """first[j]: the first row where state property codes[j] is found (-1 if none)."""
+    left = codes.size
+    for i in range(rows.shape[0]):
+        for j in range(codes.size):
+            if first[j] < 0 and state_found(P, rows[i], codes[j]):
+                first[j] = i
+                left -= 1
+        if left == 0:
+            return
+
+
+@njit(cache=True)
+def first_steps(P, before, after, parents, codes, first):
+    """first[j]: the first transition where step property codes[j] is found (-1 if none)."""
+    left = codes.size
+    for t in range(after.shape[0]):
+        for j in range(codes.size):
+            if first[j] < 0 and step_found(P, before[parents[t]], after[t], codes[j]):
+                first[j] = t
+                left -= 1
+        if left == 0:
+            return
+
+
+class CompiledProperties:
+    """Property checks of one layout: compiled where an up-to-date equivalent exists, else Python."""
+
+    def __init__(self, layout):
+        self.layout = layout
+        self._codes: dict[str, int | None] = {}
+
+    def code(self, prop) -> int | None:
+        """The compiled equivalent of `prop`, when one was written from its current source."""
+        if prop.name not in self._codes:
+            self._codes[prop.name] = compiled_code(prop)
+        return self._codes[prop.name]
+
+    def warm(self, initial: np.ndarray, warm) -> None:
+        P = self.layout.params
+        codes = np.arange(len(STATE_CODES), dtype=np.int64)  # one code per state property
+        warm("state properties", lambda: first_states(P, initial, codes, np.full(codes.size, -1, dtype=np.int64)))
+        codes = np.arange(STEP_CODE_COUNT, dtype=np.int64)
+        parents = np.zeros(1, dtype=np.int64)
+        warm("step properties", lambda: first_steps(P, initial, initial, parents, codes,
+                                                    np.full(codes.size, -1, dtype=np.int64)))
+
+    def _split(self, props: Sequence) -> tuple[list, np.ndarray, list]:
+        fast = [p for p in props if self.code(p) is not None]
+        codes = np.array([self.code(p) for p in fast], dtype=np.int64)
+        return fast, codes, [p for p in props if self.code(p) is None]
+
+    def check_states(self, backend, batch: np.ndarray, props: Sequence) -> dict[str, tuple[int, str]]:
+        fast, codes, slow = self._split(props)
+        found = Backend.check_states(backend, batch, slow) if slow else {}
+        if fast:
+            first = np.full(codes.size, -1, dtype=np.int64)
+            first_states(self.layout.params, np.ascontiguousarray(batch), codes, first)
+            for p, position in zip(fast, first.tolist()):
+                if position >= 0:
+                    state = self.layout.unpack(batch[position])
+                    found[p.name] = (position, self._confirm(p, p.check(state), state))
+        return found
+
+    def check_steps(self, backend, frontier: np.ndarray, expansion, props: Sequence) -> dict[str, tuple[int, str]]:
+        fast, codes, slow = self._split(props)
+        found = Backend.check_steps(backend, frontier, expansion, slow) if slow else {}
+        if fast:
+            first = np.full(codes.size, -1, dtype=np.int64)
+            first_steps(self.layout.params, np.ascontiguousarray(frontier),
+                        np.ascontiguousarray(expansion.successors), expansion.parents, codes, first)
+            for p, t in zip(fast, first.tolist()):
+                if t >= 0:
+                    before = self.layout.unpack(frontier[expansion.parents[t]])
+                    after = self.layout.unpack(expansion.successors[t])
+                    found[p.name] = (t, self._confirm(p, p.check(before, after), after))
+        return found
+
+    @staticmethod
+    def _confirm(prop, finding, state) -> str:
+        if not finding:
+            raise RuntimeError(f"the compiled {prop.name} disagrees with the catalogue on\n{state.describe()}")
+        return finding

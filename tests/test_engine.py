@@ -1,0 +1,246 @@
+"""The one breadth-first engine: agreement on every pin, whatever the worker count or backend.
+
+Agreement means the whole report (counts, depth, bounds, verdicts and the shortest
+traces step by step), not only the counts. The Spark engine's agreement is in
+tests/spark; the fast backend joins every test here once it exists.
+"""
+
+import importlib.util
+import json
+import random
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from model.actions import Model
+from model.backend import BackendUnavailable, ReferenceBackend, make_backend
+from model.checker import bfs
+from model.engine import CheckOptions, PropertyTracker, Sampler, Search, VisitedSet, Visitor, check
+from model.state import Config
+from properties.protocol import PRESETS
+from tests.explored import explore
+from tests.pinned import PINNED, config_of
+
+ROOT = Path(__file__).resolve().parents[1]
+FAST_PINS = [key for key, expected in PINNED.items() if not expected.get("deep")]
+# Two workers on the larger non-deep pins (over 12,000 states) only under -m deep: seconds each.
+WORKER_PINS = [pytest.param(key, marks=pytest.mark.deep) if PINNED[key]["states"] > 12_000 else key
+               for key in FAST_PINS]
+# The fast backend is tested wherever it is installed; then every pin must have a fast path.
+BACKENDS = ["reference"] + (["fast"] if importlib.util.find_spec("model.fast") is not None else [])
+
+
+def outcome(report) -> dict:
+    """Everything engines must agree on: the report without its timing."""
+    data = report.to_json()
+    del data["seconds"]
+    return data
+
+
+def model_of(key):
+    preset, config, symmetry = config_of(key)
+    return Model(PRESETS[preset].protocol, config), preset, symmetry
+
+
+@pytest.mark.parametrize("key", WORKER_PINS, ids=lambda k: "-".join(map(str, k)))
+def test_two_workers_reproduce_one_worker_on_every_pin(key):
+    """Same counts, verdicts and traces; small chunks so every level is cut many times."""
+    model, preset, symmetry = model_of(key)
+    one = explore(preset, model.config, symmetry)
+    two = check(model, CheckOptions(symmetry=symmetry, workers=2, chunk=97), name=preset)
+    assert outcome(two) == outcome(one)
+    expected = PINNED[key]
+    assert (two.states, two.transitions, two.depth) == (expected["states"], expected["transitions"], expected["depth"])
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("key", FAST_PINS, ids=lambda k: "-".join(map(str, k)))
+def test_every_backend_reproduces_the_pins(key, backend):
+    model, preset, symmetry = model_of(key)
+    if backend == "reference":
+        report = explore(preset, model.config, symmetry)
+    else:  # a preset without a fast path fails here (BackendUnavailable), it is not skipped
+        report = check(model, CheckOptions(symmetry=symmetry, successors=backend), name=preset)
+        assert outcome(report) == outcome(explore(preset, model.config, symmetry))
+    expected = PINNED[key]
+    assert (report.states, report.transitions, report.depth) == (expected["states"], expected["transitions"],
+                                                                 expected["depth"])
+    assert sorted(report.bounds_hit) == expected["bounds_hit"]
+    assert {n: r.length for n, r in report.results.items() if r.found} == expected["lengths"]
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("workers,chunk", [(1, 1), (1, 5), (2, 1), (2, 13), (3, 50)])
+def test_traces_and_limits_do_not_depend_on_workers_or_chunks(workers, chunk, backend):
+    """A violating preset, with and without state and depth limits: the canonical parent wins."""
+    model, preset, _ = model_of(("kip101", 3, 3, 1, 1, "rpc", True))
+    for limits in ({}, {"max_states": 700}, {"max_depth": 6}, {"max_states": 1}):
+        base = check(model, CheckOptions(**limits), name=preset)
+        other = check(model, CheckOptions(workers=workers, chunk=chunk, successors=backend, **limits), name=preset)
+        assert outcome(other) == outcome(base), limits
+    assert base.states == 4 and not base.complete  # max_states=1: the initial state's successors, then stop
+
+
+def test_state_limit_stops_after_the_state_that_reaches_it():
+    model, preset, _ = model_of(("kip101", 3, 3, 1, 1, "rpc", True))
+    report = bfs(model, preset, max_states=500)
+    assert 500 <= report.states < 520 and not report.complete and not report.interrupted
+    assert bfs(model, preset, max_depth=6).depth == 6
+
+
+class Counting(Visitor):
+    """Sees every transition once, each new state once, in canonical order."""
+
+    def __init__(self):
+        self.transitions = 0
+        self.new = 0
+        self.depths = []
+        self.expected_first = 1
+
+    def in_worker(self, args, backend, frontier, expansion):
+        return 0 if expansion is None else len(expansion.parents)
+
+    def on_chunk(self, chunk, result):
+        assert result == len(chunk.fingerprints)
+        assert chunk.new_first == self.expected_first  # new states are numbered in canonical order
+        self.expected_first += len(chunk.new)
+        self.transitions += result
+        self.new += len(chunk.new)
+        self.depths.append(chunk.depth)
+        search = chunk.search
+        for k in range(len(chunk.new)):  # a new state is one level below its parent
+            index = chunk.new_first + k
+            parent = int(search.visited.parents[index])
+            assert parent == chunk.first + int(chunk.parents[chunk.new[k]])
+        assert len(chunk.new_states) == len(chunk.new)
+
+
+@pytest.mark.parametrize("workers", [1, 2])
+def test_a_visitor_sees_every_transition_and_state_in_order(workers):
+    model, preset, _ = model_of(("raft", 3, 3, 1, 1, "rpc", True))
+    counting, sample = Counting(), Sampler(50)
+    report = check(model, CheckOptions(workers=workers, chunk=64), [counting, sample], name=preset)
+    assert counting.transitions == report.transitions == 11323
+    assert counting.new == report.states - 1
+    assert counting.depths == sorted(counting.depths) and counting.depths[-1] == report.depth
+    # The sampler keeps the first states in breadth-first order: their fingerprints are the first indexes'.
+    fps = [model.fingerprint(s, True) for s in sample.states]
+    search = Search(model, CheckOptions(), [])
+    search.run()
+    assert fps == [int(f) for f in search.visited.fps[:50]]
+
+
+@pytest.mark.parametrize("compiled", [True, False], ids=["compiled", "numpy"])
+def test_visited_set_is_a_set(compiled):
+    """Against Python's set, with many equal low bits (long probe runs), zero, and growth."""
+    rng = random.Random(7)
+    visited, reference = VisitedSet(capacity=16, compiled=compiled), set()
+    assert (visited.kernels is not None) == compiled
+    for _ in range(60):
+        size = rng.randrange(0, 400)
+        keys = [rng.choice([0, rng.getrandbits(64), rng.getrandbits(8) << 56, rng.randrange(32)])
+                for _ in range(size)]
+        fps = np.array(keys, dtype=np.uint64)
+        positions = visited.add(fps, np.zeros(size, dtype=np.int32))
+        expected = []
+        for k, key in enumerate(keys):
+            if key not in reference:
+                reference.add(key)
+                expected.append(k)
+        assert positions.tolist() == expected
+        assert len(visited) == len(reference)
+        probe = np.array(rng.sample(sorted(reference), min(5, len(reference))) + [rng.getrandbits(64)],
+                         dtype=np.uint64)
+        assert visited.contains(probe).tolist() == [int(p) in reference for p in probe]
+
+
+def test_visited_set_and_frontier_are_packed():
+    """At most 64 bytes per visited state for the visited set; frontiers are bytes, not objects."""
+    model, preset, _ = model_of(("raft", 3, 4, 1, 1, "rpc", True))
+    seen = []
+
+    class Frontiers(Visitor):
+        def on_chunk(self, chunk, result):
+            seen.append(chunk.new_states)
+
+    search = Search(model, CheckOptions(), [Frontiers()], preset)
+    search.run()
+    assert search.visited.nbytes / len(search.visited) <= 64
+    assert all(batch._states is None for batch in seen)  # packed: decoded only while expanded
+    assert sum(b.nbytes() for b in seen) / len(search.visited) < 64
+
+
+class Interrupt(Visitor):
+    """Ctrl-C arrives while the search runs (here: once it has seen 1000 states)."""
+
+    def on_chunk(self, chunk, result):
+        if len(chunk.search.visited) > 1000:
+            raise KeyboardInterrupt
+
+
+@pytest.mark.parametrize("workers", [1, 2])
+def test_interrupt_gives_a_partial_report(workers):
+    model, preset, _ = model_of(("raft", 3, 4, 1, 1, "rpc", True))
+    report = check(model, CheckOptions(workers=workers, chunk=100), [Interrupt()], name=preset)
+    assert report.interrupted and not report.complete
+    assert 1000 < report.states < 6936
+    assert report.results["EntryRead"].found  # what was found before the interrupt is kept, with its trace
+    assert report.results["EntryRead"].length == 4
+    assert report.to_json()["interrupted"] is True
+
+
+def test_progress_reports_elapsed_time():
+    seen = []
+    model, preset, _ = model_of(("raft", 2, 2, 1, 1, "rpc", True))
+    report = bfs(model, preset, progress=seen.append)
+    last = seen[-1]  # the last report comes when the search ends
+    assert set(last) == {"depth", "states", "frontier", "states_per_second", "elapsed"}
+    assert last["states"] == report.states == 96 and last["elapsed"] > 0
+    assert not report.interrupted
+
+
+def test_options_are_validated():
+    for bad in ({"workers": 0}, {"workers": -2}, {"max_states": 0}, {"max_depth": -1}, {"chunk": 0}):
+        with pytest.raises(ValueError, match=next(iter(bad))):
+            CheckOptions(**bad)
+    model, _, _ = model_of(("raft", 2, 2, 1, 1, "rpc", True))
+    with pytest.raises(ValueError, match="unknown successor backend 'quick'"):
+        make_backend("quick", model, True)
+    assert isinstance(make_backend("reference", model, True), ReferenceBackend)
+
+
+def test_tracker_is_the_first_visitor():
+    model, _, _ = model_of(("raft", 2, 2, 1, 1, "rpc", True))
+    search = Search(model, CheckOptions(), [])
+    assert isinstance(search.visitors[0], PropertyTracker)
+
+
+def _cli(*args):
+    return subprocess.run([sys.executable, "-c", "from hwm.cli import main; main(prog_name='hwm')", *args],
+                          capture_output=True, text=True, cwd=ROOT, env={"PYTHONPATH": str(ROOT)}, timeout=120)
+
+
+def test_cli_workers():
+    small = ["check", "--protocol", "kip101", "--servers", "2", "--max-generation", "2", "--json"]
+    one, two = _cli(*small), _cli(*small, "--workers", "2")
+    assert one.returncode == two.returncode == 1  # kip101 violates ReadNeverTruncated
+    first, second = json.loads(one.stdout), json.loads(two.stdout)
+    del first["seconds"], second["seconds"]
+    assert first == second
+    for bad in ("0", "-1", "many"):
+        result = _cli(*small, "--workers", bad)
+        assert result.returncode == 2 and "--workers" in result.stderr
+    result = _cli(*small, "--workers", "2", "--engine", "simulation")
+    assert result.returncode == 2 and "--workers applies to" in result.stderr
+
+
+def test_unavailable_backend_says_why(monkeypatch):
+    from model import backend
+
+    monkeypatch.setitem(backend.BACKENDS, "fast", "model.no_such_module:FastBackend")
+    model, _, _ = model_of(("raft", 2, 2, 1, 1, "rpc", True))
+    with pytest.raises(BackendUnavailable, match="fast successor backend cannot be loaded"):
+        make_backend("fast", model, True)

@@ -1,0 +1,202 @@
+"""The compiled backend (model/fast) against the readable model it transcribes.
+
+`model/actions.py` and `properties/catalogue.py` are the specification. Here, on
+random reachable states of every preset and every flag value (rpc and async
+networks, with and without symmetry): the same transitions in the same order,
+the same successor states and fingerprints, the same bounds; packing round-trips;
+the compiled properties agree with the Python ones on states and steps. Whole
+reports (counts, depth, bounds, verdicts, traces) on every non-deep pin are
+compared in tests/test_engine.py (test_every_backend_reproduces_the_pins[fast]).
+"""
+
+import hashlib
+import random
+import zlib
+from dataclasses import fields, replace
+
+import numpy as np
+import pytest
+
+from model.actions import Model, build_model
+from model.backend import BackendUnavailable, make_backend
+from model.fast import KNOWN_FLAGS, FastBackend, compile_seconds, unsupported
+from model.fast.blake2b import blake2b64_of
+from model.fast.properties import compiled_code, state_found, step_found
+from model.state import FOLLOWER, LEADER, Config, Server, State
+from properties.catalogue import CATALOGUE
+from properties.protocol import FLAG_VALUES, PRESETS, RAFT, Protocol, ProtocolError
+
+RPC = Config(servers=3, max_generation=3, max_log=2, max_crashes=1, network="rpc")
+ASYNC = Config(servers=3, max_generation=2, max_log=1, max_crashes=1, network="async", channel_capacity=2)
+# Four servers: the seed's quorum index differs from a majority only for an even count.
+RPC4 = Config(servers=4, max_generation=2, max_log=2, max_crashes=1, network="rpc")
+
+# Every preset of the raft family, and raft with every value of every flag. Presets and flag
+# values of other systems have no compiled form yet: test_every_preset_and_flag_value_has_a_fast_path
+# fails naming each of them, once, rather than every test here.
+PROTOCOLS = {name: p.protocol for name, p in PRESETS.items()}
+for _flag, _values in FLAG_VALUES.items():
+    for _value in _values:
+        try:
+            PROTOCOLS[f"raft+{_flag}={_value}"] = replace(RAFT, **{_flag: _value})
+        except ProtocolError:  # a flag of another system
+            pass
+PROTOCOLS = {name: p for name, p in PROTOCOLS.items() if getattr(p, "system", "raft") == "raft"}
+
+
+def reachable(model: Model, count: int, seed: int) -> list[State]:
+    """`count` states met on random walks from the initial state (each walk up to 40 steps)."""
+    rng = random.Random(seed)
+    states: list[State] = []
+    while len(states) < count:
+        state = model.initial_state()
+        for _ in range(rng.randrange(1, 40)):
+            successors = list(model.successors(state))
+            if not successors:
+                break
+            state = rng.choice(successors)[1]
+            states.append(state)
+    return states[:count]
+
+
+def test_blake2b_is_hashlibs():
+    rng = random.Random(1)
+    for length in [*range(0, 260), 383, 384, 385]:
+        data = bytes(rng.randrange(256) for _ in range(length))
+        want = int.from_bytes(hashlib.blake2b(data, digest_size=8).digest(), "little")
+        assert int(blake2b64_of(np.frombuffer(data, dtype=np.uint8))) == want, length
+
+
+@pytest.mark.parametrize("config", [RPC, ASYNC, RPC4], ids=["rpc", "async", "rpc4"])
+@pytest.mark.parametrize("name", list(PROTOCOLS))
+def test_successors_equal_the_reference(name, config):
+    """Same transitions, order, states, fingerprints and bounds, state by state."""
+    model = build_model(PROTOCOLS[name], config)
+    samples = reachable(model, 60, seed=zlib.crc32(name.encode()))
+    for symmetry in (True, False):
+        backend = FastBackend(model, symmetry)
+        rows = backend.batch_of(samples)
+        expansion = backend.expand(rows)
+        parents = expansion.parents.tolist()
+        got_states = backend.states(expansion.successors)
+        for position, state in enumerate(samples):
+            assert backend.states(rows[position:position + 1])[0] == state  # the packing round-trips
+            hit: set = set()
+            want = list(model.successors(state, hit))
+            mine = [t for t, p in enumerate(parents) if p == position]
+            assert [backend.action(int(expansion.actions[t])) for t in mine] == [a for a, _ in want], state.describe()
+            assert [got_states[t] for t in mine] == [s for _, s in want], state.describe()
+            assert [int(expansion.fingerprints[t]) for t in mine] == [model.fingerprint(s, symmetry) for _, s in want]
+            single = backend.expand(rows[position:position + 1])
+            assert single.bounds_hit == hit, state.describe()
+        assert backend.fingerprints(rows).tolist() == [model.fingerprint(s, symmetry) for s in samples]
+
+
+def random_state(rng: random.Random, config: Config) -> State:
+    """Any snapshot within the bounds, reachable or not: the properties are defined on every one."""
+    n, max_log, max_generation = config.servers, config.max_log, config.max_generation
+    servers = []
+    for _ in range(n):
+        log = tuple(sorted(rng.randint(1, max_generation) for _ in range(rng.randint(0, max_log))))
+        if rng.random() < 0.3:
+            log = tuple(rng.randint(1, max_generation) for _ in log)
+        leader = rng.random() < 0.4
+        servers.append(Server(rng.randint(0, max_generation), LEADER if leader else FOLLOWER, log,
+                              rng.randint(0, max_log), rng.random() < 0.8,
+                              tuple(rng.randint(0, max_log) for _ in range(n)) if leader else ()))
+    reads = frozenset((rng.randint(1, max_log), rng.randint(1, max_generation)) for _ in range(rng.randint(0, 3)))
+    return State(tuple(servers), reads, rng.randint(0, config.max_crashes), ())
+
+
+def compiled_agree(catalogue) -> dict[str, int]:
+    """Compare every compiled property of `catalogue` with its Python check; how often each was found."""
+    config = RPC
+    backend = FastBackend(Model(RAFT, config), True)
+    P = backend.layout.params
+    compiled = [(p, compiled_code(p)) for p in catalogue if compiled_code(p) is not None]
+    rng = random.Random(7)
+    found = {p.name: 0 for p, _ in compiled}
+    pairs = [(random_state(rng, config), random_state(rng, config)) for _ in range(3000)]
+    for preset in ("seed", "kip101", "raft-any-generation-commit", "raft-noop"):
+        model = Model(PRESETS[preset].protocol, config)
+        for state in reachable(model, 150, seed=3):
+            pairs += [(state, succ) for _, succ in model.successors(state)]
+    for before, after in pairs:
+        row_before, row_after = backend.layout.pack(before), backend.layout.pack(after)
+        for p, code in compiled:
+            if p.on == "state":
+                want = bool(p.check(after))
+                assert state_found(P, row_after, code) == want, (p.name, after)
+            else:
+                want = bool(p.check(before, after))
+                assert step_found(P, row_before, row_after, code) == want, (p.name, before, after)
+            found[p.name] += want
+    return found
+
+
+def test_compiled_properties_equal_the_catalogue():
+    """On random snapshots and steps, and on reachable steps of broken presets: each property found
+    exactly where the Python one is, and every property found somewhere (no vacuous agreement)."""
+    found = compiled_agree(CATALOGUE)
+    assert found and all(found.values()), found
+
+
+def test_every_catalogue_property_has_an_up_to_date_compiled_form():
+    """A property added or changed in the catalogue is checked in Python (slowly) until compiled again."""
+    stale = [p.name for p in CATALOGUE if compiled_code(p) is None]
+    assert not stale, f"no compiled form (model/fast/properties.py) of the current source of: {', '.join(stale)}"
+
+
+def test_every_preset_and_flag_value_has_a_fast_path():
+    """Fails, naming them, for presets and flag values the kernels do not implement yet."""
+    missing = [f"flag {flag}={value!r}" for flag, values in FLAG_VALUES.items() for value in values
+               if value not in KNOWN_FLAGS.get(flag, ())]
+    for name, preset in PRESETS.items():
+        for config in (RPC, ASYNC):
+            try:
+                model = build_model(preset.protocol, config)
+            except ValueError:  # the model itself refuses this network: nothing to compile
+                continue
+            why = unsupported(model)
+            if why:
+                missing.append(f"preset {name} ({config.network}): {why}")
+    assert not missing, "no fast path for:\n" + "\n".join(missing)
+
+
+def test_unknown_models_and_flags_are_refused_by_name():
+    class Product(Model):
+        pass
+
+    with pytest.raises(BackendUnavailable, match="compiles Model only, not Product"):
+        make_backend("fast", Product(RAFT, RPC), True)
+    assert FastBackend(Model(RAFT, RPC), True).name == "fast"
+    assert set(f.name for f in fields(Protocol)) == set(FLAG_VALUES)
+
+
+def test_batches_round_trip_through_bytes_and_takes():
+    model = Model(PRESETS["kip101"].protocol, ASYNC)
+    backend = FastBackend(model, True)
+    states = reachable(model, 50, seed=5)
+    batch = backend.batch_of(states)
+    assert backend.states(backend.from_bytes(backend.to_bytes(batch))) == states
+    picked = np.array([1, 4, 9, 10, 11])
+    assert backend.states(backend.take(batch, picked)) == [states[k] for k in picked]
+    assert backend.states(backend.concat([backend.take(batch, np.arange(3)), backend.take(batch, np.arange(3, 50))])) \
+        == states
+    assert set(compile_seconds()) >= {"expand", "fingerprints", "state properties", "step properties"}
+
+
+def test_limits_and_workers_give_the_reference_report():
+    """State and depth limits cut the search at the same state; forked workers run the kernels too."""
+    from model.engine import CheckOptions, check
+
+    model = Model(PRESETS["kip101"].protocol, Config(3, 3, 1, 1, "rpc"))
+
+    def outcome(**options):
+        data = check(model, CheckOptions(**options), name="kip101").to_json()
+        del data["seconds"]
+        return data
+
+    for limits in ({"max_states": 700}, {"max_depth": 6}, {"max_states": 1}):
+        assert outcome(successors="fast", chunk=13, **limits) == outcome(**limits)
+    assert outcome(successors="fast", workers=2, chunk=97) == outcome()
