@@ -53,8 +53,14 @@ def main() -> None:
 @click.option("--save", type=click.Path(file_okay=False, path_type=Path), default=None,
               help="Save each shortest counterexample as an hwm-trace/1 file in DIR "
                    "[tour default: hwm-out].")
+@click.option("--liveness", is_flag=True,
+              help="Also check the eventually properties under fairness on the concrete state graph "
+                   "(small configurations, rpc network; lassos are saved with --save).")
+@click.option("--liveness-max-states", type=click.IntRange(1), default=50_000, show_default=True,
+              help="State limit of the liveness graph (--liveness).")
 def check(protocol, servers, max_generation, max_log, max_crashes, network, channel_capacity, no_symmetry,
-          engine, spark_master, walks, seed, jobs, as_json, save) -> None:
+          engine, spark_master, walks, seed, jobs, as_json, save, liveness=False,
+          liveness_max_states=50_000) -> None:
     """Explore the model exhaustively and report every property's verdict.
 
     Exit status: 0 when everything holds and every witness is reached (the tour:
@@ -64,8 +70,15 @@ def check(protocol, servers, max_generation, max_log, max_crashes, network, chan
     config = Config(servers, max_generation, max_log, max_crashes, network, channel_capacity)
     symmetry = not no_symmetry
     if protocol is None:
+        if liveness:
+            raise click.UsageError("--liveness checks one protocol: give --protocol")
         _tour(config, symmetry, jobs or checking.default_jobs(), as_json, save or Path("hwm-out"), engine)
         return
+    if liveness:
+        from hwm import liveness_report
+        reason = liveness_report.refused(protocol, config)
+        if reason:
+            raise click.UsageError(f"--liveness: {reason}")
     progress = Progress(f"checking {protocol if isinstance(protocol, str) else resolve(protocol)[0]}")
     request = checking.CheckRequest(protocol, config, symmetry, engine, spark_master, walks, seed)
     try:
@@ -78,11 +91,23 @@ def check(protocol, servers, max_generation, max_log, max_crashes, network, chan
     if save is not None:
         for path in checking.save_counterexamples(report, protocol, save):
             saved[path.name.split(".")[-2]] = path
+    lively = None
+    if liveness:
+        try:
+            lively = liveness_report.run(protocol, config, liveness_max_states)
+        except liveness_report.LivenessRefused as e:
+            raise click.UsageError(f"--liveness: {e} (--liveness-max-states)")
+        lively_saved = liveness_report.save_lassos(lively, protocol, save) if save is not None else {}
     if as_json:
-        click.echo(json.dumps(report.to_json(), indent=2))
+        body = report.to_json()
+        if lively is not None:
+            body["liveness"] = lively.to_json()
+        click.echo(json.dumps(body, indent=2))
     else:
         click.echo(checking.describe_report(report, saved))
-    sys.exit(EXIT_OK if report.ok else EXIT_FOUND)
+        if lively is not None:
+            click.echo(liveness_report.describe(lively, symmetry, lively_saved))
+    sys.exit(EXIT_OK if report.ok and (lively is None or lively.ok) else EXIT_FOUND)
 
 
 def _tour(config: Config, symmetry: bool, jobs: int, as_json: bool, save: Path, engine: str) -> None:
@@ -150,7 +175,10 @@ def protocols(as_json) -> None:
 @click.option("--max-states", type=click.IntRange(1), default=20_000, show_default=True)
 @click.option("--out", type=click.Path(dir_okay=False), default=None,
               help="Write the graph: .graphml, .gexf or .json (node-link).")
-def graph(protocol, servers, max_generation, max_log, max_crashes, network, no_symmetry, max_states, out) -> None:
+@click.option("--liveness", is_flag=True,
+              help="Also check the eventually properties on the concrete graph (its SCCs), within --max-states.")
+def graph(protocol, servers, max_generation, max_log, max_crashes, network, no_symmetry, max_states, out,
+          liveness=False) -> None:
     """Build the reachable state graph (networkx) of a small configuration.
 
     Prints its strongly connected components, deadlocks and violating states and
@@ -161,6 +189,11 @@ def graph(protocol, servers, max_generation, max_log, max_crashes, network, no_s
 
     name, proto = resolve(protocol)
     config = Config(servers, max_generation, max_log, max_crashes, network)
+    if liveness:
+        from hwm import liveness_report
+        reason = liveness_report.refused(protocol, config)
+        if reason:
+            raise click.UsageError(f"--liveness: {reason}")
     try:
         built = state_graph(build_model(proto, config), symmetry=not no_symmetry, max_states=max_states)
     except GraphTooLarge as e:
@@ -173,6 +206,12 @@ def graph(protocol, servers, max_generation, max_log, max_crashes, network, no_s
         except ValueError as e:
             raise click.UsageError(str(e))
         click.echo(f"wrote {out}")
+    if liveness:
+        try:
+            lively = liveness_report.run(protocol, config, max_states)
+        except liveness_report.LivenessRefused as e:
+            raise click.UsageError(f"--liveness: {e} (--max-states)")
+        click.echo(liveness_report.describe(lively, not no_symmetry))
 
 
 @main.command()

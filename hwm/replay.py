@@ -14,6 +14,7 @@ from hwm.simcluster import SimCluster
 from model.actions import build_model, from_step
 from model.state import Config
 from properties.catalogue import ALWAYS, BY_NAME
+from properties.liveness import LIVENESS_BY_NAME
 from properties.protocol import resolve
 from properties.trace import Trace, TraceError
 
@@ -28,8 +29,14 @@ class Outcome:
     step: int | None = None  # 1-based step of the violation or of the blocked action
     reason: str | None = None
     rows: list = field(default_factory=list)  # (label, cluster view) per step, initial state first
+    loop: int | None = None  # a lasso's first cycle step (eventually properties)
 
     def summary(self) -> str:
+        if self.kind == "violation" and self.loop is not None:
+            return (f"violation of {self.property}: a lasso of {self.loop - 1} + {self.step - self.loop + 1} steps "
+                    f"(the cycle is steps {self.loop}..{self.step}): {self.finding}")
+        if self.kind == "holds" and self.reason:
+            return f"holds: {self.reason}"
         if self.kind == "violation":
             return f"violation of {self.property} at step {self.step}: {self.finding}"
         if self.kind == "blocked":
@@ -50,6 +57,8 @@ def replay_on_model(trace: Trace, protocol: str | dict | None = None) -> Outcome
     name, proto = resolve(protocol if protocol is not None else trace.protocol)
     config = Config.from_mapping(trace.config, where=trace.source)
     model = build_model(proto, config)
+    if trace.property in LIVENESS_BY_NAME:
+        return replay_lasso_on_model(trace, name, model)
     state = model.initial_state()
     outcome = Outcome("holds", "model", name, rows=[("(initial)", state)])
     props = watched_properties(trace)
@@ -70,12 +79,48 @@ def replay_on_model(trace: Trace, protocol: str | dict | None = None) -> Outcome
     return outcome
 
 
+def replay_lasso_on_model(trace: Trace, name: str, model) -> Outcome:
+    """Run a lasso's steps (every one must be enabled), then check that its cycle closes, that one
+    obligation of the eventually property stays open along it, and that it is fair."""
+    from model.liveness import lasso_verdict
+
+    state = model.initial_state()
+    states, actions = [state], []
+    outcome = Outcome("holds", "model", name, rows=[("(initial)", state)], loop=trace.loop)
+    last = len(trace.steps)
+    for number, step in enumerate(trace.steps, start=1):
+        action = from_step(step)
+        reason = model.why_not(state, action)
+        if reason is not None:
+            outcome.kind, outcome.step, outcome.reason = "blocked", number, f"{step}: {reason}"
+            return outcome
+        state = model.apply(state, action)
+        states.append(state)
+        actions.append(action)
+        label = str(step)
+        if number == trace.loop:
+            label += "   <- the cycle starts"
+        if number == last:
+            label += f"   -> back to the state before step {trace.loop}"
+        outcome.rows.append((label, state))
+    finding, why = lasso_verdict(model, states, actions, trace.loop, LIVENESS_BY_NAME[trace.property])
+    if finding:
+        outcome.kind, outcome.property, outcome.finding, outcome.step = "violation", trace.property, finding, last
+    else:
+        outcome.reason = why
+    return outcome
+
+
 def replay_on_impl(trace: Trace, protocol: str | dict | None = None) -> Outcome:
     """Run the trace's steps on real replicas (`hwm.simcluster.SimCluster`); stop at the first
     violation of a watched property, evaluated on the implementation's snapshots (step properties
     on the snapshots before and after each step). ReadsAgree also compares the values the real
     reads returned. A step the implementation refuses ends the replay as `blocked`, with its reason.
     """
+    if trace.property in LIVENESS_BY_NAME:
+        raise TraceError("a lasso (an eventually property's counterexample) replays on the model only: "
+                         "whether its cycle is fair depends on the actions the model enables; use --on model",
+                         file=trace.source, field="property")
     name, proto = resolve(protocol if protocol is not None else trace.protocol)
     config = Config.from_mapping(trace.config, where=trace.source)
     cluster = SimCluster(proto, config)
