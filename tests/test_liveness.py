@@ -229,3 +229,53 @@ def test_check_liveness_usage_errors():
 def test_graph_liveness():
     code, out = hwm("graph", "--protocol", "seed", *BOUNDS, "--liveness")
     assert code == 0 and "FollowersCatchUp             violated (lasso 9+2 steps)" in out
+
+
+def _brute_force_shortest(model, prop_name, limit):
+    """The fewest steps of any fair lasso violating the property, found by trying every walk
+    (stem: any breadth-first shortest path; cycle: every walk of at most `limit` steps that
+    keeps an obligation open), judged by `lasso_verdict` alone; None if none within `limit`."""
+    from model.liveness import StateGraph
+
+    prop = _prop(prop_name)
+    graph = StateGraph(model, 10_000)
+    distance = {0: 0}
+    for k in range(1, len(graph.states)):
+        distance[k] = distance[graph.parent[k][0]] + 1
+    best = None
+    for start in range(len(graph.states)):
+        if distance[start] >= limit or not prop.obligations(graph.states[start]):
+            continue
+        stem = graph.path_to(start)
+        stem_states = [model.initial_state()]
+        for action in stem:
+            stem_states.append(model.apply(stem_states[-1], action))
+
+        def walk(k, actions, states, open_):
+            nonlocal best
+            total = len(stem) + len(actions)
+            if actions and k == start and (best is None or total < best):
+                finding, _ = lasso_verdict(model, stem_states + states, stem + actions, len(stem) + 1, prop)
+                if finding:
+                    best = total
+            if total + 1 > (best - 1 if best is not None else limit):
+                return  # one more step could not beat the best (or the limit)
+            for action, j in graph.edges[k]:
+                still = open_ & set(prop.obligations(graph.states[j]))
+                if still:
+                    walk(j, actions + [action], states + [graph.states[j]], still)
+
+        walk(start, [], [], set(prop.obligations(graph.states[start])))
+    return best
+
+
+def test_the_shortest_lasso_is_shortest_by_brute_force():
+    model = NeverCounts(PRESETS["raft"].protocol, Config(3, 2, 1, 1))
+    report = check_liveness(model, "never-counts")
+    r = report.results["WrittenEventuallyCommitted"]
+    assert _brute_force_shortest(model, "WrittenEventuallyCommitted", len(r.steps)) == len(r.steps) == 6
+
+
+def test_the_seed_lasso_is_shortest_by_brute_force():
+    model = build_model(PRESETS["seed"].protocol, Config(2, 3, 2, 1))
+    assert _brute_force_shortest(model, "FollowersCatchUp", 9) == 9
