@@ -194,9 +194,9 @@ def parse_loop(data: Mapping[str, Any], prop: str | None, expect: str, steps: in
     """The optional `loop` field: a lasso's first cycle step, only for an eventually property."""
     eventually = prop in LIVENESS_BY_NAME
     if "loop" not in data:
-        if eventually and expect == "violation":
-            raise TraceError(f"{prop} is an eventually property: its violation is a lasso, so the trace "
-                             "needs loop (the number of the step that starts the cycle)", file=source,
+        if eventually:
+            raise TraceError(f"{prop} is an eventually property: its counterexample is a lasso, so the "
+                             "trace needs loop (the number of the step that starts the cycle)", file=source,
                              field="loop")
         return None
     loop = data["loop"]

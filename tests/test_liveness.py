@@ -168,8 +168,9 @@ def test_bad_loop_fields_are_named(change, message):
     assert message in str(e.value)
 
 
-def test_an_eventually_violation_needs_a_loop():
-    data = _lasso_json()
+@pytest.mark.parametrize("expect", ["violation", "holds", "blocked"])
+def test_an_eventually_property_needs_a_loop(expect):
+    data = _lasso_json(expect=expect)
     del data["loop"]
     with pytest.raises(TraceError, match="field 'loop': FollowersCatchUp is an eventually property"):
         parse(data, source="lasso.json")
