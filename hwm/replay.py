@@ -79,6 +79,16 @@ def replay_on_model(trace: Trace, protocol: str | dict | None = None) -> Outcome
     return outcome
 
 
+def lasso_label(trace: Trace, number: int, step) -> str:
+    """A step's row label, marking where the cycle starts and where it closes."""
+    label = str(step)
+    if number == trace.loop:
+        label += "   <- the cycle starts"
+    if number == len(trace.steps):
+        label += f"   -> back to the state before step {trace.loop}"
+    return label
+
+
 def replay_lasso_on_model(trace: Trace, name: str, model) -> Outcome:
     """Run a lasso's steps (every one must be enabled), then check that its cycle closes, that one
     obligation of the eventually property stays open along it, and that it is fair."""
@@ -97,12 +107,7 @@ def replay_lasso_on_model(trace: Trace, name: str, model) -> Outcome:
         state = model.apply(state, action)
         states.append(state)
         actions.append(action)
-        label = str(step)
-        if number == trace.loop:
-            label += "   <- the cycle starts"
-        if number == last:
-            label += f"   -> back to the state before step {trace.loop}"
-        outcome.rows.append((label, state))
+        outcome.rows.append((lasso_label(trace, number, step), state))
     finding, why = lasso_verdict(model, states, actions, trace.loop, LIVENESS_BY_NAME[trace.property])
     if finding:
         outcome.kind, outcome.property, outcome.finding, outcome.step = "violation", trace.property, finding, last
@@ -117,13 +122,11 @@ def replay_on_impl(trace: Trace, protocol: str | dict | None = None) -> Outcome:
     on the snapshots before and after each step). ReadsAgree also compares the values the real
     reads returned. A step the implementation refuses ends the replay as `blocked`, with its reason.
     """
-    if trace.property in LIVENESS_BY_NAME:
-        raise TraceError("a lasso (an eventually property's counterexample) replays on the model only: "
-                         "whether its cycle is fair depends on the actions the model enables; use --on model",
-                         file=trace.source, field="property")
     name, proto = resolve(protocol if protocol is not None else trace.protocol)
     config = Config.from_mapping(trace.config, where=trace.source)
     cluster = SimCluster(proto, config)
+    if trace.property in LIVENESS_BY_NAME:
+        return replay_lasso_on_impl(trace, name, cluster, build_model(proto, config))
     before = cluster.snapshot()
     outcome = Outcome("holds", "impl", name, rows=[("(initial)", before)])
     props = watched_properties(trace)
@@ -142,6 +145,40 @@ def replay_on_impl(trace: Trace, protocol: str | dict | None = None) -> Outcome:
                 outcome.kind, outcome.property, outcome.finding, outcome.step = "violation", p.name, finding, number
                 return outcome
         before = after
+    return outcome
+
+
+def replay_lasso_on_impl(trace: Trace, name: str, cluster: SimCluster, model) -> Outcome:
+    """Run a lasso's steps on real replicas: the cycle must close on the implementation's snapshots
+    and keep one obligation open in each. Whether the cycle is fair is a question about the
+    actions the protocol enables, which the model answers (the implementation does not list them)."""
+    from properties.snapshot import snapshot_of
+
+    outcome = Outcome("holds", "impl", name, rows=[("(initial)", cluster.snapshot())], loop=trace.loop)
+    for number, step in enumerate(trace.steps, start=1):
+        reason = cluster.apply_step(step)
+        if reason is not None:
+            outcome.kind, outcome.step, outcome.reason = "blocked", number, f"{step}: {reason}"
+            return outcome
+        outcome.rows.append((lasso_label(trace, number, step), cluster.snapshot()))
+    views = [view for _, view in outcome.rows]
+    last, prop = len(trace.steps), LIVENESS_BY_NAME[trace.property]
+    if snapshot_of(views[last]) != snapshot_of(views[trace.loop - 1]):
+        outcome.reason = (f"the loop does not close: after step {last} the replicas are not in the state they "
+                          f"were in before step {trace.loop}")
+        return outcome
+    open_ = set(prop.obligations(views[trace.loop - 1]))
+    for view in views[trace.loop:last]:
+        open_ &= set(prop.obligations(view))
+    if not open_:
+        outcome.reason = f"no obligation of {prop.name} stays open along the cycle (steps {trace.loop}..{last})"
+        return outcome
+    on_model = replay_lasso_on_model(trace, name, model)
+    if on_model.kind != "violation":
+        outcome.reason = f"on the model: {on_model.reason}"
+        return outcome
+    outcome.kind, outcome.property, outcome.step = "violation", prop.name, last
+    outcome.finding = prop.obligations(views[trace.loop - 1])[min(open_)] + ", and stays so forever along a fair cycle"
     return outcome
 
 
