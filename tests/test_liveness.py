@@ -15,24 +15,7 @@ from model.liveness import LivenessRefused, check_liveness, lasso_verdict
 from model.state import Config
 from properties.protocol import PRESETS
 from properties.trace import TraceError, load, parse
-
-# (preset, servers, max_generation, max_log, max_crashes) -> pinned: concrete states, and per
-# eventually property None (holds) or the shortest lasso's (stem, cycle).
-PINNED_LIVENESS = {
-    ("seed", 3, 2, 1, 1): {"states": 8155, "WrittenEventuallyCommitted": None, "FollowersCatchUp": (9, 2)},
-    ("raft", 3, 2, 1, 1): {"states": 3922, "WrittenEventuallyCommitted": None, "FollowersCatchUp": None},
-    # Two servers: the seed's [N/2] quorum counts the leader alone, so its entries are committed
-    # as written and WrittenEventuallyCommitted holds vacuously; the report must say so.
-    ("seed", 2, 3, 2, 1): {"states": 7047, "WrittenEventuallyCommitted": None, "FollowersCatchUp": (8, 1),
-                           "unreached": ["LeaderHoldsUncommittedEntry"]},
-    ("raft", 2, 3, 2, 1): {"states": 1759, "WrittenEventuallyCommitted": None, "FollowersCatchUp": None},
-}
-DEEP_LIVENESS = {
-    ("raft", 3, 3, 1, 1): {"states": 15166, "WrittenEventuallyCommitted": None, "FollowersCatchUp": None},
-    ("raft", 3, 2, 2, 1): {"states": 27409, "WrittenEventuallyCommitted": None, "FollowersCatchUp": None},
-    ("seed", 3, 3, 1, 1): {"states": 54728, "WrittenEventuallyCommitted": None, "FollowersCatchUp": (9, 2)},
-}
-
+from tests.pinned import DEEP_LIVENESS, PINNED_LIVENESS
 
 def liveness_of(key, **options):
     preset, *bounds = key
@@ -290,3 +273,13 @@ def test_the_shortest_lasso_is_shortest_by_brute_force():
 def test_the_seed_lasso_is_shortest_by_brute_force():
     model = build_model(PRESETS["seed"].protocol, Config(2, 3, 2, 1))
     assert _brute_force_shortest(model, "FollowersCatchUp", 9) == 9
+
+
+@pytest.mark.parametrize("key", [("kip101", 2, 2, 1, 1), ("raft", 3, 1, 1, 1), ("seed", 3, 2, 1, 1)],
+                         ids=lambda k: "-".join(map(str, k)))
+def test_the_liveness_graph_is_the_local_engines_state_space_without_symmetry(key):
+    from model.checker import bfs
+
+    model, report = liveness_of(key)
+    local = bfs(model, key[0], symmetry=False)
+    assert (report.states, report.transitions) == (local.states, local.transitions)
