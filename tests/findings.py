@@ -22,6 +22,8 @@ from properties.trace import load
 # The case: kip101 at 3 servers, generation <= 2, symmetry on. The canonical
 # representatives of its violating states name other servers than the rebuilt traces.
 RENAMED = ("kip101", Config(servers=3, max_generation=2, max_log=1, max_crashes=1))
+# The smallest such case (99 states, 8 levels): CommittedOnQuorum's canonical member names S2.
+RENAMED_SMALL = ("kip101", Config(servers=2, max_generation=2, max_log=1, max_crashes=1))
 
 
 def rebuilt_findings(model: Model, report) -> dict[str, str]:
