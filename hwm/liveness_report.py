@@ -20,7 +20,7 @@ SYMMETRY_NOTE = ("liveness explores without symmetry reduction: fairness names a
 def refused(protocol_spec, config: Config) -> str | None:
     """Why the liveness check cannot run on this configuration (checked before any long work)."""
     _, protocol = resolve(protocol_spec)
-    return refusal(build_model(protocol, config), False)
+    return refusal(build_model(protocol, config))
 
 
 def run(protocol_spec, config: Config, max_states: int = DEFAULT_MAX_STATES) -> LivenessReport:

@@ -162,10 +162,7 @@ def _shortest_fair_cycle(graph: StateGraph, component: set[int], start: int,
     requirement: each fair action enabled somewhere in the component is, on the cycle,
     either taken or disabled in some visited state."""
     required = sorted({a for k in component for a, _ in graph.edges[k] if a[0] in fair})
-    if not required:
-        required_bit = {}
-    else:
-        required_bit = {a: 1 << n for n, a in enumerate(required)}
+    required_bit = {a: 1 << n for n, a in enumerate(required)}
     full = (1 << len(required)) - 1
     disabled = {}
     for k in component:
@@ -261,8 +258,8 @@ def check_witness(graph: StateGraph, prop: LivenessProperty) -> LivenessResult:
     return LivenessResult(witness.name, "sometimes", False)
 
 
-def refusal(model: Model, symmetry: bool) -> str | None:
-    """Why the liveness check cannot run on this model as asked, or None."""
+def refusal(model: Model) -> str | None:
+    """Why the liveness check cannot run on this model, or None (symmetry is never used: see above)."""
     if model.config.network != "rpc":
         return ("liveness is checked on the rpc network only: on the async network a channel may drop "
                 "every message, and progress would need strong fairness against loss, which is not modelled")
@@ -275,7 +272,7 @@ def check_liveness(model: Model, protocol_name: str, *, max_states: int = DEFAUL
 
     `fair` names the weakly fair actions (the default is the documented fairness; tests
     weaken it to show that the verdicts depend on it)."""
-    reason = refusal(model, False)
+    reason = refusal(model)
     if reason:
         raise LivenessRefused(reason)
     graph = StateGraph(model, max_states)
@@ -293,7 +290,7 @@ def check_liveness(model: Model, protocol_name: str, *, max_states: int = DEFAUL
 
 def lasso_verdict(model: Model, states: list[State], actions: list[Action], loop: int, prop: LivenessProperty,
                   fair: tuple[str, ...] = FAIR_ACTIONS) -> tuple[str | None, str]:
-    """Whether a replayed lasso violates `prop`: (the finding, None) or (None, why it does not).
+    """Whether a replayed lasso violates `prop`: (the finding, "") or (None, why it does not).
 
     `states[k]` is the state after step k (`states[0]` the initial one); steps loop..n are the
     cycle. It must close (the state after step n is the state before step `loop`), one
