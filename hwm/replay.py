@@ -92,8 +92,11 @@ def lasso_label(trace: Trace, number: int, step) -> str:
 def replay_lasso_on_model(trace: Trace, name: str, model) -> Outcome:
     """Run a lasso's steps (every one must be enabled), then check that its cycle closes, that one
     obligation of the eventually property stays open along it, and that it is fair."""
-    from model.liveness import lasso_verdict
+    from model.liveness import lasso_verdict, refusal
 
+    reason = refusal(model)
+    if reason:
+        raise TraceError(reason, file=trace.source, field="config.network")
     state = model.initial_state()
     states, actions = [state], []
     outcome = Outcome("holds", "model", name, rows=[("(initial)", state)], loop=trace.loop)
@@ -152,8 +155,12 @@ def replay_lasso_on_impl(trace: Trace, name: str, cluster: SimCluster, model) ->
     """Run a lasso's steps on real replicas: the cycle must close on the implementation's snapshots
     and keep one obligation open in each. Whether the cycle is fair is a question about the
     actions the protocol enables, which the model answers (the implementation does not list them)."""
+    from model.liveness import refusal
     from properties.snapshot import snapshot_of
 
+    reason = refusal(model)
+    if reason:
+        raise TraceError(reason, file=trace.source, field="config.network")
     outcome = Outcome("holds", "impl", name, rows=[("(initial)", cluster.snapshot())], loop=trace.loop)
     for number, step in enumerate(trace.steps, start=1):
         reason = cluster.apply_step(step)

@@ -283,3 +283,13 @@ def test_the_liveness_graph_is_the_local_engines_state_space_without_symmetry(ke
     model, report = liveness_of(key)
     local = bfs(model, key[0], symmetry=False)
     assert (report.states, report.transitions) == (local.states, local.transitions)
+
+
+def test_a_lasso_on_the_async_network_is_refused_naming_the_field():
+    data = _lasso_json(config={"servers": 3, "max_generation": 2, "max_log": 1, "max_crashes": 1,
+                               "network": "async"})
+    data["steps"] = data["steps"][:2]  # elect and write exist on both networks
+    data["loop"] = 2
+    for replay in (replay_on_model, replay_on_impl):
+        with pytest.raises(TraceError, match="async.json, field 'config.network': liveness is checked on the rpc"):
+            replay(parse(data, source="async.json"))
