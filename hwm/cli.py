@@ -56,8 +56,14 @@ def main() -> None:
                    "[tour default: hwm-out].")
 @click.option("--workers", type=click.IntRange(1, 1024), default=1, show_default=True,
               help="Processes that expand each level (--engine local); the result is the same for any number.")
+@click.option("--liveness", is_flag=True,
+              help="Also check the eventually properties under fairness on the concrete state graph "
+                   "(small configurations, rpc network; lassos are saved with --save).")
+@click.option("--liveness-max-states", type=click.IntRange(1), default=50_000, show_default=True,
+              help="State limit of the liveness graph (--liveness).")
 def check(protocol, servers, max_generation, max_log, max_crashes, network, channel_capacity, no_symmetry,
-          engine, spark_master, walks, seed, jobs, as_json, save, workers) -> None:
+          engine, spark_master, walks, seed, jobs, as_json, save, workers, liveness=False,
+          liveness_max_states=50_000) -> None:
     """Explore the model exhaustively and report every property's verdict.
 
     Exit status: 0 when everything holds and every witness is reached (the tour:
@@ -70,8 +76,15 @@ def check(protocol, servers, max_generation, max_log, max_crashes, network, chan
         raise click.UsageError("--workers applies to one protocol on the local engine (the tour runs presets "
                                "in parallel with --jobs; Spark has its own executors)")
     if protocol is None:
+        if liveness:
+            raise click.UsageError("--liveness checks one protocol: give --protocol")
         _tour(config, symmetry, jobs or checking.default_jobs(), as_json, save or Path("hwm-out"), engine)
         return
+    if liveness:
+        from hwm import liveness_report
+        reason = liveness_report.refused(protocol, config)
+        if reason:
+            raise click.UsageError(f"--liveness: {reason}")
     progress = Progress(f"checking {protocol if isinstance(protocol, str) else resolve(protocol)[0]}")
     request = checking.CheckRequest(protocol, config, symmetry, engine, spark_master, walks, seed, workers)
     try:
@@ -85,11 +98,23 @@ def check(protocol, servers, max_generation, max_log, max_crashes, network, chan
         for path in checking.save_counterexamples(report, protocol, save):
             saved[path.name.split(".")[-2]] = path
         _save_pages(saved.values())
+    lively = None
+    if liveness:
+        try:
+            lively = liveness_report.run(protocol, config, liveness_max_states)
+        except liveness_report.LivenessRefused as e:
+            raise click.UsageError(f"--liveness: {e} (--liveness-max-states)")
+        lively_saved = liveness_report.save_lassos(lively, protocol, save) if save is not None else {}
     if as_json:
-        click.echo(json.dumps(report.to_json(), indent=2))
+        body = report.to_json()
+        if lively is not None:
+            body["liveness"] = lively.to_json()
+        click.echo(json.dumps(body, indent=2))
     else:
         click.echo(checking.describe_report(report, saved))
-    sys.exit(EXIT_OK if report.ok else EXIT_FOUND)
+        if lively is not None:
+            click.echo(liveness_report.describe(lively, symmetry, lively_saved))
+    sys.exit(EXIT_OK if report.ok and (lively is None or lively.ok) else EXIT_FOUND)
 
 
 def _tour(config: Config, symmetry: bool, jobs: int, as_json: bool, save: Path, engine: str) -> None:
@@ -160,7 +185,10 @@ def protocols(as_json) -> None:
 @click.option("--out", type=click.Path(dir_okay=False), default=None,
               help="Write the graph: .dot or .svg to look at (states as in the step table, violating "
                    "steps in red), or .graphml, .gexf, .json (node-link) for a graph viewer.")
-def graph(protocol, servers, max_generation, max_log, max_crashes, network, no_symmetry, max_states, out) -> None:
+@click.option("--liveness", is_flag=True,
+              help="Also check the eventually properties on the concrete graph (its SCCs), within --max-states.")
+def graph(protocol, servers, max_generation, max_log, max_crashes, network, no_symmetry, max_states, out,
+          liveness=False) -> None:
     """Build the reachable state graph (networkx) of a small configuration.
 
     Prints its strongly connected components, deadlocks and violating states and
@@ -179,6 +207,11 @@ def graph(protocol, servers, max_generation, max_log, max_crashes, network, no_s
     label = None
     if picture:
         from hwm.teach.graph_render import state_label as label
+    if liveness:
+        from hwm import liveness_report
+        reason = liveness_report.refused(protocol, config)
+        if reason:
+            raise click.UsageError(f"--liveness: {reason}")
     try:
         built = state_graph(build_model(proto, config), symmetry=not no_symmetry, max_states=max_states,
                             label=label)
@@ -196,6 +229,12 @@ def graph(protocol, servers, max_generation, max_log, max_crashes, network, no_s
         except ValueError as e:
             raise click.ClickException(str(e))
         click.echo(f"wrote {out}")
+    if liveness:
+        try:
+            lively = liveness_report.run(protocol, config, max_states)
+        except liveness_report.LivenessRefused as e:
+            raise click.UsageError(f"--liveness: {e} (--max-states)")
+        click.echo(liveness_report.describe(lively, not no_symmetry))
 
 
 @main.command()

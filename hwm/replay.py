@@ -14,6 +14,7 @@ from hwm.simcluster import SimCluster
 from model.actions import build_model, from_step
 from model.state import Config
 from properties.catalogue import ALWAYS, BY_NAME
+from properties.liveness import LIVENESS_BY_NAME
 from properties.protocol import resolve
 from properties.trace import Trace, TraceError
 
@@ -28,8 +29,14 @@ class Outcome:
     step: int | None = None  # 1-based step of the violation or of the blocked action
     reason: str | None = None
     rows: list = field(default_factory=list)  # (label, cluster view) per step, initial state first
+    loop: int | None = None  # a lasso's first cycle step (eventually properties)
 
     def summary(self) -> str:
+        if self.kind == "violation" and self.loop is not None:
+            return (f"violation of {self.property}: a lasso of {self.loop - 1} + {self.step - self.loop + 1} steps "
+                    f"(the cycle is steps {self.loop}..{self.step}): {self.finding}")
+        if self.kind == "holds" and self.reason:
+            return f"holds: {self.reason}"
         if self.kind == "violation":
             return f"violation of {self.property} at step {self.step}: {self.finding}"
         if self.kind == "blocked":
@@ -50,6 +57,8 @@ def replay_on_model(trace: Trace, protocol: str | dict | None = None) -> Outcome
     name, proto = resolve(protocol if protocol is not None else trace.protocol)
     config = Config.from_mapping(trace.config, where=trace.source)
     model = build_model(proto, config)
+    if trace.property in LIVENESS_BY_NAME:
+        return replay_lasso_on_model(trace, name, model)
     state = model.initial_state()
     outcome = Outcome("holds", "model", name, rows=[("(initial)", state)])
     props = watched_properties(trace)
@@ -70,6 +79,46 @@ def replay_on_model(trace: Trace, protocol: str | dict | None = None) -> Outcome
     return outcome
 
 
+def lasso_label(trace: Trace, number: int, step) -> str:
+    """A step's row label, marking where the cycle starts and where it closes."""
+    label = str(step)
+    if number == trace.loop:
+        label += "   <- the cycle starts"
+    if number == len(trace.steps):
+        label += f"   -> back to the state before step {trace.loop}"
+    return label
+
+
+def replay_lasso_on_model(trace: Trace, name: str, model) -> Outcome:
+    """Run a lasso's steps (every one must be enabled), then check that its cycle closes, that one
+    obligation of the eventually property stays open along it, and that it is fair."""
+    from model.liveness import lasso_verdict, refusal
+
+    reason = refusal(model)
+    if reason:
+        raise TraceError(reason, file=trace.source, field="config.network")
+    state = model.initial_state()
+    states, actions = [state], []
+    outcome = Outcome("holds", "model", name, rows=[("(initial)", state)], loop=trace.loop)
+    last = len(trace.steps)
+    for number, step in enumerate(trace.steps, start=1):
+        action = from_step(step)
+        reason = model.why_not(state, action)
+        if reason is not None:
+            outcome.kind, outcome.step, outcome.reason = "blocked", number, f"{step}: {reason}"
+            return outcome
+        state = model.apply(state, action)
+        states.append(state)
+        actions.append(action)
+        outcome.rows.append((lasso_label(trace, number, step), state))
+    finding, why = lasso_verdict(model, states, actions, trace.loop, LIVENESS_BY_NAME[trace.property])
+    if finding:
+        outcome.kind, outcome.property, outcome.finding, outcome.step = "violation", trace.property, finding, last
+    else:
+        outcome.reason = why
+    return outcome
+
+
 def replay_on_impl(trace: Trace, protocol: str | dict | None = None) -> Outcome:
     """Run the trace's steps on real replicas (`hwm.simcluster.SimCluster`); stop at the first
     violation of a watched property, evaluated on the implementation's snapshots (step properties
@@ -79,6 +128,8 @@ def replay_on_impl(trace: Trace, protocol: str | dict | None = None) -> Outcome:
     name, proto = resolve(protocol if protocol is not None else trace.protocol)
     config = Config.from_mapping(trace.config, where=trace.source)
     cluster = SimCluster(proto, config)
+    if trace.property in LIVENESS_BY_NAME:
+        return replay_lasso_on_impl(trace, name, cluster, build_model(proto, config))
     before = cluster.snapshot()
     outcome = Outcome("holds", "impl", name, rows=[("(initial)", before)])
     props = watched_properties(trace)
@@ -97,6 +148,44 @@ def replay_on_impl(trace: Trace, protocol: str | dict | None = None) -> Outcome:
                 outcome.kind, outcome.property, outcome.finding, outcome.step = "violation", p.name, finding, number
                 return outcome
         before = after
+    return outcome
+
+
+def replay_lasso_on_impl(trace: Trace, name: str, cluster: SimCluster, model) -> Outcome:
+    """Run a lasso's steps on real replicas: the cycle must close on the implementation's snapshots
+    and keep one obligation open in each. Whether the cycle is fair is a question about the
+    actions the protocol enables, which the model answers (the implementation does not list them)."""
+    from model.liveness import refusal
+    from properties.snapshot import snapshot_of
+
+    reason = refusal(model)
+    if reason:
+        raise TraceError(reason, file=trace.source, field="config.network")
+    outcome = Outcome("holds", "impl", name, rows=[("(initial)", cluster.snapshot())], loop=trace.loop)
+    for number, step in enumerate(trace.steps, start=1):
+        reason = cluster.apply_step(step)
+        if reason is not None:
+            outcome.kind, outcome.step, outcome.reason = "blocked", number, f"{step}: {reason}"
+            return outcome
+        outcome.rows.append((lasso_label(trace, number, step), cluster.snapshot()))
+    views = [view for _, view in outcome.rows]
+    last, prop = len(trace.steps), LIVENESS_BY_NAME[trace.property]
+    if snapshot_of(views[last]) != snapshot_of(views[trace.loop - 1]):
+        outcome.reason = (f"the loop does not close: after step {last} the replicas are not in the state they "
+                          f"were in before step {trace.loop}")
+        return outcome
+    open_ = set(prop.obligations(views[trace.loop - 1]))
+    for view in views[trace.loop:last]:
+        open_ &= set(prop.obligations(view))
+    if not open_:
+        outcome.reason = f"no obligation of {prop.name} stays open along the cycle (steps {trace.loop}..{last})"
+        return outcome
+    on_model = replay_lasso_on_model(trace, name, model)
+    if on_model.kind != "violation":
+        outcome.reason = f"on the model: {on_model.reason}"
+        return outcome
+    outcome.kind, outcome.property, outcome.step = "violation", prop.name, last
+    outcome.finding = prop.obligations(views[trace.loop - 1])[min(open_)] + ", and stays so forever along a fair cycle"
     return outcome
 
 

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from properties.catalogue import BY_NAME
+from properties.liveness import LIVENESS_BY_NAME
 from properties.protocol import ProtocolError, resolve
 from properties.snapshot import server_position
 
@@ -99,11 +100,17 @@ class Trace:
     explanation: str = ""
     source: str | None = None  # the file it was read from
     extra: dict[str, Any] = field(default_factory=dict)
+    # A lasso (an `eventually` property's counterexample): the 1-based number of the step
+    # that starts the cycle. Steps loop..n repeat forever: after step n the cluster is in
+    # the state it was in before step `loop`.
+    loop: int | None = None
 
     def to_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {"format": FORMAT, "title": self.title, "explanation": self.explanation,
                                "protocol": self.protocol, "config": dict(self.config),
                                "property": self.property, "expect": self.expect}
+        if self.loop is not None:
+            out["loop"] = self.loop
         out.update(self.extra)
         out["steps"] = [s.to_json() for s in self.steps]
         return out
@@ -162,8 +169,8 @@ def parse(data: Any, *, source: str | None = None) -> Trace:
         raise TraceError(f"expect must be one of {', '.join(EXPECTATIONS)}, not {expect!r}",
                          file=source, field="expect")
     prop = data.get("property")
-    if prop is not None and prop not in BY_NAME:
-        raise TraceError(f"unknown property {prop!r}; properties are " + ", ".join(BY_NAME),
+    if prop is not None and prop not in BY_NAME and prop not in LIVENESS_BY_NAME:
+        raise TraceError(f"unknown property {prop!r}; properties are " + ", ".join([*BY_NAME, *LIVENESS_BY_NAME]),
                          file=source, field="property")
     if expect == "violation" and prop is None:
         raise TraceError("a trace that expects a violation names its property", file=source,
@@ -172,13 +179,34 @@ def parse(data: Any, *, source: str | None = None) -> Trace:
     if not isinstance(raw_steps, list):
         raise TraceError("steps must be a list", file=source, field="steps")
     steps = [parse_step(raw, number, config, source=source) for number, raw in enumerate(raw_steps, 1)]
-    known = {"format", "title", "explanation", "protocol", "config", "property", "expect", "steps"}
+    loop = parse_loop(data, prop, expect, len(steps), source=source)
+    known = {"format", "title", "explanation", "protocol", "config", "property", "expect", "steps", "loop"}
     for key in ("title", "explanation"):
         if not isinstance(data.get(key, ""), str):
             raise TraceError(f"{key} must be a string", file=source, field=key)
     return Trace(protocol=data["protocol"], config=config, property=prop, expect=expect, steps=steps,
                  title=data.get("title", ""), explanation=data.get("explanation", ""), source=source,
-                 extra={k: v for k, v in data.items() if k not in known})
+                 extra={k: v for k, v in data.items() if k not in known}, loop=loop)
+
+
+def parse_loop(data: Mapping[str, Any], prop: str | None, expect: str, steps: int, *,
+               source: str | None = None) -> int | None:
+    """The optional `loop` field: a lasso's first cycle step, only for an eventually property."""
+    eventually = prop in LIVENESS_BY_NAME
+    if "loop" not in data:
+        if eventually:
+            raise TraceError(f"{prop} is an eventually property: its counterexample is a lasso, so the "
+                             "trace needs loop (the number of the step that starts the cycle)", file=source,
+                             field="loop")
+        return None
+    loop = data["loop"]
+    if not eventually:
+        raise TraceError("loop marks the cycle of an eventually property's lasso ("
+                         + ", ".join(LIVENESS_BY_NAME) + f"), not of {prop!r}", file=source, field="loop")
+    if not isinstance(loop, int) or isinstance(loop, bool) or not 1 <= loop <= steps:
+        raise TraceError(f"loop is the number of the step that starts the cycle, 1..{steps}, not {loop!r}",
+                         file=source, field="loop")
+    return loop
 
 
 def parse_step(raw: Any, number: int, config: Mapping[str, Any], *, source: str | None = None) -> Step:

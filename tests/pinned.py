@@ -63,3 +63,21 @@ def config_of(key):
     """(preset, Config, symmetry) for a PINNED key."""
     preset, servers, max_generation, max_log, max_crashes, network, symmetry = key
     return preset, Config(servers, max_generation, max_log, max_crashes, network), symmetry
+
+# Liveness (tests/test_liveness.py, docs/liveness.md): concrete states (no symmetry), rpc network.
+# (preset, servers, max_generation, max_log, max_crashes) -> pinned: concrete states, and per
+# eventually property None (holds) or the shortest lasso's (stem, cycle).
+PINNED_LIVENESS = {
+    ("seed", 3, 2, 1, 1): {"states": 8155, "WrittenEventuallyCommitted": None, "FollowersCatchUp": (9, 2)},
+    ("raft", 3, 2, 1, 1): {"states": 3922, "WrittenEventuallyCommitted": None, "FollowersCatchUp": None},
+    # Two servers: the seed's [N/2] quorum counts the leader alone, so its entries are committed
+    # as written and WrittenEventuallyCommitted holds vacuously; the report must say so.
+    ("seed", 2, 3, 2, 1): {"states": 7047, "WrittenEventuallyCommitted": None, "FollowersCatchUp": (8, 1),
+                           "unreached": ["LeaderHoldsUncommittedEntry"]},
+    ("raft", 2, 3, 2, 1): {"states": 1759, "WrittenEventuallyCommitted": None, "FollowersCatchUp": None},
+}
+DEEP_LIVENESS = {
+    ("raft", 3, 3, 1, 1): {"states": 15166, "WrittenEventuallyCommitted": None, "FollowersCatchUp": None},
+    ("raft", 3, 2, 2, 1): {"states": 27409, "WrittenEventuallyCommitted": None, "FollowersCatchUp": None},
+    ("seed", 3, 3, 1, 1): {"states": 54728, "WrittenEventuallyCommitted": None, "FollowersCatchUp": (9, 2)},
+}

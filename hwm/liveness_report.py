@@ -1,0 +1,81 @@
+"""`hwm check --liveness` and `hwm graph --liveness`: run the eventually properties, print their rows,
+save their lassos as hwm-trace/1 files."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from hwm.check import trace_filename
+from model.actions import build_model
+from model.liveness import DEFAULT_MAX_STATES, LivenessRefused, LivenessReport, check_liveness, refusal
+from model.state import Config
+from properties.liveness import LIVENESS
+from properties.protocol import PRESETS, resolve
+from properties.trace import Trace
+
+SYMMETRY_NOTE = ("liveness explores without symmetry reduction: fairness names action instances "
+                 "(replicate(S1, S2)) that a symmetry class does not keep apart")
+
+
+def refused(protocol_spec, config: Config) -> str | None:
+    """Why the liveness check cannot run on this configuration (checked before any long work)."""
+    _, protocol = resolve(protocol_spec)
+    return refusal(build_model(protocol, config))
+
+
+def run(protocol_spec, config: Config, max_states: int = DEFAULT_MAX_STATES) -> LivenessReport:
+    name, protocol = resolve(protocol_spec)
+    return check_liveness(build_model(protocol, config), name, max_states=max_states)
+
+
+def describe(report: LivenessReport, symmetry_requested: bool, saved: dict[str, Path] | None = None) -> str:
+    saved = saved or {}
+    lines = ["", f"liveness: {report.states:,} concrete states, {report.transitions:,} transitions; weakly fair: "
+             + ", ".join(report.fairness) + "; elections and crashes stop within the bounds"]
+    if symmetry_requested:
+        lines.append(f"  ({SYMMETRY_NOTE})")
+    for prop in LIVENESS:
+        r = report.results[prop.name]
+        if r.found:
+            lines.append(f"  ✗ {prop.name:28} violated (lasso {r.stem}+{r.cycle} steps): {r.finding}")
+            stem, cycle = r.steps[:r.stem], r.steps[r.stem:]
+            lines.append(f"      {' '.join(map(str, stem))} | cycle: {' '.join(map(str, cycle))}")
+            if prop.name in saved:
+                lines.append(f"      saved to {saved[prop.name]}  (hwm replay {saved[prop.name]})")
+        else:
+            lines.append(f"  ✓ {prop.name:28} holds")
+        if r.cut:
+            lines.append(f"      {r.cut:,} terminal states (a bound stopped every action) have an obligation open: "
+                         "not counted as violations")
+    for prop in LIVENESS:
+        w = report.results[prop.witness.name]
+        if w.found:
+            lines.append(f"  ✓ {w.name:28} witnessed in {len(w.steps)} steps: {w.finding}")
+        else:
+            lines.append(f"  ! {w.name:28} UNREACHED: {prop.witness.meaning} never happens, so "
+                         f"{prop.name} holds vacuously")
+    return "\n".join(lines)
+
+
+def lasso_trace(report: LivenessReport, protocol_spec, prop: str) -> Trace:
+    """The shortest lasso violating `prop` as a saveable, replayable hwm-trace/1 trace."""
+    r = report.results[prop]
+    name = report.protocol_name
+    summary = PRESETS[name].summary if name in PRESETS else name
+    return Trace(
+        protocol=protocol_spec, config=dict(report.config), property=prop, expect="violation",
+        steps=list(r.steps), loop=r.loop,
+        title=f"{name}: {prop} violated by a lasso of {r.stem} + {r.cycle} steps",
+        explanation=(f"{r.finding}. Steps {r.loop}..{len(r.steps)} repeat forever and every weakly fair action "
+                     f"({', '.join(report.fairness)}) that stays enabled is taken on them. Found on the state "
+                     f"graph's strongly connected components: no lasso is shorter at these bounds. "
+                     f"Protocol: {summary}."),
+    )
+
+
+def save_lassos(report: LivenessReport, protocol_spec, directory: Path) -> dict[str, Path]:
+    return {name: lasso_trace(report, protocol_spec, name).save(directory / trace_filename(report.protocol_name, name))
+            for name in report.violated}
+
+
+__all__ = ["LivenessRefused", "SYMMETRY_NOTE", "describe", "lasso_trace", "refused", "run", "save_lassos"]
