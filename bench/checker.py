@@ -33,12 +33,12 @@ def rss_kib() -> int:
 
 
 def one_run(preset: str, overrides: dict, symmetry: bool, queue) -> None:
-    from model.actions import Model
+    from model.actions import build_model
     from model.checker import bfs
     from model.state import Config
     from properties.protocol import PRESETS
 
-    model = Model(PRESETS[preset].protocol, Config(**overrides))
+    model = build_model(PRESETS[preset].protocol, Config(**overrides))
     before = rss_kib()
     report = bfs(model, preset, symmetry=symmetry)
     grown = rss_kib() - before

@@ -16,6 +16,7 @@ from typing import Iterator
 
 from model.encoding import fingerprint
 from model.state import APPEND, FOLLOWER, LEADER, REPLY, Config, Server, State, initial_state
+from properties.catalogue import CATALOGUE
 from properties.protocol import Protocol
 from properties.quorum import majority, quorum_index
 from properties.snapshot import server_name
@@ -44,6 +45,9 @@ def up_to_date(candidate: tuple[int, ...], voter: tuple[int, ...]) -> bool:
 
 class Model:
     """The explicit-state model of one protocol variant under one configuration."""
+
+    # The properties the engines check on this model's states.
+    properties = CATALOGUE
 
     def __init__(self, protocol: Protocol, config: Config):
         self.protocol = protocol
@@ -448,7 +452,10 @@ class Model:
 
     def why_not(self, s: State, action: Action) -> str | None:
         """None when `action` is enabled in `s`, else the reason."""
-        return getattr(self, "guard_" + action[0])(s, *action[1:])
+        guard = getattr(self, "guard_" + action[0], None)
+        if guard is None:
+            return f"{action[0]} is not an action of the {self.protocol.system} model"
+        return guard(s, *action[1:])
 
     def apply(self, s: State, action: Action) -> State:
         return self._effects[action[0]](s, *action[1:])
@@ -456,6 +463,12 @@ class Model:
 
 def build_model(protocol: Protocol, config: Config) -> Model:
     """The model of `protocol` under `config`: the one place a protocol picks its model class."""
+    if protocol.system == "zab":
+        from model.zab import ZabModel
+        return ZabModel(protocol, config)
+    if protocol.system == "bookkeeper":
+        from model.bookkeeper import BookKeeperModel
+        return BookKeeperModel(protocol, config)
     return Model(protocol, config)
 
 
@@ -471,6 +484,12 @@ def to_step(action: Action, value: str | None = None) -> Step:
         return Step(name, {"leader": server_name(action[1]), "follower": server_name(action[2])})
     if name in ("send", "deliver", "drop"):
         return Step(name, {"from": server_name(action[1]), "to": server_name(action[2])})
+    if name == "sync":
+        return Step(name, {"leader": server_name(action[1]), "follower": server_name(action[2])})
+    if name == "add":
+        return Step(name, {"value": value} if value else {})
+    if name in ("send_add", "fence", "recovery_read"):
+        return Step(name, {"bookie": server_name(action[1])})
     return Step(name, {"server": server_name(action[1])})
 
 
@@ -482,8 +501,12 @@ def from_step(step: Step) -> Action:
     a = step.args
     if step.action == "elect":
         return ("elect", pos(a["server"]), tuple(sorted(pos(v) for v in a["voters"])))
-    if step.action == "replicate":
-        return ("replicate", pos(a["leader"]), pos(a["follower"]))
+    if step.action in ("replicate", "sync"):
+        return (step.action, pos(a["leader"]), pos(a["follower"]))
+    if step.action == "add":
+        return ("add",)
+    if step.action in ("send_add", "fence", "recovery_read"):
+        return (step.action, pos(a["bookie"]))
     if step.action in ("send", "deliver", "drop"):
         return (step.action, pos(a["from"]), pos(a["to"]))
     return (step.action, pos(a["server"]))

@@ -193,11 +193,11 @@ def finish_report(report: Report, model: Model, tracker: Tracker, parents_of: Ca
 
 def bfs(model: Model, protocol_name: str, *, symmetry: bool = True, max_states: int | None = None,
         max_depth: int | None = None, progress: ProgressFn | None = None,
-        properties: Iterable[Property] = CATALOGUE) -> Report:
+        properties: Iterable[Property] | None = None) -> Report:
     """Breadth-first search of the whole reachable state space (the local engine)."""
     started = time.perf_counter()
     report = Report(protocol_name, model.config.to_mapping(), "local", symmetry)
-    tracker = Tracker(properties)
+    tracker = Tracker(model.properties if properties is None else properties)
     init = model.initial_state()
     init_fp = model.fingerprint(init, symmetry)
     parents: dict[int, int | None] = {init_fp: None}
