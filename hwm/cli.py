@@ -72,6 +72,8 @@ def check(protocol, servers, max_generation, max_log, max_crashes, network, chan
         report = checking.run(request, progress)
     except RuntimeError as e:  # engine unavailable (e.g. Spark without Java): say what to install
         raise click.ClickException(str(e))
+    except ValueError as e:  # the protocol's model cannot run these options (e.g. ZAB on async)
+        raise click.UsageError(str(e))
     finally:
         progress.close()
     saved = {}
@@ -104,6 +106,9 @@ def _tour(config: Config, symmetry: bool, jobs: int, as_json: bool, save: Path, 
         if bounds:
             click.echo(f"bounded by {', '.join(bounds)}: a ✓ is a check within these bounds, not a proof")
         click.echo(f"\nsaved {len(saved)} shortest counterexamples to {save}/ (replay one: hwm replay {save}/<file>)")
+        skipped = [name for name in PRESETS if name not in dict(results)]
+        if skipped:
+            click.echo(f"not run at these options (their models take the rpc network only): {', '.join(skipped)}")
         for name, _ in results:
             caught = PRESETS[name].caught_at
             if PRESETS[name].broken and caught.get("servers", config.servers) != config.servers:
@@ -129,7 +134,7 @@ def protocols(as_json) -> None:
         return
     click.echo("Flags:")
     for flag, values in FLAG_VALUES.items():
-        click.echo(f"  {flag:17} {' | '.join(map(_show, values)):50} {FLAG_MEANINGS[flag]}")
+        click.echo(f"  {flag:31} {' | '.join(map(_show, values)):50} {FLAG_MEANINGS[flag]}")
     click.echo("")
     for name, p in PRESETS.items():
         diff = p.protocol.differences(RAFT)

@@ -65,6 +65,14 @@ class BookKeeperState(NamedTuple):
     negatives: int
     acked: frozenset
 
+    def label(self, k: int) -> str:
+        """For a step table: bookies by name, then the two clients."""
+        n = len(self.servers) - 2
+        return server_name(k) + ("" if k < n else " writer" if k == n else " recovery")
+
+    def note(self, k: int) -> str:
+        return " fenced" if k < len(self.servers) - 2 and self.fenced >> k & 1 else ""
+
     def describe(self) -> str:
         n = len(self.servers) - 2
         lines = []

@@ -61,6 +61,16 @@ class ZabState(NamedTuple):
     epochs: tuple[int, ...]
     acked: frozenset
 
+    def note(self, k: int) -> str:
+        """For a step table: a prospective leader, entries only in memory."""
+        server = self.servers[k]
+        out = ""
+        if server.role == LEADER and server.alive and not self.synced[k] & _ESTABLISHED:
+            out += " prospective"
+        if self.durable[k] < len(server.log):
+            out += f" disk={self.durable[k]}"
+        return out
+
     def describe(self) -> str:
         lines = []
         for k, s in enumerate(self.servers):
