@@ -321,21 +321,33 @@ class ZabModel(Model):
     # ------------------------------------------------------------ enumeration
     def actions(self, s: ZabState, bounds_hit: set | None = None) -> Iterator[Action]:
         """The raft model's actions under ZAB's guards, then `sync` and `persist`."""
-        why_not = self.why_not
         zab_election = self.protocol.election == "longest-log"
         hit = bounds_hit if bounds_hit is not None else set()
+        servers, synced, config = s.servers, s.synced, self.config
         if zab_election:
+            # guard_elect's logic without its explanations, for speed (why_not gives them).
+            alive = [sv.alive for sv in servers]
+            fresh = [self.freshness(s, k) for k in range(self.n)]
+            noop = self.protocol.noop_on_election
             for c in range(self.n):
+                if not alive[c] or servers[c].role == LEADER:
+                    continue
                 for voters in self.voter_sets[c]:
-                    reason = why_not(s, ("elect", c, voters))
-                    if reason is None:
+                    if not all(alive[v] and fresh[c] >= fresh[v] for v in voters):
+                        continue
+                    if 1 + max(servers[v].generation for v in voters) > config.max_generation:
+                        hit.add("max_generation")
+                    elif noop and len(servers[c].log) >= config.max_log:
+                        hit.add("max_log")
+                    else:
                         yield ("elect", c, voters)
-                    elif isinstance(reason, BoundHit):
-                        hit.add(reason.bound)
         for action in super().actions(s, hit):
-            if action[0] == "elect" and zab_election:
+            kind = action[0]
+            if kind == "elect" and zab_election:
                 continue
-            if action[0] in ("write", "replicate") and why_not(s, action) is not None:
+            if kind == "write" and not synced[action[1]] & _ESTABLISHED:
+                continue
+            if kind == "replicate" and not (synced[action[1]] & _ESTABLISHED and synced[action[1]] >> action[2] & 1):
                 continue
             yield action
         servers = s.servers
