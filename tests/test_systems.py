@@ -320,3 +320,21 @@ def test_successors_are_exactly_what_the_guards_enable_and_symmetry_is_canonical
         # Without symmetry, distinct states keep distinct fingerprints.
         if other != state:
             assert model.fingerprint(other, False) != model.fingerprint(state, False)
+
+
+# ------------------------------------------------------------- the command line
+def test_model_only_systems_say_so_wherever_the_implementation_would_run():
+    from click.testing import CliRunner
+
+    from hwm.check import runnable_presets
+    from hwm.cli import main
+
+    assert {"zab", "bookkeeper"} <= set(runnable_presets(Config()))
+    assert not {"zab", "bookkeeper"} & set(runnable_presets(Config(network="async")))
+    for args in (["node", "--protocol", "zab"], ["cluster", "--protocol", "bookkeeper"]):
+        result = CliRunner().invoke(main, args)
+        assert result.exit_code == 2 and "model-only" in result.output, result.output
+    result = CliRunner().invoke(main, ["check", "--protocol", "zab", "--engine", "spark"])
+    assert result.exit_code == 2 and "raft family's model only" in result.output
+    result = CliRunner().invoke(main, ["prove", "--protocol", "bookkeeper"])
+    assert result.exit_code == 2 and "encodes the raft model" in result.output
