@@ -245,8 +245,8 @@ class ZabModel(Model):
         # follower sends once it has logged it (see `effect_persist`).
         match[f] = durable if self.established(s, l) else len(log)
         servers[l] = leader._replace(match=tuple(match))
-        # The follower now follows this leader only.
-        synced = tuple(mask & ~(1 << f) for mask in s.synced)
+        # The follower now follows this leader only (and if it led an older epoch, leads no more).
+        synced = tuple(0 if k == f else mask & ~(1 << f) for k, mask in enumerate(s.synced))
         synced = self._set(synced, l, s.synced[l] | 1 << f)
         durable_all = self._set(s.durable, f, durable)
         # The follower's currentEpoch is written before its ACK (under either flag).

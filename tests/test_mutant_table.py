@@ -114,3 +114,15 @@ def test_safe_system_presets_hold_with_every_witness_reached(safe):
     report = explore(safe, Config())
     assert report.ok, (report.violated, report.unreached)
     assert report.results["WriteAcknowledged"].found  # the acknowledged-write promise is not vacuous
+
+
+@pytest.mark.deep
+@pytest.mark.parametrize("safe, config", [
+    ("zab", Config(max_generation=3, max_log=2)),
+    ("zab", Config(max_generation=4, max_log=1, max_crashes=2)),
+    ("bookkeeper", Config(max_log=2)),
+    ("bookkeeper", Config(servers=4, max_log=2)),
+])
+def test_safe_system_presets_hold_at_larger_bounds(safe, config):
+    report = explore(safe, config)
+    assert not report.violated, report.violated
