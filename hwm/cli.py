@@ -17,7 +17,7 @@ from hwm.params import ProtocolParam
 from hwm.render import Progress, step_table
 from hwm.replay import REPLAYERS, judge
 from model.state import Config
-from properties.protocol import FLAG_MEANINGS, FLAG_VALUES, PRESETS, ProtocolError, RAFT, _show, resolve
+from properties.protocol import FLAG_MEANINGS, FLAG_VALUES, PRESETS, ProtocolError, RAFT, _show, model_only, resolve
 from properties.trace import TraceError, load
 
 EXIT_OK, EXIT_FOUND, EXIT_USAGE = 0, 1, 2
@@ -202,6 +202,11 @@ def replay(files, on, protocol, quiet) -> None:
         try:
             trace = load(path)
             for target in targets:
+                unavailable = model_only(resolve(protocol if protocol is not None else trace.protocol)[1])
+                if target == "impl" and unavailable and on == "both":
+                    # --on impl alone is a usage error (exit 2); --on both replays what it can.
+                    click.echo(f"{path} [impl]: not replayed: {unavailable}")
+                    continue
                 outcome = REPLAYERS[target](trace, protocol)
                 code, verdict = judge(trace, outcome, protocol is not None)
                 if not quiet:
