@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from hwm.render import table
-from model.actions import Model, build_model
+from model.actions import build_model
 from model.checker import Report, bfs
 from model.state import Config
 from properties.acked import ACKED
@@ -42,10 +42,6 @@ def run(request: CheckRequest, progress=None) -> Report:
         return simulate(model, name, walks=request.walks, seed=request.seed, symmetry=request.symmetry,
                         progress=progress)
     if request.engine == "spark":
-        if type(model) is not Model:
-            # The Spark engine moves states as the raft model's bytes (model/encoding.py).
-            raise ValueError(f"the spark engine explores the raft family's model only; check {name} "
-                             f"with --engine local or simulation")
         from model.spark_engine import spark_bfs
         return spark_bfs(model, name, symmetry=request.symmetry, master=request.spark_master or "local[*]",
                          progress=progress)

@@ -14,7 +14,7 @@ from __future__ import annotations
 from itertools import combinations
 from typing import Iterator
 
-from model.encoding import fingerprint
+from model.encoding import canonical, decode, encode, fingerprint
 from model.state import APPEND, FOLLOWER, LEADER, REPLY, Config, Server, State, initial_state
 from properties.catalogue import CATALOGUE
 from properties.protocol import Protocol
@@ -73,6 +73,14 @@ class Model:
 
     def fingerprint(self, state: State, symmetry: bool = True) -> int:
         return fingerprint(state, symmetry)
+
+    def encode(self, state: State, symmetry: bool = True) -> bytes:
+        """The bytes the fingerprint hashes (an engine that moves states as bytes sends these)."""
+        return canonical(state) if symmetry else encode(state)
+
+    def decode(self, data: bytes) -> State:
+        """A state of the class `data` encodes (the inverse of `encode`)."""
+        return decode(data)
 
     # ---------------------------------------------------------------- helpers
     def _advance_hwm(self, leader: Server, position: int) -> Server:

@@ -42,6 +42,7 @@ from typing import Iterator, NamedTuple
 from model.actions import Action, BoundHit, Model
 from model.encoding import _reads, _server_bytes, canonical, encode, fingerprint_bytes
 from model.state import FOLLOWER, LEADER, Config, Server
+from model.zab import read_entries, read_server
 from properties.acked import WITH_ACKED
 from properties.protocol import Protocol
 from properties.quorum import majority, quorum_index
@@ -129,6 +130,24 @@ class BookKeeperModel(Model):
 
     def fingerprint(self, s: BookKeeperState, symmetry: bool = True) -> int:
         return fingerprint_bytes(self.encode(s, symmetry))
+
+    def decode(self, data: bytes) -> BookKeeperState:
+        """The state `encode` wrote (bookies in the encoded order, then the writer and recovery)."""
+        it = iter(data)
+        total, _, crashes = next(it), next(it), next(it)
+        servers, fenced, responded, negatives = [], 0, 0, 0
+        for k in range(total):
+            kind = next(it)
+            if kind == 0:
+                fenced |= next(it) << k
+                responded |= next(it) << k
+                negatives |= next(it) << k
+            server = read_server(it)
+            if kind == 1 and server.role == LEADER:  # the writer's acknowledgements per server
+                server = server._replace(match=tuple(next(it) for _ in range(total)))
+            servers.append(server)
+        reads = read_entries(it)
+        return BookKeeperState(tuple(servers), reads, crashes, (), fenced, responded, negatives, read_entries(it))
 
     # ---------------------------------------------------------------- helpers
     def closed(self, s: BookKeeperState) -> bool:

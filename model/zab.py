@@ -42,6 +42,18 @@ from properties.quorum import quorum_index
 from properties.snapshot import describe_server, server_name
 
 
+def read_server(it) -> Server:
+    """One server's local bytes as `model.encoding` writes them (its match follows separately)."""
+    generation, role, alive, hwm, length = (next(it) for _ in range(5))
+    log = tuple(next(it) for _ in range(length))
+    return Server(generation, LEADER if role else FOLLOWER, log, hwm, bool(alive), ())
+
+
+def read_entries(it) -> frozenset:
+    """A set of (index, generation) entries as `model.encoding` writes reads."""
+    return frozenset((next(it), next(it)) for _ in range(next(it)))
+
+
 class ZabState(NamedTuple):
     """A ZAB cluster: the raft model's state plus what the synchronisation phase needs.
 
@@ -134,6 +146,23 @@ class ZabModel(Model):
 
     def fingerprint(self, s: ZabState, symmetry: bool = True) -> int:
         return fingerprint_bytes(self.encode(s, symmetry))
+
+    def decode(self, data: bytes) -> ZabState:
+        """The state `encode` wrote (servers in the encoded order)."""
+        it = iter(data)
+        n, _, crashes = next(it), next(it), next(it)
+        servers, durable, established, epochs = [], [], [], []
+        for _ in range(n):
+            server = read_server(it)
+            durable.append(next(it))
+            established.append(next(it))
+            epochs.append(next(it))
+            if server.role == LEADER:
+                server = server._replace(match=tuple(next(it) for _ in range(n)))
+            servers.append(server)
+        reads = read_entries(it)
+        synced = tuple(next(it) | (_ESTABLISHED if established[k] else 0) for k in range(n))
+        return ZabState(tuple(servers), reads, crashes, (), synced, tuple(durable), tuple(epochs), read_entries(it))
 
     # ---------------------------------------------------------------- helpers
     def established(self, s: ZabState, leader: int) -> bool:
