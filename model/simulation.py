@@ -16,7 +16,6 @@ import time
 
 from model.actions import Model
 from model.checker import Report, Tracker, finish_report, path_to, visit
-from properties.catalogue import CATALOGUE
 
 
 def simulate(model: Model, protocol_name: str, *, walks: int = 2000, max_depth: int = 40, seed: int = 0,

@@ -12,7 +12,6 @@ from model.checker import bfs, reconstruct
 from model.encoding import canonical, decode, encode, fingerprint
 from model.simulation import simulate
 from model.state import Config, State, initial_state
-from properties.catalogue import ALWAYS, SOMETIMES
 from properties.protocol import PRESETS
 from properties.quorum import majority, quorum_index
 from tests.explored import explore

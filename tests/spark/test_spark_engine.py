@@ -21,8 +21,6 @@ from model.actions import Model, build_model
 from model.checker import bfs
 from model.spark_engine import (SparkUnavailable, check_java, check_master, free_port, get_spark,
                                 spark_bfs, standalone_cluster, to_signed, to_unsigned)
-from model.state import initial_state
-from properties.catalogue import BY_NAME
 from properties.protocol import PRESETS
 from tests.pinned import PINNED, config_of
 
