@@ -105,6 +105,44 @@ CATALOGUE = {
         "only what the server has learned of it. Kafka before KIP-101 did the same with a checkpointed HWM "
         "(see kip101.json): durability narrows the window but does not close it.",
     ),
+    "zab-ack-before-persist": (
+        "AckedWriteNeverLost", {},
+        "ZOOKEEPER-3911: a server acknowledges NEWLEADER before logging what the leader sent it",
+        "S1 wins epoch 1 and S2 acknowledges its NEWLEADER: S1 is established and writes entry 1@g1, which "
+        "no follower has yet. S3 joins and synchronises with S1: the DIFF brings 1@g1 into S3's memory "
+        "(Learner.syncWithLeader keeps such proposals in packetsNotCommitted) and S3 acknowledges NEWLEADER "
+        "before logging them - the defect. S3, now in epoch 1 with 1@g1 in its history, wins epoch 2 with S1's "
+        "vote (fast leader election compares the last zxid, and S3's is as recent as S1's). As leader it "
+        "synchronises S1, S1 acknowledges NEWLEADER, and with a quorum of 2 the whole history of epoch 2 is "
+        "committed: the client that wrote 1@g1 is told it is committed. S3 crashes before its log is flushed "
+        "and comes back without 1@g1: the acknowledged entry is on S1 alone, and S2 and S3 can now elect a "
+        "leader that never had it. The fix (apache/zookeeper pull request 1445) logs the proposals before the "
+        "ACK of NEWLEADER; ZOOKEEPER-4646 showed that logging asynchronously there still loses data, and the "
+        "rule this model checks as safe is the one the zab preset uses: persisted, then acknowledged.",
+    ),
+    "bookkeeper-recovery-without-fencing": (
+        "AckedWriteNeverLost", {},
+        "BookKeeper issue 2614: recovery reads that do not fence let an acknowledged entry fall outside the closed ledger",
+        "Three bookies, write quorum 3, ack quorum 2. The writer (S4) adds entry 1 and S1 stores it. A second "
+        "client (S5) suspects the writer and recovers the ledger: its fencing LAC reads reach S1 and S2 (the "
+        "one to S3 is lost), which is E - AQ + 1 = 2 answers, so recovery reads start. S2 and S3 both answer "
+        "that they have no entry 1: WQ - AQ + 1 = 2 negative answers, so entry 1 cannot have reached an ack "
+        "quorum and recovery closes the ledger empty. But the recovery read did not fence S3, so S3 still "
+        "accepts the writer's add of entry 1: with S1's earlier answer that is an ack quorum, and the writer "
+        "acknowledges entry 1 to its client. The closed ledger ends before it: the acknowledged entry is lost "
+        "(BookKeeper's promise, from its Fencing page: if an entry is added and the client receives a "
+        "confirmation, the last entry of the closed ledger is at least that entry). Found with a TLA+ "
+        "specification (apache/bookkeeper issue 2614); the fix (pull request 2616) sets the fencing flag on "
+        "recovery reads, so every bookie that answers 'no such entry' is fenced and refuses the late add.",
+    ),
+}
+
+# Where each entry's bug was published.
+SOURCES = {
+    "zab-ack-before-persist": "https://issues.apache.org/jira/browse/ZOOKEEPER-3911 (fix: "
+                              "https://github.com/apache/zookeeper/pull/1445; same root cause: ZOOKEEPER-4646)",
+    "bookkeeper-recovery-without-fencing": "https://github.com/apache/bookkeeper/issues/2614 (fix: "
+                                           "https://github.com/apache/bookkeeper/pull/2616)",
 }
 
 
@@ -115,6 +153,8 @@ def build(name: str) -> Path:
     trace = trace_for(report, name, prop)
     trace.title = title
     trace.explanation = explanation
+    if name in SOURCES:
+        trace.extra["source"] = SOURCES[name]
     return trace.save(HERE / f"{name}.json")
 
 

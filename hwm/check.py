@@ -12,6 +12,7 @@ from hwm.render import table
 from model.actions import build_model
 from model.checker import Report, bfs
 from model.state import Config
+from properties.acked import ACKED
 from properties.catalogue import ALWAYS, SOMETIMES
 from properties.protocol import PRESETS, resolve
 from properties.trace import Trace
@@ -34,7 +35,7 @@ class CheckRequest:
 def run(request: CheckRequest, progress=None) -> Report:
     """Check one protocol with the requested engine."""
     name, protocol = resolve(request.protocol)
-    model = build_model(protocol, request.config)
+    model = build_model(protocol, request.config)  # ValueError: the model cannot run this config
     if request.engine == "local":
         return bfs(model, name, symmetry=request.symmetry, progress=progress, workers=request.workers)
     if request.engine == "simulation":
@@ -62,7 +63,7 @@ def expected_violations(preset: str, config: Config) -> frozenset[str] | None:
 
 def tour(config: Config, symmetry: bool, jobs: int, progress_stream=None) -> list[tuple[str, Report]]:
     """Check every preset; presets run in parallel processes (one per core by default)."""
-    requests = [CheckRequest(name, config, symmetry) for name in PRESETS]
+    requests = [CheckRequest(name, config, symmetry) for name in runnable_presets(config)]
     if jobs <= 1:
         return [(r.protocol, run(r)) for r in requests]
     with ProcessPoolExecutor(max_workers=jobs) as pool:
@@ -76,6 +77,18 @@ def tour(config: Config, symmetry: bool, jobs: int, progress_stream=None) -> lis
         if progress_stream is not None and progress_stream.isatty():
             progress_stream.write("\r" + " " * 80 + "\r")
         return results
+
+
+def runnable_presets(config: Config) -> list[str]:
+    """The presets whose model runs under `config` (ZAB and BookKeeper take the rpc network only)."""
+    names = []
+    for name, preset in PRESETS.items():
+        try:
+            build_model(preset.protocol, config)
+        except ValueError:
+            continue
+        names.append(name)
+    return names
 
 
 def default_jobs() -> int:
@@ -123,8 +136,10 @@ def describe_report(report: Report, saved: dict[str, Path] | None = None) -> str
     else:
         lines.append("no bound cut exploration: the whole reachable state space was explored")
     lines.append("")
-    for p in ALWAYS:
-        r = report.results[p.name]
+    for p in ALWAYS + EXTRA_ALWAYS:
+        r = report.results.get(p.name)
+        if r is None:  # a property this model does not check (its states lack the ghost)
+            continue
         if r.found:
             lines.append(f"  ✗ {p.name:28} violated in {r.length} steps: {r.finding}")
             lines.append(f"      {' '.join(str(s) for s in r.steps)}")
@@ -132,8 +147,10 @@ def describe_report(report: Report, saved: dict[str, Path] | None = None) -> str
                 lines.append(f"      saved to {saved[p.name]}  (hwm replay {saved[p.name]})")
         else:
             lines.append(f"  ✓ {p.name:28} holds")
-    for p in SOMETIMES:
-        r = report.results[p.name]
+    for p in SOMETIMES + EXTRA_SOMETIMES:
+        r = report.results.get(p.name)
+        if r is None:
+            continue
         if r.found:
             lines.append(f"  ✓ {p.name:28} witnessed in {r.length} steps: {r.finding}")
         else:
@@ -141,20 +158,25 @@ def describe_report(report: Report, saved: dict[str, Path] | None = None) -> str
     return "\n".join(lines)
 
 
-ABBREVIATIONS = {p.name: "".join(c for c in p.name if c.isupper()) for p in ALWAYS + SOMETIMES}
+# Properties only some models check (properties/acked.py): a column of their own, "-" elsewhere.
+EXTRA_ALWAYS = tuple(p for p in ACKED if p.kind == "always")
+EXTRA_SOMETIMES = tuple(p for p in ACKED if p.kind == "sometimes")
+ABBREVIATIONS = {p.name: "".join(c for c in p.name if c.isupper()) for p in ALWAYS + SOMETIMES + ACKED}
 
 
 def tour_table(results: list[tuple[str, Report]]) -> str:
-    header = ["preset", "states", "secs"] + [ABBREVIATIONS[p.name] for p in ALWAYS] + ["witnesses"]
+    columns = ALWAYS + EXTRA_ALWAYS
+    header = ["preset", "states", "secs"] + [ABBREVIATIONS[p.name] for p in columns] + ["witnesses"]
     rows = []
     for name, r in results:
         cells = []
-        for p in ALWAYS:
-            res = r.results[p.name]
-            cells.append(f"✗{res.length}" if res.found else "✓")
-        reached = sum(1 for p in SOMETIMES if r.results[p.name].found)
-        rows.append([name, f"{r.states:,}", f"{r.seconds:.1f}"] + cells + [f"{reached}/{len(SOMETIMES)}"])
-    legend = "  ".join(f"{ABBREVIATIONS[p.name]}={p.name}" for p in ALWAYS)
+        for p in columns:
+            res = r.results.get(p.name)
+            cells.append("-" if res is None else f"✗{res.length}" if res.found else "✓")
+        witnesses = [res for res in r.results.values() if res.kind == "sometimes"]
+        reached = sum(1 for res in witnesses if res.found)
+        rows.append([name, f"{r.states:,}", f"{r.seconds:.1f}"] + cells + [f"{reached}/{len(witnesses)}"])
+    legend = "  ".join(f"{ABBREVIATIONS[p.name]}={p.name}" for p in columns)
     return table(header, rows) + "\n\n✓ holds, ✗N violated (shortest counterexample: N steps)\n" + legend
 
 

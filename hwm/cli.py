@@ -18,7 +18,7 @@ from hwm.render import Progress, step_table
 from hwm.replay import REPLAYERS, judge
 from hwm.teach import explain as explained
 from model.state import Config
-from properties.protocol import FLAG_MEANINGS, FLAG_VALUES, PRESETS, ProtocolError, RAFT, _show, resolve
+from properties.protocol import FLAG_MEANINGS, FLAG_VALUES, PRESETS, ProtocolError, RAFT, _show, model_only, resolve
 from properties.trace import TraceError, load
 
 EXIT_OK, EXIT_FOUND, EXIT_USAGE = 0, 1, 2
@@ -91,6 +91,8 @@ def check(protocol, servers, max_generation, max_log, max_crashes, network, chan
         report = checking.run(request, progress)
     except RuntimeError as e:  # engine unavailable (e.g. Spark without Java): say what to install
         raise click.ClickException(str(e))
+    except ValueError as e:  # the protocol's model cannot run these options (e.g. ZAB on async)
+        raise click.UsageError(str(e))
     finally:
         progress.close()
     saved = {}
@@ -138,6 +140,9 @@ def _tour(config: Config, symmetry: bool, jobs: int, as_json: bool, save: Path, 
             click.echo(f"bounded by {', '.join(bounds)}: a ✓ is a check within these bounds, not a proof")
         click.echo(f"\nsaved {len(saved)} shortest counterexamples to {save}/ (replay one: hwm replay {save}/<file>; "
                    f"each has its picture beside it, <file>.html)")
+        skipped = [name for name in PRESETS if name not in dict(results)]
+        if skipped:
+            click.echo(f"not run at these options (their models take the rpc network only): {', '.join(skipped)}")
         for name, _ in results:
             caught = PRESETS[name].caught_at
             if PRESETS[name].broken and caught.get("servers", config.servers) != config.servers:
@@ -163,7 +168,7 @@ def protocols(as_json) -> None:
         return
     click.echo("Flags:")
     for flag, values in FLAG_VALUES.items():
-        click.echo(f"  {flag:17} {' | '.join(map(_show, values)):50} {FLAG_MEANINGS[flag]}")
+        click.echo(f"  {flag:31} {' | '.join(map(_show, values)):50} {FLAG_MEANINGS[flag]}")
     click.echo("")
     for name, p in PRESETS.items():
         diff = p.protocol.differences(RAFT)
@@ -272,6 +277,11 @@ def replay(files, on, protocol, quiet, brief, html_out, svg_dir, compare) -> Non
         try:
             trace = load(path)
             for target in targets:
+                unavailable = model_only(resolve(protocol if protocol is not None else trace.protocol)[1])
+                if target == "impl" and unavailable and on == "both":
+                    # --on impl alone is a usage error (exit 2); --on both replays what it can.
+                    click.echo(f"{path} [impl]: not replayed: {unavailable}")
+                    continue
                 outcome = REPLAYERS[target](trace, protocol)
                 code, verdict = judge(trace, outcome, protocol is not None)
                 if not quiet:

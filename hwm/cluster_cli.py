@@ -42,10 +42,13 @@ CLUSTER_FORMAT = "hwm-cluster/1"
 def _protocol(ctx: click.Context, param: click.Parameter, value: str):
     # The `--protocol` syntax of `hwm check` (preset[,flag=value...]), parsed in one place.
     from hwm.cli import ProtocolParam
-    from properties.protocol import resolve
+    from properties.protocol import model_only, resolve
 
     spec = ProtocolParam().convert(value, param, ctx)
-    return resolve(spec)[1]
+    protocol = resolve(spec)[1]
+    if model_only(protocol):
+        raise click.BadParameter(model_only(protocol), ctx=ctx, param=param)
+    return protocol
 
 
 def _protocol_text(ctx: click.Context, param: click.Parameter, value: str) -> str:

@@ -58,6 +58,10 @@ def prove(protocol, part, servers, max_log, max_n, depth, max_generation, max_cr
     1 when one is not, 2 on bad arguments.
     """
     name, resolved = resolve(protocol)
+    if resolved.system != "raft":
+        # The z3 encoding (model/proofs_symbolic.py) is the raft model's.
+        raise click.UsageError(f"hwm prove encodes the raft model; {name} follows the {resolved.system} rules "
+                               f"(check it with hwm check --protocol {name})")
     if "all" in properties:
         properties = ALWAYS_CHECKED
     plan = Plan(name, resolved, PARTS if part == "all" else (part,), servers=servers, max_log=max_log,

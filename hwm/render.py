@@ -27,11 +27,16 @@ def step_table(rows: Sequence[tuple[str, object]], marks: dict[int, str] | None 
     if not rows:
         return ""
     n = len(rows[0][1].servers)
-    header = ["#", "step"] + [server_name(k) for k in range(n)] + ["reads"]
+    # A model whose states say more (ZAB's durable prefix, BookKeeper's fences and roles) names
+    # its columns with `label(k)` and adds to a cell with `note(k)`.
+    label = getattr(rows[0][1], "label", server_name)
+    header = ["#", "step"] + [label(k) for k in range(n)] + ["reads"]
     body = []
-    for number, (label, view) in enumerate(rows):
+    for number, (step, view) in enumerate(rows):
         reads = " ".join(f"{i}@g{g}" for i, g in sorted(view.reads))
-        body.append([str(number), label] + [cell(s) for s in view.servers] + [reads])
+        note = getattr(view, "note", None)
+        cells = [cell(s) + (note(k) if note else "") for k, s in enumerate(view.servers)]
+        body.append([str(number), step] + cells + [reads])
     widths = [max(len(r[c]) for r in [header] + body) for c in range(len(header))]
     lines = ["  ".join(h.ljust(w) for h, w in zip(header, widths)).rstrip()]
     for number, r in enumerate(body):

@@ -13,9 +13,10 @@ from typing import Callable
 from hwm.simcluster import SimCluster
 from model.actions import build_model, from_step
 from model.state import Config
-from properties.catalogue import ALWAYS, BY_NAME
+from properties.acked import ALL_BY_NAME as BY_NAME
+from properties.catalogue import ALWAYS
 from properties.liveness import LIVENESS_BY_NAME
-from properties.protocol import resolve
+from properties.protocol import model_only, resolve
 from properties.trace import Trace, TraceError
 
 
@@ -44,8 +45,10 @@ class Outcome:
         return "holds"
 
 
-def watched_properties(trace: Trace):
-    return [BY_NAME[trace.property]] if trace.property and BY_NAME[trace.property].kind == "always" else list(ALWAYS)
+def watched_properties(trace: Trace, model=None):
+    if trace.property and BY_NAME[trace.property].kind == "always":
+        return [BY_NAME[trace.property]]
+    return [p for p in model.properties if p.kind == "always"] if model is not None else list(ALWAYS)
 
 
 def replay_on_model(trace: Trace, protocol: str | dict | None = None) -> Outcome:
@@ -61,7 +64,7 @@ def replay_on_model(trace: Trace, protocol: str | dict | None = None) -> Outcome
         return replay_lasso_on_model(trace, name, model)
     state = model.initial_state()
     outcome = Outcome("holds", "model", name, rows=[("(initial)", state)])
-    props = watched_properties(trace)
+    props = watched_properties(trace, model)
     for number, step in enumerate(trace.steps, start=1):
         action = from_step(step)
         reason = model.why_not(state, action)
@@ -126,6 +129,9 @@ def replay_on_impl(trace: Trace, protocol: str | dict | None = None) -> Outcome:
     reads returned. A step the implementation refuses ends the replay as `blocked`, with its reason.
     """
     name, proto = resolve(protocol if protocol is not None else trace.protocol)
+    reason = model_only(proto)
+    if reason:
+        raise TraceError(reason, file=trace.source, field="protocol")
     config = Config.from_mapping(trace.config, where=trace.source)
     cluster = SimCluster(proto, config)
     if trace.property in LIVENESS_BY_NAME:

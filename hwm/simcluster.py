@@ -50,7 +50,7 @@ from impl.messages import AppendReply, AppendRequest, PeerMessage, VoteReply
 from impl.storage import Durable, MemoryStorage
 from model.actions import from_step
 from model.state import APPEND, REPLY, Config
-from properties.protocol import Protocol
+from properties.protocol import Protocol, model_only
 from properties.quorum import majority
 from properties.snapshot import LEADER, Snapshot, server_name
 from properties.trace import Step
@@ -148,6 +148,8 @@ class SimCluster:
         `replica_options` go to every Replica (election_ticks, heartbeat_ticks ...)."""
         if not isinstance(protocol, Protocol):
             raise TypeError(f"protocol: expected a properties.protocol.Protocol, got {type(protocol).__name__}")
+        if model_only(protocol):
+            raise ValueError(model_only(protocol))
         self.protocol = protocol
         self.config = config
         self.names = [server_name(k) for k in range(config.servers)]
@@ -230,7 +232,8 @@ class SimCluster:
                 return getattr(self, kind)(names[0], names[1])
             if kind in ("read", "crash", "restart"):
                 return getattr(self, kind)(names[0])
-            raise ValueError(f"unknown action {kind!r}")
+            # Another system's step (sync, add, fence ...): the replicas have no such step.
+            return f"{kind} is not an action of the implementation, which follows the raft family's rules"
         finally:
             self._settle()
 

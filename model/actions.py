@@ -14,8 +14,9 @@ from __future__ import annotations
 from itertools import combinations
 from typing import Iterator
 
-from model.encoding import fingerprint
+from model.encoding import canonical, decode, encode, fingerprint
 from model.state import APPEND, FOLLOWER, LEADER, REPLY, Config, Server, State, initial_state
+from properties.catalogue import CATALOGUE
 from properties.protocol import Protocol
 from properties.quorum import majority, quorum_index
 from properties.snapshot import server_name
@@ -45,6 +46,9 @@ def up_to_date(candidate: tuple[int, ...], voter: tuple[int, ...]) -> bool:
 class Model:
     """The explicit-state model of one protocol variant under one configuration."""
 
+    # The properties the engines check on this model's states.
+    properties = CATALOGUE
+
     def __init__(self, protocol: Protocol, config: Config):
         self.protocol = protocol
         self.config = config
@@ -69,6 +73,26 @@ class Model:
 
     def fingerprint(self, state: State, symmetry: bool = True) -> int:
         return fingerprint(state, symmetry)
+
+    def encode(self, state: State, symmetry: bool = True) -> bytes:
+        """The bytes the fingerprint hashes (an engine that moves states as bytes sends these)."""
+        return canonical(state) if symmetry else encode(state)
+
+    def decode(self, data: bytes) -> State:
+        """A state of the class `data` encodes (the inverse of `encode`)."""
+        return decode(data)
+
+    def action_table(self) -> list[Action]:
+        """Every action this configuration can name, in a fixed order: the engines' action ids."""
+        n = self.n
+        table: list[Action] = []
+        for candidate in range(n):
+            table += [("elect", candidate, voters) for voters in self.voter_sets[candidate]]
+        for name in ("write", "read", "crash", "restart"):
+            table += [(name, k) for k in range(n)]
+        for name in ("replicate", "send", "deliver", "drop"):
+            table += [(name, a, b) for a, b in self.pairs]
+        return table
 
     # ---------------------------------------------------------------- helpers
     def _advance_hwm(self, leader: Server, position: int) -> Server:
@@ -448,7 +472,10 @@ class Model:
 
     def why_not(self, s: State, action: Action) -> str | None:
         """None when `action` is enabled in `s`, else the reason."""
-        return getattr(self, "guard_" + action[0])(s, *action[1:])
+        guard = getattr(self, "guard_" + action[0], None)
+        if guard is None:
+            return f"{action[0]} is not an action of the {self.protocol.system} model"
+        return guard(s, *action[1:])
 
     def apply(self, s: State, action: Action) -> State:
         return self._effects[action[0]](s, *action[1:])
@@ -456,6 +483,12 @@ class Model:
 
 def build_model(protocol: Protocol, config: Config) -> Model:
     """The model of `protocol` under `config`: the one place a protocol picks its model class."""
+    if protocol.system == "zab":
+        from model.zab import ZabModel
+        return ZabModel(protocol, config)
+    if protocol.system == "bookkeeper":
+        from model.bookkeeper import BookKeeperModel
+        return BookKeeperModel(protocol, config)
     return Model(protocol, config)
 
 
@@ -471,6 +504,12 @@ def to_step(action: Action, value: str | None = None) -> Step:
         return Step(name, {"leader": server_name(action[1]), "follower": server_name(action[2])})
     if name in ("send", "deliver", "drop"):
         return Step(name, {"from": server_name(action[1]), "to": server_name(action[2])})
+    if name == "sync":
+        return Step(name, {"leader": server_name(action[1]), "follower": server_name(action[2])})
+    if name == "add":
+        return Step(name, {"value": value} if value else {})
+    if name in ("send_add", "fence", "recovery_read"):
+        return Step(name, {"bookie": server_name(action[1])})
     return Step(name, {"server": server_name(action[1])})
 
 
@@ -482,8 +521,12 @@ def from_step(step: Step) -> Action:
     a = step.args
     if step.action == "elect":
         return ("elect", pos(a["server"]), tuple(sorted(pos(v) for v in a["voters"])))
-    if step.action == "replicate":
-        return ("replicate", pos(a["leader"]), pos(a["follower"]))
+    if step.action in ("replicate", "sync"):
+        return (step.action, pos(a["leader"]), pos(a["follower"]))
+    if step.action == "add":
+        return ("add",)
+    if step.action in ("send_add", "fence", "recovery_read"):
+        return (step.action, pos(a["bookie"]))
     if step.action in ("send", "deliver", "drop"):
         return (step.action, pos(a["from"]), pos(a["to"]))
     return (step.action, pos(a["server"]))

@@ -64,7 +64,7 @@ from typing import Any, NamedTuple, Sequence
 import numpy as np
 
 from model.actions import Action, Model
-from model.encoding import canonical, decode, encode, fingerprint_bytes
+from model.encoding import fingerprint_bytes
 from model.state import State
 
 Batch = Any  # len() and picklable; only its backend looks inside
@@ -86,16 +86,8 @@ class Expansion(NamedTuple):
 
 
 def action_table(model: Model) -> list[Action]:
-    """Every action the model's configuration can name, in a fixed order: the ids."""
-    n = model.n
-    table: list[Action] = []
-    for candidate in range(n):
-        table += [("elect", candidate, voters) for voters in model.voter_sets[candidate]]
-    for name in ("write", "read", "crash", "restart"):
-        table += [(name, k) for k in range(n)]
-    for name in ("replicate", "send", "deliver", "drop"):
-        table += [(name, a, b) for a, b in model.pairs]
-    return table
+    """Every action the model's configuration can name, in a fixed order: the ids (`Model.action_table`)."""
+    return model.action_table()
 
 
 class Backend:
@@ -115,10 +107,11 @@ class Backend:
     # Subclasses provide initial, expand, fingerprints, take, concat, states and batch_of.
 
     def to_bytes(self, batch: Batch) -> list[bytes]:
-        return [encode(s) for s in self.states(batch)]
+        encode = self.model.encode
+        return [encode(s, False) for s in self.states(batch)]
 
     def from_bytes(self, rows: Sequence[bytes]) -> Batch:
-        return self.batch_of([decode(r) for r in rows])
+        return self.batch_of([self.model.decode(r) for r in rows])
 
     def check_states(self, batch: Batch, props: Sequence) -> dict[str, tuple[int, str]]:
         found: dict[str, tuple[int, str]] = {}
@@ -152,27 +145,30 @@ class Backend:
 
 
 class PackedStates:
-    """States as one byte string (each state's `encode`, servers in their real order) and offsets.
+    """States as one byte string (each state's `Model.encode`, servers in their real order) and offsets.
 
     About 30 bytes per state instead of the ~1 kB of a `State` object graph; the
-    list of model objects is built on demand and dropped when packed again.
+    list of model objects is built on demand and dropped when packed again. The
+    model's codec is passed in, never pickled: a batch travels as bytes alone.
     """
 
-    __slots__ = ("blob", "offsets", "_states")
+    __slots__ = ("blob", "offsets", "_states", "_encode")
 
-    def __init__(self, blob: bytes = b"", offsets: np.ndarray | None = None, states: list | None = None):
+    def __init__(self, blob: bytes = b"", offsets: np.ndarray | None = None, states: list | None = None,
+                 encode=None):
         self.blob = blob
         self.offsets = offsets if offsets is not None else np.zeros(1, dtype=np.int64)
         self._states = states  # decoded (or not yet encoded) model states
+        self._encode = encode  # set while the states exist only as objects
 
     @classmethod
-    def of(cls, states: list[State]) -> "PackedStates":
-        return cls(states=states)
+    def of(cls, states: list[State], encode) -> "PackedStates":
+        return cls(states=states, encode=encode)
 
     def __len__(self) -> int:
         return len(self._states) if self._states is not None else len(self.offsets) - 1
 
-    def states(self) -> list[State]:
+    def states(self, decode) -> list[State]:
         if self._states is None:
             blob, bounds = self.blob, self.offsets.tolist()
             self._states = [decode(blob[a:b]) for a, b in zip(bounds, bounds[1:])]
@@ -180,7 +176,7 @@ class PackedStates:
 
     def packed(self, positions: np.ndarray | None = None) -> "PackedStates":
         """A packed batch of the states at `positions` (all when None)."""
-        if self._states is None:
+        if self._encode is None:  # the bytes exist (the states, if decoded, came from them)
             if positions is None:
                 return PackedStates(self.blob, self.offsets)
             if len(positions) and positions[-1] - positions[0] + 1 == len(positions):  # a slice
@@ -193,6 +189,7 @@ class PackedStates:
             parts = [blob[a:b] for a, b in zip(starts.tolist(), ends.tolist())]
         else:
             chosen = self._states if positions is None else [self._states[k] for k in positions.tolist()]
+            encode = self._encode
             parts = [encode(s) for s in chosen]
         offsets = np.zeros(len(parts) + 1, dtype=np.int64)
         if parts:
@@ -200,12 +197,13 @@ class PackedStates:
         return PackedStates(b"".join(parts), offsets)
 
     def __getstate__(self):
-        packed = self if self._states is None else self.packed()
+        packed = self if self._encode is None else self.packed()
         return packed.blob, packed.offsets
 
     def __setstate__(self, data):
         self.blob, self.offsets = data
         self._states = None
+        self._encode = None
 
     def nbytes(self) -> int:
         return len(self.blob) + self.offsets.nbytes
@@ -216,38 +214,42 @@ class ReferenceBackend(Backend):
 
     name = "reference"
 
+    def __init__(self, model: Model, symmetry: bool):
+        super().__init__(model, symmetry)
+        self._encode = lambda state, encode=model.encode: encode(state, False)  # real server order
+
     def initial(self) -> PackedStates:
-        return PackedStates.of([self.model.initial_state()])
+        return PackedStates.of([self.model.initial_state()], self._encode)
 
     def fingerprints(self, batch: PackedStates) -> np.ndarray:
         fingerprint, symmetry = self.model.fingerprint, self.symmetry
-        return np.fromiter((fingerprint(s, symmetry) for s in batch.states()), dtype=np.uint64, count=len(batch))
+        return np.fromiter((fingerprint(s, symmetry) for s in self.states(batch)), dtype=np.uint64,
+                           count=len(batch))
 
     def expand(self, batch: PackedStates) -> Expansion:
         model = self.model
-        actions, apply = model.actions, model.apply
+        actions, apply, encode, symmetry = model.actions, model.apply, model.encode, self.symmetry
         ids = self.action_ids
-        code = canonical if self.symmetry else encode
         bounds_hit: set[str] = set()
         successors: list[State] = []
         fps: list[int] = []
         parents: list[int] = []
         action_ids: list[int] = []
-        for position, state in enumerate(batch.states()):
+        for position, state in enumerate(self.states(batch)):
             for action in actions(state, bounds_hit):
                 succ = apply(state, action)
                 successors.append(succ)
-                fps.append(fingerprint_bytes(code(succ)))
+                fps.append(fingerprint_bytes(encode(succ, symmetry)))
                 parents.append(position)
                 action_ids.append(ids[action])
-        return Expansion(PackedStates.of(successors), np.array(fps, dtype=np.uint64),
+        return Expansion(PackedStates.of(successors, self._encode), np.array(fps, dtype=np.uint64),
                          np.array(parents, dtype=np.int64), np.array(action_ids, dtype=np.int32), bounds_hit)
 
     def take(self, batch: PackedStates, positions: np.ndarray) -> PackedStates:
         return batch.packed(np.asarray(positions, dtype=np.int64))
 
     def concat(self, batches: Sequence[PackedStates]) -> PackedStates:
-        packed = [b.packed() if b._states is not None else b for b in batches]
+        packed = [b.packed() if b._encode is not None else b for b in batches]
         if not packed:
             return PackedStates()
         blob = b"".join(b.blob for b in packed)
@@ -257,13 +259,13 @@ class ReferenceBackend(Backend):
         return PackedStates(blob, offsets)
 
     def states(self, batch: PackedStates) -> list[State]:
-        return batch.states()
+        return batch.states(self.model.decode)
 
     def batch_of(self, states: list[State]) -> PackedStates:
-        return PackedStates.of(list(states))
+        return PackedStates.of(list(states), self._encode)
 
     def to_bytes(self, batch: PackedStates) -> list[bytes]:
-        packed = batch.packed() if batch._states is not None else batch
+        packed = batch.packed() if batch._encode is not None else batch
         blob, bounds = packed.blob, packed.offsets.tolist()
         return [blob[a:b] for a, b in zip(bounds, bounds[1:])]
 

@@ -212,7 +212,7 @@ def finish_report(report: Report, model: Model, tracker: Tracker, parents_of: Ca
 
 def bfs(model: Model, protocol_name: str, *, symmetry: bool = True, max_states: int | None = None,
         max_depth: int | None = None, progress: ProgressFn | None = None,
-        properties: Iterable[Property] = CATALOGUE, workers: int = 1, successors: str = "reference") -> Report:
+        properties: Iterable[Property] | None = None, workers: int = 1, successors: str = "reference") -> Report:
     """Breadth-first search of the whole reachable state space (the local engine, `model.engine`).
 
     Ctrl-C stops the search and returns what it found so far (complete=False,
@@ -221,5 +221,6 @@ def bfs(model: Model, protocol_name: str, *, symmetry: bool = True, max_states: 
     from model.engine import CheckOptions, check
 
     options = CheckOptions(symmetry=symmetry, workers=workers, max_states=max_states, max_depth=max_depth,
-                           progress=progress, successors=successors, properties=tuple(properties))
+                           progress=progress, successors=successors,
+                           properties=None if properties is None else tuple(properties))
     return check(model, options, name=protocol_name)

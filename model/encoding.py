@@ -56,8 +56,13 @@ def _message(message: tuple) -> list[int]:
     return [message[0], generation, success, index]
 
 
-def encode(state: State, order: tuple[int, ...] | None = None, keys: list[bytes] | None = None) -> bytes:
-    """The state's bytes with servers renamed so that new position j is old server order[j]."""
+def encode(state: State, order: tuple[int, ...] | None = None, keys: list[bytes] | None = None,
+           extra=None) -> bytes:
+    """The state's bytes with servers renamed so that new position j is old server order[j].
+
+    A model whose states carry more than `State` passes `keys` (each server's local bytes,
+    its own extras included) and `extra(order)`, the bytes of whatever names servers.
+    """
     servers = state.servers
     n = len(servers)
     if order is None:
@@ -80,13 +85,16 @@ def encode(state: State, order: tuple[int, ...] | None = None, keys: list[bytes]
                 for message in channel:
                     flat += _message(message)
         parts.append(bytes(flat))
+    if extra is not None:
+        parts.append(extra(order))
     return b"".join(parts)
 
 
-def canonical(state: State) -> bytes:
+def canonical(state: State, keys: list[bytes] | None = None, extra=None) -> bytes:
     """The smallest encoding over server permutations (equal for symmetric states)."""
     servers = state.servers
-    keys = [_server_bytes(s) for s in servers]
+    if keys is None:
+        keys = [_server_bytes(s) for s in servers]
     order = sorted(range(len(servers)), key=keys.__getitem__)
     groups: list[list[int]] = []
     for k in order:
@@ -95,10 +103,10 @@ def canonical(state: State) -> bytes:
         else:
             groups.append([k])
     if len(groups) == len(servers):
-        return encode(state, order, keys)
+        return encode(state, order, keys, extra)
     best = None
     for choice in product(*(permutations(g) for g in groups)):
-        candidate = encode(state, [k for group in choice for k in group], keys)
+        candidate = encode(state, [k for group in choice for k in group], keys, extra)
         if best is None or candidate < best:
             best = candidate
     return best

@@ -62,7 +62,7 @@ class CheckOptions:
     max_depth: int | None = None
     progress: ProgressFn | None = None
     successors: str = "reference"
-    properties: tuple[Property, ...] = tuple(CATALOGUE)
+    properties: tuple[Property, ...] | None = None  # None: the model's own (`model.properties`)
     chunk: int = CHUNK
 
     def __post_init__(self):
@@ -398,7 +398,7 @@ class Search:
         self.visited = VisitedSet()
         # Compiled code compiles (or loads its cache) here: reported apart from the search.
         self.setup_seconds = time.perf_counter() - started
-        self.tracker = PropertyTracker(options.properties)
+        self.tracker = PropertyTracker(model.properties if options.properties is None else options.properties)
         self.visitors: list[Visitor] = [self.tracker, *visitors]
         # One engine name whatever the worker count: reports and saved traces do not depend on it.
         self.report = Report(name, model.config.to_mapping(), engine, options.symmetry)

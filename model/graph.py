@@ -12,7 +12,6 @@ import networkx as nx
 
 from model.actions import Model, to_step
 from model.engine import CheckOptions, Visitor, check
-from properties.catalogue import ALWAYS
 
 
 class GraphTooLarge(ValueError):
@@ -22,12 +21,13 @@ class GraphTooLarge(ValueError):
 class GraphBuilder(Visitor):
     """Builds the graph from the search: a node per new state, an edge per transition."""
 
-    def __init__(self, max_states: int, label=None):
+    def __init__(self, max_states: int, label=None, properties=()):
         self.graph = nx.DiGraph()
         self.max_states = max_states
         self.label = label or (lambda state: state.describe())
-        self.state_props = [p for p in ALWAYS if p.on == "state"]
-        self.step_props = [p for p in ALWAYS if p.on == "step"]
+        always = [p for p in properties if p.kind == "always"]  # the model's own catalogue
+        self.state_props = [p for p in always if p.on == "state"]
+        self.step_props = [p for p in always if p.on == "step"]
 
     def in_worker(self, args, backend, frontier, expansion):
         """Each transition's violated step properties (where every transition is a model object)."""
@@ -66,7 +66,7 @@ class GraphBuilder(Visitor):
 
 def state_graph(model: Model, *, symmetry: bool = True, max_states: int = 20_000, label=None) -> nx.DiGraph:
     """`label(state)` draws a node's state as text (default: the state's own `describe`)."""
-    builder = GraphBuilder(max_states, label)
+    builder = GraphBuilder(max_states, label, model.properties)
     check(model, CheckOptions(symmetry=symmetry, properties=()), [builder])
     return builder.graph
 

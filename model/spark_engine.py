@@ -49,7 +49,7 @@ import numpy as np
 
 from model.backend import make_backend
 from model.checker import Discovery, ProgressFn, Report, Tracker, finish_report, path_to
-from properties.catalogue import CATALOGUE, Property
+from properties.catalogue import Property
 
 __all__ = ["SparkUnavailable", "get_spark", "spark_bfs", "standalone_cluster"]
 
@@ -349,7 +349,7 @@ def _backend(model: Model, symmetry: bool, successors: str):
 
 def spark_bfs(model: Model, protocol_name: str, *, symmetry: bool = True, master: str = "local[*]",
               progress: ProgressFn | None = None, checkpoint_every: int = 4, spark=None,
-              properties: Iterable[Property] = CATALOGUE, partitions: int | None = None,
+              properties: Iterable[Property] | None = None, partitions: int | None = None,
               max_depth: int | None = None, checkpoint_dir: str | None = None,
               successors: str = "reference") -> Report:
     """Breadth-first search of the whole reachable state space on Spark (engine "spark").
@@ -380,7 +380,8 @@ def spark_bfs(model: Model, protocol_name: str, *, symmetry: bool = True, master
     for key, value in tuned.items():
         spark.conf.set(key, value)
     try:
-        return _search(spark, model, protocol_name, symmetry, progress, checkpoint_every, properties,
+        return _search(spark, model, protocol_name, symmetry, progress, checkpoint_every,
+                       model.properties if properties is None else properties,
                        partitions, max_depth, successors)
     finally:
         for key, value in saved.items():

@@ -31,6 +31,14 @@ FLAG_VALUES: dict[str, tuple[Any, ...]] = {
     "hwm_durable": (False, True),
     # A new leader appends an entry of its own generation (Raft/ZAB practice).
     "noop_on_election": (False, True),
+    # Which system's replication rules the model follows (docs/systems.md).
+    "system": ("raft", "kafka", "zab", "bookkeeper"),
+    # ZAB: a follower acknowledges NEWLEADER before the entries the new leader synchronised
+    # to it are on disk (ZOOKEEPER-3911; the fix logs them before the ACK).
+    "zab_ack_before_persist": (False, True),
+    # BookKeeper: recovery reads carry the fencing flag (apache/bookkeeper#2616, the fix of
+    # issue #2614); false is the defect, where only the LAC reads fence.
+    "bookkeeper_recovery_reads_fence": (False, True),
 }
 
 FLAG_MEANINGS: dict[str, str] = {
@@ -41,7 +49,26 @@ FLAG_MEANINGS: dict[str, str] = {
     "restart": "what a server does to its log when it restarts",
     "hwm_durable": "whether the high-water mark survives a crash",
     "noop_on_election": "whether a new leader appends an entry of its own generation",
+    "system": "which system's replication rules the model follows",
+    "zab_ack_before_persist": "ZAB: a follower acknowledges NEWLEADER before persisting the synchronised entries",
+    "bookkeeper_recovery_reads_fence": "BookKeeper: ledger recovery's entry reads fence the bookies they reach",
 }
+
+# The systems a flag applies to. A flag not listed here is one of the raft family's rules,
+# which every system whose model extends the raft model honours (raft, kafka, zab); a flag
+# that does not apply to a system must keep its default there.
+FLAG_SYSTEMS: dict[str, tuple[str, ...]] = {
+    "system": ("raft", "kafka", "zab", "bookkeeper"),
+    "zab_ack_before_persist": ("zab",),
+    "bookkeeper_recovery_reads_fence": ("bookkeeper",),
+}
+RAFT_FAMILY = ("raft", "kafka", "zab")
+
+
+def flags_of(system: str) -> tuple[str, ...]:
+    """The flags that apply to `system`, in FLAG_VALUES order."""
+    return tuple(flag for flag in FLAG_VALUES
+                 if system in FLAG_SYSTEMS.get(flag, RAFT_FAMILY))
 
 
 class ProtocolError(ValueError):
@@ -59,6 +86,9 @@ class Protocol:
     restart: str = "keep"
     hwm_durable: bool = False
     noop_on_election: bool = False
+    system: str = "raft"
+    zab_ack_before_persist: bool = False
+    bookkeeper_recovery_reads_fence: bool = True
 
     def __post_init__(self) -> None:
         for flag in fields(self):
@@ -68,6 +98,14 @@ class Protocol:
                 raise ProtocolError(
                     f"flag {flag.name!r} cannot be {value!r}; expected one of "
                     + ", ".join(_show(v) for v in allowed)
+                )
+        applies = flags_of(self.system)
+        for flag in fields(self):
+            if flag.name not in applies and getattr(self, flag.name) != flag.default:
+                raise ProtocolError(
+                    f"flag {flag.name!r} does not apply to system {self.system!r} (it applies to "
+                    f"{', '.join(FLAG_SYSTEMS.get(flag.name, RAFT_FAMILY))}); "
+                    f"flags of {self.system}: {', '.join(applies)}"
                 )
 
     def flags(self) -> dict[str, Any]:
@@ -108,6 +146,9 @@ SEED = Protocol(
     hwm_durable=False,
     noop_on_election=False,
 )
+
+ZAB = Protocol(system="zab")
+BOOKKEEPER = Protocol(system="bookkeeper")
 
 _DEFAULT_CATCH = {"servers": 3}
 
@@ -222,13 +263,69 @@ PRESETS: dict[str, Preset] = {
             False,
             {},
         ),
+        Preset(
+            "zab",
+            ZAB,
+            "ZAB: the server with the most up-to-date history wins; as prospective leader it "
+            "synchronises its whole history to a quorum, which persists it before acknowledging "
+            "NEWLEADER, and only then commits that history, accepts writes and broadcasts",
+            "Junqueira, Reed, Serafini, Zab: High-performance broadcast for primary-backup systems "
+            "(DSN 2011), phases 1-3 (discovery, synchronization, broadcast); ZooKeeper "
+            "Learner.syncWithLeader after ZOOKEEPER-3911",
+            False,
+            {},
+        ),
+        Preset(
+            "zab-ack-before-persist",
+            replace(ZAB, zab_ack_before_persist=True),
+            "ZAB whose follower acknowledges NEWLEADER while the synchronised entries are only in "
+            "memory: a crash loses entries the new leader already committed",
+            "ZOOKEEPER-3911, 'Data inconsistency caused by DIFF sync uncommitted log' (apache/zookeeper "
+            "pull request 1445: log the uncommitted proposals before the NEWLEADER ACK); the same "
+            "root cause reappears as ZOOKEEPER-4646",
+            True,
+            _DEFAULT_CATCH,
+            frozenset({"ReadNeverTruncated", "ReadNeverLost", "ReadsAgree", "HwmWithinLog", "CommittedOnQuorum",
+                       "AckedWriteNeverLost"}),
+        ),
+        Preset(
+            "bookkeeper",
+            BOOKKEEPER,
+            "BookKeeper: one writer adds entries to every bookie of the ensemble (write quorum = "
+            "ensemble), acknowledges an entry once an ack quorum stored it and everything before it "
+            "(the last-add-confirmed, piggybacked on the next add); ledger recovery fences the "
+            "bookies with its LAC reads and its entry reads, then closes the ledger",
+            "Apache BookKeeper replication protocol (bookkeeper.apache.org, 'BookKeeper protocol'); "
+            "Fencing (BookKeeper wiki); apache/bookkeeper pull request 2616, 'Add fencing to "
+            "recovery reads to avoid data loss issue'",
+            False,
+            {},
+        ),
+        Preset(
+            "bookkeeper-recovery-without-fencing",
+            replace(BOOKKEEPER, bookkeeper_recovery_reads_fence=False),
+            "BookKeeper whose recovery reads do not fence: a bookie that answered 'no such entry' "
+            "still accepts the writer's add, which completes an ack quorum after recovery has "
+            "closed the ledger before that entry",
+            "apache/bookkeeper issue 2614, 'Existing fencing not enough to prevent data loss' "
+            "(found with a TLA+ specification), fixed by pull request 2616 in 4.13/4.14",
+            True,
+            _DEFAULT_CATCH,
+            frozenset({"ReadNeverTruncated", "ReadNeverLost", "CommittedOnQuorum", "AckedWriteNeverLost"}),
+        ),
     ]
 }
 
 # The single-flag mutants of raft, for teaching and for the suite's bug catalogue.
 MUTANTS: tuple[str, ...] = tuple(
-    name for name, p in PRESETS.items() if len(p.protocol.differences(RAFT)) == 1
+    name for name, p in PRESETS.items()
+    if p.protocol.system == "raft" and len(p.protocol.differences(RAFT)) == 1
 )
+
+
+def presets_of(system: str) -> tuple[str, ...]:
+    """The presets whose model follows `system`'s rules."""
+    return tuple(name for name, p in PRESETS.items() if p.protocol.system == system)
 
 
 def parse_flag_value(flag: str, text: Any) -> Any:
@@ -285,4 +382,16 @@ def preset_of(protocol: Protocol) -> str | None:
     for name, preset in PRESETS.items():
         if preset.protocol == protocol:
             return name
+    return None
+
+
+# Systems the real replicated log (impl/) does not implement: their presets run on the model only.
+MODEL_ONLY_SYSTEMS: tuple[str, ...] = ("zab", "bookkeeper")
+
+
+def model_only(protocol: Protocol) -> str | None:
+    """Why `protocol` cannot run on the implementation, or None when it can."""
+    if protocol.system in MODEL_ONLY_SYSTEMS:
+        return (f"the {protocol.system} presets are model-only: the implementation (impl/) follows the "
+                f"raft family's rules and has no {protocol.system} replica; use the model (--on model)")
     return None

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping
 
-from properties.catalogue import BY_NAME
+from properties.acked import ALL_BY_NAME as BY_NAME
 from properties.liveness import LIVENESS_BY_NAME
 from properties.protocol import ProtocolError, resolve
 from properties.snapshot import server_position
@@ -32,8 +32,19 @@ ACTIONS: dict[str, tuple[tuple[str, str], ...]] = {
     "read": (("server", "server"),),
     "crash": (("server", "server"),),
     "restart": (("server", "server"),),
+    # ZAB (model/zab.py): the prospective leader synchronises a follower, which acknowledges
+    # NEWLEADER; a follower flushes what it holds only in memory to disk.
+    "sync": (("leader", "server"), ("follower", "server")),
+    "persist": (("server", "server"),),
+    # BookKeeper (model/bookkeeper.py): servers are the bookies; the writer and the recovery
+    # client are not named. The writer adds an entry, sends its adds to a bookie; recovery
+    # fences a bookie with its LAC read and reads the next entry from a bookie.
+    "add": (("value", "value"),),
+    "send_add": (("bookie", "server"),),
+    "fence": (("bookie", "server"),),
+    "recovery_read": (("bookie", "server"),),
 }
-OPTIONAL_FIELDS = {("write", "value")}
+OPTIONAL_FIELDS = {("write", "value"), ("add", "value")}
 NETWORK_ACTIONS = {"rpc": {"replicate"}, "async": {"send", "deliver", "drop"}}
 
 # Configuration keys, their defaults and their valid range. The defaults are the

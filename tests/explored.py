@@ -2,7 +2,7 @@
 
 from functools import cache
 
-from model.actions import Model
+from model.actions import build_model
 from model.checker import Report
 from model.engine import CheckOptions, check
 from model.state import Config
@@ -11,4 +11,4 @@ from properties.protocol import PRESETS
 
 @cache
 def explore(preset: str, config: Config, symmetry: bool = True) -> Report:
-    return check(Model(PRESETS[preset].protocol, config), CheckOptions(symmetry=symmetry), name=preset)
+    return check(build_model(PRESETS[preset].protocol, config), CheckOptions(symmetry=symmetry), name=preset)

@@ -9,12 +9,20 @@ from hwm.check import trace_for
 from hwm.cli import main
 from hwm.replay import judge, replay_on_impl, replay_on_model
 from model.state import Config
-from properties.protocol import PRESETS
+from properties.protocol import PRESETS, model_only, resolve
 from properties.snapshot import snapshot_of
-from properties.trace import load
+from properties.trace import TraceError, load
 from tests.explored import explore
 
 FILES = sorted(HERE.glob("*.json"))
+# Entries whose protocol the implementation follows, and the model-only ones (zab, bookkeeper).
+ON_IMPL = [f for f in FILES if not model_only(resolve(load(f).protocol)[1])]
+MODEL_ONLY = [f for f in FILES if f not in ON_IMPL]
+
+
+def safe_preset(trace) -> str:
+    """The safe preset of the trace's system: the preset named after it (raft, zab, bookkeeper)."""
+    return resolve(trace.protocol)[1].system
 
 
 def test_every_broken_preset_has_an_entry_and_every_entry_a_preset():
@@ -48,6 +56,30 @@ def test_raft_holds_or_blocks_with_a_reason(path):
 
 
 @pytest.mark.parametrize("path", FILES, ids=lambda p: p.stem)
+def test_the_systems_safe_preset_holds_or_blocks_with_a_reason(path):
+    trace = load(path)
+    outcome = replay_on_model(trace, safe_preset(trace))
+    assert outcome.kind in ("holds", "blocked"), outcome.summary()
+    if outcome.kind == "blocked":
+        assert outcome.reason and ":" in outcome.reason
+
+
+def test_the_systems_bugs_hold_under_their_safe_presets_step_for_step():
+    # Every step of the ZAB and BookKeeper entries is enabled under the fix: the fix changes what a
+    # step does (persist before the ACK, fence on the recovery read), not whether it can happen.
+    for path in MODEL_ONLY:
+        trace = load(path)
+        outcome = replay_on_model(trace, safe_preset(trace))
+        assert (outcome.kind, len(outcome.rows)) == ("holds", len(trace.steps) + 1), (path.stem, outcome.summary())
+
+
+@pytest.mark.parametrize("path", MODEL_ONLY, ids=lambda p: p.stem)
+def test_a_model_only_entry_says_so_on_the_implementation(path):
+    with pytest.raises(TraceError, match="model-only"):
+        replay_on_impl(load(path))
+
+
+@pytest.mark.parametrize("path", ON_IMPL, ids=lambda p: p.stem)
 def test_entry_replays_as_expected_on_the_implementation(path):
     trace = load(path)
     outcome = replay_on_impl(trace)
@@ -79,5 +111,10 @@ def test_the_whole_catalogue_replays_on_both_from_the_command_line():
     result = CliRunner().invoke(main, ["replay", "--on", "both", "-q"] + [str(p) for p in FILES])
     assert result.exit_code == 0, result.output
     assert result.output.count("[impl]: ") == len(FILES) and "(expected" not in result.output
+    assert result.output.count("[model]: ") == result.output.count("(as expected)") - len(ON_IMPL) == len(FILES)
+    assert result.output.count("[impl]: not replayed: ") == len(MODEL_ONLY)
+    for path in MODEL_ONLY:  # the implementation has no such replica: exit 2, said plainly
+        result = CliRunner().invoke(main, ["replay", "--on", "impl", "-q", str(path)])
+        assert result.exit_code == 2 and "model-only" in result.output, result.output
     result = CliRunner().invoke(main, ["replay", "--on", "both", "-q", "--protocol", "raft"] + [str(p) for p in FILES])
     assert result.exit_code == 0, result.output

@@ -7,12 +7,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from model.actions import Model
+from model.actions import Model, build_model
 from model.checker import bfs, reconstruct
 from model.encoding import canonical, decode, encode, fingerprint
 from model.simulation import simulate
 from model.state import Config, State, initial_state
-from properties.catalogue import ALWAYS, SOMETIMES
 from properties.protocol import PRESETS
 from properties.quorum import majority, quorum_index
 from tests.explored import explore
@@ -126,14 +125,14 @@ def test_pinned_counts_and_shortest_counterexamples(key, expected):
     report = explore(preset, config, symmetry)
     check_against_pins(report, expected)
     # Every counterexample is a real trace: replaying its actions reproduces the finding.
-    model = Model(PRESETS[preset].protocol, config)
+    model = build_model(PRESETS[preset].protocol, config)
     for result in report.results.values():
         if result.found:
-            state = initial_state(config)
+            state = model.initial_state()
             for action in result.actions:
                 assert model.why_not(state, action) is None
                 before, state = state, model.apply(state, action)
-            prop = next(p for p in ALWAYS + SOMETIMES if p.name == result.name)
+            prop = next(p for p in model.properties if p.name == result.name)
             assert (prop.check(before, state) if prop.on == "step" else prop.check(state))
 
 
@@ -141,7 +140,7 @@ def test_pinned_counts_and_shortest_counterexamples(key, expected):
 @pytest.mark.parametrize("key, expected", list(pinned_cases(deep=True)))
 def test_pinned_counts_deep(key, expected):
     preset, config, symmetry = config_of(key)
-    check_against_pins(bfs(Model(PRESETS[preset].protocol, config), preset, symmetry=symmetry), expected)
+    check_against_pins(bfs(build_model(PRESETS[preset].protocol, config), preset, symmetry=symmetry), expected)
 
 
 def test_symmetry_never_increases_the_count_and_keeps_verdicts():
@@ -178,17 +177,21 @@ def test_reconstruct_rejects_a_chain_with_a_foreign_fingerprint():
 
 
 # -------------------------------------------------------------- simulation
-TINY = [("raft", 2, 2, 1, 1, "rpc", True), ("raft-truncate-to-own-hwm", 2, 1, 1, 1, "async", True)]
+TINY = [("raft", 2, 2, 1, 1, "rpc", True), ("raft-truncate-to-own-hwm", 2, 1, 1, 1, "async", True),
+        ("zab", 2, 2, 1, 1, "rpc", True), ("zab", 2, 2, 1, 1, "rpc", False), ("zab-ack-before-persist", 2, 2, 1, 1, "rpc", True),
+        ("bookkeeper", 2, 1, 1, 0, "rpc", True), ("bookkeeper", 2, 1, 1, 0, "rpc", False),
+        ("bookkeeper-recovery-without-fencing", 2, 1, 1, 0, "rpc", True),
+        ("bookkeeper-recovery-without-fencing", 2, 1, 1, 0, "rpc", False)]
 
 
 @pytest.mark.parametrize("key", TINY)
 def test_simulation_covers_a_tiny_state_space_exactly(key):
     preset, config, symmetry = config_of(key)
-    model = Model(PRESETS[preset].protocol, config)
+    model = build_model(PRESETS[preset].protocol, config)
     report = simulate(model, preset, walks=6000, max_depth=20, seed=1, symmetry=symmetry)
     assert report.states == PINNED[key]["states"]
     assert sorted(report.bounds_hit) == PINNED[key]["bounds_hit"]
-    always = {p.name for p in ALWAYS}
+    always = {p.name for p in model.properties if p.kind == "always"}
     assert sorted(report.violated) == sorted(n for n in PINNED[key]["lengths"] if n in always)
     for name in report.violated:
         assert report.results[name].length >= PINNED[key]["lengths"][name]

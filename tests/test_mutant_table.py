@@ -69,3 +69,60 @@ def test_safe_mutants_hold_with_every_witness_reached(mutant):
 def test_safe_mutants_hold_at_larger_bounds(mutant):
     report = explore(mutant, Config(max_log=2, max_generation=4, max_crashes=2))
     assert report.ok, (report.violated, report.unreached)
+
+
+# The system flags (docs/systems.md): each bug preset differs from its system's safe preset in one
+# flag. Caught at these bounds, with these lengths; its system's own promise (AckedWriteNeverLost)
+# not broken when any one bound is lowered by one. BookKeeper's `servers` are its bookies and
+# max_generation does not apply to it.
+SYSTEM_TABLE = {
+    "zab-ack-before-persist": (Config(servers=3, max_generation=2, max_log=1, max_crashes=1),
+                               {"AckedWriteNeverLost": 7, "CommittedOnQuorum": 8, "ReadNeverTruncated": 7}),
+    "bookkeeper-recovery-without-fencing": (Config(servers=2, max_generation=1, max_log=1, max_crashes=0),
+                                            {"AckedWriteNeverLost": 5, "CommittedOnQuorum": 5}),
+}
+SYSTEM_SAFE = {"zab": "zab-ack-before-persist", "bookkeeper": "bookkeeper-recovery-without-fencing"}
+
+
+def test_the_system_table_covers_every_system_flag():
+    for safe, bug in SYSTEM_SAFE.items():
+        assert set(PRESETS[bug].protocol.differences(PRESETS[safe].protocol)) <= {
+            "zab_ack_before_persist", "bookkeeper_recovery_reads_fence"}
+        assert len(PRESETS[bug].protocol.differences(PRESETS[safe].protocol)) == 1
+    assert set(SYSTEM_TABLE) == set(SYSTEM_SAFE.values())
+
+
+@pytest.mark.parametrize("mutant", sorted(SYSTEM_TABLE))
+def test_system_mutant_caught_at_its_smallest_bounds(mutant):
+    config, lengths = SYSTEM_TABLE[mutant]
+    assert violated(mutant, config) == lengths
+
+
+@pytest.mark.parametrize("mutant", sorted(SYSTEM_TABLE))
+def test_system_mutant_keeps_its_promise_one_step_below_on_any_bound(mutant):
+    config, _ = SYSTEM_TABLE[mutant]
+    bounds = ["max_log", "max_crashes"] + (["max_generation"] if mutant.startswith("zab") else [])
+    smaller = [replace(config, **{bound: getattr(config, bound) - 1})
+               for bound in bounds if getattr(config, bound) > LIMITS.get(bound, 0)]
+    smaller.append(replace(config, servers=config.servers - 1))
+    for lower in smaller:
+        assert "AckedWriteNeverLost" not in violated(mutant, lower), lower.describe()
+
+
+@pytest.mark.parametrize("safe", sorted(SYSTEM_SAFE))
+def test_safe_system_presets_hold_with_every_witness_reached(safe):
+    report = explore(safe, Config())
+    assert report.ok, (report.violated, report.unreached)
+    assert report.results["WriteAcknowledged"].found  # the acknowledged-write promise is not vacuous
+
+
+@pytest.mark.deep
+@pytest.mark.parametrize("safe, config", [
+    ("zab", Config(max_generation=3, max_log=2)),
+    ("zab", Config(max_generation=4, max_log=1, max_crashes=2)),
+    ("bookkeeper", Config(max_log=2)),
+    ("bookkeeper", Config(servers=4, max_log=2)),
+])
+def test_safe_system_presets_hold_at_larger_bounds(safe, config):
+    report = explore(safe, config)
+    assert not report.violated, report.violated
