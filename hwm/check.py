@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 import re
 from concurrent.futures import ProcessPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from hwm.render import table
@@ -13,7 +13,7 @@ from model.actions import build_model
 from model.checker import Report, bfs
 from model.state import Config
 from properties.catalogue import ALWAYS, SOMETIMES
-from properties.protocol import PRESETS, resolve
+from properties.protocol import PRESETS, TOUR_BOUNDS, resolve
 from properties.trace import Trace
 
 DEFAULT_CONFIG = Config()
@@ -59,9 +59,18 @@ def expected_violations(preset: str, config: Config) -> frozenset[str] | None:
     return p.breaks
 
 
+def tour_config(preset: str, config: Config) -> Config:
+    """The bounds the tour checks `preset` at: at the default bounds, its system's TOUR_BOUNDS
+    lower them; other bounds are the user's and are kept."""
+    lowered = TOUR_BOUNDS.get(PRESETS[preset].protocol.system, {})
+    if config != DEFAULT_CONFIG or not lowered:
+        return config
+    return replace(config, **{k: min(v, getattr(config, k)) for k, v in lowered.items()})
+
+
 def tour(config: Config, symmetry: bool, jobs: int, progress_stream=None) -> list[tuple[str, Report]]:
     """Check every preset; presets run in parallel processes (one per core by default)."""
-    requests = [CheckRequest(name, config, symmetry) for name in PRESETS]
+    requests = [CheckRequest(name, tour_config(name, config), symmetry) for name in PRESETS]
     if jobs <= 1:
         return [(r.protocol, run(r)) for r in requests]
     with ProcessPoolExecutor(max_workers=jobs) as pool:

@@ -17,7 +17,7 @@ from hwm.params import ProtocolParam
 from hwm.render import Progress, step_table
 from hwm.replay import REPLAYERS, judge
 from model.state import Config
-from properties.protocol import FLAG_MEANINGS, FLAG_VALUES, PRESETS, ProtocolError, RAFT, _show, resolve
+from properties.protocol import FLAG_MEANINGS, FLAG_VALUES, PRESETS, ProtocolError, _show, flags_of, resolve
 from properties.trace import TraceError, load
 
 EXIT_OK, EXIT_FOUND, EXIT_USAGE = 0, 1, 2
@@ -129,12 +129,18 @@ def protocols(as_json) -> None:
         return
     click.echo("Flags:")
     for flag, values in FLAG_VALUES.items():
-        click.echo(f"  {flag:17} {' | '.join(map(_show, values)):50} {FLAG_MEANINGS[flag]}")
+        click.echo(f"  {flag:19} {' | '.join(map(_show, values)):50} {FLAG_MEANINGS[flag]}")
     click.echo("")
     for name, p in PRESETS.items():
-        diff = p.protocol.differences(RAFT)
-        flags = ("flags of raft with " + ", ".join(f"{k}={_show(v)}" for k, v in diff.items())) if diff and name != "seed" \
-            else ", ".join(f"{k}={_show(v)}" for k, v in p.protocol.flags().items())
+        # A preset shows the flags of its own system: the difference from that system's safe
+        # preset (raft, kafka, ...), or all of them for the seed and the safe presets.
+        system = p.protocol.system
+        own = {k: v for k, v in p.protocol.flags().items() if k in flags_of(system)}
+        diff = {k: v for k, v in p.protocol.differences(PRESETS[system].protocol).items() if k in own}
+        flags = (f"flags of {system} with " + ", ".join(f"{k}={_show(v)}" for k, v in diff.items())) \
+            if diff and name != "seed" else ", ".join(f"{k}={_show(v)}" for k, v in own.items())
+        if system != "raft":
+            flags = f"system={system}: {flags}"
         status = "broken" if p.broken else "safe"
         click.echo(f"{name}  [{status}]\n  {p.summary}\n  flags: {flags}\n  from: {p.reference}\n")
 

@@ -448,7 +448,10 @@ class Model:
 
     def why_not(self, s: State, action: Action) -> str | None:
         """None when `action` is enabled in `s`, else the reason."""
-        return getattr(self, "guard_" + action[0])(s, *action[1:])
+        guard = getattr(self, "guard_" + action[0], None)
+        if guard is None:
+            return f"{action[0]} is not an action of the {self.protocol.system} model"
+        return guard(s, *action[1:])
 
     def apply(self, s: State, action: Action) -> State:
         return self._effects[action[0]](s, *action[1:])
@@ -456,6 +459,9 @@ class Model:
 
 def build_model(protocol: Protocol, config: Config) -> Model:
     """The model of `protocol` under `config`: the one place a protocol picks its model class."""
+    if protocol.system == "kafka":
+        from model.kafka import KafkaModel
+        return KafkaModel(protocol, config)
     return Model(protocol, config)
 
 
@@ -467,7 +473,7 @@ def to_step(action: Action, value: str | None = None) -> Step:
         return Step(name, {"server": server_name(action[1]), "voters": tuple(server_name(v) for v in action[2])})
     if name == "write":
         return Step(name, {"server": server_name(action[1]), "value": value or f"v{action[1] + 1}"})
-    if name == "replicate":
+    if name in ("replicate", "shrink_isr"):
         return Step(name, {"leader": server_name(action[1]), "follower": server_name(action[2])})
     if name in ("send", "deliver", "drop"):
         return Step(name, {"from": server_name(action[1]), "to": server_name(action[2])})
@@ -482,8 +488,8 @@ def from_step(step: Step) -> Action:
     a = step.args
     if step.action == "elect":
         return ("elect", pos(a["server"]), tuple(sorted(pos(v) for v in a["voters"])))
-    if step.action == "replicate":
-        return ("replicate", pos(a["leader"]), pos(a["follower"]))
+    if step.action in ("replicate", "shrink_isr"):
+        return (step.action, pos(a["leader"]), pos(a["follower"]))
     if step.action in ("send", "deliver", "drop"):
         return (step.action, pos(a["from"]), pos(a["to"]))
     return (step.action, pos(a["server"]))

@@ -83,10 +83,14 @@ def encode(state: State, order: tuple[int, ...] | None = None, keys: list[bytes]
     return b"".join(parts)
 
 
-def canonical(state: State) -> bytes:
-    """The smallest encoding over server permutations (equal for symmetric states)."""
+def canonical(state: State, encode=encode, server_bytes=_server_bytes) -> bytes:
+    """The smallest encoding over server permutations (equal for symmetric states).
+
+    `encode` and `server_bytes` (the part of a server that names no other) default to
+    this module's; a model with another state type passes its own.
+    """
     servers = state.servers
-    keys = [_server_bytes(s) for s in servers]
+    keys = [server_bytes(s) for s in servers]
     order = sorted(range(len(servers)), key=keys.__getitem__)
     groups: list[list[int]] = []
     for k in order:

@@ -31,6 +31,8 @@ ACTIONS: dict[str, tuple[tuple[str, str], ...]] = {
     "read": (("server", "server"),),
     "crash": (("server", "server"),),
     "restart": (("server", "server"),),
+    # Kafka: the leader removes a lagging or dead follower from the ISR (maybeShrinkIsr).
+    "shrink_isr": (("leader", "server"), ("follower", "server")),
 }
 OPTIONAL_FIELDS = {("write", "value")}
 NETWORK_ACTIONS = {"rpc": {"replicate"}, "async": {"send", "deliver", "drop"}}

@@ -2,7 +2,7 @@
 
 from functools import cache
 
-from model.actions import Model
+from model.actions import build_model
 from model.checker import Report, bfs
 from model.state import Config
 from properties.protocol import PRESETS
@@ -10,4 +10,4 @@ from properties.protocol import PRESETS
 
 @cache
 def explore(preset: str, config: Config, symmetry: bool = True) -> Report:
-    return bfs(Model(PRESETS[preset].protocol, config), preset, symmetry=symmetry)
+    return bfs(build_model(PRESETS[preset].protocol, config), preset, symmetry=symmetry)

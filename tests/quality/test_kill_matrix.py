@@ -20,7 +20,7 @@ import pytest
 
 from hwm.replay import judge, replay_on_impl, replay_on_model
 from model.state import Config
-from properties.protocol import PRESETS
+from properties.protocol import PRESETS, presets_of
 from properties.trace import load
 from tests.conformance.machine import PropertyViolation, hunt, machine_for
 
@@ -76,7 +76,8 @@ def assert_killed(preset: str, budget: int, out_dir) -> None:
 
 
 def test_every_broken_preset_is_hunted():
-    broken = {name for name, p in PRESETS.items() if p.broken}
+    # The implementation is the raft family's; Kafka's presets are model-only for now.
+    broken = {name for name in presets_of("raft") if PRESETS[name].broken}
     assert set(MEASURED) == broken and set(IN_CI) <= broken
     assert all(CI_BUDGET in MEASURED[name] for name in IN_CI)
 
@@ -87,6 +88,6 @@ def test_the_conformance_machine_kills(preset, tmp_path):
 
 
 @pytest.mark.deep
-@pytest.mark.parametrize("preset", sorted(p for p, preset in PRESETS.items() if preset.broken))
+@pytest.mark.parametrize("preset", sorted(p for p in presets_of("raft") if PRESETS[p].broken))
 def test_the_conformance_machine_kills_deep(preset, tmp_path):
     assert_killed(preset, DEEP_BUDGET, tmp_path)
