@@ -7,7 +7,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from model.actions import Model
+from model.actions import Model, build_model
 from model.checker import bfs, reconstruct
 from model.encoding import canonical, decode, encode, fingerprint
 from model.simulation import simulate
@@ -126,10 +126,10 @@ def test_pinned_counts_and_shortest_counterexamples(key, expected):
     report = explore(preset, config, symmetry)
     check_against_pins(report, expected)
     # Every counterexample is a real trace: replaying its actions reproduces the finding.
-    model = Model(PRESETS[preset].protocol, config)
+    model = build_model(PRESETS[preset].protocol, config)
     for result in report.results.values():
         if result.found:
-            state = initial_state(config)
+            state = model.initial_state()
             for action in result.actions:
                 assert model.why_not(state, action) is None
                 before, state = state, model.apply(state, action)
@@ -141,7 +141,7 @@ def test_pinned_counts_and_shortest_counterexamples(key, expected):
 @pytest.mark.parametrize("key, expected", list(pinned_cases(deep=True)))
 def test_pinned_counts_deep(key, expected):
     preset, config, symmetry = config_of(key)
-    check_against_pins(bfs(Model(PRESETS[preset].protocol, config), preset, symmetry=symmetry), expected)
+    check_against_pins(bfs(build_model(PRESETS[preset].protocol, config), preset, symmetry=symmetry), expected)
 
 
 def test_symmetry_never_increases_the_count_and_keeps_verdicts():
@@ -178,13 +178,14 @@ def test_reconstruct_rejects_a_chain_with_a_foreign_fingerprint():
 
 
 # -------------------------------------------------------------- simulation
-TINY = [("raft", 2, 2, 1, 1, "rpc", True), ("raft-truncate-to-own-hwm", 2, 1, 1, 1, "async", True)]
+TINY = [("raft", 2, 2, 1, 1, "rpc", True), ("raft-truncate-to-own-hwm", 2, 1, 1, 1, "async", True),
+        ("kafka", 2, 2, 1, 0, "rpc", True)]
 
 
 @pytest.mark.parametrize("key", TINY)
 def test_simulation_covers_a_tiny_state_space_exactly(key):
     preset, config, symmetry = config_of(key)
-    model = Model(PRESETS[preset].protocol, config)
+    model = build_model(PRESETS[preset].protocol, config)
     report = simulate(model, preset, walks=6000, max_depth=20, seed=1, symmetry=symmetry)
     assert report.states == PINNED[key]["states"]
     assert sorted(report.bounds_hit) == PINNED[key]["bounds_hit"]
@@ -195,10 +196,11 @@ def test_simulation_covers_a_tiny_state_space_exactly(key):
 
 
 @pytest.mark.parametrize("key", [("raft-any-generation-commit", 3, 4, 1, 1, "rpc", True),
-                                 ("raft", 3, 4, 1, 1, "rpc", True)])
+                                 ("raft", 3, 4, 1, 1, "rpc", True),
+                                 ("kafka-truncate-to-hwm", 2, 2, 1, 1, "rpc", True)])
 def test_simulation_stays_inside_the_breadth_first_state_space(key):
     preset, config, symmetry = config_of(key)
-    model = Model(PRESETS[preset].protocol, config)
+    model = build_model(PRESETS[preset].protocol, config)
     report = simulate(model, preset, walks=3000, seed=3, symmetry=symmetry)
     assert 0 < report.states <= PINNED[key]["states"]
     for name in report.violated:  # whatever it finds is real and no shorter than the shortest
