@@ -90,6 +90,10 @@ def _tour(config: Config, symmetry: bool, jobs: int, as_json: bool, save: Path, 
         raise click.UsageError("the tour runs on the local engine; give --protocol to use another engine")
     click.echo(f"Checking every preset at {config.describe()} (symmetry {'on' if symmetry else 'off'}, "
                f"{jobs} in parallel)...", err=True)
+    lowered = sorted({(PRESETS[n].protocol.system, checking.tour_config(n, config).describe())
+                      for n in PRESETS if checking.tour_config(n, config) != config})
+    for system, bounds in lowered:
+        click.echo(f"  {system} presets at {bounds} (the tour's bounds for {system}: docs/systems-{system}.md)", err=True)
     results = checking.tour(config, symmetry, jobs, progress_stream=sys.stderr)
     saved = []
     for name, report in results:
