@@ -58,6 +58,9 @@ def prove(protocol, part, servers, max_log, max_n, depth, max_generation, max_cr
     1 when one is not, 2 on bad arguments.
     """
     name, resolved = resolve(protocol)
+    if resolved.system != "raft":
+        raise click.UsageError(f"--protocol {name} is a {resolved.system} protocol: the z3 encoding is of the raft "
+                               f"family's model; check {resolved.system} with hwm check")
     if "all" in properties:
         properties = ALWAYS_CHECKED
     plan = Plan(name, resolved, PARTS if part == "all" else (part,), servers=servers, max_log=max_log,

@@ -270,3 +270,34 @@ def test_kafka_states_are_cluster_views():
 def test_kafka_runs_on_the_rpc_network_only():
     with pytest.raises(ValueError, match="rpc network only"):
         model(network="async")
+
+
+# ------------------------------------------------------------------ the command line
+def _hwm(*args):
+    from click.testing import CliRunner
+
+    from hwm.cli import main
+    return CliRunner().invoke(main, list(args))
+
+
+def test_protocols_cite_the_source_of_every_kafka_preset():
+    out = _hwm("protocols").output
+    for name in presets_of("kafka"):
+        block = out.split(f"\n{name}  [")[1].split("\n\n")[0]
+        assert "system=kafka" in block and ("KIP-" in block or "KAFKA-" in block), block
+
+
+def test_check_a_kafka_preset_with_its_flags_on_the_command_line(tmp_path):
+    result = _hwm("check", "--protocol", "kafka,follower_truncation=leader-epoch", "--servers", "2",
+                  "--max-log", "2", "--max-generation", "3", "--max-crashes", "0", "--save", str(tmp_path))
+    assert "LogMatching" in result.output and "violated in 7 steps" in result.output, result.output
+
+
+@pytest.mark.parametrize("args, words", [
+    (("check", "--protocol", "raft,follower_truncation=own-hwm"), "belongs to kafka"),
+    (("check", "--protocol", "kafka,restart=keep,quorum=seed-index"), "belongs to raft"),
+    (("prove", "--protocol", "kafka"), "z3 encoding is of the raft family"),
+])
+def test_flags_of_another_system_are_usage_errors(args, words):
+    result = _hwm(*args)
+    assert result.exit_code == 2 and words in result.output, result.output
