@@ -14,7 +14,7 @@ from __future__ import annotations
 from itertools import combinations
 from typing import Iterator
 
-from model.encoding import fingerprint
+from model.encoding import canonical, decode, encode, fingerprint
 from model.state import APPEND, FOLLOWER, LEADER, REPLY, Config, Server, State, initial_state
 from properties.protocol import Protocol
 from properties.quorum import majority, quorum_index
@@ -69,6 +69,13 @@ class Model:
 
     def fingerprint(self, state: State, symmetry: bool = True) -> int:
         return fingerprint(state, symmetry)
+
+    # Engines that ship states between processes (Spark) ask the model for their bytes.
+    def state_bytes(self, state: State, symmetry: bool = True) -> bytes:
+        return canonical(state) if symmetry else encode(state)
+
+    def decode(self, data: bytes) -> State:
+        return decode(data)
 
     # ---------------------------------------------------------------- helpers
     def _advance_hwm(self, leader: Server, position: int) -> Server:

@@ -166,6 +166,22 @@ def encode(state: KafkaState, order=None, keys=None) -> bytes:
     return b"".join(parts)
 
 
+def decode(data: bytes) -> KafkaState:
+    """The state that `encode` wrote (replicas in the encoded order)."""
+    it = iter(data)
+    n, _, crashes = next(it), next(it), next(it)
+    servers = []
+    for _ in range(n):
+        generation, role, alive, hwm, in_isr, truncating, length = (next(it) for _ in range(7))
+        log = tuple(next(it) for _ in range(length))
+        leader = next(it)
+        match = tuple(next(it) for _ in range(n)) if role == 1 else ()
+        servers.append(KafkaServer(generation, LEADER if role == 1 else FOLLOWER, log, hwm, bool(alive), match,
+                                   bool(in_isr), leader, bool(truncating)))
+    reads = frozenset((next(it), next(it)) for _ in range(next(it)))
+    return KafkaState(tuple(servers), reads, crashes)
+
+
 # ---------------------------------------------------------------------- model
 class KafkaModel:
     """The explicit-state model of Kafka's replication under one protocol and configuration."""
@@ -194,8 +210,13 @@ class KafkaModel:
         return KafkaState((server,) * self.n, frozenset(), 0)
 
     def fingerprint(self, state: KafkaState, symmetry: bool = True) -> int:
-        data = canonical(state, encode, _server_bytes) if symmetry else encode(state)
-        return fingerprint_bytes(data)
+        return fingerprint_bytes(self.state_bytes(state, symmetry))
+
+    def state_bytes(self, state: KafkaState, symmetry: bool = True) -> bytes:
+        return canonical(state, encode, _server_bytes) if symmetry else encode(state)
+
+    def decode(self, data: bytes) -> KafkaState:
+        return decode(data)
 
     # ---------------------------------------------------------------- helpers
     @staticmethod

@@ -45,7 +45,7 @@ from typing import Iterable, Iterator
 
 from model.actions import Model
 from model.checker import Discovery, ProgressFn, Report, Tracker, finish_report
-from model.encoding import canonical, decode, encode, fingerprint_bytes
+from model.encoding import fingerprint_bytes
 from properties.catalogue import CATALOGUE, Property
 
 __all__ = ["SparkUnavailable", "get_spark", "spark_bfs", "standalone_cluster"]
@@ -289,7 +289,7 @@ def expand_partition(rows: Iterable, model: Model, symmetry: bool, state_props: 
     for row in rows:
         parent = row.fp
         fp = to_unsigned(parent)
-        state = decode(row.state)
+        state = model.decode(row.state)
         for p in state_props:
             finding = p.check(state)
             if finding and (p.name not in best or (fp, -1) < best[p.name][:2]):
@@ -298,7 +298,7 @@ def expand_partition(rows: Iterable, model: Model, symmetry: bool, state_props: 
             continue
         for _action, succ in successors(state, bounds_hit):
             transitions += 1
-            data = canonical(succ) if symmetry else encode(succ)
+            data = model.state_bytes(succ, symmetry)
             succ_fp = fingerprint_bytes(data)
             for p in step_props:
                 finding = p.check(state, succ)
@@ -370,7 +370,7 @@ def _search(spark, model: Model, protocol_name: str, symmetry: bool, progress: P
     report = Report(protocol_name, model.config.to_mapping(), "spark", symmetry)
     tracker = Tracker(properties)
     init = model.initial_state()
-    init_bytes = canonical(init) if symmetry else encode(init)
+    init_bytes = model.state_bytes(init, symmetry)
     init_fp = fingerprint_bytes(init_bytes)
     levels: dict[str, int] = {}  # property name -> level of the state its trace is rebuilt to
 

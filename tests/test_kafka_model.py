@@ -301,3 +301,16 @@ def test_check_a_kafka_preset_with_its_flags_on_the_command_line(tmp_path):
 def test_flags_of_another_system_are_usage_errors(args, words):
     result = _hwm(*args)
     assert result.exit_code == 2 and words in result.output, result.output
+
+
+def test_state_bytes_decode_to_the_same_state():
+    # Engines that ship states between processes (Spark) decode them from their bytes.
+    m = model(PRESETS["kafka-kip101"].protocol, max_generation=4, max_log=2, max_crashes=1)
+    rng = random.Random(3)
+    state = m.initial_state()
+    for _ in range(300):
+        enabled = list(m.actions(state))
+        state = m.apply(state, rng.choice(enabled)) if enabled else m.initial_state()
+        assert m.decode(m.state_bytes(state, symmetry=False)) == state
+        canonical_bytes = m.state_bytes(state)
+        assert m.state_bytes(m.decode(canonical_bytes)) == canonical_bytes
