@@ -314,3 +314,11 @@ def test_state_bytes_decode_to_the_same_state():
         assert m.decode(m.state_bytes(state, symmetry=False)) == state
         canonical_bytes = m.state_bytes(state)
         assert m.state_bytes(m.decode(canonical_bytes)) == canonical_bytes
+
+
+def test_the_tour_lowers_only_kafkas_generation_and_only_at_the_default_bounds():
+    from hwm.check import DEFAULT_CONFIG, tour_config
+    assert tour_config("kafka", DEFAULT_CONFIG) == replace(DEFAULT_CONFIG, max_generation=3)
+    assert tour_config("raft", DEFAULT_CONFIG) == DEFAULT_CONFIG
+    mine = replace(DEFAULT_CONFIG, max_generation=4, max_log=2)
+    assert tour_config("kafka", mine) == mine  # bounds the user chose are kept
