@@ -45,7 +45,12 @@ def _protocol(ctx: click.Context, param: click.Parameter, value: str):
     from properties.protocol import resolve
 
     spec = ProtocolParam().convert(value, param, ctx)
-    return resolve(spec)[1]
+    protocol = resolve(spec)[1]
+    if protocol.system != "raft":
+        raise click.BadParameter(f"{value} is a {protocol.system} protocol: the replicated log runs the raft "
+                                 f"family only; {protocol.system} is model-only for now (hwm check, hwm replay)",
+                                 ctx, param)
+    return protocol
 
 
 def _protocol_text(ctx: click.Context, param: click.Parameter, value: str) -> str:

@@ -297,6 +297,7 @@ def test_check_a_kafka_preset_with_its_flags_on_the_command_line(tmp_path):
     (("check", "--protocol", "raft,follower_truncation=own-hwm"), "belongs to kafka"),
     (("check", "--protocol", "kafka,restart=keep,quorum=seed-index"), "belongs to raft"),
     (("prove", "--protocol", "kafka"), "z3 encoding is of the raft family"),
+    (("cluster", "--protocol", "kafka-kip101", "--data", "/nonexistent/kafka"), "model-only for now"),
 ])
 def test_flags_of_another_system_are_usage_errors(args, words):
     result = _hwm(*args)
@@ -322,3 +323,10 @@ def test_the_tour_lowers_only_kafkas_generation_and_only_at_the_default_bounds()
     assert tour_config("raft", DEFAULT_CONFIG) == DEFAULT_CONFIG
     mine = replace(DEFAULT_CONFIG, max_generation=4, max_log=2)
     assert tour_config("kafka", mine) == mine  # bounds the user chose are kept
+
+
+def test_the_replica_core_refuses_a_kafka_protocol():
+    from impl.core import Replica
+    from impl.storage import MemoryStorage
+    with pytest.raises(ValueError, match="kafka is model-only for now"):
+        Replica("S1", ["S2", "S3"], KAFKA, MemoryStorage())
