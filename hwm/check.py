@@ -12,7 +12,10 @@ from hwm.render import table
 from model.actions import build_model
 from model.checker import Report, bfs
 from model.state import Config
-from properties.catalogue import ALWAYS, SOMETIMES
+from properties.catalogue import CATALOGUE, SYSTEM_PROPERTIES
+
+# Every property any system is checked for, in catalogue order, each system's own after.
+ALL_PROPERTIES = CATALOGUE + tuple(p for props in SYSTEM_PROPERTIES.values() for p in props)
 from properties.protocol import PRESETS, TOUR_BOUNDS, resolve
 from properties.trace import Trace
 
@@ -131,7 +134,10 @@ def describe_report(report: Report, saved: dict[str, Path] | None = None) -> str
     else:
         lines.append("no bound cut exploration: the whole reachable state space was explored")
     lines.append("")
-    for p in ALWAYS:
+    checked = [p for p in ALL_PROPERTIES if p.name in report.results]
+    for p in checked:
+        if p.kind != "always":
+            continue
         r = report.results[p.name]
         if r.found:
             lines.append(f"  ✗ {p.name:28} violated in {r.length} steps: {r.finding}")
@@ -140,7 +146,9 @@ def describe_report(report: Report, saved: dict[str, Path] | None = None) -> str
                 lines.append(f"      saved to {saved[p.name]}  (hwm replay {saved[p.name]})")
         else:
             lines.append(f"  ✓ {p.name:28} holds")
-    for p in SOMETIMES:
+    for p in checked:
+        if p.kind != "sometimes":
+            continue
         r = report.results[p.name]
         if r.found:
             lines.append(f"  ✓ {p.name:28} witnessed in {r.length} steps: {r.finding}")
@@ -149,20 +157,23 @@ def describe_report(report: Report, saved: dict[str, Path] | None = None) -> str
     return "\n".join(lines)
 
 
-ABBREVIATIONS = {p.name: "".join(c for c in p.name if c.isupper()) for p in ALWAYS + SOMETIMES}
+ABBREVIATIONS = {p.name: "".join(c for c in p.name if c.isupper()) for p in ALL_PROPERTIES}
 
 
 def tour_table(results: list[tuple[str, Report]]) -> str:
-    header = ["preset", "states", "secs"] + [ABBREVIATIONS[p.name] for p in ALWAYS] + ["witnesses"]
+    # One column per always property some preset was checked for; "-" where it does not apply.
+    columns = [p for p in ALL_PROPERTIES if p.kind == "always" and any(p.name in r.results for _, r in results)]
+    header = ["preset", "states", "secs"] + [ABBREVIATIONS[p.name] for p in columns] + ["witnesses"]
     rows = []
     for name, r in results:
         cells = []
-        for p in ALWAYS:
-            res = r.results[p.name]
-            cells.append(f"✗{res.length}" if res.found else "✓")
-        reached = sum(1 for p in SOMETIMES if r.results[p.name].found)
-        rows.append([name, f"{r.states:,}", f"{r.seconds:.1f}"] + cells + [f"{reached}/{len(SOMETIMES)}"])
-    legend = "  ".join(f"{ABBREVIATIONS[p.name]}={p.name}" for p in ALWAYS)
+        for p in columns:
+            res = r.results.get(p.name)
+            cells.append("-" if res is None else f"✗{res.length}" if res.found else "✓")
+        witnesses = [res for res in r.results.values() if res.kind == "sometimes"]
+        reached = sum(1 for res in witnesses if res.found)
+        rows.append([name, f"{r.states:,}", f"{r.seconds:.1f}"] + cells + [f"{reached}/{len(witnesses)}"])
+    legend = "  ".join(f"{ABBREVIATIONS[p.name]}={p.name}" for p in columns)
     return table(header, rows) + "\n\n✓ holds, ✗N violated (shortest counterexample: N steps)\n" + legend
 
 

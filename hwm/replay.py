@@ -13,7 +13,7 @@ from typing import Callable
 from hwm.simcluster import SimCluster
 from model.actions import build_model, from_step
 from model.state import Config
-from properties.catalogue import ALWAYS, BY_NAME
+from properties.catalogue import BY_NAME, properties_for
 from properties.protocol import resolve
 from properties.trace import Trace, TraceError
 
@@ -38,7 +38,9 @@ class Outcome:
 
 
 def watched_properties(trace: Trace):
-    return [BY_NAME[trace.property]] if trace.property and BY_NAME[trace.property].kind == "always" else list(ALWAYS)
+    if trace.property and BY_NAME[trace.property].kind == "always":
+        return [BY_NAME[trace.property]]
+    return [p for p in properties_for(resolve(trace.protocol)[1].system) if p.kind == "always"]
 
 
 def resolve_for(trace: Trace, protocol: str | dict | None) -> tuple[str, object]:

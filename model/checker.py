@@ -15,7 +15,7 @@ from typing import Callable, Iterable
 
 from model.actions import Action, Model, to_step
 from model.state import State
-from properties.catalogue import CATALOGUE, Property
+from properties.catalogue import CATALOGUE, Property, properties_for
 from properties.trace import Step
 
 ProgressFn = Callable[[dict], None]
@@ -193,11 +193,12 @@ def finish_report(report: Report, model: Model, tracker: Tracker, parents_of: Ca
 
 def bfs(model: Model, protocol_name: str, *, symmetry: bool = True, max_states: int | None = None,
         max_depth: int | None = None, progress: ProgressFn | None = None,
-        properties: Iterable[Property] = CATALOGUE) -> Report:
-    """Breadth-first search of the whole reachable state space (the local engine)."""
+        properties: Iterable[Property] | None = None) -> Report:
+    """Breadth-first search of the whole reachable state space (the local engine). Properties
+    default to those of the model's system (the catalogue, then the system's own)."""
     started = time.perf_counter()
     report = Report(protocol_name, model.config.to_mapping(), "local", symmetry)
-    tracker = Tracker(properties)
+    tracker = Tracker(properties if properties is not None else properties_for(model.protocol.system))
     init = model.initial_state()
     init_fp = model.fingerprint(init, symmetry)
     parents: dict[int, int | None] = {init_fp: None}

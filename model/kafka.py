@@ -60,16 +60,22 @@ class KafkaServer(NamedTuple):
 
 
 class KafkaState(NamedTuple):
+    """`acked` is the ghost set of (index, generation) producers were acknowledged (acks=all:
+    the leader's HW covered an entry it appended)."""
+
     servers: tuple[KafkaServer, ...]
     reads: frozenset
     crashes: int
     channels: tuple = ()  # Kafka's model runs on the rpc network only
+    acked: frozenset = frozenset()
 
     def describe(self) -> str:
         lines = [f"{server_name(k)} {describe_server(s)}" + (" isr" if s.in_isr else "")
                  for k, s in enumerate(self.servers)]
         if self.reads:
             lines.append("reads " + " ".join(f"{i}@g{g}" for i, g in sorted(self.reads)))
+        if self.acked:
+            lines.append("acked " + " ".join(f"{i}@g{g}" for i, g in sorted(self.acked)))
         return "\n".join(lines)
 
 
@@ -163,6 +169,7 @@ def encode(state: KafkaState, order=None, keys=None) -> bytes:
         if server.match:
             parts.append(bytes([server.match[k] for k in order]))
     parts.append(_reads(state.reads))
+    parts.append(_reads(state.acked))
     return b"".join(parts)
 
 
@@ -179,7 +186,8 @@ def decode(data: bytes) -> KafkaState:
         servers.append(KafkaServer(generation, LEADER if role == 1 else FOLLOWER, log, hwm, bool(alive), match,
                                    bool(in_isr), leader, bool(truncating)))
     reads = frozenset((next(it), next(it)) for _ in range(next(it)))
-    return KafkaState(tuple(servers), reads, crashes)
+    acked = frozenset((next(it), next(it)) for _ in range(next(it)))
+    return KafkaState(tuple(servers), reads, crashes, (), acked)
 
 
 # ---------------------------------------------------------------------- model
@@ -224,15 +232,20 @@ class KafkaModel:
         """The controller's latest leader epoch (every elected leader received it)."""
         return max(server.generation for server in s.servers)
 
-    def _advance_hwm(self, servers: list, l: int) -> None:
-        """HW = min LEO over the ISR (the leader's own LEO included), when the ISR is large enough."""
+    def _advance_hwm(self, servers: list, l: int, acked: frozenset) -> frozenset:
+        """HW = min LEO over the ISR (the leader's own LEO included), when the ISR is large enough.
+        Returns `acked` with the entries of the leader's own epoch the new HW covers: their
+        acks=all producers are answered (DelayedProduce completes)."""
         leader = servers[l]
         isr = [k for k in range(self.n) if servers[k].in_isr or k == l]
         if len(isr) < self.min_isr:
-            return
+            return acked
         hwm = min(len(leader.log) if k == l else leader.match[k] for k in isr)
-        if hwm > leader.hwm:
-            servers[l] = leader._replace(hwm=hwm)
+        if hwm <= leader.hwm:
+            return acked
+        servers[l] = leader._replace(hwm=hwm)
+        mine = {(i + 1, g) for i, g in enumerate(leader.log[:hwm]) if g == leader.generation}
+        return acked | mine if not mine <= acked else acked
 
     def _isr_names(self, s: KafkaState) -> str:
         return "{" + ",".join(server_name(k) for k, sv in enumerate(s.servers) if sv.in_isr) + "}"
@@ -300,8 +313,8 @@ class KafkaModel:
         cand = servers[c]
         servers[c] = cand._replace(generation=epoch, role=LEADER, match=(0,) * self.n, leader=c + 1,
                                    truncating=False)
-        self._advance_hwm(servers, c)
-        return KafkaState(tuple(servers), s.reads, s.crashes)
+        acked = self._advance_hwm(servers, c, s.acked)
+        return KafkaState(tuple(servers), s.reads, s.crashes, (), acked)
 
     def guard_write(self, s: KafkaState, l: int) -> str | None:
         leader = s.servers[l]
@@ -317,8 +330,8 @@ class KafkaModel:
         servers = list(s.servers)
         leader = servers[l]
         servers[l] = leader._replace(log=leader.log + (leader.generation,))
-        self._advance_hwm(servers, l)
-        return KafkaState(tuple(servers), s.reads, s.crashes)
+        acked = self._advance_hwm(servers, l, s.acked)
+        return KafkaState(tuple(servers), s.reads, s.crashes, (), acked)
 
     def guard_replicate(self, s: KafkaState, l: int, f: int) -> str | None:
         if l == f:
@@ -361,8 +374,8 @@ class KafkaModel:
         servers[l] = leader = leader._replace(match=tuple(match))
         if not servers[f].in_isr and len(log) >= leader.hwm and leader.generation == self.epoch(s):
             servers[f] = servers[f]._replace(in_isr=True)  # maybeExpandIsr: caught up to the HW
-        self._advance_hwm(servers, l)
-        return KafkaState(tuple(servers), s.reads, s.crashes)
+        acked = self._advance_hwm(servers, l, s.acked)
+        return KafkaState(tuple(servers), s.reads, s.crashes, (), acked)
 
     def guard_shrink_isr(self, s: KafkaState, l: int, f: int) -> str | None:
         if l == f:
@@ -385,8 +398,8 @@ class KafkaModel:
         # maybeShrinkIsr, then maybeIncrementLeaderHW: a smaller ISR may raise the HW.
         servers = list(s.servers)
         servers[f] = servers[f]._replace(in_isr=False)
-        self._advance_hwm(servers, l)
-        return KafkaState(tuple(servers), s.reads, s.crashes)
+        acked = self._advance_hwm(servers, l, s.acked)
+        return KafkaState(tuple(servers), s.reads, s.crashes, (), acked)
 
     def guard_read(self, s: KafkaState, r: int) -> str | None:
         server = s.servers[r]
@@ -403,7 +416,7 @@ class KafkaModel:
         # Consumers read only below the high watermark.
         server = s.servers[r]
         readable = min(server.hwm, len(server.log))
-        return KafkaState(s.servers, s.reads | {(i + 1, server.log[i]) for i in range(readable)}, s.crashes)
+        return s._replace(reads=s.reads | {(i + 1, server.log[i]) for i in range(readable)})
 
     def guard_crash(self, s: KafkaState, c: int) -> str | None:
         if not s.servers[c].alive:
@@ -416,7 +429,7 @@ class KafkaModel:
         # The log, the leader epoch and the checkpointed HW are on disk; the role and the
         # leader's view of its followers are lost. The ISR is the controller's: unchanged.
         server = s.servers[c]._replace(alive=False, role=FOLLOWER, match=())
-        return KafkaState(s.servers[:c] + (server,) + s.servers[c + 1:], s.reads, s.crashes + 1)
+        return s._replace(servers=s.servers[:c] + (server,) + s.servers[c + 1:], crashes=s.crashes + 1)
 
     def guard_restart(self, s: KafkaState, r: int) -> str | None:
         if s.servers[r].alive:
@@ -431,7 +444,7 @@ class KafkaModel:
                        if k != r and sv.alive and sv.role == LEADER and sv.generation == epoch), None)
         server = self._become_follower(s.servers[r]._replace(alive=True), epoch,
                                        NO_LEADER if leader is None else leader + 1)
-        return KafkaState(s.servers[:r] + (server,) + s.servers[r + 1:], s.reads, s.crashes)
+        return s._replace(servers=s.servers[:r] + (server,) + s.servers[r + 1:])
 
     # ------------------------------------------------------------ enumeration
     def successors(self, s: KafkaState, bounds_hit: set | None = None) -> Iterator[tuple[Action, KafkaState]]:

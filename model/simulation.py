@@ -16,15 +16,15 @@ import time
 
 from model.actions import Model
 from model.checker import Report, Tracker, finish_report, path_to, visit
-from properties.catalogue import CATALOGUE
+from properties.catalogue import properties_for
 
 
 def simulate(model: Model, protocol_name: str, *, walks: int = 2000, max_depth: int = 40, seed: int = 0,
-             symmetry: bool = True, progress=None, properties=CATALOGUE) -> Report:
+             symmetry: bool = True, progress=None, properties=None) -> Report:
     started = time.perf_counter()
     rng = random.Random(seed)
     report = Report(protocol_name, model.config.to_mapping(), "simulation", symmetry, complete=False)
-    tracker = Tracker(properties)
+    tracker = Tracker(properties if properties is not None else properties_for(model.protocol.system))
     bounds_hit: set[str] = set()
     transitions = 0
     deepest = 0

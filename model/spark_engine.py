@@ -46,7 +46,7 @@ from typing import Iterable, Iterator
 from model.actions import Model
 from model.checker import Discovery, ProgressFn, Report, Tracker, finish_report
 from model.encoding import fingerprint_bytes
-from properties.catalogue import CATALOGUE, Property
+from properties.catalogue import Property, properties_for
 
 __all__ = ["SparkUnavailable", "get_spark", "spark_bfs", "standalone_cluster"]
 
@@ -318,7 +318,7 @@ def expand_partition(rows: Iterable, model: Model, symmetry: bool, state_props: 
 
 def spark_bfs(model: Model, protocol_name: str, *, symmetry: bool = True, master: str = "local[*]",
               progress: ProgressFn | None = None, checkpoint_every: int = 4, spark=None,
-              properties: Iterable[Property] = CATALOGUE, partitions: int | None = None,
+              properties: Iterable[Property] | None = None, partitions: int | None = None,
               max_depth: int | None = None, checkpoint_dir: str | None = None) -> Report:
     """Breadth-first search of the whole reachable state space on Spark (engine "spark").
 
@@ -347,6 +347,8 @@ def spark_bfs(model: Model, protocol_name: str, *, symmetry: bool = True, master
     for key, value in tuned.items():
         spark.conf.set(key, value)
     try:
+        if properties is None:
+            properties = properties_for(model.protocol.system)
         return _search(spark, model, protocol_name, symmetry, progress, checkpoint_every, properties,
                        partitions, max_depth)
     finally:

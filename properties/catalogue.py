@@ -200,7 +200,51 @@ CATALOGUE: tuple[Property, ...] = (
              "a server crashes and rejoins the cluster", crash_and_rejoin),
 )
 
+
+
+# A system's own safety that the catalogue above cannot state, with its witness. Kafka:
+# acks=all promises that an acknowledged write survives every clean leader election; the
+# state carries `acked`, the entries producers were told are written (the leader's HW covered
+# an entry it appended).
+def acknowledged_write_kept(before: ClusterView, after: ClusterView) -> Finding:
+    acked = getattr(before, "acked", None)
+    if not acked:
+        return None
+    for k, (b, a) in enumerate(zip(before.servers, after.servers)):
+        if a.role == LEADER and a.alive and (b.role != LEADER or b.generation != a.generation or not b.alive):
+            for index, generation in sorted(acked):
+                if len(a.log) < index or a.log[index - 1] != generation:
+                    return (f"{server_name(k)} became leader of generation {a.generation} without entry "
+                            f"{index}@g{generation}, which a producer was told is written")
+    return None
+
+
+def write_acknowledged(view: ClusterView) -> Finding:
+    acked = getattr(view, "acked", None)
+    if acked:
+        index, generation = max(acked)
+        return f"a producer was acknowledged entry {index}@g{generation}"
+    return None
+
+
+SYSTEM_PROPERTIES: dict[str, tuple[Property, ...]] = {
+    "kafka": (
+        Property("AcknowledgedWriteKept", "always", "step",
+                 "every leader elected after an acknowledgement (acks=all) holds the acknowledged entry",
+                 acknowledged_write_kept),
+        Property("WriteAcknowledged", "sometimes", "state",
+                 "a producer's write is acknowledged (acks=all)", write_acknowledged),
+    ),
+}
+
+
+def properties_for(system: str) -> tuple[Property, ...]:
+    """The catalogue, which applies to every system, then the system's own properties."""
+    return CATALOGUE + SYSTEM_PROPERTIES.get(system, ())
+
+
 BY_NAME: dict[str, Property] = {p.name: p for p in CATALOGUE}
+BY_NAME.update({p.name: p for props in SYSTEM_PROPERTIES.values() for p in props})
 ALWAYS: tuple[Property, ...] = tuple(p for p in CATALOGUE if p.kind == "always")
 SOMETIMES: tuple[Property, ...] = tuple(p for p in CATALOGUE if p.kind == "sometimes")
 

@@ -286,7 +286,8 @@ PRESETS.update({
             "Truncation, scenario 1 (data loss) and scenario 2 (replica divergence); KAFKA-1211",
             True,
             _DEFAULT_CATCH,
-            frozenset({"ReadNeverTruncated", "ReadNeverLost", "ReadsAgree", "CommittedOnQuorum"}),
+            frozenset({"ReadNeverTruncated", "ReadNeverLost", "ReadsAgree", "CommittedOnQuorum",
+                       "AcknowledgedWriteKept"}),
         ),
         Preset(
             "kafka-kip101",
@@ -332,7 +333,8 @@ PRESETS.update({
             "(divergence under unclean election); KIP-320 (consumers detect the truncation)",
             True,
             _DEFAULT_CATCH,
-            frozenset({"ReadNeverTruncated", "ReadNeverLost", "ReadsAgree", "CommittedOnQuorum"}),
+            frozenset({"ReadNeverTruncated", "ReadNeverLost", "ReadsAgree", "CommittedOnQuorum",
+                       "AcknowledgedWriteKept"}),
         ),
     ]
 })

@@ -12,7 +12,7 @@ from model.checker import bfs, reconstruct
 from model.encoding import canonical, decode, encode, fingerprint
 from model.simulation import simulate
 from model.state import Config, State, initial_state
-from properties.catalogue import ALWAYS, SOMETIMES
+from properties.catalogue import ALWAYS, BY_NAME
 from properties.protocol import PRESETS
 from properties.quorum import majority, quorum_index
 from tests.explored import explore
@@ -133,7 +133,7 @@ def test_pinned_counts_and_shortest_counterexamples(key, expected):
             for action in result.actions:
                 assert model.why_not(state, action) is None
                 before, state = state, model.apply(state, action)
-            prop = next(p for p in ALWAYS + SOMETIMES if p.name == result.name)
+            prop = BY_NAME[result.name]
             assert (prop.check(before, state) if prop.on == "step" else prop.check(state))
 
 

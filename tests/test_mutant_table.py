@@ -81,7 +81,8 @@ KAFKA_TABLE = {
     "kafka-kip279": (Config(servers=3, max_generation=3, max_log=1, max_crashes=0),
                      {"CommittedOnQuorum": 9, "ReadsAgree": 12}),
     "kafka-unclean-election": (Config(servers=3, max_generation=3, max_log=1, max_crashes=1),
-                               {"CommittedOnQuorum": 10, "ReadNeverLost": 9, "ReadNeverTruncated": 10, "ReadsAgree": 12}),
+                               {"AcknowledgedWriteKept": 8, "CommittedOnQuorum": 10, "ReadNeverLost": 9,
+                                "ReadNeverTruncated": 10, "ReadsAgree": 12}),
 }
 
 
