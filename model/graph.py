@@ -13,7 +13,7 @@ from collections import deque
 import networkx as nx
 
 from model.actions import Model, to_step
-from properties.catalogue import ALWAYS
+from properties.catalogue import properties_for
 
 
 class GraphTooLarge(ValueError):
@@ -26,8 +26,9 @@ def state_graph(model: Model, *, symmetry: bool = True, max_states: int = 20_000
     init_fp = model.fingerprint(init, symmetry)
     graph.add_node(init_fp, label=init.describe(), depth=0, violations="", initial=True)
     queue = deque([(init, init_fp)])
-    state_props = [p for p in ALWAYS if p.on == "state"]
-    step_props = [p for p in ALWAYS if p.on == "step"]
+    always = [p for p in properties_for(model.protocol.system) if p.kind == "always"]
+    state_props = [p for p in always if p.on == "state"]
+    step_props = [p for p in always if p.on == "step"]
     while queue:
         state, fp = queue.popleft()
         for action in model.actions(state):
