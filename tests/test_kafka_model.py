@@ -9,7 +9,7 @@ from model.actions import BoundHit, build_model
 from model.kafka import (NO_LEADER, KafkaModel, KafkaServer, KafkaState, end_offset_for, end_offset_kip101,
                          epoch_cache, truncation_offset)
 from model.state import FOLLOWER, LEADER, Config
-from properties.catalogue import BY_NAME
+from properties.catalogue import BY_NAME, CATALOGUE
 from properties.protocol import KAFKA, PRESETS, RAFT, Protocol, ProtocolError, flags_of, presets_of
 
 RULES = ("own-hwm", "leader-epoch", "leader-epoch-kip279", "fenced")
@@ -354,7 +354,4 @@ def test_acknowledged_write_kept_and_its_witness():
     assert "S3 became leader of generation 2 without entry 1@g1" in kept.check(before, after)
     assert witness.check(before) == "a producer was acknowledged entry 1@g1"
     assert kept.check(cluster(replica(0)), cluster(replica(1, role=LEADER))) is None  # raft states: no acks
-    assert properties_for("raft") == BY_NAME_CATALOGUE and kept in properties_for("kafka")
-
-
-BY_NAME_CATALOGUE = __import__("properties.catalogue", fromlist=["CATALOGUE"]).CATALOGUE
+    assert properties_for("raft") == CATALOGUE and kept in properties_for("kafka")
