@@ -65,13 +65,31 @@ def measure(preset, overrides, symmetry, runs):
     return states, rate, memory
 
 
+def kafka_presets(runs: int) -> None:
+    """Each Kafka preset at the default bounds and at the tour's (max_generation 3), symmetry on."""
+    from properties.protocol import PRESETS, TOUR_BOUNDS, presets_of
+
+    print(f"Kafka presets, local breadth-first engine, symmetry on, median of {runs} run(s), one core")
+    print(f"{'preset':26} {'bounds':22} {'states':>10} {'seconds':>8}")
+    for preset in presets_of("kafka"):
+        for label, overrides in (("default", {}), ("tour", TOUR_BOUNDS["kafka"])):
+            states, rate, _ = measure(preset, dict(overrides), True, runs)
+            print(f"{preset:26} {label + ' ' + ' '.join(f'{k}={v}' for k, v in overrides.items()):22} "
+                  f"{states:>10,} {states / rate:>8.1f}", flush=True)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=5)
     parser.add_argument("--quick", action="store_true", help="only the default configuration, 3 runs")
     parser.add_argument("--preset", action="append", default=None,
                         help="only this preset's configurations (repeatable); the first row stays the reference")
+    parser.add_argument("--kafka", action="store_true",
+                        help="states and seconds of every Kafka preset at the default and the tour's bounds")
     args = parser.parse_args()
+    if args.kafka:
+        kafka_presets(args.runs if args.runs != 5 else 1)
+        return
     configs = CONFIGS[:1] if args.quick else CONFIGS
     if args.preset:
         configs = CONFIGS[:1] + [c for c in CONFIGS[1:] if c[0] in args.preset]

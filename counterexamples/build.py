@@ -146,20 +146,111 @@ SOURCES = {
 }
 
 
+# Kafka's bugs: entry -> (preset, property, config overrides, title, explanation, source).
+# An entry is named after its preset, or after its preset and the bug when the preset
+# has two (KIP-101's two scenarios both come from truncating to the own HW).
+KAFKA = {
+    "kafka-truncate-to-hwm": (
+        "kafka-truncate-to-hwm", "ReadNeverLost", {"servers": 2, "max_generation": 2},
+        "Kafka before KIP-101: a restarted follower truncates to its own lagging high watermark, then is elected",
+        "KIP-101 scenario 1, 'high watermark truncation followed by immediate leader election'. S1 becomes leader "
+        "of epoch 1 with S2 in its ISR, writes entry 1, and S2 fetches it; S1's high watermark, the minimum log "
+        "end offset over the ISR {S1,S2}, becomes 1, and a client reads entry 1 from S1. S2's own high watermark "
+        "is still 0: a follower learns the leader's high watermark on its next fetch. S2 crashes and restarts "
+        "and, as Kafka did before KIP-101, truncates its log to its own high watermark, 0: entry 1 is gone from "
+        "S2, which stays in the ISR. The controller then elects S2 leader of epoch 2 (the request does not reach "
+        "S1; in the KIP, S1 has failed). S2 leads without entry 1, which a client has read: a committed message "
+        "is lost. KIP-101's fix: a new follower truncates only where the leader says its last leader epoch ends "
+        "(OffsetsForLeaderEpoch), never to its own high watermark. Under the safe preset `kafka` the restart "
+        "keeps entry 1 and S2 is elected holding it: the trace holds.",
+        "KIP-101: Alter Replication Protocol to use Leader Epoch rather than High Watermark for Truncation, "
+        "Scenario 1 (KAFKA-1211)"),
+    "kafka-truncate-to-hwm-divergence": (
+        "kafka-truncate-to-hwm", "LogMatching", {"servers": 2, "max_generation": 2, "max_log": 3},
+        "Kafka before KIP-101: truncating to the high watermark leaves two replicas with diverged logs",
+        "KIP-101 scenario 2, 'replica divergence'. S1 becomes leader of epoch 1 with S2 in its ISR, writes entry 1 "
+        "and S2 fetches it; S1's high watermark becomes 1, S2's is still 0. S2 crashes and restarts and, "
+        "truncating to its own high watermark, drops entry 1. The controller elects S2, still in the ISR, leader "
+        "of epoch 2 with an empty log; S1 becomes its follower and truncates to its own high watermark, 1, so it "
+        "keeps 1@g1. S2 writes entries 1 and 2 in epoch 2. S1 fetches from its log end offset, index 2, and "
+        "appends 2@g2 after its 1@g1, because a fetch checks nothing before the fetch offset: S1 holds 1@g1, 2@g2 "
+        "and S2 1@g2, 2@g2, the same entry at index 2 over different entries at index 1, for ever. KIP-101's fix: S1 "
+        "asks where epoch 1 ends on S2 (index 1, before S2's epoch 2 starts) and truncates there. Under the safe "
+        "preset `kafka` the restart keeps entry 1, S1 truncates nothing it shares with S2, and the trace holds.",
+        "KIP-101, Scenario 2: Replica Divergence"),
+    "kafka-kip101": (
+        "kafka-kip101", "LogMatching", {"servers": 2, "max_generation": 3, "max_log": 2, "max_crashes": 0},
+        "KIP-101's OffsetsForLeaderEpoch answer lies past the divergence after two fast leader changes",
+        "KIP-279's divergence after fast leader fail-over. S1 becomes leader of epoch 1 (the request does not "
+        "reach S2) and writes entry 1 in epoch 1; nobody fetches it. The controller elects S2 leader of epoch 2, "
+        "with S1 as its follower; S2 writes its own entry 1, in epoch 2. Before any fetch the controller elects "
+        "S1 again, in epoch 3, with S2 as its follower, and S1 writes entry 2 in epoch 3: S1 holds 1@g1, 2@g3 and "
+        "S2 1@g2. S2 fetches from S1 and first asks, with KIP-101's OffsetsForLeaderEpoch, where its last epoch, 2, "
+        "ends. S1 never had epoch 2 and answers with the start of its next epoch, 3: index 1, past where the logs "
+        "differ. S2 truncates nothing, fetches entry 2, and now holds 1@g2, 2@g3 against S1's 1@g1, 2@g3: the "
+        "logs diverged. KIP-279's fix: the leader also names the epoch it answered for (the largest it has at or "
+        "below 2: epoch 1) and the follower truncates to the smaller of the two end offsets for that epoch, its "
+        "own being 0. Under the safe preset `kafka` S2 truncates to 0, fetches both entries, and the trace holds.",
+        "KIP-279: Fix log divergence between leader and follower after fast leader fail over (KAFKA-6361)"),
+    "kafka-kip279": (
+        "kafka-kip279", "ReadsAgree", {"max_generation": 3, "max_crashes": 0},
+        "A replica that missed two leader epochs fetches from its old leader unfenced and rejoins the ISR diverged",
+        "S1 becomes leader of epoch 1 with S2 as its follower, writes entry 1, and S2 fetches it. The controller "
+        "elects S3, in the ISR with an empty log, leader of epoch 2; S1 becomes its follower but S2 misses the "
+        "request and still believes S1 leads epoch 1. S3 writes its own entry 1 and removes S2, which does not "
+        "fetch from it, from the ISR. S1 fetches from S3: S3 has no epoch 1, so S1 truncates to its high "
+        "watermark, 0, and takes 1@g2; S3's high watermark over the ISR {S1,S3} becomes 1. The controller elects "
+        "S1 leader of epoch 3 (S2 misses this request too) and a client reads 1@g2 from S3. S1 becomes S3's "
+        "leader and S3 fetches from it. Then S2, still a follower of S1 in epoch 1, fetches from S1: the fetch "
+        "carries no epoch, S2's log end equals S1's, so nothing is truncated or sent, S2 learns high watermark 1 "
+        "and even rejoins the ISR. A client reads 1@g1 from S2: two reads of index 1 disagree. The two fixes of "
+        "Kafka 2.1 each close it: KIP-320 puts the current leader epoch into fetches, so S1 answers "
+        "FENCED_LEADER_EPOCH to S2's epoch-1 fetch (KIP-320's motivation: a replica with stale metadata that "
+        "'was still able to make progress and even rejoin the ISR'); KAFKA-7164 makes a follower truncate after "
+        "every epoch change it learns of, where makeFollower used to return early when the leader was unchanged. "
+        "Under the safe preset `kafka` S2's fetch is fenced: the trace is blocked at that step.",
+        "KIP-320: Allow fetchers to detect and handle log truncation ('Inadequate Replica Fencing', KAFKA-6880); "
+        "KAFKA-7164: Follower should truncate after every leader epoch change"),
+    "kafka-unclean-election": (
+        "kafka-unclean-election", "ReadNeverLost", {"max_generation": 3},
+        "Unclean leader election elects a replica outside the ISR and loses a committed message",
+        "S1 becomes leader of epoch 1 with S2 as its follower, writes entry 1, removes S3, which lags, from the "
+        "ISR, and S2 fetches entry 1: the ISR {S1,S2} holds it and S1's high watermark becomes 1. The controller "
+        "elects S2 leader of epoch 2 (S1 misses the request and still serves as a leader of epoch 1); a client "
+        "reads entry 1 from S1. S2 removes S1, which does not fetch from it, from the ISR, and crashes: no "
+        "replica of the ISR {S2} is alive. With unclean.leader.election.enable the controller elects S3, "
+        "outside the ISR and with an empty log, leader of epoch 3: entry 1, committed and read, is lost, and "
+        "every replica that rejoins truncates to S3's log. Kafka documents the trade: availability over "
+        "durability. Under the safe preset `kafka` the partition stays offline instead: the election of S3 is "
+        "blocked (unclean leader election is disabled).",
+        "Kafka documentation, Replication: 'Unclean leader election: What if they all die?'; KIP-101 appendix; "
+        "KIP-320 (consumers detect the truncation)"),
+}
+
+
+def preset_of_entry(name: str) -> str:
+    """The preset a catalogue entry runs under."""
+    return KAFKA[name][0] if name in KAFKA else name
+
+
 def build(name: str) -> Path:
-    prop, overrides, title, explanation = CATALOGUE[name]
+    if name in KAFKA:
+        preset, prop, overrides, title, explanation, source = KAFKA[name]
+    else:
+        (prop, overrides, title, explanation), preset, source = CATALOGUE[name], name, None
     config = Config(**overrides)
-    report = bfs(build_model(PRESETS[name].protocol, config), name)
-    trace = trace_for(report, name, prop)
+    report = bfs(build_model(PRESETS[preset].protocol, config), preset)
+    trace = trace_for(report, preset, prop)
     trace.title = title
     trace.explanation = explanation
-    if name in SOURCES:
-        trace.extra["source"] = SOURCES[name]
+    source = source or SOURCES.get(name)
+    if source:
+        trace.extra["source"] = source
     return trace.save(HERE / f"{name}.json")
 
 
 def main() -> None:
-    for name in CATALOGUE:
+    for name in [*CATALOGUE, *KAFKA]:
         print(build(name))
 
 

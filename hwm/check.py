@@ -5,16 +5,18 @@ from __future__ import annotations
 import os
 import re
 from concurrent.futures import ProcessPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from hwm.render import table
 from model.actions import build_model
 from model.checker import Report, bfs
 from model.state import Config
-from properties.acked import ACKED
-from properties.catalogue import ALWAYS, SOMETIMES
-from properties.protocol import PRESETS, resolve
+from properties.acked import ALL_BY_NAME
+from properties.protocol import PRESETS, TOUR_BOUNDS, resolve
+
+# Every property any model is checked for, in catalogue order, each system's own after.
+ALL_PROPERTIES = tuple(ALL_BY_NAME.values())
 from properties.trace import Trace
 
 DEFAULT_CONFIG = Config()
@@ -61,9 +63,18 @@ def expected_violations(preset: str, config: Config) -> frozenset[str] | None:
     return p.breaks
 
 
+def tour_config(preset: str, config: Config) -> Config:
+    """The bounds the tour checks `preset` at: at the default bounds, its system's TOUR_BOUNDS
+    lower them; other bounds are the user's and are kept."""
+    lowered = TOUR_BOUNDS.get(PRESETS[preset].protocol.system, {})
+    if config != DEFAULT_CONFIG or not lowered:
+        return config
+    return replace(config, **{k: min(v, getattr(config, k)) for k, v in lowered.items()})
+
+
 def tour(config: Config, symmetry: bool, jobs: int, progress_stream=None) -> list[tuple[str, Report]]:
     """Check every preset; presets run in parallel processes (one per core by default)."""
-    requests = [CheckRequest(name, config, symmetry) for name in runnable_presets(config)]
+    requests = [CheckRequest(name, tour_config(name, config), symmetry) for name in runnable_presets(config)]
     if jobs <= 1:
         return [(r.protocol, run(r)) for r in requests]
     with ProcessPoolExecutor(max_workers=jobs) as pool:
@@ -136,10 +147,11 @@ def describe_report(report: Report, saved: dict[str, Path] | None = None) -> str
     else:
         lines.append("no bound cut exploration: the whole reachable state space was explored")
     lines.append("")
-    for p in ALWAYS + EXTRA_ALWAYS:
-        r = report.results.get(p.name)
-        if r is None:  # a property this model does not check (its states lack the ghost)
+    checked = [p for p in ALL_PROPERTIES if p.name in report.results]
+    for p in checked:
+        if p.kind != "always":
             continue
+        r = report.results[p.name]
         if r.found:
             lines.append(f"  ✗ {p.name:28} violated in {r.length} steps: {r.finding}")
             lines.append(f"      {' '.join(str(s) for s in r.steps)}")
@@ -147,10 +159,10 @@ def describe_report(report: Report, saved: dict[str, Path] | None = None) -> str
                 lines.append(f"      saved to {saved[p.name]}  (hwm replay {saved[p.name]})")
         else:
             lines.append(f"  ✓ {p.name:28} holds")
-    for p in SOMETIMES + EXTRA_SOMETIMES:
-        r = report.results.get(p.name)
-        if r is None:
+    for p in checked:
+        if p.kind != "sometimes":
             continue
+        r = report.results[p.name]
         if r.found:
             lines.append(f"  ✓ {p.name:28} witnessed in {r.length} steps: {r.finding}")
         else:
@@ -158,14 +170,12 @@ def describe_report(report: Report, saved: dict[str, Path] | None = None) -> str
     return "\n".join(lines)
 
 
-# Properties only some models check (properties/acked.py): a column of their own, "-" elsewhere.
-EXTRA_ALWAYS = tuple(p for p in ACKED if p.kind == "always")
-EXTRA_SOMETIMES = tuple(p for p in ACKED if p.kind == "sometimes")
-ABBREVIATIONS = {p.name: "".join(c for c in p.name if c.isupper()) for p in ALWAYS + SOMETIMES + ACKED}
+ABBREVIATIONS = {p.name: "".join(c for c in p.name if c.isupper()) for p in ALL_PROPERTIES}
 
 
 def tour_table(results: list[tuple[str, Report]]) -> str:
-    columns = ALWAYS + EXTRA_ALWAYS
+    # One column per always property some preset was checked for; "-" where it does not apply.
+    columns = [p for p in ALL_PROPERTIES if p.kind == "always" and any(p.name in r.results for _, r in results)]
     header = ["preset", "states", "secs"] + [ABBREVIATIONS[p.name] for p in columns] + ["witnesses"]
     rows = []
     for name, r in results:

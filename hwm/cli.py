@@ -18,7 +18,7 @@ from hwm.render import Progress, step_table
 from hwm.replay import REPLAYERS, judge
 from hwm.teach import explain as explained
 from model.state import Config
-from properties.protocol import FLAG_MEANINGS, FLAG_VALUES, PRESETS, ProtocolError, RAFT, _show, model_only, resolve
+from properties.protocol import FLAG_MEANINGS, FLAG_VALUES, PRESETS, ProtocolError, _show, flags_of, model_only, resolve
 from properties.trace import TraceError, load
 
 EXIT_OK, EXIT_FOUND, EXIT_USAGE = 0, 1, 2
@@ -124,6 +124,10 @@ def _tour(config: Config, symmetry: bool, jobs: int, as_json: bool, save: Path, 
         raise click.UsageError("the tour runs on the local engine; give --protocol to use another engine")
     click.echo(f"Checking every preset at {config.describe()} (symmetry {'on' if symmetry else 'off'}, "
                f"{jobs} in parallel)...", err=True)
+    lowered = sorted({(PRESETS[n].protocol.system, checking.tour_config(n, config).describe())
+                      for n in PRESETS if checking.tour_config(n, config) != config})
+    for system, bounds in lowered:
+        click.echo(f"  {system} presets at {bounds} (the tour's bounds for {system}: docs/systems-{system}.md)", err=True)
     results = checking.tour(config, symmetry, jobs, progress_stream=sys.stderr)
     saved = []
     for name, report in results:
@@ -171,9 +175,15 @@ def protocols(as_json) -> None:
         click.echo(f"  {flag:31} {' | '.join(map(_show, values)):50} {FLAG_MEANINGS[flag]}")
     click.echo("")
     for name, p in PRESETS.items():
-        diff = p.protocol.differences(RAFT)
-        flags = ("flags of raft with " + ", ".join(f"{k}={_show(v)}" for k, v in diff.items())) if diff and name != "seed" \
-            else ", ".join(f"{k}={_show(v)}" for k, v in p.protocol.flags().items())
+        # A preset shows the flags of its own system: the difference from that system's safe
+        # preset (raft, kafka, ...), or all of them for the seed and the safe presets.
+        system = p.protocol.system
+        own = {k: v for k, v in p.protocol.flags().items() if k in flags_of(system)}
+        diff = {k: v for k, v in p.protocol.differences(PRESETS[system].protocol).items() if k in own}
+        flags = (f"flags of {system} with " + ", ".join(f"{k}={_show(v)}" for k, v in diff.items())) \
+            if diff and name != "seed" else ", ".join(f"{k}={_show(v)}" for k, v in own.items())
+        if system != "raft":
+            flags = f"system={system}: {flags}"
         status = "broken" if p.broken else "safe"
         click.echo(f"{name}  [{status}]\n  {p.summary}\n  flags: {flags}\n  from: {p.reference}\n")
 

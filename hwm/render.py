@@ -14,9 +14,11 @@ def cell(server) -> str:
 
     `L3 [1,3] h1` is a leader of generation 3 whose log holds entries of
     generations 1 and 3, with high-water mark 1; F is a follower, x a server that is down.
+    A Kafka replica in the ISR ends with `*`.
     """
     role = ("L" if server.role == LEADER else "F") if server.alive else "x"
-    return f"{role}{server.generation} [{','.join(map(str, server.log))}] h{server.hwm}"
+    isr = "*" if getattr(server, "in_isr", False) else ""
+    return f"{role}{server.generation} [{','.join(map(str, server.log))}] h{server.hwm}{isr}"
 
 
 def step_table(rows: Sequence[tuple[str, object]], marks: dict[int, str] | None = None) -> str:

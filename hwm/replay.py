@@ -51,13 +51,25 @@ def watched_properties(trace: Trace, model=None):
     return [p for p in model.properties if p.kind == "always"] if model is not None else list(ALWAYS)
 
 
+def resolve_for(trace: Trace, protocol: str | dict | None) -> tuple[str, object]:
+    """The protocol to replay `trace` under; TraceError when an override is of another system
+    (a Kafka trace's steps mean nothing to raft's model, and the other way round)."""
+    name, proto = resolve(protocol if protocol is not None else trace.protocol)
+    if protocol is not None:
+        _, own = resolve(trace.protocol)
+        if own.system != proto.system:
+            raise TraceError(f"--protocol {name} is a {proto.system} protocol; this trace is of {own.system}: "
+                             f"replay it under a {own.system} protocol", file=trace.source, field="protocol")
+    return name, proto
+
+
 def replay_on_model(trace: Trace, protocol: str | dict | None = None) -> Outcome:
     """Run the trace's steps on the model; stop at the first violation of a watched property.
 
     A step that is not enabled ends the replay as `blocked`. Whether that is an
     acceptable outcome is the caller's decision (see `judge`).
     """
-    name, proto = resolve(protocol if protocol is not None else trace.protocol)
+    name, proto = resolve_for(trace, protocol)
     config = Config.from_mapping(trace.config, where=trace.source)
     model = build_model(proto, config)
     if trace.property in LIVENESS_BY_NAME:
@@ -128,7 +140,7 @@ def replay_on_impl(trace: Trace, protocol: str | dict | None = None) -> Outcome:
     on the snapshots before and after each step). ReadsAgree also compares the values the real
     reads returned. A step the implementation refuses ends the replay as `blocked`, with its reason.
     """
-    name, proto = resolve(protocol if protocol is not None else trace.protocol)
+    name, proto = resolve_for(trace, protocol)
     reason = model_only(proto)
     if reason:
         raise TraceError(reason, file=trace.source, field="protocol")

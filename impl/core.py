@@ -158,6 +158,8 @@ class Replica:
             raise ValueError(f"peers: {list(peers)} names a server twice")
         if not isinstance(protocol, Protocol):
             raise TypeError(f"protocol: expected a properties.protocol.Protocol, got {type(protocol).__name__}")
+        if protocol.system != "raft":
+            raise ValueError(f"protocol: this core runs the raft family; {protocol.system} is model-only for now")
         low, high = election_ticks
         if not (type(low) is int and type(high) is int and 1 <= low <= high):
             raise ValueError(f"election_ticks: expected (low, high) with 1 <= low <= high, got {election_ticks!r}")

@@ -489,6 +489,9 @@ def build_model(protocol: Protocol, config: Config) -> Model:
     if protocol.system == "bookkeeper":
         from model.bookkeeper import BookKeeperModel
         return BookKeeperModel(protocol, config)
+    if protocol.system == "kafka":
+        from model.kafka import KafkaModel
+        return KafkaModel(protocol, config)
     return Model(protocol, config)
 
 
@@ -500,7 +503,7 @@ def to_step(action: Action, value: str | None = None) -> Step:
         return Step(name, {"server": server_name(action[1]), "voters": tuple(server_name(v) for v in action[2])})
     if name == "write":
         return Step(name, {"server": server_name(action[1]), "value": value or f"v{action[1] + 1}"})
-    if name == "replicate":
+    if name in ("replicate", "shrink_isr"):
         return Step(name, {"leader": server_name(action[1]), "follower": server_name(action[2])})
     if name in ("send", "deliver", "drop"):
         return Step(name, {"from": server_name(action[1]), "to": server_name(action[2])})
@@ -521,7 +524,7 @@ def from_step(step: Step) -> Action:
     a = step.args
     if step.action == "elect":
         return ("elect", pos(a["server"]), tuple(sorted(pos(v) for v in a["voters"])))
-    if step.action in ("replicate", "sync"):
+    if step.action in ("replicate", "sync", "shrink_isr"):
         return (step.action, pos(a["leader"]), pos(a["follower"]))
     if step.action == "add":
         return ("add",)

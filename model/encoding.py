@@ -90,11 +90,17 @@ def encode(state: State, order: tuple[int, ...] | None = None, keys: list[bytes]
     return b"".join(parts)
 
 
-def canonical(state: State, keys: list[bytes] | None = None, extra=None) -> bytes:
-    """The smallest encoding over server permutations (equal for symmetric states)."""
+def canonical(state: State, keys: list[bytes] | None = None, extra=None, encode=encode,
+              server_bytes=_server_bytes) -> bytes:
+    """The smallest encoding over server permutations (equal for symmetric states).
+
+    `encode` and `server_bytes` (the part of a server that names no other) default to
+    this module's; a model with another state type passes its own (and `extra`, bytes
+    of its own that `encode` appends).
+    """
     servers = state.servers
     if keys is None:
-        keys = [_server_bytes(s) for s in servers]
+        keys = [server_bytes(s) for s in servers]
     order = sorted(range(len(servers)), key=keys.__getitem__)
     groups: list[list[int]] = []
     for k in order:
@@ -102,11 +108,12 @@ def canonical(state: State, keys: list[bytes] | None = None, extra=None) -> byte
             groups[-1].append(k)
         else:
             groups.append([k])
+    more = () if extra is None else (extra,)
     if len(groups) == len(servers):
-        return encode(state, order, keys, extra)
+        return encode(state, order, keys, *more)
     best = None
     for choice in product(*(permutations(g) for g in groups)):
-        candidate = encode(state, [k for group in choice for k in group], keys, extra)
+        candidate = encode(state, [k for group in choice for k in group], keys, *more)
         if best is None or candidate < best:
             best = candidate
     return best

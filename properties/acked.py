@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from properties.catalogue import CATALOGUE, Finding, Property
 from properties.quorum import majority
-from properties.snapshot import ClusterView
+from properties.snapshot import LEADER, ClusterView, server_name
 
 
 def acknowledged(view: ClusterView) -> frozenset:
@@ -44,6 +44,20 @@ def write_acknowledged(view: ClusterView) -> Finding:
     return None
 
 
+def acknowledged_write_kept(before: ClusterView, after: ClusterView) -> Finding:
+    """Kafka's acks=all promise: an acknowledged write survives every clean leader election."""
+    acked = acknowledged(before)
+    if not acked:
+        return None
+    for k, (b, a) in enumerate(zip(before.servers, after.servers)):
+        if a.role == LEADER and a.alive and (b.role != LEADER or b.generation != a.generation or not b.alive):
+            for index, generation in sorted(acked):
+                if len(a.log) < index or a.log[index - 1] != generation:
+                    return (f"{server_name(k)} became leader of generation {a.generation} without entry "
+                            f"{index}@g{generation}, which a producer was told is written")
+    return None
+
+
 ACKED: tuple[Property, ...] = (
     Property("AckedWriteNeverLost", "always", "state",
              "a write acknowledged to a client is never lost from the committed history",
@@ -51,8 +65,15 @@ ACKED: tuple[Property, ...] = (
     Property("WriteAcknowledged", "sometimes", "state", "a client's write is acknowledged", write_acknowledged),
 )
 
-# The catalogue of a model whose states keep the `acked` ghost.
+# Kafka's leader-side statement of acks=all (its model elects by a controller, so the
+# statement is about who may lead, like ReadNeverLost for reads).
+ACKED_LEADERS = Property("AcknowledgedWriteKept", "always", "step",
+                         "every leader elected after an acknowledgement (acks=all) holds the acknowledged entry",
+                         acknowledged_write_kept)
+
+# The catalogue of a model whose states keep the `acked` ghost, and Kafka's.
 WITH_ACKED: tuple[Property, ...] = CATALOGUE + ACKED
+KAFKA_PROPERTIES: tuple[Property, ...] = CATALOGUE + (ACKED[0], ACKED_LEADERS, ACKED[1])
 
 # Every property a trace may name.
-ALL_BY_NAME: dict[str, Property] = {p.name: p for p in WITH_ACKED}
+ALL_BY_NAME: dict[str, Property] = {p.name: p for p in KAFKA_PROPERTIES}

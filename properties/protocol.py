@@ -39,6 +39,16 @@ FLAG_VALUES: dict[str, tuple[Any, ...]] = {
     # BookKeeper: recovery reads carry the fencing flag (apache/bookkeeper#2616, the fix of
     # issue #2614); false is the defect, where only the LAC reads fence.
     "bookkeeper_recovery_reads_fence": (False, True),
+    # Kafka: what a replica truncates when it becomes a follower, in Kafka's historical
+    # steps: to its own high watermark (before KIP-101); to the end offset the leader
+    # gives for the replica's last leader epoch (KIP-101); the same with the epoch in the
+    # answer and the follower's own end offset for it (KIP-279); and KIP-320's fenced
+    # requests, which carry the current leader epoch, with KAFKA-7164's truncation after
+    # every leader epoch change.
+    "follower_truncation": ("own-hwm", "leader-epoch", "leader-epoch-kip279", "fenced"),
+    # Kafka: unclean.leader.election.enable: with no live replica in the ISR, the
+    # controller may elect any live replica.
+    "unclean_election": (False, True),
 }
 
 FLAG_MEANINGS: dict[str, str] = {
@@ -52,23 +62,27 @@ FLAG_MEANINGS: dict[str, str] = {
     "system": "which system's replication rules the model follows",
     "zab_ack_before_persist": "ZAB: a follower acknowledges NEWLEADER before persisting the synchronised entries",
     "bookkeeper_recovery_reads_fence": "BookKeeper: ledger recovery's entry reads fence the bookies they reach",
+    "follower_truncation": "what a Kafka replica truncates when it becomes a follower",
+    "unclean_election": "whether Kafka may elect a replica outside the ISR when no ISR replica is alive",
 }
 
 # The systems a flag applies to. A flag not listed here is one of the raft family's rules,
-# which every system whose model extends the raft model honours (raft, kafka, zab); a flag
-# that does not apply to a system must keep its default there.
+# which raft and ZAB honour (ZAB's model extends the raft model); Kafka's and BookKeeper's
+# models have rules of their own. A flag that does not apply to a system keeps its default.
+RAFT_RULES = ("raft", "zab")
 FLAG_SYSTEMS: dict[str, tuple[str, ...]] = {
     "system": ("raft", "kafka", "zab", "bookkeeper"),
     "zab_ack_before_persist": ("zab",),
     "bookkeeper_recovery_reads_fence": ("bookkeeper",),
+    "follower_truncation": ("kafka",),
+    "unclean_election": ("kafka",),
 }
-RAFT_FAMILY = ("raft", "kafka", "zab")
 
 
 def flags_of(system: str) -> tuple[str, ...]:
-    """The flags that apply to `system`, in FLAG_VALUES order."""
+    """The flags that mean something for `system` (`system` itself excluded), in FLAG_VALUES order."""
     return tuple(flag for flag in FLAG_VALUES
-                 if system in FLAG_SYSTEMS.get(flag, RAFT_FAMILY))
+                 if flag != "system" and system in FLAG_SYSTEMS.get(flag, RAFT_RULES))
 
 
 class ProtocolError(ValueError):
@@ -89,6 +103,8 @@ class Protocol:
     system: str = "raft"
     zab_ack_before_persist: bool = False
     bookkeeper_recovery_reads_fence: bool = True
+    follower_truncation: str = "fenced"
+    unclean_election: bool = False
 
     def __post_init__(self) -> None:
         for flag in fields(self):
@@ -101,10 +117,10 @@ class Protocol:
                 )
         applies = flags_of(self.system)
         for flag in fields(self):
-            if flag.name not in applies and getattr(self, flag.name) != flag.default:
+            if flag.name not in applies and flag.name != "system" and getattr(self, flag.name) != flag.default:
                 raise ProtocolError(
-                    f"flag {flag.name!r} does not apply to system {self.system!r} (it applies to "
-                    f"{', '.join(FLAG_SYSTEMS.get(flag.name, RAFT_FAMILY))}); "
+                    f"flag {flag.name!r} does not apply to system {self.system!r} (it belongs to "
+                    f"{' and '.join(FLAG_SYSTEMS.get(flag.name, RAFT_RULES))}); "
                     f"flags of {self.system}: {', '.join(applies)}"
                 )
 
@@ -131,7 +147,8 @@ class Preset:
     broken: bool
     # The smallest bounds (CLI names) at which the checker catches it; {} for safe presets.
     caught_at: Mapping[str, Any]
-    # The `always` properties it violates at the default bounds (the tour checks this).
+    # The `always` properties it violates at the default bounds (the tour checks this),
+    # lowered by its system's TOUR_BOUNDS.
     breaks: frozenset = frozenset()
 
 
@@ -179,8 +196,9 @@ PRESETS: dict[str, Preset] = {
         Preset(
             "kip101",
             replace(RAFT, restart="truncate-to-own-hwm", hwm_durable=True),
-            "Kafka before KIP-101: a restarting follower truncates its log to its own checkpointed "
-            "high-water mark, which lags the leader's",
+            "raft's log with Kafka's rule from before KIP-101: a restarting follower truncates its log to "
+            "its own checkpointed high-water mark, which lags the leader's (the name is the KIP that fixed "
+            "it; the behaviour is the bug; kafka-truncate-to-hwm models it on Kafka's own replication)",
             "KIP-101: Alter Replication Protocol to use Leader Epoch rather than High Watermark for "
             "Truncation (scenario 1, 'high watermark truncation followed by immediate leader election')",
             True,
@@ -316,6 +334,82 @@ PRESETS: dict[str, Preset] = {
     ]
 }
 
+KAFKA = Protocol(system="kafka")
+
+# Bounds the tour (`hwm check` with no protocol, at the default bounds) lowers for a
+# system's presets. Kafka's model has more per-replica state than raft's (ISR
+# membership, the followed leader, the truncating state) and an election needs no
+# quorum of voters, so at max_generation 4 it takes several times raft's time; every
+# Kafka bug of the catalogue shows at max_generation 3.
+TOUR_BOUNDS: dict[str, dict[str, Any]] = {"kafka": {"max_generation": 3}}
+
+# Kafka's replication, one preset per historical step of follower truncation (each is the
+# step's bug), the safe one, and unclean election. `hwm protocols` cites the sources.
+PRESETS.update({
+    p.name: p
+    for p in [
+        Preset(
+            "kafka-truncate-to-hwm",
+            replace(KAFKA, follower_truncation="own-hwm"),
+            "Kafka before KIP-101 (0.10 and older): a replica that becomes a follower, or restarts, "
+            "truncates its log to its own high watermark, which lags the leader's by a fetch",
+            "KIP-101: Alter Replication Protocol to use Leader Epoch rather than High Watermark for "
+            "Truncation, scenario 1 (data loss) and scenario 2 (replica divergence); KAFKA-1211",
+            True,
+            _DEFAULT_CATCH,
+            frozenset({"ReadNeverTruncated", "ReadNeverLost", "ReadsAgree", "CommittedOnQuorum",
+                       "AcknowledgedWriteKept"}),
+        ),
+        Preset(
+            "kafka-kip101",
+            replace(KAFKA, follower_truncation="leader-epoch"),
+            "Kafka 0.11-1.1 (KIP-101): a new follower asks the leader for the end offset of its last "
+            "leader epoch (OffsetsForLeaderEpoch) and truncates there; the leader answers with the start "
+            "of its next epoch, which after fast leader changes lies past where the logs diverge",
+            "KIP-101 (OffsetsForLeaderEpoch); KIP-279: Fix log divergence between leader and follower "
+            "after fast leader fail over (KAFKA-6361)",
+            True,
+            _DEFAULT_CATCH,
+            frozenset({"ReadNeverTruncated", "ReadsAgree", "CommittedOnQuorum"}),
+        ),
+        Preset(
+            "kafka-kip279",
+            replace(KAFKA, follower_truncation="leader-epoch-kip279"),
+            "Kafka 2.0 (KIP-279): the leader's answer names the largest epoch it has at or below the "
+            "follower's, and the follower truncates to the smaller of the two end offsets for it; but a "
+            "replica whose leader is unchanged skips truncation even when it missed leader epochs",
+            "KIP-279 (KAFKA-6361); KAFKA-7164: Follower should truncate after every leader epoch change "
+            "(Partition.makeFollower returned early when the leader id was unchanged)",
+            True,
+            _DEFAULT_CATCH,
+            frozenset({"ReadsAgree", "CommittedOnQuorum"}),
+        ),
+        Preset(
+            "kafka",
+            KAFKA,
+            "Kafka 2.1 and later (KIP-320): fetch and OffsetsForLeaderEpoch carry the current leader "
+            "epoch and a replica of another epoch is fenced; a follower truncates after every leader "
+            "epoch change (KAFKA-7164); clean election from the ISR only",
+            "KIP-320: Allow fetchers to detect and handle log truncation; KAFKA-7164; KAFKA-7415; "
+            "LeaderEpochFileCache.endOffsetFor, Partition.maybeShrinkIsr/maybeExpandIsr",
+            False,
+            {},
+        ),
+        Preset(
+            "kafka-unclean-election",
+            replace(KAFKA, unclean_election=True),
+            "Kafka with unclean.leader.election.enable: when no ISR replica is alive, the controller "
+            "elects any live replica, and what only the ISR held is lost",
+            "Kafka documentation, 'Unclean leader election: What if they all die?'; KIP-101 appendix "
+            "(divergence under unclean election); KIP-320 (consumers detect the truncation)",
+            True,
+            _DEFAULT_CATCH,
+            frozenset({"ReadNeverTruncated", "ReadNeverLost", "ReadsAgree", "CommittedOnQuorum",
+                       "AcknowledgedWriteKept"}),
+        ),
+    ]
+})
+
 # The single-flag mutants of raft, for teaching and for the suite's bug catalogue.
 MUTANTS: tuple[str, ...] = tuple(
     name for name, p in PRESETS.items()
@@ -324,7 +418,7 @@ MUTANTS: tuple[str, ...] = tuple(
 
 
 def presets_of(system: str) -> tuple[str, ...]:
-    """The presets whose model follows `system`'s rules."""
+    """The names of the presets of one system, in PRESETS order."""
     return tuple(name for name, p in PRESETS.items() if p.protocol.system == system)
 
 
@@ -386,7 +480,7 @@ def preset_of(protocol: Protocol) -> str | None:
 
 
 # Systems the real replicated log (impl/) does not implement: their presets run on the model only.
-MODEL_ONLY_SYSTEMS: tuple[str, ...] = ("zab", "bookkeeper")
+MODEL_ONLY_SYSTEMS: tuple[str, ...] = ("kafka", "zab", "bookkeeper")
 
 
 def model_only(protocol: Protocol) -> str | None:

@@ -43,6 +43,8 @@ ACTIONS: dict[str, tuple[tuple[str, str], ...]] = {
     "send_add": (("bookie", "server"),),
     "fence": (("bookie", "server"),),
     "recovery_read": (("bookie", "server"),),
+    # Kafka: the leader removes a lagging or dead follower from the ISR (maybeShrinkIsr).
+    "shrink_isr": (("leader", "server"), ("follower", "server")),
 }
 OPTIONAL_FIELDS = {("write", "value"), ("add", "value")}
 NETWORK_ACTIONS = {"rpc": {"replicate"}, "async": {"send", "deliver", "drop"}}

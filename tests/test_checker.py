@@ -181,7 +181,8 @@ TINY = [("raft", 2, 2, 1, 1, "rpc", True), ("raft-truncate-to-own-hwm", 2, 1, 1,
         ("zab", 2, 2, 1, 1, "rpc", True), ("zab", 2, 2, 1, 1, "rpc", False), ("zab-ack-before-persist", 2, 2, 1, 1, "rpc", True),
         ("bookkeeper", 2, 1, 1, 0, "rpc", True), ("bookkeeper", 2, 1, 1, 0, "rpc", False),
         ("bookkeeper-recovery-without-fencing", 2, 1, 1, 0, "rpc", True),
-        ("bookkeeper-recovery-without-fencing", 2, 1, 1, 0, "rpc", False)]
+        ("bookkeeper-recovery-without-fencing", 2, 1, 1, 0, "rpc", False),
+        ("kafka", 2, 2, 1, 0, "rpc", True)]
 
 
 @pytest.mark.parametrize("key", TINY)
@@ -198,10 +199,11 @@ def test_simulation_covers_a_tiny_state_space_exactly(key):
 
 
 @pytest.mark.parametrize("key", [("raft-any-generation-commit", 3, 4, 1, 1, "rpc", True),
-                                 ("raft", 3, 4, 1, 1, "rpc", True)])
+                                 ("raft", 3, 4, 1, 1, "rpc", True),
+                                 ("kafka-truncate-to-hwm", 2, 2, 1, 1, "rpc", True)])
 def test_simulation_stays_inside_the_breadth_first_state_space(key):
     preset, config, symmetry = config_of(key)
-    model = Model(PRESETS[preset].protocol, config)
+    model = build_model(PRESETS[preset].protocol, config)
     report = simulate(model, preset, walks=3000, seed=3, symmetry=symmetry)
     assert 0 < report.states <= PINNED[key]["states"]
     for name in report.violated:  # whatever it finds is real and no shorter than the shortest

@@ -6,7 +6,7 @@ from dataclasses import replace
 import pytest
 
 from model.state import Config
-from properties.protocol import MUTANTS, PRESETS
+from properties.protocol import KAFKA, MUTANTS, PRESETS, presets_of
 from tests.explored import explore
 
 # mutant -> (smallest bounds, {property: shortest length} at those bounds)
@@ -126,3 +126,47 @@ def test_safe_system_presets_hold_with_every_witness_reached(safe):
 def test_safe_system_presets_hold_at_larger_bounds(safe, config):
     report = explore(safe, config)
     assert not report.violated, report.violated
+
+
+# Kafka's flags: each broken Kafka preset differs from the safe `kafka` in one flag; the smallest
+# bounds at which the explorer catches it (lowering any one bound, or going to 2 servers, hides it).
+KAFKA_TABLE = {
+    "kafka-truncate-to-hwm": (Config(servers=2, max_generation=3, max_log=1, max_crashes=0),
+                              {"CommittedOnQuorum": 5, "ReadNeverTruncated": 6}),
+    "kafka-kip101": (Config(servers=2, max_generation=3, max_log=2, max_crashes=0),
+                     {"CommittedOnQuorum": 7, "LogMatching": 7, "ReadsAgree": 10}),
+    "kafka-kip279": (Config(servers=3, max_generation=3, max_log=1, max_crashes=0),
+                     {"CommittedOnQuorum": 9, "ReadsAgree": 12}),
+    "kafka-unclean-election": (Config(servers=3, max_generation=3, max_log=1, max_crashes=1),
+                               {"AcknowledgedWriteKept": 8, "CommittedOnQuorum": 10, "ReadNeverLost": 9,
+                                "ReadNeverTruncated": 10, "ReadsAgree": 12}),
+}
+
+
+def test_the_kafka_table_covers_every_kafka_flag():
+    mutants = [name for name in presets_of("kafka") if len(PRESETS[name].protocol.differences(KAFKA)) == 1]
+    assert set(KAFKA_TABLE) == set(mutants) == {n for n in presets_of("kafka") if PRESETS[n].broken}
+    changed = {flag for name in mutants for flag in PRESETS[name].protocol.differences(KAFKA)}
+    assert changed == {"follower_truncation", "unclean_election"}
+
+
+@pytest.mark.parametrize("mutant", sorted(KAFKA_TABLE))
+def test_kafka_caught_at_its_smallest_bounds(mutant):
+    config, lengths = KAFKA_TABLE[mutant]
+    assert violated(mutant, config) == lengths
+
+
+@pytest.mark.parametrize("mutant", sorted(KAFKA_TABLE))
+def test_kafka_not_caught_one_step_below_on_any_bound(mutant):
+    config, _ = KAFKA_TABLE[mutant]
+    smaller = [replace(config, **{bound: getattr(config, bound) - 1})
+               for bound, lowest in LIMITS.items() if getattr(config, bound) > lowest]
+    if config.servers == 3:
+        smaller.append(replace(config, servers=2))
+    for bounds in smaller:
+        assert violated(mutant, bounds) == {}, bounds.describe()
+
+
+def test_safe_kafka_holds_with_every_witness_reached():
+    report = explore("kafka", Config(servers=2, max_generation=3, max_log=2))
+    assert report.ok, (report.violated, report.unreached)

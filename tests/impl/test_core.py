@@ -605,9 +605,7 @@ def test_async_network_reply_reordering_matches_the_model():
 
 
 # ------------------------------------------------------------------ differential test against the model
-# The implementation follows the raft family's rules: the flags of system raft.
-flag_values = st.fixed_dictionaries({flag: st.sampled_from(FLAG_VALUES[flag]) for flag in flags_of("raft")
-                                     if flag != "system"})
+flag_values = st.fixed_dictionaries({flag: st.sampled_from(FLAG_VALUES[flag]) for flag in flags_of("raft")})
 
 
 def run_differential(protocol_, n, data, max_steps, network="rpc", capacity=1):

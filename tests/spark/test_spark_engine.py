@@ -22,6 +22,7 @@ from model.actions import Model, build_model
 from model.checker import bfs
 from model.spark_engine import (SparkUnavailable, check_java, check_master, free_port, get_spark,
                                 spark_bfs, standalone_cluster, to_signed, to_unsigned)
+from properties.acked import ALL_BY_NAME as BY_NAME
 from properties.protocol import PRESETS
 from tests.pinned import PINNED, config_of
 
@@ -39,6 +40,7 @@ CASES = [
     # Models with their own state types (ZAB, BookKeeper): the engine moves the model's bytes.
     ("zab-ack-before-persist", 3, 2, 1, 1, "rpc", True),
     ("bookkeeper-recovery-without-fencing", 3, 4, 1, 1, "rpc", True),
+    ("kafka-kip101", 2, 3, 2, 1, "rpc", True),  # Kafka's model: its own state type and bytes
 ]
 DEEP_CASES = [
     ("raft", 3, 3, 1, 1, "rpc", False),
@@ -51,6 +53,8 @@ DEEP_CASES = [
     ("raft-any-generation-commit", 3, 4, 2, 1, "rpc", True),  # Figure 8
     ("zab", 3, 4, 1, 1, "rpc", True),
     ("bookkeeper", 3, 4, 1, 1, "rpc", False),
+    ("kafka", 2, 3, 2, 1, "rpc", False),
+    ("kafka-truncate-to-hwm", 3, 2, 1, 1, "rpc", True),
 ]
 # The smallest violating case: 99 states, 8 levels, two violated properties.
 TINY = ("kip101", 2, 2, 1, 1, "rpc", True)
@@ -130,7 +134,7 @@ def test_results_do_not_depend_on_partitioning_or_checkpoints_and_progress_cover
 
 def test_max_depth_stops_like_the_local_engine(spark):
     preset, config, symmetry = config_of(TINY)
-    model = Model(PRESETS[preset].protocol, config)
+    model = build_model(PRESETS[preset].protocol, config)
     # EntryRead is first reached at depth 4: the deepest level is checked, not expanded.
     report = spark_bfs(model, preset, symmetry=symmetry, spark=spark, max_depth=4)
     local = bfs(model, preset, symmetry=symmetry, max_depth=4)
@@ -158,7 +162,7 @@ def test_unreachable_master_fails_fast_naming_what_to_start():
 def test_spark_bfs_on_an_unreachable_master_raises_before_starting_anything():
     preset, config, symmetry = config_of(TINY)
     with pytest.raises(SparkUnavailable, match="no Spark master"):
-        spark_bfs(Model(PRESETS[preset].protocol, config), preset, master=f"spark://127.0.0.1:{free_port()}")
+        spark_bfs(build_model(PRESETS[preset].protocol, config), preset, master=f"spark://127.0.0.1:{free_port()}")
 
 
 def test_a_silent_master_times_out(monkeypatch):
@@ -227,7 +231,7 @@ def test_standalone_cluster_equals_local(tmp_path):
     assert run.returncode in (0, 1), run.stderr[-3000:]
     got = json.loads(run.stdout)
     assert got["engine"] == "spark"
-    local = bfs(Model(PRESETS[preset].protocol, config), preset, symmetry=symmetry)
+    local = bfs(build_model(PRESETS[preset].protocol, config), preset, symmetry=symmetry)
     assert {"states": got["distinct_states"], "transitions": got["transitions"], "depth": got["depth"],
             "bounds_hit": got["bounds_hit"], "complete": got["complete"],
             "verdicts": {n: p["verdict"] for n, p in got["properties"].items()},

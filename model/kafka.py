@@ -1,0 +1,527 @@
+"""Kafka's replication of one partition, as an explicit-state model.
+
+What it follows (Apache Kafka, ZooKeeper-era controller):
+- The leader's high watermark (HW) is the minimum log end offset (LEO) over the ISR
+  (Partition.maybeIncrementLeaderHW), never decreasing. As an abstraction of
+  acks=all with min.insync.replicas = a majority, the HW advances only while the ISR
+  has at least a majority of replicas (KIP-966's rule); without it Kafka's committed
+  entries may sit on fewer than a majority by design.
+- The leader shrinks the ISR by a follower that is down or behind its LEO
+  (Partition.maybeShrinkIsr: replica.lag.time.max.ms is abstracted away) and expands it
+  when a follower's fetch reaches the HW (Partition.maybeExpandIsr). The ISR is the
+  controller's (ZooKeeper's): a deposed leader's conditional update fails.
+- `elect(server, voters)` is the controller's election: a new leader epoch, the leader
+  chosen from the live ISR (or, with `unclean_election`, any live replica when no ISR
+  replica is alive). `voters` are the replicas the LeaderAndIsr request reaches; a live
+  replica outside it keeps its old epoch and leader (it missed the update).
+- Each replica's leader-epoch cache (LeaderEpochFileCache: epoch -> start offset) is the
+  epochs of the entries in its log, so it is derived from the log, not stored.
+- `follower_truncation` decides what a replica truncates when it becomes a follower:
+  `own-hwm` (before KIP-101), `leader-epoch` (KIP-101), `leader-epoch-kip279`
+  (KIP-279), `fenced` (KIP-320 with KAFKA-7164 and KAFKA-7415).
+- `replicate(leader, follower)` is one fetch round trip: the truncation exchange first
+  if the follower must truncate, then the fetch from its LEO. A fetch appends at the
+  follower's LEO with no check of the entry before it (Kafka's fetch has none); a fetch
+  offset past the leader's LEO is out of range and the follower truncates to the
+  leader's LEO (ReplicaFetcherThread.handleOffsetOutOfRange).
+- The HW is checkpointed (replication-offset-checkpoint): it survives a crash. A
+  restarted broker learns the current epoch and leader from the controller.
+Offsets are 0-based in Kafka; here index = offset + 1, so "truncate to offset t" keeps
+the first t entries and a log end offset is the log's length.
+"""
+
+from __future__ import annotations
+
+from itertools import combinations
+from typing import Iterator, NamedTuple
+
+from model.actions import Action, BoundHit
+from model.encoding import _reads, canonical, fingerprint_bytes
+from model.state import FOLLOWER, LEADER, Config
+from properties.acked import KAFKA_PROPERTIES
+from properties.protocol import Protocol
+from properties.quorum import majority
+from properties.snapshot import describe_server, server_name
+
+NO_LEADER = 0  # `KafkaServer.leader` when a replica knows no leader
+
+
+class KafkaServer(NamedTuple):
+    """One replica. The first five fields are what properties see (a ServerView)."""
+
+    generation: int  # the leader epoch this replica last heard of
+    role: str
+    log: tuple[int, ...]  # log[k] is the leader epoch of the entry at offset k
+    hwm: int  # its high watermark
+    alive: bool
+    match: tuple[int, ...]  # the leader's view of each replica's LEO (leaders only)
+    in_isr: bool  # the controller's ISR holds this replica
+    leader: int  # position + 1 of the leader it fetches from, NO_LEADER if none
+    truncating: bool  # it must find its truncation point before its next fetch
+
+
+class KafkaState(NamedTuple):
+    """`acked` is the ghost set of (index, generation) producers were acknowledged (acks=all:
+    the leader's HW covered an entry it appended)."""
+
+    servers: tuple[KafkaServer, ...]
+    reads: frozenset
+    crashes: int
+    channels: tuple = ()  # Kafka's model runs on the rpc network only
+    acked: frozenset = frozenset()
+
+    def describe(self) -> str:
+        lines = [f"{server_name(k)} {describe_server(s)}" + (" isr" if s.in_isr else "")
+                 for k, s in enumerate(self.servers)]
+        if self.reads:
+            lines.append("reads " + " ".join(f"{i}@g{g}" for i, g in sorted(self.reads)))
+        if self.acked:
+            lines.append("acked " + " ".join(f"{i}@g{g}" for i, g in sorted(self.acked)))
+        return "\n".join(lines)
+
+
+# ------------------------------------------------------------ leader-epoch cache
+def epoch_cache(log: tuple[int, ...]) -> tuple[tuple[int, int], ...]:
+    """LeaderEpochFileCache of a log: (epoch, start offset) for each epoch, in order."""
+    cache = []
+    for offset, epoch in enumerate(log):
+        if not cache or cache[-1][0] != epoch:
+            cache.append((epoch, offset))
+    return tuple(cache)
+
+
+def end_offset_kip101(log: tuple[int, ...], requested: int) -> int | None:
+    """KIP-101's leader answer to OffsetsForLeaderEpoch: its LEO if `requested` is its latest
+    epoch, else the start offset of the first epoch after `requested`; None (UNDEFINED) if
+    it has no such epoch."""
+    cache = epoch_cache(log)
+    if cache and cache[-1][0] == requested:
+        return len(log)
+    for epoch, start in cache:
+        if epoch > requested:
+            return start
+    return None
+
+
+def end_offset_for(log: tuple[int, ...], requested: int) -> tuple[int | None, int]:
+    """KIP-279's answer (LeaderEpochFileCache.endOffsetFor): the largest epoch at or below
+    `requested` and that epoch's end offset (the next epoch's start, or the LEO). With no
+    such epoch: (None, start offset of the first epoch, or 0) - KAFKA-7415's answer."""
+    cache = epoch_cache(log)
+    for k in range(len(cache) - 1, -1, -1):
+        epoch, _ = cache[k]
+        if epoch <= requested:
+            return epoch, cache[k + 1][1] if k + 1 < len(cache) else len(log)
+    return None, cache[0][1] if cache else 0
+
+
+def truncation_offset(rule: str, follower: tuple[int, ...], follower_hwm: int, leader: tuple[int, ...]) -> int:
+    """Where a new follower truncates its log, under `follower_truncation` = `rule`."""
+    if rule == "own-hwm":
+        return min(follower_hwm, len(follower))
+    if not follower:
+        return 0
+    requested = follower[-1]  # the follower's latest epoch
+    if rule == "leader-epoch":
+        end = end_offset_kip101(leader, requested)
+        if end is None:
+            # UNDEFINED_EPOCH_OFFSET: the follower falls back to its high watermark.
+            return min(follower_hwm, len(follower))
+        return min(end, len(follower))
+    epoch, end = end_offset_for(leader, requested)
+    if epoch is None and rule == "leader-epoch-kip279":
+        return min(follower_hwm, len(follower))  # 2.0 still answered UNDEFINED here
+    if epoch is not None and epoch != requested:
+        # KIP-279: the leader lacks the follower's epoch; truncate to the smaller of the
+        # two end offsets for the epoch the leader named.
+        end = min(end, end_offset_for(follower, epoch)[1])
+    return min(end, len(follower))
+
+
+# ------------------------------------------------------------------- encoding
+_local_bytes: dict[KafkaServer, bytes] = {}
+
+
+def _server_bytes(server: KafkaServer) -> bytes:
+    """The part of a replica that names no other replica (its leader and match do)."""
+    try:
+        return _local_bytes[server]
+    except KeyError:
+        data = _local_bytes[server] = bytes([
+            server.generation, 1 if server.role == LEADER else 0, server.alive, server.hwm, server.in_isr,
+            server.truncating, len(server.log), *server.log])
+        return data
+
+
+def encode(state: KafkaState, order=None, keys=None) -> bytes:
+    """Stable bytes of a Kafka state with replicas renamed: new position j is old order[j]."""
+    servers = state.servers
+    n = len(servers)
+    if order is None:
+        order = range(n)
+    if keys is None:
+        keys = [_server_bytes(s) for s in servers]
+    renamed = {old: new for new, old in enumerate(order)}
+    parts = [bytes((n, 2, state.crashes))]  # 2: a Kafka state (raft's encoding writes 0 or 1)
+    for old in order:
+        server = servers[old]
+        parts.append(keys[old])
+        parts.append(bytes((renamed[server.leader - 1] + 1 if server.leader else NO_LEADER,)))
+        if server.match:
+            parts.append(bytes([server.match[k] for k in order]))
+    parts.append(_reads(state.reads))
+    parts.append(_reads(state.acked))
+    return b"".join(parts)
+
+
+def decode(data: bytes) -> KafkaState:
+    """The state that `encode` wrote (replicas in the encoded order)."""
+    it = iter(data)
+    n, _, crashes = next(it), next(it), next(it)
+    servers = []
+    for _ in range(n):
+        generation, role, alive, hwm, in_isr, truncating, length = (next(it) for _ in range(7))
+        log = tuple(next(it) for _ in range(length))
+        leader = next(it)
+        match = tuple(next(it) for _ in range(n)) if role == 1 else ()
+        servers.append(KafkaServer(generation, LEADER if role == 1 else FOLLOWER, log, hwm, bool(alive), match,
+                                   bool(in_isr), leader, bool(truncating)))
+    reads = frozenset((next(it), next(it)) for _ in range(next(it)))
+    acked = frozenset((next(it), next(it)) for _ in range(next(it)))
+    return KafkaState(tuple(servers), reads, crashes, (), acked)
+
+
+# ---------------------------------------------------------------------- model
+class KafkaModel:
+    """The explicit-state model of Kafka's replication under one protocol and configuration."""
+
+    ACTIONS = ("elect", "write", "replicate", "shrink_isr", "read", "crash", "restart")
+    # The catalogue, the acknowledged-write promise and Kafka's acks=all statement about leaders.
+    properties = KAFKA_PROPERTIES
+
+    def __init__(self, protocol: Protocol, config: Config):
+        if config.network != "rpc":
+            raise ValueError("the Kafka model runs on the rpc network only (network=rpc)")
+        self.protocol = protocol
+        self.config = config
+        self.n = config.servers
+        self.min_isr = majority(self.n)
+        self.rule = protocol.follower_truncation
+        others = range(self.n)
+        # LeaderAndIsr recipients per new leader: every set of replicas that includes it.
+        self.voter_sets = [[v for size in range(1, self.n + 1) for v in combinations(others, size) if c in v]
+                           for c in others]
+        self.pairs = [(a, b) for a in others for b in others if a != b]
+        self._effects = {name: getattr(self, "effect_" + name) for name in self.ACTIONS}
+
+    # --------------------------------------------------------- the interface
+    def action_table(self) -> list[Action]:
+        """Every action this configuration can name, in a fixed order: the engines' action ids."""
+        table: list[Action] = []
+        for c in range(self.n):
+            table += [("elect", c, voters) for voters in self.voter_sets[c]]
+        for name in ("write", "read", "crash", "restart"):
+            table += [(name, k) for k in range(self.n)]
+        for name in ("shrink_isr", "replicate"):
+            table += [(name, l, f) for l, f in self.pairs]
+        return table
+
+    def initial_state(self) -> KafkaState:
+        """Every replica alive, in the ISR, a follower of epoch 0 with an empty log and no leader."""
+        server = KafkaServer(0, FOLLOWER, (), 0, True, (), True, NO_LEADER, False)
+        return KafkaState((server,) * self.n, frozenset(), 0)
+
+    def fingerprint(self, state: KafkaState, symmetry: bool = True) -> int:
+        return fingerprint_bytes(self.encode(state, symmetry))
+
+    def encode(self, state: KafkaState, symmetry: bool = True) -> bytes:
+        """The bytes the fingerprint hashes (an engine that moves states as bytes sends these)."""
+        return canonical(state, encode=encode, server_bytes=_server_bytes) if symmetry else encode(state)
+
+    def decode(self, data: bytes) -> KafkaState:
+        return decode(data)
+
+    # ---------------------------------------------------------------- helpers
+    @staticmethod
+    def epoch(s: KafkaState) -> int:
+        """The controller's latest leader epoch (every elected leader received it)."""
+        return max(server.generation for server in s.servers)
+
+    def _advance_hwm(self, servers: list, l: int, acked: frozenset) -> frozenset:
+        """HW = min LEO over the ISR (the leader's own LEO included), when the ISR is large enough.
+        Returns `acked` with the entries of the leader's own epoch the new HW covers: their
+        acks=all producers are answered (DelayedProduce completes)."""
+        leader = servers[l]
+        isr = [k for k in range(self.n) if servers[k].in_isr or k == l]
+        if len(isr) < self.min_isr:
+            return acked
+        hwm = min(len(leader.log) if k == l else leader.match[k] for k in isr)
+        if hwm <= leader.hwm:
+            return acked
+        servers[l] = leader._replace(hwm=hwm)
+        mine = {(i + 1, g) for i, g in enumerate(leader.log[:hwm]) if g == leader.generation}
+        return acked | mine if not mine <= acked else acked
+
+    def _isr_names(self, s: KafkaState) -> str:
+        return "{" + ",".join(server_name(k) for k, sv in enumerate(s.servers) if sv.in_isr) + "}"
+
+    # ------------------------------------------------------------ the actions
+    def guard_elect(self, s: KafkaState, c: int, voters: tuple[int, ...]) -> str | None:
+        servers = s.servers
+        cand = servers[c]
+        if c not in voters:
+            return f"the controller's LeaderAndIsr request must reach the new leader {server_name(c)}"
+        if not cand.alive:
+            return f"{server_name(c)} is down"
+        if cand.role == LEADER:
+            return f"{server_name(c)} already leads epoch {cand.generation}"
+        for v in voters:
+            if not servers[v].alive:
+                return f"{server_name(v)} is down and cannot receive the LeaderAndIsr request"
+        if not cand.in_isr:
+            live_isr = [k for k, sv in enumerate(servers) if sv.in_isr and sv.alive]
+            if live_isr:
+                return (f"{server_name(c)} is not in the ISR {self._isr_names(s)}: the controller elects a live "
+                        f"ISR replica ({', '.join(server_name(k) for k in live_isr)})")
+            if not self.protocol.unclean_election:
+                return (f"no replica of the ISR {self._isr_names(s)} is alive and unclean leader election is "
+                        f"disabled: the partition stays offline")
+        epoch = self.epoch(s) + 1
+        if epoch > self.config.max_generation:
+            return BoundHit("max_generation", f"epoch {epoch} exceeds max_generation {self.config.max_generation}")
+        return None
+
+    def _skips_make_follower(self, replica: KafkaServer, c: int, epoch: int) -> bool:
+        """Partition.makeFollower returns early when the leader is unchanged; since KAFKA-7164
+        only when no epoch was missed (the new epoch is the replica's or the next)."""
+        if replica.role != FOLLOWER or replica.leader != c + 1:
+            return False
+        return self.rule != "fenced" or epoch <= replica.generation + 1
+
+    def _become_follower(self, replica: KafkaServer, epoch: int, leader: int) -> KafkaServer:
+        """A replica told by the controller that `leader` leads `epoch` (makeFollower)."""
+        log, hwm, truncating = replica.log, replica.hwm, replica.truncating
+        if self.rule == "own-hwm":
+            # Before KIP-101: "truncate the log to the high watermark" on becoming a follower.
+            log = log[:hwm]
+        else:
+            truncating = True  # the fetcher starts in its truncating state
+        return replica._replace(generation=epoch, role=FOLLOWER, log=log, hwm=min(hwm, len(log)), match=(),
+                                leader=leader, truncating=truncating)
+
+    def effect_elect(self, s: KafkaState, c: int, voters: tuple[int, ...]) -> KafkaState:
+        servers = list(s.servers)
+        epoch = self.epoch(s) + 1
+        clean = servers[c].in_isr
+        for k, replica in enumerate(servers):
+            # Clean: the new ISR is the live ISR; unclean: the new leader alone.
+            in_isr = k == c or (clean and replica.in_isr and replica.alive)
+            if in_isr != replica.in_isr:
+                servers[k] = replica._replace(in_isr=in_isr)
+        for v in voters:
+            if v != c:
+                replica = servers[v]
+                if self._skips_make_follower(replica, c, epoch):
+                    servers[v] = replica._replace(generation=epoch)
+                else:
+                    servers[v] = self._become_follower(replica, epoch, c + 1)
+        cand = servers[c]
+        servers[c] = cand._replace(generation=epoch, role=LEADER, match=(0,) * self.n, leader=c + 1,
+                                   truncating=False)
+        acked = self._advance_hwm(servers, c, s.acked)
+        return KafkaState(tuple(servers), s.reads, s.crashes, (), acked)
+
+    def guard_write(self, s: KafkaState, l: int) -> str | None:
+        leader = s.servers[l]
+        if not leader.alive:
+            return f"{server_name(l)} is down"
+        if leader.role != LEADER:
+            return f"{server_name(l)} is not a leader"
+        if len(leader.log) >= self.config.max_log:
+            return BoundHit("max_log", f"{server_name(l)}'s log is at max_log {self.config.max_log}")
+        return None
+
+    def effect_write(self, s: KafkaState, l: int) -> KafkaState:
+        servers = list(s.servers)
+        leader = servers[l]
+        servers[l] = leader._replace(log=leader.log + (leader.generation,))
+        acked = self._advance_hwm(servers, l, s.acked)
+        return KafkaState(tuple(servers), s.reads, s.crashes, (), acked)
+
+    def guard_replicate(self, s: KafkaState, l: int, f: int) -> str | None:
+        if l == f:
+            return "a leader does not fetch from itself"
+        leader, follower = s.servers[l], s.servers[f]
+        if not leader.alive:
+            return f"{server_name(l)} is down"
+        if leader.role != LEADER:
+            return f"{server_name(l)} is not a leader"
+        if not follower.alive:
+            return f"{server_name(f)} is down"
+        if follower.role != FOLLOWER:
+            return f"{server_name(f)} leads epoch {follower.generation} and does not fetch"
+        if follower.leader != l + 1:
+            known = server_name(follower.leader - 1) if follower.leader else "no leader"
+            return f"{server_name(f)} fetches from {known}, not {server_name(l)} (it knows epoch {follower.generation})"
+        if self.rule == "fenced" and follower.generation != leader.generation:
+            # KIP-320: requests carry the current leader epoch.
+            error = "FENCED_LEADER_EPOCH" if follower.generation < leader.generation else "UNKNOWN_LEADER_EPOCH"
+            return (f"{server_name(l)} answers {error}: {server_name(f)}'s fetch carries epoch {follower.generation}, "
+                    f"{server_name(l)} leads epoch {leader.generation}")
+        return None
+
+    def effect_replicate(self, s: KafkaState, l: int, f: int) -> KafkaState:
+        servers = list(s.servers)
+        leader, follower = servers[l], servers[f]
+        log, hwm = follower.log, follower.hwm
+        if follower.truncating:
+            # OffsetsForLeaderEpoch, then truncate (AbstractFetcherThread.maybeTruncate).
+            log = log[:truncation_offset(self.rule, log, hwm, leader.log)]
+        if len(log) > len(leader.log):
+            # OFFSET_OUT_OF_RANGE: the follower truncates to the leader's log end offset.
+            log = log[:len(leader.log)]
+        # The fetch from the follower's LEO: what the leader holds there, appended as is.
+        log = log + leader.log[len(log):]
+        hwm = max(min(hwm, len(log)), min(leader.hwm, len(log)))
+        servers[f] = follower._replace(log=log, hwm=hwm, truncating=False)
+        match = list(leader.match)
+        match[f] = len(log)
+        servers[l] = leader = leader._replace(match=tuple(match))
+        if not servers[f].in_isr and len(log) >= leader.hwm and leader.generation == self.epoch(s):
+            servers[f] = servers[f]._replace(in_isr=True)  # maybeExpandIsr: caught up to the HW
+        acked = self._advance_hwm(servers, l, s.acked)
+        return KafkaState(tuple(servers), s.reads, s.crashes, (), acked)
+
+    def guard_shrink_isr(self, s: KafkaState, l: int, f: int) -> str | None:
+        if l == f:
+            return "a leader does not remove itself from the ISR"
+        leader, follower = s.servers[l], s.servers[f]
+        if not leader.alive:
+            return f"{server_name(l)} is down"
+        if leader.role != LEADER:
+            return f"{server_name(l)} is not a leader"
+        if not follower.in_isr:
+            return f"{server_name(f)} is not in the ISR {self._isr_names(s)}"
+        if leader.generation != self.epoch(s):
+            return (f"{server_name(l)} leads epoch {leader.generation} but the controller is at epoch "
+                    f"{self.epoch(s)}: its ISR update is rejected")
+        if follower.alive and leader.match[f] >= len(leader.log):
+            return f"{server_name(f)} is in sync: it has fetched up to {server_name(l)}'s log end offset {len(leader.log)}"
+        return None
+
+    def effect_shrink_isr(self, s: KafkaState, l: int, f: int) -> KafkaState:
+        # maybeShrinkIsr, then maybeIncrementLeaderHW: a smaller ISR may raise the HW.
+        servers = list(s.servers)
+        servers[f] = servers[f]._replace(in_isr=False)
+        acked = self._advance_hwm(servers, l, s.acked)
+        return KafkaState(tuple(servers), s.reads, s.crashes, (), acked)
+
+    def guard_read(self, s: KafkaState, r: int) -> str | None:
+        server = s.servers[r]
+        if not server.alive:
+            return f"{server_name(r)} is down"
+        readable = min(server.hwm, len(server.log))
+        if readable == 0:
+            return f"{server_name(r)} has nothing below its high watermark"
+        if all((i + 1, server.log[i]) in s.reads for i in range(readable)):
+            return f"clients have already read everything {server_name(r)} can serve"
+        return None
+
+    def effect_read(self, s: KafkaState, r: int) -> KafkaState:
+        # Consumers read only below the high watermark.
+        server = s.servers[r]
+        readable = min(server.hwm, len(server.log))
+        return s._replace(reads=s.reads | {(i + 1, server.log[i]) for i in range(readable)})
+
+    def guard_crash(self, s: KafkaState, c: int) -> str | None:
+        if not s.servers[c].alive:
+            return f"{server_name(c)} is already down"
+        if s.crashes >= self.config.max_crashes:
+            return BoundHit("max_crashes", f"max_crashes {self.config.max_crashes} reached")
+        return None
+
+    def effect_crash(self, s: KafkaState, c: int) -> KafkaState:
+        # The log, the leader epoch and the checkpointed HW are on disk; the role and the
+        # leader's view of its followers are lost. The ISR is the controller's: unchanged.
+        server = s.servers[c]._replace(alive=False, role=FOLLOWER, match=())
+        return s._replace(servers=s.servers[:c] + (server,) + s.servers[c + 1:], crashes=s.crashes + 1)
+
+    def guard_restart(self, s: KafkaState, r: int) -> str | None:
+        if s.servers[r].alive:
+            return f"{server_name(r)} is not down"
+        return None
+
+    def effect_restart(self, s: KafkaState, r: int) -> KafkaState:
+        # The controller sends the restarted broker the current epoch and leader (if that
+        # leader is alive); it becomes a follower as on any LeaderAndIsr request.
+        epoch = self.epoch(s)
+        leader = next((k for k, sv in enumerate(s.servers)
+                       if k != r and sv.alive and sv.role == LEADER and sv.generation == epoch), None)
+        server = self._become_follower(s.servers[r]._replace(alive=True), epoch,
+                                       NO_LEADER if leader is None else leader + 1)
+        return s._replace(servers=s.servers[:r] + (server,) + s.servers[r + 1:])
+
+    # ------------------------------------------------------------ enumeration
+    def successors(self, s: KafkaState, bounds_hit: set | None = None) -> Iterator[tuple[Action, KafkaState]]:
+        apply = self.apply
+        for action in self.actions(s, bounds_hit):
+            yield action, apply(s, action)
+
+    def actions(self, s: KafkaState, bounds_hit: set | None = None) -> Iterator[Action]:
+        """Every enabled action in a fixed order: the guards' logic without their reasons,
+        for speed (`why_not` gives the reasons; tests check that the two agree)."""
+        hit = bounds_hit if bounds_hit is not None else set()
+        config, servers, n = self.config, s.servers, self.n
+        alive = [sv.alive for sv in servers]
+        leading = [sv.alive and sv.role == LEADER for sv in servers]
+        epoch = self.epoch(s)
+        live_isr = any(sv.in_isr and sv.alive for sv in servers)
+        unclean = self.protocol.unclean_election
+        for c in range(n):
+            cand = servers[c]
+            if not alive[c] or leading[c] or not (cand.in_isr or (unclean and not live_isr)):
+                continue
+            for voters in self.voter_sets[c]:
+                if not all(alive[v] for v in voters):
+                    continue
+                if epoch + 1 > config.max_generation:
+                    hit.add("max_generation")
+                else:
+                    yield ("elect", c, voters)
+        reads = s.reads
+        for k in range(n):
+            if not alive[k]:
+                yield ("restart", k)
+                continue
+            server = servers[k]
+            log = server.log
+            if leading[k]:
+                if len(log) < config.max_log:
+                    yield ("write", k)
+                else:
+                    hit.add("max_log")
+            readable = min(server.hwm, len(log))
+            if readable and not all((i + 1, log[i]) in reads for i in range(readable)):
+                yield ("read", k)
+            if s.crashes < config.max_crashes:
+                yield ("crash", k)
+            else:
+                hit.add("max_crashes")
+        fenced = self.rule == "fenced"
+        for l, f in self.pairs:
+            if leading[l] and servers[f].in_isr and servers[l].generation == epoch and (
+                    not alive[f] or servers[l].match[f] < len(servers[l].log)):
+                yield ("shrink_isr", l, f)
+        for l, f in self.pairs:
+            follower = servers[f]
+            if (leading[l] and alive[f] and follower.role == FOLLOWER and follower.leader == l + 1
+                    and not (fenced and follower.generation != servers[l].generation)):
+                yield ("replicate", l, f)
+
+    def why_not(self, s: KafkaState, action: Action) -> str | None:
+        if action[0] not in self.ACTIONS:
+            return f"{action[0]} is not an action of Kafka's model"
+        return getattr(self, "guard_" + action[0])(s, *action[1:])
+
+    def apply(self, s: KafkaState, action: Action) -> KafkaState:
+        return self._effects[action[0]](s, *action[1:])

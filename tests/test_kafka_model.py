@@ -1,0 +1,358 @@
+"""Kafka's model, flag by flag, on small hand-built states taken from the KIPs' examples."""
+
+import random
+from dataclasses import replace
+
+import pytest
+
+from model.actions import BoundHit, build_model
+from model.kafka import (NO_LEADER, KafkaModel, KafkaServer, KafkaState, end_offset_for, end_offset_kip101,
+                         epoch_cache, truncation_offset)
+from model.state import FOLLOWER, LEADER, Config
+from properties.catalogue import BY_NAME, CATALOGUE
+from properties.protocol import KAFKA, PRESETS, RAFT, Protocol, ProtocolError, flags_of, presets_of
+
+RULES = ("own-hwm", "leader-epoch", "leader-epoch-kip279", "fenced")
+
+
+def replica(epoch, log=(), hwm=0, role=FOLLOWER, alive=True, match=None, isr=True, leader=NO_LEADER,
+            truncating=False, n=3):
+    if role == LEADER and match is None:
+        match = (0,) * n
+    return KafkaServer(epoch, role, tuple(log), hwm, alive, tuple(match) if role == LEADER else (), isr, leader,
+                       truncating)
+
+
+def cluster(*servers, reads=(), crashes=0):
+    return KafkaState(tuple(servers), frozenset(reads), crashes)
+
+
+def model(protocol=KAFKA, **config):
+    bounds = dict(servers=3, max_generation=9, max_log=9, max_crashes=9)
+    bounds.update(config)
+    return build_model(protocol, Config(**bounds))
+
+
+def rule(name, **flags):
+    return replace(KAFKA, follower_truncation=name, **flags)
+
+
+def run(m, state, *actions):
+    for action in actions:
+        reason = m.why_not(state, action)
+        assert reason is None, f"{action} not enabled: {reason}"
+        state = m.apply(state, action)
+    return state
+
+
+# ------------------------------------------------------------------ flags and presets
+def test_build_model_picks_the_kafka_model():
+    assert isinstance(model(), KafkaModel)
+    assert not isinstance(model(RAFT), KafkaModel)
+
+
+def test_kafka_flags_belong_to_kafka_and_raft_flags_to_raft():
+    assert flags_of("kafka") == ("follower_truncation", "unclean_election")
+    assert "follower_truncation" not in flags_of("raft") and "quorum" in flags_of("raft")
+    with pytest.raises(ProtocolError, match="'unclean_election' does not apply to system 'raft'"):
+        Protocol(unclean_election=True)
+    with pytest.raises(ProtocolError, match="'restart' does not apply to system 'kafka'"):
+        Protocol(system="kafka", restart="truncate-to-own-hwm")
+
+
+def test_one_preset_per_historical_step_plus_the_safe_one():
+    kafka = {name: PRESETS[name].protocol for name in presets_of("kafka")}
+    assert {p.follower_truncation for p in kafka.values()} == set(RULES)
+    assert [name for name in kafka if not PRESETS[name].broken] == ["kafka"]
+    assert PRESETS["kafka-unclean-election"].protocol == replace(KAFKA, unclean_election=True)
+    for name in kafka:
+        assert "KIP" in PRESETS[name].reference or "KAFKA-" in PRESETS[name].reference
+
+
+# ------------------------------------------------------------------ the leader-epoch cache
+def test_epoch_cache_is_epoch_to_start_offset():
+    # KIP-101's LogTest: cache.assign(0, 0); assign(1, 5); assign(2, 10) over 15 messages.
+    log = (0,) * 5 + (1,) * 5 + (2,) * 5
+    assert epoch_cache(log) == ((0, 0), (1, 5), (2, 10))
+    assert epoch_cache(()) == ()
+
+
+def test_offsets_for_leader_epoch_kip101():
+    # A leader of epoch 2 whose epoch 1 ran from offset 1 (the KIP-101 walk-through):
+    # its own latest epoch -> its LEO; an older epoch -> the start of the next one.
+    log = (1, 1, 1, 1, 2, 2, 2)
+    assert end_offset_kip101(log, 2) == 7
+    assert end_offset_kip101(log, 1) == 4
+    assert end_offset_kip101(log, 0) == 0
+    assert end_offset_kip101(log, 3) is None  # UNDEFINED: no epoch after 3
+
+
+def test_offsets_for_leader_epoch_kip279_names_the_epoch():
+    log = (1, 3, 3)
+    assert end_offset_for(log, 2) == (1, 1)  # the largest epoch <= 2 is 1, which ends at 1
+    assert end_offset_for(log, 3) == (3, 3)
+    assert end_offset_for(log, 0) == (None, 0)  # KAFKA-7415: the start of the first epoch
+    assert end_offset_kip101(log, 2) == 1  # KIP-101: the start of epoch 3, which is also 1 here
+
+
+def test_kip279_divergence_truncation_point():
+    # KIP-279: the follower's last epoch 2 is unknown to the leader, which went from
+    # epoch 1 straight to epoch 3. KIP-101 truncates at the start of epoch 3 and keeps the
+    # follower's 1@e2, which the leader's 1@e1 contradicts; KIP-279 truncates to 0.
+    follower, leader = (2,), (1, 3)
+    assert truncation_offset("leader-epoch", follower, 0, leader) == 1
+    assert truncation_offset("leader-epoch-kip279", follower, 0, leader) == 0
+    assert truncation_offset("fenced", follower, 0, leader) == 0
+    assert truncation_offset("own-hwm", follower, 0, leader) == 0
+
+
+def test_truncation_to_own_hwm_drops_what_the_hwm_has_not_reached():
+    # KIP-101 scenario 1: the follower holds m2 but its HW still says 1.
+    assert truncation_offset("own-hwm", (1, 1), 1, (1, 1)) == 1
+    for name in RULES[1:]:
+        assert truncation_offset(name, (1, 1), 1, (1, 1)) == 2  # the leader's epoch 1 ends at 2
+
+
+# ------------------------------------------------------------------ high watermark and ISR
+def test_hwm_is_the_minimum_leo_over_the_isr():
+    leader = replica(1, [1, 1], role=LEADER, match=(0, 2, 1), leader=1)
+    state = cluster(leader, replica(1, [1, 1], leader=1), replica(1, [1], leader=1))
+    after = model().apply(state, ("shrink_isr", 0, 2))  # S3 lags: the ISR shrinks, the HW rises
+    assert after.servers[2].in_isr is False and after.servers[0].hwm == 2
+    m = model()
+    state = cluster(leader._replace(hwm=0), replica(1, [1, 1], leader=1), replica(1, [1], leader=1))
+    assert m.apply(state, ("replicate", 0, 1)).servers[0].hwm == 1  # min(2, 2, 1)
+
+
+def test_hwm_does_not_advance_with_fewer_than_a_majority_in_the_isr():
+    leader = replica(1, [1], role=LEADER, leader=1)
+    state = cluster(leader, replica(1, leader=1, isr=False), replica(1, leader=1, isr=False))
+    assert model().apply(state, ("write", 0)).servers[0].hwm == 0
+
+
+def test_a_follower_that_reaches_the_hwm_rejoins_the_isr():
+    leader = replica(1, [1], hwm=1, role=LEADER, match=(0, 1, 0), leader=1)
+    state = cluster(leader, replica(1, [1], leader=1), replica(1, leader=1, isr=False))
+    after = model().apply(state, ("replicate", 0, 2))
+    assert after.servers[2].in_isr and after.servers[2].log == (1,)
+
+
+def test_an_in_sync_follower_cannot_be_shrunk():
+    leader = replica(1, [1], role=LEADER, match=(0, 1, 1), leader=1)
+    state = cluster(leader, replica(1, [1], leader=1), replica(1, [1], leader=1))
+    assert "in sync" in model().why_not(state, ("shrink_isr", 0, 1))
+    down = state._replace(servers=(leader, state.servers[1]._replace(alive=False), state.servers[2]))
+    assert model().why_not(down, ("shrink_isr", 0, 1)) is None  # a dead replica stops fetching
+
+
+# ------------------------------------------------------------------ election
+def test_clean_election_only_from_the_live_isr():
+    state = cluster(replica(1, [1], alive=False), replica(1, [1], leader=1), replica(1, isr=False, leader=1))
+    reason = model().why_not(state, ("elect", 2, (2,)))
+    assert "S3 is not in the ISR {S1,S2}" in reason
+    after = run(model(), state, ("elect", 1, (1, 2)))
+    assert after.servers[1].role == LEADER and after.servers[1].generation == 2
+    assert [s.in_isr for s in after.servers] == [False, True, False]  # the dead S1 leaves the ISR
+
+
+@pytest.mark.parametrize("unclean", [False, True])
+def test_unclean_election_only_when_no_isr_replica_is_alive(unclean):
+    state = cluster(replica(1, [1], hwm=1, alive=False), replica(1, isr=False, leader=1),
+                    replica(1, isr=False, leader=1))
+    m = model(replace(KAFKA, unclean_election=unclean))
+    reason = m.why_not(state, ("elect", 1, (1, 2)))
+    if not unclean:
+        assert "unclean leader election is disabled" in reason
+        return
+    after = run(m, state, ("elect", 1, (1, 2)))
+    assert [s.in_isr for s in after.servers] == [False, True, False]  # the new leader alone
+    assert after.servers[1].log == ()  # 1@e1, committed on S1, is not on the new leader
+
+
+def test_max_generation_is_a_bound():
+    state = cluster(replica(2), replica(2), replica(2))
+    assert isinstance(model(max_generation=2).why_not(state, ("elect", 0, (0,))), BoundHit)
+
+
+# ------------------------------------------------------------------ truncation on becoming a follower
+def test_own_hwm_truncates_at_the_leaderandisr_request():
+    # KIP-101 scenario 1: S2 fetched m2 but learns the HW only on its next fetch.
+    state = cluster(replica(1, [1, 1], hwm=2, role=LEADER, match=(0, 2, 2), leader=1),
+                    replica(1, [1, 1], hwm=1, leader=1), replica(1, [1, 1], hwm=1, leader=1))
+    after = run(model(rule("own-hwm")), state, ("elect", 1, (1, 2)))
+    assert after.servers[2].log == (1,)  # S3 truncated m2, which S1 had committed
+    after = run(model(rule("leader-epoch")), state, ("elect", 1, (1, 2)))
+    assert after.servers[2].log == (1, 1) and after.servers[2].truncating
+
+
+def test_leader_epoch_truncation_happens_at_the_first_fetch():
+    # KIP-279's divergence: S2 wrote 1@e2 as leader of epoch 2; S1 leads epoch 3 with [e1, e3].
+    state = cluster(replica(3, [1, 3], role=LEADER, leader=1), replica(3, [2], leader=1, truncating=True),
+                    replica(3, leader=1))
+    kip101 = run(model(rule("leader-epoch")), state, ("replicate", 0, 1)).servers[1]
+    assert kip101.log == (2, 3) and not kip101.truncating  # diverged below the epoch-3 entry
+    for name in ("leader-epoch-kip279", "fenced"):
+        assert run(model(rule(name)), state, ("replicate", 0, 1)).servers[1].log == (1, 3)
+
+
+def test_a_fetch_past_the_leaders_log_end_truncates_to_it():
+    state = cluster(replica(2, [1], role=LEADER, leader=1), replica(2, [1, 1], leader=1), replica(2, leader=1))
+    assert run(model(), state, ("replicate", 0, 1)).servers[1].log == (1,)
+
+
+@pytest.mark.parametrize("name, truncates", [("leader-epoch-kip279", False), ("fenced", True)])
+def test_kafka_7164_truncate_after_every_epoch_change(name, truncates):
+    # S2 follows S1 in epoch 1 and missed epochs 2 and 3; S1 leads again in epoch 4.
+    state = cluster(replica(3, [3], role=LEADER, leader=1), replica(1, [1, 1], leader=1), replica(3, leader=1))
+    m = model(rule(name))
+    after = m.apply(m.apply(state, ("crash", 0)), ("restart", 0))
+    after = run(m, after, ("elect", 0, (0, 1)))
+    assert after.servers[1].truncating is truncates
+    if truncates:
+        assert run(m, after, ("replicate", 0, 1)).servers[1].log == (3,)
+
+
+def test_kip320_fences_a_fetch_from_another_epoch():
+    state = cluster(replica(3, [3], role=LEADER, leader=1), replica(1, [1], leader=1), replica(3, leader=1))
+    reason = model(rule("fenced")).why_not(state, ("replicate", 0, 1))
+    assert "FENCED_LEADER_EPOCH" in reason and "epoch 1" in reason
+    # Before KIP-320 the stale replica fetches, appends nothing (same LEO), and keeps 1@e1.
+    after = run(model(rule("leader-epoch-kip279")), state, ("replicate", 0, 1))
+    assert after.servers[1].log == (1,)
+
+
+def test_restart_learns_the_current_leader_and_truncates_by_rule():
+    state = cluster(replica(2, [1, 2], hwm=1, role=LEADER, match=(0, 0, 0), leader=1),
+                    replica(1, [1, 1], hwm=1, alive=False, leader=1), replica(2, leader=1))
+    after = run(model(rule("own-hwm")), state, ("restart", 1)).servers[1]
+    assert (after.generation, after.leader, after.log) == (2, 1, (1,))
+    after = run(model(), state, ("restart", 1)).servers[1]
+    assert after.log == (1, 1) and after.truncating
+
+
+# ------------------------------------------------------------------ the model interface
+def test_actions_agree_with_why_not_on_random_reachable_states():
+    rng = random.Random(7)
+    for name in presets_of("kafka"):
+        m = model(PRESETS[name].protocol, max_generation=4, max_log=2, max_crashes=1)
+        for _ in range(40):
+            state = m.initial_state()
+            for _ in range(12):
+                enabled = set(m.actions(state))
+                candidates = {("elect", c, v) for c in range(3) for v in m.voter_sets[c]}
+                candidates |= {(a, k) for a in ("write", "read", "crash", "restart") for k in range(3)}
+                candidates |= {(a, x, y) for a in ("replicate", "shrink_isr") for x, y in m.pairs}
+                assert enabled == {a for a in candidates if m.why_not(state, a) is None}, state
+                if not enabled:
+                    break
+                state = m.apply(state, rng.choice(sorted(enabled)))
+
+
+def test_fingerprint_is_symmetric_and_stable():
+    m = model()
+    a = cluster(replica(2, [1, 2], role=LEADER, match=(0, 1, 2), leader=1), replica(2, [1], leader=1),
+                replica(2, [1, 2], leader=1, isr=False))
+    b = cluster(replica(2, [1, 2], role=LEADER, match=(0, 2, 1), leader=1), replica(2, [1, 2], leader=1, isr=False),
+                replica(2, [1], leader=1))
+    assert m.fingerprint(a) == m.fingerprint(b) and m.fingerprint(a, False) != m.fingerprint(b, False)
+    c = b._replace(servers=(b.servers[0], b.servers[1]._replace(leader=3), b.servers[2]))
+    assert m.fingerprint(c) != m.fingerprint(b)  # whom a replica follows is part of the state
+    assert m.fingerprint(m.initial_state()) == 0xb68232e14c5bd662  # BLAKE2b-64 of fixed bytes: same everywhere
+
+
+def test_kafka_states_are_cluster_views():
+    state = cluster(replica(1, [1], hwm=1, role=LEADER, leader=1), replica(1, leader=1), replica(1, leader=1),
+                    reads={(1, 1)})
+    assert BY_NAME["CommittedOnQuorum"].check(state)  # 1@e1 on one of three replicas
+    assert BY_NAME["HwmWithinLog"].check(state) is None
+
+
+def test_kafka_runs_on_the_rpc_network_only():
+    with pytest.raises(ValueError, match="rpc network only"):
+        model(network="async")
+
+
+# ------------------------------------------------------------------ the command line
+def _hwm(*args):
+    from click.testing import CliRunner
+
+    from hwm.cli import main
+    return CliRunner().invoke(main, list(args))
+
+
+def test_protocols_cite_the_source_of_every_kafka_preset():
+    out = _hwm("protocols").output
+    for name in presets_of("kafka"):
+        block = out.split(f"\n{name}  [")[1].split("\n\n")[0]
+        assert "system=kafka" in block and ("KIP-" in block or "KAFKA-" in block), block
+
+
+def test_check_a_kafka_preset_with_its_flags_on_the_command_line(tmp_path):
+    result = _hwm("check", "--protocol", "kafka,follower_truncation=leader-epoch", "--servers", "2",
+                  "--max-log", "2", "--max-generation", "3", "--max-crashes", "0", "--save", str(tmp_path))
+    assert "LogMatching" in result.output and "violated in 7 steps" in result.output, result.output
+
+
+@pytest.mark.parametrize("args, words", [
+    (("check", "--protocol", "raft,follower_truncation=own-hwm"), "belongs to kafka"),
+    (("check", "--protocol", "kafka,restart=keep,quorum=seed-index"), "belongs to raft"),
+    (("prove", "--protocol", "kafka"), "encodes the raft model"),
+    (("cluster", "--protocol", "kafka-kip101", "--data", "/nonexistent/kafka"), "model-only"),
+])
+def test_flags_of_another_system_are_usage_errors(args, words):
+    result = _hwm(*args)
+    assert result.exit_code == 2 and words in result.output, result.output
+
+
+def test_state_bytes_decode_to_the_same_state():
+    # Engines that ship states between processes (Spark) decode them from their bytes.
+    m = model(PRESETS["kafka-kip101"].protocol, max_generation=4, max_log=2, max_crashes=1)
+    rng = random.Random(3)
+    state = m.initial_state()
+    for _ in range(300):
+        enabled = list(m.actions(state))
+        state = m.apply(state, rng.choice(enabled)) if enabled else m.initial_state()
+        assert m.decode(m.encode(state, symmetry=False)) == state
+        canonical_bytes = m.encode(state)
+        assert m.encode(m.decode(canonical_bytes)) == canonical_bytes
+
+
+def test_the_tour_lowers_only_kafkas_generation_and_only_at_the_default_bounds():
+    from hwm.check import DEFAULT_CONFIG, tour_config
+    assert tour_config("kafka", DEFAULT_CONFIG) == replace(DEFAULT_CONFIG, max_generation=3)
+    assert tour_config("raft", DEFAULT_CONFIG) == DEFAULT_CONFIG
+    mine = replace(DEFAULT_CONFIG, max_generation=4, max_log=2)
+    assert tour_config("kafka", mine) == mine  # bounds the user chose are kept
+
+
+def test_the_replica_core_refuses_a_kafka_protocol():
+    from impl.core import Replica
+    from impl.storage import MemoryStorage
+    with pytest.raises(ValueError, match="kafka is model-only for now"):
+        Replica("S1", ["S2", "S3"], KAFKA, MemoryStorage())
+
+
+# ------------------------------------------------------------------ acks=all
+def test_the_hwm_covering_the_leaders_own_entry_acknowledges_it():
+    # S1 leads epoch 2 holding 1@e1 (an older leader's) and 2@e2 (its own).
+    leader = replica(2, [1, 2], role=LEADER, match=(0, 0, 1), leader=1)
+    state = cluster(leader, replica(2, [1], leader=1), replica(2, [1], leader=1))
+    after = model().apply(state, ("replicate", 0, 1))
+    assert after.servers[0].hwm == 1 and after.acked == frozenset()  # 1@e1's producer gave up long ago
+    after = model().apply(after, ("replicate", 0, 2))
+    assert after.servers[0].hwm == 2 and after.acked == {(2, 2)}
+
+
+def test_acknowledged_write_kept_and_its_witness():
+    from properties.acked import ACKED_LEADERS as kept, ALL_BY_NAME
+    from model.actions import Model
+    witness = ALL_BY_NAME["WriteAcknowledged"]
+    before = cluster(replica(1, [1], hwm=1, alive=False), replica(1, [1], leader=1), replica(1, isr=False, leader=1))
+    before = before._replace(acked=frozenset({(1, 1)}))
+    after = run(model(replace(KAFKA, unclean_election=True)),
+                before._replace(servers=(before.servers[0], before.servers[1]._replace(alive=False),
+                                         before.servers[2])), ("elect", 2, (2,)))
+    assert "S3 became leader of generation 2 without entry 1@g1" in kept.check(before, after)
+    assert witness.check(before) == "a client's write 1@g1 was acknowledged"
+    assert kept.check(cluster(replica(0)), cluster(replica(1, role=LEADER))) is None  # raft states: no acks
+    assert Model.properties == CATALOGUE and kept in model().properties
