@@ -196,6 +196,8 @@ class Replica:
         self._in_flight: set[str] = set()
         self._rejoin_answers: dict[str, HwmReply] | None = None
         self._rejoin_elapsed = 0
+        # How many peers had answered when the last rejoin ended (all of them, unless it timed out).
+        self.rejoin_answered: int | None = None
 
         # Timers, in ticks.
         self._election_elapsed = 0
@@ -549,6 +551,7 @@ class Replica:
         if answers is None:
             return
         self._rejoin_answers = None
+        self.rejoin_answered = len(answers)
         leaders = [a for a in answers.values() if a.leader]
         if not leaders:
             return

@@ -187,8 +187,9 @@ class _PeerLink:
     async def _pause(self, seconds: float) -> None:
         self._kick.clear()
         try:
-            await asyncio.wait_for(self._kick.wait(), seconds)
-        except asyncio.TimeoutError:
+            async with asyncio.timeout(seconds):
+                await self._kick.wait()
+        except TimeoutError:
             pass
 
     def send(self, message: m.PeerMessage) -> None:
@@ -217,11 +218,14 @@ class _PeerLink:
         # or it campaigns and deposes a healthy leader (the core has no pre-vote).
         backoff = RECONNECT_SECONDS[0]
         lost = False
-        while True:
+        # asyncio.timeout, not wait_for: on Python 3.11 wait_for swallows a cancellation that
+        # arrives as the connection completes, and the link then outlives stop().
+        while not self.node._stopping:
             self._connecting = True
             try:
-                reader, writer = await asyncio.wait_for(asyncio.open_connection(*self.address), 1.0)
-            except (OSError, asyncio.TimeoutError) as error:
+                async with asyncio.timeout(1.0):
+                    reader, writer = await asyncio.open_connection(*self.address)
+            except (OSError, TimeoutError) as error:
                 self._connecting = False
                 self.dropped += len(self._backlog)
                 self._backlog.clear()
@@ -386,8 +390,9 @@ class Node:
         # Let the driver finish the batch it may be persisting, then stop everything else.
         if driver is not None and driver in tasks and not driver.done():
             try:
-                await asyncio.wait_for(asyncio.shield(driver), 5.0)
-            except (asyncio.TimeoutError, Exception):
+                async with asyncio.timeout(5.0):
+                    await asyncio.shield(driver)
+            except (TimeoutError, Exception):
                 pass
         for task in tasks:
             task.cancel()
@@ -427,8 +432,9 @@ class Node:
                     continue
                 wait = self.config.partial_frame_seconds if frames.buffered else None
                 try:
-                    data = await asyncio.wait_for(reader.read(65536), wait)
-                except asyncio.TimeoutError:
+                    async with asyncio.timeout(wait):
+                        data = await reader.read(65536)
+                except TimeoutError:
                     self._refuse(connection, f"incomplete frame: {frames.buffered} bytes waited "
                                              f"{self.config.partial_frame_seconds:g} s for the rest")
                     break
@@ -444,8 +450,9 @@ class Node:
             # Stop reading; let owed answers (puts waiting to commit) go out, then close.
             if not connection.closed and connection.owed:
                 try:
-                    await asyncio.wait_for(connection.done.wait(), self.config.put_timeout + 1)
-                except asyncio.TimeoutError:
+                    async with asyncio.timeout(self.config.put_timeout + 1):
+                        await connection.done.wait()
+                except TimeoutError:
                     pass
         except (OSError, asyncio.IncompleteReadError):
             pass

