@@ -152,6 +152,10 @@ class SimCluster:
         self.config = config
         self.names = [server_name(k) for k in range(config.servers)]
         self.replica_factory = replica_factory
+        if config.network == "async":
+            # The model's async leader sends everything after the match index; its channels are
+            # compared message for message, so the replicas must too.
+            replica_options = {"catch_up": "match", **replica_options}
         self.replica_options = replica_options
         self.storages: dict[str, MemoryStorage] = {name: MemoryStorage() for name in self.names}
         self.storages.update(storages or {})

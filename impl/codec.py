@@ -45,7 +45,8 @@ OPTIONAL = "optional "
 SCHEMA: dict[type, tuple[int, tuple[tuple[str, str], ...]]] = {
     m.AppendRequest: (1, (("generation", COUNT), ("leader", SERVER), ("prev_index", COUNT),
                           ("prev_generation", COUNT), ("entries", ENTRIES), ("leader_hwm", COUNT))),
-    m.AppendReply: (2, (("generation", COUNT), ("follower", SERVER), ("success", BOOL), ("index", COUNT))),
+    m.AppendReply: (2, (("generation", COUNT), ("follower", SERVER), ("success", BOOL), ("index", COUNT),
+                        ("hint_index", COUNT), ("hint_generation", COUNT))),
     m.VoteRequest: (3, (("generation", COUNT), ("candidate", SERVER), ("last_index", COUNT),
                         ("last_generation", COUNT))),
     m.VoteReply: (4, (("generation", COUNT), ("voter", SERVER), ("granted", BOOL))),

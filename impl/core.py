@@ -40,6 +40,12 @@ from properties.quorum import majority, quorum_index
 from properties.snapshot import FOLLOWER, LEADER, ServerSnapshot
 
 CANDIDATE = "candidate"
+# How a leader finds where a follower's log agrees with its own: "probe" (next-index probing with
+# conflict hints, pipelined appends; used under append_check=previous-entry) or "match" (every
+# append resends everything after the match index, as the model's async network does).
+CATCH_UP = ("probe", "match")
+# What an entry costs in an append beyond its payload (codec: generation + payload length).
+ENTRY_OVERHEAD_BYTES = 12
 
 __all__ = [
     "CANDIDATE", "FOLLOWER", "LEADER",
@@ -147,6 +153,9 @@ class Replica:
         heartbeat_ticks: int = 3,
         rng_seed: int | None = None,
         max_append_entries: int | None = None,
+        max_append_bytes: int | None = None,
+        max_in_flight: int | None = None,
+        catch_up: str = "probe",
     ):
         check_server_id(server_id, "server_id")
         peers = tuple(peers)
@@ -163,8 +172,12 @@ class Replica:
             raise ValueError(f"election_ticks: expected (low, high) with 1 <= low <= high, got {election_ticks!r}")
         if type(heartbeat_ticks) is not int or not 1 <= heartbeat_ticks:
             raise ValueError(f"heartbeat_ticks: expected an int >= 1, got {heartbeat_ticks!r}")
-        if max_append_entries is not None and (type(max_append_entries) is not int or max_append_entries < 1):
-            raise ValueError(f"max_append_entries: expected None or an int >= 1, got {max_append_entries!r}")
+        for name, limit in (("max_append_entries", max_append_entries), ("max_append_bytes", max_append_bytes),
+                            ("max_in_flight", max_in_flight)):
+            if limit is not None and (type(limit) is not int or limit < 1):
+                raise ValueError(f"{name}: expected None or an int >= 1, got {limit!r}")
+        if catch_up not in CATCH_UP:
+            raise ValueError(f"catch_up: expected one of {', '.join(CATCH_UP)}, got {catch_up!r}")
         log = [(generation, payload) for generation, payload in durable.log]
         if type(durable.generation) is not int or durable.generation < 0:
             raise ValueError(f"durable.generation: expected an int >= 0, got {durable.generation!r}")
@@ -179,6 +192,11 @@ class Replica:
         self.election_ticks = (low, high)
         self.heartbeat_ticks = heartbeat_ticks
         self.max_append_entries = max_append_entries
+        self.max_append_bytes = max_append_bytes
+        self.max_in_flight = max_in_flight
+        # Next-index probing needs the previous-entry check: the seed's follower checks nothing
+        # before the entries it is sent, so its leader must send from the match index.
+        self.probing = catch_up == "probe" and protocol.append_check == "previous-entry"
         self._rng = random.Random(zlib.crc32(server_id.encode()) if rng_seed is None else rng_seed)
 
         # Persistent state, as recovered.
@@ -192,8 +210,11 @@ class Replica:
         self.role: str = FOLLOWER
         self.leader_id: str | None = None
         self.match: dict[str, int] = {}
+        self.next_index: dict[str, int] = {}  # probing: the first index the next append sends
         self._votes: set[str] = set()
-        self._in_flight: set[str] = set()
+        self._in_flight: dict[str, int] = {}  # appends sent and not yet answered, per follower
+        self._quiet: dict[str, int] = {}  # ticks since each follower last answered
+        self._confirmed: set[str] = set()  # followers whose last answer accepted: pipeline to them
         self._rejoin_answers: dict[str, HwmReply] | None = None
         self._rejoin_elapsed = 0
         # How many peers had answered when the last rejoin ended (all of them, unless it timed out).
@@ -262,8 +283,7 @@ class Replica:
             raise NotLeader(self.server_id, self.leader_id)
         index = self._append_own(value)
         for peer in self.peers:
-            if peer not in self._in_flight:  # one append in flight per follower; heartbeats resend
-                self.send_append(peer)
+            self._send_more(peer)  # within the follower's in-flight limit; replies send the rest
         return index
 
     def read(self, index: int) -> tuple[int, bytes]:
@@ -294,13 +314,15 @@ class Replica:
             if self._rejoin_elapsed >= self.election_ticks[0]:
                 self.finish_rejoin()  # peers that did not answer are down; go with what we have
         if self.role == LEADER:
+            for peer in self.peers:
+                self._quiet[peer] += 1
             self._heartbeat_elapsed += 1
             if self._heartbeat_elapsed >= self.heartbeat_ticks:
                 self._heartbeat_elapsed = 0
                 # "The leader propagates the high-water mark to the followers either as part of
                 # the regular HeartBeat or as separate requests."
                 for peer in self.peers:
-                    self.send_append(peer)
+                    self._heartbeat(peer)
         else:
             self._election_elapsed += 1
             if self._election_elapsed >= self._election_timeout:
@@ -371,7 +393,12 @@ class Replica:
         self.leader_id = self.server_id
         # Match indexes start from nothing: the leader learns each follower's log from its replies.
         self.match = {peer: 0 for peer in self.peers}
-        self._in_flight = set()
+        # Probing starts optimistic (Raft): at our last index, so a follower that is up to date
+        # costs one round trip whatever the log's length; a refusal's hint moves it back.
+        self.next_index = {peer: len(self._log) + 1 for peer in self.peers}
+        self._in_flight = {peer: 0 for peer in self.peers}
+        self._quiet = {peer: 0 for peer in self.peers}
+        self._confirmed = set()
         self._heartbeat_elapsed = 0
         if self.protocol.noop_on_election:
             # Raft section 8: "a blank no-op entry at the start of its term".
@@ -391,24 +418,75 @@ class Replica:
         self.role = FOLLOWER
         self.leader_id = leader
         self.match = {}
+        self.next_index = {}
         self._votes = set()
-        self._in_flight = set()
+        self._in_flight = {}
+        self._confirmed = set()
         self._reset_election_timer()
 
     # ---------------------------------------------------------------- replication
     def send_append(self, peer: str) -> None:
-        """Queue an append for `peer`: every entry after its match index, and the leader's HWM."""
+        """Queue an append for `peer` now, whatever is in flight: the entries from its next index
+        (from its match index when not probing), as many as the batch limits allow, and the HWM."""
         if self.role != LEADER:
             raise ReplicaError(f"{self.server_id} is not a leader and sends no appends")
         if peer not in self.match:
             raise ReplicaError(f"{peer} is not a peer of {self.server_id}")
-        prev = min(self.match[peer], len(self._log))
+        prev = min(self.next_index[peer] - 1 if self.probing else self.match[peer], len(self._log))
+        end = self._batch_end(prev)
+        self._in_flight[peer] += 1
+        if self.probing:
+            self.next_index[peer] = end + 1  # pipelined: the next append follows this one
+        self._send(peer, self._append_request(prev, self._log[prev:end]))
+
+    def _append_request(self, prev: int, entries: list[tuple[int, bytes]]) -> AppendRequest:
         prev_generation = self._log[prev - 1][0] if prev else 0
-        end = len(self._log) if self.max_append_entries is None else min(len(self._log), prev + self.max_append_entries)
-        entries = tuple(self._log[prev:end])
-        self._in_flight.add(peer)
-        self._send(peer, AppendRequest(self.generation, self.server_id, prev, prev_generation,
-                                       entries, self.high_water_mark))
+        return AppendRequest(self.generation, self.server_id, prev, prev_generation, tuple(entries),
+                             self.high_water_mark)
+
+    def _batch_end(self, prev: int) -> int:
+        """The last index of an append after `prev`: within max_append_entries and, counting
+        payloads, max_append_bytes (at least one entry, so any entry can be sent)."""
+        end = len(self._log)
+        if self.max_append_entries is not None:
+            end = min(end, prev + self.max_append_entries)
+        if self.max_append_bytes is not None:
+            size = 0
+            for index in range(prev + 1, end + 1):
+                size += len(self._log[index - 1][1]) + ENTRY_OVERHEAD_BYTES
+                if size > self.max_append_bytes and index > prev + 1:
+                    return index - 1
+        return end
+
+    def _limit(self, peer: str) -> int:
+        """Appends allowed in flight to `peer`: while probing (until an append succeeds) one, then
+        up to max_in_flight pipelined; one when each append resends from the match index."""
+        return (self.max_in_flight or 1) if self.probing and peer in self._confirmed else 1
+
+    def _send_more(self, peer: str) -> None:
+        """Send `peer` what it lacks, within its in-flight limit; replies and heartbeats send the rest."""
+        if self.probing and self.next_index[peer] > len(self._log):
+            return  # everything is sent; heartbeats carry the HWM
+        if self._in_flight[peer] < self._limit(peer):
+            self.send_append(peer)
+
+    def _heartbeat(self, peer: str) -> None:
+        """A heartbeat carries the HWM and any entries the in-flight limit allows. A follower that
+        has not answered for a shortest election timeout lost what was in flight (a dropped
+        connection, a restart): start again after its match index."""
+        if self._in_flight[peer] and self._quiet[peer] >= self.election_ticks[0]:
+            self._in_flight[peer] = 0
+            self._quiet[peer] = 0
+            if self.probing:
+                self.next_index[peer] = self.match[peer] + 1
+                self._confirmed.discard(peer)
+        if self._in_flight[peer] < self._limit(peer):
+            self.send_append(peer)
+        else:
+            # Busy: an empty append at the match index carries the HWM and is always accepted.
+            prev = min(self.match[peer], len(self._log))
+            self._in_flight[peer] += 1
+            self._send(peer, self._append_request(prev, []))
 
     def _on_append_request(self, request: AppendRequest) -> None:
         if self._rejoin_answers is not None:
@@ -425,8 +503,13 @@ class Replica:
             len(self._log) < prev or self._log[prev - 1][0] != request.prev_generation
         ):
             # Raft receiver rule 2: reply false if the log has no entry at prevLogIndex whose
-            # generation matches prevLogTerm.
-            self._send(request.leader, AppendReply(self.generation, self.server_id, False, prev))
+            # generation matches prevLogTerm; with a hint of where our logs may agree.
+            hint = min(prev, len(self._log))
+            while hint and self._log[hint - 1][0] > request.prev_generation:
+                hint -= 1
+            hint_generation = self._log[hint - 1][0] if hint else 0
+            self._send(request.leader, AppendReply(self.generation, self.server_id, False, prev,
+                                                   hint, hint_generation))
             return
         acknowledged = self._apply_entries(prev, request.entries)
         # "The followers then set their high-water mark accordingly" (never past what they hold).
@@ -475,9 +558,40 @@ class Replica:
         if self.role != LEADER or reply.generation != self.generation:
             return  # a reply to an earlier generation's append
         follower = reply.follower
-        self._in_flight.discard(follower)
+        self._in_flight[follower] = max(self._in_flight[follower] - 1, 0)
+        self._quiet[follower] = 0
+        if not self.probing:
+            self._on_append_reply_from_match(reply)
+            return
         if reply.success:
-            # "The Leader keeps track of log indexes replicated at each server."
+            # "The Leader keeps track of log indexes replicated at each server." A reply to an
+            # older append can acknowledge less than we know: a match index never goes down.
+            if reply.index > self.match[follower]:
+                self.match[follower] = reply.index
+                self._advance_high_water_mark()
+                self._confirmed.add(follower)
+            elif reply.index == self.next_index[follower] - 1:
+                self._confirmed.add(follower)  # an up-to-date follower acknowledged nothing new
+            self.next_index[follower] = max(self.next_index[follower], self.match[follower] + 1)
+        else:
+            if reply.index < self.match[follower] or reply.index >= self.next_index[follower]:
+                return  # a refusal of an append older than what we know since: stale
+            # The follower lacks our entry at reply.index. Its hint says its entries after
+            # hint_index are newer than ours there, and ours after the last index whose
+            # generation is at most hint_generation are newer than its: none of them match.
+            probe = min(reply.hint_index, reply.index - 1, len(self._log))
+            while probe > self.match[follower] and self._log[probe - 1][0] > reply.hint_generation:
+                probe -= 1
+            self.next_index[follower] = max(probe, self.match[follower]) + 1
+            self._confirmed.discard(follower)
+            self._in_flight[follower] = 0  # appends sent after the refused one will be refused too
+        self._send_more(follower)
+
+    def _on_append_reply_from_match(self, reply: AppendReply) -> None:
+        """The seed's leader: it sends everything after the match index and sets the match index
+        to what the follower acknowledges (which under `generation-mismatch` may be lower)."""
+        follower = reply.follower
+        if reply.success:
             self.match[follower] = reply.index
             self._advance_high_water_mark()
             if self.match[follower] < len(self._log):

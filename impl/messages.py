@@ -134,18 +134,33 @@ class AppendRequest:
 class AppendReply:
     """Follower -> leader. On success `index` is what the follower acknowledges (prev_index +
     len(entries) under `previous-entry`, its last log index under `generation-mismatch`); on
-    failure it is the request's prev_index, so the leader backs off below it."""
+    failure it is the request's prev_index, so the leader backs off below it.
+
+    A refusal also carries a conflict hint (etcd's RejectHint and LogTerm): `hint_index` is the
+    last index at or below min(prev_index, the follower's last index) whose generation is at most
+    the request's prev_generation, and `hint_generation` the generation there (0, 0 for none).
+    The leader skips every index in between, so catching up a diverged follower takes one round
+    trip per differing generation, not one per entry."""
 
     generation: int
     follower: str
     success: bool
     index: int
+    hint_index: int = 0
+    hint_generation: int = 0
 
     def __post_init__(self) -> None:
         _count(self, "generation")
         _server(self, "follower")
         _flag(self, "success")
         _count(self, "index")
+        _count(self, "hint_index")
+        _count(self, "hint_generation")
+        if self.hint_index > self.index:
+            _fail(self, "hint_index", f"{self.hint_index} is above the refused index {self.index}")
+        if self.hint_generation > self.generation:
+            _fail(self, "hint_generation", f"{self.hint_generation} is newer than the sender's "
+                  f"generation {self.generation}")
 
 
 @dataclass(frozen=True)

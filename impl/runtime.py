@@ -54,10 +54,12 @@ __all__ = ["Node", "NodeConfig", "NodeError", "run_node"]
 
 log = logging.getLogger("hwm.node")
 
-# A value is at most this big, so that an append of `max_append_entries` entries stays well under
-# the codec's frame limit (the core bounds appends by entry count, not bytes).
+# A value is at most this big; an append carries at most MAX_APPEND_BYTES of entries (or one
+# entry), well under the codec's frame limit, and at most MAX_IN_FLIGHT appends wait for an answer
+# per follower: catching up costs one append per batch, however long the log.
 MAX_VALUE_BYTES = 64 * 1024
-MAX_APPEND_ENTRIES = 128
+MAX_APPEND_BYTES = 1024 * 1024
+MAX_IN_FLIGHT = 4
 # Per connection: answers owed before we stop reading its requests; bytes buffered before we give
 # up on a reader that does not read.
 MAX_OWED_ANSWERS = 256
@@ -84,7 +86,9 @@ class NodeConfig:
     # even on a busy machine, so leaders are not deposed by a slow disk.
     election_ticks: tuple[int, int] = (30, 60)
     heartbeat_ticks: int = 5
-    max_append_entries: int = MAX_APPEND_ENTRIES
+    max_append_entries: int | None = None
+    max_append_bytes: int = MAX_APPEND_BYTES
+    max_in_flight: int = MAX_IN_FLIGHT
     max_value_bytes: int = MAX_VALUE_BYTES
     put_timeout: float = 10.0
     partial_frame_seconds: float = 10.0
@@ -344,7 +348,8 @@ class Node:
         try:
             self.replica = Replica(self.server_id, tuple(config.peers), config.protocol, durable,
                                    election_ticks=config.election_ticks, heartbeat_ticks=config.heartbeat_ticks,
-                                   rng_seed=seed, max_append_entries=config.max_append_entries)
+                                   rng_seed=seed, max_append_entries=config.max_append_entries,
+                                   max_append_bytes=config.max_append_bytes, max_in_flight=config.max_in_flight)
         except (ValueError, ReplicaError) as error:
             self.storage.close()
             raise NodeError(f"{self.server_id}: cannot start from {config.data_dir}: {error}") from None
