@@ -116,6 +116,8 @@ class DurableLike(TypingProtocol):
 
 
 class StorageLike(TypingProtocol):
+    @property
+    def metadata(self) -> "DurableLike | Metadata": ...  # what is durable: generation, vote, hwm
     def append(self, entries: list[tuple[int, int, bytes]]) -> None: ...
     def truncate_from(self, index: int) -> None: ...
     def save_metadata(self, generation: int, vote: str | None, hwm: int) -> None: ...
@@ -123,15 +125,26 @@ class StorageLike(TypingProtocol):
 
 
 def persist(ready: Ready, storage: StorageLike) -> None:
-    """Make a Ready's log changes and metadata durable; call before sending its messages."""
+    """Make a Ready's log changes and metadata durable; call before sending its messages.
+
+    Order, so that a crash between any two writes leaves a state a replica starts from: first a
+    new generation and vote (with the HWM already durable, or a lower one), so no entry is ever
+    durable before the generation that wrote it; then the log; then the new HWM, which may count
+    the entries just synced.
+    """
+    metadata = ready.metadata
+    if metadata is not None:
+        saved = storage.metadata
+        if (metadata.generation, metadata.vote) != (saved.generation, saved.vote):
+            storage.save_metadata(metadata.generation, metadata.vote, min(metadata.hwm, saved.hwm))
     if ready.truncate_from is not None:
         storage.truncate_from(ready.truncate_from)
     if ready.entries:
         storage.append(list(ready.entries))
     if ready.truncate_from is not None or ready.entries:
         storage.sync()
-    if ready.metadata is not None:
-        storage.save_metadata(*ready.metadata)
+    if metadata is not None and metadata.hwm != storage.metadata.hwm:
+        storage.save_metadata(*metadata)
 
 
 def up_to_date(candidate: tuple[int, int], voter: tuple[int, int]) -> bool:
@@ -435,7 +448,7 @@ class Replica:
         prev = min(self.next_index[peer] - 1 if self.probing else self.match[peer], len(self._log))
         end = self._batch_end(prev)
         self._in_flight[peer] += 1
-        if self.probing:
+        if self.probing and peer in self._confirmed:
             self.next_index[peer] = end + 1  # pipelined: the next append follows this one
         self._send(peer, self._append_request(prev, self._log[prev:end]))
 
@@ -465,15 +478,15 @@ class Replica:
 
     def _send_more(self, peer: str) -> None:
         """Send `peer` what it lacks, within its in-flight limit; replies and heartbeats send the rest."""
-        if self.probing and self.next_index[peer] > len(self._log):
+        if self.probing and peer in self._confirmed and self.next_index[peer] > len(self._log):
             return  # everything is sent; heartbeats carry the HWM
         if self._in_flight[peer] < self._limit(peer):
             self.send_append(peer)
 
     def _heartbeat(self, peer: str) -> None:
-        """A heartbeat carries the HWM and any entries the in-flight limit allows. A follower that
-        has not answered for a shortest election timeout lost what was in flight (a dropped
-        connection, a restart): start again after its match index."""
+        """A heartbeat carries the HWM and any entries the in-flight limit allows. A follower whose
+        answers showed no progress for a shortest election timeout lost what was in flight (a
+        dropped connection, a restart): start again after its match index."""
         if self._in_flight[peer] and self._quiet[peer] >= self.election_ticks[0]:
             self._in_flight[peer] = 0
             self._quiet[peer] = 0
@@ -483,8 +496,11 @@ class Replica:
         if self._in_flight[peer] < self._limit(peer):
             self.send_append(peer)
         else:
-            # Busy: an empty append at the match index carries the HWM and is always accepted.
-            prev = min(self.match[peer], len(self._log))
+            # Busy: an empty append after what was sent carries the HWM, and is refused if what
+            # was sent got lost (the refusal's hint restarts the catch-up from there).
+            # (While probing, the empty append goes at the match index: it must not confirm.)
+            confirmed = self.probing and peer in self._confirmed
+            prev = min(self.next_index[peer] - 1 if confirmed else self.match[peer], len(self._log))
             self._in_flight[peer] += 1
             self._send(peer, self._append_request(prev, []))
 
@@ -559,19 +575,21 @@ class Replica:
             return  # a reply to an earlier generation's append
         follower = reply.follower
         self._in_flight[follower] = max(self._in_flight[follower] - 1, 0)
-        self._quiet[follower] = 0
         if not self.probing:
             self._on_append_reply_from_match(reply)
             return
         if reply.success:
             # "The Leader keeps track of log indexes replicated at each server." A reply to an
             # older append can acknowledge less than we know: a match index never goes down.
+            # Progress (more matched, or all of it) confirms where the follower's log agrees:
+            # pipeline from there. Only progress counts as hearing from it: answers to heartbeats
+            # alone do not show that a lost append will ever be answered.
+            if reply.index > self.match[follower] or reply.index == len(self._log):
+                self._confirmed.add(follower)
+                self._quiet[follower] = 0
             if reply.index > self.match[follower]:
                 self.match[follower] = reply.index
                 self._advance_high_water_mark()
-                self._confirmed.add(follower)
-            elif reply.index == self.next_index[follower] - 1:
-                self._confirmed.add(follower)  # an up-to-date follower acknowledged nothing new
             self.next_index[follower] = max(self.next_index[follower], self.match[follower] + 1)
         else:
             if reply.index < self.match[follower] or reply.index >= self.next_index[follower]:
@@ -584,6 +602,7 @@ class Replica:
                 probe -= 1
             self.next_index[follower] = max(probe, self.match[follower]) + 1
             self._confirmed.discard(follower)
+            self._quiet[follower] = 0
             self._in_flight[follower] = 0  # appends sent after the refused one will be refused too
         self._send_more(follower)
 

@@ -47,10 +47,10 @@ from impl import codec
 from impl import messages as m
 from impl.client import NOT_LEADER, NOT_WRITTEN, OUTCOME_UNKNOWN, REFUSED, Address, format_address
 from impl.core import Entry, NotCommitted, NotLeader, Replica, ReplicaError, persist
-from impl.storage import DiskStorage, StorageError
+from impl.storage import DataDirectoryInUse, DiskStorage, StorageError
 from properties.protocol import RAFT, Protocol
 
-__all__ = ["Node", "NodeConfig", "NodeError", "run_node"]
+__all__ = ["DataDirectoryBusy", "Node", "NodeConfig", "NodeError", "run_node"]
 
 log = logging.getLogger("hwm.node")
 
@@ -72,6 +72,14 @@ MAX_CATCH_UP_TICKS = 50  # after a stall (a slow fsync, a suspended process) run
 
 class NodeError(Exception):
     """The node cannot start or had to stop; the text says why (file, address ...)."""
+
+    usage = False  # True when the fix is in how the node was started (exit 2), not in its files
+
+
+class DataDirectoryBusy(NodeError):
+    """Another server holds the data directory's lock."""
+
+    usage = True
 
 
 @dataclass(frozen=True)
@@ -309,7 +317,8 @@ class Node:
         self.config = config
         self.server_id = config.server_id
         self.replica: Replica | None = None
-        self.storage = DiskStorage(config.data_dir)
+        self.storage = DiskStorage(config.data_dir,
+                                   owner=f"server {config.server_id} listening on {format_address(config.listen)}")
         self.stats = _Stats()
         self.failure: BaseException | None = None  # why the node stopped itself, if it did
         self._server: asyncio.AbstractServer | None = None
@@ -340,6 +349,8 @@ class Node:
         config = self.config
         try:
             durable = await asyncio.to_thread(self.storage.load)
+        except DataDirectoryInUse as error:
+            raise DataDirectoryBusy(f"{self.server_id}: cannot start: {error}") from None
         except StorageError as error:
             raise NodeError(f"{self.server_id}: cannot start from {config.data_dir}: {error}") from None
         except OSError as error:

@@ -240,3 +240,21 @@ def test_hwm_cluster_starts_serves_the_cli_and_stops_every_server_on_sigterm(tmp
         except ProcessLookupError:
             pass
         supervisor.wait(10)
+
+
+def test_a_second_node_on_a_data_directory_exits_2_naming_the_holder(tmp_path):
+    ports = free_ports(2)
+    first = {"S1": ("127.0.0.1", ports[0])}
+    processes = Processes(tmp_path, first)
+    try:
+        processes.start("S1")
+        with Client(first, timeout=20) as client:
+            client.put(b"one")  # S1 is up and holds its directory
+        second = subprocess.run(HWM + ["node", "--id", "S1", "--listen", f"127.0.0.1:{ports[1]}",
+                                       "--data", str(tmp_path / "S1")],
+                                capture_output=True, text=True, timeout=60)
+        assert second.returncode == 2, second.stderr
+        assert (f"data directory {tmp_path / 'S1'} is in use by server S1 listening on "
+                f"127.0.0.1:{ports[0]} (pid {processes.running['S1'].pid})") in second.stderr
+    finally:
+        processes.close()

@@ -379,3 +379,27 @@ def test_a_peer_link_stops_when_cancelled_even_as_its_connection_completes(monke
         return survived
 
     assert asyncio.run(scenario()) == []
+
+
+@pytest.mark.network
+def test_a_full_disk_stops_the_node_unacknowledged_and_it_restarts_from_what_is_durable(tmp_path):
+    import errno
+    from tests.impl.diskfaults import faulty_disk
+
+    made = ThreadCluster(tmp_path, n=1)  # a cluster of one commits alone
+    try:
+        with made.client(timeout=3) as client:
+            assert [client.put(f"v{k}".encode()) for k in range(3)] == [1, 2, 3]
+            with faulty_disk(1, OSError(errno.ENOSPC, "No space left on device")):
+                with pytest.raises(ClientError):
+                    client.put(b"never acknowledged")
+                node = made.nodes["S1"]
+                made.call(node.stopped())
+            assert "No space left on device" in str(node.failure)
+        made.nodes.clear()
+        made.start("S1")  # the directory loads: nothing durable was damaged
+        with made.client() as client:
+            assert client.put(b"after") >= 4  # (raft commits older entries through a new one)
+            assert [client.get(k)[1] for k in (1, 2, 3)] == [b"v0", b"v1", b"v2"]
+    finally:
+        made.close()
