@@ -224,21 +224,54 @@ class HwmReply:
 
 
 # ---------------------------------------------------------------- client messages
+# Error codes of PutReply and GetReply: what a client may do next depends on the code, never on
+# the text (which is for people). 0 is no error.
+OK = 0
+NOT_LEADER = 1  # nothing was written; ask `leader` if given
+NOT_WRITTEN = 2  # nothing was written (overwritten by another leader): try again
+REFUSED = 3  # nothing was written, and trying again will not help (a value too big)
+OUTCOME_UNKNOWN = 4  # accepted, not committed in time: it may still commit; retry with the same request id
+NOT_COMMITTED = 5  # a get above the server's high-water mark
+ERROR_CODES = {NOT_LEADER: "not the leader", NOT_WRITTEN: "not written", REFUSED: "refused",
+               OUTCOME_UNKNOWN: "outcome unknown", NOT_COMMITTED: "not committed"}
+
+
+def _error_code(message: object, has_error: bool) -> None:
+    code = getattr(message, "code")
+    if type(code) is not int:
+        _fail(message, "code", f"expected an int, got {type(code).__name__}")
+    if has_error and code not in ERROR_CODES:
+        _fail(message, "code", f"{code} is not an error code ({', '.join(map(str, ERROR_CODES))})")
+    if not has_error and code != OK:
+        _fail(message, "code", f"must be {OK} without an error, got {code}")
+
+
 @dataclass(frozen=True)
 class PutRequest:
+    """A value to append. A client that may retry names the request: `client` (its id) and
+    `request` (> 0, new for each value); a leader that finds the same pair in its log answers with
+    that entry instead of writing the value again, so a retried put is applied once."""
+
     value: bytes
+    client: str | None = None
+    request: int = 0
 
     def __post_init__(self) -> None:
         _bytes(self, "value")
+        _server(self, "client", optional=True)
+        _count(self, "request")
+        if (self.client is None) != (self.request == 0):
+            _fail(self, "request", "a request id (> 0) goes with a client id, and only with one")
 
 
 @dataclass(frozen=True)
 class PutReply:
-    """The index the value was committed at, or an error (with a leader hint when known)."""
+    """The index the value was committed at, or an error code and text (with a leader hint when known)."""
 
     index: int | None
     error: str | None = None
     leader: str | None = None
+    code: int = OK
 
     def __post_init__(self) -> None:
         _optional_count(self, "index")
@@ -246,6 +279,7 @@ class PutReply:
         _server(self, "leader", optional=True)
         if (self.index is None) == (self.error is None):
             _fail(self, "index", "exactly one of index and error must be given")
+        _error_code(self, self.error is not None)
 
 
 @dataclass(frozen=True)
@@ -264,12 +298,14 @@ class GetReply:
     generation: int | None
     value: bytes | None
     error: str | None = None
+    code: int = OK
 
     def __post_init__(self) -> None:
         _count(self, "index")
         _optional_count(self, "generation")
         _bytes(self, "value", optional=True)
         _text(self, "error", optional=True)
+        _error_code(self, self.error is not None)
         has_entry = self.generation is not None and self.value is not None
         no_entry = self.generation is None and self.value is None
         if not (has_entry and self.error is None or no_entry and self.error is not None):

@@ -45,8 +45,8 @@ from typing import Mapping
 
 from impl import codec
 from impl import messages as m
-from impl.client import NOT_LEADER, NOT_WRITTEN, OUTCOME_UNKNOWN, REFUSED, Address, format_address
-from impl.core import Entry, NotCommitted, NotLeader, Replica, ReplicaError, persist
+from impl.client import Address, format_address
+from impl.core import Entry, NotCommitted, Replica, ReplicaError, persist
 from impl.storage import DataDirectoryInUse, DiskStorage, StorageError
 from properties.protocol import RAFT, Protocol
 
@@ -68,6 +68,36 @@ MAX_CONNECTIONS = 256
 MAX_BACKLOG = 256  # peer messages held while a connection to that peer is being made
 RECONNECT_SECONDS = (0.01, 0.1)  # first and longest pause between attempts to reach a peer
 MAX_CATCH_UP_TICKS = 50  # after a stall (a slow fsync, a suspended process) run at most this many
+
+
+# ------------------------------------------------------------------------- entries
+# An entry's payload is the client's value behind one tag byte: PLAIN, or NAMED followed by the
+# client id (1-byte length + UTF-8) and the request id (8 bytes, big-endian), so that any server
+# that becomes leader finds in its log which requests it already holds (a retried put is applied
+# once). A payload with another first byte is a value as is (the no-op entry is empty).
+PLAIN, NAMED = b"\x00", b"\x01"
+
+
+def encode_entry(value: bytes, client: str | None = None, request: int = 0) -> bytes:
+    if client is None:
+        return PLAIN + value
+    name = client.encode("utf-8")
+    return NAMED + bytes((len(name),)) + name + request.to_bytes(8, "big") + value
+
+
+def decode_entry(payload: bytes) -> tuple[bytes, tuple[str, int] | None]:
+    """(value, (client, request) or None) of an entry's payload."""
+    if payload[:1] == PLAIN:
+        return payload[1:], None
+    if payload[:1] == NAMED and len(payload) >= 2:
+        end = 2 + payload[1]
+        if len(payload) >= end + 8:
+            try:
+                client = payload[2:end].decode("utf-8")
+            except UnicodeDecodeError:
+                return payload, None
+            return payload[end + 8:], (client, int.from_bytes(payload[end:end + 8], "big"))
+    return payload, None
 
 
 class NodeError(Exception):
@@ -328,6 +358,9 @@ class Node:
         self._answers: list[tuple[_Connection, list, m.Message, bool]] = []
         self._pending: dict[int, list[_PendingPut]] = {}
         self._pending_by_deadline: deque[_PendingPut] = deque()
+        # (client, request) -> index of the entry that carries it, for every named entry written
+        # to the log (a lookup checks the entry is still there: a truncation may have removed it).
+        self._requests: dict[tuple[str, int], int] = {}
         self._connections: set[_Connection] = set()
         self._tasks: list[asyncio.Task] = []
         self._driver: asyncio.Task | None = None
@@ -372,6 +405,8 @@ class Node:
             self.storage.close()
             raise NodeError(f"{self.server_id}: cannot listen on {format_address(config.listen)}: "
                             f"{_reason(error)}") from None
+        for index, (_, payload) in enumerate(durable.log, start=1):
+            self._remember(index, payload)
         log.info("%s: listening on %s; %d entries recovered (generation %d, HWM %d), protocol %s",
                  self.server_id, format_address(self.address), self.replica.last_index, self.replica.generation,
                  self.replica.hwm, _protocol_name(config.protocol))
@@ -559,30 +594,52 @@ class Node:
             self._answer_put(request, connection, slot)
         elif isinstance(request, m.GetRequest):
             try:
-                generation, value = replica.read(request.index)
-                answer: m.Message = m.GetReply(request.index, generation, value)
+                generation, payload = replica.read(request.index)
+                answer: m.Message = m.GetReply(request.index, generation, decode_entry(payload)[0])
             except NotCommitted as error:
-                answer = m.GetReply(request.index, None, None, str(error))
+                answer = m.GetReply(request.index, None, None, str(error), m.NOT_COMMITTED)
             self._answers.append((connection, slot, answer, False))
         else:
             self._answers.append((connection, slot, replica.status(), False))
+
+    def _remember(self, index: int, payload: bytes) -> None:
+        ids = decode_entry(payload)[1]
+        if ids is not None:
+            self._requests[ids] = index
+
+    def _written(self, ids: tuple[str, int]) -> int | None:
+        """The index of the entry in our log that carries request `ids`, if there is one."""
+        index = self._requests.get(ids)
+        replica = self.replica
+        if index is None or index > replica.last_index or decode_entry(replica.entry(index)[1])[1] != ids:
+            return None
+        return index
 
     def _answer_put(self, request: m.PutRequest, connection: _Connection, slot: list) -> None:
         replica = self.replica
         if len(request.value) > self.config.max_value_bytes:
             self._answers.append((connection, slot, m.PutReply(
-                None, f"{REFUSED}: the value is {len(request.value)} bytes; at most "
-                      f"{self.config.max_value_bytes} are accepted"), False))
+                None, f"the value is {len(request.value)} bytes; at most "
+                      f"{self.config.max_value_bytes} are accepted", code=m.REFUSED), False))
             return
-        try:
-            index = replica.propose(request.value)
-        except NotLeader as error:
-            self._answers.append((connection, slot, m.PutReply(None, f"{NOT_LEADER}: {error}", error.leader), False))
+        ids = (request.client, request.request) if request.client is not None else None
+        index = self._written(ids) if ids is not None else None
+        if index is not None and index <= min(replica.hwm, replica.last_index):
+            self._answers.append((connection, slot, m.PutReply(index), False))  # a retry, committed
             return
-        self.stats.puts += 1
+        if replica.role != "leader":
+            leader = replica.leader_id
+            text = f"{self.server_id} is not the leader" + (f"; the leader is {leader}" if leader else
+                                                             "; no leader is known")
+            self._answers.append((connection, slot, m.PutReply(None, text, leader, m.NOT_LEADER), False))
+            return
+        if index is None:
+            index = replica.propose(encode_entry(request.value, *(ids or (None, 0))))
+            self.stats.puts += 1
+        # else: a retry of a put our log holds, not yet committed: wait for that entry.
+        generation, payload = replica.entry(index)
         loop = asyncio.get_running_loop()
-        pending = _PendingPut(replica.generation, request.value, connection, slot,
-                              loop.time() + self.config.put_timeout, index)
+        pending = _PendingPut(generation, payload, connection, slot, loop.time() + self.config.put_timeout, index)
         self._pending.setdefault(index, []).append(pending)
         self._pending_by_deadline.append(pending)
 
@@ -593,8 +650,8 @@ class Node:
             if (pending.generation, pending.value) == (entry.generation, entry.payload):
                 answer = m.PutReply(entry.index)
             else:
-                answer = m.PutReply(None, f"{NOT_WRITTEN}: entry {entry.index} was overwritten by the leader of "
-                                          f"generation {entry.generation}; write the value again")
+                answer = m.PutReply(None, f"entry {entry.index} was overwritten by the leader of generation "
+                                          f"{entry.generation}; write the value again", code=m.NOT_WRITTEN)
             pending.connection.answer(pending.slot, answer)
 
     def _expire_puts(self, now: float) -> None:
@@ -610,8 +667,8 @@ class Node:
                 if not waiting:
                     del self._pending[pending.index]
             pending.connection.answer(pending.slot, m.PutReply(
-                None, f"{OUTCOME_UNKNOWN}: entry {pending.index} was not committed within "
-                      f"{self.config.put_timeout:g} s (no quorum reachable?); it may still be committed"))
+                None, f"entry {pending.index} was not committed within {self.config.put_timeout:g} s "
+                      "(no quorum reachable?); it may still be committed", code=m.OUTCOME_UNKNOWN))
 
     async def _flush(self) -> None:
         """Hand out the replica's Ready: persist first, then send and answer."""
@@ -622,6 +679,8 @@ class Node:
             if ready.truncate_from is not None or ready.entries or ready.metadata is not None:
                 self.stats.persists += 1
                 await asyncio.to_thread(persist, ready, self.storage)
+            for entry in ready.entries:
+                self._remember(entry.index, entry.payload)
             for to, message in ready.messages:
                 link = self._links.get(to)
                 if link is not None:

@@ -60,11 +60,11 @@ def optional(strategy):
 
 get_replies = st.one_of(
     st.builds(m.GetReply, st.integers(0, 2**64 - 1), counts, payloads, st.none()),
-    st.builds(m.GetReply, st.integers(0, 2**64 - 1), st.none(), st.none(), texts),
+    st.builds(m.GetReply, st.integers(0, 2**64 - 1), st.none(), st.none(), texts, st.sampled_from(sorted(m.ERROR_CODES))),
 )
 put_replies = st.one_of(
     st.builds(m.PutReply, counts, st.none(), optional(server_ids)),
-    st.builds(m.PutReply, st.none(), texts, optional(server_ids)),
+    st.builds(m.PutReply, st.none(), texts, optional(server_ids), st.sampled_from(sorted(m.ERROR_CODES))),
 )
 
 MESSAGES = {
@@ -74,7 +74,8 @@ MESSAGES = {
     m.VoteReply: st.builds(m.VoteReply, counts, server_ids, st.booleans()),
     m.HwmQuery: st.builds(m.HwmQuery, counts, server_ids),
     m.HwmReply: st.builds(m.HwmReply, counts, server_ids, st.booleans(), counts),
-    m.PutRequest: st.builds(m.PutRequest, payloads),
+    m.PutRequest: st.one_of(st.builds(m.PutRequest, payloads),
+                            st.builds(m.PutRequest, payloads, server_ids, st.integers(1, 2**64 - 1))),
     m.PutReply: put_replies,
     m.GetRequest: st.builds(m.GetRequest, st.integers(1, 2**64 - 1)),
     m.GetReply: get_replies,
@@ -194,7 +195,7 @@ def test_errors_name_what_was_wrong():
     assert "AppendRequest.entries[0]" in expect_codec_error(newer)
     get = bytes((VERSION, 18)) + struct.pack(">Q", 0)
     assert "GetRequest.index: 0 is out of range" in expect_codec_error(get)
-    both = bytes((VERSION, 17)) + b"\x01" + struct.pack(">Q", 1) + b"\x01" + struct.pack(">I", 1) + b"x" + b"\x00"
+    both = bytes((VERSION, 17)) + b"\x01" + struct.pack(">Q", 1) + b"\x01" + struct.pack(">I", 1) + b"x" + b"\x00" + struct.pack(">Q", 0)
     assert "exactly one of index and error" in expect_codec_error(both)
     role = bytes((VERSION, 21)) + b"\x02S1" + b"\x04king" + struct.pack(">QQQ", 1, 1, 1) + b"\x00"
     assert "StatusReply.role: 'king'" in expect_codec_error(role)

@@ -185,7 +185,8 @@ def test_a_value_over_the_limit_is_refused_and_nothing_is_written(cluster):
         client.put(b"small")
         leader = cluster.addresses[client.leader]
         [reply] = exchange(leader, codec.encode(m.PutRequest(b"x" * (64 * 1024 + 1))), timeout=1)[:1]
-        assert reply.index is None and reply.error.startswith("refused: the value is 65537 bytes")
+        assert reply.index is None and reply.code == m.REFUSED
+        assert reply.error.startswith("the value is 65537 bytes")
         with pytest.raises(ClientError, match="refused: the value is 65537 bytes; at most 65536"):
             client.put(b"x" * (64 * 1024 + 1))
         assert client.status([client.leader])[0].reply.last_index == 1
@@ -250,7 +251,7 @@ def _fuzz_frames(rng: random.Random, count: int) -> list[tuple[bytes, bool]]:
         m.PutRequest(b"fuzz"), m.GetRequest(1), m.GetRequest(10**6), m.StatusRequest(),
         m.VoteRequest(3, stranger, 5, 2), m.AppendRequest(4, stranger, 0, 0, ((1, b"x"), (4, b"y")), 2),
         m.AppendReply(2, stranger, True, 3), m.HwmQuery(1, stranger), m.VoteReply(1, stranger, True),
-        m.PutReply(3), m.ErrorReply("boo"), m.GetReply(1, None, None, "no"),
+        m.PutReply(3), m.ErrorReply("boo"), m.GetReply(1, None, None, "no", m.NOT_COMMITTED),
     ]
     frames = []
     for _ in range(count):
@@ -403,3 +404,32 @@ def test_a_full_disk_stops_the_node_unacknowledged_and_it_restarts_from_what_is_
             assert [client.get(k)[1] for k in (1, 2, 3)] == [b"v0", b"v1", b"v2"]
     finally:
         made.close()
+
+
+@pytest.mark.network
+def test_a_retried_put_with_the_same_request_id_is_applied_once(cluster):
+    leader = cluster.addresses[cluster.leader()]
+    request = m.PutRequest(b"once", "client-1", 7)
+    first = exchange(leader, codec.encode(request), timeout=5)[0]
+    again = exchange(leader, codec.encode(request), timeout=5)[0]
+    other = exchange(leader, codec.encode(m.PutRequest(b"once", "client-1", 8)), timeout=5)[0]
+    assert first.index is not None and again.index == first.index
+    assert other.index == first.index + 1  # a new request id is a new put
+    with cluster.client() as client:
+        assert client.get(first.index)[1] == b"once"
+        assert client.status([client.find_leader()])[0].reply.last_index == other.index
+
+
+@pytest.mark.network
+def test_a_server_that_accepts_and_never_answers_does_not_block_a_put(cluster):
+    """A paused server (SIGSTOP) still completes TCP handshakes from its backlog and then says
+    nothing. The client leaves it after attempt_timeout and the put goes to the leader."""
+    with closing(socket.socket()) as silent:
+        silent.bind(("127.0.0.1", 0))
+        silent.listen(16)
+        servers = {"S0": silent.getsockname(), **cluster.addresses}
+        with Client(servers, timeout=20, attempt_timeout=0.5) as client:
+            client.leader = "S0"  # the last leader it knew is the paused one
+            index = client.put(b"past the silent one")
+            assert client.leader in cluster.addresses
+            assert client.get(index)[1] == b"past the silent one"
