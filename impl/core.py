@@ -169,6 +169,8 @@ class Replica:
         max_append_bytes: int | None = None,
         max_in_flight: int | None = None,
         catch_up: str = "probe",
+        pre_vote: bool = True,
+        check_quorum: bool = True,
     ):
         check_server_id(server_id, "server_id")
         peers = tuple(peers)
@@ -207,6 +209,11 @@ class Replica:
         self.max_append_entries = max_append_entries
         self.max_append_bytes = max_append_bytes
         self.max_in_flight = max_in_flight
+        # Raft thesis 9.6: an election timeout first asks for pre-votes, and a voter that hears a
+        # leader refuses them; a leader that hears no quorum for an election timeout steps down.
+        # Both act on ticks only: the model's elect (campaign) is a real election at once.
+        self.pre_vote = pre_vote
+        self.check_quorum = check_quorum
         # Next-index probing needs the previous-entry check: the seed's follower checks nothing
         # before the entries it is sent, so its leader must send from the match index.
         self.probing = catch_up == "probe" and protocol.append_check == "previous-entry"
@@ -226,7 +233,9 @@ class Replica:
         self.next_index: dict[str, int] = {}  # probing: the first index the next append sends
         self._votes: set[str] = set()
         self._in_flight: dict[str, int] = {}  # appends sent and not yet answered, per follower
-        self._quiet: dict[str, int] = {}  # ticks since each follower last answered
+        self._quiet: dict[str, int] = {}  # ticks since each follower's answers last showed progress
+        self._silent: dict[str, int] = {}  # ticks since each follower last answered at all
+        self._pre_votes: set[str] | None = None  # while asking for pre-votes: who granted
         self._confirmed: set[str] = set()  # followers whose last answer accepted: pipeline to them
         self._rejoin_answers: dict[str, HwmReply] | None = None
         self._rejoin_elapsed = 0
@@ -329,6 +338,14 @@ class Replica:
         if self.role == LEADER:
             for peer in self.peers:
                 self._quiet[peer] += 1
+                self._silent[peer] += 1
+            if self.check_quorum and self.peers:
+                heard = 1 + sum(self._silent[peer] <= self.election_ticks[1] for peer in self.peers)
+                if heard < majority(len(self.peers) + 1):
+                    # No quorum has answered for a longest election timeout: another leader may
+                    # exist; stop taking writes that cannot commit here.
+                    self._adopt_generation(self.generation, leader=None)
+                    return
             self._heartbeat_elapsed += 1
             if self._heartbeat_elapsed >= self.heartbeat_ticks:
                 self._heartbeat_elapsed = 0
@@ -339,7 +356,10 @@ class Replica:
         else:
             self._election_elapsed += 1
             if self._election_elapsed >= self._election_timeout:
-                self.campaign()
+                if self.pre_vote:
+                    self.pre_campaign()
+                else:
+                    self.campaign()
 
     def _random_election_timeout(self) -> int:
         low, high = self.election_ticks
@@ -350,12 +370,54 @@ class Replica:
         self._election_timeout = self._random_election_timeout()
 
     # ------------------------------------------------------------------ elections
+    def pre_campaign(self) -> None:
+        """Ask the peers whether they would vote for us in generation + 1, changing nobody's state;
+        a quorum of yes starts the real election (`campaign`)."""
+        if self.role == LEADER:
+            return
+        if self._rejoin_answers is not None:
+            self.finish_rejoin()
+        self._pre_votes = {self.server_id}
+        self._reset_election_timer()
+        if len(self._pre_votes) >= majority(len(self.peers) + 1):
+            self.campaign()
+            return
+        request = VoteRequest(self.generation + 1, self.server_id, self.last_index, self.last_generation, True)
+        for peer in self.peers:
+            self._send(peer, request)
+
+    def _log_ok(self, request: VoteRequest) -> bool:
+        if self.protocol.election == "longest-log":
+            return up_to_date((request.last_generation, request.last_index),
+                              (self.last_generation, self.last_index))
+        return True  # "any": no log check
+
+    def _on_pre_vote_request(self, request: VoteRequest) -> None:
+        # A voter that heard a leader within a shortest election timeout believes it healthy.
+        in_lease = self.role == LEADER or (self.leader_id is not None
+                                           and self._election_elapsed < self.election_ticks[0])
+        granted = not in_lease and request.generation > self.generation and self._log_ok(request)
+        self._send(request.candidate, VoteReply(request.generation if granted else self.generation,
+                                                self.server_id, granted, True))
+
+    def _on_pre_vote_reply(self, reply: VoteReply) -> None:
+        if not reply.granted:
+            if reply.generation > self.generation:
+                self._adopt_generation(reply.generation, leader=None)
+            return
+        if self._pre_votes is None or self.role == LEADER or reply.generation != self.generation + 1:
+            return
+        self._pre_votes.add(reply.voter)
+        if len(self._pre_votes) >= majority(len(self.peers) + 1):
+            self.campaign()
+
     def campaign(self) -> None:
         """Start an election now, for generation + 1 (a leader already leads: nothing happens)."""
         if self.role == LEADER:
             return
         if self._rejoin_answers is not None:
             self.finish_rejoin()
+        self._pre_votes = None
         self.generation += 1
         self.vote = self.server_id
         self._metadata_dirty = True
@@ -371,17 +433,16 @@ class Replica:
             self._send(peer, request)
 
     def _on_vote_request(self, request: VoteRequest) -> None:
+        if request.pre_vote:
+            self._on_pre_vote_request(request)
+            return
         if request.generation < self.generation:
             self._send(request.candidate, VoteReply(self.generation, self.server_id, False))
             return
         if request.generation > self.generation:
             # A voter adopts the new generation and becomes a follower (a leader steps down).
             self._adopt_generation(request.generation, leader=None)
-        if self.protocol.election == "longest-log":
-            log_ok = up_to_date((request.last_generation, request.last_index),
-                                (self.last_generation, self.last_index))
-        else:  # "any": no log check
-            log_ok = True
+        log_ok = self._log_ok(request)
         # At most one vote per generation: the vote is persisted before the reply is sent.
         granted = log_ok and self.vote in (None, request.candidate)
         if granted:
@@ -392,6 +453,9 @@ class Replica:
         self._send(request.candidate, VoteReply(self.generation, self.server_id, granted))
 
     def _on_vote_reply(self, reply: VoteReply) -> None:
+        if reply.pre_vote:
+            self._on_pre_vote_reply(reply)
+            return
         if reply.generation > self.generation:
             self._adopt_generation(reply.generation, leader=None)
             return
@@ -411,6 +475,8 @@ class Replica:
         self.next_index = {peer: len(self._log) + 1 for peer in self.peers}
         self._in_flight = {peer: 0 for peer in self.peers}
         self._quiet = {peer: 0 for peer in self.peers}
+        self._silent = {peer: 0 for peer in self.peers}
+        self._pre_votes = None
         self._confirmed = set()
         self._heartbeat_elapsed = 0
         if self.protocol.noop_on_election:
@@ -435,6 +501,7 @@ class Replica:
         self._votes = set()
         self._in_flight = {}
         self._confirmed = set()
+        self._pre_votes = None
         self._reset_election_timer()
 
     # ---------------------------------------------------------------- replication
@@ -575,6 +642,7 @@ class Replica:
             return  # a reply to an earlier generation's append
         follower = reply.follower
         self._in_flight[follower] = max(self._in_flight[follower] - 1, 0)
+        self._silent[follower] = 0
         if not self.probing:
             self._on_append_reply_from_match(reply)
             return

@@ -165,16 +165,22 @@ class AppendReply:
 
 @dataclass(frozen=True)
 class VoteRequest:
+    """A candidate asks for a vote in `generation`. A pre-vote (`pre_vote`) asks whether the voter
+    would vote in that generation, without anyone changing state: a server that cannot win (its
+    peers hear from a healthy leader) never raises its generation and deposes nobody."""
+
     generation: int
     candidate: str
     last_index: int
     last_generation: int
+    pre_vote: bool = False
 
     def __post_init__(self) -> None:
         _count(self, "generation")
         _server(self, "candidate")
         _count(self, "last_index")
         _count(self, "last_generation")
+        _flag(self, "pre_vote")
         if self.last_generation > self.generation:
             _fail(self, "last_generation", f"{self.last_generation} is newer than the candidate's "
                   f"generation {self.generation}")
@@ -184,14 +190,18 @@ class VoteRequest:
 
 @dataclass(frozen=True)
 class VoteReply:
+    """The answer to a VoteRequest; a pre-vote's answer has `pre_vote` and the requested generation."""
+
     generation: int
     voter: str
     granted: bool
+    pre_vote: bool = False
 
     def __post_init__(self) -> None:
         _count(self, "generation")
         _server(self, "voter")
         _flag(self, "granted")
+        _flag(self, "pre_vote")
 
 
 @dataclass(frozen=True)

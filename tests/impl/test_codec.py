@@ -174,13 +174,13 @@ def test_errors_name_what_was_wrong():
     assert "version 9" in expect_codec_error(bytes((9,)) + vote[1:])
     assert "unknown message type 99" in expect_codec_error(bytes((VERSION, 99)))
     assert "too short" in expect_codec_error(b"")
-    assert "VoteReply.granted" in expect_codec_error(vote[:-1])
-    assert "VoteReply.granted: bool byte is 2" in expect_codec_error(vote[:-1] + b"\x02")
+    assert "VoteReply.granted" in expect_codec_error(vote[:-2])
+    assert "VoteReply.granted: bool byte is 2" in expect_codec_error(vote[:-2] + b"\x02\x00")
     assert "2 trailing bytes" in expect_codec_error(vote + b"\x00\x00")
     # A server id that is not UTF-8.
     bad_id = bytes((VERSION, 4)) + struct.pack(">Q", 3) + b"\x02\xff\xfe" + b"\x01"
     assert "VoteReply.voter: server id is not valid UTF-8" in expect_codec_error(bad_id)
-    empty_id = bytes((VERSION, 4)) + struct.pack(">Q", 3) + b"\x00" + b"\x01"
+    empty_id = bytes((VERSION, 4)) + struct.pack(">Q", 3) + b"\x00" + b"\x01" + b"\x00"
     assert "VoteReply.voter: a server id cannot be empty" in expect_codec_error(empty_id)
     # Lengths larger than what is left, and absurd entry counts, are refused before allocating.
     put = bytes((VERSION, 16)) + struct.pack(">I", 2**32 - 1)

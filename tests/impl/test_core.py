@@ -474,7 +474,8 @@ def test_candidate_adopts_a_higher_generation_and_the_retry_lands_above_it():
 
 def test_election_timeout_is_random_but_reproducible():
     def timeouts(seed):
-        r = Replica("S1", ["S2", "S3"], RAFT, FakeDurable(), election_ticks=(10, 20), rng_seed=seed)
+        r = Replica("S1", ["S2", "S3"], RAFT, FakeDurable(), election_ticks=(10, 20), rng_seed=seed,
+                    pre_vote=False)  # an isolated server: every timeout is a real campaign
         fired = []
         for t in range(200):
             r.tick()
@@ -737,3 +738,54 @@ def test_a_stale_acknowledgement_never_lowers_the_match_index():
     assert c["S1"].match["S2"] == 5
     c["S1"].step(AppendReply(1, "S2", True, 3))  # the answer to an older, shorter append
     assert c["S1"].match["S2"] == 5
+
+
+# ------------------------------------------------------------------ pre-vote and check-quorum
+def _pumped_cluster(**options) -> dict[str, Replica]:
+    replicas = {name: Replica(name, [p for p in ("S1", "S2", "S3") if p != name], RAFT, FakeDurable(),
+                              election_ticks=(10, 20), heartbeat_ticks=2, rng_seed=k, **options)
+                for k, name in enumerate(("S1", "S2", "S3"))}
+    replicas["S1"].campaign()
+    return replicas
+
+
+def _pump(replicas: dict[str, Replica], cut_off: str | None = None, ticks: int = 1) -> None:
+    """Tick every replica and deliver everything; `cut_off` hears nothing and reaches no one."""
+    for _ in range(ticks):
+        for replica in replicas.values():
+            replica.tick()
+        for _ in range(10):
+            moved = False
+            for name, replica in replicas.items():
+                for to, message in replica.ready().messages:
+                    if cut_off not in (name, to):
+                        replicas[to].step(message)
+                        moved = True
+            if not moved:
+                break
+
+
+@pytest.mark.parametrize("pre_vote", [True, False])
+def test_a_server_back_from_a_partition_does_not_depose_a_healthy_leader(pre_vote):
+    replicas = _pumped_cluster(pre_vote=pre_vote)
+    _pump(replicas)
+    assert replicas["S1"].role == LEADER and replicas["S1"].generation == 1
+    _pump(replicas, cut_off="S3", ticks=100)  # S3 times out again and again, alone
+    _pump(replicas, ticks=5)  # ... and comes back
+    if pre_vote:
+        # Its pre-votes were refused by servers that hear the leader: nobody's generation moved.
+        assert replicas["S1"].role == LEADER and {r.generation for r in replicas.values()} == {1}
+    else:
+        # Without pre-vote it raised its generation while cut off and deposed the leader.
+        assert replicas["S3"].generation > 1 and replicas["S1"].generation > 1
+
+
+@pytest.mark.parametrize("check_quorum", [True, False])
+def test_a_leader_that_hears_no_quorum_steps_down(check_quorum):
+    replicas = _pumped_cluster(check_quorum=check_quorum)
+    _pump(replicas)
+    leader = replicas["S1"]
+    for _ in range(25):  # longer than the longest election timeout, hearing nobody
+        leader.tick()
+        leader.ready()
+    assert (leader.role == LEADER) is not check_quorum
