@@ -636,7 +636,11 @@ class Node:
         if index is None:
             index = replica.propose(encode_entry(request.value, *(ids or (None, 0))))
             self.stats.puts += 1
-        # else: a retry of a put our log holds, not yet committed: wait for that entry.
+        elif replica.last_generation < replica.generation:
+            # A retry of a put our log holds from an earlier generation, not yet committed. Under
+            # commit=current-generation it commits only behind an entry of ours; if every client
+            # is retrying, none would come: write an empty one (Raft's no-op).
+            replica.propose(b"")
         generation, payload = replica.entry(index)
         loop = asyncio.get_running_loop()
         pending = _PendingPut(generation, payload, connection, slot, loop.time() + self.config.put_timeout, index)
