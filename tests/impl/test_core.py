@@ -1,7 +1,7 @@
 """The sans-IO replica: one test per rule of the seed (and of each protocol flag), then a
 differential test that drives the model and a cluster of replicas side by side.
 
-The cluster is `hwm.simcluster.SimCluster` (real replicas, MemoryStorage, the codec on every
+The cluster is `bridge.simcluster.SimCluster` (real replicas, MemoryStorage, the codec on every
 message), the one the conformance machine and `hwm replay --on impl` use. For the rule-by-rule tests
 below, `Cluster` adds a router that keeps the messages a step produced in flight until a test
 delivers them, where SimCluster drops what the model does not send.
@@ -16,7 +16,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from hwm.simcluster import SimCluster
+from bridge.simcluster import SimCluster
 from impl.core import (
     CANDIDATE,
     Entry,

@@ -34,6 +34,7 @@ from dataclasses import dataclass
 from typing import Callable, Iterator, Mapping
 
 from impl import codec
+from bridge.drivers import elect, rejoin, replicate
 from impl.core import (
     NotCommitted,
     NotLeader,
@@ -41,10 +42,7 @@ from impl.core import (
     Replica,
     ReplicaError,
     down_snapshot,
-    elect,
     persist,
-    rejoin,
-    replicate,
 )
 from impl.messages import AppendReply, AppendRequest, PeerMessage, VoteReply
 from impl.storage import Durable, MemoryStorage
