@@ -433,3 +433,30 @@ def test_a_server_that_accepts_and_never_answers_does_not_block_a_put(cluster):
             index = client.put(b"past the silent one")
             assert client.leader in cluster.addresses
             assert client.get(index)[1] == b"past the silent one"
+
+
+@pytest.mark.network
+def test_a_retry_of_an_uncommitted_entry_from_an_earlier_generation_commits_it(tmp_path):
+    """Every server's log ends with a put (client c, request 5) of generation 1 that was never
+    committed; the old leader is gone. When the client retries it on the new leader and nobody else
+    writes, the leader must write an entry of its own generation (a no-op): under raft's commit rule
+    nothing else would ever commit the retried entry."""
+    from impl.runtime import encode_entry
+    from impl.storage import DiskStorage
+
+    for server in ("S1", "S2", "S3"):
+        storage = DiskStorage(tmp_path / server)
+        storage.load()
+        storage.save_metadata(1, None, 0)
+        storage.append([(1, 1, encode_entry(b"a")), (2, 1, encode_entry(b"retried", "c", 5))])
+        storage.close()
+    made = ThreadCluster(tmp_path)
+    try:
+        leader = made.addresses[made.leader()]
+        [reply] = exchange(leader, codec.encode(m.PutRequest(b"retried", "c", 5)), timeout=5)[:1]
+        assert reply.index == 2, reply
+        with made.client() as client:
+            assert client.get(2)[1] == b"retried"
+            assert client.get(3)[1] == b""  # the no-op
+    finally:
+        made.close()
