@@ -377,6 +377,7 @@ class Replica:
         if self._rejoin_answers is not None:
             self.finish_rejoin()
         self._pre_votes = {self.server_id}
+        self.leader_id = None  # we no longer hear one: others' pre-votes get our yes
         self._reset_election_timer()
         if len(self._pre_votes) >= majority(len(self.peers) + 1):
             self.campaign()
