@@ -34,7 +34,7 @@ def main() -> None:
     from hwm.render import table
     from properties.catalogue import ALWAYS
     from properties.protocol import PRESETS, model_only
-    from tests.conformance.machine import ASYNC, RPC, PropertyViolation, conformance_settings, hunt, machine_for
+    from bridge.machine import ASYNC, RPC, PropertyViolation, conformance_settings, hunt, machine_for
     from hypothesis.stateful import run_state_machine_as_test
     from tests.pinned import PINNED
     from tests.quality.test_kill_matrix import CI_BUDGET, DEEP_BUDGET, IN_CI, KILL_CONFIG, STEPS, kill_config

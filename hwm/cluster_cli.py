@@ -139,8 +139,8 @@ def node(server_id, listen, peers, data, protocol, tick_ms, quiet) -> None:
     """Run one server of a replicated log until SIGTERM or Ctrl-C.
 
     Exit status: 0 after a clean stop; 1 when it cannot start (a damaged
-    write-ahead log, a taken port) or had to stop (storage failure); 2 on bad
-    arguments.
+    write-ahead log, a taken port) or had to stop (storage failure: a full disk,
+    a failed fsync); 2 on bad arguments or a data directory another server holds.
     """
     from impl.runtime import NodeConfig, NodeError, Node
 
@@ -171,6 +171,9 @@ def node(server_id, listen, peers, data, protocol, tick_ms, quiet) -> None:
     try:
         finished = asyncio.run(serve())
     except NodeError as error:
+        if error.usage:
+            click.echo(f"error: {error}", err=True)
+            sys.exit(2)
         _fail(str(error))
     if finished.failure is not None:
         _fail(f"{server_id} stopped: {finished.failure}")

@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Callable
 
-from hwm.simcluster import SimCluster
+from bridge.simcluster import SimCluster
 from model.actions import build_model, from_step
 from model.state import Config
 from properties.acked import ALL_BY_NAME as BY_NAME
@@ -135,7 +135,7 @@ def replay_lasso_on_model(trace: Trace, name: str, model) -> Outcome:
 
 
 def replay_on_impl(trace: Trace, protocol: str | dict | None = None) -> Outcome:
-    """Run the trace's steps on real replicas (`hwm.simcluster.SimCluster`); stop at the first
+    """Run the trace's steps on real replicas (`bridge.simcluster.SimCluster`); stop at the first
     violation of a watched property, evaluated on the implementation's snapshots (step properties
     on the snapshots before and after each step). ReadsAgree also compares the values the real
     reads returned. A step the implementation refuses ends the replay as `blocked`, with its reason.

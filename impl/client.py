@@ -6,11 +6,13 @@ concurrent clients makes one `Client` per thread). One request is outstanding pe
 Guarantees, in the protocol's words:
 
 - `put(value)` returns the index once the entry is at or below the leader's high-water mark
-  (committed). A server that does not lead answers with a hint naming the leader, and the client
-  follows it. A put is retried only when the client knows the value was *not* written (no server
-  reachable, not the leader, or the entry was overwritten by another leader); when the leader
-  accepted the value and then went silent or timed out, `UnknownOutcomeError` says so instead of
-  writing the value twice.
+  (committed). Every put carries the client's id and a request id of its own; a retry carries the
+  same pair, and a leader whose log holds it answers with that entry instead of writing the value
+  again, so a put is applied at most once however often it is retried. A server that does not lead
+  answers with a hint naming the leader, and the client follows it; a server that does not answer
+  within `attempt_timeout` (stopped, paused, partitioned) is left for the next one. Only when no
+  leader gave a definite answer before `timeout` does `put` raise: `UnknownOutcomeError` if some
+  server may have accepted the value, `NoLeaderError` if none did.
 - `get(index)` asks the leader (or one named server): an index above that server's high-water mark
   is refused with `NotCommittedError` ("not yet committed").
 - `status()` asks every server for role, generation, last index, HWM and known leader.
@@ -21,6 +23,8 @@ can be reached within the timeout.
 
 from __future__ import annotations
 
+import itertools
+import os
 import select
 import socket
 import time
@@ -46,12 +50,8 @@ __all__ = [
     "OUTCOME_UNKNOWN",
 ]
 
-# A PutReply's `error` starts with one of these words, then ": " and the details. The message type
-# has no error code field, so the runtime and the client agree on these prefixes.
-NOT_LEADER = "not the leader"  # nothing was written; ask `leader` if given
-NOT_WRITTEN = "not written"  # nothing was written (overwritten by another leader): try again
-REFUSED = "refused"  # nothing was written, and trying again will not help (a value too big)
-OUTCOME_UNKNOWN = "outcome unknown"  # accepted, not committed in time: it may still commit
+# The error codes of PutReply and GetReply (impl.messages is their one home).
+NOT_LEADER, NOT_WRITTEN, REFUSED, OUTCOME_UNKNOWN = m.NOT_LEADER, m.NOT_WRITTEN, m.REFUSED, m.OUTCOME_UNKNOWN
 
 Address = tuple[str, int]
 
@@ -216,7 +216,8 @@ class Client:
     """A client of one cluster. `servers` maps server ids to (host, port)."""
 
     def __init__(self, servers: Mapping[str, Address], *, timeout: float = 10.0,
-                 connect_timeout: float = 1.0, retry_pause: float = 0.05):
+                 connect_timeout: float = 1.0, retry_pause: float = 0.05, attempt_timeout: float = 2.0,
+                 client_id: str | None = None):
         if not servers:
             raise ValueError("servers: at least one server is needed")
         for server in servers:
@@ -227,6 +228,10 @@ class Client:
         self.timeout = timeout
         self.connect_timeout = connect_timeout
         self.retry_pause = retry_pause
+        self.attempt_timeout = attempt_timeout  # one server's time to answer before the next is tried
+        self.client_id = client_id if client_id is not None else os.urandom(8).hex()
+        m.check_server_id(self.client_id, "client_id")
+        self._request_ids = itertools.count(1)
         self.leader: str | None = None  # the last server known to lead
         self._connections: dict[str, _Connection] = {}
 
@@ -273,23 +278,32 @@ class Client:
         """Write `value`; return its index once committed (NoLeaderError, UnknownOutcomeError)."""
         if type(value) is not bytes:
             raise TypeError(f"put: value must be bytes, got {type(value).__name__}")
+        request = m.PutRequest(value, self.client_id, next(self._request_ids))
         tried: dict[str, str] = {}
+        maybe_written = False  # some server may hold the value: only UnknownOutcomeError is honest
         rounds = _Rounds(self)
         while (attempt := rounds.next()) is not None:
             server, left = attempt
             try:
-                reply = self._call(server, m.PutRequest(value), left)
+                reply = self._call(server, request, min(left, self.attempt_timeout))
             except _Unreachable as error:
                 tried[server] = str(error)
                 continue
             except _NoAnswer as error:
-                raise UnknownOutcomeError(
-                    f"put: {self.describe(server)} accepted the request but gave no answer ({error}); "
-                    "the value may or may not have been written") from None
-            if isinstance(reply, m.PutReply) and reply.index is not None:
+                # It may have written the value: the retry carries the same request id, so a
+                # leader holding it answers with that entry instead of writing it twice.
+                tried[server] = f"accepted the request but gave no answer ({error})"
+                maybe_written = True
+                if self.leader == server:
+                    self.leader = None
+                continue
+            if not isinstance(reply, m.PutReply):
+                raise ClientError(f"put: {self.describe(server)}: {_describe_reply(reply)}")
+            if reply.index is not None:
                 self.leader = server
                 return reply.index
-            if isinstance(reply, m.PutReply) and reply.error.startswith(NOT_LEADER):
+            text = f"{m.ERROR_CODES.get(reply.code, 'error')}: {reply.error}"
+            if reply.code == m.NOT_LEADER:
                 if self.leader == server:
                     self.leader = None
                 hint = reply.leader
@@ -302,13 +316,14 @@ class Client:
                 else:
                     tried[server] = "not the leader; no leader known (election under way?)"
                 continue
-            if isinstance(reply, m.PutReply) and reply.error.startswith(NOT_WRITTEN):
-                tried[server] = reply.error
-                continue  # nothing was written: safe to try again
-            text = reply.error if isinstance(reply, m.PutReply) else _describe_reply(reply)
-            if isinstance(reply, m.PutReply) and reply.error.startswith(OUTCOME_UNKNOWN):
-                raise UnknownOutcomeError(f"put: {self.describe(server)}: {text}")
+            if reply.code in (m.NOT_WRITTEN, m.OUTCOME_UNKNOWN):
+                tried[server] = text
+                maybe_written = maybe_written or reply.code == m.OUTCOME_UNKNOWN
+                continue  # safe to try again: the request id makes the retry apply once
             raise ClientError(f"put: {self.describe(server)}: {text}")
+        if maybe_written:
+            raise UnknownOutcomeError(self._no_leader("put", tried) + "; the value may or may not have been "
+                                      "written (a later put with the same request id would tell)")
         raise NoLeaderError(self._no_leader("put", tried))
 
     def find_leader(self) -> str:

@@ -11,9 +11,8 @@ Every protocol flag (`properties.protocol.Protocol`) is honoured with the meanin
 gives it; comments say which rule of the seed or of Raft each step is. A restart is a new `Replica`
 built from what storage recovered (`Durable`); the `restart` flag is applied in the constructor.
 
-The drivers at the bottom (`replicate`, `elect`, `rejoin`) run one model action of the `rpc`
-network over in-memory replicas (deliver a message, persist, deliver the answer ...), for the
-conformance harness and the tests.
+The drivers that run one model action over in-memory replicas (`replicate`, `elect`, `rejoin`)
+are in `bridge.drivers`, with the rest of the model-to-implementation bridge.
 """
 
 from __future__ import annotations
@@ -21,7 +20,7 @@ from __future__ import annotations
 import random
 import zlib
 from dataclasses import dataclass
-from typing import Callable, Iterable, Mapping, NamedTuple, Protocol as TypingProtocol, Sequence
+from typing import Callable, Iterable, NamedTuple, Protocol as TypingProtocol, Sequence
 
 from impl.messages import (
     AppendReply,
@@ -40,12 +39,18 @@ from properties.quorum import majority, quorum_index
 from properties.snapshot import FOLLOWER, LEADER, ServerSnapshot
 
 CANDIDATE = "candidate"
+# How a leader finds where a follower's log agrees with its own: "probe" (next-index probing with
+# conflict hints, pipelined appends; used under append_check=previous-entry) or "match" (every
+# append resends everything after the match index, as the model's async network does).
+CATCH_UP = ("probe", "match")
+# What an entry costs in an append beyond its payload (codec: generation + payload length).
+ENTRY_OVERHEAD_BYTES = 12
 
 __all__ = [
     "CANDIDATE", "FOLLOWER", "LEADER",
     "Entry", "Metadata", "Ready", "Replica",
     "ReplicaError", "NotLeader", "NotCommitted",
-    "persist", "down_snapshot", "replicate", "elect", "rejoin",
+    "persist", "down_snapshot",
 ]
 
 
@@ -110,6 +115,8 @@ class DurableLike(TypingProtocol):
 
 
 class StorageLike(TypingProtocol):
+    @property
+    def metadata(self) -> "DurableLike | Metadata": ...  # what is durable: generation, vote, hwm
     def append(self, entries: list[tuple[int, int, bytes]]) -> None: ...
     def truncate_from(self, index: int) -> None: ...
     def save_metadata(self, generation: int, vote: str | None, hwm: int) -> None: ...
@@ -117,15 +124,26 @@ class StorageLike(TypingProtocol):
 
 
 def persist(ready: Ready, storage: StorageLike) -> None:
-    """Make a Ready's log changes and metadata durable; call before sending its messages."""
+    """Make a Ready's log changes and metadata durable; call before sending its messages.
+
+    Order, so that a crash between any two writes leaves a state a replica starts from: first a
+    new generation and vote (with the HWM already durable, or a lower one), so no entry is ever
+    durable before the generation that wrote it; then the log; then the new HWM, which may count
+    the entries just synced.
+    """
+    metadata = ready.metadata
+    if metadata is not None:
+        saved = storage.metadata
+        if (metadata.generation, metadata.vote) != (saved.generation, saved.vote):
+            storage.save_metadata(metadata.generation, metadata.vote, min(metadata.hwm, saved.hwm))
     if ready.truncate_from is not None:
         storage.truncate_from(ready.truncate_from)
     if ready.entries:
         storage.append(list(ready.entries))
     if ready.truncate_from is not None or ready.entries:
         storage.sync()
-    if ready.metadata is not None:
-        storage.save_metadata(*ready.metadata)
+    if metadata is not None and metadata.hwm != storage.metadata.hwm:
+        storage.save_metadata(*metadata)
 
 
 def up_to_date(candidate: tuple[int, int], voter: tuple[int, int]) -> bool:
@@ -147,6 +165,11 @@ class Replica:
         heartbeat_ticks: int = 3,
         rng_seed: int | None = None,
         max_append_entries: int | None = None,
+        max_append_bytes: int | None = None,
+        max_in_flight: int | None = None,
+        catch_up: str = "probe",
+        pre_vote: bool = True,
+        check_quorum: bool = True,
     ):
         check_server_id(server_id, "server_id")
         peers = tuple(peers)
@@ -165,8 +188,12 @@ class Replica:
             raise ValueError(f"election_ticks: expected (low, high) with 1 <= low <= high, got {election_ticks!r}")
         if type(heartbeat_ticks) is not int or not 1 <= heartbeat_ticks:
             raise ValueError(f"heartbeat_ticks: expected an int >= 1, got {heartbeat_ticks!r}")
-        if max_append_entries is not None and (type(max_append_entries) is not int or max_append_entries < 1):
-            raise ValueError(f"max_append_entries: expected None or an int >= 1, got {max_append_entries!r}")
+        for name, limit in (("max_append_entries", max_append_entries), ("max_append_bytes", max_append_bytes),
+                            ("max_in_flight", max_in_flight)):
+            if limit is not None and (type(limit) is not int or limit < 1):
+                raise ValueError(f"{name}: expected None or an int >= 1, got {limit!r}")
+        if catch_up not in CATCH_UP:
+            raise ValueError(f"catch_up: expected one of {', '.join(CATCH_UP)}, got {catch_up!r}")
         log = [(generation, payload) for generation, payload in durable.log]
         if type(durable.generation) is not int or durable.generation < 0:
             raise ValueError(f"durable.generation: expected an int >= 0, got {durable.generation!r}")
@@ -181,6 +208,16 @@ class Replica:
         self.election_ticks = (low, high)
         self.heartbeat_ticks = heartbeat_ticks
         self.max_append_entries = max_append_entries
+        self.max_append_bytes = max_append_bytes
+        self.max_in_flight = max_in_flight
+        # Raft thesis 9.6: an election timeout first asks for pre-votes, and a voter that hears a
+        # leader refuses them; a leader that hears no quorum for an election timeout steps down.
+        # Both act on ticks only: the model's elect (campaign) is a real election at once.
+        self.pre_vote = pre_vote
+        self.check_quorum = check_quorum
+        # Next-index probing needs the previous-entry check: the seed's follower checks nothing
+        # before the entries it is sent, so its leader must send from the match index.
+        self.probing = catch_up == "probe" and protocol.append_check == "previous-entry"
         self._rng = random.Random(zlib.crc32(server_id.encode()) if rng_seed is None else rng_seed)
 
         # Persistent state, as recovered.
@@ -194,10 +231,17 @@ class Replica:
         self.role: str = FOLLOWER
         self.leader_id: str | None = None
         self.match: dict[str, int] = {}
+        self.next_index: dict[str, int] = {}  # probing: the first index the next append sends
         self._votes: set[str] = set()
-        self._in_flight: set[str] = set()
+        self._in_flight: dict[str, int] = {}  # appends sent and not yet answered, per follower
+        self._quiet: dict[str, int] = {}  # ticks since each follower's answers last showed progress
+        self._silent: dict[str, int] = {}  # ticks since each follower last answered at all
+        self._pre_votes: set[str] | None = None  # while asking for pre-votes: who granted
+        self._confirmed: set[str] = set()  # followers whose last answer accepted: pipeline to them
         self._rejoin_answers: dict[str, HwmReply] | None = None
         self._rejoin_elapsed = 0
+        # How many peers had answered when the last rejoin ended (all of them, unless it timed out).
+        self.rejoin_answered: int | None = None
 
         # Timers, in ticks.
         self._election_elapsed = 0
@@ -262,8 +306,7 @@ class Replica:
             raise NotLeader(self.server_id, self.leader_id)
         index = self._append_own(value)
         for peer in self.peers:
-            if peer not in self._in_flight:  # one append in flight per follower; heartbeats resend
-                self.send_append(peer)
+            self._send_more(peer)  # within the follower's in-flight limit; replies send the rest
         return index
 
     def read(self, index: int) -> tuple[int, bytes]:
@@ -294,17 +337,30 @@ class Replica:
             if self._rejoin_elapsed >= self.election_ticks[0]:
                 self.finish_rejoin()  # peers that did not answer are down; go with what we have
         if self.role == LEADER:
+            for peer in self.peers:
+                self._quiet[peer] += 1
+                self._silent[peer] += 1
+            if self.check_quorum and self.peers:
+                heard = 1 + sum(self._silent[peer] <= self.election_ticks[1] for peer in self.peers)
+                if heard < majority(len(self.peers) + 1):
+                    # No quorum has answered for a longest election timeout: another leader may
+                    # exist; stop taking writes that cannot commit here.
+                    self._adopt_generation(self.generation, leader=None)
+                    return
             self._heartbeat_elapsed += 1
             if self._heartbeat_elapsed >= self.heartbeat_ticks:
                 self._heartbeat_elapsed = 0
                 # "The leader propagates the high-water mark to the followers either as part of
                 # the regular HeartBeat or as separate requests."
                 for peer in self.peers:
-                    self.send_append(peer)
+                    self._heartbeat(peer)
         else:
             self._election_elapsed += 1
             if self._election_elapsed >= self._election_timeout:
-                self.campaign()
+                if self.pre_vote:
+                    self.pre_campaign()
+                else:
+                    self.campaign()
 
     def _random_election_timeout(self) -> int:
         low, high = self.election_ticks
@@ -315,12 +371,55 @@ class Replica:
         self._election_timeout = self._random_election_timeout()
 
     # ------------------------------------------------------------------ elections
+    def pre_campaign(self) -> None:
+        """Ask the peers whether they would vote for us in generation + 1, changing nobody's state;
+        a quorum of yes starts the real election (`campaign`)."""
+        if self.role == LEADER:
+            return
+        if self._rejoin_answers is not None:
+            self.finish_rejoin()
+        self._pre_votes = {self.server_id}
+        self.leader_id = None  # we no longer hear one: others' pre-votes get our yes
+        self._reset_election_timer()
+        if len(self._pre_votes) >= majority(len(self.peers) + 1):
+            self.campaign()
+            return
+        request = VoteRequest(self.generation + 1, self.server_id, self.last_index, self.last_generation, True)
+        for peer in self.peers:
+            self._send(peer, request)
+
+    def _log_ok(self, request: VoteRequest) -> bool:
+        if self.protocol.election == "longest-log":
+            return up_to_date((request.last_generation, request.last_index),
+                              (self.last_generation, self.last_index))
+        return True  # "any": no log check
+
+    def _on_pre_vote_request(self, request: VoteRequest) -> None:
+        # A voter that heard a leader within a shortest election timeout believes it healthy.
+        in_lease = self.role == LEADER or (self.leader_id is not None
+                                           and self._election_elapsed < self.election_ticks[0])
+        granted = not in_lease and request.generation > self.generation and self._log_ok(request)
+        self._send(request.candidate, VoteReply(request.generation if granted else self.generation,
+                                                self.server_id, granted, True))
+
+    def _on_pre_vote_reply(self, reply: VoteReply) -> None:
+        if not reply.granted:
+            if reply.generation > self.generation:
+                self._adopt_generation(reply.generation, leader=None)
+            return
+        if self._pre_votes is None or self.role == LEADER or reply.generation != self.generation + 1:
+            return
+        self._pre_votes.add(reply.voter)
+        if len(self._pre_votes) >= majority(len(self.peers) + 1):
+            self.campaign()
+
     def campaign(self) -> None:
         """Start an election now, for generation + 1 (a leader already leads: nothing happens)."""
         if self.role == LEADER:
             return
         if self._rejoin_answers is not None:
             self.finish_rejoin()
+        self._pre_votes = None
         self.generation += 1
         self.vote = self.server_id
         self._metadata_dirty = True
@@ -336,17 +435,16 @@ class Replica:
             self._send(peer, request)
 
     def _on_vote_request(self, request: VoteRequest) -> None:
+        if request.pre_vote:
+            self._on_pre_vote_request(request)
+            return
         if request.generation < self.generation:
             self._send(request.candidate, VoteReply(self.generation, self.server_id, False))
             return
         if request.generation > self.generation:
             # A voter adopts the new generation and becomes a follower (a leader steps down).
             self._adopt_generation(request.generation, leader=None)
-        if self.protocol.election == "longest-log":
-            log_ok = up_to_date((request.last_generation, request.last_index),
-                                (self.last_generation, self.last_index))
-        else:  # "any": no log check
-            log_ok = True
+        log_ok = self._log_ok(request)
         # At most one vote per generation: the vote is persisted before the reply is sent.
         granted = log_ok and self.vote in (None, request.candidate)
         if granted:
@@ -357,6 +455,9 @@ class Replica:
         self._send(request.candidate, VoteReply(self.generation, self.server_id, granted))
 
     def _on_vote_reply(self, reply: VoteReply) -> None:
+        if reply.pre_vote:
+            self._on_pre_vote_reply(reply)
+            return
         if reply.generation > self.generation:
             self._adopt_generation(reply.generation, leader=None)
             return
@@ -371,7 +472,14 @@ class Replica:
         self.leader_id = self.server_id
         # Match indexes start from nothing: the leader learns each follower's log from its replies.
         self.match = {peer: 0 for peer in self.peers}
-        self._in_flight = set()
+        # Probing starts optimistic (Raft): at our last index, so a follower that is up to date
+        # costs one round trip whatever the log's length; a refusal's hint moves it back.
+        self.next_index = {peer: len(self._log) + 1 for peer in self.peers}
+        self._in_flight = {peer: 0 for peer in self.peers}
+        self._quiet = {peer: 0 for peer in self.peers}
+        self._silent = {peer: 0 for peer in self.peers}
+        self._pre_votes = None
+        self._confirmed = set()
         self._heartbeat_elapsed = 0
         if self.protocol.noop_on_election:
             # Raft section 8: "a blank no-op entry at the start of its term".
@@ -391,24 +499,79 @@ class Replica:
         self.role = FOLLOWER
         self.leader_id = leader
         self.match = {}
+        self.next_index = {}
         self._votes = set()
-        self._in_flight = set()
+        self._in_flight = {}
+        self._confirmed = set()
+        self._pre_votes = None
         self._reset_election_timer()
 
     # ---------------------------------------------------------------- replication
     def send_append(self, peer: str) -> None:
-        """Queue an append for `peer`: every entry after its match index, and the leader's HWM."""
+        """Queue an append for `peer` now, whatever is in flight: the entries from its next index
+        (from its match index when not probing), as many as the batch limits allow, and the HWM."""
         if self.role != LEADER:
             raise ReplicaError(f"{self.server_id} is not a leader and sends no appends")
         if peer not in self.match:
             raise ReplicaError(f"{peer} is not a peer of {self.server_id}")
-        prev = min(self.match[peer], len(self._log))
+        prev = min(self.next_index[peer] - 1 if self.probing else self.match[peer], len(self._log))
+        end = self._batch_end(prev)
+        self._in_flight[peer] += 1
+        if self.probing and peer in self._confirmed:
+            self.next_index[peer] = end + 1  # pipelined: the next append follows this one
+        self._send(peer, self._append_request(prev, self._log[prev:end]))
+
+    def _append_request(self, prev: int, entries: list[tuple[int, bytes]]) -> AppendRequest:
         prev_generation = self._log[prev - 1][0] if prev else 0
-        end = len(self._log) if self.max_append_entries is None else min(len(self._log), prev + self.max_append_entries)
-        entries = tuple(self._log[prev:end])
-        self._in_flight.add(peer)
-        self._send(peer, AppendRequest(self.generation, self.server_id, prev, prev_generation,
-                                       entries, self.high_water_mark))
+        return AppendRequest(self.generation, self.server_id, prev, prev_generation, tuple(entries),
+                             self.high_water_mark)
+
+    def _batch_end(self, prev: int) -> int:
+        """The last index of an append after `prev`: within max_append_entries and, counting
+        payloads, max_append_bytes (at least one entry, so any entry can be sent)."""
+        end = len(self._log)
+        if self.max_append_entries is not None:
+            end = min(end, prev + self.max_append_entries)
+        if self.max_append_bytes is not None:
+            size = 0
+            for index in range(prev + 1, end + 1):
+                size += len(self._log[index - 1][1]) + ENTRY_OVERHEAD_BYTES
+                if size > self.max_append_bytes and index > prev + 1:
+                    return index - 1
+        return end
+
+    def _limit(self, peer: str) -> int:
+        """Appends allowed in flight to `peer`: while probing (until an append succeeds) one, then
+        up to max_in_flight pipelined; one when each append resends from the match index."""
+        return (self.max_in_flight or 1) if self.probing and peer in self._confirmed else 1
+
+    def _send_more(self, peer: str) -> None:
+        """Send `peer` what it lacks, within its in-flight limit; replies and heartbeats send the rest."""
+        if self.probing and peer in self._confirmed and self.next_index[peer] > len(self._log):
+            return  # everything is sent; heartbeats carry the HWM
+        if self._in_flight[peer] < self._limit(peer):
+            self.send_append(peer)
+
+    def _heartbeat(self, peer: str) -> None:
+        """A heartbeat carries the HWM and any entries the in-flight limit allows. A follower whose
+        answers showed no progress for a shortest election timeout lost what was in flight (a
+        dropped connection, a restart): start again after its match index."""
+        if self._in_flight[peer] and self._quiet[peer] >= self.election_ticks[0]:
+            self._in_flight[peer] = 0
+            self._quiet[peer] = 0
+            if self.probing:
+                self.next_index[peer] = self.match[peer] + 1
+                self._confirmed.discard(peer)
+        if self._in_flight[peer] < self._limit(peer):
+            self.send_append(peer)
+        else:
+            # Busy: an empty append after what was sent carries the HWM, and is refused if what
+            # was sent got lost (the refusal's hint restarts the catch-up from there).
+            # (While probing, the empty append goes at the match index: it must not confirm.)
+            confirmed = self.probing and peer in self._confirmed
+            prev = min(self.next_index[peer] - 1 if confirmed else self.match[peer], len(self._log))
+            self._in_flight[peer] += 1
+            self._send(peer, self._append_request(prev, []))
 
     def _on_append_request(self, request: AppendRequest) -> None:
         if self._rejoin_answers is not None:
@@ -425,8 +588,13 @@ class Replica:
             len(self._log) < prev or self._log[prev - 1][0] != request.prev_generation
         ):
             # Raft receiver rule 2: reply false if the log has no entry at prevLogIndex whose
-            # generation matches prevLogTerm.
-            self._send(request.leader, AppendReply(self.generation, self.server_id, False, prev))
+            # generation matches prevLogTerm; with a hint of where our logs may agree.
+            hint = min(prev, len(self._log))
+            while hint and self._log[hint - 1][0] > request.prev_generation:
+                hint -= 1
+            hint_generation = self._log[hint - 1][0] if hint else 0
+            self._send(request.leader, AppendReply(self.generation, self.server_id, False, prev,
+                                                   hint, hint_generation))
             return
         acknowledged = self._apply_entries(prev, request.entries)
         # "The followers then set their high-water mark accordingly" (never past what they hold).
@@ -475,9 +643,44 @@ class Replica:
         if self.role != LEADER or reply.generation != self.generation:
             return  # a reply to an earlier generation's append
         follower = reply.follower
-        self._in_flight.discard(follower)
+        self._in_flight[follower] = max(self._in_flight[follower] - 1, 0)
+        self._silent[follower] = 0
+        if not self.probing:
+            self._on_append_reply_from_match(reply)
+            return
         if reply.success:
-            # "The Leader keeps track of log indexes replicated at each server."
+            # "The Leader keeps track of log indexes replicated at each server." A reply to an
+            # older append can acknowledge less than we know: a match index never goes down.
+            # Progress (more matched, or all of it) confirms where the follower's log agrees:
+            # pipeline from there. Only progress counts as hearing from it: answers to heartbeats
+            # alone do not show that a lost append will ever be answered.
+            if reply.index > self.match[follower] or reply.index == len(self._log):
+                self._confirmed.add(follower)
+                self._quiet[follower] = 0
+            if reply.index > self.match[follower]:
+                self.match[follower] = reply.index
+                self._advance_high_water_mark()
+            self.next_index[follower] = max(self.next_index[follower], self.match[follower] + 1)
+        else:
+            if reply.index < self.match[follower] or reply.index >= self.next_index[follower]:
+                return  # a refusal of an append older than what we know since: stale
+            # The follower lacks our entry at reply.index. Its hint says its entries after
+            # hint_index are newer than ours there, and ours after the last index whose
+            # generation is at most hint_generation are newer than its: none of them match.
+            probe = min(reply.hint_index, reply.index - 1, len(self._log))
+            while probe > self.match[follower] and self._log[probe - 1][0] > reply.hint_generation:
+                probe -= 1
+            self.next_index[follower] = max(probe, self.match[follower]) + 1
+            self._confirmed.discard(follower)
+            self._quiet[follower] = 0
+            self._in_flight[follower] = 0  # appends sent after the refused one will be refused too
+        self._send_more(follower)
+
+    def _on_append_reply_from_match(self, reply: AppendReply) -> None:
+        """The seed's leader: it sends everything after the match index and sets the match index
+        to what the follower acknowledges (which under `generation-mismatch` may be lower)."""
+        follower = reply.follower
+        if reply.success:
             self.match[follower] = reply.index
             self._advance_high_water_mark()
             if self.match[follower] < len(self._log):
@@ -551,6 +754,7 @@ class Replica:
         if answers is None:
             return
         self._rejoin_answers = None
+        self.rejoin_answered = len(answers)
         leaders = [a for a in answers.values() if a.leader]
         if not leaders:
             return
@@ -644,93 +848,3 @@ def down_snapshot(durable: DurableLike, protocol: Protocol) -> ServerSnapshot:
     """The snapshot of a crashed server: what its storage holds (the model's `crash`)."""
     hwm = durable.hwm if protocol.hwm_durable else 0
     return ServerSnapshot(durable.generation, FOLLOWER, tuple(g for g, _ in durable.log), hwm, False)
-
-
-# ---------------------------------------------------------------------------
-# Drivers: one model action of the rpc network over in-memory replicas.
-#
-# `persist(replica, ready)` must make a Ready durable (for example `persist(ready,
-# storages[replica.server_id])`). Messages a driver does not deliver (heartbeats a new leader sends,
-# the broadcast of a write, ...) are dropped: on the rpc network nothing is in flight between actions.
-Persist = Callable[[Replica, Ready], None]
-
-
-def _drain(replica: Replica, persist_ready: Persist) -> tuple[tuple[str, PeerMessage], ...]:
-    ready = replica.ready()
-    persist_ready(replica, ready)
-    return ready.messages
-
-
-def replicate(leader: Replica, follower: Replica, persist_ready: Persist) -> None:
-    """The model's `replicate(leader, follower)`: one whole append round trip, back-off included.
-
-    The leader sends everything after the follower's match index; under `previous-entry` a
-    refused append makes the leader back off one index and try again, until the follower
-    accepts (or the leader learns it is stale and steps down).
-    """
-    _drain(leader, persist_ready)
-    _drain(follower, persist_ready)
-    leader.send_append(follower.server_id)
-    for _ in range(leader.last_index + 2):
-        requests = [msg for to, msg in _drain(leader, persist_ready)
-                    if to == follower.server_id and isinstance(msg, AppendRequest)]
-        if not requests:
-            return
-        follower.step(requests[-1])
-        replies = [msg for to, msg in _drain(follower, persist_ready)
-                   if to == leader.server_id and isinstance(msg, AppendReply)]
-        for reply in replies:
-            leader.step(reply)
-        if not replies or all(reply.success for reply in replies):
-            _drain(leader, persist_ready)
-            return
-    raise RuntimeError(f"replicate {leader.server_id}->{follower.server_id} did not converge")
-
-
-def elect(candidate: Replica, voters: Mapping[str, Replica], persist_ready: Persist,
-          max_rounds: int = 4) -> bool:
-    """The model's `elect(candidate, voters)`: campaign until the candidate leads; True if it does.
-
-    Vote requests go to `voters` only (the candidate may be among them), and every voter hears
-    the request before any reply is counted. A voter of a higher generation refuses and the
-    candidate adopts that generation; the next round campaigns for it + 1, which is where the
-    model's atomic election lands: 1 + the highest generation among candidate and voters. (A
-    round cannot be won while a voter is ahead: a generation exists only because a quorum adopted
-    it. Refusals are still delivered first, so even a hand-built cluster cannot make the
-    candidate lead a stale generation for a moment, and append a no-op there.)
-    """
-    others = [v for name, v in voters.items() if name != candidate.server_id]
-    _drain(candidate, persist_ready)
-    for _ in range(max_rounds):
-        if candidate.role == LEADER:
-            break
-        candidate.campaign()
-        requests = _drain(candidate, persist_ready)
-        replies: list[VoteReply] = []
-        for voter in others:
-            for to, msg in requests:
-                if to == voter.server_id:
-                    voter.step(msg)
-            replies += [msg for to, msg in _drain(voter, persist_ready)
-                        if to == candidate.server_id and isinstance(msg, VoteReply)]
-        for reply in sorted(replies, key=lambda r: r.granted):
-            candidate.step(reply)
-        _drain(candidate, persist_ready)
-    return candidate.role == LEADER
-
-
-def rejoin(server: Replica, alive_peers: Mapping[str, Replica], persist_ready: Persist) -> None:
-    """Finish a restart: under `truncate-to-leader-hwm` the new replica asks every live peer for
-    its HWM, hears the answers, and truncates (`finish_rejoin`); under the other rules this only
-    persists what the constructor did (a truncation to its own HWM)."""
-    queries = _drain(server, persist_ready)
-    for to, msg in queries:
-        peer = alive_peers.get(to)
-        if peer is None or peer is server:
-            continue
-        peer.step(msg)
-        for back, answer in _drain(peer, persist_ready):
-            if back == server.server_id and isinstance(answer, HwmReply):
-                server.step(answer)
-    server.finish_rejoin()
-    _drain(server, persist_ready)

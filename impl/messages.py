@@ -134,32 +134,53 @@ class AppendRequest:
 class AppendReply:
     """Follower -> leader. On success `index` is what the follower acknowledges (prev_index +
     len(entries) under `previous-entry`, its last log index under `generation-mismatch`); on
-    failure it is the request's prev_index, so the leader backs off below it."""
+    failure it is the request's prev_index, so the leader backs off below it.
+
+    A refusal also carries a conflict hint (etcd's RejectHint and LogTerm): `hint_index` is the
+    last index at or below min(prev_index, the follower's last index) whose generation is at most
+    the request's prev_generation, and `hint_generation` the generation there (0, 0 for none).
+    The leader skips every index in between, so catching up a diverged follower takes one round
+    trip per differing generation, not one per entry."""
 
     generation: int
     follower: str
     success: bool
     index: int
+    hint_index: int = 0
+    hint_generation: int = 0
 
     def __post_init__(self) -> None:
         _count(self, "generation")
         _server(self, "follower")
         _flag(self, "success")
         _count(self, "index")
+        _count(self, "hint_index")
+        _count(self, "hint_generation")
+        if self.hint_index > self.index:
+            _fail(self, "hint_index", f"{self.hint_index} is above the refused index {self.index}")
+        if self.hint_generation > self.generation:
+            _fail(self, "hint_generation", f"{self.hint_generation} is newer than the sender's "
+                  f"generation {self.generation}")
 
 
 @dataclass(frozen=True)
 class VoteRequest:
+    """A candidate asks for a vote in `generation`. A pre-vote (`pre_vote`) asks whether the voter
+    would vote in that generation, without anyone changing state: a server that cannot win (its
+    peers hear from a healthy leader) never raises its generation and deposes nobody."""
+
     generation: int
     candidate: str
     last_index: int
     last_generation: int
+    pre_vote: bool = False
 
     def __post_init__(self) -> None:
         _count(self, "generation")
         _server(self, "candidate")
         _count(self, "last_index")
         _count(self, "last_generation")
+        _flag(self, "pre_vote")
         if self.last_generation > self.generation:
             _fail(self, "last_generation", f"{self.last_generation} is newer than the candidate's "
                   f"generation {self.generation}")
@@ -169,14 +190,18 @@ class VoteRequest:
 
 @dataclass(frozen=True)
 class VoteReply:
+    """The answer to a VoteRequest; a pre-vote's answer has `pre_vote` and the requested generation."""
+
     generation: int
     voter: str
     granted: bool
+    pre_vote: bool = False
 
     def __post_init__(self) -> None:
         _count(self, "generation")
         _server(self, "voter")
         _flag(self, "granted")
+        _flag(self, "pre_vote")
 
 
 @dataclass(frozen=True)
@@ -209,21 +234,54 @@ class HwmReply:
 
 
 # ---------------------------------------------------------------- client messages
+# Error codes of PutReply and GetReply: what a client may do next depends on the code, never on
+# the text (which is for people). 0 is no error.
+OK = 0
+NOT_LEADER = 1  # nothing was written; ask `leader` if given
+NOT_WRITTEN = 2  # nothing was written (overwritten by another leader): try again
+REFUSED = 3  # nothing was written, and trying again will not help (a value too big)
+OUTCOME_UNKNOWN = 4  # accepted, not committed in time: it may still commit; retry with the same request id
+NOT_COMMITTED = 5  # a get above the server's high-water mark
+ERROR_CODES = {NOT_LEADER: "not the leader", NOT_WRITTEN: "not written", REFUSED: "refused",
+               OUTCOME_UNKNOWN: "outcome unknown", NOT_COMMITTED: "not committed"}
+
+
+def _error_code(message: object, has_error: bool) -> None:
+    code = getattr(message, "code")
+    if type(code) is not int:
+        _fail(message, "code", f"expected an int, got {type(code).__name__}")
+    if has_error and code not in ERROR_CODES:
+        _fail(message, "code", f"{code} is not an error code ({', '.join(map(str, ERROR_CODES))})")
+    if not has_error and code != OK:
+        _fail(message, "code", f"must be {OK} without an error, got {code}")
+
+
 @dataclass(frozen=True)
 class PutRequest:
+    """A value to append. A client that may retry names the request: `client` (its id) and
+    `request` (> 0, new for each value); a leader that finds the same pair in its log answers with
+    that entry instead of writing the value again, so a retried put is applied once."""
+
     value: bytes
+    client: str | None = None
+    request: int = 0
 
     def __post_init__(self) -> None:
         _bytes(self, "value")
+        _server(self, "client", optional=True)
+        _count(self, "request")
+        if (self.client is None) != (self.request == 0):
+            _fail(self, "request", "a request id (> 0) goes with a client id, and only with one")
 
 
 @dataclass(frozen=True)
 class PutReply:
-    """The index the value was committed at, or an error (with a leader hint when known)."""
+    """The index the value was committed at, or an error code and text (with a leader hint when known)."""
 
     index: int | None
     error: str | None = None
     leader: str | None = None
+    code: int = OK
 
     def __post_init__(self) -> None:
         _optional_count(self, "index")
@@ -231,6 +289,7 @@ class PutReply:
         _server(self, "leader", optional=True)
         if (self.index is None) == (self.error is None):
             _fail(self, "index", "exactly one of index and error must be given")
+        _error_code(self, self.error is not None)
 
 
 @dataclass(frozen=True)
@@ -249,12 +308,14 @@ class GetReply:
     generation: int | None
     value: bytes | None
     error: str | None = None
+    code: int = OK
 
     def __post_init__(self) -> None:
         _count(self, "index")
         _optional_count(self, "generation")
         _bytes(self, "value", optional=True)
         _text(self, "error", optional=True)
+        _error_code(self, self.error is not None)
         has_entry = self.generation is not None and self.value is not None
         no_entry = self.generation is None and self.value is None
         if not (has_entry and self.error is None or no_entry and self.error is not None):

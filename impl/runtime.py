@@ -45,19 +45,21 @@ from typing import Mapping
 
 from impl import codec
 from impl import messages as m
-from impl.client import NOT_LEADER, NOT_WRITTEN, OUTCOME_UNKNOWN, REFUSED, Address, format_address
-from impl.core import Entry, NotCommitted, NotLeader, Replica, ReplicaError, persist
-from impl.storage import DiskStorage, StorageError
+from impl.client import Address, format_address
+from impl.core import Entry, NotCommitted, Replica, ReplicaError, persist
+from impl.storage import DataDirectoryInUse, DiskStorage, StorageError
 from properties.protocol import RAFT, Protocol
 
-__all__ = ["Node", "NodeConfig", "NodeError", "run_node"]
+__all__ = ["DataDirectoryBusy", "Node", "NodeConfig", "NodeError", "run_node"]
 
 log = logging.getLogger("hwm.node")
 
-# A value is at most this big, so that an append of `max_append_entries` entries stays well under
-# the codec's frame limit (the core bounds appends by entry count, not bytes).
+# A value is at most this big; an append carries at most MAX_APPEND_BYTES of entries (or one
+# entry), well under the codec's frame limit, and at most MAX_IN_FLIGHT appends wait for an answer
+# per follower: catching up costs one append per batch, however long the log.
 MAX_VALUE_BYTES = 64 * 1024
-MAX_APPEND_ENTRIES = 128
+MAX_APPEND_BYTES = 1024 * 1024
+MAX_IN_FLIGHT = 4
 # Per connection: answers owed before we stop reading its requests; bytes buffered before we give
 # up on a reader that does not read.
 MAX_OWED_ANSWERS = 256
@@ -68,8 +70,46 @@ RECONNECT_SECONDS = (0.01, 0.1)  # first and longest pause between attempts to r
 MAX_CATCH_UP_TICKS = 50  # after a stall (a slow fsync, a suspended process) run at most this many
 
 
+# ------------------------------------------------------------------------- entries
+# An entry's payload is the client's value behind one tag byte: PLAIN, or NAMED followed by the
+# client id (1-byte length + UTF-8) and the request id (8 bytes, big-endian), so that any server
+# that becomes leader finds in its log which requests it already holds (a retried put is applied
+# once). A payload with another first byte is a value as is (the no-op entry is empty).
+PLAIN, NAMED = b"\x00", b"\x01"
+
+
+def encode_entry(value: bytes, client: str | None = None, request: int = 0) -> bytes:
+    if client is None:
+        return PLAIN + value
+    name = client.encode("utf-8")
+    return NAMED + bytes((len(name),)) + name + request.to_bytes(8, "big") + value
+
+
+def decode_entry(payload: bytes) -> tuple[bytes, tuple[str, int] | None]:
+    """(value, (client, request) or None) of an entry's payload."""
+    if payload[:1] == PLAIN:
+        return payload[1:], None
+    if payload[:1] == NAMED and len(payload) >= 2:
+        end = 2 + payload[1]
+        if len(payload) >= end + 8:
+            try:
+                client = payload[2:end].decode("utf-8")
+            except UnicodeDecodeError:
+                return payload, None
+            return payload[end + 8:], (client, int.from_bytes(payload[end:end + 8], "big"))
+    return payload, None
+
+
 class NodeError(Exception):
     """The node cannot start or had to stop; the text says why (file, address ...)."""
+
+    usage = False  # True when the fix is in how the node was started (exit 2), not in its files
+
+
+class DataDirectoryBusy(NodeError):
+    """Another server holds the data directory's lock."""
+
+    usage = True
 
 
 @dataclass(frozen=True)
@@ -84,7 +124,9 @@ class NodeConfig:
     # even on a busy machine, so leaders are not deposed by a slow disk.
     election_ticks: tuple[int, int] = (30, 60)
     heartbeat_ticks: int = 5
-    max_append_entries: int = MAX_APPEND_ENTRIES
+    max_append_entries: int | None = None
+    max_append_bytes: int = MAX_APPEND_BYTES
+    max_in_flight: int = MAX_IN_FLIGHT
     max_value_bytes: int = MAX_VALUE_BYTES
     put_timeout: float = 10.0
     partial_frame_seconds: float = 10.0
@@ -187,8 +229,9 @@ class _PeerLink:
     async def _pause(self, seconds: float) -> None:
         self._kick.clear()
         try:
-            await asyncio.wait_for(self._kick.wait(), seconds)
-        except asyncio.TimeoutError:
+            async with asyncio.timeout(seconds):
+                await self._kick.wait()
+        except TimeoutError:
             pass
 
     def send(self, message: m.PeerMessage) -> None:
@@ -217,11 +260,14 @@ class _PeerLink:
         # or it campaigns and deposes a healthy leader (the core has no pre-vote).
         backoff = RECONNECT_SECONDS[0]
         lost = False
-        while True:
+        # asyncio.timeout, not wait_for: on Python 3.11 wait_for swallows a cancellation that
+        # arrives as the connection completes, and the link then outlives stop().
+        while not self.node._stopping:
             self._connecting = True
             try:
-                reader, writer = await asyncio.wait_for(asyncio.open_connection(*self.address), 1.0)
-            except (OSError, asyncio.TimeoutError) as error:
+                async with asyncio.timeout(1.0):
+                    reader, writer = await asyncio.open_connection(*self.address)
+            except (OSError, TimeoutError) as error:
                 self._connecting = False
                 self.dropped += len(self._backlog)
                 self._backlog.clear()
@@ -301,7 +347,8 @@ class Node:
         self.config = config
         self.server_id = config.server_id
         self.replica: Replica | None = None
-        self.storage = DiskStorage(config.data_dir)
+        self.storage = DiskStorage(config.data_dir,
+                                   owner=f"server {config.server_id} listening on {format_address(config.listen)}")
         self.stats = _Stats()
         self.failure: BaseException | None = None  # why the node stopped itself, if it did
         self._server: asyncio.AbstractServer | None = None
@@ -311,6 +358,9 @@ class Node:
         self._answers: list[tuple[_Connection, list, m.Message, bool]] = []
         self._pending: dict[int, list[_PendingPut]] = {}
         self._pending_by_deadline: deque[_PendingPut] = deque()
+        # (client, request) -> index of the entry that carries it, for every named entry written
+        # to the log (a lookup checks the entry is still there: a truncation may have removed it).
+        self._requests: dict[tuple[str, int], int] = {}
         self._connections: set[_Connection] = set()
         self._tasks: list[asyncio.Task] = []
         self._driver: asyncio.Task | None = None
@@ -332,6 +382,8 @@ class Node:
         config = self.config
         try:
             durable = await asyncio.to_thread(self.storage.load)
+        except DataDirectoryInUse as error:
+            raise DataDirectoryBusy(f"{self.server_id}: cannot start: {error}") from None
         except StorageError as error:
             raise NodeError(f"{self.server_id}: cannot start from {config.data_dir}: {error}") from None
         except OSError as error:
@@ -340,7 +392,8 @@ class Node:
         try:
             self.replica = Replica(self.server_id, tuple(config.peers), config.protocol, durable,
                                    election_ticks=config.election_ticks, heartbeat_ticks=config.heartbeat_ticks,
-                                   rng_seed=seed, max_append_entries=config.max_append_entries)
+                                   rng_seed=seed, max_append_entries=config.max_append_entries,
+                                   max_append_bytes=config.max_append_bytes, max_in_flight=config.max_in_flight)
         except (ValueError, ReplicaError) as error:
             self.storage.close()
             raise NodeError(f"{self.server_id}: cannot start from {config.data_dir}: {error}") from None
@@ -352,6 +405,8 @@ class Node:
             self.storage.close()
             raise NodeError(f"{self.server_id}: cannot listen on {format_address(config.listen)}: "
                             f"{_reason(error)}") from None
+        for index, (_, payload) in enumerate(durable.log, start=1):
+            self._remember(index, payload)
         log.info("%s: listening on %s; %d entries recovered (generation %d, HWM %d), protocol %s",
                  self.server_id, format_address(self.address), self.replica.last_index, self.replica.generation,
                  self.replica.hwm, _protocol_name(config.protocol))
@@ -386,8 +441,9 @@ class Node:
         # Let the driver finish the batch it may be persisting, then stop everything else.
         if driver is not None and driver in tasks and not driver.done():
             try:
-                await asyncio.wait_for(asyncio.shield(driver), 5.0)
-            except (asyncio.TimeoutError, Exception):
+                async with asyncio.timeout(5.0):
+                    await asyncio.shield(driver)
+            except (TimeoutError, Exception):
                 pass
         for task in tasks:
             task.cancel()
@@ -427,8 +483,9 @@ class Node:
                     continue
                 wait = self.config.partial_frame_seconds if frames.buffered else None
                 try:
-                    data = await asyncio.wait_for(reader.read(65536), wait)
-                except asyncio.TimeoutError:
+                    async with asyncio.timeout(wait):
+                        data = await reader.read(65536)
+                except TimeoutError:
                     self._refuse(connection, f"incomplete frame: {frames.buffered} bytes waited "
                                              f"{self.config.partial_frame_seconds:g} s for the rest")
                     break
@@ -444,8 +501,9 @@ class Node:
             # Stop reading; let owed answers (puts waiting to commit) go out, then close.
             if not connection.closed and connection.owed:
                 try:
-                    await asyncio.wait_for(connection.done.wait(), self.config.put_timeout + 1)
-                except asyncio.TimeoutError:
+                    async with asyncio.timeout(self.config.put_timeout + 1):
+                        await connection.done.wait()
+                except TimeoutError:
                     pass
         except (OSError, asyncio.IncompleteReadError):
             pass
@@ -536,30 +594,56 @@ class Node:
             self._answer_put(request, connection, slot)
         elif isinstance(request, m.GetRequest):
             try:
-                generation, value = replica.read(request.index)
-                answer: m.Message = m.GetReply(request.index, generation, value)
+                generation, payload = replica.read(request.index)
+                answer: m.Message = m.GetReply(request.index, generation, decode_entry(payload)[0])
             except NotCommitted as error:
-                answer = m.GetReply(request.index, None, None, str(error))
+                answer = m.GetReply(request.index, None, None, str(error), m.NOT_COMMITTED)
             self._answers.append((connection, slot, answer, False))
         else:
             self._answers.append((connection, slot, replica.status(), False))
+
+    def _remember(self, index: int, payload: bytes) -> None:
+        ids = decode_entry(payload)[1]
+        if ids is not None:
+            self._requests[ids] = index
+
+    def _written(self, ids: tuple[str, int]) -> int | None:
+        """The index of the entry in our log that carries request `ids`, if there is one."""
+        index = self._requests.get(ids)
+        replica = self.replica
+        if index is None or index > replica.last_index or decode_entry(replica.entry(index)[1])[1] != ids:
+            return None
+        return index
 
     def _answer_put(self, request: m.PutRequest, connection: _Connection, slot: list) -> None:
         replica = self.replica
         if len(request.value) > self.config.max_value_bytes:
             self._answers.append((connection, slot, m.PutReply(
-                None, f"{REFUSED}: the value is {len(request.value)} bytes; at most "
-                      f"{self.config.max_value_bytes} are accepted"), False))
+                None, f"the value is {len(request.value)} bytes; at most "
+                      f"{self.config.max_value_bytes} are accepted", code=m.REFUSED), False))
             return
-        try:
-            index = replica.propose(request.value)
-        except NotLeader as error:
-            self._answers.append((connection, slot, m.PutReply(None, f"{NOT_LEADER}: {error}", error.leader), False))
+        ids = (request.client, request.request) if request.client is not None else None
+        index = self._written(ids) if ids is not None else None
+        if index is not None and index <= min(replica.hwm, replica.last_index):
+            self._answers.append((connection, slot, m.PutReply(index), False))  # a retry, committed
             return
-        self.stats.puts += 1
+        if replica.role != "leader":
+            leader = replica.leader_id
+            text = f"{self.server_id} is not the leader" + (f"; the leader is {leader}" if leader else
+                                                             "; no leader is known")
+            self._answers.append((connection, slot, m.PutReply(None, text, leader, m.NOT_LEADER), False))
+            return
+        if index is None:
+            index = replica.propose(encode_entry(request.value, *(ids or (None, 0))))
+            self.stats.puts += 1
+        elif replica.last_generation < replica.generation:
+            # A retry of a put our log holds from an earlier generation, not yet committed. Under
+            # commit=current-generation it commits only behind an entry of ours; if every client
+            # is retrying, none would come: write an empty one (Raft's no-op).
+            replica.propose(b"")
+        generation, payload = replica.entry(index)
         loop = asyncio.get_running_loop()
-        pending = _PendingPut(replica.generation, request.value, connection, slot,
-                              loop.time() + self.config.put_timeout, index)
+        pending = _PendingPut(generation, payload, connection, slot, loop.time() + self.config.put_timeout, index)
         self._pending.setdefault(index, []).append(pending)
         self._pending_by_deadline.append(pending)
 
@@ -570,8 +654,8 @@ class Node:
             if (pending.generation, pending.value) == (entry.generation, entry.payload):
                 answer = m.PutReply(entry.index)
             else:
-                answer = m.PutReply(None, f"{NOT_WRITTEN}: entry {entry.index} was overwritten by the leader of "
-                                          f"generation {entry.generation}; write the value again")
+                answer = m.PutReply(None, f"entry {entry.index} was overwritten by the leader of generation "
+                                          f"{entry.generation}; write the value again", code=m.NOT_WRITTEN)
             pending.connection.answer(pending.slot, answer)
 
     def _expire_puts(self, now: float) -> None:
@@ -587,8 +671,8 @@ class Node:
                 if not waiting:
                     del self._pending[pending.index]
             pending.connection.answer(pending.slot, m.PutReply(
-                None, f"{OUTCOME_UNKNOWN}: entry {pending.index} was not committed within "
-                      f"{self.config.put_timeout:g} s (no quorum reachable?); it may still be committed"))
+                None, f"entry {pending.index} was not committed within {self.config.put_timeout:g} s "
+                      "(no quorum reachable?); it may still be committed", code=m.OUTCOME_UNKNOWN))
 
     async def _flush(self) -> None:
         """Hand out the replica's Ready: persist first, then send and answer."""
@@ -599,6 +683,8 @@ class Node:
             if ready.truncate_from is not None or ready.entries or ready.metadata is not None:
                 self.stats.persists += 1
                 await asyncio.to_thread(persist, ready, self.storage)
+            for entry in ready.entries:
+                self._remember(entry.index, entry.payload)
             for to, message in ready.messages:
                 link = self._links.get(to)
                 if link is not None:

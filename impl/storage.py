@@ -25,6 +25,8 @@ HWM 0).
 
 from __future__ import annotations
 
+import errno
+import fcntl
 import json
 import os
 import zlib
@@ -36,6 +38,7 @@ from impl.wal import (
     CorruptLogError,
     StorageError,
     WriteAheadLog,
+    WriteFailedError,
     check_truncate_index,
     fsync_directory,
     check_entries,
@@ -44,6 +47,7 @@ from impl.wal import (
 __all__ = [
     "CorruptLogError",
     "CorruptMetadataError",
+    "DataDirectoryInUse",
     "DiskStorage",
     "Durable",
     "MemoryStorage",
@@ -56,6 +60,7 @@ __all__ = [
 
 METADATA_FORMAT = "hwm-metadata/1"
 METADATA_FILE = "metadata.json"
+LOCK_FILE = "LOCK"
 WAL_DIRECTORY = "wal"
 
 
@@ -66,6 +71,34 @@ class CorruptMetadataError(StorageError):
         self.path = path
         self.reason = reason
         super().__init__(f"corrupt metadata file {path}: {reason}")
+
+
+class DataDirectoryInUse(StorageError):
+    """Another process (or another storage in this one) holds the data directory's lock."""
+
+    def __init__(self, directory: str, holder: str) -> None:
+        self.directory = directory
+        self.holder = holder
+        super().__init__(f"data directory {directory} is in use by {holder}; two servers on one "
+                         "directory would both acknowledge writes that only one of them keeps")
+
+
+def lock_directory(directory: str, owner: str) -> int:
+    """Take the exclusive lock on `directory/LOCK` (flock: released when the process dies, even
+    by kill -9) and write `owner` into it; returns the file descriptor that holds the lock."""
+    path = os.path.join(directory, LOCK_FILE)
+    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError as error:
+        holder = os.pread(fd, 4096, 0).decode("utf-8", "replace").strip() or "another process"
+        os.close(fd)
+        if error.errno in (errno.EWOULDBLOCK, errno.EAGAIN, errno.EACCES):
+            raise DataDirectoryInUse(directory, holder) from None
+        raise
+    os.ftruncate(fd, 0)
+    os.pwrite(fd, f"{owner} (pid {os.getpid()})\n".encode(), 0)
+    return fd
 
 
 @dataclass(frozen=True)
@@ -157,12 +190,19 @@ def write_metadata(path: str, metadata: Metadata) -> None:
     temporary = path + ".tmp"
     fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
     try:
-        view = memoryview(data)
-        while view:
-            view = view[os.write(fd, view) :]
-        os.fsync(fd)
-    finally:
-        os.close(fd)
+        try:
+            view = memoryview(data)
+            while view:
+                view = view[os.write(fd, view) :]
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+    except OSError:
+        try:
+            os.unlink(temporary)  # give back the space; the old file is untouched
+        except OSError:
+            pass
+        raise
     os.replace(temporary, path)
     fsync_directory(os.path.dirname(os.path.abspath(path)))
 
@@ -170,9 +210,12 @@ def write_metadata(path: str, metadata: Metadata) -> None:
 class DiskStorage:
     """``Storage`` on disk: ``directory/wal/`` segment files and ``directory/metadata.json``."""
 
-    def __init__(self, directory: str | os.PathLike[str], segment_bytes: int = DEFAULT_SEGMENT_BYTES) -> None:
+    def __init__(self, directory: str | os.PathLike[str], segment_bytes: int = DEFAULT_SEGMENT_BYTES,
+                 owner: str = "a replica") -> None:
         self.directory = os.fspath(directory)
         self.segment_bytes = segment_bytes
+        self.owner = owner  # written into the lock file, so a second user learns who holds it
+        self._lock_fd: int | None = None
         self.metadata_path = os.path.join(self.directory, METADATA_FILE)
         self.wal_directory = os.path.join(self.directory, WAL_DIRECTORY)
         self._wal: WriteAheadLog | None = None
@@ -183,12 +226,18 @@ class DiskStorage:
         if self._wal is not None:
             raise RuntimeError(f"load: storage {self.directory} is already open; close() or crash() it first")
         os.makedirs(self.directory, exist_ok=True)
-        metadata = read_metadata(self.metadata_path)
-        wal = WriteAheadLog(self.wal_directory, self.segment_bytes)
+        self._lock_fd = lock_directory(self.directory, self.owner)
+        try:
+            metadata = read_metadata(self.metadata_path)
+            wal = WriteAheadLog(self.wal_directory, self.segment_bytes)
+        except BaseException:
+            self._unlock()
+            raise
         try:
             log = tuple(wal.entries(1, wal.last_index + 1))
         except BaseException:
             wal.crash()
+            self._unlock()
             raise
         self._wal = wal
         self._metadata = metadata
@@ -215,9 +264,16 @@ class DiskStorage:
         self.wal.truncate_from(index)
 
     def save_metadata(self, generation: int, vote: str | None, hwm: int) -> None:
-        self._check_open()
+        wal = self._check_open()
+        if wal.failed is not None:
+            raise wal.failed
         metadata = _check_metadata(generation, vote, hwm)
-        write_metadata(self.metadata_path, metadata)
+        try:
+            write_metadata(self.metadata_path, metadata)
+        except OSError as error:
+            # Fail-stop, as for the log: the file holds the old or the new metadata.
+            wal.failed = WriteFailedError(self.directory, error)
+            raise wal.failed from error
         self._metadata = metadata
 
     def sync(self) -> None:
@@ -237,16 +293,25 @@ class DiskStorage:
         return self.wal.last_index
 
     def close(self) -> None:
-        """Sync and release files; ``load()`` reopens."""
-        if self._wal is not None:
-            wal, self._wal = self._wal, None
-            wal.close()
+        """Sync and release files and the lock; ``load()`` reopens."""
+        try:
+            if self._wal is not None:
+                wal, self._wal = self._wal, None
+                wal.close()
+        finally:
+            self._unlock()
 
     def crash(self) -> None:
         """Release files without syncing: unsynced appends and truncations are lost."""
         if self._wal is not None:
             wal, self._wal = self._wal, None
             wal.crash()
+        self._unlock()
+
+    def _unlock(self) -> None:
+        if self._lock_fd is not None:
+            fd, self._lock_fd = self._lock_fd, None
+            os.close(fd)  # closing the descriptor releases the flock
 
 
 class MemoryStorage:

@@ -115,6 +115,22 @@ class CorruptLogError(StorageError):
         )
 
 
+class WriteFailedError(StorageError, OSError):
+    """A write or fsync failed earlier (a full disk, an I/O error): the log takes no more writes.
+
+    After a failed fsync the kernel may already have dropped the dirty pages, so retrying could
+    report success for data that is gone; the only safe course is to stop, and let recovery read
+    what is really on disk."""
+
+    def __init__(self, directory: str, cause: BaseException) -> None:
+        self.cause = cause
+        text = f"write-ahead log {directory} stopped taking writes after a failed write: {cause}"
+        super().__init__(getattr(cause, "errno", None), text)
+
+    def __str__(self) -> str:
+        return self.strerror
+
+
 @dataclass(frozen=True)
 class TornTail:
     """What recovery dropped: the bytes of ``path`` from ``offset`` on (``removed``: the whole file)."""
@@ -234,6 +250,7 @@ class WriteAheadLog:
         self._directory_dirty = False
         self._read_fds: OrderedDict[int, int] = OrderedDict()  # first index -> read-only fd
         self._closed = False
+        self.failed: WriteFailedError | None = None  # set by the first failed write or fsync
         created = not os.path.isdir(self.directory)
         os.makedirs(self.directory, exist_ok=True)
         if created:
@@ -287,14 +304,14 @@ class WriteAheadLog:
     # ---------------------------------------------------------------------------------- writes
     def append(self, entries: Sequence[tuple[int, int, bytes]]) -> None:
         """Buffer records; they reach the OS on ``flush`` and the disk on ``sync``."""
-        self._check_open()
+        self._check_writable()
         checked = check_entries(self.last_index, entries)
         self._pending.extend(checked)
         self._generations.extend(generation for _, generation, _ in checked)
 
     def truncate_from(self, index: int) -> None:
         """Remove every entry with index >= ``index``; applied on disk at the next flush/sync."""
-        self._check_open()
+        self._check_writable()
         check_truncate_index(index)
         if index > self.last_index:
             return
@@ -310,27 +327,38 @@ class WriteAheadLog:
 
     def flush(self) -> None:
         """Apply a pending truncation (fsynced) and write buffered records to the OS, without fsync."""
-        self._check_open()
-        if self._cut is not None:
-            self._apply_cut()
-        if self._pending:
-            self._write_pending()
+        self._check_writable()
+        try:
+            if self._cut is not None:
+                self._apply_cut()
+            if self._pending:
+                self._write_pending()
+        except OSError as error:
+            self._fail(error)
 
     def sync(self) -> None:
         """Make every append and truncation so far durable."""
         self.flush()
-        if self._write_fd is not None and self._write_fd_dirty:
-            os.fsync(self._write_fd)
-        self._write_fd_dirty = False
-        if self._directory_dirty:
-            fsync_directory(self.directory)
-            self._directory_dirty = False
+        try:
+            if self._write_fd is not None and self._write_fd_dirty:
+                os.fsync(self._write_fd)
+            self._write_fd_dirty = False
+            if self._directory_dirty:
+                fsync_directory(self.directory)
+                self._directory_dirty = False
+        except OSError as error:
+            self._fail(error)
 
     def close(self) -> None:
-        """Sync, then release file handles."""
+        """Sync, then release file handles (after a failed write: release only)."""
         if self._closed:
             return
-        self.sync()
+        if self.failed is None:
+            try:
+                self.sync()
+            except WriteFailedError:
+                self._release()
+                raise
         self._release()
 
     def crash(self) -> None:
@@ -348,6 +376,19 @@ class WriteAheadLog:
     def _check_open(self) -> None:
         if self._closed:
             raise RuntimeError(f"write-ahead log {self.directory} is closed")
+
+    def _check_writable(self) -> None:
+        self._check_open()
+        if self.failed is not None:
+            raise self.failed
+
+    def _fail(self, error: OSError) -> None:
+        """Stop taking writes, and leave on disk only what recovery takes as it is: records of
+        the segment that failed are cut back to where this write began (a torn tail otherwise),
+        and a segment this write created is removed, so no segment but the last is ever torn."""
+        self.failed = WriteFailedError(self.directory, error)
+        self._pending.clear()
+        raise self.failed from error
 
     def _release(self) -> None:
         fds = list(self._read_fds.values())
@@ -442,7 +483,8 @@ class WriteAheadLog:
             # power failure can tear only the last segment (damage elsewhere is then corruption).
             if self._write_fd_dirty:
                 os.fsync(self._write_fd)
-            os.close(self._write_fd)
+            fd, self._write_fd = self._write_fd, None
+            os.close(fd)
         path = os.path.join(self.directory, segment_name(first_index))
         self._write_fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o644)
         self._write_fd_dirty = False
@@ -453,6 +495,39 @@ class WriteAheadLog:
         return segment
 
     def _write_pending(self) -> None:
+        segments_before = len(self._segments)
+        size_before = self._segments[-1].size if self._segments else 0
+        try:
+            self._write_records()
+        except OSError:
+            self._undo_write(segments_before, size_before)
+            raise
+
+    def _undo_write(self, segments_before: int, size_before: int) -> None:
+        """Best effort after a failed write: remove the segments it created and cut the segment it
+        started in back to its old size. If this fails too, recovery still accepts what is left:
+        a torn tail, possibly followed by segments that hold no record."""
+        if self._write_fd is not None:
+            try:
+                os.close(self._write_fd)
+            except OSError:
+                pass
+            self._write_fd = None
+        try:
+            for segment in reversed(self._segments[segments_before:]):
+                os.unlink(segment.path)
+            if segments_before:
+                segment = self._segments[segments_before - 1]
+                fd = os.open(segment.path, os.O_RDWR)
+                try:
+                    os.ftruncate(fd, size_before)
+                finally:
+                    os.close(fd)
+            fsync_directory(self.directory)
+        except OSError:
+            pass
+
+    def _write_records(self) -> None:
         segment = self._segments[-1] if self._segments else None
         chunk: list[bytes] = []
         chunk_start = segment.size if segment is not None else 0
@@ -489,6 +564,7 @@ class WriteAheadLog:
             for name in os.listdir(self.directory)
             if (match := _SEGMENT_NAME.match(name))
         )
+        recordless: list[tuple[int, str]] = []  # segments after a torn tail that hold no record
         expected = 1  # index the next record must carry
         tail_action: tuple[str, int, str] | None = None  # ("cut" | "remove", offset, reason)
         for position, (first_index, name) in enumerate(names):
@@ -536,8 +612,14 @@ class WriteAheadLog:
                     elif index != expected:
                         raise CorruptLogError(path, offset, f"record has index {index}, expected {expected}")
                 if problem is not None:
-                    if not is_last:
+                    later = names[position + 1:]
+                    if not is_last and not all(
+                            os.path.getsize(os.path.join(self.directory, n)) <= SEGMENT_HEADER.size for _, n in later):
                         raise CorruptLogError(path, offset, problem + " in a segment that is not the last")
+                    # Segments after it that hold no record are what a write that failed (a full
+                    # disk) after starting a new segment leaves: nothing valid follows, so this is
+                    # a torn tail like any other, and they go with it.
+                    recordless = later
                     found = _find_valid_record(view, offset + 1, expected)
                     if found is not None:
                         raise CorruptLogError(
@@ -554,7 +636,13 @@ class WriteAheadLog:
                 offset = end
             self._segments.append(segment)
             self._firsts.append(first_index)
+            if tail_action is not None:
+                break  # only record-less segments follow a torn tail
         self._disk_last = expected - 1
+        for _, name in recordless:
+            os.unlink(os.path.join(self.directory, name))
+        if recordless:
+            names = names[: len(names) - len(recordless)]
         if tail_action is not None:
             self._drop_torn_tail(names, *tail_action)
         # What we recovered may have been only in the page cache (a process crash after a write and

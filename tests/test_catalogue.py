@@ -1,5 +1,5 @@
 """The bug catalogue: every file is the explorer's shortest trace and replays as it says, on the
-model and on the implementation (hwm.simcluster: real replicas, storage and codec)."""
+model and on the implementation (bridge.simcluster: real replicas, storage and codec)."""
 
 import pytest
 from click.testing import CliRunner

@@ -1,4 +1,4 @@
-"""Hypothesis drives the implementation against the model (tests/conformance/machine.py).
+"""Hypothesis drives the implementation against the model (bridge/machine.py).
 
 The safe presets must conform on both networks: after every step the replicas' snapshot equals the
 model's and every `always` property holds on the implementation's history. The run must also
@@ -19,7 +19,7 @@ from hwm.cli import main
 from hwm.replay import judge, replay_on_impl, replay_on_model
 from model.state import Config
 from properties.trace import load
-from tests.conformance.machine import (
+from bridge.machine import (
     ASYNC,
     RPC,
     PropertyViolation,

@@ -1,11 +1,11 @@
-"""hwm.simcluster: what the conformance machine and `hwm replay --on impl` run on."""
+"""bridge.simcluster: what the conformance machine and `hwm replay --on impl` run on."""
 
 from __future__ import annotations
 
 import pytest
 
 import impl.codec
-from hwm.simcluster import Read, SimCluster
+from bridge.simcluster import Read, SimCluster
 from model.state import Config
 from properties.protocol import PRESETS, RAFT
 from properties.snapshot import FOLLOWER, LEADER

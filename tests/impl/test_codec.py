@@ -60,11 +60,11 @@ def optional(strategy):
 
 get_replies = st.one_of(
     st.builds(m.GetReply, st.integers(0, 2**64 - 1), counts, payloads, st.none()),
-    st.builds(m.GetReply, st.integers(0, 2**64 - 1), st.none(), st.none(), texts),
+    st.builds(m.GetReply, st.integers(0, 2**64 - 1), st.none(), st.none(), texts, st.sampled_from(sorted(m.ERROR_CODES))),
 )
 put_replies = st.one_of(
     st.builds(m.PutReply, counts, st.none(), optional(server_ids)),
-    st.builds(m.PutReply, st.none(), texts, optional(server_ids)),
+    st.builds(m.PutReply, st.none(), texts, optional(server_ids), st.sampled_from(sorted(m.ERROR_CODES))),
 )
 
 MESSAGES = {
@@ -74,7 +74,8 @@ MESSAGES = {
     m.VoteReply: st.builds(m.VoteReply, counts, server_ids, st.booleans()),
     m.HwmQuery: st.builds(m.HwmQuery, counts, server_ids),
     m.HwmReply: st.builds(m.HwmReply, counts, server_ids, st.booleans(), counts),
-    m.PutRequest: st.builds(m.PutRequest, payloads),
+    m.PutRequest: st.one_of(st.builds(m.PutRequest, payloads),
+                            st.builds(m.PutRequest, payloads, server_ids, st.integers(1, 2**64 - 1))),
     m.PutReply: put_replies,
     m.GetRequest: st.builds(m.GetRequest, st.integers(1, 2**64 - 1)),
     m.GetReply: get_replies,
@@ -173,13 +174,13 @@ def test_errors_name_what_was_wrong():
     assert "version 9" in expect_codec_error(bytes((9,)) + vote[1:])
     assert "unknown message type 99" in expect_codec_error(bytes((VERSION, 99)))
     assert "too short" in expect_codec_error(b"")
-    assert "VoteReply.granted" in expect_codec_error(vote[:-1])
-    assert "VoteReply.granted: bool byte is 2" in expect_codec_error(vote[:-1] + b"\x02")
+    assert "VoteReply.granted" in expect_codec_error(vote[:-2])
+    assert "VoteReply.granted: bool byte is 2" in expect_codec_error(vote[:-2] + b"\x02\x00")
     assert "2 trailing bytes" in expect_codec_error(vote + b"\x00\x00")
     # A server id that is not UTF-8.
     bad_id = bytes((VERSION, 4)) + struct.pack(">Q", 3) + b"\x02\xff\xfe" + b"\x01"
     assert "VoteReply.voter: server id is not valid UTF-8" in expect_codec_error(bad_id)
-    empty_id = bytes((VERSION, 4)) + struct.pack(">Q", 3) + b"\x00" + b"\x01"
+    empty_id = bytes((VERSION, 4)) + struct.pack(">Q", 3) + b"\x00" + b"\x01" + b"\x00"
     assert "VoteReply.voter: a server id cannot be empty" in expect_codec_error(empty_id)
     # Lengths larger than what is left, and absurd entry counts, are refused before allocating.
     put = bytes((VERSION, 16)) + struct.pack(">I", 2**32 - 1)
@@ -194,7 +195,7 @@ def test_errors_name_what_was_wrong():
     assert "AppendRequest.entries[0]" in expect_codec_error(newer)
     get = bytes((VERSION, 18)) + struct.pack(">Q", 0)
     assert "GetRequest.index: 0 is out of range" in expect_codec_error(get)
-    both = bytes((VERSION, 17)) + b"\x01" + struct.pack(">Q", 1) + b"\x01" + struct.pack(">I", 1) + b"x" + b"\x00"
+    both = bytes((VERSION, 17)) + b"\x01" + struct.pack(">Q", 1) + b"\x01" + struct.pack(">I", 1) + b"x" + b"\x00" + struct.pack(">Q", 0)
     assert "exactly one of index and error" in expect_codec_error(both)
     role = bytes((VERSION, 21)) + b"\x02S1" + b"\x04king" + struct.pack(">QQQ", 1, 1, 1) + b"\x00"
     assert "StatusReply.role: 'king'" in expect_codec_error(role)

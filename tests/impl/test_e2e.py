@@ -20,6 +20,7 @@ from click.testing import CliRunner
 
 from hwm.cli import main
 from impl.client import Client, format_address
+from impl.runtime import encode_entry
 from impl.wal import RECORD_HEADER, SEGMENT_HEADER
 from tests.impl.ports import free_ports
 
@@ -155,7 +156,7 @@ def test_a_corrupted_write_ahead_log_stops_the_node_with_the_file_and_offset_and
     processes = Processes(tmp_path, addresses)
     try:
         process = processes.start("S1")
-        with Client(addresses, timeout=10) as client:
+        with Client(addresses, timeout=10, client_id="c") as client:
             for k in range(5):
                 client.put(f"v{k}".encode())
         process.send_signal(signal.SIGTERM)
@@ -164,7 +165,7 @@ def test_a_corrupted_write_ahead_log_stops_the_node_with_the_file_and_offset_and
 
         [segment] = sorted((tmp_path / "S1" / "wal").glob("*.log"))
         data = bytearray(segment.read_bytes())
-        second_record = SEGMENT_HEADER.size + RECORD_HEADER.size + len(b"v0")
+        second_record = SEGMENT_HEADER.size + RECORD_HEADER.size + len(encode_entry(b"v0", "c", 1))
         data[second_record + RECORD_HEADER.size] ^= 0xFF  # a bit flip in the payload of entry 2
         segment.write_bytes(bytes(data))
         digest = hashlib.sha256(segment.read_bytes()).hexdigest()
@@ -240,3 +241,21 @@ def test_hwm_cluster_starts_serves_the_cli_and_stops_every_server_on_sigterm(tmp
         except ProcessLookupError:
             pass
         supervisor.wait(10)
+
+
+def test_a_second_node_on_a_data_directory_exits_2_naming_the_holder(tmp_path):
+    ports = free_ports(2)
+    first = {"S1": ("127.0.0.1", ports[0])}
+    processes = Processes(tmp_path, first)
+    try:
+        processes.start("S1")
+        with Client(first, timeout=20) as client:
+            client.put(b"one")  # S1 is up and holds its directory
+        second = subprocess.run(HWM + ["node", "--id", "S1", "--listen", f"127.0.0.1:{ports[1]}",
+                                       "--data", str(tmp_path / "S1")],
+                                capture_output=True, text=True, timeout=60)
+        assert second.returncode == 2, second.stderr
+        assert (f"data directory {tmp_path / 'S1'} is in use by server S1 listening on "
+                f"127.0.0.1:{ports[0]} (pid {processes.running['S1'].pid})") in second.stderr
+    finally:
+        processes.close()

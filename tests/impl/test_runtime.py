@@ -64,8 +64,11 @@ class ThreadCluster:
 
     def close(self) -> None:
         try:
-            for server in list(self.nodes):
-                self.stop(server)
+            # All at once, so one slow stop does not eat the others' time.
+            nodes, self.nodes = list(self.nodes.values()), {}
+            async def stop_all():
+                await asyncio.gather(*(node.stop() for node in nodes))
+            self.call(stop_all(), timeout=30)
         finally:
             self.loop.call_soon_threadsafe(self.loop.stop)
             self.thread.join(5)
@@ -145,12 +148,10 @@ def test_cli_usage_errors_exit_2(args, message, tmp_path):
 def test_no_leader_reachable_exits_1_naming_every_address_tried():
     ports = free_ports(2)
     cluster = f"S1=127.0.0.1:{ports[0]},S2=127.0.0.1:{ports[1]}"
-    started = time.monotonic()
     result = CliRunner().invoke(main, ["put", "x", "--cluster", cluster, "--timeout", "0.5"])
     assert result.exit_code == 1
     assert f"S1=127.0.0.1:{ports[0]} (connection refused)" in result.output
     assert f"S2=127.0.0.1:{ports[1]} (connection refused)" in result.output
-    assert time.monotonic() - started < 5
     result = CliRunner().invoke(main, ["status", "--cluster", cluster])
     assert result.exit_code == 1 and "no server answered" in result.output
 
@@ -184,7 +185,8 @@ def test_a_value_over_the_limit_is_refused_and_nothing_is_written(cluster):
         client.put(b"small")
         leader = cluster.addresses[client.leader]
         [reply] = exchange(leader, codec.encode(m.PutRequest(b"x" * (64 * 1024 + 1))), timeout=1)[:1]
-        assert reply.index is None and reply.error.startswith("refused: the value is 65537 bytes")
+        assert reply.index is None and reply.code == m.REFUSED
+        assert reply.error.startswith("the value is 65537 bytes")
         with pytest.raises(ClientError, match="refused: the value is 65537 bytes; at most 65536"):
             client.put(b"x" * (64 * 1024 + 1))
         assert client.status([client.leader])[0].reply.last_index == 1
@@ -249,7 +251,7 @@ def _fuzz_frames(rng: random.Random, count: int) -> list[tuple[bytes, bool]]:
         m.PutRequest(b"fuzz"), m.GetRequest(1), m.GetRequest(10**6), m.StatusRequest(),
         m.VoteRequest(3, stranger, 5, 2), m.AppendRequest(4, stranger, 0, 0, ((1, b"x"), (4, b"y")), 2),
         m.AppendReply(2, stranger, True, 3), m.HwmQuery(1, stranger), m.VoteReply(1, stranger, True),
-        m.PutReply(3), m.ErrorReply("boo"), m.GetReply(1, None, None, "no"),
+        m.PutReply(3), m.ErrorReply("boo"), m.GetReply(1, None, None, "no", m.NOT_COMMITTED),
     ]
     frames = []
     for _ in range(count):
@@ -321,21 +323,140 @@ def test_a_node_refuses_to_start_on_a_taken_port(tmp_path):
 def test_a_restarting_server_hears_every_peer_before_its_rejoin_times_out(tmp_path):
     """restart=truncate-to-leader-hwm: the HwmQuery a replica sends as it starts goes out on links
     that are still connecting, and the answers come back on links the peers must re-dial; both are
-    held, not dropped, so the rejoin ends on answers (not on the timeout of 30 ticks = 0.9 s)."""
+    held, not dropped, so the rejoin ends on every peer's answer, not on its timeout."""
     from properties.protocol import resolve
 
-    made = ThreadCluster(tmp_path, protocol=resolve("raft-truncate-to-leader-hwm")[1], tick_seconds=0.03)
+    made = ThreadCluster(tmp_path, protocol=resolve("raft-truncate-to-leader-hwm")[1], tick_seconds=0.1)
     try:
         with made.client() as client:
             for k in range(3):
                 client.put(b"x")
             follower = next(s for s in made.addresses if s != client.leader)
         made.stop(follower)
-        started = time.monotonic()
         node = made.start(follower)
-        while node.replica.rejoining and time.monotonic() - started < 5:
+        deadline = time.monotonic() + 10  # a bound on the wait, not an assertion on speed
+        while node.replica.rejoining and time.monotonic() < deadline:
             time.sleep(0.005)
-        assert time.monotonic() - started < 0.6
+        assert not node.replica.rejoining
+        assert node.replica.rejoin_answered == len(made.addresses) - 1  # ended on answers, not the timeout
         assert all(link.dropped == 0 for link in node._links.values())
+    finally:
+        made.close()
+
+
+def test_a_peer_link_stops_when_cancelled_even_as_its_connection_completes(monkeypatch):
+    """stop() cancels the peer links and waits for them. A cancellation that arrives in the same
+    loop iteration as a completed connection must still end the link (asyncio.wait_for on 3.11
+    swallowed it, and the link kept reading: the intermittent teardown hang)."""
+    from types import SimpleNamespace
+    from impl.runtime import _PeerLink
+
+    class Reader:
+        async def read(self, size):
+            await asyncio.get_running_loop().create_future()  # a peer that never speaks
+
+    class Writer:
+        def write(self, data): pass
+        def close(self): pass
+        def is_closing(self): return False
+
+    async def connected(*address):
+        return Reader(), Writer()
+
+    monkeypatch.setattr(asyncio, "open_connection", connected)
+
+    async def scenario() -> list[int]:
+        survived = []
+        for steps in range(8):  # cancel after 0..7 loop iterations: one lands on the completion
+            link = _PeerLink(SimpleNamespace(server_id="S1", _stopping=False), "S2", ("127.0.0.1", 1))
+            task = asyncio.create_task(link.run())
+            for _ in range(steps):
+                await asyncio.sleep(0)
+            task.cancel()
+            done, _ = await asyncio.wait([task], timeout=1.0)
+            if not done:
+                survived.append(steps)
+                task.cancel()
+        return survived
+
+    assert asyncio.run(scenario()) == []
+
+
+@pytest.mark.network
+def test_a_full_disk_stops_the_node_unacknowledged_and_it_restarts_from_what_is_durable(tmp_path):
+    import errno
+    from tests.impl.diskfaults import faulty_disk
+
+    made = ThreadCluster(tmp_path, n=1)  # a cluster of one commits alone
+    try:
+        with made.client(timeout=3) as client:
+            assert [client.put(f"v{k}".encode()) for k in range(3)] == [1, 2, 3]
+            with faulty_disk(1, OSError(errno.ENOSPC, "No space left on device")):
+                with pytest.raises(ClientError):
+                    client.put(b"never acknowledged")
+                node = made.nodes["S1"]
+                made.call(node.stopped())
+            assert "No space left on device" in str(node.failure)
+        made.nodes.clear()
+        made.start("S1")  # the directory loads: nothing durable was damaged
+        with made.client() as client:
+            assert client.put(b"after") >= 4  # (raft commits older entries through a new one)
+            assert [client.get(k)[1] for k in (1, 2, 3)] == [b"v0", b"v1", b"v2"]
+    finally:
+        made.close()
+
+
+@pytest.mark.network
+def test_a_retried_put_with_the_same_request_id_is_applied_once(cluster):
+    leader = cluster.addresses[cluster.leader()]
+    request = m.PutRequest(b"once", "client-1", 7)
+    first = exchange(leader, codec.encode(request), timeout=5)[0]
+    again = exchange(leader, codec.encode(request), timeout=5)[0]
+    other = exchange(leader, codec.encode(m.PutRequest(b"once", "client-1", 8)), timeout=5)[0]
+    assert first.index is not None and again.index == first.index
+    assert other.index == first.index + 1  # a new request id is a new put
+    with cluster.client() as client:
+        assert client.get(first.index)[1] == b"once"
+        assert client.status([client.find_leader()])[0].reply.last_index == other.index
+
+
+@pytest.mark.network
+def test_a_server_that_accepts_and_never_answers_does_not_block_a_put(cluster):
+    """A paused server (SIGSTOP) still completes TCP handshakes from its backlog and then says
+    nothing. The client leaves it after attempt_timeout and the put goes to the leader."""
+    with closing(socket.socket()) as silent:
+        silent.bind(("127.0.0.1", 0))
+        silent.listen(16)
+        servers = {"S0": silent.getsockname(), **cluster.addresses}
+        with Client(servers, timeout=20, attempt_timeout=0.5) as client:
+            client.leader = "S0"  # the last leader it knew is the paused one
+            index = client.put(b"past the silent one")
+            assert client.leader in cluster.addresses
+            assert client.get(index)[1] == b"past the silent one"
+
+
+@pytest.mark.network
+def test_a_retry_of_an_uncommitted_entry_from_an_earlier_generation_commits_it(tmp_path):
+    """Every server's log ends with a put (client c, request 5) of generation 1 that was never
+    committed; the old leader is gone. When the client retries it on the new leader and nobody else
+    writes, the leader must write an entry of its own generation (a no-op): under raft's commit rule
+    nothing else would ever commit the retried entry."""
+    from impl.runtime import encode_entry
+    from impl.storage import DiskStorage
+
+    for server in ("S1", "S2", "S3"):
+        storage = DiskStorage(tmp_path / server)
+        storage.load()
+        storage.save_metadata(1, None, 0)
+        storage.append([(1, 1, encode_entry(b"a")), (2, 1, encode_entry(b"retried", "c", 5))])
+        storage.close()
+    made = ThreadCluster(tmp_path)
+    try:
+        leader = made.addresses[made.leader()]
+        [reply] = exchange(leader, codec.encode(m.PutRequest(b"retried", "c", 5)), timeout=5)[:1]
+        assert reply.index == 2, reply
+        with made.client() as client:
+            assert client.get(2)[1] == b"retried"
+            assert client.get(3)[1] == b""  # the no-op
     finally:
         made.close()

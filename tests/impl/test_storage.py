@@ -226,7 +226,7 @@ def test_disk_storage_keeps_segments_in_a_wal_directory(tmp_path):
     storage.append([(i, 1, b"x" * 10) for i in range(1, 5)])
     storage.save_metadata(1, None, 0)
     storage.close()
-    assert sorted(os.listdir(tmp_path / "replica")) == ["metadata.json", "wal"]
+    assert sorted(os.listdir(tmp_path / "replica")) == ["LOCK", "metadata.json", "wal"]
     assert len(os.listdir(storage.wal_directory)) == 4
 
 

@@ -537,3 +537,25 @@ WalCrashMachine.TestCase.settings = settings(
     suppress_health_check=[HealthCheck.too_slow],
 )
 test_wal_crash_recovery = WalCrashMachine.TestCase
+
+
+def test_a_torn_record_followed_only_by_record_less_segments_is_a_torn_tail(tmp_path):
+    """What a write that failed on a full disk after starting a new segment leaves: the torn end
+    of one segment, then a new segment with a header (or less) and no record. Nothing valid
+    follows the damage, so recovery cuts it and removes the empty segments."""
+    segment_bytes = HEADER + 2 * RECORD_SIZE
+    with WriteAheadLog(tmp_path, segment_bytes) as wal:
+        wal.append(entries(1, 3))
+    first = str(tmp_path / segment_name(1))
+    with open(first, "ab") as file:
+        file.write(encode_record(3, 1, payload(3))[:10])  # torn
+    with open(tmp_path / segment_name(3), "wb") as file:
+        file.write(SEGMENT_HEADER.pack(b"HWMW", 1, b"\0\0\0", 3))
+    with open(tmp_path / segment_name(4), "wb") as file:
+        file.write(b"HW")
+    with WriteAheadLog(tmp_path, segment_bytes) as wal:
+        assert wal.last_index == 2 and wal.torn_tail is not None
+        wal.append(entries(3, 5))
+    assert segment_files(str(tmp_path)) == [segment_name(1), segment_name(3)]
+    with WriteAheadLog(tmp_path, segment_bytes) as wal:
+        assert wal.entries(1, 5) == [(1, payload(i)) for i in range(1, 5)]

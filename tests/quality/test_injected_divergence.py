@@ -15,7 +15,7 @@ from hwm.replay import judge, replay_on_model
 from impl.core import LEADER, Replica
 from properties.quorum import quorum_index
 from properties.trace import load
-from tests.conformance.machine import ASYNC, RPC, Divergence, PropertyViolation, hunt, machine_for
+from bridge.machine import ASYNC, RPC, Divergence, PropertyViolation, hunt, machine_for
 
 
 class FollowerSkipsOneHwmUpdate(Replica):

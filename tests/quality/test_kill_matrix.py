@@ -22,7 +22,7 @@ from hwm.replay import judge, replay_on_impl, replay_on_model
 from model.state import Config
 from properties.protocol import PRESETS, model_only
 from properties.trace import load
-from tests.conformance.machine import PropertyViolation, hunt, machine_for
+from bridge.machine import PropertyViolation, hunt, machine_for
 
 # The bounds of every hunt: the explorer's default (3 servers, generation <= 4, log <= 1, one crash)
 # leaves a random walk little room before it runs out of generations; two more generations and a

@@ -34,7 +34,7 @@ from hypothesis import seed as hypothesis_seed
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, precondition, rule, run_state_machine_as_test
 
-from hwm.simcluster import SimCluster
+from bridge.simcluster import SimCluster
 from impl.core import Replica
 from model.actions import Model, to_step
 from model.state import Config, initial_state

@@ -34,6 +34,7 @@ from dataclasses import dataclass
 from typing import Callable, Iterator, Mapping
 
 from impl import codec
+from bridge.drivers import elect, rejoin, replicate
 from impl.core import (
     NotCommitted,
     NotLeader,
@@ -41,10 +42,7 @@ from impl.core import (
     Replica,
     ReplicaError,
     down_snapshot,
-    elect,
     persist,
-    rejoin,
-    replicate,
 )
 from impl.messages import AppendReply, AppendRequest, PeerMessage, VoteReply
 from impl.storage import Durable, MemoryStorage
@@ -154,6 +152,10 @@ class SimCluster:
         self.config = config
         self.names = [server_name(k) for k in range(config.servers)]
         self.replica_factory = replica_factory
+        if config.network == "async":
+            # The model's async leader sends everything after the match index; its channels are
+            # compared message for message, so the replicas must too.
+            replica_options = {"catch_up": "match", **replica_options}
         self.replica_options = replica_options
         self.storages: dict[str, MemoryStorage] = {name: MemoryStorage() for name in self.names}
         self.storages.update(storages or {})

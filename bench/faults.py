@@ -1,0 +1,251 @@
+"""Fault benchmark: leader kill -9, leader pause (SIGSTOP) and whole-cluster kill rounds on a local
+3-process cluster with concurrent writers and readers.
+
+    python bench/faults.py [--entries 1000,10000] [--kills 10] [--pauses 5] [--cluster-kills 3]
+                           [--writers 3] [--dir PATH]
+
+For each log length the three data directories are first filled with `--entries` identical entries
+(written straight into the write-ahead logs, generation 1), so the rounds run on a long log without
+waiting for it to be written. Then `hwm node` processes start, `--writers` threads put unique values
+(each `impl.client.Client` with its own client id; a put is acknowledged when it returns an index)
+and a reader thread reads committed indexes from every server in turn. Rounds, one after another:
+
+- leader kill: kill -9 the leader, restart it right away on the same directory;
+- pause: SIGSTOP the leader for one second, then SIGCONT;
+- cluster kill: kill -9 all three, restart all three.
+
+Unavailability of a round is the time from the fault to the next put acknowledged by any writer.
+At the end every acknowledged put is read back at its index from the leader: a missing or different
+value is a lost write. A contradicted read is an index read twice (any servers, any time) with
+different values. Both must be 0.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import random
+import shutil
+import signal
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+from bench.cluster import HWM, free_ports  # noqa: E402
+from bench.wal_recovery import filesystem_of  # noqa: E402
+from impl.client import Client, ClientError, format_address  # noqa: E402
+from impl.runtime import encode_entry  # noqa: E402
+from impl.storage import DiskStorage  # noqa: E402
+
+
+class Cluster:
+    """Three `hwm node` processes whose data directories already hold `entries` entries."""
+
+    def __init__(self, directory: str, entries: int):
+        self.directory = directory
+        self.addresses = {f"S{k + 1}": ("127.0.0.1", p) for k, p in enumerate(free_ports(3))}
+        for server in self.addresses:
+            storage = DiskStorage(os.path.join(directory, server))
+            storage.load()
+            storage.save_metadata(1, None, 0)
+            for start in range(1, entries + 1, 10_000):
+                stop = min(entries + 1, start + 10_000)
+                storage.append([(i, 1, encode_entry(f"preloaded {i}".encode())) for i in range(start, stop)])
+            storage.close()
+        self.processes: dict[str, subprocess.Popen] = {}
+        for server in self.addresses:
+            self.start(server)
+
+    def start(self, server: str) -> None:
+        peers = ",".join(f"{s}={format_address(a)}" for s, a in self.addresses.items() if s != server)
+        argv = HWM + ["node", "--id", server, "--listen", format_address(self.addresses[server]),
+                      "--peers", peers, "--data", os.path.join(self.directory, server)]
+        with open(os.path.join(self.directory, f"{server}.log"), "ab") as log:
+            self.processes[server] = subprocess.Popen(argv, start_new_session=True, stderr=log)
+
+    def signal(self, server: str, signum: int) -> None:
+        os.killpg(self.processes[server].pid, signum)
+
+    def kill(self, server: str) -> None:
+        self.signal(server, signal.SIGKILL)
+        self.processes[server].wait()
+
+    def leader(self, client: Client) -> str:
+        return client.find_leader()
+
+    def close(self) -> None:
+        for process in self.processes.values():
+            try:
+                os.killpg(process.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+            process.wait()
+
+
+class Load:
+    """Writer and reader threads; every acknowledgement and every read is recorded."""
+
+    def __init__(self, addresses, writers: int):
+        self.addresses = addresses
+        self.acknowledged: dict[int, bytes] = {}
+        self.ack_times: list[float] = []
+        self.reads: dict[int, bytes] = {}
+        self.contradicted = 0
+        self.unknown = 0
+        self.lock = threading.Lock()
+        self.stopping = threading.Event()
+        self.threads = [threading.Thread(target=self._write, args=(k,), daemon=True) for k in range(writers)]
+        self.threads.append(threading.Thread(target=self._read, daemon=True))
+        for thread in self.threads:
+            thread.start()
+
+    def _write(self, k: int) -> None:
+        with Client(self.addresses, timeout=30, attempt_timeout=1.0) as client:
+            n = 0
+            while not self.stopping.is_set():
+                value = f"writer {k} value {n}".encode()
+                n += 1
+                try:
+                    index = client.put(value)
+                except ClientError:
+                    with self.lock:
+                        self.unknown += 1
+                    continue
+                with self.lock:
+                    self.acknowledged[index] = value
+                    self.ack_times.append(time.monotonic())
+
+    def _read(self) -> None:
+        rng = random.Random(1)
+        servers = list(self.addresses)
+        with Client(self.addresses, timeout=2, attempt_timeout=0.5) as client:
+            while not self.stopping.is_set():
+                with self.lock:
+                    known = list(self.acknowledged)
+                if not known:
+                    time.sleep(0.01)
+                    continue
+                index = rng.choice(known)
+                try:
+                    _, value = client.get(index, server=rng.choice(servers))
+                except ClientError:
+                    continue
+                with self.lock:
+                    seen = self.reads.setdefault(index, value)
+                    if seen != value:
+                        self.contradicted += 1
+
+    def first_ack_after(self, moment: float, timeout: float = 60.0) -> float:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            with self.lock:
+                later = [t for t in self.ack_times[-200:] if t > moment]
+            if later:
+                return min(later) - moment
+            time.sleep(0.005)
+        return float("inf")
+
+    def stop(self) -> None:
+        self.stopping.set()
+        for thread in self.threads:
+            thread.join(60)
+
+
+def percentile(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(q * len(ordered)))] if ordered else float("nan")
+
+
+def run(directory: str, entries: int, kills: int, pauses: int, cluster_kills: int, writers: int) -> dict:
+    cluster = Cluster(directory, entries)
+    outage: dict[str, list[float]] = {"leader kill": [], "pause": [], "cluster kill": []}
+    try:
+        with Client(cluster.addresses, timeout=60) as admin:
+            admin.find_leader()
+            load = Load(cluster.addresses, writers)
+            load.first_ack_after(0)
+            try:
+                for _ in range(kills):
+                    leader = cluster.leader(admin)
+                    time.sleep(0.3)  # some writes under this leader
+                    cluster.kill(leader)
+                    moment = time.monotonic()
+                    print(f"  {time.strftime('%H:%M:%S')} killed {leader}", flush=True)
+                    outage["leader kill"].append(load.first_ack_after(moment))
+                    cluster.start(leader)
+                for _ in range(pauses):
+                    leader = cluster.leader(admin)
+                    time.sleep(0.3)
+                    moment = time.monotonic()
+                    cluster.signal(leader, signal.SIGSTOP)
+                    print(f"  {time.strftime('%H:%M:%S')} paused {leader}", flush=True)
+                    outage["pause"].append(load.first_ack_after(moment))
+                    time.sleep(max(0.0, moment + 1.0 - time.monotonic()))
+                    cluster.signal(leader, signal.SIGCONT)
+                for _ in range(cluster_kills):
+                    time.sleep(0.3)
+                    for server in list(cluster.processes):
+                        cluster.kill(server)
+                    moment = time.monotonic()
+                    for server in list(cluster.processes):
+                        cluster.start(server)
+                    outage["cluster kill"].append(load.first_ack_after(moment))
+                time.sleep(0.5)
+            finally:
+                load.stop()
+            # Every acknowledged put, read back at its index (one more put commits what the
+            # current leader holds from earlier generations).
+            admin.put(b"final")
+            lost = 0
+            for index, value in sorted(load.acknowledged.items()):
+                try:
+                    if admin.get(index)[1] != value:
+                        lost += 1
+                except ClientError:
+                    lost += 1
+    finally:
+        cluster.close()
+    return {"entries": entries, "acknowledged": len(load.acknowledged), "lost": lost,
+            "contradicted": load.contradicted, "reads": len(load.reads), "unknown": load.unknown,
+            "outage": outage}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--entries", default="1000,10000", help="log lengths, comma-separated")
+    parser.add_argument("--kills", type=int, default=10, help="leader kill -9 rounds per log length")
+    parser.add_argument("--pauses", type=int, default=5, help="leader SIGSTOP rounds per log length")
+    parser.add_argument("--cluster-kills", type=int, default=3, help="whole-cluster kill rounds per log length")
+    parser.add_argument("--writers", type=int, default=3, help="concurrent writer threads")
+    parser.add_argument("--keep", action="store_true", help="keep the data directories and node logs")
+    parser.add_argument("--dir", default=None, help="where the data directories go [default: a temp dir]")
+    args = parser.parse_args()
+    sizes = [int(x) for x in args.entries.split(",") if x.strip()]
+    base = args.dir or tempfile.mkdtemp(prefix="hwm-faults-")
+    print(f"data under {base} ({filesystem_of(base)}); {os.cpu_count()} cores; load {os.getloadavg()[0]:.1f}")
+    print(f"{'entries':>8} {'round':>13} {'rounds':>6} {'median s':>9} {'p99 s':>7} {'max s':>7}")
+    failed = False
+    for size in sizes:
+        directory = os.path.join(base, f"{size}")
+        shutil.rmtree(directory, ignore_errors=True)
+        os.makedirs(directory)
+        result = run(directory, size, args.kills, args.pauses, args.cluster_kills, args.writers)
+        for kind, times in result["outage"].items():
+            if times:
+                print(f"{size:>8} {kind:>13} {len(times):>6} {statistics.median(times):>9.2f} "
+                      f"{percentile(times, 0.99):>7.2f} {max(times):>7.2f}")
+        print(f"{size:>8} acknowledged {result['acknowledged']}, lost {result['lost']}, contradicted reads "
+              f"{result['contradicted']} (of {result['reads']} indexes read), puts without an answer {result['unknown']}")
+        failed = failed or result["lost"] or result["contradicted"]
+        if not args.keep:
+            shutil.rmtree(directory, ignore_errors=True)
+    sys.exit(1 if failed else 0)
+
+
+if __name__ == "__main__":
+    main()
