@@ -124,7 +124,7 @@ PRESETS: dict[str, Preset] = {
             "its log to high-water mark'",
             True,
             _DEFAULT_CATCH,
-            frozenset({"ReadNeverTruncated", "ReadNeverLost", "ReadsAgree", "HwmWithinLog", "CommittedOnQuorum"}),
+            frozenset({"ReadNeverTruncated", "HwmNeverTruncated", "ReadNeverLost", "ReadsAgree", "HwmWithinLog", "CommittedOnQuorum"}),
         ),
         Preset(
             "raft",
@@ -144,7 +144,7 @@ PRESETS: dict[str, Preset] = {
             "Truncation (scenario 1, 'high watermark truncation followed by immediate leader election')",
             True,
             _DEFAULT_CATCH,
-            frozenset({"ReadNeverTruncated", "ReadNeverLost", "ReadsAgree", "CommittedOnQuorum"}),
+            frozenset({"ReadNeverTruncated", "HwmNeverTruncated", "ReadNeverLost", "ReadsAgree", "CommittedOnQuorum"}),
         ),
         Preset(
             "raft-seed-quorum",
@@ -163,7 +163,7 @@ PRESETS: dict[str, Preset] = {
             "terms by counting replicas'",
             True,
             _DEFAULT_CATCH,
-            frozenset({"ReadNeverTruncated", "ReadNeverLost", "ReadsAgree", "CommittedOnQuorum"}),
+            frozenset({"ReadNeverTruncated", "HwmNeverTruncated", "ReadNeverLost", "ReadsAgree", "CommittedOnQuorum"}),
         ),
         Preset(
             "raft-any-election",
@@ -173,7 +173,7 @@ PRESETS: dict[str, Preset] = {
             "log is more up-to-date than that of the candidate'",
             True,
             _DEFAULT_CATCH,
-            frozenset({"ReadNeverTruncated", "ReadNeverLost", "ReadsAgree", "CommittedOnQuorum"}),
+            frozenset({"ReadNeverTruncated", "HwmNeverTruncated", "ReadNeverLost", "ReadsAgree", "CommittedOnQuorum"}),
         ),
         Preset(
             "raft-generation-mismatch",
@@ -184,7 +184,7 @@ PRESETS: dict[str, Preset] = {
             "AppendEntries receiver rule 2 (prevLogIndex/prevLogTerm)",
             True,
             _DEFAULT_CATCH,
-            frozenset({"ReadNeverTruncated", "ReadNeverLost", "ReadsAgree", "CommittedOnQuorum"}),
+            frozenset({"ReadNeverTruncated", "HwmNeverTruncated", "ReadNeverLost", "ReadsAgree", "CommittedOnQuorum"}),
         ),
         Preset(
             "raft-truncate-to-leader-hwm",
@@ -203,7 +203,7 @@ PRESETS: dict[str, Preset] = {
             "KIP-101 (Kafka): truncation to the high watermark on restart loses committed data",
             True,
             _DEFAULT_CATCH,
-            frozenset({"ReadNeverTruncated", "ReadNeverLost", "ReadsAgree", "CommittedOnQuorum"}),
+            frozenset({"ReadNeverTruncated", "HwmNeverTruncated", "ReadNeverLost", "ReadsAgree", "CommittedOnQuorum"}),
         ),
         Preset(
             "raft-durable-hwm",
