@@ -5,7 +5,12 @@ import json
 import pytest
 from click.testing import CliRunner
 
+from hwm.check import tour_config, witness_needs
 from hwm.cli import main
+from model.actions import build_model
+from model.checker import bfs
+from model.state import Config
+from properties.catalogue import CATALOGUE, SOMETIMES
 from properties.protocol import PRESETS
 from properties.trace import load
 from tests.pinned import PINNED
@@ -21,6 +26,7 @@ def test_tour_matches_the_catalogue_and_saves_every_shortest_counterexample(tmp_
     assert code == 0, out
     for name in PRESETS:
         assert name in out
+    assert "raft-noop (log ≤ 2)" in out and "THIN" not in out
     assert "every preset behaves as the catalogue expects" in out
     saved = sorted(p.name for p in (tmp_path / "out").iterdir())
     expected = sorted(f"{name}.{prop}.json" for name, p in PRESETS.items() for prop in p.breaks)
@@ -69,10 +75,58 @@ def test_flags_on_the_command_line_and_json():
     assert report["properties"]["ReadNeverTruncated"]["length"] == 11
 
 
-def test_unreached_witness_fails_the_check():
+def test_a_witness_the_bounds_rule_out_is_reported_and_does_not_fail():
     code, out = hwm("check", "--protocol", "raft", "--max-crashes", 0)
-    assert code == 1
-    assert "UNREACHED" in out and "CrashAndRejoin" in out
+    assert code == 0, out
+    assert "CrashAndRejoin               impossible at these bounds (needs max_crashes >= 1)" in out
+    assert "UNREACHED" not in out
+    code, out = hwm("check", "--protocol", "raft", "--max-crashes", 0, "--json")
+    assert json.loads(out)["impossible_witnesses"] == {"CrashAndRejoin": "max_crashes >= 1"}
+
+
+def test_a_possible_witness_left_unreached_fails_the_check(monkeypatch):
+    # Plant a witness check that never fires: the bounds allow a crash and rejoin, so unreached is a failure.
+    from dataclasses import replace
+    planted = tuple(replace(p, check=lambda before, after: None) if p.name == "CrashAndRejoin" else p
+                    for p in CATALOGUE)
+    monkeypatch.setattr("hwm.check.bfs", lambda *args, **kwargs: bfs(*args, properties=planted, **kwargs))
+    code, out = hwm("check", "--protocol", "raft")
+    assert code == 1, out
+    assert "CrashAndRejoin               UNREACHED" in out
+
+
+def test_the_tour_passes_when_the_bounds_rule_a_witness_out(tmp_path):
+    code, out = hwm("check", "--max-crashes", 0, "--save", tmp_path)
+    assert code == 0, out
+    assert "NOT AS EXPECTED" not in out and out.count("(1 impossible)") == len(PRESETS)
+
+
+def test_a_thin_check_says_so_and_the_tour_gives_raft_noop_room_for_client_entries():
+    code, out = hwm("check", "--protocol", "raft-noop")
+    assert "THIN: no client entry is ever written: needs max_log >= 2" in out
+    code, out = hwm("check", "--protocol", "raft-noop", "--max-log", 2)
+    assert code == 0 and "THIN" not in out
+    assert tour_config(PRESETS["raft-noop"].protocol, Config()) == Config(max_log=2)
+    assert tour_config(PRESETS["raft"].protocol, Config()) == Config()
+
+
+# Small bounds on which every witness the bounds call impossible must indeed be unreached (the
+# claim is conservative: an impossible witness never fails a check, so it must never be wrong).
+SMALL = [Config(servers, generation, log, crashes, network)
+         for servers in (1, 2, 3) for generation in (1, 2, 3) for log in (0, 1) for crashes in (0, 1)
+         for network in ("rpc", "async") if (servers, generation) != (3, 3) and (network == "rpc" or servers < 3)]
+
+
+@pytest.mark.parametrize("preset", ["raft", "raft-any-election", "raft-truncate-to-own-hwm", "seed"])
+def test_witnesses_called_impossible_are_never_reached(preset):
+    protocol, called_impossible = PRESETS[preset].protocol, 0
+    for config in SMALL:
+        report = bfs(build_model(protocol, config), preset)
+        for p in SOMETIMES:
+            needs = witness_needs(p.name, protocol, config)
+            assert not (needs and report.results[p.name].found), (p.name, config.describe(), needs)
+            called_impossible += bool(needs)
+    assert called_impossible > 10
 
 
 def test_no_symmetry_explores_more():
