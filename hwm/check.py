@@ -209,6 +209,15 @@ def trace_for(report: Report, protocol_spec, prop: str) -> Trace:
     )
 
 
+def bounds_directory(config: Config, symmetry: bool = True) -> str:
+    """A directory name for one run's traces, by its bounds: `s3-g4-l1-c1-rpc` (runs at other
+    bounds save traces of the same names elsewhere)."""
+    name = f"s{config.servers}-g{config.max_generation}-l{config.max_log}-c{config.max_crashes}-{config.network}"
+    if config.network == "async":
+        name += f"-k{config.channel_capacity}"
+    return name + ("" if symmetry else "-nosym")
+
+
 def trace_filename(protocol_name: str, prop: str) -> str:
     return re.sub(r"[^A-Za-z0-9_.=+-]", "_", f"{protocol_name}.{prop}") + ".json"
 

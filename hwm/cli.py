@@ -13,7 +13,7 @@ from pathlib import Path
 import click
 
 from hwm import check as checking
-from hwm.params import ProtocolParam
+from hwm.params import OutputDir, OutputFile, ProtocolParam, directory_problem
 from hwm.render import Progress, step_table
 from hwm.replay import REPLAYERS, judge
 from model.state import Config
@@ -50,9 +50,9 @@ def main() -> None:
 @click.option("--jobs", type=click.IntRange(1, 64), default=None,
               help="Presets checked in parallel by the tour [default: one per core].")
 @click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
-@click.option("--save", type=click.Path(file_okay=False, path_type=Path), default=None,
+@click.option("--save", type=OutputDir(), default=None,
               help="Save each shortest counterexample as an hwm-trace/1 file in DIR "
-                   "[tour default: hwm-out].")
+                   "[tour default: hwm-out/<bounds>, e.g. hwm-out/s3-g4-l1-c1-rpc].")
 def check(protocol, servers, max_generation, max_log, max_crashes, network, channel_capacity, no_symmetry,
           engine, spark_master, walks, seed, jobs, as_json, save) -> None:
     """Explore the model exhaustively and report every property's verdict.
@@ -65,7 +65,12 @@ def check(protocol, servers, max_generation, max_log, max_crashes, network, chan
     config = Config(servers, max_generation, max_log, max_crashes, network, channel_capacity)
     symmetry = not no_symmetry
     if protocol is None:
-        _tour(config, symmetry, jobs or checking.default_jobs(), as_json, save or Path("hwm-out"), engine)
+        if save is None:
+            save = Path("hwm-out") / checking.bounds_directory(config, symmetry)
+            if directory_problem(save):  # checked now, not after the whole tour
+                raise click.UsageError(f"cannot save the tour's traces: {directory_problem(save)}; "
+                                       f"give --save DIR")
+        _tour(config, symmetry, jobs or checking.default_jobs(), as_json, save, engine)
         return
     progress = Progress(f"checking {protocol if isinstance(protocol, str) else resolve(protocol)[0]}")
     request = checking.CheckRequest(protocol, config, symmetry, engine, spark_master, walks, seed)
@@ -158,7 +163,7 @@ def protocols(as_json) -> None:
 @click.option("--network", type=click.Choice(["rpc", "async"]), default=Config.network, show_default=True)
 @click.option("--no-symmetry", is_flag=True)
 @click.option("--max-states", type=click.IntRange(1), default=20_000, show_default=True)
-@click.option("--out", type=click.Path(dir_okay=False), default=None,
+@click.option("--out", type=OutputFile((".graphml", ".gexf", ".json")), default=None,
               help="Write the graph: .graphml, .gexf or .json (node-link).")
 def graph(protocol, servers, max_generation, max_log, max_crashes, network, no_symmetry, max_states, out) -> None:
     """Build the reachable state graph (networkx) of a small configuration.
@@ -178,10 +183,7 @@ def graph(protocol, servers, max_generation, max_log, max_crashes, network, no_s
     for key, value in summary(built).items():
         click.echo(f"{key.replace('_', ' '):18} {value:,}")
     if out:
-        try:
-            write(built, out)
-        except ValueError as e:
-            raise click.UsageError(str(e))
+        write(built, str(out))
         click.echo(f"wrote {out}")
 
 

@@ -232,3 +232,38 @@ def test_graph_summary_and_export(tmp_path):
     assert g.number_of_nodes() == 5966
     code, text = hwm("graph", "--max-states", 10)
     assert code == 1 and "more than 10 states" in text
+
+
+# ------------------------------------------------------------- output paths
+# Bounds whose search would run for hours: a bad output path must be refused before it starts.
+HUGE = ["--servers", 9, "--max-generation", 99, "--max-log", 9]
+
+
+@pytest.mark.parametrize("args, message", [
+    (["graph", *HUGE, "--out", "{tmp}/missing/g.graphml"], "directory {tmp}/missing does not exist"),
+    (["graph", *HUGE, "--out", "{tmp}/g.txt"], "must end in .graphml, .gexf, .json"),
+    (["graph", *HUGE, "--out", "{tmp}"], "must end in"),
+    (["check", "--protocol", "raft", *HUGE, "--save", "/dev/null/x"], "/dev/null is not a directory"),
+    (["check", *HUGE, "--save", "{tmp}/file"], "{tmp}/file exists and is not a directory"),
+])
+def test_bad_output_paths_exit_2_before_any_search(tmp_path, args, message):
+    (tmp_path / "file").write_text("")
+    result = CliRunner().invoke(main, [str(a).format(tmp=tmp_path) for a in args])
+    assert result.exit_code == 2, result.output
+    assert message.format(tmp=tmp_path) in result.output and "Traceback" not in result.output
+
+
+def test_the_tour_refuses_an_unwritable_default_directory(tmp_path, monkeypatch):
+    (tmp_path / "hwm-out").write_text("")  # a file where the tour's directory should go
+    monkeypatch.chdir(tmp_path)
+    result = CliRunner().invoke(main, ["check", *map(str, HUGE)])
+    assert result.exit_code == 2 and "give --save DIR" in result.output, result.output
+
+
+def test_the_tour_saves_each_run_under_its_bounds(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    for crashes in (0, 1):
+        code, out = hwm("check", "--max-crashes", crashes, "--max-generation", 2)
+        assert code == 0, out
+    assert sorted(p.name for p in (tmp_path / "hwm-out").iterdir()) == ["s3-g2-l1-c0-rpc", "s3-g2-l1-c1-rpc"]
+    assert "hwm-out/s3-g2-l1-c1-rpc/" in out
