@@ -176,7 +176,11 @@ def tour(config: Config, symmetry: bool, jobs: int, progress_stream=None) -> lis
         pending = {pool.submit(_run_quiet, r): r.protocol for r in requests}
         by_name: dict[str, Report] = {}
         while pending:
-            done, _ = wait(pending, timeout=1.0, return_when=FIRST_COMPLETED)
+            try:
+                done, _ = wait(pending, timeout=1.0, return_when=FIRST_COMPLETED)
+            except KeyboardInterrupt:  # the workers heard Ctrl-C too; start no more presets
+                pool.shutdown(wait=False, cancel_futures=True)
+                raise
             for future in done:
                 name = pending.pop(future)
                 by_name[name] = future.result()
@@ -250,7 +254,10 @@ def describe_report(report: Report, saved: dict[str, Path] | None = None, protoc
     rate = f"{report.states_per_second:,.0f} states/s" if report.seconds > 0 else ""
     lines.append(f"explored {report.states:,} distinct states, {report.transitions:,} transitions, depth "
                  f"{report.depth}, in {report.seconds:.1f} s ({rate})")
-    if not report.complete:
+    if report.interrupted:
+        lines.append("INTERRUPTED: Ctrl-C stopped the search; below is what the explored part shows, "
+                     "nothing is proved")
+    elif not report.complete:
         lines.append("INCOMPLETE: a state or depth limit stopped the search; nothing is proved")
     if report.bounds_hit:
         lines.append("bounded: exploration was cut by " + ", ".join(sorted(report.bounds_hit))

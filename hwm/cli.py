@@ -21,6 +21,7 @@ from properties.protocol import FLAG_MEANINGS, FLAG_VALUES, PRESETS, ProtocolErr
 from properties.trace import TraceError, load
 
 EXIT_OK, EXIT_FOUND, EXIT_USAGE = 0, 1, 2
+EXIT_INTERRUPTED = 130  # 128 + SIGINT, as shells report Ctrl-C
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -89,6 +90,8 @@ def check(protocol, servers, max_generation, max_log, max_crashes, network, chan
         click.echo(json.dumps(checking.report_json(report, resolved), indent=2))
     else:
         click.echo(checking.describe_report(report, saved, resolved))
+    if report.interrupted:
+        sys.exit(EXIT_INTERRUPTED)
     sys.exit(EXIT_OK if checking.passed(report, resolved, config) else EXIT_FOUND)
 
 
@@ -97,7 +100,11 @@ def _tour(config: Config, symmetry: bool, jobs: int, as_json: bool, save: Path, 
         raise click.UsageError("the tour runs on the local engine; give --protocol to use another engine")
     click.echo(f"Checking every preset at {config.describe()} (symmetry {'on' if symmetry else 'off'}, "
                f"{jobs} in parallel)...", err=True)
-    results = checking.tour(config, symmetry, jobs, progress_stream=sys.stderr)
+    try:
+        results = checking.tour(config, symmetry, jobs, progress_stream=sys.stderr)
+    except KeyboardInterrupt:
+        click.echo("\nINTERRUPTED: the tour was stopped; presets finished so far are listed above", err=True)
+        sys.exit(EXIT_INTERRUPTED)
     saved = []
     for name, report in results:
         saved += checking.save_counterexamples(report, name, save)

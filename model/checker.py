@@ -53,6 +53,7 @@ class Report:
     seconds: float = 0.0
     bounds_hit: set[str] = field(default_factory=set)
     complete: bool = True  # False when a state or depth limit stopped the search
+    interrupted: bool = False  # True when Ctrl-C stopped it: the report covers what was explored
     results: dict[str, PropertyResult] = field(default_factory=dict)
 
     @property
@@ -77,7 +78,7 @@ class Report:
             "protocol": self.protocol_name, "config": self.config, "engine": self.engine,
             "symmetry": self.symmetry, "distinct_states": self.states, "transitions": self.transitions,
             "depth": self.depth, "seconds": round(self.seconds, 3),
-            "bounds_hit": sorted(self.bounds_hit), "complete": self.complete,
+            "bounds_hit": sorted(self.bounds_hit), "complete": self.complete, "interrupted": self.interrupted,
             "properties": {
                 r.name: {"kind": r.kind, "verdict": r.verdict, "finding": r.finding, "length": r.length,
                          "steps": [s.to_json() for s in r.steps] if r.steps is not None else None}
@@ -208,32 +209,35 @@ def bfs(model: Model, protocol_name: str, *, symmetry: bool = True, max_states: 
     depth = 0
     last_report = started
     actions, apply, fingerprint = model.actions, model.apply, model.fingerprint
-    while frontier:
-        if max_depth is not None and depth >= max_depth:
-            report.complete = False
-            break
-        next_frontier: list[tuple[State, int]] = []
-        for state, fp in frontier:
-            for action in actions(state, bounds_hit):
-                succ = apply(state, action)
-                transitions += 1
-                succ_fp = fingerprint(succ, symmetry)
-                if visit(tracker, parents, state, fp, succ, succ_fp):
-                    next_frontier.append((succ, succ_fp))
-            if progress is not None and len(parents) % 512 == 0:
-                now = time.perf_counter()
-                if now - last_report >= 0.5:
-                    last_report = now
-                    progress({"depth": depth + 1, "states": len(parents), "frontier": len(next_frontier),
-                              "states_per_second": len(parents) / (now - started)})
-            if max_states is not None and len(parents) >= max_states:
+    try:
+        while frontier:
+            if max_depth is not None and depth >= max_depth:
                 report.complete = False
                 break
-        if not report.complete:
-            break
-        frontier = next_frontier
-        if frontier:
-            depth += 1
+            next_frontier: list[tuple[State, int]] = []
+            for state, fp in frontier:
+                for action in actions(state, bounds_hit):
+                    succ = apply(state, action)
+                    transitions += 1
+                    succ_fp = fingerprint(succ, symmetry)
+                    if visit(tracker, parents, state, fp, succ, succ_fp):
+                        next_frontier.append((succ, succ_fp))
+                if progress is not None and len(parents) % 512 == 0:
+                    now = time.perf_counter()
+                    if now - last_report >= 0.5:
+                        last_report = now
+                        progress({"depth": depth + 1, "states": len(parents), "frontier": len(next_frontier),
+                                  "states_per_second": len(parents) / (now - started), "elapsed": now - started})
+                if max_states is not None and len(parents) >= max_states:
+                    report.complete = False
+                    break
+            if not report.complete:
+                break
+            frontier = next_frontier
+            if frontier:
+                depth += 1
+    except KeyboardInterrupt:  # Ctrl-C: report what was explored (parent links are always whole)
+        report.complete, report.interrupted = False, True
     report.states = len(parents)
     report.transitions = transitions
     report.depth = depth

@@ -267,3 +267,47 @@ def test_the_tour_saves_each_run_under_its_bounds(tmp_path, monkeypatch):
         assert code == 0, out
     assert sorted(p.name for p in (tmp_path / "hwm-out").iterdir()) == ["s3-g2-l1-c0-rpc", "s3-g2-l1-c1-rpc"]
     assert "hwm-out/s3-g2-l1-c1-rpc/" in out
+
+
+# ------------------------------------------------------------------- Ctrl-C
+def test_ctrl_c_prints_the_partial_report_and_exits_130():
+    """A real SIGINT to a real `hwm check` whose search would take minutes: once the progress line
+    shows the search running (stderr is a terminal, so it is drawn), Ctrl-C stops it."""
+    import os, pty, select, signal, subprocess, sys, time
+    master, slave = pty.openpty()
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    command = [sys.executable, "-c", "from hwm.cli import main; main(prog_name='hwm')", "check",
+               "--protocol", "raft", "--servers", "4", "--max-generation", "4", "--max-log", "2"]
+    process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=slave, cwd=root, text=True,
+                               env=dict(os.environ, PYTHONPATH=root))
+    os.close(slave)
+    seen, deadline = b"", time.monotonic() + 120
+    try:
+        while b"states/s" not in seen and time.monotonic() < deadline:
+            if select.select([master], [], [], 1.0)[0]:
+                seen += os.read(master, 4096)
+        assert b"states/s" in seen, seen
+        assert b" s  depth " in seen  # the elapsed time leads the progress line
+        process.send_signal(signal.SIGINT)
+        out, _ = process.communicate(timeout=120)
+    finally:
+        if process.poll() is None:
+            process.kill()
+        os.close(master)
+    assert process.returncode == 130, out
+    assert "INTERRUPTED: Ctrl-C stopped the search" in out and "Aborted" not in out
+    explored = int(out.split("explored ")[1].split(" distinct")[0].replace(",", ""))
+    assert explored > 0
+    assert "✓ EntryRead" in out  # what the explored part showed is reported
+
+
+def test_the_progress_line_shows_elapsed_time_rate_and_growth():
+    import io
+    from hwm.render import Progress
+    progress = Progress("checking raft", stream=io.StringIO(), enabled=True)
+    first = progress.line({"depth": 3, "states": 1000, "frontier": 400, "states_per_second": 2000, "elapsed": 0.5})
+    second = progress.line({"depth": 4, "states": 4000, "frontier": 900, "states_per_second": 2000, "elapsed": 2.0})
+    assert first == "checking raft: 0 s  depth 3  states 1,000  frontier 400  2,000 states/s"
+    assert second == "checking raft: 2 s  depth 4  states 4,000  frontier 900  2,000 states/s  +2,000 new/s"
+    assert progress.line({"depth": 9, "states": 4100, "states_per_second": 30, "elapsed": 125.0}).startswith(
+        "checking raft: 2 min 05 s  depth 9  states 4,100  30 states/s  +1 new/s")
