@@ -1,4 +1,4 @@
-"""Protocol variants: the flags of DESIGN.md and the named presets.
+"""Protocol variants: the flags (docs/design.md) and the named presets.
 
 This is the one place the flags are defined. The model and the implementation
 both read a `Protocol` and must give each flag the same meaning.

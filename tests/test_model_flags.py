@@ -1,4 +1,4 @@
-"""Each protocol flag changes the model exactly as DESIGN.md says, on small hand-built states."""
+"""Each protocol flag changes the model exactly as docs/model.md says, on small hand-built states."""
 
 from dataclasses import replace
 
