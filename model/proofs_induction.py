@@ -672,8 +672,8 @@ def induction_proofs(name: str, protocol: Protocol, *, broken: bool, servers: in
             "actions_with_cti": [action_name(c.action) for c in result.ctis]}
     if result.ok:
         detail = (f"Inv ({len(RAFT_INVARIANT)} conjuncts) holds initially, is preserved by all "
-                  f"{len(result.per_action_seconds)} actions and implies ReadNeverTruncated, ReadNeverLost, "
-                  f"ReadsAgree, HwmWithinLog, CommittedOnQuorum, OneLeaderPerGeneration, LogMatching "
+                  f"{len(result.per_action_seconds)} actions and implies ReadNeverTruncated, HwmNeverTruncated, "
+                  f"ReadNeverLost, ReadsAgree, HwmWithinLog, CommittedOnQuorum, OneLeaderPerGeneration, LogMatching "
                   f"(N={servers}, L={max_log}, generations and crashes unbounded)")
         if broken:
             detail += " — but this preset is broken: the encoding and the explorer disagree"
