@@ -101,7 +101,7 @@ def main() -> None:
     print(table(["preset", "cluster", f"CI test ({CI_BUDGET} ex.)", f"deep test ({DEEP_BUDGET} ex.)",
                  f"seeds found ({args.budget} ex.)", "median runs", "median s", "explorer's shortest"], rows))
     print(f"\nfor tests/quality/test_kill_matrix.py MEASURED: {measured}")
-    print(f"\nhunt bounds: {KILL_CONFIG.describe()} (4 servers for raft-seed-quorum), at most {STEPS} steps "
+    print(f"\nhunt bounds: {KILL_CONFIG.describe()} (4 servers for raft-seed-quorum, 2 for the restart mutants), at most {STEPS} steps "
           f"per example; failing runs saved in {out}")
 
 

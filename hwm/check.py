@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import os
 import re
-from concurrent.futures import ProcessPoolExecutor
+import time
+from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -13,7 +14,7 @@ from model.actions import build_model
 from model.checker import Report, bfs
 from model.state import Config
 from properties.acked import ALL_BY_NAME
-from properties.protocol import PRESETS, TOUR_BOUNDS, resolve
+from properties.protocol import PRESETS, TOUR_BOUNDS, Protocol, resolve
 
 # Every property any model is checked for, in catalogue order, each system's own after.
 ALL_PROPERTIES = tuple(ALL_BY_NAME.values())
@@ -55,6 +56,84 @@ def _run_quiet(request: CheckRequest) -> Report:
     return run(request)
 
 
+# ------------------------------------------------- what the bounds make possible
+def _competing_leader(protocol: Protocol, config: Config) -> str | None:
+    """Why no leader can be elected without another leader's uncommitted entries, or None.
+
+    That needs a second generation and, under Raft's election rule on the rpc network, a third
+    server or a third generation: with two servers every quorum is both, and an uncommitted entry
+    of the current generation is on the leader alone (a whole round trip would have committed
+    it), so the leader refuses its vote to the other; only an older generation's entry, which a
+    leader of generation 2 or more replicates without committing, is on both.
+    """
+    if config.max_generation < 2:
+        return "max_generation >= 2"
+    if config.servers < 2:
+        return "servers >= 2"
+    if (config.servers < 3 and config.max_generation < 3 and protocol.election == "longest-log"
+            and config.network == "rpc"):
+        return "servers >= 3 or max_generation >= 3 (or election=any, or the async network)"
+    return None
+
+
+def witness_needs(name: str, protocol: Protocol, config: Config) -> str | None:
+    """What a `sometimes` witness needs that these bounds rule out, or None when it is possible.
+
+    Conservative: a witness is called impossible only when no run within the bounds can reach
+    it; an unreached witness that is possible still fails the check.
+    """
+    if config.max_log < 1 and name != "CrashAndRejoin":
+        return "max_log >= 1"
+    if name == "CrashAndRejoin":
+        return "max_crashes >= 1" if config.max_crashes < 1 else None
+    if name == "EntryRead":
+        return None
+    if name == "LeaderChangeWithUncommitted":
+        return _competing_leader(protocol, config)
+    if name == "UncommittedTruncated":
+        # A conflicting entry from a competing leader, or a restart rule that truncates.
+        competing = _competing_leader(protocol, config)
+        if competing is None or (protocol.restart != "keep" and config.max_crashes >= 1):
+            return None
+        return competing + (" or a truncating restart rule with max_crashes >= 1" if protocol.restart == "keep"
+                            else " or max_crashes >= 1")
+    return None
+
+
+def impossible_witnesses(report: Report, protocol: Protocol, config: Config) -> dict[str, str]:
+    """Unreached witnesses the bounds rule out, with what each needs."""
+    out = {}
+    for name in report.unreached:
+        needs = witness_needs(name, protocol, config)
+        if needs is not None:
+            out[name] = needs
+    return out
+
+
+def missed_witnesses(report: Report, protocol: Protocol, config: Config) -> list[str]:
+    """Unreached witnesses that the bounds allow: the check may be vacuous, and it fails."""
+    impossible = impossible_witnesses(report, protocol, config)
+    return [name for name in report.unreached if name not in impossible]
+
+
+def passed(report: Report, protocol: Protocol, config: Config) -> bool:
+    """Every always property holds and every witness the bounds allow is reached."""
+    return not report.violated and not missed_witnesses(report, protocol, config)
+
+
+def thin(protocol: Protocol, config: Config) -> str | None:
+    """Why a check at these bounds never writes a client entry, or None.
+
+    Client entries are what the properties protect; a check without any is no evidence
+    about them, whatever its verdicts. A new leader's no-op takes a log slot first.
+    """
+    needed = 2 if protocol.noop_on_election else 1
+    if config.max_log < needed:
+        why = " (the new leader's no-op takes the first slot)" if protocol.noop_on_election else ""
+        return f"no client entry is ever written: needs max_log >= {needed}{why}"
+    return None
+
+
 def expected_violations(preset: str, config: Config) -> frozenset[str] | None:
     """The always properties the catalogue expects to fail, when known for these bounds."""
     p = PRESETS[preset]
@@ -64,30 +143,65 @@ def expected_violations(preset: str, config: Config) -> frozenset[str] | None:
 
 
 def tour_config(preset: str, config: Config) -> Config:
-    """The bounds the tour checks `preset` at: at the default bounds, its system's TOUR_BOUNDS
-    lower them; other bounds are the user's and are kept."""
-    lowered = TOUR_BOUNDS.get(PRESETS[preset].protocol.system, {})
-    if config != DEFAULT_CONFIG or not lowered:
-        return config
-    return replace(config, **{k: min(v, getattr(config, k)) for k, v in lowered.items()})
+    """The bounds the tour checks `preset` at. At the default bounds its system's TOUR_BOUNDS lower
+    them (other bounds are the user's and are kept); a preset whose no-op fills the log gets one
+    slot more, so that its client entries get the room every other preset's get."""
+    protocol = PRESETS[preset].protocol
+    lowered = TOUR_BOUNDS.get(protocol.system, {})
+    if config == DEFAULT_CONFIG and lowered:
+        config = replace(config, **{k: min(v, getattr(config, k)) for k, v in lowered.items()})
+    if protocol.noop_on_election and config.max_log >= 1 and thin(protocol, config):
+        return replace(config, max_log=config.max_log + 1)
+    return config
 
 
 def tour(config: Config, symmetry: bool, jobs: int, progress_stream=None) -> list[tuple[str, Report]]:
-    """Check every preset; presets run in parallel processes (one per core by default)."""
-    requests = [CheckRequest(name, tour_config(name, config), symmetry) for name in runnable_presets(config)]
+    """Check every preset (each at `tour_config`); presets run in parallel processes (one per core
+    by default). `progress_stream` hears of each preset as it finishes and, on a terminal, of
+    those still running, every second."""
+    requests = [CheckRequest(name, tour_config(name, config), symmetry)
+                for name in runnable_presets(config)]
+    started = time.perf_counter()
+    tty = progress_stream is not None and progress_stream.isatty()
+
+    def say(line: str, final: bool) -> None:
+        if progress_stream is None or not (tty or final):
+            return
+        progress_stream.write(("\r" + line[:120].ljust(100)) if tty else line + "\n")
+        if tty and final:
+            progress_stream.write("\n")
+        progress_stream.flush()
+
+    def finished(name: str, report: Report, done: int) -> None:
+        say(f"tour: {done}/{len(requests)} {name}: {report.states:,} states in {report.seconds:.1f} s", True)
+
     if jobs <= 1:
-        return [(r.protocol, run(r)) for r in requests]
+        by_name = {}
+        for r in requests:
+            say(f"tour: checking {r.protocol}...", False)
+            by_name[r.protocol] = run(r)
+            finished(r.protocol, by_name[r.protocol], len(by_name))
+        return [(r.protocol, by_name[r.protocol]) for r in requests]
     with ProcessPoolExecutor(max_workers=jobs) as pool:
-        futures = [(r.protocol, pool.submit(_run_quiet, r)) for r in requests]
-        results = []
-        for done, (name, future) in enumerate(futures, 1):
-            if progress_stream is not None and progress_stream.isatty():
-                progress_stream.write(f"\rtour: {done - 1}/{len(futures)} presets checked, waiting for {name}...".ljust(80))
-                progress_stream.flush()
-            results.append((name, future.result()))
-        if progress_stream is not None and progress_stream.isatty():
-            progress_stream.write("\r" + " " * 80 + "\r")
-        return results
+        pending = {pool.submit(_run_quiet, r): r.protocol for r in requests}
+        by_name: dict[str, Report] = {}
+        while pending:
+            try:
+                done, _ = wait(pending, timeout=1.0, return_when=FIRST_COMPLETED)
+            except KeyboardInterrupt:  # the workers heard Ctrl-C too; start no more presets
+                pool.shutdown(wait=False, cancel_futures=True)
+                raise
+            for future in done:
+                name = pending.pop(future)
+                by_name[name] = future.result()
+                finished(name, by_name[name], len(by_name))
+            if pending:
+                waiting = ", ".join(sorted(pending.values()))
+                say(f"tour: {time.perf_counter() - started:.0f} s, still checking {waiting}", False)
+        if tty:
+            progress_stream.write("\r" + " " * 100 + "\r")
+            progress_stream.flush()
+        return [(r.protocol, by_name[r.protocol]) for r in requests]
 
 
 def runnable_presets(config: Config) -> list[str]:
@@ -121,6 +235,15 @@ def trace_for(report: Report, protocol_spec, prop: str) -> Trace:
     )
 
 
+def bounds_directory(config: Config, symmetry: bool = True) -> str:
+    """A directory name for one run's traces, by its bounds: `s3-g4-l1-c1-rpc` (runs at other
+    bounds save traces of the same names elsewhere)."""
+    name = f"s{config.servers}-g{config.max_generation}-l{config.max_log}-c{config.max_crashes}-{config.network}"
+    if config.network == "async":
+        name += f"-k{config.channel_capacity}"
+    return name + ("" if symmetry else "-nosym")
+
+
 def trace_filename(protocol_name: str, prop: str) -> str:
     return re.sub(r"[^A-Za-z0-9_.=+-]", "_", f"{protocol_name}.{prop}") + ".json"
 
@@ -132,20 +255,39 @@ def save_counterexamples(report: Report, protocol_spec, directory: Path) -> list
     return saved
 
 
-def describe_report(report: Report, saved: dict[str, Path] | None = None) -> str:
+def report_json(report: Report, protocol: Protocol) -> dict:
+    """The report as JSON, with the judgement `describe_report` prints."""
+    config = Config.from_mapping(report.config)
+    data = report.to_json()
+    data["impossible_witnesses"] = impossible_witnesses(report, protocol, config)
+    data["thin"] = thin(protocol, config)
+    data["passed"] = passed(report, protocol, config)
+    return data
+
+
+def describe_report(report: Report, saved: dict[str, Path] | None = None, protocol: Protocol | None = None) -> str:
+    """The closing report of one check; with `protocol`, witnesses the bounds rule out and a thin
+    check are told as such."""
     saved = saved or {}
+    config = Config.from_mapping(report.config)
+    impossible = impossible_witnesses(report, protocol, config) if protocol is not None else {}
     lines = [f"protocol {report.protocol_name}   engine {report.engine}   symmetry {'on' if report.symmetry else 'off'}",
              "config   " + " ".join(f"{k}={v}" for k, v in report.config.items())]
     rate = f"{report.states_per_second:,.0f} states/s" if report.seconds > 0 else ""
     lines.append(f"explored {report.states:,} distinct states, {report.transitions:,} transitions, depth "
                  f"{report.depth}, in {report.seconds:.1f} s ({rate})")
-    if not report.complete:
+    if report.interrupted:
+        lines.append("INTERRUPTED: Ctrl-C stopped the search; below is what the explored part shows, "
+                     "nothing is proved")
+    elif not report.complete:
         lines.append("INCOMPLETE: a state or depth limit stopped the search; nothing is proved")
     if report.bounds_hit:
         lines.append("bounded: exploration was cut by " + ", ".join(sorted(report.bounds_hit))
                      + " (a pass is a check within these bounds, not a proof)")
     else:
         lines.append("no bound cut exploration: the whole reachable state space was explored")
+    if protocol is not None and thin(protocol, config):
+        lines.append(f"THIN: {thin(protocol, config)}; the verdicts below say nothing about client entries")
     lines.append("")
     checked = [p for p in ALL_PROPERTIES if p.name in report.results]
     for p in checked:
@@ -165,6 +307,8 @@ def describe_report(report: Report, saved: dict[str, Path] | None = None) -> str
         r = report.results[p.name]
         if r.found:
             lines.append(f"  ✓ {p.name:28} witnessed in {r.length} steps: {r.finding}")
+        elif p.name in impossible:
+            lines.append(f"  - {p.name:28} impossible at these bounds (needs {impossible[p.name]})")
         else:
             lines.append(f"  ! {p.name:28} UNREACHED: {p.meaning} never happens, so the checks above may be vacuous")
     return "\n".join(lines)
@@ -173,7 +317,8 @@ def describe_report(report: Report, saved: dict[str, Path] | None = None) -> str
 ABBREVIATIONS = {p.name: "".join(c for c in p.name if c.isupper()) for p in ALL_PROPERTIES}
 
 
-def tour_table(results: list[tuple[str, Report]]) -> str:
+def tour_table(results: list[tuple[str, Report]], tour: Config | None = None) -> str:
+    """One row per preset; a preset checked at other bounds than the tour's (`tour`) says which."""
     # One column per always property some preset was checked for; "-" where it does not apply.
     columns = [p for p in ALL_PROPERTIES if p.kind == "always" and any(p.name in r.results for _, r in results)]
     header = ["preset", "states", "secs"] + [ABBREVIATIONS[p.name] for p in columns] + ["witnesses"]
@@ -183,9 +328,18 @@ def tour_table(results: list[tuple[str, Report]]) -> str:
         for p in columns:
             res = r.results.get(p.name)
             cells.append("-" if res is None else f"✗{res.length}" if res.found else "✓")
-        witnesses = [res for res in r.results.values() if res.kind == "sometimes"]
-        reached = sum(1 for res in witnesses if res.found)
-        rows.append([name, f"{r.states:,}", f"{r.seconds:.1f}"] + cells + [f"{reached}/{len(witnesses)}"])
+        sometimes = [res for res in r.results.values() if res.kind == "sometimes"]
+        reached = sum(1 for res in sometimes if res.found)
+        config = Config.from_mapping(r.config)
+        impossible = len(impossible_witnesses(r, PRESETS[name].protocol, config))
+        witnesses = f"{reached}/{len(sometimes) - impossible}" + (f" ({impossible} impossible)" if impossible else "")
+        notes = []
+        if tour is not None and config.max_log != tour.max_log:
+            notes.append(f"log ≤ {config.max_log}")
+        if thin(PRESETS[name].protocol, config):
+            notes.append("THIN")
+        rows.append([name + (f" ({', '.join(notes)})" if notes else ""), f"{r.states:,}", f"{r.seconds:.1f}"]
+                    + cells + [witnesses])
     legend = "  ".join(f"{ABBREVIATIONS[p.name]}={p.name}" for p in columns)
     return table(header, rows) + "\n\n✓ holds, ✗N violated (shortest counterexample: N steps)\n" + legend
 
@@ -195,8 +349,9 @@ def judge_tour(results: list[tuple[str, Report]], config: Config) -> list[str]:
     problems = []
     for name, r in results:
         preset = PRESETS[name]
-        if r.unreached:
-            problems.append(f"{name}: sometimes witnesses unreached: {', '.join(r.unreached)}")
+        missed = missed_witnesses(r, preset.protocol, Config.from_mapping(r.config))
+        if missed:
+            problems.append(f"{name}: sometimes witnesses unreached: {', '.join(missed)}")
         expected = expected_violations(name, config)
         got = frozenset(r.violated)
         if expected is None:

@@ -1,8 +1,11 @@
 """`hwm prove`: the z3 proofs (quorum arithmetic, inductive invariant, bounded model checking).
 
-Exit status: 0 when every proof obligation is met (for a preset the catalogue
-knows to be broken, that means its counterexample was found); 1 when one is
-not; 2 on bad arguments (click's usage errors).
+Exit status, as `hwm check --protocol`: 0 when every proof obligation is met and no
+violation was found; 1 when an obligation is not met or the protocol violates a property
+(a BMC trace, a reachable counterexample to induction), whether or not the catalogue
+expects that preset to be broken; 2 on bad arguments. `--expect-catalogue` judges
+against the catalogue instead: a preset it calls broken passes when its counterexample
+is found.
 """
 
 from __future__ import annotations
@@ -12,15 +15,13 @@ import sys
 
 import click
 
-from model.proofs import DEFAULT_BMC_DEPTH, DEFAULT_BMC_PROPERTIES, PARTS, Plan, render, run
+from model.proofs import DEFAULT_BMC_DEPTH, DEFAULT_BMC_PROPERTIES, PARTS, Plan, render, run, violations_found
 from model.proofs_symbolic import ALWAYS_CHECKED
 from model.state import Config
 from hwm.params import ProtocolParam
 from properties.protocol import resolve
 
 EXIT_OK, EXIT_FAILED = 0, 1
-
-
 
 
 @click.command("prove", context_settings={"help_option_names": ["-h", "--help"]})
@@ -47,15 +48,19 @@ EXIT_OK, EXIT_FAILED = 0, 1
                    f"[default: {', '.join(DEFAULT_BMC_PROPERTIES)}].")
 @click.option("--no-explorer", is_flag=True,
               help="Do not run the breadth-first explorer to compare BMC's shortest lengths.")
+@click.option("--expect-catalogue", is_flag=True,
+              help="Judge against the catalogue: a preset it calls broken passes (exit 0) when its "
+                   "counterexample is found.")
 @click.option("--json", "as_json", is_flag=True, help="Print the proofs as JSON.")
 def prove(protocol, part, servers, max_log, max_n, depth, max_generation, max_crashes, properties, no_explorer,
-          as_json):
+          expect_catalogue, as_json):
     """Prove what the explorer cannot: quorum arithmetic for every N ≤ --max-n, an inductive invariant
     with unbounded generations, and bounded model checking whose shortest violations must equal
     the explorer's.
 
-    Exit 0 when every obligation is met (for a broken preset: its counterexample was found),
-    1 when one is not, 2 on bad arguments.
+    Exit 0 when every obligation is met and no violation is found; 1 when one is not met or
+    the protocol violates a property (with --expect-catalogue: only when an obligation is not
+    met, so a broken preset passes by showing its counterexample); 2 on bad arguments.
     """
     name, resolved = resolve(protocol)
     if resolved.system != "raft":
@@ -68,13 +73,19 @@ def prove(protocol, part, servers, max_log, max_n, depth, max_generation, max_cr
                 max_n=max_n, depth=depth, max_generation=max_generation, max_crashes=max_crashes,
                 properties=tuple(properties) or DEFAULT_BMC_PROPERTIES, compare_with_explorer=not no_explorer)
     proofs = run(plan)
-    ok = all(p.ok for p in proofs)
+    met = all(p.ok for p in proofs)
+    violated = violations_found(proofs)
+    ok = met and (expect_catalogue or not violated)
     if as_json:
-        click.echo(json.dumps({"protocol": name, "ok": ok, "proofs": [p.to_json() for p in proofs]}, indent=2,
-                              ensure_ascii=False))
+        click.echo(json.dumps({"protocol": name, "ok": ok, "obligations_met": met, "violations_found": violated,
+                               "proofs": [p.to_json() for p in proofs]}, indent=2, ensure_ascii=False))
     else:
         click.echo(render(proofs))
         total = sum(p.seconds for p in proofs)
-        verdict = "all obligations met" if ok else f"{sum(not p.ok for p in proofs)} obligation(s) not met"
+        verdict = "all obligations met" if met else f"{sum(not p.ok for p in proofs)} obligation(s) not met"
+        if violated:
+            verdict += f"; {name} violates a property ({', '.join(violated)})"
+            if expect_catalogue and met:
+                verdict += ", as the catalogue expects"
         click.echo(f"{name}: {verdict} ({total:.1f}s)")
     sys.exit(EXIT_OK if ok else EXIT_FAILED)

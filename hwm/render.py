@@ -56,8 +56,22 @@ def table(header: Sequence[str], rows: Iterable[Sequence[str]]) -> str:
     return "\n".join(out)
 
 
+def duration(seconds: float) -> str:
+    """`42 s`, `3 min 05 s`, `2 h 03 min`."""
+    seconds = int(seconds)
+    if seconds < 60:
+        return f"{seconds} s"
+    if seconds < 3600:
+        return f"{seconds // 60} min {seconds % 60:02d} s"
+    return f"{seconds // 3600} h {seconds % 3600 // 60:02d} min"
+
+
 class Progress:
-    """A one-line progress display on a terminal; silent when stderr is not one."""
+    """A one-line progress display on a terminal; silent when stderr is not one.
+
+    Shows the elapsed time, the states so far, the mean rate, and the growth: new states per
+    second since the previous line, which falls as the search nears its end (or as it slows).
+    """
 
     def __init__(self, label: str, stream=None, enabled: bool | None = None):
         self.stream = stream or sys.stderr
@@ -65,18 +79,28 @@ class Progress:
         self.label = label
         self.shown = False
         self.started = time.perf_counter()
+        self.last: tuple[float, int] | None = None  # (elapsed, states) at the previous line
+
+    def line(self, info: dict) -> str:
+        elapsed = info.get("elapsed", time.perf_counter() - self.started)
+        states = info["states"]
+        growth = ""
+        if self.last is not None and elapsed > self.last[0]:
+            growth = f"  +{(states - self.last[1]) / (elapsed - self.last[0]):,.0f} new/s"
+        self.last = (elapsed, states)
+        frontier = f"  frontier {info['frontier']:,}" if "frontier" in info else ""
+        return (f"{self.label}: {duration(elapsed)}  depth {info['depth']}  states {states:,}{frontier}  "
+                f"{info['states_per_second']:,.0f} states/s{growth}")
 
     def __call__(self, info: dict) -> None:
         if not self.enabled:
             return
-        line = (f"{self.label}: depth {info['depth']}  states {info['states']:,}  "
-                f"frontier {info['frontier']:,}  {info['states_per_second']:,.0f} states/s")
-        self.stream.write("\r" + line[:160].ljust(80))
+        self.stream.write("\r" + self.line(info)[:160].ljust(100))
         self.stream.flush()
         self.shown = True
 
     def close(self) -> None:
         if self.shown:
-            self.stream.write("\r" + " " * 100 + "\r")
+            self.stream.write("\r" + " " * 160 + "\r")
             self.stream.flush()
             self.shown = False

@@ -29,7 +29,7 @@ from model.proofs_symbolic import ALWAYS_CHECKED, Proof
 from model.state import Config
 from properties.protocol import PRESETS, Protocol, preset_of
 
-__all__ = ["Proof", "PARTS", "DEFAULT_BMC_PROPERTIES", "Plan", "expected_broken", "run", "render",
+__all__ = ["Proof", "PARTS", "DEFAULT_BMC_PROPERTIES", "Plan", "expected_broken", "run", "render", "violations_found",
            "RAFT_INVARIANT", "ALWAYS_CHECKED"]
 
 PARTS = ("quorum", "induction", "bmc")
@@ -99,6 +99,17 @@ def run(plan: Plan) -> list[Proof]:
         proofs.append(bmc_proof(plan.protocol_name, plan.protocol, config, broken=broken, max_depth=plan.depth,
                                 properties=plan.properties, explorer_lengths=lengths))
     return proofs
+
+
+def violations_found(proofs: list[Proof]) -> list[str]:
+    """The proofs that show the protocol violating a property: a BMC trace, a reachable CTI."""
+    found = []
+    for p in proofs:
+        if p.part == "bmc" and any(r["length"] is not None for r in p.data.get("results", {}).values()):
+            found.append(p.name)
+        elif p.part == "induction" and p.data.get("reachable"):
+            found.append(p.name)
+    return found
 
 
 def render(proofs: list[Proof]) -> str:

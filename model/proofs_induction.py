@@ -12,7 +12,7 @@ history the invariant needs and the model does not keep:
 
 `Inv` is a conjunction of named conjuncts. IndInit checks `Init ⇒ Inv`; IndNext
 checks `Inv ∧ action ⇒ Inv'` for every action of the model separately; and the
-safety check shows `Inv ∧ action ⇒` no step violates ReadNeverTruncated or
+safety check shows `Inv ∧ action ⇒` no step violates ReadNeverTruncated, HwmNeverTruncated or
 ReadNeverLost and `Inv ⇒` the state properties of the catalogue. When IndNext
 fails, the counterexample to induction (CTI) is printed as a pre-state, an
 action and a post-state, and the breadth-first explorer is asked whether the
@@ -562,6 +562,7 @@ def check_induction(protocol: Protocol, servers: int = 3, max_log: int = 2, conj
             raise RuntimeError(f"z3 answered {verdict} for {action_name(action)}")
         solver.pop()
         for prop, bad in (("ReadNeverTruncated", enc.read_never_truncated(s, t)),
+                          ("HwmNeverTruncated", enc.hwm_never_truncated(s, t)),
                           ("ReadNeverLost", enc.read_never_lost(s, t))):
             solver.push()
             solver.add(bad)
@@ -618,7 +619,7 @@ def search_reachable_cti(protocol: Protocol, servers: int, max_log: int, explore
     base.append(z3.Not(z3.And(list(inv_t.values()))))
     base += [x <= config.max_generation for x in _generation_terms(enc, s)]
     base.append(enc.count([z3.Not(a) for a in s.alive]) <= config.max_crashes)
-    headline = z3.Or([enc.violation(p, s, t) for p in ("ReadNeverTruncated", "ReadNeverLost")])
+    headline = z3.Or([enc.violation(p, s, t) for p in ("ReadNeverTruncated", "HwmNeverTruncated", "ReadNeverLost")])
     bad_step = z3.Or([enc.violation(p, s, t) for p in ("ReadsAgree", "HwmWithinLog", "CommittedOnQuorum",
                                                         "OneLeaderPerGeneration", "LogMatching")])
     size = z3.Sum([*s.gen, *(x for row in s.log for x in row), *s.length, *s.hwm])
@@ -708,8 +709,8 @@ def induction_proofs(name: str, protocol: Protocol, *, broken: bool, servers: in
             "actions_with_cti": [action_name(c.action) for c in result.ctis]}
     if result.ok:
         detail = (f"Inv ({len(RAFT_INVARIANT)} conjuncts) holds initially, is preserved by all "
-                  f"{len(result.per_action_seconds)} actions and implies ReadNeverTruncated, ReadNeverLost, "
-                  f"ReadsAgree, HwmWithinLog, CommittedOnQuorum, OneLeaderPerGeneration, LogMatching "
+                  f"{len(result.per_action_seconds)} actions and implies ReadNeverTruncated, HwmNeverTruncated, "
+                  f"ReadNeverLost, ReadsAgree, HwmWithinLog, CommittedOnQuorum, OneLeaderPerGeneration, LogMatching "
                   f"(N={servers}, L={max_log}, generations and crashes unbounded)")
         if broken:
             detail += " — but this preset is broken: the encoding and the explorer disagree"

@@ -558,9 +558,20 @@ class Encoding:
         return z3.And(p < s.length[i], z3.Or(p >= t.length[i], t.log[i][p] != s.log[i][p]))
 
     def read_never_truncated(self, s: Sym, t: Sym) -> z3.BoolRef:
-        """Violation of ReadNeverTruncated on the step s -> t."""
-        return z3.Or([z3.And(self.removed(s, t, i, p), self.read_contains(s, p, s.log[i][p]))
-                      for i in range(self.n) for p in range(self.L)])
+        """Violation of ReadNeverTruncated on the step s -> t: a read entry removed and left on
+        fewer than a quorum of servers (every server's log counts, down or not)."""
+        out = []
+        for i in range(self.n):
+            for p in range(self.L):
+                g = s.log[i][p]
+                left = self.count([self.holds(t, o, p, g) for o in range(self.n)])
+                out.append(z3.And(self.removed(s, t, i, p), self.read_contains(s, p, g), left < self.quorum))
+        return z3.Or(out)
+
+    def hwm_never_truncated(self, s: Sym, t: Sym) -> z3.BoolRef:
+        """Violation of HwmNeverTruncated on the step s -> t: a server removes an entry at or
+        below its own high-water mark."""
+        return z3.Or([z3.And(self.removed(s, t, i, p), p < s.hwm[i]) for i in range(self.n) for p in range(self.L)])
 
     def read_never_lost(self, s: Sym, t: Sym) -> z3.BoolRef:
         out = []
@@ -609,7 +620,8 @@ class Encoding:
 
     def violation(self, name: str, s: Sym, t: Sym) -> z3.BoolRef:
         """The catalogue's `always` property `name` fails on the step s -> t (or in state t)."""
-        step = {"ReadNeverTruncated": self.read_never_truncated, "ReadNeverLost": self.read_never_lost}
+        step = {"ReadNeverTruncated": self.read_never_truncated, "HwmNeverTruncated": self.hwm_never_truncated,
+                "ReadNeverLost": self.read_never_lost}
         if name in step:
             return step[name](s, t)
         state = {"ReadsAgree": self.reads_agree, "HwmWithinLog": self.hwm_within_log,
@@ -702,7 +714,7 @@ class Encoding:
         return problems
 
 
-ALWAYS_CHECKED = ("ReadNeverTruncated", "ReadNeverLost", "ReadsAgree", "HwmWithinLog", "CommittedOnQuorum",
+ALWAYS_CHECKED = ("ReadNeverTruncated", "HwmNeverTruncated", "ReadNeverLost", "ReadsAgree", "HwmWithinLog", "CommittedOnQuorum",
                   "OneLeaderPerGeneration", "LogMatching")
 
 

@@ -1,4 +1,4 @@
-"""The property catalogue of DESIGN.md, evaluated on snapshots.
+"""The property catalogue (docs/design.md, "Properties"), evaluated on snapshots.
 
 Every property has a name (the interface), a kind (`always` or `sometimes`) and
 a one-line meaning. A property looks either at one snapshot (`on="state"`) or at
@@ -40,13 +40,35 @@ def _removed(before: ServerView, after: ServerView) -> Iterator[tuple[int, int]]
             yield position + 1, generation
 
 
+def holders(view: ClusterView, entry: tuple[int, int]) -> int:
+    """How many servers' logs hold `entry` (index, generation), down or not: logs are on disk."""
+    index, generation = entry
+    return sum(1 for s in view.servers if len(s.log) >= index and s.log[index - 1] == generation)
+
+
 def read_never_truncated(before: ClusterView, after: ClusterView) -> Finding:
+    # A removal counts when it leaves the read entry on fewer than a quorum of servers: then
+    # the entry can be lost from the committed history. A lagging server that drops a copy
+    # a majority still holds (Raft does this with 5 servers) loses nothing.
     if not before.reads:
         return None
+    needed = majority(len(after.servers))
     for k, (b, a) in enumerate(zip(before.servers, after.servers)):
         for entry in _removed(b, a):
             if entry in before.reads:
-                return f"{server_name(k)} removed entry {entry[0]}@g{entry[1]}, which a client has read"
+                left = holders(after, entry)
+                if left < needed:
+                    return (f"{server_name(k)} removed entry {entry[0]}@g{entry[1]}, which a client has read; "
+                            f"only {left} of {len(after.servers)} servers still store it")
+    return None
+
+
+def hwm_never_truncated(before: ClusterView, after: ClusterView) -> Finding:
+    for k, (b, a) in enumerate(zip(before.servers, after.servers)):
+        for entry in _removed(b, a):
+            if entry[0] <= b.hwm:
+                return (f"{server_name(k)} removed entry {entry[0]}@g{entry[1]}, at or below its own "
+                        f"high-water mark {b.hwm}")
     return None
 
 
@@ -94,11 +116,11 @@ def committed_on_quorum(view: ClusterView) -> Finding:
             if entry in checked:
                 continue
             checked.add(entry)
-            holders = sum(1 for o in servers if len(o.log) >= index and o.log[index - 1] == entry[1])
-            if holders < needed:
+            held = holders(view, entry)
+            if held < needed:
                 return (
                     f"{server_name(k)} counts entry {index}@g{entry[1]} as committed (hwm={s.hwm}) "
-                    f"but only {holders} of {len(servers)} servers store it"
+                    f"but only {held} of {len(servers)} servers store it"
                 )
     return None
 
@@ -175,7 +197,10 @@ def crash_and_rejoin(before: ClusterView, after: ClusterView) -> Finding:
 
 CATALOGUE: tuple[Property, ...] = (
     Property("ReadNeverTruncated", "always", "step",
-             "no server ever removes an entry a client has read", read_never_truncated),
+             "no removal ever leaves an entry a client has read on fewer than a quorum of servers",
+             read_never_truncated),
+    Property("HwmNeverTruncated", "always", "step",
+             "no server removes an entry at or below its own high-water mark", hwm_never_truncated),
     Property("ReadNeverLost", "always", "step",
              "every leader elected after a read holds the read entry", read_never_lost),
     Property("ReadsAgree", "always", "state",

@@ -1,4 +1,4 @@
-"""Protocol variants: the flags of DESIGN.md and the named presets.
+"""Protocol variants: the flags (docs/design.md) and the named presets.
 
 This is the one place the flags are defined. The model and the implementation
 both read a `Protocol` and must give each flag the same meaning.
@@ -182,7 +182,7 @@ PRESETS: dict[str, Preset] = {
             "its log to high-water mark'",
             True,
             _DEFAULT_CATCH,
-            frozenset({"ReadNeverTruncated", "ReadNeverLost", "ReadsAgree", "HwmWithinLog", "CommittedOnQuorum"}),
+            frozenset({"ReadNeverTruncated", "HwmNeverTruncated", "ReadNeverLost", "ReadsAgree", "HwmWithinLog", "CommittedOnQuorum"}),
         ),
         Preset(
             "raft",
@@ -203,7 +203,7 @@ PRESETS: dict[str, Preset] = {
             "Truncation (scenario 1, 'high watermark truncation followed by immediate leader election')",
             True,
             _DEFAULT_CATCH,
-            frozenset({"ReadNeverTruncated", "ReadNeverLost", "ReadsAgree", "CommittedOnQuorum"}),
+            frozenset({"ReadNeverTruncated", "HwmNeverTruncated", "ReadNeverLost", "ReadsAgree", "CommittedOnQuorum"}),
         ),
         Preset(
             "raft-seed-quorum",
@@ -222,7 +222,7 @@ PRESETS: dict[str, Preset] = {
             "terms by counting replicas'",
             True,
             _DEFAULT_CATCH,
-            frozenset({"ReadNeverTruncated", "ReadNeverLost", "ReadsAgree", "CommittedOnQuorum"}),
+            frozenset({"ReadNeverTruncated", "HwmNeverTruncated", "ReadNeverLost", "ReadsAgree", "CommittedOnQuorum"}),
         ),
         Preset(
             "raft-any-election",
@@ -232,7 +232,7 @@ PRESETS: dict[str, Preset] = {
             "log is more up-to-date than that of the candidate'",
             True,
             _DEFAULT_CATCH,
-            frozenset({"ReadNeverTruncated", "ReadNeverLost", "ReadsAgree", "CommittedOnQuorum"}),
+            frozenset({"ReadNeverTruncated", "HwmNeverTruncated", "ReadNeverLost", "ReadsAgree", "CommittedOnQuorum"}),
         ),
         Preset(
             "raft-generation-mismatch",
@@ -243,7 +243,7 @@ PRESETS: dict[str, Preset] = {
             "AppendEntries receiver rule 2 (prevLogIndex/prevLogTerm)",
             True,
             _DEFAULT_CATCH,
-            frozenset({"ReadNeverTruncated", "ReadNeverLost", "ReadsAgree", "CommittedOnQuorum"}),
+            frozenset({"ReadNeverTruncated", "HwmNeverTruncated", "ReadNeverLost", "ReadsAgree", "CommittedOnQuorum"}),
         ),
         Preset(
             "raft-truncate-to-leader-hwm",
@@ -262,7 +262,7 @@ PRESETS: dict[str, Preset] = {
             "KIP-101 (Kafka): truncation to the high watermark on restart loses committed data",
             True,
             _DEFAULT_CATCH,
-            frozenset({"ReadNeverTruncated", "ReadNeverLost", "ReadsAgree", "CommittedOnQuorum"}),
+            frozenset({"ReadNeverTruncated", "HwmNeverTruncated", "ReadNeverLost", "ReadsAgree", "CommittedOnQuorum"}),
         ),
         Preset(
             "raft-durable-hwm",

@@ -1,6 +1,8 @@
 """The bug catalogue: every file is the explorer's shortest trace and replays as it says, on the
 model and on the implementation (bridge.simcluster: real replicas, storage and codec)."""
 
+import re
+
 import pytest
 from click.testing import CliRunner
 
@@ -169,3 +171,57 @@ def test_the_whole_catalogue_replays_on_both_from_the_command_line():
         files = [str(p) for p in MODEL_ONLY if resolve(load(p).protocol)[1].system == system]
         result = CliRunner().invoke(main, ["replay", "-q", "--protocol", system] + files)
         assert files and result.exit_code == 0, result.output
+
+
+# ------------------------------------------- explanations tell the steps in order
+# What an explanation says happens, in the words the catalogue uses: (action, pattern). A pattern's
+# groups are the acting server (optional where the sentence has it earlier), then the follower,
+# generation or server read from.
+TOLD = [
+    ("elect", re.compile(r"\b(S\d)(?:, [^,]+,)? (?:then )?wins generation (\d+)")),
+    ("write", re.compile(r"(?:\b(S\d)(?:, [^,]+,)? )?\bwrites\b")),
+    ("replicate", re.compile(r"(?:\b(S\d)(?:, [^,]+,)? )?\breplicates\b[^.;:]*?\bto (S\d)")),
+    ("read", re.compile(r"\ba client reads\b[^.;:]*?\bfrom (S\d)", re.IGNORECASE)),
+    ("crash", re.compile(r"\b(S\d) crashes\b")),
+]
+
+
+def told_events(explanation: str) -> list[tuple[str, tuple]]:
+    """The events an explanation tells, in the order it tells them."""
+    found = []
+    for action, pattern in TOLD:
+        found += [(m.start(), action, m.groups()) for m in pattern.finditer(explanation)]
+    return [(action, groups) for _, action, groups in sorted(found)]
+
+
+def matches(step, state_after, action, groups) -> bool:
+    step = step.to_json()
+    if step["action"] != action:
+        return False
+    if action == "elect":
+        server, generation = groups
+        position = int(server[1:]) - 1
+        return step["server"] == server and state_after.servers[position].generation == int(generation)
+    if action == "replicate":
+        leader, follower = groups
+        return step["follower"] == follower and leader in (None, step["leader"])
+    return groups[0] in (None, step["server"])
+
+
+@pytest.mark.parametrize("path", FILES, ids=lambda p: p.stem)
+def test_explanation_tells_the_steps_in_their_order(path):
+    """Every election, read and crash of the trace is told, with its server (and an election with
+    its generation), and everything told happens in the trace in the order told."""
+    trace = load(path)
+    rows = replay_on_model(trace).rows  # rows[k] is the state after step k (rows[0]: initial)
+    told = told_events(trace.explanation)
+    position = 0
+    for action, groups in told:
+        while position < len(trace.steps) and not matches(trace.steps[position], rows[position + 1][1],
+                                                          action, groups):
+            position += 1
+        assert position < len(trace.steps), f"told {action} {groups} is not a later step of the trace"
+        position += 1
+    key_steps = [s.to_json() for s in trace.steps if s.to_json()["action"] in ("elect", "read", "crash")]
+    told_keys = [(a, g) for a, g in told if a in ("elect", "read", "crash")]
+    assert len(told_keys) == len(key_steps), (told_keys, key_steps)

@@ -5,7 +5,12 @@ import json
 import pytest
 from click.testing import CliRunner
 
+from hwm.check import tour_config, witness_needs
 from hwm.cli import main
+from model.actions import build_model
+from model.checker import bfs
+from model.state import Config
+from properties.catalogue import CATALOGUE, SOMETIMES
 from properties.protocol import PRESETS
 from properties.trace import load
 from tests.pinned import PINNED
@@ -21,6 +26,7 @@ def test_tour_matches_the_catalogue_and_saves_every_shortest_counterexample(tmp_
     assert code == 0, out
     for name in PRESETS:
         assert name in out
+    assert "raft-noop (log ≤ 2)" in out and "THIN" not in out
     assert "every preset behaves as the catalogue expects" in out
     saved = sorted(p.name for p in (tmp_path / "out").glob("*.json"))
     expected = sorted(f"{name}.{prop}.json" for name, p in PRESETS.items() for prop in p.breaks)
@@ -34,7 +40,8 @@ def test_tour_reports_a_preset_that_misbehaves(monkeypatch, tmp_path):
     # A catalogue that wrongly calls a broken preset safe must make the tour fail.
     from dataclasses import replace
     import properties.protocol as protocol
-    broken = dict(protocol.PRESETS)
+    # Two presets are enough to show it (the whole tour runs in the test above).
+    broken = {name: protocol.PRESETS[name] for name in ("raft", "kip101")}
     broken["kip101"] = replace(broken["kip101"], broken=False, breaks=frozenset())
     monkeypatch.setattr("hwm.check.PRESETS", broken)
     monkeypatch.setattr("hwm.cli.PRESETS", broken)
@@ -70,15 +77,65 @@ def test_flags_on_the_command_line_and_json():
     assert report["properties"]["ReadNeverTruncated"]["length"] == 11
 
 
-def test_unreached_witness_fails_the_check():
+def test_a_witness_the_bounds_rule_out_is_reported_and_does_not_fail():
     code, out = hwm("check", "--protocol", "raft", "--max-crashes", 0)
-    assert code == 1
-    assert "UNREACHED" in out and "CrashAndRejoin" in out
+    assert code == 0, out
+    assert "CrashAndRejoin               impossible at these bounds (needs max_crashes >= 1)" in out
+    assert "UNREACHED" not in out
+    code, out = hwm("check", "--protocol", "raft", "--max-crashes", 0, "--json")
+    assert json.loads(out)["impossible_witnesses"] == {"CrashAndRejoin": "max_crashes >= 1"}
+
+
+def test_a_possible_witness_left_unreached_fails_the_check(monkeypatch):
+    # Plant a witness check that never fires: the bounds allow a crash and rejoin, so unreached is a failure.
+    from dataclasses import replace
+    planted = tuple(replace(p, check=lambda before, after: None) if p.name == "CrashAndRejoin" else p
+                    for p in CATALOGUE)
+    monkeypatch.setattr("hwm.check.bfs", lambda *args, **kwargs: bfs(*args, properties=planted, **kwargs))
+    code, out = hwm("check", "--protocol", "raft")
+    assert code == 1, out
+    assert "CrashAndRejoin               UNREACHED" in out
+
+
+def test_the_tour_passes_when_the_bounds_rule_a_witness_out(tmp_path):
+    code, out = hwm("check", "--max-crashes", 0, "--save", tmp_path)
+    assert code == 0, out
+    assert "NOT AS EXPECTED" not in out and out.count("(1 impossible)") == len(PRESETS)
+
+
+def test_a_thin_check_says_so_and_the_tour_gives_raft_noop_room_for_client_entries():
+    code, out = hwm("check", "--protocol", "raft-noop")
+    assert "THIN: no client entry is ever written: needs max_log >= 2" in out
+    code, out = hwm("check", "--protocol", "raft-noop", "--max-log", 2)
+    assert code == 0 and "THIN" not in out
+    assert tour_config("raft-noop", Config()) == Config(max_log=2)
+    assert tour_config("raft", Config()) == Config()
+
+
+# Small bounds on which every witness the bounds call impossible must indeed be unreached (the
+# claim is conservative: an impossible witness never fails a check, so it must never be wrong).
+SMALL = [Config(servers, generation, log, crashes, network)
+         for servers in (1, 2, 3) for generation in (1, 2, 3) for log in (0, 1) for crashes in (0, 1)
+         for network in ("rpc", "async") if (servers, generation) != (3, 3) and (network == "rpc" or servers < 3)]
+
+
+@pytest.mark.parametrize("preset", ["raft", "raft-any-election", "raft-truncate-to-own-hwm", "seed"])
+def test_witnesses_called_impossible_are_never_reached(preset):
+    protocol, called_impossible = PRESETS[preset].protocol, 0
+    for config in SMALL:
+        report = bfs(build_model(protocol, config), preset)
+        for p in SOMETIMES:
+            needs = witness_needs(p.name, protocol, config)
+            assert not (needs and report.results[p.name].found), (p.name, config.describe(), needs)
+            called_impossible += bool(needs)
+    assert called_impossible > 10
 
 
 def test_no_symmetry_explores_more():
-    code, out = hwm("check", "--protocol", "raft", "--no-symmetry", "--json")
-    assert json.loads(out)["distinct_states"] == PINNED[("raft", 3, 4, 1, 1, "rpc", False)]["states"]
+    code, out = hwm("check", "--protocol", "raft", "--servers", 4, "--max-generation", 2, "--max-crashes", 0,
+                    "--no-symmetry", "--json")
+    assert json.loads(out)["distinct_states"] == PINNED[("raft", 4, 2, 1, 0, "rpc", False)]["states"]
+    assert PINNED[("raft", 4, 2, 1, 0, "rpc", False)]["states"] > PINNED[("raft", 4, 2, 1, 0, "rpc", True)]["states"]
 
 
 @pytest.mark.parametrize("args, message", [
@@ -179,3 +236,82 @@ def test_graph_summary_and_export(tmp_path):
     assert g.number_of_nodes() == 5966
     code, text = hwm("graph", "--max-states", 10)
     assert code == 1 and "more than 10 states" in text
+
+
+# ------------------------------------------------------------- output paths
+# Bounds whose search would run for hours: a bad output path must be refused before it starts.
+HUGE = ["--servers", 9, "--max-generation", 99, "--max-log", 9]
+
+
+@pytest.mark.parametrize("args, message", [
+    (["graph", *HUGE, "--out", "{tmp}/missing/g.graphml"], "directory {tmp}/missing does not exist"),
+    (["graph", *HUGE, "--out", "{tmp}/g.txt"], "must end in .graphml, .gexf, .json"),
+    (["graph", *HUGE, "--out", "{tmp}"], "must end in"),
+    (["check", "--protocol", "raft", *HUGE, "--save", "/dev/null/x"], "/dev/null is not a directory"),
+    (["check", *HUGE, "--save", "{tmp}/file"], "{tmp}/file exists and is not a directory"),
+])
+def test_bad_output_paths_exit_2_before_any_search(tmp_path, args, message):
+    (tmp_path / "file").write_text("")
+    result = CliRunner().invoke(main, [str(a).format(tmp=tmp_path) for a in args])
+    assert result.exit_code == 2, result.output
+    assert message.format(tmp=tmp_path) in result.output and "Traceback" not in result.output
+
+
+def test_the_tour_refuses_an_unwritable_default_directory(tmp_path, monkeypatch):
+    (tmp_path / "hwm-out").write_text("")  # a file where the tour's directory should go
+    monkeypatch.chdir(tmp_path)
+    result = CliRunner().invoke(main, ["check", *map(str, HUGE)])
+    assert result.exit_code == 2 and "give --save DIR" in result.output, result.output
+
+
+def test_the_tour_saves_each_run_under_its_bounds(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    for crashes in (0, 1):
+        code, out = hwm("check", "--max-crashes", crashes, "--max-generation", 2)
+        assert code == 0, out
+    assert sorted(p.name for p in (tmp_path / "hwm-out").iterdir()) == ["s3-g2-l1-c0-rpc", "s3-g2-l1-c1-rpc"]
+    assert "hwm-out/s3-g2-l1-c1-rpc/" in out
+
+
+# ------------------------------------------------------------------- Ctrl-C
+def test_ctrl_c_prints_the_partial_report_and_exits_130():
+    """A real SIGINT to a real `hwm check` whose search would take minutes: once the progress line
+    shows the search running (stderr is a terminal, so it is drawn), Ctrl-C stops it."""
+    import os, pty, select, signal, subprocess, sys, time
+    master, slave = pty.openpty()
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    command = [sys.executable, "-c", "from hwm.cli import main; main(prog_name='hwm')", "check",
+               "--protocol", "raft", "--servers", "4", "--max-generation", "4", "--max-log", "2"]
+    process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=slave, cwd=root, text=True,
+                               env=dict(os.environ, PYTHONPATH=root))
+    os.close(slave)
+    seen, deadline = b"", time.monotonic() + 120
+    try:
+        while b"states/s" not in seen and time.monotonic() < deadline:
+            if select.select([master], [], [], 1.0)[0]:
+                seen += os.read(master, 4096)
+        assert b"states/s" in seen, seen
+        assert b" s  depth " in seen  # the elapsed time leads the progress line
+        process.send_signal(signal.SIGINT)
+        out, _ = process.communicate(timeout=120)
+    finally:
+        if process.poll() is None:
+            process.kill()
+        os.close(master)
+    assert process.returncode == 130, out
+    assert "INTERRUPTED: Ctrl-C stopped the search" in out and "Aborted" not in out
+    explored = int(out.split("explored ")[1].split(" distinct")[0].replace(",", ""))
+    assert explored > 0
+    assert "✓ EntryRead" in out  # what the explored part showed is reported
+
+
+def test_the_progress_line_shows_elapsed_time_rate_and_growth():
+    import io
+    from hwm.render import Progress
+    progress = Progress("checking raft", stream=io.StringIO(), enabled=True)
+    first = progress.line({"depth": 3, "states": 1000, "frontier": 400, "states_per_second": 2000, "elapsed": 0.5})
+    second = progress.line({"depth": 4, "states": 4000, "frontier": 900, "states_per_second": 2000, "elapsed": 2.0})
+    assert first == "checking raft: 0 s  depth 3  states 1,000  frontier 400  2,000 states/s"
+    assert second == "checking raft: 2 s  depth 4  states 4,000  frontier 900  2,000 states/s  +2,000 new/s"
+    assert progress.line({"depth": 9, "states": 4100, "states_per_second": 30, "elapsed": 125.0}).startswith(
+        "checking raft: 2 min 05 s  depth 9  states 4,100  30 states/s  +1 new/s")

@@ -1,4 +1,4 @@
-"""Each protocol flag changes the model exactly as DESIGN.md says, on small hand-built states."""
+"""Each protocol flag changes the model exactly as docs/model.md says, on small hand-built states."""
 
 from dataclasses import replace
 
@@ -163,8 +163,9 @@ def test_restart_rules(rule, log):
 
 
 def test_truncate_to_leader_hwm_follows_a_leader_whose_hwm_lags():
-    # S3 leads generation 3 but has not yet learned that entry 1 committed.
-    state = cluster(server(2, [2], hwm=1), server(3, [2]), server(3, [2], role=LEADER), reads={(1, 2)})
+    # S3 leads generation 3 but has not yet learned that entry 1 committed; S1 and S3 hold
+    # it, so S1's truncation leaves the read entry on one server of three.
+    state = cluster(server(2, [2], hwm=1), server(3), server(3, [2], role=LEADER), reads={(1, 2)})
     m = model(replace(RAFT, restart="truncate-to-leader-hwm"))
     before = run(m, state, ("crash", 0))
     after = m.apply(before, ("restart", 0))

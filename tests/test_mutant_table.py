@@ -13,9 +13,11 @@ from tests.explored import explore
 TABLE = {
     "raft-seed-quorum": (Config(servers=2, max_generation=1, max_log=1, max_crashes=0), {"CommittedOnQuorum": 2}),
     "raft-any-generation-commit": (Config(servers=3, max_generation=4, max_log=1, max_crashes=0),
-                                   {"CommittedOnQuorum": 10, "ReadNeverLost": 10, "ReadNeverTruncated": 11, "ReadsAgree": 12}),
+                                   {"CommittedOnQuorum": 10, "HwmNeverTruncated": 10, "ReadNeverLost": 10, "ReadNeverTruncated": 11,
+                                    "ReadsAgree": 12}),
     "raft-any-election": (Config(servers=3, max_generation=2, max_log=1, max_crashes=0),
-                          {"CommittedOnQuorum": 6, "ReadNeverLost": 5, "ReadNeverTruncated": 7, "ReadsAgree": 8}),
+                          {"CommittedOnQuorum": 6, "HwmNeverTruncated": 6, "ReadNeverLost": 5, "ReadNeverTruncated": 7,
+                           "ReadsAgree": 8}),
     "raft-generation-mismatch": (Config(servers=3, max_generation=2, max_log=1, max_crashes=0),
                                  {"CommittedOnQuorum": 5, "ReadsAgree": 8}),
     "raft-truncate-to-leader-hwm": (Config(servers=2, max_generation=2, max_log=1, max_crashes=1), {"ReadNeverTruncated": 7}),

@@ -31,11 +31,10 @@ pytestmark = pytest.mark.spark
 ROOT = Path(__file__).resolve().parents[2]
 
 # (preset, servers, max_generation, max_log, max_crashes, network, symmetry), as in PINNED.
+# The default run keeps one case per promise: violations with symmetry off (kip101, 2 servers; TINY
+# below covers them with symmetry on), a safe protocol with every witness on the async network.
 CASES = [
-    ("raft", 3, 3, 1, 1, "rpc", True),
-    ("raft-any-generation-commit", 3, 3, 2, 1, "rpc", True),
-    ("kip101", 3, 3, 1, 1, "rpc", True),  # violations: shortest counterexamples must agree
-    ("kip101", 2, 2, 1, 1, "rpc", False),  # symmetry off, kept small
+    ("kip101", 2, 2, 1, 1, "rpc", False),  # violations: shortest counterexamples must agree; symmetry off
     ("raft", 3, 1, 1, 1, "async", True),
     # Models with their own state types (ZAB, BookKeeper): the engine moves the model's bytes.
     ("zab-ack-before-persist", 3, 2, 1, 1, "rpc", True),
@@ -43,6 +42,9 @@ CASES = [
     ("kafka-kip101", 2, 3, 2, 1, "rpc", True),  # Kafka's model: its own state type and bytes
 ]
 DEEP_CASES = [
+    ("raft", 3, 3, 1, 1, "rpc", True),
+    ("raft-any-generation-commit", 3, 3, 2, 1, "rpc", True),
+    ("kip101", 3, 3, 1, 1, "rpc", True),
     ("raft", 3, 3, 1, 1, "rpc", False),
     ("raft-any-generation-commit", 3, 3, 1, 1, "rpc", True),
     ("raft-any-generation-commit", 3, 3, 1, 1, "rpc", False),
