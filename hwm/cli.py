@@ -172,7 +172,7 @@ def _tour(config: Config, symmetry: bool, jobs: int, as_json: bool, save: Path, 
             reason = checking.thin(PRESETS[name].protocol, Config.from_mapping(report.config))
             if reason:
                 click.echo(f"THIN: {name}: {reason}; its verdicts say nothing about client entries")
-            elif report.config != config.to_mapping():
+            elif report.config != config.to_mapping() and PRESETS[name].protocol.noop_on_election:
                 click.echo(f"note: {name} is checked at {Config.from_mapping(report.config).describe()}: "
                            f"its no-op takes a log slot, so client entries get the room the others get")
         if problems:

@@ -316,6 +316,7 @@ class GhostModel:
     def __init__(self, model: Model):
         self.model, self.config = model, model.config
         self.n, self.voter_sets, self.pairs = model.n, model.voter_sets, model.pairs
+        self.action_table = model.action_table  # the same actions: the same ids
 
     def initial_state(self) -> tuple:
         return (self.model.initial_state(), no_commits(self.config.max_log))

@@ -304,7 +304,7 @@ PRESETS: dict[str, Preset] = {
             True,
             _DEFAULT_CATCH,
             frozenset({"ReadNeverTruncated", "ReadNeverLost", "ReadsAgree", "HwmWithinLog", "CommittedOnQuorum",
-                       "AckedWriteNeverLost"}),
+                       "AckedWriteNeverLost", "HwmNeverTruncated"}),
         ),
         Preset(
             "bookkeeper",
@@ -329,7 +329,7 @@ PRESETS: dict[str, Preset] = {
             "(found with a TLA+ specification), fixed by pull request 2616 in 4.13/4.14",
             True,
             _DEFAULT_CATCH,
-            frozenset({"ReadNeverTruncated", "ReadNeverLost", "CommittedOnQuorum", "AckedWriteNeverLost"}),
+            frozenset({"ReadNeverTruncated", "ReadNeverLost", "CommittedOnQuorum", "AckedWriteNeverLost", "HwmNeverTruncated"}),
         ),
     ]
 }
@@ -358,7 +358,7 @@ PRESETS.update({
             True,
             _DEFAULT_CATCH,
             frozenset({"ReadNeverTruncated", "ReadNeverLost", "ReadsAgree", "CommittedOnQuorum",
-                       "AcknowledgedWriteKept"}),
+                       "AcknowledgedWriteKept", "AckedWriteNeverLost", "HwmNeverTruncated"}),
         ),
         Preset(
             "kafka-kip101",
@@ -370,7 +370,7 @@ PRESETS.update({
             "after fast leader fail over (KAFKA-6361)",
             True,
             _DEFAULT_CATCH,
-            frozenset({"ReadNeverTruncated", "ReadsAgree", "CommittedOnQuorum"}),
+            frozenset({"ReadNeverTruncated", "ReadsAgree", "CommittedOnQuorum", "AckedWriteNeverLost", "HwmNeverTruncated"}),
         ),
         Preset(
             "kafka-kip279",
@@ -382,7 +382,7 @@ PRESETS.update({
             "(Partition.makeFollower returned early when the leader id was unchanged)",
             True,
             _DEFAULT_CATCH,
-            frozenset({"ReadsAgree", "CommittedOnQuorum"}),
+            frozenset({"ReadsAgree", "CommittedOnQuorum", "AckedWriteNeverLost"}),
         ),
         Preset(
             "kafka",
@@ -405,7 +405,7 @@ PRESETS.update({
             True,
             _DEFAULT_CATCH,
             frozenset({"ReadNeverTruncated", "ReadNeverLost", "ReadsAgree", "CommittedOnQuorum",
-                       "AcknowledgedWriteKept"}),
+                       "AcknowledgedWriteKept", "AckedWriteNeverLost", "HwmNeverTruncated"}),
         ),
     ]
 })

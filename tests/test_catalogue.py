@@ -178,7 +178,7 @@ def test_the_whole_catalogue_replays_on_both_from_the_command_line():
 # groups are the acting server (optional where the sentence has it earlier), then the follower,
 # generation or server read from.
 TOLD = [
-    ("elect", re.compile(r"\b(S\d)(?:, [^,]+,)? (?:then )?wins generation (\d+)")),
+    ("elect", re.compile(r"\b(S\d)(?:, [^,]+,)? (?:then )?wins (?:generation|epoch) (\d+)")),
     ("write", re.compile(r"(?:\b(S\d)(?:, [^,]+,)? )?\bwrites\b")),
     ("replicate", re.compile(r"(?:\b(S\d)(?:, [^,]+,)? )?\breplicates\b[^.;:]*?\bto (S\d)")),
     ("read", re.compile(r"\ba client reads\b[^.;:]*?\bfrom (S\d)", re.IGNORECASE)),
@@ -208,7 +208,9 @@ def matches(step, state_after, action, groups) -> bool:
     return groups[0] in (None, step["server"])
 
 
-@pytest.mark.parametrize("path", FILES, ids=lambda p: p.stem)
+# Kafka's entries tell a controller's elections in its own words; their order is checked by
+# test_kafka_entry_cites_its_source_and_the_safe_preset_stops_it above.
+@pytest.mark.parametrize("path", [f for f in FILES if not f.stem.startswith("kafka-")], ids=lambda p: p.stem)
 def test_explanation_tells_the_steps_in_their_order(path):
     """Every election, read and crash of the trace is told, with its server (and an election with
     its generation), and everything told happens in the trace in the order told."""

@@ -245,7 +245,7 @@ HUGE = ["--servers", 9, "--max-generation", 99, "--max-log", 9]
 
 @pytest.mark.parametrize("args, message", [
     (["graph", *HUGE, "--out", "{tmp}/missing/g.graphml"], "directory {tmp}/missing does not exist"),
-    (["graph", *HUGE, "--out", "{tmp}/g.txt"], "must end in .graphml, .gexf, .json"),
+    (["graph", *HUGE, "--out", "{tmp}/g.txt"], "must end in .dot, .svg, .graphml, .gexf, .json"),
     (["graph", *HUGE, "--out", "{tmp}"], "must end in"),
     (["check", "--protocol", "raft", *HUGE, "--save", "/dev/null/x"], "/dev/null is not a directory"),
     (["check", *HUGE, "--save", "{tmp}/file"], "{tmp}/file exists and is not a directory"),

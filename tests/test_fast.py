@@ -19,12 +19,12 @@ import pytest
 
 from model.actions import Model, build_model
 from model.backend import BackendUnavailable, make_backend
-from model.fast import KNOWN_FLAGS, FastBackend, compile_seconds, unsupported
+from model.fast import KNOWN_FLAGS, NOT_COMPILED, FastBackend, compile_seconds, unsupported
 from model.fast.blake2b import blake2b64_of
 from model.fast.properties import compiled_code, state_found, step_found
 from model.state import FOLLOWER, LEADER, Config, Server, State
 from properties.catalogue import CATALOGUE
-from properties.protocol import FLAG_VALUES, PRESETS, RAFT, Protocol, ProtocolError
+from properties.protocol import FLAG_SYSTEMS, FLAG_VALUES, PRESETS, RAFT, Protocol, ProtocolError
 
 RPC = Config(servers=3, max_generation=3, max_log=2, max_crashes=1, network="rpc")
 ASYNC = Config(servers=3, max_generation=2, max_log=1, max_crashes=1, network="async", channel_capacity=2)
@@ -149,9 +149,19 @@ def test_every_catalogue_property_has_an_up_to_date_compiled_form():
 
 def test_every_preset_and_flag_value_has_a_fast_path():
     """Fails, naming them, for presets and flag values the kernels do not implement yet."""
+    # A flag of a system without a compiled model (NOT_COMPILED, each with its reason) has no kernel
+    # to reach; every other flag value must be compiled.
+    only_uncompiled = {flag for flag, systems in FLAG_SYSTEMS.items()
+                       if flag != "system" and set(systems) <= set(NOT_COMPILED)}
     missing = [f"flag {flag}={value!r}" for flag, values in FLAG_VALUES.items() for value in values
-               if value not in KNOWN_FLAGS.get(flag, ())]
+               if value not in KNOWN_FLAGS.get(flag, ()) and flag not in only_uncompiled
+               and not (flag == "system" and value in NOT_COMPILED)]
+    assert set(NOT_COMPILED) <= set(FLAG_VALUES["system"])
     for name, preset in PRESETS.items():
+        if preset.protocol.system in NOT_COMPILED:
+            with pytest.raises(BackendUnavailable, match=f"no compiled {preset.protocol.system} model yet"):
+                make_backend("fast", build_model(preset.protocol, RPC), True)
+            continue
         for config in (RPC, ASYNC):
             try:
                 model = build_model(preset.protocol, config)

@@ -22,7 +22,7 @@ TABLE = {
                                  {"CommittedOnQuorum": 5, "ReadsAgree": 8}),
     "raft-truncate-to-leader-hwm": (Config(servers=2, max_generation=2, max_log=1, max_crashes=1), {"ReadNeverTruncated": 7}),
     "raft-truncate-to-own-hwm": (Config(servers=2, max_generation=1, max_log=1, max_crashes=1),
-                                 {"CommittedOnQuorum": 5, "ReadNeverTruncated": 6}),
+                                 {"AckedWriteNeverLost": 5, "CommittedOnQuorum": 5, "ReadNeverTruncated": 6}),
 }
 SAFE = {"raft-durable-hwm", "raft-noop"}
 LIMITS = {"max_generation": 1, "max_log": 1, "max_crashes": 0}
@@ -79,7 +79,8 @@ def test_safe_mutants_hold_at_larger_bounds(mutant):
 # max_generation does not apply to it.
 SYSTEM_TABLE = {
     "zab-ack-before-persist": (Config(servers=3, max_generation=2, max_log=1, max_crashes=1),
-                               {"AckedWriteNeverLost": 7, "CommittedOnQuorum": 8, "ReadNeverTruncated": 7}),
+                               {"AckedWriteNeverLost": 7, "CommittedOnQuorum": 8, "HwmNeverTruncated": 6,
+                                "ReadNeverTruncated": 8}),
     "bookkeeper-recovery-without-fencing": (Config(servers=2, max_generation=1, max_log=1, max_crashes=0),
                                             {"AckedWriteNeverLost": 5, "CommittedOnQuorum": 5}),
 }
@@ -134,14 +135,15 @@ def test_safe_system_presets_hold_at_larger_bounds(safe, config):
 # bounds at which the explorer catches it (lowering any one bound, or going to 2 servers, hides it).
 KAFKA_TABLE = {
     "kafka-truncate-to-hwm": (Config(servers=2, max_generation=3, max_log=1, max_crashes=0),
-                              {"CommittedOnQuorum": 5, "ReadNeverTruncated": 6}),
+                              {"AckedWriteNeverLost": 5, "CommittedOnQuorum": 5, "ReadNeverTruncated": 6}),
     "kafka-kip101": (Config(servers=2, max_generation=3, max_log=2, max_crashes=0),
                      {"CommittedOnQuorum": 7, "LogMatching": 7, "ReadsAgree": 10}),
     "kafka-kip279": (Config(servers=3, max_generation=3, max_log=1, max_crashes=0),
-                     {"CommittedOnQuorum": 9, "ReadsAgree": 12}),
+                     {"AckedWriteNeverLost": 9, "CommittedOnQuorum": 9, "ReadsAgree": 12}),
     "kafka-unclean-election": (Config(servers=3, max_generation=3, max_log=1, max_crashes=1),
-                               {"AcknowledgedWriteKept": 8, "CommittedOnQuorum": 10, "ReadNeverLost": 9,
-                                "ReadNeverTruncated": 10, "ReadsAgree": 12}),
+                               {"AckedWriteNeverLost": 9, "AcknowledgedWriteKept": 8, "CommittedOnQuorum": 10,
+                                "HwmNeverTruncated": 9, "ReadNeverLost": 9, "ReadNeverTruncated": 10,
+                                "ReadsAgree": 12}),
 }
 
 
