@@ -22,7 +22,7 @@ TABLE = {
                                  {"CommittedOnQuorum": 5, "ReadsAgree": 8}),
     "raft-truncate-to-leader-hwm": (Config(servers=2, max_generation=2, max_log=1, max_crashes=1), {"ReadNeverTruncated": 7}),
     "raft-truncate-to-own-hwm": (Config(servers=2, max_generation=1, max_log=1, max_crashes=1),
-                                 {"AckedWriteNeverLost": 5, "CommittedOnQuorum": 5, "ReadNeverTruncated": 6}),
+                                 {"CommittedOnQuorum": 5, "ReadNeverTruncated": 6}),
 }
 SAFE = {"raft-durable-hwm", "raft-noop"}
 LIMITS = {"max_generation": 1, "max_log": 1, "max_crashes": 0}
