@@ -48,7 +48,7 @@ def test_svg_is_laid_out_without_graphviz(tmp_path):
 
 def test_bad_out_and_too_large_graphs_are_refused(tmp_path, monkeypatch):
     code, output, _ = graph("--out", tmp_path / "g.png")
-    assert code == 2 and "write .dot, .svg, .graphml, .gexf or .json" in output
+    assert code == 2 and "must end in .dot, .svg, .graphml, .gexf, .json" in output
     code, output, _ = graph("--out", tmp_path / "missing" / "g.svg")
     assert code == 2 and "does not exist" in output
     monkeypatch.setattr("hwm.teach.graph_render.MAX_DRAWN", 10)
