@@ -133,7 +133,8 @@ class StateGraph(Visitor):
         self.parent: list[tuple[int, Action] | None] = []
         self._index: dict[int, int] = {}  # fingerprint -> state number
         if model is not None:
-            check(model, CheckOptions(symmetry=False, properties=()), [self])
+            # States stay model objects (the graph keeps every one): no packing and unpacking.
+            check(model, CheckOptions(symmetry=False, properties=(), successors="objects"), [self])
 
     def on_chunk(self, chunk, result) -> None:
         backend = chunk.search.backend
