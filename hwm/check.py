@@ -56,7 +56,11 @@ def successors_refusal(protocols, config: Config, successors: str) -> str | None
 
     for spec in protocols:
         name, protocol = resolve(spec)
-        why = refusal(successors, build_model(protocol, config))
+        try:
+            model = build_model(protocol, config)
+        except ValueError:  # the model refuses these bounds itself: its own check says so
+            continue
+        why = refusal(successors, model)
         if why:
             return f"{name}: {why}; use --successors reference"
     return None

@@ -83,11 +83,7 @@ def check(protocol, servers, max_generation, max_log, max_crashes, network, chan
         if engine == "simulation":
             raise click.UsageError(f"--successors {successors} applies to breadth-first search (--engine local or "
                                    "spark); the simulation walks the model itself")
-        try:
-            reason = checking.successors_refusal(list(PRESETS) if protocol is None else [protocol], config,
-                                                 successors)
-        except ValueError:  # the model refuses these bounds: the check below says so
-            reason = None
+        reason = checking.successors_refusal(list(PRESETS) if protocol is None else [protocol], config, successors)
         if reason:
             raise click.UsageError(f"--successors {successors}: {reason}")
     if protocol is None:
