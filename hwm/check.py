@@ -33,6 +33,7 @@ class CheckRequest:
     walks: int = 2000
     seed: int = 0
     workers: int = 1  # processes of the local engine
+    successors: str = "reference"  # the successor backend (model.backend): reference | fast
 
 
 def run(request: CheckRequest, progress=None) -> Report:
@@ -40,7 +41,8 @@ def run(request: CheckRequest, progress=None) -> Report:
     name, protocol = resolve(request.protocol)
     model = build_model(protocol, request.config)  # ValueError: the model cannot run this config
     if request.engine == "local":
-        return bfs(model, name, symmetry=request.symmetry, progress=progress, workers=request.workers)
+        return bfs(model, name, symmetry=request.symmetry, progress=progress, workers=request.workers,
+                   successors=request.successors)
     if request.engine == "simulation":
         from model.simulation import simulate
         return simulate(model, name, walks=request.walks, seed=request.seed, symmetry=request.symmetry,
@@ -48,8 +50,24 @@ def run(request: CheckRequest, progress=None) -> Report:
     if request.engine == "spark":
         from model.spark_engine import spark_bfs
         return spark_bfs(model, name, symmetry=request.symmetry, master=request.spark_master or "local[*]",
-                         progress=progress)
+                         progress=progress, successors=request.successors)
     raise ValueError(f"unknown engine {request.engine!r}")
+
+
+def successors_refusal(protocols, config: Config, successors: str) -> str | None:
+    """Why the successor backend cannot run one of `protocols` at `config` (checked before any search)."""
+    from model.backend import refusal
+
+    for spec in protocols:
+        name, protocol = resolve(spec)
+        try:
+            model = build_model(protocol, config)
+        except ValueError:  # the model refuses these bounds itself: its own check says so
+            continue
+        why = refusal(successors, model)
+        if why:
+            return f"{name}: {why}; use --successors reference"
+    return None
 
 
 def _run_quiet(request: CheckRequest) -> Report:
@@ -155,11 +173,12 @@ def tour_config(preset: str, config: Config) -> Config:
     return config
 
 
-def tour(config: Config, symmetry: bool, jobs: int, progress_stream=None) -> list[tuple[str, Report]]:
+def tour(config: Config, symmetry: bool, jobs: int, progress_stream=None,
+         successors: str = "reference") -> list[tuple[str, Report]]:
     """Check every preset (each at `tour_config`); presets run in parallel processes (one per core
     by default). `progress_stream` hears of each preset as it finishes and, on a terminal, of
     those still running, every second."""
-    requests = [CheckRequest(name, tour_config(name, config), symmetry)
+    requests = [CheckRequest(name, tour_config(name, config), symmetry, successors=successors)
                 for name in runnable_presets(config)]
     started = time.perf_counter()
     tty = progress_stream is not None and progress_stream.isatty()
@@ -271,11 +290,16 @@ def describe_report(report: Report, saved: dict[str, Path] | None = None, protoc
     saved = saved or {}
     config = Config.from_mapping(report.config)
     impossible = impossible_witnesses(report, protocol, config) if protocol is not None else {}
-    lines = [f"protocol {report.protocol_name}   engine {report.engine}   symmetry {'on' if report.symmetry else 'off'}",
+    lines = [f"protocol {report.protocol_name}   engine {report.engine}   symmetry {'on' if report.symmetry else 'off'}"
+             + (f"   successors {report.successors}" if report.engine != "simulation" else ""),
              "config   " + " ".join(f"{k}={v}" for k, v in report.config.items())]
     rate = f"{report.states_per_second:,.0f} states/s" if report.seconds > 0 else ""
     lines.append(f"explored {report.states:,} distinct states, {report.transitions:,} transitions, depth "
                  f"{report.depth}, in {report.seconds:.1f} s ({rate})")
+    if report.engine != "simulation":
+        # Compiling (or loading the compiled code's cache) is a one-off cost, not search speed.
+        lines.append(f"set-up {report.setup_seconds:.1f} s before the search (building the {report.successors} "
+                     "successor backend: compiling or loading its cache)")
     if report.interrupted:
         lines.append("INTERRUPTED: Ctrl-C stopped the search; below is what the explored part shows, "
                      "nothing is proved")

@@ -62,9 +62,13 @@ def main() -> None:
                    "(small configurations, rpc network; lassos are saved with --save).")
 @click.option("--liveness-max-states", type=click.IntRange(1), default=50_000, show_default=True,
               help="State limit of the liveness graph (--liveness).")
+@click.option("--successors", type=click.Choice(["reference", "fast"]), default="reference", show_default=True,
+              help="How states are expanded (--engine local or spark): reference runs the readable model; fast "
+                   "the same model compiled (faster on large state spaces; the first run on a machine compiles "
+                   "for about 20 s, reported as set-up). Verdicts and lengths are the same.")
 def check(protocol, servers, max_generation, max_log, max_crashes, network, channel_capacity, no_symmetry,
           engine, spark_master, walks, seed, jobs, as_json, save, workers, liveness=False,
-          liveness_max_states=50_000) -> None:
+          liveness_max_states=50_000, successors="reference") -> None:
     """Explore the model exhaustively and report every property's verdict.
 
     Exit status: 0 when every always property holds and every sometimes witness
@@ -77,6 +81,13 @@ def check(protocol, servers, max_generation, max_log, max_crashes, network, chan
     if workers > 1 and (engine != "local" or protocol is None):
         raise click.UsageError("--workers applies to one protocol on the local engine (the tour runs presets "
                                "in parallel with --jobs; Spark has its own executors)")
+    if successors != "reference":
+        if engine == "simulation":
+            raise click.UsageError(f"--successors {successors} applies to breadth-first search (--engine local or "
+                                   "spark); the simulation walks the model itself")
+        reason = checking.successors_refusal(list(PRESETS) if protocol is None else [protocol], config, successors)
+        if reason:
+            raise click.UsageError(f"--successors {successors}: {reason}")
     if protocol is None:
         if liveness:
             raise click.UsageError("--liveness checks one protocol: give --protocol")
@@ -85,7 +96,7 @@ def check(protocol, servers, max_generation, max_log, max_crashes, network, chan
             if directory_problem(save):  # checked now, not after the whole tour
                 raise click.UsageError(f"cannot save the tour's traces: {directory_problem(save)}; "
                                        f"give --save DIR")
-        _tour(config, symmetry, jobs or checking.default_jobs(), as_json, save, engine)
+        _tour(config, symmetry, jobs or checking.default_jobs(), as_json, save, engine, successors)
         return
     if liveness:
         from hwm import liveness_report
@@ -93,7 +104,8 @@ def check(protocol, servers, max_generation, max_log, max_crashes, network, chan
         if reason:
             raise click.UsageError(f"--liveness: {reason}")
     progress = Progress(f"checking {protocol if isinstance(protocol, str) else resolve(protocol)[0]}")
-    request = checking.CheckRequest(protocol, config, symmetry, engine, spark_master, walks, seed, workers)
+    request = checking.CheckRequest(protocol, config, symmetry, engine, spark_master, walks, seed, workers,
+                                    successors)
     try:
         report = checking.run(request, progress)
     except RuntimeError as e:  # engine unavailable (e.g. Spark without Java): say what to install
@@ -130,7 +142,8 @@ def check(protocol, servers, max_generation, max_log, max_crashes, network, chan
     sys.exit(EXIT_OK if ok else EXIT_FOUND)
 
 
-def _tour(config: Config, symmetry: bool, jobs: int, as_json: bool, save: Path, engine: str) -> None:
+def _tour(config: Config, symmetry: bool, jobs: int, as_json: bool, save: Path, engine: str,
+          successors: str = "reference") -> None:
     if engine != "local":
         raise click.UsageError("the tour runs on the local engine; give --protocol to use another engine")
     click.echo(f"Checking every preset at {config.describe()} (symmetry {'on' if symmetry else 'off'}, "
@@ -140,7 +153,7 @@ def _tour(config: Config, symmetry: bool, jobs: int, as_json: bool, save: Path, 
     for system, bounds in lowered:
         click.echo(f"  {system} presets at {bounds} (the tour's bounds for {system}: docs/systems-{system}.md)", err=True)
     try:
-        results = checking.tour(config, symmetry, jobs, progress_stream=sys.stderr)
+        results = checking.tour(config, symmetry, jobs, progress_stream=sys.stderr, successors=successors)
     except KeyboardInterrupt:
         click.echo("\nINTERRUPTED: the tour was stopped; presets finished so far are listed above", err=True)
         sys.exit(EXIT_INTERRUPTED)

@@ -70,7 +70,7 @@ from model.state import State
 Batch = Any  # len() and picklable; only its backend looks inside
 
 __all__ = ["Backend", "BackendUnavailable", "Batch", "Expansion", "ObjectBackend", "PackedStates", "ReferenceBackend",
-           "BACKENDS", "make_backend", "action_table"]
+           "BACKENDS", "make_backend", "refusal", "action_table"]
 
 
 class BackendUnavailable(RuntimeError):
@@ -94,6 +94,11 @@ class Backend:
     """Shared parts of every backend: the action ids and the default property checks."""
 
     name = "?"
+
+    @staticmethod
+    def unsupported(model: Model) -> str | None:
+        """Why this backend cannot run `model` (None when it can), without building anything."""
+        return None
 
     def __init__(self, model: Model, symmetry: bool):
         self.model = model
@@ -323,6 +328,18 @@ class ObjectBackend(Backend):
 # name -> "module:Class"; the class is imported only when chosen
 BACKENDS = {"reference": "model.backend:ReferenceBackend", "fast": "model.fast:FastBackend",
             "objects": "model.backend:ObjectBackend"}
+
+
+def refusal(name: str, model: Model) -> str | None:
+    """Why backend `name` cannot run `model`, or None; cheap (nothing is compiled), for checking options early."""
+    if name not in BACKENDS:
+        return f"unknown successor backend {name!r}: choose one of {', '.join(BACKENDS)}"
+    module_name, class_name = BACKENDS[name].split(":")
+    try:
+        module = importlib.import_module(module_name)
+    except ImportError as e:
+        return f"the {name} successor backend cannot be loaded ({e})"
+    return getattr(module, class_name).unsupported(model)
 
 
 def make_backend(name: str, model: Model, symmetry: bool) -> Backend:

@@ -55,6 +55,8 @@ class Report:
     complete: bool = True  # False when a state or depth limit stopped the search
     interrupted: bool = False  # True when the user stopped it (Ctrl-C): a partial report
     results: dict[str, PropertyResult] = field(default_factory=dict)
+    successors: str = "reference"  # the successor backend (model.backend)
+    setup_seconds: float = 0.0  # building the backend (compiling or loading its cache), apart from `seconds`
 
     @property
     def violated(self) -> list[str]:
@@ -80,6 +82,7 @@ class Report:
             "depth": self.depth, "seconds": round(self.seconds, 3),
             "bounds_hit": sorted(self.bounds_hit), "complete": self.complete,
             "interrupted": self.interrupted,
+            "successors": self.successors, "setup_seconds": round(self.setup_seconds, 3),
             "properties": {
                 r.name: {"kind": r.kind, "verdict": r.verdict, "finding": r.finding, "length": r.length,
                          "steps": [s.to_json() for s in r.steps] if r.steps is not None else None}

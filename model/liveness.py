@@ -42,6 +42,7 @@ from dataclasses import dataclass, field
 import networkx as nx
 
 from model.actions import Action, Model, to_step
+from model.engine import CheckOptions, Visitor, check
 from model.state import State
 from properties.liveness import LIVENESS, LivenessProperty
 from properties.trace import Step
@@ -116,32 +117,45 @@ class LivenessReport:
                 "properties": {r.name: r.to_json() for r in self.results.values()}}
 
 
-class StateGraph:
-    """The concrete reachable graph: states, labelled edges, breadth-first parents."""
+class StateGraph(Visitor):
+    """The concrete reachable graph: states, labelled edges, breadth-first parents.
 
-    def __init__(self, model: Model, max_states: int):
-        init = model.initial_state()
-        self.states: list[State] = [init]
-        self.index: dict[State, int] = {init: 0}
+    Built by the one breadth-first search (`model.engine`) without symmetry, as its
+    visitor: state k is the k-th discovered, `edges[k]` its transitions in the model's
+    action order, `parent[k]` the first transition into it (None for the initial state).
+    With a model it runs its own search; without (None), it is a visitor for a caller's.
+    """
+
+    def __init__(self, model: Model | None, max_states: int):
+        self.max_states = max_states
+        self.states: list[State] = []
         self.edges: list[list[tuple[Action, int]]] = []
-        self.parent: list[tuple[int, Action] | None] = [None]
-        queue = deque([0])
-        while queue:
-            k = queue.popleft()
-            out = []
-            for action, succ in model.successors(self.states[k]):
-                j = self.index.get(succ)
-                if j is None:
-                    if len(self.states) >= max_states:
-                        raise LivenessRefused(
-                            f"the state graph has more than {max_states:,} states (the liveness state limit): "
-                            "choose smaller bounds or raise the limit")
-                    j = self.index[succ] = len(self.states)
-                    self.states.append(succ)
-                    self.parent.append((k, action))
-                    queue.append(j)
-                out.append((action, j))
-            self.edges.append(out)
+        self.parent: list[tuple[int, Action] | None] = []
+        self._index: dict[int, int] = {}  # fingerprint -> state number
+        if model is not None:
+            # States stay model objects (the graph keeps every one): no packing and unpacking.
+            check(model, CheckOptions(symmetry=False, properties=(), successors="objects"), [self])
+
+    def on_chunk(self, chunk, result) -> None:
+        backend = chunk.search.backend
+        if chunk.first == 0 and chunk.depth == 0:
+            self.states += backend.states(chunk.frontier)
+            self.parent.append(None)
+            self._index[int(chunk.frontier_fingerprints()[0])] = 0
+        if len(chunk.search.visited) > self.max_states:
+            raise LivenessRefused(
+                f"the state graph has more than {self.max_states:,} states (the liveness state limit): "
+                "choose smaller bounds or raise the limit")
+        fps, parents = chunk.fingerprints.tolist(), chunk.parents.tolist()
+        actions = [backend.action(a) for a in chunk.actions[:chunk.kept].tolist()]
+        for offset, (t, state) in enumerate(zip(chunk.new.tolist(), backend.states(chunk.new_states))):
+            self._index[fps[t]] = chunk.new_first + offset
+            self.states.append(state)
+            self.parent.append((chunk.first + parents[t], actions[t]))
+        edges: list[list[tuple[Action, int]]] = [[] for _ in range(len(chunk.frontier))]
+        for t, action in enumerate(actions):
+            edges[parents[t]].append((action, self._index[fps[t]]))
+        self.edges += edges
 
     @property
     def transitions(self) -> int:

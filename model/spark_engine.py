@@ -401,9 +401,10 @@ def _search(spark, model: Model, protocol_name: str, symmetry: bool, progress: P
 
     keep = StorageLevel.MEMORY_AND_DISK
     started = time.perf_counter()
-    report = Report(protocol_name, model.config.to_mapping(), "spark", symmetry)
+    report = Report(protocol_name, model.config.to_mapping(), "spark", symmetry, successors=successors)
     tracker = Tracker(properties)
     backend = make_backend(successors, model, symmetry)  # here to fail early if it cannot run this model
+    report.setup_seconds = time.perf_counter() - started  # the driver's compile or cache load
     init = backend.initial()
     init_bytes = backend.to_bytes(init)[0]
     init_fp = int(backend.fingerprints(init)[0])

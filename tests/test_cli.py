@@ -315,3 +315,36 @@ def test_the_progress_line_shows_elapsed_time_rate_and_growth():
     assert second == "checking raft: 2 s  depth 4  states 4,000  frontier 900  2,000 states/s  +2,000 new/s"
     assert progress.line({"depth": 9, "states": 4100, "states_per_second": 30, "elapsed": 125.0}).startswith(
         "checking raft: 2 min 05 s  depth 9  states 4,100  30 states/s  +1 new/s")
+
+
+# ------------------------------------------------------- successor backends
+def test_successors_reference_and_fast_give_the_same_verdicts_and_lengths():
+    """The truncate-to-own-hwm pin (violations and witnesses) on both backends; set-up apart from search."""
+    reports = {}
+    for successors in ("reference", "fast"):
+        code, out = hwm("check", "--protocol", "raft-truncate-to-own-hwm", "--servers", 2, "--max-generation", 1,
+                        "--network", "async", "--successors", successors, "--json")
+        assert code == 1
+        reports[successors] = report = json.loads(out)
+        assert report["successors"] == successors and report["setup_seconds"] >= 0
+    pin = PINNED[("raft-truncate-to-own-hwm", 2, 1, 1, 1, "async", True)]
+    for report in reports.values():
+        assert report["distinct_states"] == pin["states"] and report["transitions"] == pin["transitions"]
+        assert {n: p["length"] for n, p in report["properties"].items() if p["length"]} == pin["lengths"]
+    strip = lambda r: {k: v for k, v in r.items() if k not in ("seconds", "setup_seconds", "successors")}
+    assert strip(reports["fast"]) == strip(reports["reference"])
+    code, out = hwm("check", "--protocol", "raft", "--servers", 2, "--max-generation", 2, "--successors", "fast")
+    assert "successors fast" in out and "set-up " in out and "before the search" in out
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--successors", "compiled"], "'compiled' is not one of 'reference', 'fast'"),
+    (["--protocol", "raft", "--servers", 8, "--successors", "fast"],
+     "--successors fast: raft: the fast backend handles up to 7 servers, not 8; use --successors reference"),
+    (["--servers", 8, "--successors", "fast"], "--successors fast: seed: the fast backend handles up to 7 servers"),
+    (["--protocol", "raft", "--engine", "simulation", "--successors", "fast"], "the simulation walks the model"),
+])
+def test_successors_that_cannot_run_exit_2_naming_why(args, message):
+    code, out = hwm("check", *args)
+    assert code == 2
+    assert message in out

@@ -293,3 +293,23 @@ def test_a_lasso_on_the_async_network_is_refused_naming_the_field():
     for replay in (replay_on_model, replay_on_impl):
         with pytest.raises(TraceError, match="async.json, field 'config.network': liveness is checked on the rpc"):
             replay(parse(data, source="async.json"))
+
+
+def test_the_liveness_graph_is_a_visitor_of_the_one_search():
+    """State numbers and breadth-first parents are the engine's own (its visited set without symmetry)."""
+    from model.engine import CheckOptions, Search
+    from model.liveness import StateGraph
+
+    model = build_model(PRESETS["seed"].protocol, Config(2, 2, 1, 1))
+    graph = StateGraph(None, 10_000)
+    search = Search(model, CheckOptions(symmetry=False, properties=()), [graph])
+    search.run()
+    count = len(search.visited)
+    assert len(graph.states) == count and len(graph.edges) == count and count > 50
+    assert [model.fingerprint(s, False) for s in graph.states] == search.visited.fps[:count].tolist()
+    assert [p[0] if p else -1 for p in graph.parent] == search.visited.parents[:count].tolist()
+    assert graph.transitions == search.transitions
+    for k, out in enumerate(graph.edges):  # every edge is the model's own step, in its action order
+        assert [(a, graph.states[j]) for a, j in out] == list(model.successors(graph.states[k]))
+    alone = StateGraph(model, 10_000)
+    assert (alone.states, alone.edges, alone.parent) == (graph.states, graph.edges, graph.parent)

@@ -21,7 +21,7 @@ from click.testing import CliRunner
 from hwm.prove_cli import prove
 from model.actions import Model
 from model.checker import bfs
-from model.encoding import fingerprint
+from model.engine import CheckOptions, Sampler, check
 from model.proofs import Plan, expected_broken, run
 from model.proofs_bmc import bmc, replay
 from model.proofs_induction import Explorer, check_induction, induction_proofs, shape, no_commits
@@ -59,21 +59,11 @@ def test_seed_index_smallest_even_counterexample_agrees_with_the_code():
 
 # --------------------------------------------------- encoding = the model
 def _sample(protocol, config, count, seed=0, limit=6000):
-    """`count` states spread over the first `limit` reachable ones (breadth-first)."""
-    model = Model(protocol, config)
-    init = initial_state(config)
-    seen, states, frontier = {fingerprint(init, False)}, [init], [init]
-    while frontier and len(states) < limit:
-        nxt = []
-        for state in frontier:
-            for _, succ in model.successors(state):
-                fp = fingerprint(succ, False)
-                if fp not in seen:
-                    seen.add(fp)
-                    states.append(succ)
-                    nxt.append(succ)
-        frontier = nxt
-    return random.Random(seed).sample(states, min(count, len(states)))
+    """`count` states spread over the first `limit` reachable ones (breadth-first, no symmetry)."""
+    sampler = Sampler(limit)
+    check(Model(protocol, config), CheckOptions(symmetry=False, max_states=limit, properties=()), [sampler])
+    assert len(sampler.states) == limit  # these bounds reach more: the sample is spread over `limit`
+    return random.Random(seed).sample(sampler.states, min(count, len(sampler.states)))
 
 
 def _conformance(name, count):

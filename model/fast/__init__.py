@@ -102,6 +102,7 @@ class FastBackend(Backend):
     """Compiled successors on packed rows (one uint8 row per state)."""
 
     name = "fast"
+    unsupported = staticmethod(unsupported)
 
     def __init__(self, model: Model, symmetry: bool):
         why = unsupported(model)
