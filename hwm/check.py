@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+import multiprocessing
 import os
 import re
+import signal
 import time
-from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -173,6 +174,15 @@ def tour_config(preset: str, config: Config) -> Config:
     return config
 
 
+class TourInterrupted(KeyboardInterrupt):
+    """Ctrl-C during the tour, carrying the presets that finished before it (in tour order) and the
+    names of those that did not, so the caller can still report what was checked."""
+
+    def __init__(self, finished: list[tuple[str, Report]], unfinished: list[str]):
+        super().__init__()
+        self.finished, self.unfinished = finished, unfinished
+
+
 def tour(config: Config, symmetry: bool, jobs: int, progress_stream=None,
          successors: str = "reference") -> list[tuple[str, Report]]:
     """Check every preset (each at `tour_config`); presets run in parallel processes (one per core
@@ -194,33 +204,48 @@ def tour(config: Config, symmetry: bool, jobs: int, progress_stream=None,
     def finished(name: str, report: Report, done: int) -> None:
         say(f"tour: {done}/{len(requests)} {name}: {report.states:,} states in {report.seconds:.1f} s", True)
 
+    by_name: dict[str, Report] = {}
+
+    def interrupted() -> TourInterrupted:
+        return TourInterrupted([(r.protocol, by_name[r.protocol]) for r in requests if r.protocol in by_name],
+                               [r.protocol for r in requests if r.protocol not in by_name])
+
     if jobs <= 1:
-        by_name = {}
-        for r in requests:
-            say(f"tour: checking {r.protocol}...", False)
-            by_name[r.protocol] = run(r)
-            finished(r.protocol, by_name[r.protocol], len(by_name))
+        try:
+            for r in requests:
+                say(f"tour: checking {r.protocol}...", False)
+                report = run(r)
+                if report.interrupted:  # the search caught Ctrl-C: a partial preset is not a row
+                    raise KeyboardInterrupt
+                by_name[r.protocol] = report
+                finished(r.protocol, report, len(by_name))
+        except KeyboardInterrupt:  # in a search or between two
+            raise interrupted() from None
         return [(r.protocol, by_name[r.protocol]) for r in requests]
-    with ProcessPoolExecutor(max_workers=jobs) as pool:
-        pending = {pool.submit(_run_quiet, r): r.protocol for r in requests}
-        by_name: dict[str, Report] = {}
+    # Workers ignore SIGINT: Ctrl-C is the parent's to handle, and terminate() stops searches mid-way
+    # (a worker's own search would catch it and return a partial report as if finished).
+    pool = multiprocessing.get_context().Pool(jobs, initializer=signal.signal,
+                                              initargs=(signal.SIGINT, signal.SIG_IGN))
+    try:
+        pending = {r.protocol: pool.apply_async(_run_quiet, (r,)) for r in requests}
         while pending:
-            try:
-                done, _ = wait(pending, timeout=1.0, return_when=FIRST_COMPLETED)
-            except KeyboardInterrupt:  # the workers heard Ctrl-C too; start no more presets
-                pool.shutdown(wait=False, cancel_futures=True)
-                raise
-            for future in done:
-                name = pending.pop(future)
-                by_name[name] = future.result()
+            for name in [n for n, result in pending.items() if result.ready()]:
+                by_name[name] = pending.pop(name).get()
                 finished(name, by_name[name], len(by_name))
             if pending:
-                waiting = ", ".join(sorted(pending.values()))
+                waiting = ", ".join(sorted(pending))
                 say(f"tour: {time.perf_counter() - started:.0f} s, still checking {waiting}", False)
-        if tty:
-            progress_stream.write("\r" + " " * 100 + "\r")
-            progress_stream.flush()
-        return [(r.protocol, by_name[r.protocol]) for r in requests]
+                next(iter(pending.values())).wait(1.0)
+        pool.close()
+    except KeyboardInterrupt:
+        raise interrupted() from None
+    finally:
+        pool.terminate()
+        pool.join()
+    if tty:
+        progress_stream.write("\r" + " " * 100 + "\r")
+        progress_stream.flush()
+    return [(r.protocol, by_name[r.protocol]) for r in requests]
 
 
 def runnable_presets(config: Config) -> list[str]:

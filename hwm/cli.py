@@ -154,8 +154,13 @@ def _tour(config: Config, symmetry: bool, jobs: int, as_json: bool, save: Path, 
         click.echo(f"  {system} presets at {bounds} (the tour's bounds for {system}: docs/systems-{system}.md)", err=True)
     try:
         results = checking.tour(config, symmetry, jobs, progress_stream=sys.stderr, successors=successors)
-    except KeyboardInterrupt:
-        click.echo("\nINTERRUPTED: the tour was stopped; presets finished so far are listed above", err=True)
+    except checking.TourInterrupted as stop:
+        # What finished is as true as a whole tour's row; what did not is named, not guessed.
+        if stop.finished:
+            click.echo(checking.tour_table(stop.finished, config))
+        click.echo(f"\nINTERRUPTED: Ctrl-C stopped the tour; {len(stop.finished)} of "
+                   f"{len(stop.finished) + len(stop.unfinished)} presets finished"
+                   + (f"; not checked: {', '.join(stop.unfinished)}" if stop.unfinished else ""))
         sys.exit(EXIT_INTERRUPTED)
     saved = []
     for name, report in results:

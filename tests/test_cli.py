@@ -305,6 +305,33 @@ def test_ctrl_c_prints_the_partial_report_and_exits_130():
     assert "✓ EntryRead" in out  # what the explored part showed is reported
 
 
+@pytest.mark.parametrize("jobs", [1, 2])
+def test_ctrl_c_during_the_tour_reports_the_presets_that_finished_and_exits_130(jobs):
+    """Ctrl-C at a terminal reaches the whole foreground process group (the tour and its workers):
+    once one preset has finished, the tour stops, prints its row, and names the presets it did not check."""
+    import os, signal, subprocess, sys, time
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    command = [sys.executable, "-c", "from hwm.cli import main; main(prog_name='hwm')", "check",
+               "--jobs", str(jobs)]
+    process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=root, text=True,
+                               env=dict(os.environ, PYTHONPATH=root), start_new_session=True)
+    try:
+        seen, deadline = "", time.monotonic() + 120
+        while "tour: 1/" not in seen and time.monotonic() < deadline:  # stderr is a pipe: one line per preset
+            seen += process.stderr.readline()
+        assert "tour: 1/" in seen, seen
+        os.killpg(process.pid, signal.SIGINT)
+        out, err = process.communicate(timeout=120)
+    finally:
+        if process.poll() is None:
+            os.killpg(process.pid, signal.SIGKILL)
+    assert process.returncode == 130, out + err
+    finished = seen.split("tour: 1/")[1].split(" ")[1].rstrip(":")
+    assert "INTERRUPTED: Ctrl-C stopped the tour" in out and "Traceback" not in err and "Aborted" not in err
+    assert f"{finished} " in out.split("INTERRUPTED")[0]  # its row is in the partial table
+    assert "not checked: " in out and "raft" in out.split("not checked: ")[1]
+
+
 def test_the_progress_line_shows_elapsed_time_rate_and_growth():
     import io
     from hwm.render import Progress
