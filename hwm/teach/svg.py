@@ -52,6 +52,28 @@ def _text(x, y, body, cls="", anchor="start", size=12, weight="normal", fill="#2
             f'font-weight="{weight}" fill="{fill}">{escape(str(body))}</text>')
 
 
+CYCLE = "#6a3d9a"  # a lasso's cycle, in every picture of it
+
+
+def _cycle_badge(frame: Frame, layout: Layout) -> list[str]:
+    """For a lasso: where this step stands in the cycle that repeats for ever (top right), and a
+    dashed frame around the cluster in every state of the cycle."""
+    if frame.loop is None:
+        return []
+    loop, end = frame.loop, frame.loop_end
+    if frame.cycle:
+        text, cls = f"\u21bb cycle {frame.number - loop + 1}/{end - loop + 1} (steps {loop}..{end})", "cycle"
+    elif frame.number == loop - 1:
+        text, cls = "\u21bb the cycle returns to this state", "cycle-home"
+    else:
+        text, cls = f"stem (the cycle starts at step {loop})", "stem"
+    box = (f'<rect x="{LEFT - 6}" y="{TOP - 12}" width="{layout.width - LEFT}" height="{layout.servers * ROW_H + 4}" '
+           f'rx="6" fill="none" stroke="{CYCLE}" stroke-width="2" stroke-dasharray="8 4"/>'
+           if frame.cycle or cls == "cycle-home" else "")
+    return [f'<g class="{cls}" data-loop="{loop}">{box}'
+            + _text(layout.width - 10, 38, text, "cycle-note", "end", 12, "bold", CYCLE) + "</g>"]
+
+
 def draw(frame: Frame, layout: Layout, *, title: str = "", with_lines: bool = False) -> str:
     """The SVG of one frame. `with_lines` adds the step's explanation under the picture (slides)."""
     state = frame.state
@@ -73,6 +95,7 @@ def draw(frame: Frame, layout: Layout, *, title: str = "", with_lines: bool = Fa
     banner = heading + (" - VIOLATION" if frame.violations else " - NOT ENABLED" if frame.blocked else "")
     out.append(_text(10, 38, banner, "violation" if frame.violations else "heading", size=13,
                      weight="bold", fill=banner_fill))
+    out += _cycle_badge(frame, layout)
     # Index ruler.
     for i in range(1, layout.columns + 1):
         out.append(_text(LEFT + (i - 0.5) * BOX_W, TOP - 4, i, "index", "middle", 10, fill="#777"))
