@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from html import escape
 from typing import Sequence
 
+from hwm.teach import systems
 from hwm.teach.explain import Frame
 from properties.snapshot import LEADER, server_name
 
@@ -107,26 +108,38 @@ def draw(frame: Frame, layout: Layout, *, title: str = "", with_lines: bool = Fa
         y = TOP + k * ROW_H
         alive = server.alive
         role = ("leader" if server.role == LEADER else "follower") if alive else "down"
+        own = systems.row(state, k)  # the system's own state: ISR, epochs, NEWLEADER, fences
         out.append(f'<g class="server" data-server="{server_name(k)}" data-role="{role}" '
                    f'opacity="{1 if alive else 0.45}">')
         out.append(_text(10, y + 16, server_name(k), "name", size=15, weight="bold"))
-        out.append(_text(10, y + 32, f"{role} g{server.generation}", "role", size=11,
+        out.append(_text(10, y + 32, own["role"], "role", size=11,
                          weight="bold" if role == "leader" else "normal"))
         match = getattr(server, "match", ())
         if alive and server.role == LEADER and match:
-            shown = " ".join(f"{server_name(j)}={m}" for j, m in enumerate(match) if j != k)
-            out.append(_text(10, y + 46, f"match {shown}", "match", size=10, fill="#555"))
+            shown = " ".join(f"{server_name(j)}={match[j]}" for j in own["match"] if j != k)
+            word = {"HW": "LEO", "LAC": "stored"}.get(own["hwm"], "match")
+            if own["notes"]:  # under the system's notes, smaller
+                out.append(_text(10, y + 43 + 10 * len(own["notes"][:2]), f"{word} {shown}", "match", size=9,
+                                 fill="#555"))
+            else:
+                out.append(_text(10, y + 46, f"{word} {shown}", "match", size=10, fill="#555"))
+        for line, note in enumerate(own["notes"][:2]):
+            out.append(_text(10, y + 43 + 10 * line, note, "system-note", size=9, fill="#6a3d9a"))
+        memory_from = own["memory_from"]
         out.append(f'<rect x="{LEFT}" y="{y}" width="{layout.columns * BOX_W}" height="{BOX_H}" '
                    f'fill="none" stroke="#ddd" stroke-dasharray="3 3"/>')
         for position, generation in enumerate(server.log):
             index = position + 1
             x = LEFT + position * BOX_W
             read = (index, generation) in state.reads
-            out.append(f'<g class="entry{" read" if read else ""}" data-index="{index}" '
-                       f'data-generation="{generation}">'
+            memory = memory_from is not None and index >= memory_from  # ZAB: acknowledged, not yet on disk
+            out.append(f'<g class="entry{" read" if read else ""}{" memory-only" if memory else ""}" '
+                       f'data-index="{index}" data-generation="{generation}">'
                        f'<rect x="{x + 2}" y="{y}" width="{BOX_W - 4}" height="{BOX_H}" rx="4" '
-                       f'fill="{colour(generation)}" stroke="{"#000" if read else "#555"}" '
-                       f'stroke-width="{3 if read else 1}"/>')
+                       f'fill="{colour(generation)}" stroke="{"#000" if read else "#555"}" stroke-width="{3 if read else 1}"'
+                       + (' fill-opacity="0.45" stroke-dasharray="4 3"' if memory else "") + "/>")
+            if memory:
+                out.append(_text(x + BOX_W / 2, y + BOX_H - 2, "memory", "memory-mark", "middle", 8, fill="#333"))
             out.append(_text(x + BOX_W / 2, y + 15, f"g{generation}", "", "middle", 12, "bold"))
             value = values.get((index, generation))
             if value is not None:
@@ -144,7 +157,7 @@ def draw(frame: Frame, layout: Layout, *, title: str = "", with_lines: bool = Fa
         hx = LEFT + server.hwm * BOX_W
         out.append(f'<line class="hwm-tick" x1="{hx}" y1="{y - 6}" x2="{hx}" y2="{y + BOX_H + 6}" '
                    f'stroke="#b00020" stroke-width="3"/>')
-        out.append(_text(hx + 4, y + BOX_H + 14 if not removed.get(k) else y - 6, f"hwm {server.hwm}",
+        out.append(_text(hx + 4, y + BOX_H + 14 if not removed.get(k) else y - 6, f"{own['hwm']} {server.hwm}",
                          "hwm-label", size=10, fill="#b00020"))
         hwm_points.append(f"{hx},{y + BOX_H / 2}")
         out.append("</g>")
