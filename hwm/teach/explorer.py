@@ -33,7 +33,7 @@ from model.actions import BoundHit, build_model, from_step, to_step
 from model.checker import bfs
 from model.state import Config
 from properties.catalogue import ALWAYS, SOMETIMES
-from properties.protocol import FLAG_MEANINGS, FLAG_VALUES, PRESETS, ProtocolError, _show, resolve
+from properties.protocol import FLAG_MEANINGS, FLAG_VALUES, PRESETS, ProtocolError, _show, flags_of, resolve
 from properties.trace import CONFIG_KEYS, Step, TraceError, parse_step
 
 MAX_STEPS = 200  # a path longer than this is not a student clicking
@@ -50,7 +50,10 @@ class BadRequest(ValueError):
 # ------------------------------------------------------------------ the API
 def presets() -> dict:
     return {"presets": {name: {"flags": {k: _show(v) for k, v in p.protocol.flags().items()},
-                               "summary": p.summary, "broken": p.broken} for name, p in PRESETS.items()},
+                               "summary": p.summary, "broken": p.broken, "system": p.protocol.system,
+                               # the flags a student may switch: those of the preset's system
+                               "switchable": list(flags_of(p.protocol.system))}
+                        for name, p in PRESETS.items()},
             "flags": {flag: [_show(v) for v in values] for flag, values in FLAG_VALUES.items()},
             "meanings": FLAG_MEANINGS,
             "config": {key: {"default": default,
@@ -130,17 +133,47 @@ def state(body: dict) -> dict:
     enabled = [to_step(a, value) for a in model.actions(last)]
     return {"protocol": name, "config": model.config.to_mapping(),
             "columns": [column(h, fs, layout) for h, fs in columns],
+            "divergence": divergence(name, columns[0][1], *columns[1]) if len(columns) > 1 else None,
             "enabled": [{"step": s.to_json(), "label": str(s)} for s in enabled],
             "refused": refused(model, last, value)}
+
+
+def divergence(name: str, frames: list, heading: str, other: list) -> dict | None:
+    """Where the same steps part under the second protocol: the step it refuses, or else the first
+    property the first protocol breaks and the second does not; None when they agree throughout.
+
+    This is the step a student switching a flag mid-trace wants to see: where the fix blocks the bug.
+    """
+    other_name = heading.split(": ", 1)[0]
+    if other[-1].blocked:
+        k = other[-1].number
+        broken = next((f for f in frames[1:] if f.violations), None)
+        text = f"under {other_name}, step {k} {other[-1].label} is not enabled: {other[-1].blocked}"
+        if broken is not None and broken.number >= k:
+            text += f"; under {name} the path goes on and breaks {', '.join(broken.violations)} at step {broken.number}"
+        return {"step": k, "kind": "blocked", "text": text}
+    for mine, theirs in zip(frames[1:], other[1:]):
+        avoided = [p for p in mine.violations if p not in theirs.violations]
+        if avoided:
+            differs = next((f.number for f, g in zip(frames[1:], other[1:]) if f.state != g.state), None)
+            text = (f"under {name}, step {mine.number} {mine.label} breaks {', '.join(avoided)}; under "
+                    f"{other_name} it does not")
+            if differs is not None and differs <= mine.number:
+                text += f" (the two protocols part at step {differs}: compare the reasons there)"
+            return {"step": mine.number, "kind": "avoided", "text": text, "differs": differs}
+    return None
 
 
 def refused(model, last, value: str) -> list[dict]:
     """Why each simple step (not elections: too many voter sets) is not enabled now."""
     out = []
-    n = model.n
-    candidates = [(a, k) for a in ("write", "read", "crash", "restart") for k in range(n)]
-    pair_actions = ("send", "deliver", "drop") if model.config.network == "async" else ("replicate",)
-    candidates += [(a, x, y) for a in pair_actions for x in range(n) for y in range(n) if x != y]
+    if hasattr(model, "action_table"):  # every model names its own actions (Kafka's shrink_isr, ZAB's sync...)
+        candidates = [a for a in model.action_table() if a[0] != "elect"]
+    else:
+        n = model.n
+        candidates = [(a, k) for a in ("write", "read", "crash", "restart") for k in range(n)]
+        pair_actions = ("send", "deliver", "drop") if model.config.network == "async" else ("replicate",)
+        candidates += [(a, x, y) for a in pair_actions for x in range(n) for y in range(n) if x != y]
     for action in candidates:
         try:
             reason = model.why_not(last, action)
@@ -158,7 +191,9 @@ def _search(spec_json: str, config_json: str) -> dict:
     model = build_model(protocol, Config.from_mapping(json.loads(config_json)))
     report = bfs(model, name, max_states=SEARCH_STATES)
     found = []
-    for p in ALWAYS + SOMETIMES:
+    for p in getattr(model, "properties", None) or ALWAYS + SOMETIMES:
+        if p.name not in report.results:
+            continue
         r = report.results[p.name]
         found.append({"property": p.name, "kind": p.kind, "meaning": p.meaning, "found": r.found,
                       "finding": r.finding, "length": r.length,

@@ -174,7 +174,20 @@ def test_clicking_actions_reproduces_a_catalogue_trace_and_reaches_its_violation
     wait.until(lambda d: len(d.find_elements(By.CSS_SELECTOR, "#columns .column")) == 2)
     fixed = browser.find_elements(By.CSS_SELECTOR, "#columns .column")[1]
     assert "blocked at step 8" in fixed.text and "S1 has nothing at or below its high-water mark" in fixed.text
+    # Both columns show step 8, where the fix blocks the bug, not the path's end (step 11).
+    wait.until(lambda d: body.get_attribute("data-view") == "8")
+    assert body.get_attribute("data-steps") == str(len(trace.steps))
+    buggy = browser.find_elements(By.CSS_SELECTOR, "#columns .column")[0]
+    assert "a client reads from S1 every entry at or below its high-water mark 1" in buggy.text
+    notice = browser.find_element(By.ID, "notice").text
+    assert "step 8 read(S1) is not enabled" in notice and "breaks ReadNeverLost at step 10" in notice
+    assert "fix-blocked" in browser.find_element(By.CSS_SELECTOR, '#steps li[data-step="8"]').get_attribute("class")
     screenshot(browser, "explorer-figure8-fix-side-by-side")
+    # The view slider walks both columns along the same steps without changing the path.
+    browser.execute_script("const v = document.getElementById('view'); v.value = '11';"
+                           "v.dispatchEvent(new Event('input'));")
+    assert body.get_attribute("data-view") == "11"
+    assert "ReadNeverTruncated violated" in browser.find_elements(By.CSS_SELECTOR, "#columns .column")[0].text
     body.send_keys("\ue012")  # left arrow: back one step
     at(len(trace.steps) - 1)
     browser.find_element(By.ID, "reset").click()
@@ -249,3 +262,86 @@ def test_hwm_explore_on_a_busy_port_is_a_usage_error(explorer):
     port = explorer.rsplit(":", 1)[1].strip("/")
     result = CliRunner().invoke(main, ["explore", "--port", port])
     assert result.exit_code == 2 and f"cannot listen on 127.0.0.1:{port}" in result.output
+
+
+KIP101 = ROOT / "counterexamples" / "kafka-kip101.json"
+
+
+def test_the_api_names_where_a_switched_flag_parts_from_the_path(explorer):
+    trace = load(KIP101)
+    code, data = call(explorer, "/api/state", {"protocol": "kafka-kip101", "config": trace.config,
+                                               "steps": steps_of(KIP101),
+                                               "compare": {"preset": "kafka-kip101",
+                                                           "flags": {"follower_truncation": "leader-epoch-kip279"}}})
+    assert code == 200, data
+    assert data["divergence"] == {
+        "step": 7, "kind": "avoided", "differs": 7,
+        "text": "under kafka-kip101, step 7 replicate(S1, S2) breaks CommittedOnQuorum, LogMatching; under "
+                "kafka-kip101+follower_truncation=leader-epoch-kip279 it does not (the two protocols part at step 7: "
+                "compare the reasons there)"}
+    code, data = call(explorer, "/api/state", {"protocol": "raft-any-generation-commit", "steps": steps_of(FIGURE_8),
+                                               "compare": {"preset": "raft-any-generation-commit",
+                                                           "flags": {"commit": "current-generation"}}})
+    assert data["divergence"]["step"] == 8 and data["divergence"]["kind"] == "blocked"
+    code, data = call(explorer, "/api/state", {"protocol": "raft", "steps": steps_of(FIGURE_8)[:2], "compare": "raft"})
+    assert data["divergence"] is None
+
+
+def test_each_system_offers_its_own_flags_and_refuses_its_own_actions(explorer):
+    code, meta = call(explorer, "/api/presets")
+    assert meta["presets"]["kafka-kip101"]["system"] == "kafka"
+    assert meta["presets"]["kafka-kip101"]["switchable"] == ["follower_truncation", "unclean_election"]
+    assert "commit" in meta["presets"]["raft"]["switchable"] and "system" not in meta["presets"]["raft"]["switchable"]
+    code, data = call(explorer, "/api/state", {"protocol": "kafka", "steps": [
+        {"action": "elect", "server": "S1", "voters": ["S1", "S2", "S3"]}, {"action": "write", "server": "S1"}]})
+    refused = {r["label"]: r["reason"] for r in data["refused"]}
+    assert refused["shrink_isr(S2, S1)"] == "S2 is not a leader"
+    assert "replicate(S2, S1)" in refused
+    code, data = call(explorer, "/api/state", {"protocol": "bookkeeper"})
+    labels = {r["label"].split("(")[0] for r in data["refused"]}
+    assert "write" not in labels and {"send_add", "recovery_read"} <= labels
+
+
+@pytest.mark.browser
+def test_the_explorer_on_a_kafka_preset_reaches_kip101_and_shows_the_fix_side_by_side(browser, explorer):
+    from urllib.parse import quote
+
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support.ui import Select, WebDriverWait
+
+    trace = load(KIP101)
+    # A link with the preset and the trace's bounds, and no step yet.
+    link = explorer + "#" + quote(json.dumps({"protocol": "kafka-kip101", "config": trace.config, "steps": []}))
+    browser.get(link)
+    wait = WebDriverWait(browser, 20)
+    body = browser.find_element(By.TAG_NAME, "body")
+    wait.until(lambda d: body.get_attribute("data-ready") == "1")
+    # Only Kafka's flags and Kafka's presets are offered.
+    assert browser.find_element(By.ID, "flag-follower_truncation").is_displayed()
+    assert not browser.find_element(By.ID, "flag-commit").is_displayed()
+    offered = [o.get_attribute("value") for o in Select(browser.find_element(By.ID, "compare")).options
+               if o.get_attribute("hidden") is None]
+    assert offered == ["", "kafka-truncate-to-hwm", "kafka-kip101", "kafka-kip279", "kafka", "kafka-unclean-election"]
+    for number, step in enumerate(trace.steps, 1):
+        wanted = {k: v for k, v in step.to_json().items() if k != "value"}
+        buttons = [b for b in browser.find_elements(By.CSS_SELECTOR, "#enabled button.action")
+                   if {k: v for k, v in json.loads(b.get_attribute("data-step")).items() if k != "value"} == wanted]
+        assert len(buttons) == 1, f"step {number} {step} is not offered"
+        buttons[0].click()
+        wait.until(lambda d: body.get_attribute("data-steps") == str(number))
+    column = browser.find_element(By.CSS_SELECTOR, "#columns .column")
+    assert "violating" in column.get_attribute("class") and "LogMatching violated" in column.text
+    assert "HW = min LEO over ISR {S1,S2} (S1=2, S2=2) = 2" in column.text
+    notes = [t.text for t in column.find_elements(By.CSS_SELECTOR, 'g.server[data-server="S1"] text.system-note')]
+    assert notes == ["ISR {S1,S2}", "epochs 1@0 3@1"]
+    # Switch KIP-279 on: the same steps side by side, and where the fix parts from the bug.
+    Select(browser.find_element(By.ID, "flag-follower_truncation")).select_by_value("leader-epoch-kip279")
+    wait.until(lambda d: len(d.find_elements(By.CSS_SELECTOR, "#columns .column")) == 2)
+    wait.until(lambda d: body.get_attribute("data-divergence") == "7")
+    buggy, fixed = browser.find_elements(By.CSS_SELECTOR, "#columns .column")
+    assert "violating" not in fixed.get_attribute("class")
+    assert "it answers epoch 1, end offset 1 (KIP-279" in fixed.text and "S2 removes 1@g2" in fixed.text
+    assert "under kafka-kip101+follower_truncation=leader-epoch-kip279 it does not" in \
+        browser.find_element(By.ID, "notice").text
+    screenshot(browser, "explorer-kafka-kip101-vs-kip279")
+    assert console_errors(browser) == []

@@ -8,6 +8,7 @@
   let path = [];
   let redo = [];
   let last = null;
+  let view = 0; // the step both columns show: the path's end, or where a switched flag blocks the bug
 
   async function api(route, body) {
     const response = await fetch(route, {
@@ -45,7 +46,8 @@
     return { protocol: $("protocol").value, config: config(), steps: path, compare: compareSpec() };
   }
 
-  async function refresh() {
+  // `toDivergence`: after a flag or the comparison changed, show the step where the two protocols part.
+  async function refresh(toDivergence) {
     $("error").textContent = "";
     try {
       last = await api("/api/state", request());
@@ -53,6 +55,8 @@
       $("error").textContent = e.message;
       return false;
     }
+    const divergence = last.divergence;
+    view = toDivergence === true && divergence ? Math.min(divergence.step, path.length) : path.length;
     draw();
     // The whole request in the address: a link to this page shows this state (for a class or a bug report).
     history.replaceState(null, "", "#" + encodeURIComponent(JSON.stringify(request())));
@@ -83,14 +87,29 @@
     path = Array.isArray(saved.steps) ? saved.steps : [];
   }
 
-  function draw() {
+  function drawColumns() {
     const columns = $("columns");
     columns.replaceChildren();
     for (const column of last.columns) {
       const el = HWM.el("div", {});
-      HWM.showColumn(el, column, path.length);
+      HWM.showColumn(el, column, view);
       columns.appendChild(el);
     }
+    const slider = $("view");
+    slider.max = String(path.length);
+    slider.value = String(view);
+    $("viewing").textContent = view === path.length ? "the last step" :
+      "step " + view + " of " + path.length + " (the enabled steps below follow the last step)";
+    const divergence = last.divergence;
+    $("notice").textContent = divergence ? "\u2192 " + divergence.text : "";
+    document.body.dataset.view = String(view);
+    document.body.dataset.divergence = divergence ? String(divergence.step) : "";
+    for (const li of document.querySelectorAll("#steps li")) {
+      li.classList.toggle("current", Number(li.dataset.step) === view);
+    }
+  }
+
+  function draw() {
     const enabled = $("enabled");
     enabled.replaceChildren();
     for (const option of last.enabled) {
@@ -102,7 +121,12 @@
     const refused = $("refused");
     refused.replaceChildren();
     for (const r of last.refused) refused.appendChild(HWM.el("li", {}, r.label + ": " + r.reason));
-    $("steps").replaceChildren(HWM.stepList(last.columns[0].frames, path.length, (k) => goTo(k)));
+    $("steps").replaceChildren(HWM.stepList(last.columns[0].frames, view, (k) => goTo(k)));
+    if (last.divergence) {
+      const li = document.querySelector('#steps li[data-step="' + last.divergence.step + '"]');
+      if (li) li.classList.add("fix-blocked");
+    }
+    drawColumns();
     $("status").textContent = last.protocol + ", " + path.length + " steps";
     document.body.dataset.steps = String(path.length);
   }
@@ -155,6 +179,22 @@
     document.body.dataset.searched = "1";
   }
 
+  // Offer only what fits the chosen preset's system: its flags, and presets of the same system to compare.
+  function fitToSystem() {
+    const preset = meta.presets[$("protocol").value];
+    if (!preset) return;
+    for (const flag of Object.keys(meta.flags)) {
+      const select = $("flag-" + flag);
+      const fits = preset.switchable.includes(flag);
+      select.hidden = !fits;
+      if (!fits) select.value = "";
+    }
+    for (const o of $("compare").options) {
+      o.hidden = o.value !== "" && meta.presets[o.value].system !== preset.system;
+      if (o.hidden && o.selected) $("compare").value = "";
+    }
+  }
+
   function option(select, value, text) {
     select.appendChild(HWM.el("option", { value }, text === undefined ? value : text));
   }
@@ -189,11 +229,14 @@
       const select = HWM.el("select", { id: "flag-" + flag, title: meta.meanings[flag] });
       option(select, "", flag + ": as is");
       for (const v of values) option(select, v, flag + "=" + v);
-      select.addEventListener("change", refresh);
+      select.addEventListener("change", () => refresh(true));
       flags.appendChild(select);
     }
-    protocol.addEventListener("change", () => { path = []; redo = []; $("found").replaceChildren(); refresh(); });
-    compare.addEventListener("change", refresh);
+    protocol.addEventListener("change", () => {
+      path = []; redo = []; $("found").replaceChildren(); fitToSystem(); refresh();
+    });
+    compare.addEventListener("change", () => refresh(true));
+    $("view").addEventListener("input", () => { view = Number($("view").value); drawColumns(); });
     $("reset").addEventListener("click", () => { path = []; redo = []; refresh(); });
     $("back").addEventListener("click", back);
     $("forward").addEventListener("click", forward);
@@ -206,6 +249,7 @@
       e.preventDefault();
     });
     restore();
+    fitToSystem();
     await refresh();
     document.body.dataset.ready = "1";
   }
