@@ -391,8 +391,11 @@ def bk_send_add(model, before, action, after, values):
     bookie, new = before.servers[b], after.servers[b]
     from hwm.teach.explain import added_entries
     added = added_entries(bookie.log, new.log)
-    lines = [f"the writer sends {name} " + (f"entries {_entries(added, values)}" if added else "no new entry")
-             + f" with its LAC {writer.hwm}; {name} " + ("stores them" if added else "records the LAC")
+    sent = ", ".join(str(i) for i, _ in added)  # every entry is the writer's: its index names it
+    lines = [f"the writer sends {name} " + (f"entry {sent}" if len(added) == 1 else f"entries {sent}" if added
+                                            else "no new entry")
+             + f" with its LAC {writer.hwm}; {name} " + ("stores it" if len(added) == 1 else "stores them" if added
+                                                         else "records the LAC")
              + (" (it is not fenced)" if before.responded or before.negatives else "")]
     return lines + bk_lac(model, before, after, values)
 
