@@ -13,7 +13,12 @@ API (JSON bodies):
   and explained), the enabled next steps, why the other simple steps are refused,
   and with `compare` the same steps under a second protocol (it may block one);
 - POST /api/search {protocol, config}: the shortest counterexample to each `always`
-  property and the shortest witness of each `sometimes` property (breadth-first).
+  property and the shortest witness of each `sometimes` property (breadth-first);
+- GET  /api/catalogue: the saved traces of a checkout's `counterexamples/` (lassos included),
+  each with its preset, bounds and steps, so a page loads one with its own bounds (a search at
+  the default bounds of a larger model may stop before it reaches them).
+
+A path may carry `loop`, a lasso's first cycle step: its frames mark the stem and the cycle.
 """
 
 from __future__ import annotations
@@ -24,6 +29,7 @@ from functools import lru_cache
 from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from importlib import resources
+from pathlib import Path
 from typing import Any
 
 from hwm.teach.explain import frames_of
@@ -34,7 +40,7 @@ from model.checker import bfs
 from model.state import Config
 from properties.catalogue import ALWAYS, SOMETIMES
 from properties.protocol import FLAG_MEANINGS, FLAG_VALUES, PRESETS, ProtocolError, _show, flags_of, resolve
-from properties.trace import CONFIG_KEYS, Step, TraceError, parse_step
+from properties.trace import CONFIG_KEYS, Step, TraceError, load, parse_step
 
 MAX_STEPS = 200  # a path longer than this is not a student clicking
 MAX_BODY = 1 << 20
@@ -111,22 +117,32 @@ def _next_value(steps) -> str:
     return f"v{1 + sum(1 for s in steps if s.action == 'write')}"
 
 
+def _loop(body: dict, steps: list) -> int | None:
+    loop = body.get("loop")
+    if loop is None:
+        return None
+    if not isinstance(loop, int) or isinstance(loop, bool) or not 1 <= loop <= len(steps):
+        raise BadRequest(f"loop must be a step number 1..{len(steps)} (the first step of the cycle), not {loop!r}")
+    return loop
+
+
 def state(body: dict) -> dict:
     """The frames of a path, what may come next, and (with `compare`) the path under another protocol."""
     name, model = _model(body)
     steps = _steps(body, model.config)
+    loop = _loop(body, steps)
     states, blocked = walk(model, steps)
     if blocked is not None:
         number = len(states)
         raise BadRequest(f"step {number} {steps[number - 1]} is not enabled under {name}: {blocked}")
-    frames = frames_of(model, steps, states)
+    frames = frames_of(model, steps, states, loop=loop)
     columns = [(name, frames)]
     if body.get("compare") not in (None, ""):
         other_name, other = _protocol(body["compare"], "compare")
         other_model = build_model(other, model.config)
         other_states, other_blocked = walk(other_model, steps)
         heading = other_name + (f": blocked at step {len(other_states)}" if other_blocked else ": every step enabled")
-        columns.append((heading, frames_of(other_model, steps, other_states, blocked=other_blocked)))
+        columns.append((heading, frames_of(other_model, steps, other_states, blocked=other_blocked, loop=loop)))
     layout = Layout.of([f for _, fs in columns for f in fs], model.config.max_log)
     last = states[-1]
     value = _next_value(steps)
@@ -209,6 +225,27 @@ def search(body: dict) -> dict:
     return _search(json.dumps(spec, sort_keys=True), json.dumps(model.config.to_mapping(), sort_keys=True))
 
 
+# The saved traces of a checkout (the package itself ships none).
+CATALOGUE = Path(__file__).resolve().parents[2] / "counterexamples"
+
+
+@lru_cache(maxsize=1)
+def catalogue() -> dict:
+    """The checkout's saved traces whose protocol is a preset, lassos included, by file name."""
+    traces = []
+    for path in sorted(CATALOGUE.glob("*.json")) + sorted(CATALOGUE.glob("liveness/*.json")):
+        try:
+            trace = load(path)
+        except TraceError:  # a file that is no trace: not the explorer's to judge
+            continue
+        if isinstance(trace.protocol, str) and trace.protocol in PRESETS:
+            traces.append({"file": str(path.relative_to(CATALOGUE)), "title": trace.title,
+                           "protocol": trace.protocol, "property": trace.property, "expect": trace.expect,
+                           "config": Config.from_mapping(trace.config).to_mapping(), "loop": trace.loop,
+                           "steps": [s.to_json() for s in trace.steps]})
+    return {"traces": traces}
+
+
 ROUTES = {"/api/state": state, "/api/search": search}
 
 
@@ -237,6 +274,8 @@ class Handler(BaseHTTPRequestHandler):
             path = "/static/explorer.html"
         if path == "/api/presets":
             return self._json(HTTPStatus.OK, presets())
+        if path == "/api/catalogue":
+            return self._json(HTTPStatus.OK, catalogue())
         if path.startswith("/static/") and path[len("/static/"):] in STATIC:
             name = path[len("/static/"):]
             text = resources.files("hwm.teach").joinpath("static", name).read_bytes()

@@ -345,3 +345,50 @@ def test_the_explorer_on_a_kafka_preset_reaches_kip101_and_shows_the_fix_side_by
         browser.find_element(By.ID, "notice").text
     screenshot(browser, "explorer-kafka-kip101-vs-kip279")
     assert console_errors(browser) == []
+
+
+LASSO = ROOT / "counterexamples" / "liveness" / "seed-followers-catch-up.json"
+
+
+def test_the_catalogue_offers_saved_traces_with_their_bounds_and_a_lasso_keeps_its_cycle(explorer):
+    code, data = call(explorer, "/api/catalogue")
+    assert code == 200
+    by_file = {t["file"]: t for t in data["traces"]}
+    assert by_file["kafka-kip101.json"]["config"]["servers"] == 2
+    assert by_file["kafka-kip101.json"]["steps"] == steps_of(KIP101)
+    lasso = by_file["liveness/seed-followers-catch-up.json"]
+    assert lasso["loop"] == 10 and lasso["protocol"] == "seed"
+    code, state = call(explorer, "/api/state", {k: lasso[k] for k in ("protocol", "config", "steps", "loop")})
+    assert code == 200, state
+    frames = state["columns"][0]["frames"]
+    assert [f["number"] for f in frames if f["cycle"]] == [10, 11]
+    assert 'class="cycle"' in frames[11]["svg"] and "the cycle repeats from step 10" in frames[11]["lines"][-1]
+    code, state = call(explorer, "/api/state", {**{k: lasso[k] for k in ("protocol", "config", "steps")}, "loop": 12})
+    assert code == 400 and "loop must be a step number 1..11" in state["error"]
+
+
+@pytest.mark.browser
+def test_loading_a_saved_lasso_in_the_explorer_marks_its_cycle(browser, explorer):
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support.ui import Select, WebDriverWait
+
+    browser.get(explorer + "?protocol=seed")
+    wait = WebDriverWait(browser, 20)
+    body = browser.find_element(By.TAG_NAME, "body")
+    wait.until(lambda d: body.get_attribute("data-ready") == "1")
+    choices = Select(browser.find_element(By.ID, "saved"))
+    lasso = next(o for o in choices.options if "(lasso)" in o.text)
+    assert lasso.text.startswith("liveness/seed-followers-catch-up.json (lasso): FollowersCatchUp")
+    choices.select_by_value(lasso.get_attribute("value"))
+    wait.until(lambda d: body.get_attribute("data-steps") == "11")
+    assert browser.find_element(By.ID, "bound-max_log").get_attribute("value") == "1"
+    cycle = [li.get_attribute("data-step") for li in browser.find_elements(By.CSS_SELECTOR, "#steps li.cycle")]
+    assert cycle == ["10", "11"]
+    column = browser.find_element(By.CSS_SELECTOR, "#columns .column")
+    assert column.find_elements(By.CSS_SELECTOR, "g.cycle") and "the cycle repeats from step 10" in column.text
+    screenshot(browser, "explorer-lasso")
+    # Going back leaves the lasso: a path of 10 steps is no cycle.
+    browser.find_element(By.ID, "back").click()
+    wait.until(lambda d: body.get_attribute("data-steps") == "10")
+    assert not browser.find_elements(By.CSS_SELECTOR, "#steps li.cycle")
+    assert console_errors(browser) == []

@@ -9,6 +9,8 @@
   let redo = [];
   let last = null;
   let view = 0; // the step both columns show: the path's end, or where a switched flag blocks the bug
+  let loop = null; // a loaded lasso's first cycle step; any change to the path ends the lasso
+  let saved = []; // the checkout's saved traces (GET /api/catalogue)
 
   async function api(route, body) {
     const response = await fetch(route, {
@@ -43,12 +45,15 @@
   }
 
   function request() {
-    return { protocol: $("protocol").value, config: config(), steps: path, compare: compareSpec() };
+    const out = { protocol: $("protocol").value, config: config(), steps: path, compare: compareSpec() };
+    if (loop !== null) out.loop = loop;
+    return out;
   }
 
   // `toDivergence`: after a flag or the comparison changed, show the step where the two protocols part.
   async function refresh(toDivergence) {
     $("error").textContent = "";
+    if (loop !== null && loop > path.length) loop = null;
     try {
       last = await api("/api/state", request());
     } catch (e) {
@@ -85,6 +90,7 @@
       }
     }
     path = Array.isArray(saved.steps) ? saved.steps : [];
+    loop = Number.isInteger(saved.loop) ? saved.loop : null;
   }
 
   function drawColumns() {
@@ -132,24 +138,28 @@
   }
 
   async function take(step) {
+    loop = null;
     path.push(step);
     redo = [];
     if (!(await refresh())) path.pop();
   }
 
   async function goTo(k) {
+    loop = null;
     while (path.length > k) redo.push(path.pop());
     await refresh();
   }
 
   async function back() {
     if (!path.length) return;
+    loop = null;
     redo.push(path.pop());
     await refresh();
   }
 
   async function forward() {
     if (!redo.length) return;
+    loop = null;
     path.push(redo.pop());
     if (!(await refresh())) redo.push(path.pop());
   }
@@ -173,7 +183,7 @@
       const b = HWM.el("button", { class: "found " + r.kind, "data-property": r.property },
         sign + r.property + " (" + r.length + " steps)");
       b.title = r.finding;
-      b.addEventListener("click", async () => { path = r.steps.slice(); redo = []; await refresh(); });
+      b.addEventListener("click", async () => { path = r.steps.slice(); redo = []; loop = null; await refresh(); });
       found.appendChild(b);
     }
     document.body.dataset.searched = "1";
@@ -193,6 +203,31 @@
       o.hidden = o.value !== "" && meta.presets[o.value].system !== preset.system;
       if (o.hidden && o.selected) $("compare").value = "";
     }
+  }
+
+  // The saved traces of the chosen preset; loading one sets its bounds and its path (and a lasso's cycle).
+  function offerSaved() {
+    const select = $("saved");
+    select.replaceChildren();
+    option(select, "", "(choose)");
+    saved.forEach((t, k) => {
+      if (t.protocol === $("protocol").value)
+        option(select, String(k), t.file + (t.loop ? " (lasso)" : "") + ": " + (t.property || t.expect));
+    });
+    select.disabled = select.options.length === 1;
+  }
+
+  async function loadSaved() {
+    const t = saved[Number($("saved").value)];
+    if (!t) return;
+    for (const [key, value] of Object.entries(t.config)) {
+      if ($("bound-" + key)) $("bound-" + key).value = String(value);
+    }
+    path = t.steps.slice();
+    redo = [];
+    loop = t.loop;
+    $("found").replaceChildren();
+    await refresh();
   }
 
   function option(select, value, text) {
@@ -233,11 +268,12 @@
       flags.appendChild(select);
     }
     protocol.addEventListener("change", () => {
-      path = []; redo = []; $("found").replaceChildren(); fitToSystem(); refresh();
+      path = []; redo = []; loop = null; $("found").replaceChildren(); fitToSystem(); offerSaved(); refresh();
     });
     compare.addEventListener("change", () => refresh(true));
     $("view").addEventListener("input", () => { view = Number($("view").value); drawColumns(); });
-    $("reset").addEventListener("click", () => { path = []; redo = []; refresh(); });
+    $("reset").addEventListener("click", () => { path = []; redo = []; loop = null; refresh(); });
+    $("saved").addEventListener("change", loadSaved);
     $("back").addEventListener("click", back);
     $("forward").addEventListener("click", forward);
     $("search").addEventListener("click", search);
@@ -250,6 +286,12 @@
     });
     restore();
     fitToSystem();
+    try {
+      saved = (await api("/api/catalogue")).traces;
+    } catch (e) {
+      saved = [];
+    }
+    offerSaved();
     await refresh();
     document.body.dataset.ready = "1";
   }
