@@ -126,6 +126,22 @@ def _loop(body: dict, steps: list) -> int | None:
     return loop
 
 
+def lasso_findings(model, steps, states, loop: int) -> dict[str, str]:
+    """The `eventually` properties a lasso breaks (its cycle closes, stays fair, keeps one open)."""
+    from model.liveness import lasso_verdict, refusal
+    from properties.liveness import LIVENESS
+
+    if refusal(model):
+        return {}
+    actions = [from_step(s) for s in steps]
+    found = {}
+    for prop in LIVENESS:
+        finding, _ = lasso_verdict(model, list(states), actions, loop, prop)
+        if finding:
+            found[prop.name] = finding
+    return found
+
+
 def state(body: dict) -> dict:
     """The frames of a path, what may come next, and (with `compare`) the path under another protocol."""
     name, model = _model(body)
@@ -136,6 +152,8 @@ def state(body: dict) -> dict:
         number = len(states)
         raise BadRequest(f"step {number} {steps[number - 1]} is not enabled under {name}: {blocked}")
     frames = frames_of(model, steps, states, loop=loop)
+    if loop is not None:
+        frames[-1].violations.update(lasso_findings(model, steps, states, loop))
     columns = [(name, frames)]
     if body.get("compare") not in (None, ""):
         other_name, other = _protocol(body["compare"], "compare")

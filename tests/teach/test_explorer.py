@@ -363,6 +363,10 @@ def test_the_catalogue_offers_saved_traces_with_their_bounds_and_a_lasso_keeps_i
     frames = state["columns"][0]["frames"]
     assert [f["number"] for f in frames if f["cycle"]] == [10, 11]
     assert 'class="cycle"' in frames[11]["svg"] and "the cycle repeats from step 10" in frames[11]["lines"][-1]
+    assert frames[11]["violations"]["FollowersCatchUp"].startswith("S2's high-water mark 0 is below the 1 of S1")
+    # The same steps with the cycle starting at step 9 do not close: no liveness finding.
+    code, state = call(explorer, "/api/state", {**{k: lasso[k] for k in ("protocol", "config", "steps")}, "loop": 9})
+    assert "FollowersCatchUp" not in state["columns"][0]["frames"][11]["violations"]
     code, state = call(explorer, "/api/state", {**{k: lasso[k] for k in ("protocol", "config", "steps")}, "loop": 12})
     assert code == 400 and "loop must be a step number 1..11" in state["error"]
 
