@@ -126,6 +126,7 @@ def check(protocol, servers, max_generation, max_log, max_crashes, network, chan
         except liveness_report.LivenessRefused as e:
             raise click.UsageError(f"--liveness: {e} (--liveness-max-states)")
         lively_saved = liveness_report.save_lassos(lively, protocol, save) if save is not None else {}
+        _save_pages(lively_saved.values())  # a lasso's page too: its stem and its cycle
     _, resolved = resolve(protocol)
     if as_json:
         body = checking.report_json(report, resolved)

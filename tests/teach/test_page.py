@@ -183,3 +183,11 @@ def test_a_lassos_page_marks_the_cycle_and_its_slider_wraps(browser, tmp_path):
     body.send_keys("c")
     assert body.get_attribute("data-step") == "10"
     assert console_errors(browser) == []
+
+
+def test_check_save_with_liveness_writes_each_lassos_page(tmp_path):
+    code, output = hwm("check", "--protocol", "seed", "--servers", 3, "--max-generation", 2, "--max-log", 1,
+                       "--max-crashes", 1, "--liveness", "--save", tmp_path)
+    assert code == 1, output
+    page = (tmp_path / "seed.FollowersCatchUp.html").read_text()
+    assert '"cycle": true' in page and "the cycle repeats from step" in page
