@@ -18,7 +18,6 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Sequence
 
-from hwm.teach import systems
 from model.actions import Model, from_step, last_generation, up_to_date
 from model.state import APPEND, LEADER
 from properties.catalogue import ALWAYS, SOMETIMES, check_state, check_step
@@ -181,6 +180,8 @@ def _speaks_for(model: Any, name: str) -> bool:
 
 def explain(model: Any, before: Any, action: tuple, after: Any, values: Values | None = None) -> list[str]:
     """Sentences saying why `action` took `before` to `after`."""
+    from hwm.teach import systems  # each system's own words (that module builds on this one)
+
     values = values or {}
     own = systems.explainer(model, action[0])
     if own is not None:  # Kafka, ZAB, BookKeeper: in their own words

@@ -11,6 +11,9 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
+from hwm.teach.explain import _EXPLAINERS as RAFT_WORDS
+from hwm.teach.explain import added_entries, entries, entry, quorum_reasoning, removed_entries
+from model.kafka import end_offset_for, end_offset_kip101, epoch_cache, truncation_offset
 from properties.snapshot import LEADER, server_name
 
 Explainer = Callable[..., list[str]]
@@ -25,14 +28,8 @@ def names(positions) -> str:
     return "{" + ",".join(server_name(k) for k in positions) + "}"
 
 
-def _entries(items, values) -> str:
-    from hwm.teach.explain import entries
-    return entries(items, values)
-
-
 def _removed(old_log, new_log, values) -> str:
-    from hwm.teach.explain import removed_entries
-    return _entries(removed_entries(old_log, new_log), values)
+    return entries(removed_entries(old_log, new_log), values)
 
 
 # ====================================================================== Kafka
@@ -43,7 +40,6 @@ def isr_of(state, leader: int | None = None) -> list[int]:
 
 def epoch_cache_text(log) -> str:
     """LeaderEpochFileCache as `epoch@start offset`: `1@0 3@1` (epoch 1 from offset 0, epoch 3 from 1)."""
-    from model.kafka import epoch_cache
     return " ".join(f"{epoch}@{start}" for epoch, start in epoch_cache(tuple(log))) or "empty"
 
 
@@ -69,7 +65,7 @@ def kafka_hw(model, before, after, l: int, values) -> list[str]:
         lines.append(f"{name}'s HW stays {leader.hwm}" + (": it never decreases" if hw < leader.hwm else ""))
     acked = sorted(getattr(after, "acked", frozenset()) - getattr(before, "acked", frozenset()))
     if acked:
-        lines.append(f"producers of {_entries(acked, values)} get their acks=all answer (the HW covers entries of "
+        lines.append(f"producers of {entries(acked, values)} get their acks=all answer (the HW covers entries of "
                      f"{name}'s epoch {leader.generation})")
     return lines
 
@@ -114,7 +110,6 @@ def kafka_elect(model, before, action, after, values):
 
 
 def kafka_write(model, before, action, after, values):
-    from hwm.teach.explain import entry
     l = action[1]
     new = after.servers[l]
     lines = [f"{server_name(l)} appends {entry(len(new.log), new.log[-1], values)} in leader epoch {new.generation} "
@@ -124,7 +119,6 @@ def kafka_write(model, before, action, after, values):
 
 def kafka_truncation(model, leader_log, follower, fname, lname) -> list[str]:
     """The truncation exchange of a new follower, in KIP-101's and KIP-279's words."""
-    from model.kafka import end_offset_for, end_offset_kip101, truncation_offset
 
     log, rule = tuple(follower.log), model.rule
     offset = truncation_offset(rule, log, follower.hwm, tuple(leader_log))
@@ -169,7 +163,6 @@ def kafka_replicate(model, before, action, after, values):
     lines = []
     log = tuple(follower.log)
     if follower.truncating:
-        from model.kafka import truncation_offset
         lines += kafka_truncation(model, leader.log, follower, fn, ln)
         cut = log[:truncation_offset(model.rule, log, follower.hwm, tuple(leader.log))]
         if cut != log:
@@ -181,7 +174,7 @@ def kafka_replicate(model, before, action, after, values):
         log = log[:len(leader.log)]
     fetched = [(i + 1, g) for i, g in enumerate(leader.log) if i >= len(log)]
     if fetched:
-        lines.append(f"{fn} fetches from offset {len(log)}, its LEO: appends {_entries(fetched, values)} (a fetch does "
+        lines.append(f"{fn} fetches from offset {len(log)}, its LEO: appends {entries(fetched, values)} (a fetch does "
                      f"not check the entry before it)")
     else:
         lines.append(f"{fn} fetches from offset {len(log)}, its LEO: {ln} has nothing more")
@@ -209,7 +202,7 @@ def kafka_read(model, before, action, after, values):
     server = before.servers[r]
     readable = min(server.hwm, len(server.log))
     return [f"a consumer reads from {server_name(r)} every entry below its HW {server.hwm}: "
-            f"{_entries([(i + 1, server.log[i]) for i in range(readable)], values)}"]
+            f"{entries([(i + 1, server.log[i]) for i in range(readable)], values)}"]
 
 
 def kafka_crash(model, before, action, after, values):
@@ -242,7 +235,7 @@ KAFKA = {"elect": kafka_elect, "write": kafka_write, "replicate": kafka_replicat
 def newly_acknowledged(before, after, values, how: str) -> list[str]:
     """The entries a step acknowledged to clients (the `acked` ghost), if any."""
     acked = sorted(getattr(after, "acked", frozenset()) - getattr(before, "acked", frozenset()))
-    return [f"clients are told {_entries(acked, values)} {how}"] if acked else []
+    return [f"clients are told {entries(acked, values)} {how}"] if acked else []
 
 
 def _zab_acks(model, state, l: int) -> list[int]:
@@ -252,7 +245,6 @@ def _zab_acks(model, state, l: int) -> list[int]:
 
 
 def zab_elect(model, before, action, after, values):
-    from hwm.teach.explain import entry
     _, c, voters = action
     name = server_name(c)
     new = after.servers[c]
@@ -289,10 +281,9 @@ def zab_sync(model, before, action, after, values):
     gone = _removed(follower.log, new.log, values)
     if gone != "none":
         lines.append(f"{fn} truncates {gone} (TRUNC)")
-    from hwm.teach.explain import added_entries
     added = added_entries(follower.log, new.log)
     if added:
-        lines.append(f"{fn} receives {_entries(added, values)} (DIFF)")
+        lines.append(f"{fn} receives {entries(added, values)} (DIFF)")
     lines.append(f"{fn} writes currentEpoch {leader.generation} and acknowledges NEWLEADER")
     durable = after.durable[f]
     if durable < len(new.log):
@@ -310,7 +301,6 @@ def zab_sync(model, before, action, after, values):
         lines.append(f"{ln} holds NEWLEADER acknowledgements from {names(acks)} ({len(acks)} of {model.n}, a quorum "
                      f"is {model.quorum}): still prospective")
     else:
-        from hwm.teach.explain import quorum_reasoning
         lines += quorum_reasoning(model, leader, after.servers[l], l)
     if new.hwm != follower.hwm:
         lines.append(f"{fn}'s high-water mark {follower.hwm} -> {new.hwm}")
@@ -324,7 +314,6 @@ def zab_persist(model, before, action, after, values):
              f"{after.durable[k]} entries"]
     for l, (old, new) in enumerate(zip(before.servers, after.servers)):
         if l != k and old.role == LEADER and old.match != new.match:
-            from hwm.teach.explain import quorum_reasoning
             lines.append(f"{name} acknowledges them to {server_name(l)}")
             lines += quorum_reasoning(model, old, new, l)
     return lines + newly_acknowledged(before, after, values, "committed")
@@ -349,8 +338,7 @@ def zab_crash(model, before, action, after, values):
 def zab_raft_words(name: str) -> Explainer:
     """ZAB's broadcast phase is the raft model's: its words, plus what ZAB adds on disk."""
     def explain(model, before, action, after, values):
-        from hwm.teach.explain import _EXPLAINERS
-        lines = _EXPLAINERS[name](model, before, action, after, values)
+        lines = RAFT_WORDS[name](model, before, action, after, values)
         if name in ("write", "replicate"):
             k = action[1] if name == "write" else action[2]
             if after.durable[k] > before.durable[k]:
@@ -389,7 +377,6 @@ def bk_send_add(model, before, action, after, values):
         return [f"{name} is fenced: it refuses the writer's add, and the writer learns the ledger is being recovered "
                 f"(LedgerFencedException) and stops"]
     bookie, new = before.servers[b], after.servers[b]
-    from hwm.teach.explain import added_entries
     added = added_entries(bookie.log, new.log)
     sent = ", ".join(str(i) for i, _ in added)  # every entry is the writer's: its index names it
     lines = [f"the writer sends {name} " + (f"entry {sent}" if len(added) == 1 else f"entries {sent}" if added
@@ -446,7 +433,7 @@ def bk_read(model, before, action, after, values):
     server = before.servers[r]
     readable = min(server.hwm, len(server.log))
     return [f"a reader reads from {server_name(r)} every entry up to the LAC it has seen, {server.hwm}: "
-            f"{_entries([(i + 1, server.log[i]) for i in range(readable)], values)}"]
+            f"{entries([(i + 1, server.log[i]) for i in range(readable)], values)}"]
 
 
 def bk_crash(model, before, action, after, values):
