@@ -139,3 +139,16 @@ def test_a_kafka_trace_page_shows_the_isr_the_hw_rule_and_the_fix_side_by_side(b
     assert notes == ["ISR {S1,S2}", "epochs 1@0 3@1"]
     screenshot(browser, "page-kafka-kip101-vs-kip279")
     assert console_errors(browser) == []
+
+
+@pytest.mark.parametrize("path", sorted(CATALOGUE.glob("*.json")) + sorted(CATALOGUE.glob("liveness/*.json")),
+                         ids=lambda p: p.stem)
+def test_every_catalogue_trace_draws_a_page_and_well_formed_svgs(tmp_path, path):
+    result = CliRunner().invoke(main, ["replay", "-q", str(path), "--html", str(tmp_path / "p.html"),
+                                       "--svg", str(tmp_path / "svg")])
+    assert result.exit_code == 0, result.output
+    pictures = sorted((tmp_path / "svg").glob("step-*.svg"))
+    assert len(pictures) == len(load(path).steps) + 1
+    for picture in pictures:
+        ET.parse(picture)  # well-formed: every name and value escaped
+    assert "<script src" not in (tmp_path / "p.html").read_text()
