@@ -413,9 +413,9 @@ def explore(protocol, host, port, verbose) -> None:
     if isinstance(protocol, str):
         url += f"?protocol={quote(protocol)}"
     elif protocol is not None:
-        # A preset with flags changed: the page opens on the preset, with the change side by side.
-        preset = protocol.get("preset", "raft")
-        url += "#" + quote(json.dumps({"protocol": preset, "compare": protocol, "steps": []}))
+        # A preset with flags switched: the page explores the switched protocol, with the preset as
+        # it was side by side.
+        url += "#" + quote(json.dumps({"protocol": protocol, "steps": []}))
     click.echo(f"hwm explorer at {url}  (Ctrl-C stops it)")
     try:
         server.serve_forever()

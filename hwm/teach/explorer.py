@@ -9,9 +9,11 @@ message that says what was wrong, and the server keeps serving.
 
 API (JSON bodies):
 - GET  /api/presets: presets, flags with their values, configuration keys and defaults;
-- POST /api/state  {protocol, config, steps, compare?}: the frames of the path (drawn
-  and explained), the enabled next steps, why the other simple steps are refused,
-  and with `compare` the same steps under a second protocol (it may block one);
+- POST /api/state  {protocol, config, steps, compare?, loop?, until_blocked?}: the frames of
+  the path (drawn and explained), the enabled next steps, why the other steps are refused,
+  with `compare` the same steps under a second protocol (it may block one) and where the
+  two part (`divergence`); with `until_blocked` the explored protocol may block one too (a
+  flag switched mid-trace): its column stops there and the next steps follow from there;
 - POST /api/search {protocol, config}: the shortest counterexample to each `always`
   property and the shortest witness of each `sometimes` property (breadth-first);
 - GET  /api/catalogue: the saved traces of a checkout's `counterexamples/` (lassos included),
@@ -143,58 +145,69 @@ def lasso_findings(model, steps, states, loop: int) -> dict[str, str]:
 
 
 def state(body: dict) -> dict:
-    """The frames of a path, what may come next, and (with `compare`) the path under another protocol."""
+    """The frames of a path, what may come next, and (with `compare`) the path under another protocol.
+
+    With `until_blocked` (what the page sends) a step the protocol does not enable ends its column
+    there instead of the request: a flag switched mid-trace may forbid a step already taken, and
+    the next steps offered follow the last state reached (`reachable` steps in).
+    """
     name, model = _model(body)
     steps = _steps(body, model.config)
     loop = _loop(body, steps)
     states, blocked = walk(model, steps)
-    if blocked is not None:
+    if blocked is not None and body.get("until_blocked") is not True:
         number = len(states)
         raise BadRequest(f"step {number} {steps[number - 1]} is not enabled under {name}: {blocked}")
-    frames = frames_of(model, steps, states, loop=loop)
-    if loop is not None:
+    frames = frames_of(model, steps, states, blocked=blocked, loop=None if blocked else loop)
+    if loop is not None and blocked is None:
         frames[-1].violations.update(lasso_findings(model, steps, states, loop))
-    columns = [(name, frames)]
+    columns = [(name + (f": blocked at step {len(states)}" if blocked else ""), frames)]
     if body.get("compare") not in (None, ""):
         other_name, other = _protocol(body["compare"], "compare")
         other_model = build_model(other, model.config)
         other_states, other_blocked = walk(other_model, steps)
         heading = other_name + (f": blocked at step {len(other_states)}" if other_blocked else ": every step enabled")
-        columns.append((heading, frames_of(other_model, steps, other_states, blocked=other_blocked, loop=loop)))
+        columns.append((heading, frames_of(other_model, steps, other_states, blocked=other_blocked,
+                                           loop=None if other_blocked else loop)))
     layout = Layout.of([f for _, fs in columns for f in fs], model.config.max_log)
     last = states[-1]
-    value = _next_value(steps)
+    value = _next_value(steps[:len(states) - 1])
     enabled = [to_step(a, value) for a in model.actions(last)]
-    return {"protocol": name, "config": model.config.to_mapping(),
+    return {"protocol": name, "config": model.config.to_mapping(), "reachable": len(states) - 1,
             "columns": [column(h, fs, layout) for h, fs in columns],
-            "divergence": divergence(name, columns[0][1], *columns[1]) if len(columns) > 1 else None,
+            "divergence": divergence(columns) if len(columns) > 1 else None,
             "enabled": [{"step": s.to_json(), "label": str(s)} for s in enabled],
             "refused": refused(model, last, value)}
 
 
-def divergence(name: str, frames: list, heading: str, other: list) -> dict | None:
-    """Where the same steps part under the second protocol: the step it refuses, or else the first
-    property the first protocol breaks and the second does not; None when they agree throughout.
+def divergence(columns: list) -> dict | None:
+    """Where the same steps part under two protocols: the first step one of them does not enable,
+    or else the first step where one breaks a property the other does not; None when they agree.
 
     This is the step a student switching a flag mid-trace wants to see: where the fix blocks the bug.
     """
-    other_name = heading.split(": ", 1)[0]
-    if other[-1].blocked:
-        k = other[-1].number
-        broken = next((f for f in frames[1:] if f.violations), None)
-        text = f"under {other_name}, step {k} {other[-1].label} is not enabled: {other[-1].blocked}"
-        if broken is not None and broken.number >= k:
-            text += f"; under {name} the path goes on and breaks {', '.join(broken.violations)} at step {broken.number}"
-        return {"step": k, "kind": "blocked", "text": text}
-    for mine, theirs in zip(frames[1:], other[1:]):
-        avoided = [p for p in mine.violations if p not in theirs.violations]
-        if avoided:
-            differs = next((f.number for f, g in zip(frames[1:], other[1:]) if f.state != g.state), None)
-            text = (f"under {name}, step {mine.number} {mine.label} breaks {', '.join(avoided)}; under "
-                    f"{other_name} it does not")
-            if differs is not None and differs <= mine.number:
-                text += f" (the two protocols part at step {differs}: compare the reasons there)"
-            return {"step": mine.number, "kind": "avoided", "text": text, "differs": differs}
+    (heading_a, a), (heading_b, b) = columns
+    names = (heading_a.split(": ", 1)[0], heading_b.split(": ", 1)[0])
+    blocked = sorted((frames[-1].number, k) for k, frames in enumerate((a, b)) if frames[-1].blocked)
+    if blocked:
+        step, k = blocked[0]
+        stopped, other = (a, b)[k][-1], (b, a)[k]
+        text = f"under {names[k]}, step {step} {stopped.label} is not enabled: {stopped.blocked}"
+        broken = next((f for f in other[1:] if f.violations and not f.blocked), None)
+        if broken is not None:
+            verb = "goes on and breaks" if broken.number >= step else "had already broken"
+            text += f"; under {names[1 - k]} the path {verb} {', '.join(broken.violations)} at step {broken.number}"
+        return {"step": step, "kind": "blocked", "text": text}
+    for mine, theirs in zip(a[1:], b[1:]):
+        for k, (x, y) in enumerate(((mine, theirs), (theirs, mine))):
+            avoided = [p for p in x.violations if p not in y.violations]
+            if avoided:
+                differs = next((f.number for f, g in zip(a[1:], b[1:]) if f.state != g.state), None)
+                text = (f"under {names[k]}, step {x.number} {x.label} breaks {', '.join(avoided)}; under "
+                        f"{names[1 - k]} it does not")
+                if differs is not None and differs <= x.number:
+                    text += f" (the two protocols part at step {differs}: compare the reasons there)"
+                return {"step": x.number, "kind": "avoided", "text": text, "differs": differs}
     return None
 
 

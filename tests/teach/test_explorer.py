@@ -169,15 +169,22 @@ def test_clicking_actions_reproduces_a_catalogue_trace_and_reaches_its_violation
     names = [g.get_attribute("data-server") for g in column.find_elements(By.CSS_SELECTOR, "g.server")]
     assert names == ["S1", "S2", "S3"] and column.find_elements(By.CSS_SELECTOR, "polyline.hwm-line")
     screenshot(browser, "explorer-figure8-violation")
-    # Switch the commit flag mid-trace: the fix, side by side, blocks the read at step 8.
+    # Switch the commit flag mid-trace: the explored protocol becomes the fix, the protocol as it was
+    # stays beside it, and the fix blocks the read at step 8.
     Select(browser.find_element(By.ID, "flag-commit")).select_by_value("current-generation")
     wait.until(lambda d: len(d.find_elements(By.CSS_SELECTOR, "#columns .column")) == 2)
-    fixed = browser.find_elements(By.CSS_SELECTOR, "#columns .column")[1]
-    assert "blocked at step 8" in fixed.text and "S1 has nothing at or below its high-water mark" in fixed.text
+    fixed, buggy = browser.find_elements(By.CSS_SELECTOR, "#columns .column")
+    assert fixed.find_element(By.TAG_NAME, "h2").text == \
+        "raft-any-generation-commit+commit=current-generation: blocked at step 8"
+    assert buggy.find_element(By.TAG_NAME, "h2").text == "raft-any-generation-commit: every step enabled"
+    assert "S1 has nothing at or below its high-water mark" in fixed.text
     # Both columns show step 8, where the fix blocks the bug, not the path's end (step 11).
     wait.until(lambda d: body.get_attribute("data-view") == "8")
     assert body.get_attribute("data-steps") == str(len(trace.steps))
-    buggy = browser.find_elements(By.CSS_SELECTOR, "#columns .column")[0]
+    # The steps offered now follow the fix, from the last state it reaches (after step 7).
+    assert body.get_attribute("data-reachable") == "7"
+    offered = [b.text for b in browser.find_elements(By.CSS_SELECTOR, "#enabled button.action")]
+    assert offered and "read(S1)" not in offered
     assert "a client reads from S1 every entry at or below its high-water mark 1" in buggy.text
     notice = browser.find_element(By.ID, "notice").text
     assert "step 8 read(S1) is not enabled" in notice and "breaks ReadNeverLost at step 10" in notice
@@ -187,11 +194,13 @@ def test_clicking_actions_reproduces_a_catalogue_trace_and_reaches_its_violation
     browser.execute_script("const v = document.getElementById('view'); v.value = '11';"
                            "v.dispatchEvent(new Event('input'));")
     assert body.get_attribute("data-view") == "11"
-    assert "ReadNeverTruncated violated" in browser.find_elements(By.CSS_SELECTOR, "#columns .column")[0].text
+    assert "ReadNeverTruncated violated" in browser.find_elements(By.CSS_SELECTOR, "#columns .column")[1].text
     body.send_keys("\ue012")  # left arrow: back one step
     at(len(trace.steps) - 1)
     browser.find_element(By.ID, "reset").click()
     at(0)
+    Select(browser.find_element(By.ID, "flag-commit")).select_by_value("")  # back to the preset as it is
+    wait.until(lambda d: len(d.find_elements(By.CSS_SELECTOR, "#columns .column")) == 1)
     # Jump to the shortest counterexample found by the search.
     browser.find_element(By.ID, "search").click()
     wait.until(lambda d: d.find_elements(By.CSS_SELECTOR, '#found button[data-property="ReadNeverTruncated"]'))
@@ -208,6 +217,8 @@ def test_clicking_actions_reproduces_a_catalogue_trace_and_reaches_its_violation
     assert [e for e in console_errors(browser) if "400 (Bad Request)" not in e] == []
     browser.find_element(By.ID, "back").click()
     at(len(trace.steps) - 1)
+    Select(browser.find_element(By.ID, "flag-commit")).select_by_value("current-generation")
+    wait.until(lambda d: len(d.find_elements(By.CSS_SELECTOR, "#columns .column")) == 2)
     # The address holds the whole state: opening it again (a link sent to a class) shows the same page.
     link = browser.current_url
     browser.get("about:blank")
@@ -216,7 +227,7 @@ def test_clicking_actions_reproduces_a_catalogue_trace_and_reaches_its_violation
     wait.until(lambda d: body.get_attribute("data-ready") == "1")
     at(len(trace.steps) - 1)
     columns = browser.find_elements(By.CSS_SELECTOR, "#columns .column")
-    assert len(columns) == 2 and "blocked at step 8" in columns[1].text
+    assert len(columns) == 2 and "blocked at step 8" in columns[0].text
     assert console_errors(browser) == []
 
 
@@ -247,7 +258,7 @@ def test_hwm_explore_with_flags_opens_the_preset_and_the_change_side_by_side(bro
         body = browser.find_element(By.TAG_NAME, "body")
         WebDriverWait(browser, 20).until(lambda d: body.get_attribute("data-ready") == "1")
         headings = [h.text for h in browser.find_elements(By.CSS_SELECTOR, "#columns .column h2")]
-        assert headings == ["raft", "raft+commit=any-generation: every step enabled"]
+        assert headings == ["raft+commit=any-generation", "raft: every step enabled"]
         assert console_errors(browser) == []
     finally:
         process.send_signal(2)
@@ -265,6 +276,21 @@ def test_hwm_explore_on_a_busy_port_is_a_usage_error(explorer):
 
 
 KIP101 = ROOT / "counterexamples" / "kafka-kip101.json"
+
+
+def test_a_path_the_protocol_forbids_ends_its_column_when_the_page_asks(explorer):
+    body = {"protocol": {"preset": "raft-any-generation-commit", "flags": {"commit": "current-generation"}},
+            "steps": steps_of(FIGURE_8), "compare": "raft-any-generation-commit"}
+    code, data = call(explorer, "/api/state", body)
+    assert code == 400 and "step 8 read(S1) is not enabled" in data["error"]
+    code, data = call(explorer, "/api/state", {**body, "until_blocked": True})
+    assert code == 200, data
+    fixed, buggy = data["columns"]
+    assert fixed["heading"] == "raft-any-generation-commit+commit=current-generation: blocked at step 8"
+    assert len(fixed["frames"]) == 9 and fixed["frames"][-1]["blocked"] == "S1 has nothing at or below its high-water mark"
+    assert len(buggy["frames"]) == 12 and data["reachable"] == 7
+    assert data["divergence"]["step"] == 8 and "breaks ReadNeverLost at step 10" in data["divergence"]["text"]
+    assert "read(S1)" not in [e["label"] for e in data["enabled"]]
 
 
 def test_the_api_names_where_a_switched_flag_parts_from_the_path(explorer):
@@ -338,8 +364,8 @@ def test_the_explorer_on_a_kafka_preset_reaches_kip101_and_shows_the_fix_side_by
     Select(browser.find_element(By.ID, "flag-follower_truncation")).select_by_value("leader-epoch-kip279")
     wait.until(lambda d: len(d.find_elements(By.CSS_SELECTOR, "#columns .column")) == 2)
     wait.until(lambda d: body.get_attribute("data-divergence") == "7")
-    buggy, fixed = browser.find_elements(By.CSS_SELECTOR, "#columns .column")
-    assert "violating" not in fixed.get_attribute("class")
+    fixed, buggy = browser.find_elements(By.CSS_SELECTOR, "#columns .column")
+    assert "violating" not in fixed.get_attribute("class") and "violating" in buggy.get_attribute("class")
     assert "it answers epoch 1, end offset 1 (KIP-279" in fixed.text and "S2 removes 1@g2" in fixed.text
     assert "under kafka-kip101+follower_truncation=leader-epoch-kip279 it does not" in \
         browser.find_element(By.ID, "notice").text

@@ -32,20 +32,33 @@
     return out;
   }
 
-  // The compare protocol: a preset, or the main preset with the flags switched below.
-  function compareSpec() {
+  // The flags switched (at any step of the path) from the preset's own values.
+  function switched() {
     const flags = {};
     for (const flag of Object.keys(meta.flags)) {
       const v = $("flag-" + flag).value;
       if (v) flags[flag] = v;
     }
+    return flags;
+  }
+
+  // The protocol explored: the preset, with the switched flags. The steps offered follow it.
+  function mainSpec() {
+    const flags = switched();
+    return Object.keys(flags).length ? { preset: $("protocol").value, flags } : $("protocol").value;
+  }
+
+  // The second column: the preset chosen to compare with, or else, once a flag is switched, the
+  // protocol as it was before the switch: the same steps under both, side by side.
+  function compareSpec() {
     const base = $("compare").value;
-    if (!base && !Object.keys(flags).length) return null;
-    return { preset: base || $("protocol").value, flags };
+    if (base) return base;
+    return Object.keys(switched()).length ? $("protocol").value : null;
   }
 
   function request() {
-    const out = { protocol: $("protocol").value, config: config(), steps: path, compare: compareSpec() };
+    const out = { protocol: mainSpec(), config: config(), steps: path, compare: compareSpec(),
+                  until_blocked: true };
     if (loop !== null) out.loop = loop;
     return out;
   }
@@ -78,16 +91,24 @@
       $("error").textContent = "this link does not describe an explorer state";
       return;
     }
+    const flags = {};
     if (typeof saved.protocol === "string") $("protocol").value = saved.protocol;
+    else if (saved.protocol && typeof saved.protocol === "object") {
+      $("protocol").value = saved.protocol.preset || "raft";
+      Object.assign(flags, saved.protocol.flags || {});
+    }
     for (const [key, value] of Object.entries(saved.config || {})) {
       if ($("bound-" + key)) $("bound-" + key).value = String(value);
     }
     const compare = saved.compare;
-    if (compare && typeof compare === "object") {
-      $("compare").value = compare.preset !== saved.protocol ? compare.preset : "";
-      for (const [flag, value] of Object.entries(compare.flags || {})) {
-        if ($("flag-" + flag)) $("flag-" + flag).value = String(value);
-      }
+    if (typeof compare === "string" && compare !== $("protocol").value) $("compare").value = compare;
+    else if (compare && typeof compare === "object") {
+      // An older link: the flags were the comparison's; now they are switched on the explored protocol.
+      if (compare.preset !== $("protocol").value) $("compare").value = compare.preset;
+      Object.assign(flags, compare.flags || {});
+    }
+    for (const [flag, value] of Object.entries(flags)) {
+      if ($("flag-" + flag)) $("flag-" + flag).value = String(value);
     }
     path = Array.isArray(saved.steps) ? saved.steps : [];
     loop = Number.isInteger(saved.loop) ? saved.loop : null;
@@ -127,18 +148,24 @@
     const refused = $("refused");
     refused.replaceChildren();
     for (const r of last.refused) refused.appendChild(HWM.el("li", {}, r.label + ": " + r.reason));
-    $("steps").replaceChildren(HWM.stepList(last.columns[0].frames, view, (k) => goTo(k)));
+    // The path's steps: from the column that goes furthest (the explored protocol may stop earlier).
+    const longest = last.columns.reduce((x, c) => (c.frames.length > x.frames.length ? c : x));
+    $("steps").replaceChildren(HWM.stepList(longest.frames, view, (k) => goTo(k)));
     if (last.divergence) {
       const li = document.querySelector('#steps li[data-step="' + last.divergence.step + '"]');
       if (li) li.classList.add("fix-blocked");
     }
     drawColumns();
-    $("status").textContent = last.protocol + ", " + path.length + " steps";
+    $("status").textContent = last.protocol + ", " + path.length + " steps" +
+      (last.reachable < path.length ? " (step " + (last.reachable + 1) + " is not enabled under it; a step " +
+        "taken now replaces the rest)" : "");
     document.body.dataset.steps = String(path.length);
+    document.body.dataset.reachable = String(last.reachable);
   }
 
   async function take(step) {
     loop = null;
+    path = path.slice(0, last.reachable); // past a step the protocol forbids, the path goes on from here
     path.push(step);
     redo = [];
     if (!(await refresh())) path.pop();
@@ -168,7 +195,7 @@
     $("found").replaceChildren(HWM.el("span", { class: "meta" }, "searching..."));
     let data;
     try {
-      data = await api("/api/search", { protocol: $("protocol").value, config: config() });
+      data = await api("/api/search", { protocol: mainSpec(), config: config() });
     } catch (e) {
       $("error").textContent = e.message;
       $("found").replaceChildren();
