@@ -152,3 +152,24 @@ def test_every_catalogue_trace_draws_a_page_and_well_formed_svgs(tmp_path, path)
     for picture in pictures:
         ET.parse(picture)  # well-formed: every name and value escaped
     assert "<script src" not in (tmp_path / "p.html").read_text()
+
+
+@pytest.mark.browser
+def test_every_catalogue_page_steps_to_its_end_in_a_browser_without_errors(browser, tmp_path):
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.common.keys import Keys
+
+    for path in sorted(CATALOGUE.glob("*.json")) + sorted(CATALOGUE.glob("liveness/*.json")):
+        out = tmp_path / f"{path.stem}.html"
+        result = CliRunner().invoke(main, ["replay", "-q", str(path), "--html", str(out)])
+        assert result.exit_code == 0, result.output
+        browser.get(out.as_uri())
+        body = browser.find_element(By.TAG_NAME, "body")
+        body.send_keys(Keys.END)
+        trace = load(path)
+        assert body.get_attribute("data-step") == str(len(trace.steps)), path.stem
+        column = browser.find_element(By.CSS_SELECTOR, "#columns .column")
+        assert "violating" in column.get_attribute("class"), path.stem  # every catalogue trace is a bug's
+        servers = len(replay_on_model(trace).rows[0][1].servers)
+        assert len(column.find_elements(By.CSS_SELECTOR, "g.server")) == servers, path.stem
+        assert console_errors(browser) == [], path.stem
