@@ -387,7 +387,7 @@ def _write_pictures(trace, protocol, compare, targets, html_out, svg_dir) -> Non
 @main.command()
 @click.option("--protocol", "protocol", type=ProtocolParam(), default=None,
               help="The preset the page opens with (the page can switch); a preset with flags changed "
-                   "(raft,commit=any-generation) opens the preset with the change side by side.")
+                   "(raft,commit=any-generation) opens the changed protocol with the preset beside it.")
 @click.option("--host", default="127.0.0.1", show_default=True,
               help="Address to bind; the default serves this machine only.")
 @click.option("--port", type=click.IntRange(0, 65535), default=8765, show_default=True,
@@ -398,8 +398,9 @@ def explore(protocol, host, port, verbose) -> None:
 
     Pick a preset and bounds, click any enabled step, go back, jump to every
     shortest counterexample and witness, and play the same steps under a second
-    protocol (or the same one with a flag switched) side by side. Everything is
-    served from the installed package; Ctrl-C stops it.
+    protocol side by side, or switch a flag mid-trace and see the step where the
+    fix blocks the bug. Everything is served from the installed package; Ctrl-C
+    stops it.
     """
     from urllib.parse import quote
 
