@@ -5,7 +5,8 @@
 Measures, for the longest catalogue trace (Raft's Figure 8, 11 steps): building its
 explained frames, writing its HTML page with the fix side by side, and the explorer's
 /api/state round trip over real HTTP on 127.0.0.1 with the whole path (what every click
-costs), plus one /api/search at the default bounds (uncached). Prints medians.
+costs), plus one /api/search at the default bounds (uncached); then the frames and the page of
+a Kafka trace (beside its fix) and of a liveness lasso. Prints medians.
 """
 
 from __future__ import annotations
@@ -65,6 +66,15 @@ def main() -> None:
     print(f"  explorer /api/state (11 steps) {click:8.1f} ms")
     search = median_ms(lambda: post("api/search", json.dumps({"protocol": "seed"}).encode()), 1)
     print(f"  explorer /api/search (seed)    {search:8.1f} ms  (first call; later ones are cached)")
+    # Another system's words and pictures: Kafka's KIP-101 trace beside KIP-279, and a lasso.
+    for name, compare in (("kafka-kip101.json", "kafka-kip279"), ("liveness/seed-followers-catch-up.json", None)):
+        other = load(os.path.join(os.path.dirname(TRACE), name))
+        frames = median_ms(lambda: frames_of_outcome(other, replay_on_model(other)), args.repeats)
+        with tempfile.TemporaryDirectory() as scratch:
+            out = os.path.join(scratch, "page.html")
+            page = median_ms(lambda: write_trace_page(other, out, compare=compare), args.repeats)
+            size = os.path.getsize(out)
+        print(f"  {name} ({len(other.steps)} steps): frames {frames:.1f} ms, page {page:.1f} ms ({size:,} bytes)")
     server.shutdown()
     server.server_close()
 

@@ -126,6 +126,7 @@ def check(protocol, servers, max_generation, max_log, max_crashes, network, chan
         except liveness_report.LivenessRefused as e:
             raise click.UsageError(f"--liveness: {e} (--liveness-max-states)")
         lively_saved = liveness_report.save_lassos(lively, protocol, save) if save is not None else {}
+        _save_pages(lively_saved.values())  # a lasso's page too: its stem and its cycle
     _, resolved = resolve(protocol)
     if as_json:
         body = checking.report_json(report, resolved)
@@ -391,7 +392,7 @@ def _write_pictures(trace, protocol, compare, targets, html_out, svg_dir) -> Non
 @main.command()
 @click.option("--protocol", "protocol", type=ProtocolParam(), default=None,
               help="The preset the page opens with (the page can switch); a preset with flags changed "
-                   "(raft,commit=any-generation) opens the preset with the change side by side.")
+                   "(raft,commit=any-generation) opens the changed protocol with the preset beside it.")
 @click.option("--host", default="127.0.0.1", show_default=True,
               help="Address to bind; the default serves this machine only.")
 @click.option("--port", type=click.IntRange(0, 65535), default=8765, show_default=True,
@@ -402,8 +403,9 @@ def explore(protocol, host, port, verbose) -> None:
 
     Pick a preset and bounds, click any enabled step, go back, jump to every
     shortest counterexample and witness, and play the same steps under a second
-    protocol (or the same one with a flag switched) side by side. Everything is
-    served from the installed package; Ctrl-C stops it.
+    protocol side by side, or switch a flag mid-trace and see the step where the
+    fix blocks the bug. Everything is served from the installed package; Ctrl-C
+    stops it.
     """
     from urllib.parse import quote
 
@@ -417,9 +419,9 @@ def explore(protocol, host, port, verbose) -> None:
     if isinstance(protocol, str):
         url += f"?protocol={quote(protocol)}"
     elif protocol is not None:
-        # A preset with flags changed: the page opens on the preset, with the change side by side.
-        preset = protocol.get("preset", "raft")
-        url += "#" + quote(json.dumps({"protocol": preset, "compare": protocol, "steps": []}))
+        # A preset with flags switched: the page explores the switched protocol, with the preset as
+        # it was side by side.
+        url += "#" + quote(json.dumps({"protocol": protocol, "steps": []}))
     click.echo(f"hwm explorer at {url}  (Ctrl-C stops it)")
     try:
         server.serve_forever()

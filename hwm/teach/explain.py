@@ -40,6 +40,12 @@ class Frame:
     step: dict | None = None  # the step as in a trace file
     in_flight: list[str] = field(default_factory=list)  # messages on the async network after the step
     values: Values = field(default_factory=dict, repr=False)  # values written so far, by entry
+    # A lasso (a liveness counterexample): `loop` is the first step of the cycle that repeats
+    # for ever (the state after the last step is the one before step `loop`); `cycle` marks
+    # the frames of the cycle's steps.
+    loop: int | None = None
+    loop_end: int | None = None  # the cycle's last step
+    cycle: bool = False
 
 
 # ------------------------------------------------------------------ entries
@@ -174,7 +180,15 @@ def _speaks_for(model: Any, name: str) -> bool:
 
 def explain(model: Any, before: Any, action: tuple, after: Any, values: Values | None = None) -> list[str]:
     """Sentences saying why `action` took `before` to `after`."""
+    from hwm.teach import systems  # each system's own words (that module builds on this one)
+
     values = values or {}
+    own = systems.explainer(model, action[0])
+    if own is not None:  # Kafka, ZAB, BookKeeper: in their own words
+        try:
+            return own(model, before, action, after, values)
+        except (IndexError, AttributeError, TypeError):  # a state of another shape: say what changed
+            return generic_difference(before, after)
     if not _speaks_for(model, action[0]):
         return generic_difference(before, after)
     try:
@@ -390,21 +404,23 @@ def removals(before: Any, after: Any) -> list[tuple[int, int, int]]:
 
 
 def frames_of(model: Any, steps: Sequence, states: Sequence, values: Values | None = None,
-              blocked: str | None = None) -> list[Frame]:
+              blocked: str | None = None, loop: int | None = None) -> list[Frame]:
     """Frames for `states` (initial first, then the state after each step) and the steps between them.
 
     `model` None (an implementation's snapshots) explains by the generic difference.
     `blocked` is the reason the step after the last state is not enabled: it adds a last frame.
+    `loop` (a lasso's first cycle step) marks the cycle: steps `loop`..last repeat for ever.
     """
     values = written_values(steps, states) if values is None else values
-    frames = [Frame(0, "(initial)", states[0], witnesses=_findings(None, states[0], SOMETIMES), values=values)]
+    always, sometimes = _properties(model)
+    frames = [Frame(0, "(initial)", states[0], witnesses=_findings(None, states[0], sometimes), values=values)]
     for number in range(1, len(states)):
         step, before, after = steps[number - 1], states[number - 1], states[number]
         action = _action(model, step)
         lines = (explain(model, before, action, after, values) if action is not None
                  else generic_difference(before, after))
         frames.append(Frame(number, str(step), after, lines, removals(before, after),
-                            _findings(before, after, ALWAYS), _findings(before, after, SOMETIMES),
+                            _findings(before, after, always), _findings(before, after, sometimes),
                             step=step.to_json(), in_flight=messages_in_flight(model, after, values),
                             values=values))
     if blocked is not None and len(states) <= len(steps):
@@ -412,7 +428,33 @@ def frames_of(model: Any, steps: Sequence, states: Sequence, values: Values | No
         frames.append(Frame(len(states), str(step), states[-1], [f"not enabled: {blocked}"],
                             blocked=blocked, step=step.to_json(), in_flight=frames[-1].in_flight,
                             values=values))
+    elif loop is not None and 1 <= loop < len(frames) == len(steps) + 1:
+        mark_cycle(frames, loop)
     return frames
+
+
+def mark_cycle(frames: list[Frame], loop: int) -> None:
+    """Mark a lasso's cycle (steps `loop`..last) and say where it starts and where it closes."""
+    last = len(frames) - 1
+    for frame in frames:
+        frame.loop, frame.loop_end = loop, last
+        frame.cycle = frame.number >= loop
+    frames[loop].lines.insert(0, f"the cycle starts: steps {loop}..{last} repeat for ever from here")
+    if frames[last].state == frames[loop - 1].state:
+        frames[last].lines.append(f"the cluster is back in the state it was in before step {loop}: "
+                                  f"the cycle repeats from step {loop}")
+    else:
+        frames[last].lines.append(f"the cycle should close here, but the cluster is not in the state it was in "
+                                  f"before step {loop}")
+
+
+def _properties(model: Any) -> tuple[tuple, tuple]:
+    """The `always` and `sometimes` properties of `model` (its own set, e.g. acknowledged writes),
+    the catalogue's for a model without one."""
+    own = getattr(model, "properties", None)
+    if not own:
+        return ALWAYS, SOMETIMES
+    return (tuple(p for p in own if p.kind == "always"), tuple(p for p in own if p.kind == "sometimes"))
 
 
 def _action(model: Any, step) -> tuple | None:
@@ -447,7 +489,11 @@ def frames_of_outcome(trace, outcome, protocol=None) -> list[Frame]:
         _, resolved = resolve(protocol if protocol is not None else trace.protocol)
         model = build_model(resolved, Config.from_mapping(trace.config, where=trace.source))
     blocked = outcome.reason.split(": ", 1)[-1] if outcome.kind == "blocked" else None
-    return frames_of(model, trace.steps, states, blocked=blocked)
+    frames = frames_of(model, trace.steps, states, blocked=blocked, loop=outcome.loop)
+    if outcome.kind == "violation" and outcome.step is not None and outcome.step < len(frames):
+        # A liveness finding is about the whole lasso: the frame that closes the cycle carries it.
+        frames[outcome.step].violations.setdefault(outcome.property, outcome.finding)
+    return frames
 
 
 def wrap(text: str, width: int = 100, indent: str = "   ") -> str:
@@ -460,10 +506,15 @@ def narrate(frames: Sequence[Frame]) -> str:
     """The step-by-step text of a replay: each step, then why it changed what it changed."""
     out = []
     for frame in frames[1:]:
-        out.append(f"{frame.number}. {frame.label}" + ("   (not enabled)" if frame.blocked else ""))
+        if frame.loop == frame.number:
+            out.append(f"-- the cycle: steps {frame.loop}..{len(frames) - 1} repeat for ever --")
+        mark = "  (cycle)" if frame.cycle else ""
+        out.append(f"{frame.number}. {frame.label}" + ("   (not enabled)" if frame.blocked else "") + mark)
         out += [f"     {line}" for line in frame.lines]
         for name, finding in frame.violations.items():
             out.append(f"     !! {name} violated: {finding}")
         if frame.in_flight:
             out.append("     in flight: " + "; ".join(frame.in_flight))
+    if frames and frames[-1].loop is not None:
+        out.append(f"-- then step {frames[-1].loop} again, and so on for ever --")
     return "\n".join(out)

@@ -9,11 +9,18 @@ message that says what was wrong, and the server keeps serving.
 
 API (JSON bodies):
 - GET  /api/presets: presets, flags with their values, configuration keys and defaults;
-- POST /api/state  {protocol, config, steps, compare?}: the frames of the path (drawn
-  and explained), the enabled next steps, why the other simple steps are refused,
-  and with `compare` the same steps under a second protocol (it may block one);
+- POST /api/state  {protocol, config, steps, compare?, loop?, until_blocked?}: the frames of
+  the path (drawn and explained), the enabled next steps, why the other steps are refused,
+  with `compare` the same steps under a second protocol (it may block one) and where the
+  two part (`divergence`); with `until_blocked` the explored protocol may block one too (a
+  flag switched mid-trace): its column stops there and the next steps follow from there;
 - POST /api/search {protocol, config}: the shortest counterexample to each `always`
-  property and the shortest witness of each `sometimes` property (breadth-first).
+  property and the shortest witness of each `sometimes` property (breadth-first);
+- GET  /api/catalogue: the saved traces of a checkout's `counterexamples/` (lassos included),
+  each with its preset, bounds and steps, so a page loads one with its own bounds (a search at
+  the default bounds of a larger model may stop before it reaches them).
+
+A path may carry `loop`, a lasso's first cycle step: its frames mark the stem and the cycle.
 """
 
 from __future__ import annotations
@@ -24,6 +31,7 @@ from functools import lru_cache
 from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from importlib import resources
+from pathlib import Path
 from typing import Any
 
 from hwm.teach.explain import frames_of
@@ -33,8 +41,8 @@ from model.actions import BoundHit, build_model, from_step, to_step
 from model.checker import bfs
 from model.state import Config
 from properties.catalogue import ALWAYS, SOMETIMES
-from properties.protocol import FLAG_MEANINGS, FLAG_VALUES, PRESETS, ProtocolError, _show, resolve
-from properties.trace import CONFIG_KEYS, Step, TraceError, parse_step
+from properties.protocol import FLAG_MEANINGS, FLAG_VALUES, PRESETS, ProtocolError, _show, flags_of, resolve
+from properties.trace import CONFIG_KEYS, Step, TraceError, load, parse_step
 
 MAX_STEPS = 200  # a path longer than this is not a student clicking
 MAX_BODY = 1 << 20
@@ -50,7 +58,10 @@ class BadRequest(ValueError):
 # ------------------------------------------------------------------ the API
 def presets() -> dict:
     return {"presets": {name: {"flags": {k: _show(v) for k, v in p.protocol.flags().items()},
-                               "summary": p.summary, "broken": p.broken} for name, p in PRESETS.items()},
+                               "summary": p.summary, "broken": p.broken, "system": p.protocol.system,
+                               # the flags a student may switch: those of the preset's system
+                               "switchable": list(flags_of(p.protocol.system))}
+                        for name, p in PRESETS.items()},
             "flags": {flag: [_show(v) for v in values] for flag, values in FLAG_VALUES.items()},
             "meanings": FLAG_MEANINGS,
             "config": {key: {"default": default,
@@ -108,39 +119,108 @@ def _next_value(steps) -> str:
     return f"v{1 + sum(1 for s in steps if s.action == 'write')}"
 
 
+def _loop(body: dict, steps: list) -> int | None:
+    loop = body.get("loop")
+    if loop is None:
+        return None
+    if not isinstance(loop, int) or isinstance(loop, bool) or not 1 <= loop <= len(steps):
+        raise BadRequest(f"loop must be a step number 1..{len(steps)} (the first step of the cycle), not {loop!r}")
+    return loop
+
+
+def lasso_findings(model, steps, states, loop: int) -> dict[str, str]:
+    """The `eventually` properties a lasso breaks (its cycle closes, stays fair, keeps one open)."""
+    from model.liveness import lasso_verdict, refusal
+    from properties.liveness import LIVENESS
+
+    if refusal(model):
+        return {}
+    actions = [from_step(s) for s in steps]
+    found = {}
+    for prop in LIVENESS:
+        finding, _ = lasso_verdict(model, list(states), actions, loop, prop)
+        if finding:
+            found[prop.name] = finding
+    return found
+
+
 def state(body: dict) -> dict:
-    """The frames of a path, what may come next, and (with `compare`) the path under another protocol."""
+    """The frames of a path, what may come next, and (with `compare`) the path under another protocol.
+
+    With `until_blocked` (what the page sends) a step the protocol does not enable ends its column
+    there instead of the request: a flag switched mid-trace may forbid a step already taken, and
+    the next steps offered follow the last state reached (`reachable` steps in).
+    """
     name, model = _model(body)
     steps = _steps(body, model.config)
+    loop = _loop(body, steps)
     states, blocked = walk(model, steps)
-    if blocked is not None:
+    if blocked is not None and body.get("until_blocked") is not True:
         number = len(states)
         raise BadRequest(f"step {number} {steps[number - 1]} is not enabled under {name}: {blocked}")
-    frames = frames_of(model, steps, states)
-    columns = [(name, frames)]
+    frames = frames_of(model, steps, states, blocked=blocked, loop=None if blocked else loop)
+    if loop is not None and blocked is None:
+        frames[-1].violations.update(lasso_findings(model, steps, states, loop))
+    columns = [(name + (f": blocked at step {len(states)}" if blocked else ""), frames)]
     if body.get("compare") not in (None, ""):
         other_name, other = _protocol(body["compare"], "compare")
         other_model = build_model(other, model.config)
         other_states, other_blocked = walk(other_model, steps)
         heading = other_name + (f": blocked at step {len(other_states)}" if other_blocked else ": every step enabled")
-        columns.append((heading, frames_of(other_model, steps, other_states, blocked=other_blocked)))
+        columns.append((heading, frames_of(other_model, steps, other_states, blocked=other_blocked,
+                                           loop=None if other_blocked else loop)))
     layout = Layout.of([f for _, fs in columns for f in fs], model.config.max_log)
     last = states[-1]
-    value = _next_value(steps)
+    value = _next_value(steps[:len(states) - 1])
     enabled = [to_step(a, value) for a in model.actions(last)]
-    return {"protocol": name, "config": model.config.to_mapping(),
+    return {"protocol": name, "config": model.config.to_mapping(), "reachable": len(states) - 1,
             "columns": [column(h, fs, layout) for h, fs in columns],
+            "divergence": divergence(columns) if len(columns) > 1 else None,
             "enabled": [{"step": s.to_json(), "label": str(s)} for s in enabled],
             "refused": refused(model, last, value)}
+
+
+def divergence(columns: list) -> dict | None:
+    """Where the same steps part under two protocols: the first step one of them does not enable,
+    or else the first step where one breaks a property the other does not; None when they agree.
+
+    This is the step a student switching a flag mid-trace wants to see: where the fix blocks the bug.
+    """
+    (heading_a, a), (heading_b, b) = columns
+    names = (heading_a.split(": ", 1)[0], heading_b.split(": ", 1)[0])
+    blocked = sorted((frames[-1].number, k) for k, frames in enumerate((a, b)) if frames[-1].blocked)
+    if blocked:
+        step, k = blocked[0]
+        stopped, other = (a, b)[k][-1], (b, a)[k]
+        text = f"under {names[k]}, step {step} {stopped.label} is not enabled: {stopped.blocked}"
+        broken = next((f for f in other[1:] if f.violations and not f.blocked), None)
+        if broken is not None:
+            verb = "goes on and breaks" if broken.number >= step else "had already broken"
+            text += f"; under {names[1 - k]} the path {verb} {', '.join(broken.violations)} at step {broken.number}"
+        return {"step": step, "kind": "blocked", "text": text}
+    for mine, theirs in zip(a[1:], b[1:]):
+        for k, (x, y) in enumerate(((mine, theirs), (theirs, mine))):
+            avoided = [p for p in x.violations if p not in y.violations]
+            if avoided:
+                differs = next((f.number for f, g in zip(a[1:], b[1:]) if f.state != g.state), None)
+                text = (f"under {names[k]}, step {x.number} {x.label} breaks {', '.join(avoided)}; under "
+                        f"{names[1 - k]} it does not")
+                if differs is not None and differs <= x.number:
+                    text += f" (the two protocols part at step {differs}: compare the reasons there)"
+                return {"step": x.number, "kind": "avoided", "text": text, "differs": differs}
+    return None
 
 
 def refused(model, last, value: str) -> list[dict]:
     """Why each simple step (not elections: too many voter sets) is not enabled now."""
     out = []
-    n = model.n
-    candidates = [(a, k) for a in ("write", "read", "crash", "restart") for k in range(n)]
-    pair_actions = ("send", "deliver", "drop") if model.config.network == "async" else ("replicate",)
-    candidates += [(a, x, y) for a in pair_actions for x in range(n) for y in range(n) if x != y]
+    if hasattr(model, "action_table"):  # every model names its own actions (Kafka's shrink_isr, ZAB's sync...)
+        candidates = [a for a in model.action_table() if a[0] != "elect"]
+    else:
+        n = model.n
+        candidates = [(a, k) for a in ("write", "read", "crash", "restart") for k in range(n)]
+        pair_actions = ("send", "deliver", "drop") if model.config.network == "async" else ("replicate",)
+        candidates += [(a, x, y) for a in pair_actions for x in range(n) for y in range(n) if x != y]
     for action in candidates:
         try:
             reason = model.why_not(last, action)
@@ -158,7 +238,9 @@ def _search(spec_json: str, config_json: str) -> dict:
     model = build_model(protocol, Config.from_mapping(json.loads(config_json)))
     report = bfs(model, name, max_states=SEARCH_STATES)
     found = []
-    for p in ALWAYS + SOMETIMES:
+    for p in getattr(model, "properties", None) or ALWAYS + SOMETIMES:
+        if p.name not in report.results:
+            continue
         r = report.results[p.name]
         found.append({"property": p.name, "kind": p.kind, "meaning": p.meaning, "found": r.found,
                       "finding": r.finding, "length": r.length,
@@ -172,6 +254,27 @@ def search(body: dict) -> dict:
     name, model = _model(body)
     spec = body.get("protocol", "raft")
     return _search(json.dumps(spec, sort_keys=True), json.dumps(model.config.to_mapping(), sort_keys=True))
+
+
+# The saved traces of a checkout (the package itself ships none).
+CATALOGUE = Path(__file__).resolve().parents[2] / "counterexamples"
+
+
+@lru_cache(maxsize=1)
+def catalogue() -> dict:
+    """The checkout's saved traces whose protocol is a preset, lassos included, by file name."""
+    traces = []
+    for path in sorted(CATALOGUE.glob("*.json")) + sorted(CATALOGUE.glob("liveness/*.json")):
+        try:
+            trace = load(path)
+        except TraceError:  # a file that is no trace: not the explorer's to judge
+            continue
+        if isinstance(trace.protocol, str) and trace.protocol in PRESETS:
+            traces.append({"file": str(path.relative_to(CATALOGUE)), "title": trace.title,
+                           "protocol": trace.protocol, "property": trace.property, "expect": trace.expect,
+                           "config": Config.from_mapping(trace.config).to_mapping(), "loop": trace.loop,
+                           "steps": [s.to_json() for s in trace.steps]})
+    return {"traces": traces}
 
 
 ROUTES = {"/api/state": state, "/api/search": search}
@@ -202,6 +305,8 @@ class Handler(BaseHTTPRequestHandler):
             path = "/static/explorer.html"
         if path == "/api/presets":
             return self._json(HTTPStatus.OK, presets())
+        if path == "/api/catalogue":
+            return self._json(HTTPStatus.OK, catalogue())
         if path.startswith("/static/") and path[len("/static/"):] in STATIC:
             name = path[len("/static/"):]
             text = resources.files("hwm.teach").joinpath("static", name).read_bytes()

@@ -13,6 +13,7 @@ from html import escape
 import networkx as nx
 
 from hwm.render import cell
+from hwm.teach import systems
 from properties.snapshot import server_name
 
 MAX_DRAWN = 2_000  # a picture with more states than this is not one a person reads
@@ -20,17 +21,27 @@ BAD = "#b00020"
 
 
 def state_label(state) -> str:
-    """A state as in the step table: one line per server, then the reads."""
-    # A leader's match indexes too: without them two different states could look the same.
-    lines = [f"{server_name(k)} {cell(s)}" + _match(k, s) for k, s in enumerate(state.servers)]
+    """A state as in the step table: one line per server, then the reads (and acknowledged writes)."""
+    # A leader's match indexes and the system's own state (ISR, epoch cache, NEWLEADER
+    # acknowledgements, what is on disk, fences) too: without them two states could look the same.
+    label = getattr(state, "label", server_name)
+    lines = []
+    for k, s in enumerate(state.servers):
+        own = systems.row(state, k)
+        notes = [w for w in ("prospective", "established") if w in own["role"]] + own["notes"]  # ZAB's phase
+        lines.append(f"{label(k)} {cell(s)}" + _match(k, s, own["match"])
+                     + (" (" + "; ".join(notes) + ")" if notes else ""))
     if state.reads:
         lines.append("reads " + " ".join(f"{i}@g{g}" for i, g in sorted(state.reads)))
+    acked = getattr(state, "acked", frozenset())
+    if acked:
+        lines.append("acked " + " ".join(f"{i}@g{g}" for i, g in sorted(acked)))
     return "\n".join(lines)
 
 
-def _match(k: int, server) -> str:
+def _match(k: int, server, shown) -> str:
     match = getattr(server, "match", ())
-    return (" match " + " ".join(f"{server_name(j)}={m}" for j, m in enumerate(match) if j != k)) if match else ""
+    return (" match " + " ".join(f"{server_name(j)}={match[j]}" for j in shown if j != k)) if match else ""
 
 
 def _dot_string(text: str) -> str:

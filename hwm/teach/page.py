@@ -29,7 +29,7 @@ def frame_payload(frame: Frame, layout: Layout) -> dict:
     return {"number": frame.number, "label": frame.label, "svg": draw(frame, layout),
             "lines": frame.lines, "violations": frame.violations, "witnesses": frame.witnesses,
             "blocked": frame.blocked, "in_flight": frame.in_flight, "step": frame.step,
-            "removed": len(frame.removed)}
+            "removed": len(frame.removed), "loop": frame.loop, "cycle": frame.cycle}
 
 
 def column(heading: str, frames: Sequence[Frame], layout: Layout) -> dict:
@@ -66,6 +66,7 @@ def page(title: str, explanation: str, meta: str, columns: Sequence[dict]) -> st
   <span id="counter"></span>
   <span class="meta"><kbd>&larr;</kbd> <kbd>&rarr;</kbd> step, <kbd>v</kbd> violation</span>
 </div>
+<div id="cycle" class="cycle-bar" hidden></div>
 <div id="columns" class="columns"></div>
 <h2 style="font-size:1em">Steps</h2>
 <div id="steps"></div>

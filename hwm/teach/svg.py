@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from html import escape
 from typing import Sequence
 
+from hwm.teach import systems
 from hwm.teach.explain import Frame
 from properties.snapshot import LEADER, server_name
 
@@ -52,6 +53,28 @@ def _text(x, y, body, cls="", anchor="start", size=12, weight="normal", fill="#2
             f'font-weight="{weight}" fill="{fill}">{escape(str(body))}</text>')
 
 
+CYCLE = "#6a3d9a"  # a lasso's cycle, in every picture of it
+
+
+def _cycle_badge(frame: Frame, layout: Layout) -> list[str]:
+    """For a lasso: where this step stands in the cycle that repeats for ever (top right), and a
+    dashed frame around the cluster in every state of the cycle."""
+    if frame.loop is None:
+        return []
+    loop, end = frame.loop, frame.loop_end
+    if frame.cycle:
+        text, cls = f"\u21bb cycle {frame.number - loop + 1}/{end - loop + 1} (steps {loop}..{end})", "cycle"
+    elif frame.number == loop - 1:
+        text, cls = "\u21bb the cycle returns to this state", "cycle-home"
+    else:
+        text, cls = f"stem (the cycle starts at step {loop})", "stem"
+    box = (f'<rect x="{LEFT - 6}" y="{TOP - 12}" width="{layout.width - LEFT}" height="{layout.servers * ROW_H + 4}" '
+           f'rx="6" fill="none" stroke="{CYCLE}" stroke-width="2" stroke-dasharray="8 4"/>'
+           if frame.cycle or cls == "cycle-home" else "")
+    return [f'<g class="{cls}" data-loop="{loop}">{box}'
+            + _text(layout.width - 10, 38, text, "cycle-note", "end", 12, "bold", CYCLE) + "</g>"]
+
+
 def draw(frame: Frame, layout: Layout, *, title: str = "", with_lines: bool = False) -> str:
     """The SVG of one frame. `with_lines` adds the step's explanation under the picture (slides)."""
     state = frame.state
@@ -73,6 +96,7 @@ def draw(frame: Frame, layout: Layout, *, title: str = "", with_lines: bool = Fa
     banner = heading + (" - VIOLATION" if frame.violations else " - NOT ENABLED" if frame.blocked else "")
     out.append(_text(10, 38, banner, "violation" if frame.violations else "heading", size=13,
                      weight="bold", fill=banner_fill))
+    out += _cycle_badge(frame, layout)
     # Index ruler.
     for i in range(1, layout.columns + 1):
         out.append(_text(LEFT + (i - 0.5) * BOX_W, TOP - 4, i, "index", "middle", 10, fill="#777"))
@@ -84,26 +108,38 @@ def draw(frame: Frame, layout: Layout, *, title: str = "", with_lines: bool = Fa
         y = TOP + k * ROW_H
         alive = server.alive
         role = ("leader" if server.role == LEADER else "follower") if alive else "down"
+        own = systems.row(state, k)  # the system's own state: ISR, epochs, NEWLEADER, fences
         out.append(f'<g class="server" data-server="{server_name(k)}" data-role="{role}" '
                    f'opacity="{1 if alive else 0.45}">')
         out.append(_text(10, y + 16, server_name(k), "name", size=15, weight="bold"))
-        out.append(_text(10, y + 32, f"{role} g{server.generation}", "role", size=11,
+        out.append(_text(10, y + 32, own["role"], "role", size=11,
                          weight="bold" if role == "leader" else "normal"))
         match = getattr(server, "match", ())
         if alive and server.role == LEADER and match:
-            shown = " ".join(f"{server_name(j)}={m}" for j, m in enumerate(match) if j != k)
-            out.append(_text(10, y + 46, f"match {shown}", "match", size=10, fill="#555"))
+            shown = " ".join(f"{server_name(j)}={match[j]}" for j in own["match"] if j != k)
+            word = {"HW": "LEO", "LAC": "stored"}.get(own["hwm"], "match")
+            if own["notes"]:  # under the system's notes, smaller
+                out.append(_text(10, y + 43 + 10 * len(own["notes"][:2]), f"{word} {shown}", "match", size=9,
+                                 fill="#555"))
+            else:
+                out.append(_text(10, y + 46, f"{word} {shown}", "match", size=10, fill="#555"))
+        for line, note in enumerate(own["notes"][:2]):
+            out.append(_text(10, y + 43 + 10 * line, note, "system-note", size=9, fill="#6a3d9a"))
+        memory_from = own["memory_from"]
         out.append(f'<rect x="{LEFT}" y="{y}" width="{layout.columns * BOX_W}" height="{BOX_H}" '
                    f'fill="none" stroke="#ddd" stroke-dasharray="3 3"/>')
         for position, generation in enumerate(server.log):
             index = position + 1
             x = LEFT + position * BOX_W
             read = (index, generation) in state.reads
-            out.append(f'<g class="entry{" read" if read else ""}" data-index="{index}" '
-                       f'data-generation="{generation}">'
+            memory = memory_from is not None and index >= memory_from  # ZAB: acknowledged, not yet on disk
+            out.append(f'<g class="entry{" read" if read else ""}{" memory-only" if memory else ""}" '
+                       f'data-index="{index}" data-generation="{generation}">'
                        f'<rect x="{x + 2}" y="{y}" width="{BOX_W - 4}" height="{BOX_H}" rx="4" '
-                       f'fill="{colour(generation)}" stroke="{"#000" if read else "#555"}" '
-                       f'stroke-width="{3 if read else 1}"/>')
+                       f'fill="{colour(generation)}" stroke="{"#000" if read else "#555"}" stroke-width="{3 if read else 1}"'
+                       + (' fill-opacity="0.45" stroke-dasharray="4 3"' if memory else "") + "/>")
+            if memory:
+                out.append(_text(x + BOX_W / 2, y + BOX_H - 2, "memory", "memory-mark", "middle", 8, fill="#333"))
             out.append(_text(x + BOX_W / 2, y + 15, f"g{generation}", "", "middle", 12, "bold"))
             value = values.get((index, generation))
             if value is not None:
@@ -121,7 +157,7 @@ def draw(frame: Frame, layout: Layout, *, title: str = "", with_lines: bool = Fa
         hx = LEFT + server.hwm * BOX_W
         out.append(f'<line class="hwm-tick" x1="{hx}" y1="{y - 6}" x2="{hx}" y2="{y + BOX_H + 6}" '
                    f'stroke="#b00020" stroke-width="3"/>')
-        out.append(_text(hx + 4, y + BOX_H + 14 if not removed.get(k) else y - 6, f"hwm {server.hwm}",
+        out.append(_text(hx + 4, y + BOX_H + 14 if not removed.get(k) else y - 6, f"{own['hwm']} {server.hwm}",
                          "hwm-label", size=10, fill="#b00020"))
         hwm_points.append(f"{hx},{y + BOX_H / 2}")
         out.append("</g>")

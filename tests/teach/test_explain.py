@@ -126,3 +126,21 @@ def test_a_model_that_changes_an_action_gets_the_difference_not_wrong_words():
     lines = explain(model, before, ("replicate", 0, 1), after)
     assert lines == ["S2 log [] -> [1]"]
     assert not any("quorum index" in line for line in lines)
+
+
+def test_a_lassos_replay_says_where_the_cycle_starts_and_that_it_repeats():
+    from hwm.replay import replay_on_model
+
+    trace = load(CATALOGUE / "liveness" / "seed-followers-catch-up.json")
+    frames = frames_of_outcome(trace, replay_on_model(trace))
+    assert [f.number for f in frames if f.cycle] == [10, 11] and {f.loop for f in frames} == {10}
+    assert frames[10].lines[0] == "the cycle starts: steps 10..11 repeat for ever from here"
+    assert frames[11].lines[-1] == ("the cluster is back in the state it was in before step 10: the cycle repeats "
+                                    "from step 10")
+    assert "FollowersCatchUp" in frames[11].violations
+    text = narrate(frames)
+    assert "-- the cycle: steps 10..11 repeat for ever --\n10. replicate(S1, S2)  (cycle)" in text
+    assert text.endswith("-- then step 10 again, and so on for ever --")
+    # A lasso whose cycle does not close says so rather than claiming it repeats.
+    broken = frames_of(None, trace.steps, [f.state for f in frames[:11]] + [frames[3].state], loop=10)
+    assert "the cycle should close here" in broken[11].lines[-1]

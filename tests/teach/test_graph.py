@@ -55,3 +55,19 @@ def test_bad_out_and_too_large_graphs_are_refused(tmp_path, monkeypatch):
     code, output, _ = graph("--out", tmp_path / "g.svg")
     assert code == 1 and "too many to draw (at most 10)" in output
     assert not (tmp_path / "g.svg").exists()
+
+
+def test_other_systems_label_their_states_with_their_own_state(tmp_path):
+    def labels(*args):
+        result = CliRunner().invoke(main, ["graph", *map(str, args), "--max-crashes", "0", "--out", tmp_path / "g.dot"])
+        assert result.exit_code in (0, 1), result.output
+        return (tmp_path / "g.dot").read_text()
+
+    kafka = labels("--protocol", "kafka-kip101", "--servers", 2, "--max-generation", 2, "--max-log", 1)
+    assert "(ISR {S1,S2}; epochs empty)" in kafka and "(in ISR, fetches S1, truncating; epochs empty)" in kafka
+    zab = labels("--protocol", "zab-ack-before-persist", "--servers", 2, "--max-generation", 2, "--max-log", 1)
+    assert "(prospective; NEWLEADER acks none; currentEpoch 1)" in zab
+    assert "(established; NEWLEADER acks S2; currentEpoch 1)" in zab
+    bk = labels("--protocol", "bookkeeper-recovery-without-fencing", "--servers", 3, "--max-log", 1)
+    assert "S4 writer L1 [] h0 match S1=0 S2=0 S3=0\\l" in bk and "S1 F0 [] h0 (fenced)" in bk
+    assert "acked 1@g1" in bk

@@ -125,3 +125,69 @@ def test_page_of_the_model_and_the_implementation(tmp_path):
     assert code == 0, output
     text = out.read_text()
     assert "kip101 on the model: violation" in text and "kip101 on the impl: violation" in text
+
+
+LASSO = CATALOGUE / "liveness" / "seed-followers-catch-up.json"
+
+
+def test_a_lassos_svgs_mark_the_stem_the_cycle_and_the_state_it_returns_to(tmp_path):
+    code, output = hwm("replay", "-q", LASSO, "--svg", tmp_path / "svg")
+    assert code == 0, output
+    ns = {"s": "http://www.w3.org/2000/svg"}
+
+    def badge(k):
+        root = ET.parse(tmp_path / "svg" / f"step-{k:02d}.svg").getroot()
+        found = [g for g in root.iter("{http://www.w3.org/2000/svg}g") if g.get("data-loop")]
+        return [(g.get("class"), " ".join(t.text for t in g.iter("{http://www.w3.org/2000/svg}text"))) for g in found]
+
+    assert badge(1) == [("stem", "stem (the cycle starts at step 10)")]
+    assert badge(9) == [("cycle-home", "\u21bb the cycle returns to this state")]
+    assert badge(10) == [("cycle", "\u21bb cycle 1/2 (steps 10..11)")]
+    assert badge(11) == [("cycle", "\u21bb cycle 2/2 (steps 10..11)")]
+    last = ET.parse(tmp_path / "svg" / "step-11.svg").getroot()
+    text = " ".join(" ".join(t.text or "" for t in last.iter("{http://www.w3.org/2000/svg}text")).split())
+    assert "the cycle repeats from step 10" in text and "FollowersCatchUp violated" in text
+    # A trace that is no lasso has no badge.
+    hwm("replay", "-q", FIGURE_8, "--svg", tmp_path / "plain")
+    assert "data-loop" not in (tmp_path / "plain" / "step-05.svg").read_text()
+
+
+@pytest.mark.browser
+def test_a_lassos_page_marks_the_cycle_and_its_slider_wraps(browser, tmp_path):
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.common.keys import Keys
+
+    out = tmp_path / "lasso.html"
+    code, output = hwm("replay", "-q", LASSO, "--html", out)
+    assert code == 0, output
+    browser.get(out.as_uri())
+    body = browser.find_element(By.TAG_NAME, "body")
+    bar = browser.find_element(By.ID, "cycle")
+    assert bar.is_displayed() and "steps 10..11, that repeats for ever" in bar.text
+    cycle = [li.get_attribute("data-step") for li in browser.find_elements(By.CSS_SELECTOR, "#steps li.cycle")]
+    assert cycle == ["10", "11"]
+    assert browser.find_element(By.CSS_SELECTOR, "#steps li.loop-start").get_attribute("data-step") == "10"
+    body.send_keys(Keys.END)
+    assert body.get_attribute("data-step") == "11" and body.get_attribute("data-cycle") == "1"
+    assert browser.find_element(By.ID, "counter").text == "step 11 / 11 (cycle 2 of 2)"
+    column = browser.find_element(By.CSS_SELECTOR, "#columns .column")
+    assert "FollowersCatchUp violated" in column.text and "the cycle repeats from step 10" in column.text
+    screenshot(browser, "page-lasso-cycle")
+    body.send_keys(Keys.ARROW_RIGHT)  # past the last step: back to the cycle's first step
+    assert body.get_attribute("data-step") == "10"
+    browser.find_element(By.ID, "forward").click()
+    browser.find_element(By.ID, "forward").click()
+    assert body.get_attribute("data-step") == "10"
+    body.send_keys(Keys.HOME)
+    assert body.get_attribute("data-cycle") == "0" and "(stem)" in browser.find_element(By.ID, "counter").text
+    body.send_keys("c")
+    assert body.get_attribute("data-step") == "10"
+    assert console_errors(browser) == []
+
+
+def test_check_save_with_liveness_writes_each_lassos_page(tmp_path):
+    code, output = hwm("check", "--protocol", "seed", "--servers", 3, "--max-generation", 2, "--max-log", 1,
+                       "--max-crashes", 1, "--liveness", "--save", tmp_path)
+    assert code == 1, output
+    page = (tmp_path / "seed.FollowersCatchUp.html").read_text()
+    assert '"cycle": true' in page and "the cycle repeats from step" in page

@@ -43,7 +43,7 @@ def commands(block: str) -> list[tuple[str, str]]:
 @contextmanager
 def workspace(tmp: Path):
     """A scratch directory with the traces the tutorial names, as the current directory."""
-    for folder in ("counterexamples", "docs/tutorial"):
+    for folder in ("counterexamples", "counterexamples/liveness", "docs/tutorial"):
         (tmp / folder).mkdir(parents=True, exist_ok=True)
         for trace in (ROOT / folder).glob("*.json"):
             shutil.copy(trace, tmp / folder / trace.name)

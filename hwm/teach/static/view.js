@@ -44,6 +44,9 @@ const HWM = {
       let cls = k === current ? "current" : "";
       if (Object.keys(f.violations).length) cls += " violating";
       if (f.blocked) cls += " blocked";
+      if (f.cycle) cls += " cycle";
+      if (f.loop !== null && f.loop !== undefined && k === f.loop) cls += " loop-start";
+      if (f.cycle && k === frames.length - 1) cls += " loop-end";
       const li = HWM.el("li", { class: cls.trim(), "data-step": String(k) }, f.label);
       li.addEventListener("click", () => go(k));
       ol.appendChild(li);
