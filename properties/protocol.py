@@ -480,7 +480,7 @@ def preset_of(protocol: Protocol) -> str | None:
 
 
 # Systems the real replicated log (impl/) does not implement: their presets run on the model only.
-MODEL_ONLY_SYSTEMS: tuple[str, ...] = ("kafka", "zab", "bookkeeper")
+MODEL_ONLY_SYSTEMS: tuple[str, ...] = ("kafka", "bookkeeper")
 
 
 def model_only(protocol: Protocol) -> str | None:
