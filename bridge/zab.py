@@ -93,6 +93,7 @@ class ZabSimCluster(SimCluster):
 
     # ------------------------------------------------------------------ views
     def snapshot(self) -> AckedSnapshot:
+        self._acknowledge()
         base = super().snapshot()
         return AckedSnapshot(base.servers, base.reads, self.acked)
 
@@ -125,6 +126,7 @@ class ZabSimCluster(SimCluster):
             self._settle()
 
     def sync(self, leader: str, follower: str) -> str | None:
+        self._close_connections()
         if leader == follower:
             return "a leader does not synchronise with itself"
         for name in (leader, follower):
@@ -149,6 +151,7 @@ class ZabSimCluster(SimCluster):
         return None
 
     def replicate(self, leader: str, follower: str) -> str | None:
+        self._close_connections()
         if leader != follower and self.replicas[leader] is not None and self.replicas[follower] is not None:
             refused = self[leader].broadcast_refusal(follower)
             if refused is not None:
@@ -178,6 +181,12 @@ class ZabSimCluster(SimCluster):
 
     def _settle(self) -> None:
         super()._settle()
+        self._close_connections()
+        self._acknowledge()
+
+    def _close_connections(self) -> None:
+        """A follower that stopped following its leader (down, restarted, in a later epoch, synchronised
+        with another leader) has closed its connection: the leader hears of it."""
         alive = self.alive()
         for name, replica in alive.items():
             if replica.role != LEADER:
@@ -185,8 +194,11 @@ class ZabSimCluster(SimCluster):
             for follower in list(replica.synced):
                 other = alive.get(follower)
                 if other is None or other.synced_with != name or other.generation != replica.generation:
-                    replica.peer_down(follower)  # the follower's connection to this leader closed
-        for replica in alive.values():
+                    replica.peer_down(follower)
+
+    def _acknowledge(self) -> None:
+        """Every entry under an established live leader's HWM has been acknowledged to its client."""
+        for replica in self.alive().values():
             if replica.role == LEADER and replica.established:
                 committed = {(i + 1, g) for i, g in enumerate(replica.log_generations()[:replica.hwm])}
                 if not committed <= self.acked:
