@@ -48,7 +48,7 @@ from impl.messages import (
     ZabVoteRequest,
 )
 from impl.storage import Durable
-from impl.wal import fsync_directory
+from impl.wal import StorageError, fsync_directory
 from properties.quorum import majority, quorum_index
 
 __all__ = ["CURRENT_EPOCH_FILE", "EpochStorage", "NotEstablished", "ZabDurable", "ZabReady", "ZabReplica",
@@ -114,7 +114,7 @@ class EpochStorage:
         except FileNotFoundError:
             return None
         if not text.strip().isdigit():
-            raise ValueError(f"{self._path}: expected a non-negative integer, got {text[:40]!r}")
+            raise StorageError(f"{self._path}: expected a non-negative integer, got {text[:40]!r}")
         return int(text)
 
     def save_current_epoch(self, epoch: int) -> None:

@@ -13,6 +13,7 @@ from impl import codec
 from impl.core import LEADER, NotLeader, Replica
 from impl.messages import AppendReply, NewLeader, NewLeaderAck, ZabVoteRequest
 from impl.storage import DiskStorage, MemoryStorage
+from impl.wal import StorageError
 from impl.zab import CURRENT_EPOCH_FILE, EpochStorage, NotEstablished, ZabDurable, ZabReplica, persist
 from model.state import Config
 from properties.protocol import PRESETS
@@ -193,7 +194,7 @@ def test_the_current_epoch_file_survives_a_restart_and_garbage_is_named(tmp_path
     assert again.load().current_epoch == 4
     again.close()
     (tmp_path / CURRENT_EPOCH_FILE).write_text("four")
-    with pytest.raises(ValueError, match=f"{CURRENT_EPOCH_FILE}: expected a non-negative integer"):
+    with pytest.raises(StorageError, match=f"{CURRENT_EPOCH_FILE}: expected a non-negative integer"):
         EpochStorage(DiskStorage(tmp_path), tmp_path).load()
 
 
