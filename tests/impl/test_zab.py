@@ -239,6 +239,19 @@ def test_the_implementation_follows_the_model_on_random_schedules(preset, tmp_pa
     assert ("persist" in seen) == (preset == "zab-ack-before-persist")
 
 
+@pytest.mark.deep
+@pytest.mark.parametrize("preset", ["zab", "zab-ack-before-persist"])
+@pytest.mark.parametrize("noop", [False, True])
+@pytest.mark.parametrize("servers", [3, 5])
+def test_the_implementation_follows_the_model_on_random_schedules_deep(preset, noop, servers, tmp_path):
+    from properties.protocol import resolve
+
+    config = Config(servers=servers, max_generation=6, max_log=3, max_crashes=3)
+    protocol = resolve({"preset": preset, "flags": {"noop_on_election": noop}})[1]
+    machine = without_properties(machine_for(protocol, config, out_dir=tmp_path))
+    run_state_machine_as_test(machine, settings=conformance_settings(max_examples=500, stateful_step_count=60))
+
+
 def test_the_differential_run_notices_a_follower_that_ignores_the_flag(tmp_path):
     """Plant: a follower that logs before its ACK whatever the flag says (the fix, where the model
     has the bug): the leader counts its ACK for more than the model does."""
