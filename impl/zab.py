@@ -181,7 +181,7 @@ class ZabReplica(Replica):
 
     # ------------------------------------------------------------------ client input
     def propose(self, value: bytes) -> int:
-        if self.prospective and type(value) is bytes:
+        if self.prospective:
             raise NotEstablished(self.server_id)
         return super().propose(value)
 
@@ -257,6 +257,9 @@ class ZabReplica(Replica):
         sent the synchronisation it needs first (an election's announcement, a heartbeat)."""
         if self.role == LEADER and peer in self.match and (not self.established or peer not in self.synced):
             self.send_new_leader(peer)
+            # Counted in flight: heartbeats send it again only once the peer was quiet for a shortest
+            # election timeout (the whole history is not resent every heartbeat to a peer that is down).
+            self._in_flight[peer] += 1
             return
         super().send_append(peer)
 

@@ -11,7 +11,7 @@ from bridge.simcluster import SimCluster
 from bridge.zab import ZabSimCluster
 from impl import codec
 from impl.core import LEADER, NotLeader, Replica
-from impl.messages import AppendReply, NewLeader, NewLeaderAck, ZabVoteRequest
+from impl.messages import AppendReply, AppendRequest, NewLeader, NewLeaderAck, VoteReply, ZabVoteRequest
 from impl.storage import DiskStorage, MemoryStorage
 from impl.wal import StorageError
 from impl.zab import CURRENT_EPOCH_FILE, EpochStorage, NotEstablished, ZabDurable, ZabReplica, persist
@@ -280,3 +280,33 @@ def test_the_differential_run_compares_what_a_snapshot_does_not_show(tmp_path):
     found = hunt(machine, 200)
     assert isinstance(found.failure, Divergence), found.failure
     assert "ZAB state differs" in str(found.failure) and "epochs: model" in str(found.failure)
+
+
+def test_over_time_a_leader_synchronises_whoever_answers_and_resends_newleader_to_the_silent_rarely():
+    """The runtime's inputs (ticks, messages): a new leader sends NEWLEADER to every peer; S2 answers
+    and then gets appends; S3 is down and is sent the history again only after a shortest election
+    timeout of silence, not with every heartbeat."""
+    leader = ZabReplica("S1", PEERS["S1"], ZAB, ZabDurable(0, None, 0, ()),
+                        election_ticks=(10, 20), heartbeat_ticks=2, check_quorum=False)
+    leader.campaign()
+    leader.ready()
+    leader.step(codec.decode_frame(codec.encode(VoteReply(1, "S2", True))))
+    assert leader.prospective
+    sent = [(to, type(m)) for to, m in leader.ready().messages]
+    assert sent == [("S2", NewLeader), ("S3", NewLeader)]
+    leader.step(NewLeaderAck(1, "S2", 0, 0))
+    assert leader.established and leader.synced == {"S2"}
+    leader.ready()
+    sent = []
+    for _ in range(40):
+        leader.tick()
+        messages = leader.ready().messages
+        sent += [(to, type(m)) for to, m in messages]
+        for to, m in messages:  # S2 answers every append
+            if to == "S2" and isinstance(m, AppendRequest):
+                leader.step(AppendReply(1, "S2", True, m.prev_index + len(m.entries)))
+    to_s2 = {kind for to, kind in sent if to == "S2"}
+    assert to_s2 == {AppendRequest}
+    resent = sum(1 for to, kind in sent if (to, kind) == ("S3", NewLeader))
+    heartbeats = sum(1 for to, kind in sent if to == "S3")
+    assert heartbeats == 20 and 1 <= resent <= 4, (resent, heartbeats)
