@@ -339,6 +339,8 @@ class ZabReplica(Replica):
     def _log_everything(self) -> None:
         if self.logged < len(self._log):
             self._mark_dirty(self.logged + 1)
+            if self.protocol.hwm_durable and self.high_water_mark > self.logged:
+                self._metadata_dirty = True  # the durable HWM may now cover what was held back
             self.logged = len(self._log)
 
     def _truncate_from(self, index: int) -> None:
@@ -362,10 +364,14 @@ class ZabReplica(Replica):
         if base.truncate_from is not None:
             stored = base.truncate_from - 1
         self._stored_last = kept[-1].index if kept else stored  # what storage holds after this Ready
+        metadata = base.metadata
+        if metadata is not None and metadata.hwm > self._stored_last:
+            # A durable HWM never covers entries held only in memory (a crash keeps min(hwm, log)).
+            metadata = metadata._replace(hwm=self._stored_last)
         epoch = self.current_epoch if self._epoch_dirty else None
         self._epoch_dirty = False
         values = {f.name: getattr(base, f.name) for f in fields(Ready)}
-        return ZabReady(**{**values, "entries": kept}, current_epoch=epoch)
+        return ZabReady(**{**values, "entries": kept, "metadata": metadata}, current_epoch=epoch)
 
     _HANDLERS: dict[type, Callable[[Replica, PeerMessage], None]] = {
         AppendRequest: _on_append_request,

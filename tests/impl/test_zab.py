@@ -310,3 +310,26 @@ def test_over_time_a_leader_synchronises_whoever_answers_and_resends_newleader_t
     resent = sum(1 for to, kind in sent if (to, kind) == ("S3", NewLeader))
     heartbeats = sum(1 for to, kind in sent if to == "S3")
     assert heartbeats == 20 and 1 <= resent <= 4, (resent, heartbeats)
+
+
+def test_a_durable_hwm_never_covers_entries_held_only_in_memory():
+    """hwm_durable with ZOOKEEPER-3911: S2 takes 1@g2 and the HWM 1 in memory, and crashes. What it
+    saved as its HWM covered only what it had logged: it comes back with hwm 0, as in the model."""
+    from hwm.replay import replay_on_impl, replay_on_model
+    from properties.snapshot import snapshot_of
+    from properties.trace import Step, Trace
+
+    steps = [("elect", "S1", ["S1", "S2"]), ("sync", "S1", "S3"), ("elect", "S3", ["S1", "S3"]),
+             ("sync", "S3", "S1"), ("write", "S3"), ("replicate", "S3", "S1"), ("sync", "S3", "S2"),
+             ("crash", "S1"), ("crash", "S2")]
+    keys = {"elect": ("server", "voters"), "sync": ("leader", "follower"), "replicate": ("leader", "follower"),
+            "write": ("server",), "crash": ("server",)}
+    trace = Trace(protocol={"preset": "zab-ack-before-persist", "flags": {"hwm_durable": True}},
+                  config=RPC.to_mapping(), property=None, expect="holds",
+                  steps=[Step(a, {k: (tuple(v) if isinstance(v, list) else v) for k, v in zip(keys[a], rest)})
+                         for a, *rest in steps])
+    on_impl, on_model = replay_on_impl(trace), replay_on_model(trace)
+    assert (on_impl.kind, on_impl.step, on_impl.property) == (on_model.kind, on_model.step, on_model.property)
+    assert [snapshot_of(v) for _, v in on_impl.rows] == [snapshot_of(v) for _, v in on_model.rows]
+    s2 = on_impl.rows[-1][1].servers[1]
+    assert (s2.alive, s2.log, s2.hwm) == (False, (), 0)
