@@ -37,7 +37,7 @@ def main() -> None:
     from bridge.machine import ASYNC, RPC, PropertyViolation, conformance_settings, hunt, machine_for
     from hypothesis.stateful import run_state_machine_as_test
     from tests.pinned import PINNED
-    from tests.quality.test_kill_matrix import CI_BUDGET, DEEP_BUDGET, IN_CI, KILL_CONFIG, STEPS, kill_config
+    from tests.quality.test_kill_matrix import CI_BUDGET, DEEP_BUDGET, IN_CI, KILL_CONFIG, STEPS, kill_config, kill_steps
 
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--seeds", type=int, default=5, help="seeded hunts per preset (default 5)")
@@ -73,13 +73,13 @@ def main() -> None:
         lengths = PINNED.get(key, {}).get("lengths", {})
         shortest = min(((v, k) for k, v in lengths.items() if k in always), default=None)
         # Exactly the hunts of tests/quality/test_kill_matrix.py (derandomized: the budget seeds them).
-        tested = [(CI_BUDGET, hunt(machine_for(name, config, out_dir=out), CI_BUDGET, stateful_step_count=STEPS))
+        tested = [(CI_BUDGET, hunt(machine_for(name, config, out_dir=out), CI_BUDGET, stateful_step_count=kill_steps(name)))
                   if name in IN_CI else None,
-                  (DEEP_BUDGET, hunt(machine_for(name, config, out_dir=out), DEEP_BUDGET, stateful_step_count=STEPS))]
+                  (DEEP_BUDGET, hunt(machine_for(name, config, out_dir=out), DEEP_BUDGET, stateful_step_count=kill_steps(name)))]
         found_runs, found_seconds = [], []
         for seed in range(args.seeds):
             result = hunt(machine_for(name, config, out_dir=out, label=f"{name}-seed{seed}"), args.budget, seed=seed,
-                          stateful_step_count=STEPS)
+                          stateful_step_count=kill_steps(name))
             if isinstance(result.failure, PropertyViolation):
                 found_runs.append(result.examples)
                 found_seconds.append(result.seconds)

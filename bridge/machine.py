@@ -36,9 +36,9 @@ from hypothesis.stateful import RuleBasedStateMachine, precondition, rule, run_s
 
 from bridge.simcluster import SimCluster
 from impl.core import Replica
-from model.actions import Model, to_step
-from model.state import Config, initial_state
-from properties.catalogue import SOMETIMES, check_step, violations
+from model.actions import build_model, to_step
+from model.state import Config
+from properties.catalogue import SOMETIMES, check_state, check_step
 from properties.protocol import PRESETS, RAFT, Protocol, preset_of
 from properties.snapshot import LEADER, describe_server, server_name, snapshot_of
 from properties.trace import Step, Trace
@@ -54,7 +54,8 @@ ASYNC = Config(servers=3, max_generation=5, max_log=3, max_crashes=2, network="a
 STEPS = 30
 
 
-ACTION_KINDS = ("elect", "write", "replicate", "send", "deliver", "drop", "read", "crash", "restart")
+ACTION_KINDS = ("elect", "write", "replicate", "send", "deliver", "drop", "read", "crash", "restart", "sync",
+                "persist")
 
 
 class ConformanceFailure(AssertionError):
@@ -124,14 +125,15 @@ class ConformanceMachine(RuleBasedStateMachine):
         cls.runs += 1
         if cls.started is None:
             cls.started = time.perf_counter()
-        self.model = Model(self.protocol, self.config)
-        self.state = initial_state(self.config)
+        self.model = build_model(self.protocol, self.config)
+        self.state = self.model.initial_state()
+        self.always = tuple(p for p in self.model.properties if p.kind == "always")
         self.cluster = SimCluster(self.protocol, self.config, replica_factory=self.replica_factory)
         self.steps: list[Step] = []
         self.writes = 0
         self._enabled: dict[str, list] | None = None
         self.snapshot = self.cluster.snapshot()
-        if self.snapshot != snapshot_of(self.state):
+        if snapshot_of(self.snapshot) != snapshot_of(self.state):
             self._fail(Divergence(f"the initial states differ:\n{self._diff(self.snapshot)}"))
 
     # ------------------------------------------------------------------ rules: one per model action
@@ -205,13 +207,14 @@ class ConformanceMachine(RuleBasedStateMachine):
         if refused is not None:
             raise Divergence(f"{where}: the model takes this step, the implementation refuses it: {refused}")
         before, after = self.snapshot, self.cluster.snapshot()
-        if after != snapshot_of(self.state):
+        if snapshot_of(after) != snapshot_of(self.state):
             raise Divergence(f"{where}: the implementation's snapshot differs from the model's\n{self._diff(after)}")
         if self.cluster.model_channels() != self.state.channels:
             raise Divergence(f"{where}: the channels differ\nmodel {self.state.channels}\n"
                              f"impl  {self.cluster.model_channels()}")
         self._events(action, before, after)
-        found = violations(before, after)
+        found = check_state(after, self.always)  # the model's `always` properties
+        found.update(check_step(before, after, self.always))
         disagreement = self.cluster.value_disagreement()
         if disagreement:
             found.setdefault("ReadsAgree", disagreement)
@@ -301,6 +304,36 @@ class AsyncConformance(ConformanceMachine):
         self._draw_and_run(data, "drop")
 
 
+class ZabConformance(RpcConformance):
+    """ZAB: the rpc network's rules and the synchronisation phase's `sync` and `persist`. After every
+    step the replicas must also agree with the model on what ZAB tracks beyond a snapshot: entries
+    on disk, currentEpoch, which leaders are established and who synchronised with them, and the
+    entries acknowledged to clients (`bridge.zab.ZabView`)."""
+
+    label = "zab-rpc"
+
+    @precondition(lambda self: self.enabled("sync"))
+    @rule(data=st.data())
+    def sync(self, data):
+        self._draw_and_run(data, "sync")
+
+    @precondition(lambda self: self.enabled("persist"))
+    @rule(data=st.data())
+    def persist(self, data):
+        self._draw_and_run(data, "persist")
+
+    def _check(self, action: tuple, step: Step, value: str | None) -> None:
+        from bridge.zab import model_view
+
+        super()._check(action, step, value)
+        mine, expected = self.cluster.zab_view(), model_view(self.state)
+        if mine != expected:
+            where = f"step {len(self.steps)} {step}"
+            raise Divergence(f"{where}: the implementation's ZAB state differs from the model's\n"
+                             + "\n".join(f"≠ {field}: model {m} | impl {i}"
+                                         for field, m, i in zip(expected._fields, expected, mine) if m != i))
+
+
 def machine_for(protocol: str | Protocol, config: Config = RPC, *, replica_factory=Replica,
                 out_dir: Path | str | None = None, label: str | None = None) -> type[ConformanceMachine]:
     """A ConformanceMachine class for one protocol (a preset name or a Protocol) and configuration."""
@@ -310,6 +343,8 @@ def machine_for(protocol: str | Protocol, config: Config = RPC, *, replica_facto
         name = preset_of(protocol) or "custom"
     label = label or f"{name}-{config.network}-{config.servers}"
     base = AsyncConformance if config.network == "async" else RpcConformance
+    if protocol.system == "zab":
+        base = ZabConformance
     return type(base)(f"Conformance[{label}]", (base,), {
         "protocol": protocol, "config": config, "replica_factory": staticmethod(replica_factory),
         "out_dir": Path(out_dir) if out_dir is not None else DEFAULT_OUT, "label": label,

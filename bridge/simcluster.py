@@ -137,8 +137,23 @@ class _Wired:
         return getattr(self._replica, name)
 
 
+# Systems whose replicas need a cluster of their own (more actions, storage, views): module:class.
+SYSTEM_CLUSTERS: dict[str, str] = {"zab": "bridge.zab:ZabSimCluster"}
+
+
 class SimCluster:
-    """Replicas S1..Sn with in-memory storage over a simulated `rpc` or `async` network."""
+    """Replicas S1..Sn with in-memory storage over a simulated `rpc` or `async` network.
+
+    `SimCluster(protocol, ...)` builds the cluster of the protocol's system (SYSTEM_CLUSTERS)."""
+
+    def __new__(cls, protocol=None, *args, **kwargs):
+        target = SYSTEM_CLUSTERS.get(getattr(protocol, "system", None))
+        if cls is SimCluster and target is not None:
+            from importlib import import_module
+
+            module, name = target.split(":")
+            cls = getattr(import_module(module), name)
+        return super().__new__(cls)
 
     def __init__(self, protocol: Protocol, config: Config, *, replica_factory: ReplicaFactory = Replica,
                  storages: Mapping[str, MemoryStorage] | None = None, **replica_options):

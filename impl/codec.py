@@ -52,6 +52,11 @@ SCHEMA: dict[type, tuple[int, tuple[tuple[str, str], ...]]] = {
     m.VoteReply: (4, (("generation", COUNT), ("voter", SERVER), ("granted", BOOL), ("pre_vote", BOOL))),
     m.HwmQuery: (5, (("generation", COUNT), ("server", SERVER))),
     m.HwmReply: (6, (("generation", COUNT), ("server", SERVER), ("leader", BOOL), ("hwm", COUNT))),
+    # ZAB (impl.zab): codes of their own, apart from the raft family's.
+    m.ZabVoteRequest: (48, (("generation", COUNT), ("candidate", SERVER), ("last_index", COUNT),
+                            ("last_generation", COUNT), ("pre_vote", BOOL), ("current_epoch", COUNT))),
+    m.NewLeader: (49, (("generation", COUNT), ("leader", SERVER), ("entries", ENTRIES), ("leader_hwm", COUNT))),
+    m.NewLeaderAck: (50, (("generation", COUNT), ("follower", SERVER), ("index", COUNT), ("logged", COUNT))),
     m.PutRequest: (16, (("value", BYTES), ("client", OPTIONAL + SERVER), ("request", COUNT))),
     m.PutReply: (17, (("index", OPTIONAL + COUNT), ("error", OPTIONAL + TEXT), ("leader", OPTIONAL + SERVER),
                       ("code", COUNT))),

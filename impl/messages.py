@@ -233,6 +233,72 @@ class HwmReply:
         _count(self, "hwm")
 
 
+# ------------------------------------------------------------- ZAB's peer messages
+@dataclass(frozen=True)
+class ZabVoteRequest(VoteRequest):
+    """A ZAB candidate's vote request: also its currentEpoch, the epoch of the last history it
+    accepted (fast leader election orders candidates by it, then by the last zxid)."""
+
+    current_epoch: int = 0
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        _count(self, "current_epoch")
+        if self.current_epoch > self.generation:
+            _fail(self, "current_epoch", f"{self.current_epoch} is newer than the candidate's "
+                  f"generation {self.generation}")
+
+
+@dataclass(frozen=True)
+class NewLeader:
+    """ZAB's synchronisation (phase 2) as one message: the prospective leader of epoch `generation`
+    sends its whole history (a SNAP; the follower keeps the prefix it shares, so it acts as DIFF or
+    TRUNC) and its high-water mark, then NEWLEADER. `entries` holds (generation, payload) of
+    indexes 1, 2, ..."""
+
+    generation: int
+    leader: str
+    entries: tuple[tuple[int, bytes], ...]
+    leader_hwm: int
+
+    def __post_init__(self) -> None:
+        _count(self, "generation")
+        _server(self, "leader")
+        _count(self, "leader_hwm")
+        if type(self.entries) is not tuple:
+            _fail(self, "entries", f"expected a tuple, got {type(self.entries).__name__}")
+        for k, entry in enumerate(self.entries):
+            where = f"entries[{k}]"
+            if type(entry) is not tuple or len(entry) != 2:
+                _fail(self, where, "expected a (generation, payload) tuple")
+            generation, payload = entry
+            if type(generation) is not int or not 0 <= generation <= self.generation:
+                _fail(self, where, f"generation {generation!r} is not an int in 0..{self.generation} "
+                      "(a history holds no entry newer than the epoch that sends it)")
+            if type(payload) is not bytes:
+                _fail(self, where, f"payload must be bytes, got {type(payload).__name__}")
+
+
+@dataclass(frozen=True)
+class NewLeaderAck:
+    """The follower's ACK of NEWLEADER: it adopted epoch `generation` and holds the leader's history,
+    `index` entries, of which `logged` are on disk (ZooKeeper logs all of them before the ACK;
+    ZOOKEEPER-3911's follower did not)."""
+
+    generation: int
+    follower: str
+    index: int
+    logged: int
+
+    def __post_init__(self) -> None:
+        _count(self, "generation")
+        _server(self, "follower")
+        _count(self, "index")
+        _count(self, "logged")
+        if self.logged > self.index:
+            _fail(self, "logged", f"{self.logged} entries on disk, but the history holds only {self.index}")
+
+
 # ---------------------------------------------------------------- client messages
 # Error codes of PutReply and GetReply: what a client may do next depends on the code, never on
 # the text (which is for people). 0 is no error.
@@ -356,8 +422,10 @@ class ErrorReply:
         _text(self, "text")
 
 
-PeerMessage = Union[AppendRequest, AppendReply, VoteRequest, VoteReply, HwmQuery, HwmReply]
-PEER_MESSAGES = (AppendRequest, AppendReply, VoteRequest, VoteReply, HwmQuery, HwmReply)
+PeerMessage = Union[AppendRequest, AppendReply, VoteRequest, VoteReply, HwmQuery, HwmReply, NewLeader,
+                    NewLeaderAck]
+PEER_MESSAGES = (AppendRequest, AppendReply, VoteRequest, VoteReply, HwmQuery, HwmReply, ZabVoteRequest, NewLeader,
+                 NewLeaderAck)
 CLIENT_REQUESTS = (PutRequest, GetRequest, StatusRequest)
 CLIENT_REPLIES = (PutReply, GetReply, StatusReply, ErrorReply)
 ALL_MESSAGES = PEER_MESSAGES + CLIENT_REQUESTS + CLIENT_REPLIES
@@ -376,6 +444,10 @@ def sender(message: PeerMessage) -> str:
         return message.voter
     if isinstance(message, (HwmQuery, HwmReply)):
         return message.server
+    if isinstance(message, NewLeader):
+        return message.leader
+    if isinstance(message, NewLeaderAck):
+        return message.follower
     raise TypeError(f"{type(message).__name__} is not a peer message")
 
 

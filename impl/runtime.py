@@ -349,6 +349,13 @@ class Node:
         self.replica: Replica | None = None
         self.storage = DiskStorage(config.data_dir,
                                    owner=f"server {config.server_id} listening on {format_address(config.listen)}")
+        self._replica_class, self._persist = Replica, persist
+        if config.protocol.system == "zab":
+            # ZAB's replica, and its currentEpoch file next to the log (impl/zab.py).
+            from impl import zab
+
+            self.storage = zab.EpochStorage(self.storage, config.data_dir)
+            self._replica_class, self._persist = zab.ZabReplica, zab.persist
         self.stats = _Stats()
         self.failure: BaseException | None = None  # why the node stopped itself, if it did
         self._server: asyncio.AbstractServer | None = None
@@ -390,10 +397,11 @@ class Node:
             raise NodeError(f"{self.server_id}: cannot open {config.data_dir}: {error}") from None
         seed = config.rng_seed if config.rng_seed is not None else int.from_bytes(os.urandom(4), "big")
         try:
-            self.replica = Replica(self.server_id, tuple(config.peers), config.protocol, durable,
-                                   election_ticks=config.election_ticks, heartbeat_ticks=config.heartbeat_ticks,
-                                   rng_seed=seed, max_append_entries=config.max_append_entries,
-                                   max_append_bytes=config.max_append_bytes, max_in_flight=config.max_in_flight)
+            self.replica = self._replica_class(
+                self.server_id, tuple(config.peers), config.protocol, durable,
+                election_ticks=config.election_ticks, heartbeat_ticks=config.heartbeat_ticks,
+                rng_seed=seed, max_append_entries=config.max_append_entries,
+                max_append_bytes=config.max_append_bytes, max_in_flight=config.max_in_flight)
         except (ValueError, ReplicaError) as error:
             self.storage.close()
             raise NodeError(f"{self.server_id}: cannot start from {config.data_dir}: {error}") from None
@@ -627,6 +635,11 @@ class Node:
         if index is not None and index <= min(replica.hwm, replica.last_index):
             self._answers.append((connection, slot, m.PutReply(index), False))  # a retry, committed
             return
+        if getattr(replica, "prospective", False):
+            # ZAB: a new leader takes writes once a quorum synchronised with it (phase 2).
+            text = f"{self.server_id} is a prospective leader: a quorum has not acknowledged its NEWLEADER yet"
+            self._answers.append((connection, slot, m.PutReply(None, text, None, m.NOT_LEADER), False))
+            return
         if replica.role != "leader":
             leader = replica.leader_id
             text = f"{self.server_id} is not the leader" + (f"; the leader is {leader}" if leader else
@@ -680,9 +693,10 @@ class Node:
         if replica.has_ready():
             ready = replica.ready()
             self.stats.batches += 1
-            if ready.truncate_from is not None or ready.entries or ready.metadata is not None:
+            if (ready.truncate_from is not None or ready.entries or ready.metadata is not None
+                    or getattr(ready, "current_epoch", None) is not None):
                 self.stats.persists += 1
-                await asyncio.to_thread(persist, ready, self.storage)
+                await asyncio.to_thread(self._persist, ready, self.storage)
             for entry in ready.entries:
                 self._remember(entry.index, entry.payload)
             for to, message in ready.messages:

@@ -480,12 +480,13 @@ def preset_of(protocol: Protocol) -> str | None:
 
 
 # Systems the real replicated log (impl/) does not implement: their presets run on the model only.
-MODEL_ONLY_SYSTEMS: tuple[str, ...] = ("kafka", "zab", "bookkeeper")
+MODEL_ONLY_SYSTEMS: tuple[str, ...] = ("kafka", "bookkeeper")
 
 
 def model_only(protocol: Protocol) -> str | None:
     """Why `protocol` cannot run on the implementation, or None when it can."""
     if protocol.system in MODEL_ONLY_SYSTEMS:
-        return (f"the {protocol.system} presets are model-only: the implementation (impl/) follows the "
-                f"raft family's rules and has no {protocol.system} replica; use the model (--on model)")
+        implemented = " and ".join(s for s in FLAG_VALUES["system"] if s not in MODEL_ONLY_SYSTEMS)
+        return (f"the {protocol.system} presets are model-only: the implementation (impl/) runs {implemented} "
+                f"and has no {protocol.system} replica; use the model (--on model)")
     return None

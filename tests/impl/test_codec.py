@@ -54,6 +54,26 @@ def vote_requests(draw):
     return m.VoteRequest(generation, draw(server_ids), last_index, last_generation)
 
 
+@st.composite
+def zab_vote_requests(draw):
+    request = draw(vote_requests())
+    return m.ZabVoteRequest(request.generation, request.candidate, request.last_index, request.last_generation,
+                            draw(st.booleans()), draw(st.integers(0, request.generation)))
+
+
+@st.composite
+def new_leaders(draw):
+    generation = draw(counts)
+    entries = tuple(draw(st.lists(st.tuples(st.integers(0, generation), payloads), max_size=5)))
+    return m.NewLeader(generation, draw(server_ids), entries, draw(counts))
+
+
+@st.composite
+def new_leader_acks(draw):
+    index = draw(counts)
+    return m.NewLeaderAck(draw(counts), draw(server_ids), index, draw(st.integers(0, index)))
+
+
 def optional(strategy):
     return st.none() | strategy
 
@@ -74,6 +94,9 @@ MESSAGES = {
     m.VoteReply: st.builds(m.VoteReply, counts, server_ids, st.booleans()),
     m.HwmQuery: st.builds(m.HwmQuery, counts, server_ids),
     m.HwmReply: st.builds(m.HwmReply, counts, server_ids, st.booleans(), counts),
+    m.ZabVoteRequest: zab_vote_requests(),
+    m.NewLeader: new_leaders(),
+    m.NewLeaderAck: new_leader_acks(),
     m.PutRequest: st.one_of(st.builds(m.PutRequest, payloads),
                             st.builds(m.PutRequest, payloads, server_ids, st.integers(1, 2**64 - 1))),
     m.PutReply: put_replies,

@@ -21,6 +21,7 @@ from click.testing import CliRunner
 from hwm.cli import main
 from impl.client import Client, format_address
 from impl.runtime import encode_entry
+from impl.zab import CURRENT_EPOCH_FILE
 from impl.wal import RECORD_HEADER, SEGMENT_HEADER
 from tests.impl.ports import free_ports
 
@@ -59,9 +60,10 @@ def wait_for(condition, timeout: float, what: str, pause: float = 0.05):
 class Processes:
     """`hwm node` processes, each in its own process group, all killed by close()."""
 
-    def __init__(self, tmp_path: Path, addresses: dict[str, tuple[str, int]]):
+    def __init__(self, tmp_path: Path, addresses: dict[str, tuple[str, int]], protocol: str | None = None):
         self.tmp_path = tmp_path
         self.addresses = addresses
+        self.protocol = protocol
         self.running: dict[str, subprocess.Popen] = {}
         self.logs: list[Path] = []
 
@@ -69,6 +71,7 @@ class Processes:
         peers = ",".join(f"{s}={format_address(a)}" for s, a in self.addresses.items() if s != server)
         argv = HWM + ["node", "--id", server, "--listen", format_address(self.addresses[server]),
                       "--data", str(self.tmp_path / server)]
+        argv += ["--protocol", self.protocol] if self.protocol else []
         return argv + (["--peers", peers] if peers else [])
 
     def start(self, server: str) -> subprocess.Popen:
@@ -143,6 +146,45 @@ def test_three_processes_kill_9_the_leader_read_everything_back_and_the_old_lead
             wait_for(caught_up, 20, f"{old_leader} to catch up")
             for index, value in written.items():
                 assert client.get(index, server=old_leader)[1] == value
+    except BaseException:
+        print(processes.output())
+        raise
+    finally:
+        processes.close()
+
+
+def test_zab_processes_synchronise_a_new_leader_before_it_takes_writes_and_a_restarted_one_rejoins(tmp_path):
+    """`hwm node --protocol zab`: the leader elected after kill -9 synchronises a quorum (NEWLEADER),
+    which commits the whole history at once; the old leader comes back, synchronises, catches up."""
+    addresses = {f"S{k + 1}": ("127.0.0.1", port) for k, port in enumerate(free_ports(3))}
+    processes = Processes(tmp_path, addresses, protocol="zab")
+    try:
+        for server in addresses:
+            processes.start(server)
+        with Client(addresses, timeout=20) as client:
+            written = {client.put(f"entry {k}".encode()): f"entry {k}".encode() for k in range(20)}
+            assert sorted(written) == list(range(1, 21))
+            old_leader = client.leader
+            processes.kill(old_leader)
+            new_leader = wait_for(lambda: next((s for s, r in statuses(client).items()
+                                                if r is not None and r.role == "leader"), None),
+                                  20, "a new leader")
+            # Established by the NEWLEADER quorum, the new leader has committed all 20 already.
+            wait_for(lambda: statuses(client)[new_leader].hwm == 20, 20, "the history committed")
+            written[client.put(b"after the failover")] = b"after the failover"
+            for index, value in written.items():
+                assert client.get(index)[1] == value, index
+            processes.start(old_leader)
+
+            def caught_up():
+                now = statuses(client)
+                leader, rejoined = now.get(new_leader), now.get(old_leader)
+                return (leader is not None and rejoined is not None and rejoined.role == "follower"
+                        and (rejoined.last_index, rejoined.hwm) == (leader.last_index, leader.hwm) == (21, 21))
+
+            wait_for(caught_up, 20, f"{old_leader} to catch up")
+            epoch = statuses(client)[new_leader].generation
+            assert (tmp_path / old_leader / CURRENT_EPOCH_FILE).read_text() == f"{epoch}\n"
     except BaseException:
         print(processes.output())
         raise
