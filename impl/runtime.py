@@ -36,6 +36,7 @@ durable stops rather than acknowledge what it may forget.
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 import os
 import random
@@ -697,6 +698,20 @@ class Node:
             for connection, slot, message, close in answers:
                 connection.answer(slot, message, close)
         self._show_role()
+
+    def describe(self) -> dict:
+        """The replica's state (`Replica.describe`) and the node's: puts waiting to commit, the
+        inbox, and each peer link (connected or not, messages dropped)."""
+        state = self.replica.describe() if self.replica is not None else {"server": self.server_id}
+        state.update(pending_puts=sum(len(w) for w in self._pending.values()), inbox=len(self._inbox),
+                     batches=self.stats.batches, persists=self.stats.persists, puts=self.stats.puts,
+                     links={peer: {"connected": link.writer is not None, "dropped": link.dropped}
+                            for peer, link in self._links.items()})
+        return state
+
+    def log_state(self) -> None:
+        """Log `describe()` as one JSON line (at warning level, so a quiet node shows it too)."""
+        log.warning("%s: state %s", self.server_id, json.dumps(self.describe(), sort_keys=True))
 
     def _show_role(self) -> None:
         replica = self.replica
