@@ -20,7 +20,8 @@ clients of one cluster run the same version; there is no negotiation).
 
     1  the first format
     2  PutRequest gains client and request ids, PutReply and GetReply an error code, AppendReply a
-       conflict hint (hint_index, hint_generation), VoteRequest and VoteReply the pre_vote flag
+       conflict hint (hint_index, hint_generation), VoteRequest and VoteReply the pre_vote flag;
+       RegisterClient opens a client session, and error code 6 is "session expired"
 
 Decoding checks everything and raises ``CodecError`` naming what was wrong (version, type, which
 field of which message, how many bytes were missing or left over); it never raises anything else,
@@ -68,6 +69,7 @@ SCHEMA: dict[type, tuple[int, tuple[tuple[str, str], ...]]] = {
     m.GetReply: (19, (("index", COUNT), ("generation", OPTIONAL + COUNT), ("value", OPTIONAL + BYTES),
                       ("error", OPTIONAL + TEXT), ("code", COUNT))),
     m.StatusRequest: (20, ()),
+    m.RegisterClient: (22, (("client", SERVER),)),
     m.StatusReply: (21, (("server", SERVER), ("role", ROLE), ("generation", COUNT), ("last_index", COUNT),
                          ("hwm", COUNT), ("leader", OPTIONAL + SERVER))),
     m.ErrorReply: (31, (("text", TEXT),)),

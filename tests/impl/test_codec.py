@@ -80,6 +80,7 @@ MESSAGES = {
     m.GetRequest: st.builds(m.GetRequest, st.integers(1, 2**64 - 1)),
     m.GetReply: get_replies,
     m.StatusRequest: st.just(m.StatusRequest()),
+    m.RegisterClient: st.builds(m.RegisterClient, server_ids),
     m.StatusReply: st.builds(m.StatusReply, server_ids, st.sampled_from(m.ROLES), counts, counts, counts,
                              optional(server_ids)),
     m.ErrorReply: st.builds(m.ErrorReply, texts),
