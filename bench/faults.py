@@ -10,9 +10,15 @@ waiting for it to be written. Then `hwm node` processes start, `--writers` threa
 (each `impl.client.Client` with its own client id; a put is acknowledged when it returns an index)
 and a reader thread reads committed indexes from every server in turn. Rounds, one after another:
 
-- leader kill: kill -9 the leader, restart it right away on the same directory;
+- leader kill: kill -9 the leader; once a put is acknowledged, restart it on the same directory;
 - pause: SIGSTOP the leader for one second, then SIGCONT;
 - cluster kill: kill -9 all three, restart all three.
+
+After each round the bench waits until every server is back: it follows a leader and its HWM has
+reached what the cluster had committed before the fault ("rejoin", measured from the restart or the
+SIGCONT). Only then does the next round start, so a round measures one fault: killing the next
+leader while the last one is still starting (a process start and a log load take seconds on a busy
+machine) would leave one server of three and measure that restart instead.
 
 Unavailability of a round is the time from the fault to the next put acknowledged by any writer.
 A round that passes SLOW seconds without one is diagnosed while it lasts: every running node is
@@ -211,6 +217,26 @@ def percentile(values: list[float], q: float) -> float:
 def run(directory: str, entries: int, kills: int, pauses: int, cluster_kills: int, writers: int) -> dict:
     cluster = Cluster(directory, entries)
     outage: dict[str, list[float]] = {"leader kill": [], "pause": [], "cluster kill": []}
+    rejoin: dict[str, list[float]] = {kind: [] for kind in outage}
+
+    def committed() -> int:
+        """The highest HWM any server reports (what the cluster had committed, at least)."""
+        return max((a.reply.hwm for a in admin.status(timeout=1.0) if a.reply is not None), default=0)
+
+    def wait_rejoined(kind: str, servers, hwm: int, since: float, timeout: float = 60.0) -> None:
+        """Until each of `servers` follows a leader with a HWM of at least `hwm`."""
+        deadline = time.monotonic() + timeout
+        waiting = set(servers)
+        while waiting and time.monotonic() < deadline:
+            for answer in admin.status(sorted(waiting), timeout=0.5):
+                r = answer.reply
+                if r is not None and r.leader is not None and r.hwm >= hwm:
+                    waiting.discard(answer.server)
+            if waiting:
+                time.sleep(0.02)
+        if waiting:
+            print(f"  {clock()} {', '.join(sorted(waiting))} did not rejoin within {timeout:g} s", flush=True)
+        rejoin[kind].append(time.monotonic() - since)
 
     def measure(kind: str, moment: float, sizes: dict[str, int], what: str) -> None:
         seconds = load.first_ack_after(moment, on_slow=cluster.dump_states)
@@ -228,25 +254,28 @@ def run(directory: str, entries: int, kills: int, pauses: int, cluster_kills: in
                 for _ in range(kills):
                     leader = cluster.leader(admin)
                     time.sleep(0.3)  # some writes under this leader
-                    sizes = cluster.log_sizes()
+                    sizes, hwm = cluster.log_sizes(), committed()
                     cluster.kill(leader)
                     moment = time.monotonic()
                     print(f"  {clock()} killed {leader}", flush=True)
                     measure("leader kill", moment, sizes, f"killing {leader}")
+                    restarted = time.monotonic()
                     cluster.start(leader)
+                    wait_rejoined("leader kill", [leader], hwm, restarted)
                 for _ in range(pauses):
                     leader = cluster.leader(admin)
                     time.sleep(0.3)
-                    sizes = cluster.log_sizes()
+                    sizes, hwm = cluster.log_sizes(), committed()
                     moment = time.monotonic()
                     cluster.signal(leader, signal.SIGSTOP)
                     print(f"  {clock()} paused {leader}", flush=True)
                     measure("pause", moment, sizes, f"pausing {leader}")
                     time.sleep(max(0.0, moment + 1.0 - time.monotonic()))
                     cluster.signal(leader, signal.SIGCONT)
+                    wait_rejoined("pause", [leader], hwm, time.monotonic())
                 for _ in range(cluster_kills):
                     time.sleep(0.3)
-                    sizes = cluster.log_sizes()
+                    sizes, hwm = cluster.log_sizes(), committed()
                     for server in list(cluster.processes):
                         cluster.kill(server)
                     moment = time.monotonic()
@@ -254,6 +283,7 @@ def run(directory: str, entries: int, kills: int, pauses: int, cluster_kills: in
                     for server in list(cluster.processes):
                         cluster.start(server)
                     measure("cluster kill", moment, sizes, "killing every server")
+                    wait_rejoined("cluster kill", list(cluster.processes), hwm, moment)
                 time.sleep(0.5)
             finally:
                 load.stop()
@@ -271,7 +301,7 @@ def run(directory: str, entries: int, kills: int, pauses: int, cluster_kills: in
         cluster.close()
     return {"entries": entries, "acknowledged": len(load.acknowledged), "lost": lost,
             "contradicted": load.contradicted, "reads": len(load.reads), "unknown": load.unknown,
-            "outage": outage}
+            "outage": outage, "rejoin": rejoin}
 
 
 def main() -> None:
@@ -287,17 +317,19 @@ def main() -> None:
     sizes = [int(x) for x in args.entries.split(",") if x.strip()]
     base = args.dir or tempfile.mkdtemp(prefix="hwm-faults-")
     print(f"data under {base} ({filesystem_of(base)}); {os.cpu_count()} cores; load {os.getloadavg()[0]:.1f}")
-    print(f"{'entries':>8} {'round':>13} {'rounds':>6} {'median s':>9} {'p99 s':>7} {'max s':>7}")
+    print(f"{'entries':>8} {'unavailability after':>24} {'rounds':>6} {'median s':>9} {'p99 s':>7} {'max s':>7}")
     failed = False
     for size in sizes:
         directory = os.path.join(base, f"{size}")
         shutil.rmtree(directory, ignore_errors=True)
         os.makedirs(directory)
         result = run(directory, size, args.kills, args.pauses, args.cluster_kills, args.writers)
-        for kind, times in result["outage"].items():
+        rows = [(kind, times) for kind, times in result["outage"].items()]
+        rows += [(f"rejoin after {kind}", times) for kind, times in result["rejoin"].items()]
+        for kind, times in rows:
             if times:
-                print(f"{size:>8} {kind:>13} {len(times):>6} {statistics.median(times):>9.2f} "
-                      f"{percentile(times, 0.99):>7.2f} {max(times):>7.2f}")
+                print(f"{size:>8} {kind:>24} {len(times):>6} {statistics.median(times):>9.2f} "
+                      f"{percentile(times, 0.99):>7.2f} {max(times):>7.2f}", flush=True)
         print(f"{size:>8} acknowledged {result['acknowledged']}, lost {result['lost']}, contradicted reads "
               f"{result['contradicted']} (of {result['reads']} indexes read), puts without an answer {result['unknown']}; "
               f"load {' '.join(f'{x:.2f}' for x in os.getloadavg())}", flush=True)
