@@ -300,7 +300,10 @@ class Client:
         request = m.PutRequest(value, self.client_id, next(self._request_ids))
         for _ in range(2):
             if not self._session:
-                self.open_session()
+                try:
+                    self.open_session()
+                except UnknownOutcomeError as error:  # about the registration: the value was not sent
+                    raise NoLeaderError(f"put: the value was not written: cannot open a session: {error}") from None
             try:
                 return self._write("put", request)
             except _SessionExpired as expired:

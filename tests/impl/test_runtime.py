@@ -492,6 +492,21 @@ def test_a_server_that_accepts_and_never_answers_does_not_block_a_put(cluster):
 
 
 @pytest.mark.network
+def test_a_put_that_cannot_open_its_session_says_the_value_was_not_written():
+    """The registration's outcome is unknown (the only server never answers), the value's is not:
+    it was never sent."""
+    from impl.client import NoLeaderError, UnknownOutcomeError
+
+    with closing(socket.socket()) as silent:
+        silent.bind(("127.0.0.1", 0))
+        silent.listen(16)
+        with Client({"S0": silent.getsockname()}, timeout=1.0, attempt_timeout=0.3) as client:
+            with pytest.raises(NoLeaderError, match="the value was not written: cannot open a session") as caught:
+                client.put(b"never sent")
+            assert not isinstance(caught.value, UnknownOutcomeError)
+
+
+@pytest.mark.network
 def test_a_retry_of_an_uncommitted_entry_from_an_earlier_generation_commits_it(tmp_path):
     """Every server's log ends with a put (client c, request 5) of generation 1 that was never
     committed; the old leader is gone. When the client retries it on the new leader and nobody else
