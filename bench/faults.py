@@ -92,7 +92,9 @@ class Cluster:
                 for s in self.addresses}
 
     def dump_states(self) -> None:
-        """Every running node logs its state (SIGUSR1; a stopped one does when continued)."""
+        """Every running node logs its state (SIGUSR1; a stopped one does when continued). A node
+        still starting ignores it: main() ignores SIGUSR1, which the nodes inherit until they
+        install their handler (its default action would kill them)."""
         for server, process in self.processes.items():
             if process.poll() is None:
                 try:
@@ -314,6 +316,7 @@ def main() -> None:
     parser.add_argument("--keep", action="store_true", help="keep the data directories and node logs")
     parser.add_argument("--dir", default=None, help="where the data directories go [default: a temp dir]")
     args = parser.parse_args()
+    signal.signal(signal.SIGUSR1, signal.SIG_IGN)  # inherited by the nodes: see Cluster.dump_states
     sizes = [int(x) for x in args.entries.split(",") if x.strip()]
     base = args.dir or tempfile.mkdtemp(prefix="hwm-faults-")
     print(f"data under {base} ({filesystem_of(base)}); {os.cpu_count()} cores; load {os.getloadavg()[0]:.1f}")
