@@ -40,7 +40,7 @@ import json
 import logging
 import os
 import random
-from collections import deque
+from collections import Counter, deque
 from dataclasses import dataclass
 from typing import Mapping
 
@@ -70,6 +70,10 @@ MAX_CONNECTIONS = 256
 MAX_BACKLOG = 256  # peer messages held while a connection to that peer is being made
 RECONNECT_SECONDS = (0.01, 0.1)  # first and longest pause between attempts to reach a peer
 MAX_CATCH_UP_TICKS = 50  # after a stall (a slow fsync, a suspended process) run at most this many
+# Committed entries applied to the session table per turn of the driver: a HWM that jumps by tens of
+# thousands (a restart) is applied over several turns, with ticks (heartbeats) in between, instead of
+# stalling the node for longer than an election timeout. Lookups see the rest as not yet applied.
+APPLY_BATCH = 2000
 
 
 # ------------------------------------------------------------------------- entries
@@ -368,6 +372,7 @@ class Node:
         # max_sessions, the rest by the log's uncommitted suffix.
         self.sessions = Sessions(config.max_sessions)
         self._unapplied: dict[tuple[str, int], int] = {}
+        self._unapplied_clients: Counter[str] = Counter()  # clients with entries in _unapplied
         self._connections: set[_Connection] = set()
         self._tasks: list[asyncio.Task] = []
         self._driver: asyncio.Task | None = None
@@ -614,22 +619,36 @@ class Node:
     def _remember(self, index: int, payload: bytes) -> None:
         ids = decode_entry(payload)[1]
         if ids is not None:
+            if ids not in self._unapplied:
+                self._unapplied_clients[ids[0]] += 1
             self._unapplied[ids] = index
 
-    def _apply(self, entry: Entry) -> None:
-        """A committed entry, in log order: into the session table (`impl.sessions`)."""
-        sessions = self.sessions
-        if entry.index <= sessions.applied:
-            # Applied entries were truncated and this index committed again (only a broken
-            # protocol does that): rebuild the table from the log as it is now.
-            sessions.reset()
-            for index in range(1, entry.index):
-                sessions.apply(index, decode_entry(self.replica.entry(index)[1])[1])
-            self._unapplied = {ids: i for ids, i in self._unapplied.items() if i >= entry.index}
-        ids = decode_entry(entry.payload)[1]
-        sessions.apply(entry.index, ids)
-        if ids is not None and self._unapplied.get(ids) == entry.index:
-            del self._unapplied[ids]
+    def _forget_from(self, index: int) -> None:
+        """Entries from `index` on were removed from the log. If applied ones were (only a broken
+        protocol removes committed entries), the table is rebuilt from the log as it is now."""
+        if index <= self.sessions.applied:
+            self.sessions.reset()
+            self._unapplied, self._unapplied_clients = {}, Counter()
+            for k in range(1, self.replica.last_index + 1):
+                self._remember(k, self.replica.entry(k)[1])
+            return
+        self._unapplied = {ids: i for ids, i in self._unapplied.items() if i < index}
+        self._unapplied_clients = Counter(client for client, _ in self._unapplied)
+
+    def _apply_committed(self) -> None:
+        """Apply up to APPLY_BATCH more committed entries, in log order, to the session table."""
+        sessions, replica = self.sessions, self.replica
+        readable = min(replica.hwm, replica.last_index)
+        if sessions.applied > readable:
+            self._forget_from(readable + 1)  # applied entries are no longer readable: rebuild
+        for index in range(sessions.applied + 1, min(readable, sessions.applied + APPLY_BATCH) + 1):
+            ids = decode_entry(replica.entry(index)[1])[1]
+            sessions.apply(index, ids)
+            if ids is not None and self._unapplied.get(ids) == index:
+                del self._unapplied[ids]
+                self._unapplied_clients[ids[0]] -= 1
+                if not self._unapplied_clients[ids[0]]:
+                    del self._unapplied_clients[ids[0]]
 
     def _written(self, ids: tuple[str, int]) -> int | None:
         """The index of the entry above the applied ones that carries request `ids`, if any."""
@@ -648,7 +667,7 @@ class Node:
                 return None
             return (f"request {request} of client {client} is older than its latest applied request "
                     f"{latest[0]}: its outcome is no longer kept; nothing was written")
-        if any(named == client for named, _ in self._unapplied):
+        if client in self._unapplied_clients:
             return None  # its registration (or a put) is in the log, not yet applied here
         return (f"client {client} has no session (never opened, or evicted: at most "
                 f"{self.sessions.limit} are kept); nothing was written: open a new session")
@@ -745,7 +764,7 @@ class Node:
                 self.stats.persists += 1
                 await asyncio.to_thread(persist, ready, self.storage)
             if ready.truncate_from is not None:
-                self._unapplied = {ids: i for ids, i in self._unapplied.items() if i < ready.truncate_from}
+                self._forget_from(ready.truncate_from)
             for entry in ready.entries:
                 self._remember(entry.index, entry.payload)
             for to, message in ready.messages:
@@ -753,9 +772,9 @@ class Node:
                 if link is not None:
                     link.send(message)
             for entry in ready.committed:
-                self._apply(entry)
                 if entry.index in self._pending:
                     self._confirm(entry)
+        self._apply_committed()
         if self._answers:
             answers, self._answers = self._answers, []
             for connection, slot, message, close in answers:

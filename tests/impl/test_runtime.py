@@ -531,3 +531,43 @@ def test_a_retry_of_an_uncommitted_entry_from_an_earlier_generation_commits_it(t
             assert client.get(3)[1] == b""  # the no-op
     finally:
         made.close()
+
+
+@pytest.mark.network
+def test_a_long_committed_log_is_applied_to_the_sessions_in_batches_with_the_same_result(tmp_path, monkeypatch):
+    """A restarted node learns a HWM tens of thousands of entries ahead: it applies them a batch per
+    turn of its driver (ticks and heartbeats in between), and ends with the table a single pass over
+    the log gives; a retried put whose entry is not applied yet is still found."""
+    import impl.runtime as runtime
+    from impl.runtime import decode_entry, encode_entry
+    from impl.sessions import REGISTRATION, Sessions
+    from impl.storage import DiskStorage
+
+    monkeypatch.setattr(runtime, "APPLY_BATCH", 7)
+    log = []
+    for k in range(20):
+        log.append(encode_entry(b"", f"c{k % 6}", REGISTRATION) if k < 6 else
+                   encode_entry(f"v{k}".encode(), f"c{k % 6}", k))
+    storage = DiskStorage(tmp_path / "S1")
+    storage.load()
+    storage.save_metadata(1, None, 0)
+    storage.append([(i, 1, payload) for i, payload in enumerate(log, start=1)])
+    storage.close()
+    made = ThreadCluster(tmp_path, n=1, max_sessions=4)
+    try:
+        node = made.nodes["S1"]
+        made.leader()
+        assert node.sessions.applied == 0  # HWM 0 after a restart: nothing is committed yet
+        # c1's latest request (19) is in the log, not applied: the retry is answered, not rewritten.
+        [reply] = exchange(made.addresses["S1"], codec.encode(m.PutRequest(b"v19", "c1", 19)), timeout=5)[:1]
+        assert reply.index == 20, reply
+        deadline = time.monotonic() + 5
+        while node.sessions.applied < node.replica.hwm and time.monotonic() < deadline:
+            time.sleep(0.01)
+        expected = Sessions(4)
+        for index in range(1, node.replica.hwm + 1):
+            expected.apply(index, decode_entry(node.replica.entry(index)[1])[1])
+        assert list(node.sessions.latest.items()) == list(expected.latest.items())
+        assert node.replica.last_index == 21  # the retry wrote nothing; 21 is the leader's no-op
+    finally:
+        made.close()
