@@ -275,6 +275,11 @@ class Replica:
         """True while a restarted server waits for the leader's HWM (`truncate-to-leader-hwm`)."""
         return self._rejoin_answers is not None
 
+    @property
+    def pre_voting(self) -> bool:
+        """True while asking for pre-votes (an election timeout passed without hearing a leader)."""
+        return self._pre_votes is not None
+
     def entry(self, index: int) -> tuple[int, bytes]:
         """(generation, payload) of the entry at `index`, committed or not (IndexError if absent)."""
         if not 1 <= index <= len(self._log):

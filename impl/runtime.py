@@ -799,11 +799,14 @@ class Node:
 
     def _show_role(self) -> None:
         replica = self.replica
-        shown = (replica.role, replica.generation, replica.leader_id)
+        shown = (replica.role, replica.generation, replica.leader_id, replica.pre_voting)
         if shown == self._shown:
             return
         self._shown = shown
-        if replica.role == "leader":
+        if replica.pre_voting:
+            log.info("%s: asking for pre-votes for generation %d (last index %d, generation %d)", self.server_id,
+                     replica.generation + 1, replica.last_index, replica.last_generation)
+        elif replica.role == "leader":
             log.info("%s: leader of generation %d (last index %d, HWM %d)", self.server_id, replica.generation,
                      replica.last_index, replica.hwm)
         elif replica.role == "candidate":

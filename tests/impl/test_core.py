@@ -806,3 +806,4 @@ def test_describe_shows_what_decides_the_next_step():
     follower.pre_campaign()
     state = follower.describe()
     assert state["role"] == "follower" and state["pre_votes"] == ["S3"] and "followers" not in state
+    assert follower.pre_voting and not c["S2"].pre_voting
