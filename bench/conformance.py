@@ -8,10 +8,11 @@
 2. The kill matrix: for every broken preset, the conformance machine under that preset (model and
    implementation both) hunts for a property violation on the implementation's history. Each hunt
    stops at the first failure (no shrinking) or after `--budget` examples. One derandomized hunt (what
-   tests/quality/test_kill_matrix.py runs) and `--seeds` seeded hunts (medians over those that
-   found it). "runs" counts the test cases Hypothesis executed, including those it discarded as
-   invalid (a step where no enabled rule was drawn). Beside it, the explorer's shortest trace to any
-   `always` property, from tests/pinned.py (at the explorer's default bounds, within the hunt's).
+   the kill-matrix tests run, with the bounds and budgets of `bridge.kill_matrix`) and `--seeds`
+   seeded hunts (medians over those that found it). "runs" counts the test cases Hypothesis
+   executed, including those it discarded as invalid (a step where no enabled rule was drawn).
+   Beside it, the explorer's shortest trace to any `always` property, explored here (breadth-first,
+   at EXPLORER_BOUNDS: the explorer's default bounds, within the hunt's).
 
 A derandomized hunt replays the same examples for a given set of imported modules (Hypothesis draws
 a few integers from constants in the project's loaded code), so its count here can differ a little
@@ -29,15 +30,34 @@ import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 
+from model.state import Config  # noqa: E402
+
+# Where the explorer looks for each preset's shortest violation, by the hunt's number of servers:
+# the explorer's default bounds, and for the 4-server raft-seed-quorum (a bigger space)
+# generation <= 2 and no crash.
+EXPLORER_BOUNDS = {2: Config(servers=2, max_generation=4, max_log=1, max_crashes=1),
+                   3: Config(servers=3, max_generation=4, max_log=1, max_crashes=1),
+                   4: Config(servers=4, max_generation=2, max_log=1, max_crashes=0)}
+
+
+def explorer_shortest(preset: str, config: Config) -> tuple[int, str] | None:
+    """(length, property) of the shortest trace to any violated `always` property, or None."""
+    from model.actions import build_model
+    from model.checker import bfs
+    from properties.catalogue import ALWAYS
+    from properties.protocol import PRESETS
+
+    report = bfs(build_model(PRESETS[preset].protocol, config), preset, properties=ALWAYS)
+    found = [(r.length, name) for name, r in report.results.items() if r.kind == "always" and r.found]
+    return min(found, default=None)
+
 
 def main() -> None:
     from hwm.render import table
-    from properties.catalogue import ALWAYS
     from properties.protocol import PRESETS, model_only
     from bridge.machine import ASYNC, RPC, PropertyViolation, conformance_settings, hunt, machine_for
     from hypothesis.stateful import run_state_machine_as_test
-    from tests.pinned import PINNED
-    from tests.quality.test_kill_matrix import CI_BUDGET, DEEP_BUDGET, IN_CI, KILL_CONFIG, STEPS, kill_config, kill_steps
+    from bridge.kill_matrix import CI_BUDGET, DEEP_BUDGET, IN_CI, KILL_CONFIG, STEPS, kill_config, kill_steps
 
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--seeds", type=int, default=5, help="seeded hunts per preset (default 5)")
@@ -60,7 +80,6 @@ def main() -> None:
                      f"{machine.steps_run / seconds:,.0f}", f"{machine.runs / seconds:,.1f}"])
     print(table(["network", "bounds", "runs", "steps", "seconds", "steps/s", "runs/s"], rows))
 
-    always = {p.name for p in ALWAYS}
     print(f"\nkill matrix (budget {args.budget} examples per hunt: derandomized, then {args.seeds} seeds)")
     rows = []
     measured: dict[str, dict] = {}
@@ -68,11 +87,9 @@ def main() -> None:
         if not preset.broken or model_only(preset.protocol):  # the machine drives the implementation
             continue
         config = kill_config(name)
-        # The explorer's shortest trace to any always property, at pinned bounds within the hunt's.
-        key = (name, 3, 4, 1, 1, "rpc", True) if config.servers == 3 else (name, 4, 2, 1, 0, "rpc", True)
-        lengths = PINNED.get(key, {}).get("lengths", {})
-        shortest = min(((v, k) for k, v in lengths.items() if k in always), default=None)
-        # Exactly the hunts of tests/quality/test_kill_matrix.py (derandomized: the budget seeds them).
+        bounds = EXPLORER_BOUNDS[config.servers]
+        shortest = explorer_shortest(name, bounds)
+        # Exactly the hunts of the kill-matrix tests (derandomized: the budget seeds them).
         tested = [(CI_BUDGET, hunt(machine_for(name, config, out_dir=out), CI_BUDGET, stateful_step_count=kill_steps(name)))
                   if name in IN_CI else None,
                   (DEEP_BUDGET, hunt(machine_for(name, config, out_dir=out), DEEP_BUDGET, stateful_step_count=kill_steps(name)))]
@@ -92,7 +109,8 @@ def main() -> None:
             cells.append(f"{fixed.examples} runs / {fixed.seconds:.1f}s ({fixed.failure.property})"
                          if isinstance(fixed.failure, PropertyViolation) else f"NOT FOUND ({fixed.total_seconds:.0f}s)")
             measured.setdefault(name, {})[budget] = (fixed.examples, round(fixed.seconds or 0, 1))
-        explorer = f"{shortest[0]} ({shortest[1]}; g<={key[2]} log<={key[3]} crashes<={key[4]})" if shortest else "?"
+        explorer = (f"{shortest[0]} ({shortest[1]}; {bounds.servers} servers g<={bounds.max_generation} "
+                    f"log<={bounds.max_log} crashes<={bounds.max_crashes})" if shortest else "none")
         rows.append([name, f"{config.servers} servers", *cells,
                      f"{len(found_runs)}/{args.seeds}",
                      f"{statistics.median(found_runs):.0f}" if found_runs else "-",
@@ -100,7 +118,7 @@ def main() -> None:
         print(f"  {name}: done", file=sys.stderr, flush=True)
     print(table(["preset", "cluster", f"CI test ({CI_BUDGET} ex.)", f"deep test ({DEEP_BUDGET} ex.)",
                  f"seeds found ({args.budget} ex.)", "median runs", "median s", "explorer's shortest"], rows))
-    print(f"\nfor tests/quality/test_kill_matrix.py MEASURED: {measured}")
+    print(f"\nmeasured (for the kill-matrix tests' MEASURED): {measured}")
     print(f"\nhunt bounds: {KILL_CONFIG.describe()} (4 servers for raft-seed-quorum, 2 for the restart mutants), at most {STEPS} steps "
           f"per example; failing runs saved in {out}")
 

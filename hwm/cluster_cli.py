@@ -160,6 +160,8 @@ def node(server_id, listen, peers, data, protocol, tick_ms, quiet) -> None:
             loop.add_signal_handler(signum, stop.set)
         node = Node(config)
         await node.start()
+        # kill -USR1 logs what the node is doing (role, generation, indexes, appends in flight).
+        loop.add_signal_handler(signal.SIGUSR1, node.log_state)
         waiter = asyncio.create_task(node.stopped())
         stopper = asyncio.create_task(stop.wait())
         await asyncio.wait([waiter, stopper], return_when=asyncio.FIRST_COMPLETED)

@@ -6,9 +6,13 @@ concurrent clients makes one `Client` per thread). One request is outstanding pe
 Guarantees, in the protocol's words:
 
 - `put(value)` returns the index once the entry is at or below the leader's high-water mark
-  (committed). Every put carries the client's id and a request id of its own; a retry carries the
-  same pair, and a leader whose log holds it answers with that entry instead of writing the value
-  again, so a put is applied at most once however often it is retried. A server that does not lead
+  (committed). A client first opens a session (`RegisterClient`, once; `impl.sessions`). Every put
+  carries the client's id and a request id of its own; a retry carries the same pair, and a leader
+  whose log holds it (or whose session table records it as the client's latest) answers with that
+  entry instead of writing the value again, so a put is applied at most once however often it is
+  retried. If the servers evicted the session (they keep a bounded number), the client opens a new
+  one and writes the value again when no server can have written it; otherwise the put raises
+  `SessionExpiredError` (an `UnknownOutcomeError`): writing it again could apply it twice. A server that does not lead
   answers with a hint naming the leader, and the client follows it; a server that does not answer
   within `attempt_timeout` (stopped, paused, partitioned) is left for the next one. Only when no
   leader gave a definite answer before `timeout` does `put` raise: `UnknownOutcomeError` if some
@@ -40,6 +44,7 @@ __all__ = [
     "NoLeaderError",
     "NotCommittedError",
     "ServerStatus",
+    "SessionExpiredError",
     "UnknownOutcomeError",
     "format_address",
     "parse_address",
@@ -48,10 +53,12 @@ __all__ = [
     "NOT_WRITTEN",
     "REFUSED",
     "OUTCOME_UNKNOWN",
+    "SESSION_EXPIRED",
 ]
 
 # The error codes of PutReply and GetReply (impl.messages is their one home).
 NOT_LEADER, NOT_WRITTEN, REFUSED, OUTCOME_UNKNOWN = m.NOT_LEADER, m.NOT_WRITTEN, m.REFUSED, m.OUTCOME_UNKNOWN
+SESSION_EXPIRED = m.SESSION_EXPIRED
 
 Address = tuple[str, int]
 
@@ -71,6 +78,17 @@ class NotCommittedError(ClientError):
 
 class UnknownOutcomeError(ClientError):
     """A put the leader accepted but did not confirm: the value may or may not be committed."""
+
+
+class SessionExpiredError(UnknownOutcomeError):
+    """The servers no longer hold this client's session (evicted) while a put of it may have been
+    written: whether it was cannot be told, and writing it again could apply it twice."""
+
+
+class _SessionExpired(Exception):
+    def __init__(self, text: str, maybe_written: bool):
+        super().__init__(text)
+        self.maybe_written = maybe_written
 
 
 # ---------------------------------------------------------------------- addresses
@@ -232,6 +250,7 @@ class Client:
         self.client_id = client_id if client_id is not None else os.urandom(8).hex()
         m.check_server_id(self.client_id, "client_id")
         self._request_ids = itertools.count(1)
+        self._session = False  # True once a registration of ours committed (until it expires)
         self.leader: str | None = None  # the last server known to lead
         self._connections: dict[str, _Connection] = {}
 
@@ -279,6 +298,31 @@ class Client:
         if type(value) is not bytes:
             raise TypeError(f"put: value must be bytes, got {type(value).__name__}")
         request = m.PutRequest(value, self.client_id, next(self._request_ids))
+        for _ in range(2):
+            if not self._session:
+                try:
+                    self.open_session()
+                except UnknownOutcomeError as error:  # about the registration: the value was not sent
+                    raise NoLeaderError(f"put: the value was not written: cannot open a session: {error}") from None
+            try:
+                return self._write("put", request)
+            except _SessionExpired as expired:
+                self._session = False
+                if expired.maybe_written:
+                    raise SessionExpiredError(f"put: {expired}; an earlier attempt may have written the "
+                                              "value, so it is not written again") from None
+                error = expired  # nothing was written: open a new session and write it there
+        raise SessionExpiredError(f"put: {error}; twice in a row (are sessions evicted faster than a "
+                                  "put commits?)")
+
+    def open_session(self) -> int:
+        """Open (or reopen) this client's session; returns the index of its registration entry."""
+        index = self._write("open a session", m.RegisterClient(self.client_id))
+        self._session = True
+        return index
+
+    def _write(self, what: str, request: m.PutRequest | m.RegisterClient) -> int:
+        """Send `request` to the leader until an index comes back; errors as `put` describes."""
         tried: dict[str, str] = {}
         maybe_written = False  # some server may hold the value: only UnknownOutcomeError is honest
         rounds = _Rounds(self)
@@ -298,7 +342,7 @@ class Client:
                     self.leader = None
                 continue
             if not isinstance(reply, m.PutReply):
-                raise ClientError(f"put: {self.describe(server)}: {_describe_reply(reply)}")
+                raise ClientError(f"{what}: {self.describe(server)}: {_describe_reply(reply)}")
             if reply.index is not None:
                 self.leader = server
                 return reply.index
@@ -320,11 +364,13 @@ class Client:
                 tried[server] = text
                 maybe_written = maybe_written or reply.code == m.OUTCOME_UNKNOWN
                 continue  # safe to try again: the request id makes the retry apply once
-            raise ClientError(f"put: {self.describe(server)}: {text}")
+            if reply.code == m.SESSION_EXPIRED:
+                raise _SessionExpired(f"{self.describe(server)}: {text}", maybe_written)
+            raise ClientError(f"{what}: {self.describe(server)}: {text}")
         if maybe_written:
-            raise UnknownOutcomeError(self._no_leader("put", tried) + "; the value may or may not have been "
+            raise UnknownOutcomeError(self._no_leader(what, tried) + "; the value may or may not have been "
                                       "written (a later put with the same request id would tell)")
-        raise NoLeaderError(self._no_leader("put", tried))
+        raise NoLeaderError(self._no_leader(what, tried))
 
     def find_leader(self) -> str:
         """The id of a server that says it leads (NoLeaderError if none within the timeout)."""

@@ -15,6 +15,14 @@ Fields, in the order the dataclass in ``impl.messages`` declares them, all integ
     optional  1 presence byte (0 absent, 1 present) + the field
     entries   4-byte count + per entry: count (generation) + bytes (payload)
 
+Versions: a frame of another version is refused with a CodecError naming both versions (servers and
+clients of one cluster run the same version; there is no negotiation).
+
+    1  the first format
+    2  PutRequest gains client and request ids, PutReply and GetReply an error code, AppendReply a
+       conflict hint (hint_index, hint_generation), VoteRequest and VoteReply the pre_vote flag;
+       RegisterClient opens a client session, and error code 6 is "session expired"
+
 Decoding checks everything and raises ``CodecError`` naming what was wrong (version, type, which
 field of which message, how many bytes were missing or left over); it never raises anything else,
 so a runtime can answer malformed input with an ``ErrorReply`` and carry on.
@@ -27,7 +35,9 @@ from typing import Iterator
 
 from impl import messages as m
 
-VERSION = 1
+VERSION = 2
+# What each earlier version lacks, for the error that refuses its frames.
+OLDER_VERSIONS = {1: "without client ids, request ids, error codes, conflict hints and pre-votes"}
 MAX_FRAME_BYTES = 16 * 1024 * 1024  # 16 MiB: a bigger length prefix is refused before buffering
 LENGTH_PREFIX = struct.Struct(">I")
 _U64 = struct.Struct(">Q")
@@ -64,6 +74,7 @@ SCHEMA: dict[type, tuple[int, tuple[tuple[str, str], ...]]] = {
     m.GetReply: (19, (("index", COUNT), ("generation", OPTIONAL + COUNT), ("value", OPTIONAL + BYTES),
                       ("error", OPTIONAL + TEXT), ("code", COUNT))),
     m.StatusRequest: (20, ()),
+    m.RegisterClient: (22, (("client", SERVER),)),
     m.StatusReply: (21, (("server", SERVER), ("role", ROLE), ("generation", COUNT), ("last_index", COUNT),
                          ("hwm", COUNT), ("leader", OPTIONAL + SERVER))),
     m.ErrorReply: (31, (("text", TEXT),)),
@@ -216,7 +227,14 @@ def decode(payload: bytes) -> m.Message:
                          "version byte and a type byte")
     version, code = payload[0], payload[1]
     if version != VERSION:
-        raise CodecError(f"unsupported codec version {version} (this build speaks version {VERSION})")
+        if version in OLDER_VERSIONS:
+            why = f"an older format, {OLDER_VERSIONS[version]}"
+        elif version > VERSION:
+            why = "a newer format than this build knows"
+        else:
+            why = "not a version hwm ever used"
+        raise CodecError(f"unsupported codec version {version}: this build speaks version {VERSION} only "
+                         f"(version {version} is {why}; run the same hwm on every server and client)")
     cls = MESSAGE_TYPES.get(code)
     if cls is None:
         raise CodecError(f"unknown message type {code} (0x{code:02x})")

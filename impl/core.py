@@ -280,6 +280,11 @@ class Replica:
         """True while a restarted server waits for the leader's HWM (`truncate-to-leader-hwm`)."""
         return self._rejoin_answers is not None
 
+    @property
+    def pre_voting(self) -> bool:
+        """True while asking for pre-votes (an election timeout passed without hearing a leader)."""
+        return self._pre_votes is not None
+
     def entry(self, index: int) -> tuple[int, bytes]:
         """(generation, payload) of the entry at `index`, committed or not (IndexError if absent)."""
         if not 1 <= index <= len(self._log):
@@ -297,6 +302,24 @@ class Replica:
     def status(self) -> StatusReply:
         return StatusReply(self.server_id, self.role, self.generation, self.last_index,
                            self.high_water_mark, self.leader_id)
+
+    def describe(self) -> dict:
+        """Everything that decides what this replica does next, for a person diagnosing a stall:
+        role, generation, log, HWM, timers, the election under way and, on a leader, each
+        follower's match and next index, appends in flight and ticks since it answered."""
+        state = {"server": self.server_id, "role": self.role, "generation": self.generation,
+                 "vote": self.vote, "leader": self.leader_id, "last_index": self.last_index,
+                 "last_generation": self.last_generation, "hwm": self.high_water_mark,
+                 "handed_out": self._handed_out, "election_elapsed": self._election_elapsed,
+                 "election_timeout": self._election_timeout, "rejoining": self.rejoining,
+                 "pre_votes": sorted(self._pre_votes) if self._pre_votes is not None else None,
+                 "votes": sorted(self._votes)}
+        if self.role == LEADER:
+            state["followers"] = {peer: {"match": self.match[peer], "next": self.next_index[peer],
+                                         "in_flight": self._in_flight[peer], "confirmed": peer in self._confirmed,
+                                         "quiet": self._quiet[peer], "silent": self._silent[peer]}
+                                  for peer in self.peers}
+        return state
 
     # ---------------------------------------------------------------- client input
     def propose(self, value: bytes) -> int:

@@ -308,8 +308,11 @@ NOT_WRITTEN = 2  # nothing was written (overwritten by another leader): try agai
 REFUSED = 3  # nothing was written, and trying again will not help (a value too big)
 OUTCOME_UNKNOWN = 4  # accepted, not committed in time: it may still commit; retry with the same request id
 NOT_COMMITTED = 5  # a get above the server's high-water mark
+SESSION_EXPIRED = 6  # the client has no session (evicted) or the request is older than its latest:
+#                     nothing was written; whether the request ever was cannot be told
 ERROR_CODES = {NOT_LEADER: "not the leader", NOT_WRITTEN: "not written", REFUSED: "refused",
-               OUTCOME_UNKNOWN: "outcome unknown", NOT_COMMITTED: "not committed"}
+               OUTCOME_UNKNOWN: "outcome unknown", NOT_COMMITTED: "not committed",
+               SESSION_EXPIRED: "session expired"}
 
 
 def _error_code(message: object, has_error: bool) -> None:
@@ -338,6 +341,18 @@ class PutRequest:
         _count(self, "request")
         if (self.client is None) != (self.request == 0):
             _fail(self, "request", "a request id (> 0) goes with a client id, and only with one")
+
+
+@dataclass(frozen=True)
+class RegisterClient:
+    """Open a session for `client` (Raft dissertation §6.3): the leader writes a registration
+    entry and answers with a PutReply carrying its index once committed. The client's puts are
+    deduplicated within its session; opening one again is harmless."""
+
+    client: str
+
+    def __post_init__(self) -> None:
+        _server(self, "client")
 
 
 @dataclass(frozen=True)
@@ -426,10 +441,11 @@ PeerMessage = Union[AppendRequest, AppendReply, VoteRequest, VoteReply, HwmQuery
                     NewLeaderAck]
 PEER_MESSAGES = (AppendRequest, AppendReply, VoteRequest, VoteReply, HwmQuery, HwmReply, ZabVoteRequest, NewLeader,
                  NewLeaderAck)
-CLIENT_REQUESTS = (PutRequest, GetRequest, StatusRequest)
+CLIENT_REQUESTS = (PutRequest, GetRequest, StatusRequest, RegisterClient)
 CLIENT_REPLIES = (PutReply, GetReply, StatusReply, ErrorReply)
 ALL_MESSAGES = PEER_MESSAGES + CLIENT_REQUESTS + CLIENT_REPLIES
-Message = Union[PeerMessage, PutRequest, GetRequest, StatusRequest, PutReply, GetReply, StatusReply, ErrorReply]
+Message = Union[PeerMessage, PutRequest, GetRequest, StatusRequest, RegisterClient, PutReply, GetReply, StatusReply,
+                ErrorReply]
 
 
 def sender(message: PeerMessage) -> str:

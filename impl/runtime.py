@@ -21,7 +21,7 @@ down: the core tolerates loss, the leader's heartbeats resend) and receives from
 connection the peer dialled. Peer messages carry their sender's id; a message from an id that is not
 a peer is refused. Peer messages are not authenticated: the cluster trusts its network.
 
-Clients send `PutRequest`, `GetRequest`, `StatusRequest` and may pipeline them on one connection;
+Clients send `PutRequest`, `GetRequest`, `StatusRequest`, `RegisterClient` and may pipeline them on one connection;
 answers come back in request order. A put is answered when its entry is at or below the HWM
 (committed), or with an error whose first words say whether it was written (see `impl.client`).
 Every answer is sent after the batch it was computed in is durable.
@@ -36,10 +36,11 @@ durable stops rather than acknowledge what it may forget.
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 import os
 import random
-from collections import deque
+from collections import Counter, deque
 from dataclasses import dataclass
 from typing import Mapping
 
@@ -47,6 +48,7 @@ from impl import codec
 from impl import messages as m
 from impl.client import Address, format_address
 from impl.core import Entry, NotCommitted, Replica, ReplicaError, persist
+from impl.sessions import DEFAULT_MAX_SESSIONS, REGISTRATION, Sessions
 from impl.storage import DataDirectoryInUse, DiskStorage, StorageError
 from properties.protocol import RAFT, Protocol
 
@@ -68,13 +70,18 @@ MAX_CONNECTIONS = 256
 MAX_BACKLOG = 256  # peer messages held while a connection to that peer is being made
 RECONNECT_SECONDS = (0.01, 0.1)  # first and longest pause between attempts to reach a peer
 MAX_CATCH_UP_TICKS = 50  # after a stall (a slow fsync, a suspended process) run at most this many
+# Committed entries applied to the session table per turn of the driver: a HWM that jumps by tens of
+# thousands (a restart) is applied over several turns, with ticks (heartbeats) in between, instead of
+# stalling the node for longer than an election timeout. Lookups see the rest as not yet applied.
+APPLY_BATCH = 2000
 
 
 # ------------------------------------------------------------------------- entries
 # An entry's payload is the client's value behind one tag byte: PLAIN, or NAMED followed by the
 # client id (1-byte length + UTF-8) and the request id (8 bytes, big-endian), so that any server
 # that becomes leader finds in its log which requests it already holds (a retried put is applied
-# once). A payload with another first byte is a value as is (the no-op entry is empty).
+# once; `impl.sessions`). A registration is NAMED with request id 0 and an empty value. A payload
+# with another first byte is a value as is (the no-op entry is empty).
 PLAIN, NAMED = b"\x00", b"\x01"
 
 
@@ -129,6 +136,7 @@ class NodeConfig:
     max_in_flight: int = MAX_IN_FLIGHT
     max_value_bytes: int = MAX_VALUE_BYTES
     put_timeout: float = 10.0
+    max_sessions: int = DEFAULT_MAX_SESSIONS  # client sessions kept; the same on every server
     partial_frame_seconds: float = 10.0
     rng_seed: int | None = None  # None: a fresh random seed per start
 
@@ -365,9 +373,13 @@ class Node:
         self._answers: list[tuple[_Connection, list, m.Message, bool]] = []
         self._pending: dict[int, list[_PendingPut]] = {}
         self._pending_by_deadline: deque[_PendingPut] = deque()
-        # (client, request) -> index of the entry that carries it, for every named entry written
-        # to the log (a lookup checks the entry is still there: a truncation may have removed it).
-        self._requests: dict[tuple[str, int], int] = {}
+        # Client sessions, from the committed entries applied in log order; and (client, request)
+        # -> index for the named entries above them, not yet applied (a lookup checks the entry
+        # is still there: a truncation may have removed it). Both are bounded: the sessions by
+        # max_sessions, the rest by the log's uncommitted suffix.
+        self.sessions = Sessions(config.max_sessions)
+        self._unapplied: dict[tuple[str, int], int] = {}
+        self._unapplied_clients: Counter[str] = Counter()  # clients with entries in _unapplied
         self._connections: set[_Connection] = set()
         self._tasks: list[asyncio.Task] = []
         self._driver: asyncio.Task | None = None
@@ -533,7 +545,7 @@ class Node:
                 self._submit(("client", message, connection, connection.reserve()))
             else:
                 self._refuse(connection, f"a server does not accept {type(message).__name__}; requests are "
-                                         "PutRequest, GetRequest, StatusRequest")
+                                         "PutRequest, GetRequest, StatusRequest, RegisterClient")
                 return False
         return True
 
@@ -600,6 +612,8 @@ class Node:
         _, request, connection, slot = item
         if isinstance(request, m.PutRequest):
             self._answer_put(request, connection, slot)
+        elif isinstance(request, m.RegisterClient):
+            self._answer_register(request, connection, slot)
         elif isinstance(request, m.GetRequest):
             try:
                 generation, payload = replica.read(request.index)
@@ -613,15 +627,64 @@ class Node:
     def _remember(self, index: int, payload: bytes) -> None:
         ids = decode_entry(payload)[1]
         if ids is not None:
-            self._requests[ids] = index
+            if ids not in self._unapplied:
+                self._unapplied_clients[ids[0]] += 1
+            self._unapplied[ids] = index
+
+    def _forget_from(self, index: int) -> None:
+        """Entries from `index` on were removed from the log. If applied ones were (only a broken
+        protocol removes committed entries), the table is rebuilt from the log as it is now."""
+        if index <= self.sessions.applied:
+            self.sessions.reset()
+            self._unapplied, self._unapplied_clients = {}, Counter()
+            for k in range(1, self.replica.last_index + 1):
+                self._remember(k, self.replica.entry(k)[1])
+            return
+        self._unapplied = {ids: i for ids, i in self._unapplied.items() if i < index}
+        self._unapplied_clients = Counter(client for client, _ in self._unapplied)
+
+    def _apply_committed(self) -> None:
+        """Apply up to APPLY_BATCH more committed entries, in log order, to the session table."""
+        sessions, replica = self.sessions, self.replica
+        readable = min(replica.hwm, replica.last_index)
+        if sessions.applied > readable:
+            self._forget_from(readable + 1)  # applied entries are no longer readable: rebuild
+        for index in range(sessions.applied + 1, min(readable, sessions.applied + APPLY_BATCH) + 1):
+            ids = decode_entry(replica.entry(index)[1])[1]
+            sessions.apply(index, ids)
+            if ids is not None and self._unapplied.get(ids) == index:
+                del self._unapplied[ids]
+                self._unapplied_clients[ids[0]] -= 1
+                if not self._unapplied_clients[ids[0]]:
+                    del self._unapplied_clients[ids[0]]
 
     def _written(self, ids: tuple[str, int]) -> int | None:
-        """The index of the entry in our log that carries request `ids`, if there is one."""
-        index = self._requests.get(ids)
+        """The index of the entry above the applied ones that carries request `ids`, if any."""
+        index = self._unapplied.get(ids)
         replica = self.replica
         if index is None or index > replica.last_index or decode_entry(replica.entry(index)[1])[1] != ids:
             return None
         return index
+
+    def _session_refusal(self, client: str, request: int) -> str | None:
+        """Why a put that is neither in the log above the applied entries nor its session's latest
+        must not be written (None if it may)."""
+        latest = self.sessions.latest.get(client)
+        if latest is not None:
+            if latest[0] <= request:
+                return None
+            return (f"request {request} of client {client} is older than its latest applied request "
+                    f"{latest[0]}: its outcome is no longer kept; nothing was written")
+        if client in self._unapplied_clients:
+            return None  # its registration (or a put) is in the log, not yet applied here
+        return (f"client {client} has no session (never opened, or evicted: at most "
+                f"{self.sessions.limit} are kept); nothing was written: open a new session")
+
+    def _not_leader(self) -> m.PutReply:
+        leader = self.replica.leader_id
+        text = f"{self.server_id} is not the leader" + (f"; the leader is {leader}" if leader else
+                                                         "; no leader is known")
+        return m.PutReply(None, text, leader, m.NOT_LEADER)
 
     def _answer_put(self, request: m.PutRequest, connection: _Connection, slot: list) -> None:
         replica = self.replica
@@ -632,6 +695,15 @@ class Node:
             return
         ids = (request.client, request.request) if request.client is not None else None
         index = self._written(ids) if ids is not None else None
+        if ids is not None and index is None:
+            latest = self.sessions.latest.get(request.client)
+            if latest is not None and latest[0] == request.request:
+                self._answers.append((connection, slot, m.PutReply(latest[1]), False))  # a retry, applied
+                return
+            refusal = self._session_refusal(*ids)
+            if refusal is not None and replica.role == "leader":
+                self._answers.append((connection, slot, m.PutReply(None, refusal, code=m.SESSION_EXPIRED), False))
+                return
         if index is not None and index <= min(replica.hwm, replica.last_index):
             self._answers.append((connection, slot, m.PutReply(index), False))  # a retry, committed
             return
@@ -641,10 +713,7 @@ class Node:
             self._answers.append((connection, slot, m.PutReply(None, text, None, m.NOT_LEADER), False))
             return
         if replica.role != "leader":
-            leader = replica.leader_id
-            text = f"{self.server_id} is not the leader" + (f"; the leader is {leader}" if leader else
-                                                             "; no leader is known")
-            self._answers.append((connection, slot, m.PutReply(None, text, leader, m.NOT_LEADER), False))
+            self._answers.append((connection, slot, self._not_leader(), False))
             return
         if index is None:
             index = replica.propose(encode_entry(request.value, *(ids or (None, 0))))
@@ -654,7 +723,18 @@ class Node:
             # commit=current-generation it commits only behind an entry of ours; if every client
             # is retrying, none would come: write an empty one (Raft's no-op).
             replica.propose(b"")
-        generation, payload = replica.entry(index)
+        self._wait_for(index, connection, slot)
+
+    def _answer_register(self, request: m.RegisterClient, connection: _Connection, slot: list) -> None:
+        """Open a session: a registration entry, answered with its index once committed."""
+        if self.replica.role != "leader":
+            self._answers.append((connection, slot, self._not_leader(), False))
+            return
+        self._wait_for(self.replica.propose(encode_entry(b"", request.client, REGISTRATION)), connection, slot)
+
+    def _wait_for(self, index: int, connection: _Connection, slot: list) -> None:
+        """Answer `slot` when the entry now at `index` commits (or is overwritten, or times out)."""
+        generation, payload = self.replica.entry(index)
         loop = asyncio.get_running_loop()
         pending = _PendingPut(generation, payload, connection, slot, loop.time() + self.config.put_timeout, index)
         self._pending.setdefault(index, []).append(pending)
@@ -697,6 +777,8 @@ class Node:
                     or getattr(ready, "current_epoch", None) is not None):
                 self.stats.persists += 1
                 await asyncio.to_thread(self._persist, ready, self.storage)
+            if ready.truncate_from is not None:
+                self._forget_from(ready.truncate_from)
             for entry in ready.entries:
                 self._remember(entry.index, entry.payload)
             for to, message in ready.messages:
@@ -706,19 +788,39 @@ class Node:
             for entry in ready.committed:
                 if entry.index in self._pending:
                     self._confirm(entry)
+        self._apply_committed()
         if self._answers:
             answers, self._answers = self._answers, []
             for connection, slot, message, close in answers:
                 connection.answer(slot, message, close)
         self._show_role()
 
+    def describe(self) -> dict:
+        """The replica's state (`Replica.describe`) and the node's: puts waiting to commit, the
+        inbox, and each peer link (connected or not, messages dropped)."""
+        state = self.replica.describe() if self.replica is not None else {"server": self.server_id}
+        state.update(pending_puts=sum(len(w) for w in self._pending.values()), inbox=len(self._inbox),
+                     sessions=len(self.sessions), sessions_applied=self.sessions.applied,
+                     unapplied_requests=len(self._unapplied),
+                     batches=self.stats.batches, persists=self.stats.persists, puts=self.stats.puts,
+                     links={peer: {"connected": link.writer is not None, "dropped": link.dropped}
+                            for peer, link in self._links.items()})
+        return state
+
+    def log_state(self) -> None:
+        """Log `describe()` as one JSON line (at warning level, so a quiet node shows it too)."""
+        log.warning("%s: state %s", self.server_id, json.dumps(self.describe(), sort_keys=True))
+
     def _show_role(self) -> None:
         replica = self.replica
-        shown = (replica.role, replica.generation, replica.leader_id)
+        shown = (replica.role, replica.generation, replica.leader_id, replica.pre_voting)
         if shown == self._shown:
             return
         self._shown = shown
-        if replica.role == "leader":
+        if replica.pre_voting:
+            log.info("%s: asking for pre-votes for generation %d (last index %d, generation %d)", self.server_id,
+                     replica.generation + 1, replica.last_index, replica.last_generation)
+        elif replica.role == "leader":
             log.info("%s: leader of generation %d (last index %d, HWM %d)", self.server_id, replica.generation,
                      replica.last_index, replica.hwm)
         elif replica.role == "candidate":

@@ -789,3 +789,21 @@ def test_a_leader_that_hears_no_quorum_steps_down(check_quorum):
         leader.tick()
         leader.ready()
     assert (leader.role == LEADER) is not check_quorum
+
+
+def test_describe_shows_what_decides_the_next_step():
+    """What `kill -USR1` logs for a stalled node: a leader's view of each follower, a follower's
+    election under way."""
+    c = Cluster(n=3)
+    c.elect("S1", ["S1", "S2"])
+    c.write("S1")
+    c.replicate("S1", "S2")
+    leader = c["S1"].describe()
+    assert (leader["role"], leader["generation"], leader["last_index"], leader["hwm"]) == ("leader", 1, 1, 1)
+    assert leader["followers"]["S2"]["match"] == 1 and leader["followers"]["S3"]["match"] == 0
+    assert set(leader["followers"]["S3"]) == {"match", "next", "in_flight", "confirmed", "quiet", "silent"}
+    follower = c["S3"]
+    follower.pre_campaign()
+    state = follower.describe()
+    assert state["role"] == "follower" and state["pre_votes"] == ["S3"] and "followers" not in state
+    assert follower.pre_voting and not c["S2"].pre_voting

@@ -116,7 +116,7 @@ def test_three_processes_kill_9_the_leader_read_everything_back_and_the_old_lead
             for k in range(100):
                 value = f"entry {k} {'x' * (k % 7)}".encode()
                 written[client.put(value)] = value
-            assert sorted(written) == list(range(1, 101))
+            assert sorted(written) == list(range(2, 102))  # index 1 opened the client's session
             old_leader = client.leader
             generation = statuses(client)[old_leader].generation
             processes.kill(old_leader)
@@ -132,7 +132,7 @@ def test_three_processes_kill_9_the_leader_read_everything_back_and_the_old_lead
             for index, value in written.items():
                 entry_generation, read = client.get(index)
                 assert read == value, index
-                assert entry_generation == (generation if index <= 100 else entry_generation)
+                assert entry_generation == (generation if index <= 101 else entry_generation)
 
             # The killed leader restarts on the same data directory and catches up.
             processes.start(old_leader)
@@ -141,7 +141,7 @@ def test_three_processes_kill_9_the_leader_read_everything_back_and_the_old_lead
                 now = statuses(client)
                 leader, rejoined = now.get(new_leader), now.get(old_leader)
                 return (leader is not None and rejoined is not None and rejoined.role == "follower"
-                        and (rejoined.last_index, rejoined.hwm) == (leader.last_index, leader.hwm) == (101, 101))
+                        and (rejoined.last_index, rejoined.hwm) == (leader.last_index, leader.hwm) == (102, 102))
 
             wait_for(caught_up, 20, f"{old_leader} to catch up")
             for index, value in written.items():
@@ -207,7 +207,8 @@ def test_a_corrupted_write_ahead_log_stops_the_node_with_the_file_and_offset_and
 
         [segment] = sorted((tmp_path / "S1" / "wal").glob("*.log"))
         data = bytearray(segment.read_bytes())
-        second_record = SEGMENT_HEADER.size + RECORD_HEADER.size + len(encode_entry(b"v0", "c", 1))
+        # Entry 1 opened the client's session; entry 2 is b"v0".
+        second_record = SEGMENT_HEADER.size + RECORD_HEADER.size + len(encode_entry(b"", "c", 0))
         data[second_record + RECORD_HEADER.size] ^= 0xFF  # a bit flip in the payload of entry 2
         segment.write_bytes(bytes(data))
         digest = hashlib.sha256(segment.read_bytes()).hexdigest()
@@ -257,15 +258,15 @@ def test_hwm_cluster_starts_serves_the_cli_and_stops_every_server_on_sigterm(tmp
         env = {"HWM_CLUSTER": None}
         result = runner.invoke(main, ["put", "--data", str(data), "--timeout", "20", "hello"], env=env)
         assert result.exit_code == 0, result.output
-        assert result.output.startswith("committed at index 1 (leader S")
-        result = runner.invoke(main, ["get", "--data", str(data), "1"], env=env)
-        assert result.exit_code == 0 and result.output.split("\t")[-1].strip() == "hello", result.output
+        assert result.output.startswith("committed at index 2 (leader S")  # 1: the client's session
         result = runner.invoke(main, ["get", "--data", str(data), "2"], env=env)
+        assert result.exit_code == 0 and result.output.split("\t")[-1].strip() == "hello", result.output
+        result = runner.invoke(main, ["get", "--data", str(data), "3"], env=env)
         assert result.exit_code == 1 and "not yet committed" in result.output
         result = runner.invoke(main, ["status", "--data", str(data), "--json"], env=env)
         rows = [json.loads(line) for line in result.output.splitlines()]
         assert [r["server"] for r in rows] == ["S1", "S2", "S3"]
-        assert sum(r["role"] == "leader" for r in rows) == 1 and all(r["last_index"] == 1 for r in rows)
+        assert sum(r["role"] == "leader" for r in rows) == 1 and all(r["last_index"] == 2 for r in rows)
 
         supervisor.send_signal(signal.SIGTERM)
         assert supervisor.wait(15) == 0

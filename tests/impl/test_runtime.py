@@ -164,19 +164,19 @@ def test_put_get_status_and_the_client_follows_the_leader_hint(cluster):
     with cluster.client() as client:
         client.leader = follower  # start at a follower: it answers with a hint, the client follows
         indexes = [client.put(f"value {k}".encode()) for k in range(20)]
-        assert indexes == list(range(1, 21))
+        assert indexes == list(range(2, 22))  # index 1 opened the client's session
         assert client.leader == leader
-        assert client.get(7) == (cluster.nodes[leader].replica.generation, b"value 6")
+        assert client.get(7) == (cluster.nodes[leader].replica.generation, b"value 5")
         with pytest.raises(NotCommittedError, match="not yet committed"):
-            client.get(21)
+            client.get(22)
         # The follower serves reads up to its own HWM, learnt from the next heartbeat.
         deadline = time.monotonic() + 5
-        while client.status([follower])[0].reply.hwm < 20 and time.monotonic() < deadline:
+        while client.status([follower])[0].reply.hwm < 21 and time.monotonic() < deadline:
             time.sleep(0.02)
-        assert client.get(20, server=follower)[1] == b"value 19"
+        assert client.get(21, server=follower)[1] == b"value 19"
         answers = {a.server: a.reply for a in client.status()}
-        assert answers[leader].role == "leader" and answers[leader].hwm == 20
-        assert all(r.last_index == 20 and r.leader == leader for r in answers.values())
+        assert answers[leader].role == "leader" and answers[leader].hwm == 21
+        assert all(r.last_index == 21 and r.leader == leader for r in answers.values())
 
 
 @pytest.mark.network
@@ -189,7 +189,7 @@ def test_a_value_over_the_limit_is_refused_and_nothing_is_written(cluster):
         assert reply.error.startswith("the value is 65537 bytes")
         with pytest.raises(ClientError, match="refused: the value is 65537 bytes; at most 65536"):
             client.put(b"x" * (64 * 1024 + 1))
-        assert client.status([client.leader])[0].reply.last_index == 1
+        assert client.status([client.leader])[0].reply.last_index == 2  # the session, b"small"
 
 
 @pytest.mark.network
@@ -210,12 +210,12 @@ def test_pipelined_requests_are_answered_in_order(cluster):
 
 MALFORMED = {
     "garbage": (struct.pack(">I", 5) + b"\x07hello", "unsupported codec version 7"),
-    "unknown type": (struct.pack(">I", 2) + b"\x01\xee", "unknown message type 238"),
+    "unknown type": (struct.pack(">I", 2) + bytes((codec.VERSION, 0xEE)), "unknown message type 238"),
     "oversized": (struct.pack(">I", codec.MAX_FRAME_BYTES + 1), "exceeds the maximum"),
     "a reply sent to a server": (codec.encode(m.StatusReply("S1", "leader", 1, 0, 0, None)),
                                  "does not accept StatusReply"),
     "a stranger's vote request": (codec.encode(m.VoteRequest(99, "intruder", 0, 0)), "'intruder'"),
-    "trailing bytes": (struct.pack(">I", 3) + b"\x01\x14\x00", "1 trailing bytes"),
+    "trailing bytes": (struct.pack(">I", 3) + bytes((codec.VERSION, 0x14, 0x00)), "1 trailing bytes"),
 }
 
 
@@ -390,7 +390,7 @@ def test_a_full_disk_stops_the_node_unacknowledged_and_it_restarts_from_what_is_
     made = ThreadCluster(tmp_path, n=1)  # a cluster of one commits alone
     try:
         with made.client(timeout=3) as client:
-            assert [client.put(f"v{k}".encode()) for k in range(3)] == [1, 2, 3]
+            assert [client.put(f"v{k}".encode()) for k in range(3)] == [2, 3, 4]  # 1: the session
             with faulty_disk(1, OSError(errno.ENOSPC, "No space left on device")):
                 with pytest.raises(ClientError):
                     client.put(b"never acknowledged")
@@ -400,8 +400,8 @@ def test_a_full_disk_stops_the_node_unacknowledged_and_it_restarts_from_what_is_
         made.nodes.clear()
         made.start("S1")  # the directory loads: nothing durable was damaged
         with made.client() as client:
-            assert client.put(b"after") >= 4  # (raft commits older entries through a new one)
-            assert [client.get(k)[1] for k in (1, 2, 3)] == [b"v0", b"v1", b"v2"]
+            assert client.put(b"after") >= 6  # (raft commits older entries through a new one)
+            assert [client.get(k)[1] for k in (2, 3, 4)] == [b"v0", b"v1", b"v2"]
     finally:
         made.close()
 
@@ -409,6 +409,8 @@ def test_a_full_disk_stops_the_node_unacknowledged_and_it_restarts_from_what_is_
 @pytest.mark.network
 def test_a_retried_put_with_the_same_request_id_is_applied_once(cluster):
     leader = cluster.addresses[cluster.leader()]
+    opened = exchange(leader, codec.encode(m.RegisterClient("client-1")), timeout=5)[0]
+    assert opened.index is not None, opened
     request = m.PutRequest(b"once", "client-1", 7)
     first = exchange(leader, codec.encode(request), timeout=5)[0]
     again = exchange(leader, codec.encode(request), timeout=5)[0]
@@ -418,6 +420,60 @@ def test_a_retried_put_with_the_same_request_id_is_applied_once(cluster):
     with cluster.client() as client:
         assert client.get(first.index)[1] == b"once"
         assert client.status([client.find_leader()])[0].reply.last_index == other.index
+    # Only the latest request of a session is kept: an older one cannot be told, and is refused.
+    stale = exchange(leader, codec.encode(request), timeout=5)[0]
+    assert stale.index is None and stale.code == m.SESSION_EXPIRED
+    assert "older than its latest applied request 8" in stale.error
+    # A put of a client that never opened a session is refused, and nothing is written.
+    unknown = exchange(leader, codec.encode(m.PutRequest(b"who?", "stranger", 3)), timeout=5)[0]
+    assert unknown.code == m.SESSION_EXPIRED and "client stranger has no session" in unknown.error
+    with cluster.client() as client:
+        assert client.status([client.find_leader()])[0].reply.last_index == other.index
+
+
+def session_tables(cluster, until_applied: int, timeout: float = 10.0) -> dict:
+    """Every node's session table (least recently used first), once each applied `until_applied`."""
+    deadline = time.monotonic() + timeout
+    while any(node.sessions.applied < until_applied for node in cluster.nodes.values()):
+        assert time.monotonic() < deadline, {s: n.sessions.applied for s, n in cluster.nodes.items()}
+        time.sleep(0.02)
+    return {server: list(node.sessions.latest.items()) for server, node in cluster.nodes.items()}
+
+
+@pytest.mark.network
+def test_sessions_stay_within_their_bound_every_replica_evicts_the_same_and_an_evicted_client_is_told(tmp_path):
+    made = ThreadCluster(tmp_path, max_sessions=3)
+    try:
+        clients = [made.client(client_id=f"c{k}") for k in range(8)]
+        last = 0
+        for round_ in range(2):
+            for k, client in enumerate(clients):
+                last = client.put(f"c{k} value {round_}".encode())
+        # A retried put of a live session is answered with its index, not written again.
+        latest = made.nodes[made.leader()].sessions.latest
+        assert list(latest) == ["c5", "c6", "c7"]  # the most recently used three, in log order
+        retry = exchange(made.addresses[clients[7].leader], codec.encode(
+            m.PutRequest(b"c7 value 1", "c7", latest["c7"][0])), timeout=5)[0]
+        assert retry.index == last == latest["c7"][1]
+        # Every replica applied the same log to the same bounded table.
+        tables = session_tables(made, last)
+        assert all(len(table) == 3 for table in tables.values())
+        assert len({tuple(table) for table in tables.values()}) == 1, tables
+        assert all(node.sessions.evicted > 0 for node in made.nodes.values())
+        # c0's session was evicted: a retry of its latest put is refused, not written again ...
+        leader = made.addresses[made.leader()]
+        refused = exchange(leader, codec.encode(m.PutRequest(b"c0 value 1", "c0", 2)), timeout=5)[0]
+        assert refused.code == m.SESSION_EXPIRED and "evicted" in refused.error, refused
+        # ... and the client itself opens a new session and writes its next value there.
+        index = clients[0].put(b"c0 value 2")
+        assert clients[0].get(index)[1] == b"c0 value 2"
+        tables = session_tables(made, index)
+        assert len({tuple(table) for table in tables.values()}) == 1
+        assert list(dict(tables["S1"])) == ["c6", "c7", "c0"]
+        for client in clients:
+            client.close()
+    finally:
+        made.close()
 
 
 @pytest.mark.network
@@ -433,6 +489,21 @@ def test_a_server_that_accepts_and_never_answers_does_not_block_a_put(cluster):
             index = client.put(b"past the silent one")
             assert client.leader in cluster.addresses
             assert client.get(index)[1] == b"past the silent one"
+
+
+@pytest.mark.network
+def test_a_put_that_cannot_open_its_session_says_the_value_was_not_written():
+    """The registration's outcome is unknown (the only server never answers), the value's is not:
+    it was never sent."""
+    from impl.client import NoLeaderError, UnknownOutcomeError
+
+    with closing(socket.socket()) as silent:
+        silent.bind(("127.0.0.1", 0))
+        silent.listen(16)
+        with Client({"S0": silent.getsockname()}, timeout=1.0, attempt_timeout=0.3) as client:
+            with pytest.raises(NoLeaderError, match="the value was not written: cannot open a session") as caught:
+                client.put(b"never sent")
+            assert not isinstance(caught.value, UnknownOutcomeError)
 
 
 @pytest.mark.network
@@ -458,5 +529,45 @@ def test_a_retry_of_an_uncommitted_entry_from_an_earlier_generation_commits_it(t
         with made.client() as client:
             assert client.get(2)[1] == b"retried"
             assert client.get(3)[1] == b""  # the no-op
+    finally:
+        made.close()
+
+
+@pytest.mark.network
+def test_a_long_committed_log_is_applied_to_the_sessions_in_batches_with_the_same_result(tmp_path, monkeypatch):
+    """A restarted node learns a HWM tens of thousands of entries ahead: it applies them a batch per
+    turn of its driver (ticks and heartbeats in between), and ends with the table a single pass over
+    the log gives; a retried put whose entry is not applied yet is still found."""
+    import impl.runtime as runtime
+    from impl.runtime import decode_entry, encode_entry
+    from impl.sessions import REGISTRATION, Sessions
+    from impl.storage import DiskStorage
+
+    monkeypatch.setattr(runtime, "APPLY_BATCH", 7)
+    log = []
+    for k in range(20):
+        log.append(encode_entry(b"", f"c{k % 6}", REGISTRATION) if k < 6 else
+                   encode_entry(f"v{k}".encode(), f"c{k % 6}", k))
+    storage = DiskStorage(tmp_path / "S1")
+    storage.load()
+    storage.save_metadata(1, None, 0)
+    storage.append([(i, 1, payload) for i, payload in enumerate(log, start=1)])
+    storage.close()
+    made = ThreadCluster(tmp_path, n=1, max_sessions=4)
+    try:
+        node = made.nodes["S1"]
+        made.leader()
+        assert node.sessions.applied == 0  # HWM 0 after a restart: nothing is committed yet
+        # c1's latest request (19) is in the log, not applied: the retry is answered, not rewritten.
+        [reply] = exchange(made.addresses["S1"], codec.encode(m.PutRequest(b"v19", "c1", 19)), timeout=5)[:1]
+        assert reply.index == 20, reply
+        deadline = time.monotonic() + 5
+        while node.sessions.applied < node.replica.hwm and time.monotonic() < deadline:
+            time.sleep(0.01)
+        expected = Sessions(4)
+        for index in range(1, node.replica.hwm + 1):
+            expected.apply(index, decode_entry(node.replica.entry(index)[1])[1])
+        assert list(node.sessions.latest.items()) == list(expected.latest.items())
+        assert node.replica.last_index == 21  # the retry wrote nothing; 21 is the leader's no-op
     finally:
         made.close()

@@ -16,28 +16,13 @@ a larger budget. `python bench/conformance.py` measures the same hunts over seve
 
 from __future__ import annotations
 
-from dataclasses import replace
-
 import pytest
 
 from hwm.replay import judge, replay_on_impl, replay_on_model
-from model.state import Config
-from properties.protocol import PRESETS, RAFT, model_only
+from properties.protocol import PRESETS, model_only
 from properties.trace import load
-from bridge.machine import RPC, PropertyViolation, hunt, machine_for
-
-# The bounds of every hunt: the explorer's default (3 servers, generation <= 4, log <= 1, one crash)
-# leaves a random walk little room before it runs out of generations; two more generations and a
-# second entry let it wander and still come back to the bug.
-KILL_CONFIG = Config(servers=3, max_generation=6, max_log=2, max_crashes=1)
-STEPS = 50  # steps per example, at most
-
-CI_BUDGET = 500
-DEEP_BUDGET = 5000
-
-# The presets the default run hunts (found in a few seconds); `-m deep` hunts all of them.
-IN_CI = ("seed", "kip101", "raft-seed-quorum", "raft-any-election", "raft-generation-mismatch",
-         "raft-truncate-to-own-hwm", "zab-ack-before-persist")
+from bridge.kill_matrix import CI_BUDGET, DEEP_BUDGET, IN_CI, kill_config, kill_steps
+from bridge.machine import PropertyViolation, hunt, machine_for
 
 # preset -> {budget: (test cases run until the derandomized hunt failed, its seconds)}, as
 # `python bench/conformance.py` measured them when the budgets were set (2 shared cores). Derandomized
@@ -55,32 +40,6 @@ MEASURED = {
     "raft-truncate-to-own-hwm": {CI_BUDGET: (257, 5.1), DEEP_BUDGET: (257, 5.1)},  # 2 servers (kill_config)
     "zab-ack-before-persist": {CI_BUDGET: (245, 9.0), DEEP_BUDGET: (245, 15.3)},  # kill_config, kill_steps; load 15
 }
-
-
-def kill_steps(preset: str) -> int:
-    """Steps per example. ZOOKEEPER-3911 needs a follower to synchronise late while the leader has
-    entries it lacks, win the next epoch and crash before it logs them: the derandomized walks of
-    50 steps on KILL_CONFIG missed it in 500 examples; those of 30 steps on the conformance bounds
-    find it."""
-    return 30 if preset == "zab-ack-before-persist" else STEPS
-
-
-def kill_config(preset: str) -> Config:
-    """raft-seed-quorum needs an even number of servers: [N/2] is a majority for odd N.
-
-    The restart mutants of raft are hunted on two servers: a restart that truncates destroys a copy
-    itself and needs no third server (docs/model.md's mutant table), and with two every copy of a
-    committed entry counts, so the truncation violates ReadNeverTruncated (no read entry left on
-    fewer than a quorum) or CommittedOnQuorum at once. On three, a random walk usually has the
-    entry on all three before the crash, and dropping one copy of three loses nothing.
-    """
-    if preset == "raft-seed-quorum":
-        return Config(servers=4, max_generation=6, max_log=2, max_crashes=1)
-    if PRESETS[preset].protocol.system == "zab":
-        return RPC  # the conformance bounds: generation <= 5, log <= 3, two crashes
-    if set(PRESETS[preset].protocol.differences(RAFT)) <= {"restart", "hwm_durable"}:
-        return replace(KILL_CONFIG, servers=2)
-    return KILL_CONFIG
 
 
 def assert_killed(preset: str, budget: int, out_dir) -> None:
