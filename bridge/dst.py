@@ -231,8 +231,9 @@ class _ClientProtocol(asyncio.Protocol):
 
 
 class _Simulation:
-    def __init__(self, schedule: Schedule, plant: str | None):
+    def __init__(self, schedule: Schedule, plant: str | None, first_violation: bool = False):
         self.schedule = schedule
+        self.first_violation = first_violation
         self.node_class, self.storage_class = PLANTS[plant]
         # Half the schedules run on a fast disk, half on a slow one (an fsync of up to 30 ms, as on
         # a busy or networked disk): the slower the fsync, the wider the windows a crash can hit.
@@ -267,6 +268,8 @@ class _Simulation:
     def violation(self, text: str) -> None:
         self.outcome.violations.append(f"t={self.loop.now:.3f}s: {text}")
         self.event(f"VIOLATION {text}")
+        if self.first_violation:
+            self.loop.stop()  # a search only needs to know that the schedule fails
 
     def event(self, text: str) -> None:
         self.outcome.events.append(f"{self.loop.now:.6f} {text}")
@@ -575,9 +578,10 @@ class _View:
     acked: frozenset
 
 
-def run_schedule(schedule: Schedule, plant: str | None = None) -> Outcome:
-    """Run one schedule on a fresh simulated cluster; deterministic in `schedule` (and `plant`)."""
-    simulation = _Simulation(schedule, plant)
+def run_schedule(schedule: Schedule, plant: str | None = None, first_violation: bool = False) -> Outcome:
+    """Run one schedule on a fresh simulated cluster; deterministic in `schedule` (and `plant`).
+    With `first_violation`, stop at the first violation (a search needs no more)."""
+    simulation = _Simulation(schedule, plant, first_violation)
     loop = simulation.loop
     saved_random = random.getstate()
     random.seed(schedule.seed)  # the runtime's reconnect jitter uses the global generator
@@ -585,6 +589,9 @@ def run_schedule(schedule: Schedule, plant: str | None = None) -> Outcome:
     disabled, node_log.disabled = node_log.disabled, True
     try:
         loop.run_until_complete(simulation.main())
+    except RuntimeError:
+        if not (first_violation and simulation.outcome.violations):
+            raise  # not the stop at the first violation
     finally:
         for tasks in list(loop.tasks.values()):
             for task in tasks:
@@ -623,3 +630,53 @@ def schedules(max_steps: int = 10, max_pause_ms: int = 200):
         return Schedule(draw(st.integers(0, 2**32 - 1)), tuple(steps))
 
     return schedule()
+
+
+def shrink(schedule: Schedule, fails: Callable[[Schedule], bool], budget: int = 60) -> Schedule:
+    """A smaller schedule that still `fails`: drop steps, then zero pauses and arguments, greedily,
+    in at most `budget` runs. (Hypothesis's own shrinker finds smaller ones but may spend minutes:
+    every candidate is a whole simulated run.)"""
+    runs = 0
+
+    def attempt(candidate: Schedule) -> bool:
+        nonlocal runs
+        runs += 1
+        return runs <= budget and fails(candidate)
+
+    changed = True
+    while changed and runs < budget:
+        changed = False
+        for k in range(len(schedule.steps) - 1, -1, -1):
+            candidate = Schedule(schedule.seed, schedule.steps[:k] + schedule.steps[k + 1:])
+            if k < len(schedule.steps) and attempt(candidate):
+                schedule, changed = candidate, True
+        for k, step in enumerate(schedule.steps):
+            for simpler in (Step(0, step.action, step.server, step.arg), Step(step.pause_ms, step.action, step.server, 0)):
+                if simpler != step:
+                    candidate = Schedule(schedule.seed, schedule.steps[:k] + (simpler,) + schedule.steps[k + 1:])
+                    if attempt(candidate):
+                        schedule, step, changed = candidate, simpler, True
+    return schedule
+
+
+def find_failing(plant: str | None, examples: int = 1000, max_steps: int = 10) -> Schedule | None:
+    """The first of `examples` derandomized schedules on which the runtime (with `plant`) violates
+    a check, shrunk; None if none does."""
+    from hypothesis import HealthCheck, Phase, given, settings
+
+    class Found(Exception):
+        def __init__(self, schedule: Schedule):
+            self.schedule = schedule
+
+    @settings(max_examples=examples, derandomize=True, database=None, deadline=None, phases=[Phase.generate],
+              suppress_health_check=list(HealthCheck), report_multiple_bugs=False)
+    @given(schedules(max_steps))
+    def search(schedule: Schedule) -> None:
+        if run_schedule(schedule, plant, first_violation=True).violations:
+            raise Found(schedule)
+
+    try:
+        search()
+    except Found as found:
+        return shrink(found.schedule, lambda s: bool(run_schedule(s, plant, first_violation=True).violations))
+    return None
