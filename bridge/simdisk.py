@@ -16,9 +16,10 @@ not:
   disk that reorders writes between files but not within one would leave them), and the first
   operation that does not survive may be a write *torn* at a random byte;
 - `inject(after, error)` makes the `after`-th write-like call from now (open for writing, write,
-  pwrite, fsync, ftruncate, unlink, replace, directory fsync) fail with `error` (ENOSPC or EIO). A
-  failing write first writes a random prefix of its bytes (a torn write); a failing fsync leaves
-  the file's unsynced operations unsynced (after a failed fsync nothing is promised about them).
+  pwrite, fsync, ftruncate, unlink, replace, directory fsync) fail with `error` (ENOSPC or EIO), or
+  raise `error` if it is an exception (the process dies inside that call). A failing write first
+  writes a random prefix of its bytes (a torn write); a failing fsync leaves the file's unsynced
+  operations unsynced (after a failed fsync nothing is promised about them).
 
 Every random choice comes from the `random.Random` the disk is given, so a seed replays a crash
 exactly. `stats` counts what happened (bytes lost to crashes, torn writes, injected faults) for the

@@ -17,7 +17,7 @@ import fcntl
 import os
 from typing import Protocol
 
-__all__ = ["FileSystem", "OsFileSystem", "OS_FILESYSTEM"]
+__all__ = ["FileSystem", "OsFileSystem", "OS_FILESYSTEM", "make_directories"]
 
 
 class FileSystem(Protocol):
@@ -100,3 +100,22 @@ class OsFileSystem:
 
 
 OS_FILESYSTEM = OsFileSystem()
+
+
+def make_directories(fs: FileSystem, path: str) -> None:
+    """Create `path` and any missing parents so that they survive a power failure: a new
+    directory's entry is durable only once its parent is fsynced, and a data directory that
+    vanishes takes every fsynced record in it along."""
+    path = os.path.abspath(path)
+    missing = []
+    while not fs.isdir(path):
+        missing.append(path)
+        parent = os.path.dirname(path)
+        if parent == path:
+            break
+        path = parent
+    if not missing:
+        return
+    fs.makedirs(missing[0])
+    for created in reversed(missing):
+        fs.fsync_directory(os.path.dirname(created))

@@ -32,7 +32,7 @@ import zlib
 from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
 
-from impl.fs import OS_FILESYSTEM, FileSystem
+from impl.fs import OS_FILESYSTEM, FileSystem, make_directories
 from impl.wal import (
     DEFAULT_SEGMENT_BYTES,
     CorruptLogError,
@@ -224,7 +224,7 @@ class DiskStorage:
         """Open and recover: ``CorruptLogError`` / ``CorruptMetadataError`` if the files are damaged."""
         if self._wal is not None:
             raise RuntimeError(f"load: storage {self.directory} is already open; close() or crash() it first")
-        self.fs.makedirs(self.directory)
+        make_directories(self.fs, self.directory)  # durably: a vanished directory loses its records
         self._lock_fd = lock_directory(self.directory, self.owner, self.fs)
         try:
             metadata = read_metadata(self.metadata_path, self.fs)

@@ -70,7 +70,7 @@ from collections import OrderedDict
 from dataclasses import dataclass
 from typing import Iterable, Sequence
 
-from impl.fs import OS_FILESYSTEM, FileSystem
+from impl.fs import OS_FILESYSTEM, FileSystem, make_directories
 
 __all__ = [
     "CorruptLogError",
@@ -251,10 +251,7 @@ class WriteAheadLog:
         self._read_fds: OrderedDict[int, int] = OrderedDict()  # first index -> read-only fd
         self._closed = False
         self.failed: WriteFailedError | None = None  # set by the first failed write or fsync
-        created = not fs.isdir(self.directory)
-        fs.makedirs(self.directory)
-        if created:
-            fs.fsync_directory(os.path.dirname(os.path.abspath(self.directory)))
+        make_directories(fs, self.directory)
         self._recover()
 
     # ----------------------------------------------------------------------------------- reads
