@@ -71,8 +71,9 @@ SERVERS = ("S1", "S2", "S3")
 CLIENT = "sim-client"
 # Fast elections in virtual time: a simulated second costs the callbacks run in it, so fewer ticks
 # per election mean more schedules per second of test.
-ELECTION_TICKS = (10, 20)
-HEARTBEAT_TICKS = 2
+TICK_SECONDS = 0.02
+ELECTION_TICKS = (5, 10)  # 100-200 ms
+HEARTBEAT_TICKS = 1
 PUT_TIMEOUT = 1.0  # the node's: a put not committed by then is answered "outcome unknown"
 ATTEMPT_SECONDS = 0.3  # the client's, per server tried
 CLIENT_SECONDS = 2.0  # the client's, per put or get
@@ -103,9 +104,6 @@ class Schedule:
     def __str__(self) -> str:
         return f"seed {self.seed}: " + "; ".join(str(s) for s in self.steps)
 
-    @property
-    def crashes(self) -> int:
-        return sum(1 for s in self.steps if s.action in CRASHES)
 
 
 @dataclass
@@ -246,7 +244,8 @@ class _Simulation:
         self.loop.set_exception_handler(self._loop_error)
         self.rng = random.Random(schedule.seed ^ 0x5EED)
         self.addresses = {s: (f"10.0.0.{k + 1}", 7000) for k, s in enumerate(SERVERS)}
-        self.disks = {s: SimDisk(random.Random(schedule.seed * 31 + k), (self._data_dir(s),))
+        # Only /data exists (durably) at first: each node creates its own data directory.
+        self.disks = {s: SimDisk(random.Random(schedule.seed * 31 + k), ("/data",))
                       for k, s in enumerate(SERVERS)}
         self.nodes: dict[str, Node] = {}  # machines whose process runs (maybe still starting)
         self.incarnations: Counter = Counter()
@@ -289,7 +288,8 @@ class _Simulation:
         self.incarnations[server] += 1
         peers = {s: self.addresses[s] for s in SERVERS if s != server}
         config = NodeConfig(server, self.addresses[server], peers, self._data_dir(server),
-                            election_ticks=ELECTION_TICKS, heartbeat_ticks=HEARTBEAT_TICKS,
+                            tick_seconds=TICK_SECONDS, election_ticks=ELECTION_TICKS,
+                            heartbeat_ticks=HEARTBEAT_TICKS,
                             put_timeout=PUT_TIMEOUT, rng_seed=self.rng.getrandbits(32))
         storage = self.storage_class(config.data_dir, owner=f"server {server}", fs=self.disks[server])
         node = self.node_class(config, storage=storage)
@@ -307,17 +307,20 @@ class _Simulation:
             if "corrupt" in str(error):
                 self.violation(f"{server} cannot restart from what the crash left: {error}")
             self.event(f"{server} failed to start")
-            self.stop(server, power_loss=False)
+            self.stop(server, power_loss=False, crash=False)
             return
         if node.storage.wal.torn_tail is not None:
             self.outcome.witnesses["torn tail dropped on recovery"] += 1
         if self.incarnations[server] > 1:
             self.outcome.witnesses["restarts"] += 1
 
-    def stop(self, server: str, power_loss: bool) -> None:
-        """The machine's process dies (a crash, or the node stopped itself after a disk error)."""
+    def stop(self, server: str, power_loss: bool, crash: bool = True) -> None:
+        """The machine's process dies: a crash, or (`crash=False`) the node stopped itself after a
+        disk error or could not start."""
         if self.nodes.pop(server, None) is None:
             return
+        if crash:
+            self.outcome.witnesses["crashes"] += 1
         disk = self.disks[server]
         for job in self.loop.crash(server):
             # The process may die in the middle of a persist under way: after some of its
@@ -375,7 +378,7 @@ class _Simulation:
         for server, node in list(self.nodes.items()):
             if node.failure is not None:
                 self.outcome.witnesses["fail-stop after a disk error"] += 1
-                self.stop(server, power_loss=False)
+                self.stop(server, power_loss=False, crash=False)
                 continue
             replica = node.replica
             if replica is not None and replica.role == LEADER and self.leading.get(server) != replica.generation:
@@ -503,13 +506,11 @@ class _Simulation:
                 known = max([a.index for a in self.acks], default=0)
                 clients.append(asyncio.create_task(self.get(server, 1 + step.arg % max(known, 1))))
             elif action in ("crash", "power"):
-                self.outcome.witnesses["crashes"] += 1
                 if step.arg % 2:  # not now: in the middle of the next disk write it makes
                     self.armed[server] = action == "power"
                 else:
                     self.stop(server, power_loss=action == "power")
             elif action == "outage":
-                self.outcome.witnesses["crashes"] += 1
                 self.outcome.witnesses["outages"] += 1
                 for s in SERVERS:
                     self.stop(s, power_loss=True)
@@ -534,8 +535,10 @@ class _Simulation:
 
     async def settle(self, clients: list[asyncio.Task]) -> None:
         """Heal everything, restart everything; a write must then commit; check the history."""
-        self.loop.network.heal()
+        for server, power_loss in self.armed.items():  # no persist came: crash it now
+            self.stop(server, power_loss)
         self.armed.clear()
+        self.loop.network.heal()
         for disk in self.disks.values():
             disk.inject(None, 0)
         for server in SERVERS:
@@ -549,7 +552,7 @@ class _Simulation:
             for server in SERVERS:  # a node that stopped itself on a disk error comes back
                 self.start(server)
             await self.put(b"final", self.next_server)
-        await asyncio.sleep(0.2)  # heartbeats carry the final HWM to the followers
+        await asyncio.sleep(0.1)  # heartbeats carry the final HWM to the followers
         leader = max((n for n in self.nodes.values() if n.replica is not None and n.replica.role == LEADER),
                      key=lambda n: n.replica.generation, default=None)
         if leader is None:
