@@ -325,7 +325,7 @@ class _Simulation:
         for job in self.loop.crash(server):
             # The process may die in the middle of a persist under way: after some of its
             # system calls (a write handed to the OS, its fsync not yet), in one, or before any.
-            disk.inject(self.rng.randint(1, 6), _Died())
+            disk.inject(self.rng.randint(1, 4), _Died())
             try:
                 job()
             except BaseException:

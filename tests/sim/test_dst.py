@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections import Counter
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, event, given, settings
 
 from bridge.dst import Schedule, Step, run_schedule, schedules
 
@@ -34,6 +34,8 @@ def run_schedules(examples: int, derandomize: bool) -> Counter:
         outcome = run_schedule(schedule)
         assert not outcome.violations, outcome.report(schedule)
         seen.update(outcome.witnesses)
+        for witness in outcome.witnesses:  # --hypothesis-show-statistics lists how often each happened
+            event(witness)
         seen["schedules"] += 1
         # A crash of a machine that is already down does nothing: count the schedules where one
         # really died (and the end restarted it).
@@ -46,7 +48,7 @@ def run_schedules(examples: int, derandomize: bool) -> Counter:
 def check_witnesses(seen: Counter) -> None:
     # What the checks are meant to survive must have happened, or passing proves little.
     for witness in ("acknowledged puts", "reads", "restarts", "leader changes", "outages", "partitions",
-                    "log files that lost data in a crash", "log writes torn in a crash",
+                    "log files that lost data in a crash", "other writes torn in a crash",
                     "writes torn by a fault or a crash", "torn tail dropped on recovery",
                     "directory operations lost", "crashes during a persist", "crashes inside a system call",
                     "fault ENOSPC", "fault EIO", "fail-stop after a disk error",
