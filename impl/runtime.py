@@ -351,12 +351,13 @@ class _Stats:
 class Node:
     """One server. `await start()`, then `await stopped()` (or `await stop()`)."""
 
-    def __init__(self, config: NodeConfig):
+    def __init__(self, config: NodeConfig, storage: DiskStorage | None = None):
         self.config = config
         self.server_id = config.server_id
         self.replica: Replica | None = None
-        self.storage = DiskStorage(config.data_dir,
-                                   owner=f"server {config.server_id} listening on {format_address(config.listen)}")
+        # `storage`: for a simulation (bridge.dst), the same DiskStorage on a simulated disk.
+        self.storage = storage if storage is not None else DiskStorage(
+            config.data_dir, owner=f"server {config.server_id} listening on {format_address(config.listen)}")
         self._replica_class, self._persist = Replica, persist
         if config.protocol.system == "zab":
             # ZAB's replica, and its currentEpoch file next to the log (impl/zab.py).

@@ -26,13 +26,13 @@ HWM 0).
 from __future__ import annotations
 
 import errno
-import fcntl
 import json
 import os
 import zlib
 from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
 
+from impl.fs import OS_FILESYSTEM, FileSystem, make_directories
 from impl.wal import (
     DEFAULT_SEGMENT_BYTES,
     CorruptLogError,
@@ -40,7 +40,6 @@ from impl.wal import (
     WriteAheadLog,
     WriteFailedError,
     check_truncate_index,
-    fsync_directory,
     check_entries,
 )
 
@@ -83,21 +82,21 @@ class DataDirectoryInUse(StorageError):
                          "directory would both acknowledge writes that only one of them keeps")
 
 
-def lock_directory(directory: str, owner: str) -> int:
+def lock_directory(directory: str, owner: str, fs: FileSystem = OS_FILESYSTEM) -> int:
     """Take the exclusive lock on `directory/LOCK` (flock: released when the process dies, even
     by kill -9) and write `owner` into it; returns the file descriptor that holds the lock."""
     path = os.path.join(directory, LOCK_FILE)
-    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+    fd = fs.open(path, os.O_RDWR | os.O_CREAT, 0o644)
     try:
-        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        fs.lock(fd)
     except OSError as error:
-        holder = os.pread(fd, 4096, 0).decode("utf-8", "replace").strip() or "another process"
-        os.close(fd)
+        holder = fs.pread(fd, 4096, 0).decode("utf-8", "replace").strip() or "another process"
+        fs.close(fd)
         if error.errno in (errno.EWOULDBLOCK, errno.EAGAIN, errno.EACCES):
             raise DataDirectoryInUse(directory, holder) from None
         raise
-    os.ftruncate(fd, 0)
-    os.pwrite(fd, f"{owner} (pid {os.getpid()})\n".encode(), 0)
+    fs.ftruncate(fd, 0)
+    fs.pwrite(fd, f"{owner} (pid {os.getpid()})\n".encode(), 0)
     return fd
 
 
@@ -152,11 +151,10 @@ def _metadata_crc(fields: dict[str, object]) -> int:
     return zlib.crc32(json.dumps(fields, sort_keys=True, separators=(",", ":")).encode())
 
 
-def read_metadata(path: str) -> Metadata:
+def read_metadata(path: str, fs: FileSystem = OS_FILESYSTEM) -> Metadata:
     """Read a metadata file; ``Metadata()`` if it does not exist, ``CorruptMetadataError`` if bad."""
     try:
-        with open(path, "rb") as file:
-            raw = file.read()
+        raw = fs.read_file(path)
     except FileNotFoundError:
         return Metadata()
     try:
@@ -182,37 +180,38 @@ def read_metadata(path: str) -> Metadata:
         raise CorruptMetadataError(path, str(error).removeprefix("save_metadata: ")) from None
 
 
-def write_metadata(path: str, metadata: Metadata) -> None:
+def write_metadata(path: str, metadata: Metadata, fs: FileSystem = OS_FILESYSTEM) -> None:
     """Atomically replace the metadata file: temp file, fsync, rename, fsync the directory."""
     fields = {"format": METADATA_FORMAT, "generation": metadata.generation, "vote": metadata.vote, "hwm": metadata.hwm}
     document = dict(fields, crc32=_metadata_crc(fields))
     data = (json.dumps(document, sort_keys=True) + "\n").encode()
     temporary = path + ".tmp"
-    fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+    fd = fs.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
     try:
         try:
             view = memoryview(data)
             while view:
-                view = view[os.write(fd, view) :]
-            os.fsync(fd)
+                view = view[fs.write(fd, view) :]
+            fs.fsync(fd)
         finally:
-            os.close(fd)
+            fs.close(fd)
     except OSError:
         try:
-            os.unlink(temporary)  # give back the space; the old file is untouched
+            fs.unlink(temporary)  # give back the space; the old file is untouched
         except OSError:
             pass
         raise
-    os.replace(temporary, path)
-    fsync_directory(os.path.dirname(os.path.abspath(path)))
+    fs.replace(temporary, path)
+    fs.fsync_directory(os.path.dirname(os.path.abspath(path)))
 
 
 class DiskStorage:
     """``Storage`` on disk: ``directory/wal/`` segment files and ``directory/metadata.json``."""
 
     def __init__(self, directory: str | os.PathLike[str], segment_bytes: int = DEFAULT_SEGMENT_BYTES,
-                 owner: str = "a replica") -> None:
+                 owner: str = "a replica", fs: FileSystem = OS_FILESYSTEM) -> None:
         self.directory = os.fspath(directory)
+        self.fs = fs  # the OS's file system, or a simulated disk (impl.fs)
         self.segment_bytes = segment_bytes
         self.owner = owner  # written into the lock file, so a second user learns who holds it
         self._lock_fd: int | None = None
@@ -225,11 +224,11 @@ class DiskStorage:
         """Open and recover: ``CorruptLogError`` / ``CorruptMetadataError`` if the files are damaged."""
         if self._wal is not None:
             raise RuntimeError(f"load: storage {self.directory} is already open; close() or crash() it first")
-        os.makedirs(self.directory, exist_ok=True)
-        self._lock_fd = lock_directory(self.directory, self.owner)
+        make_directories(self.fs, self.directory)  # durably: a vanished directory loses its records
+        self._lock_fd = lock_directory(self.directory, self.owner, self.fs)
         try:
-            metadata = read_metadata(self.metadata_path)
-            wal = WriteAheadLog(self.wal_directory, self.segment_bytes)
+            metadata = read_metadata(self.metadata_path, self.fs)
+            wal = WriteAheadLog(self.wal_directory, self.segment_bytes, self.fs)
         except BaseException:
             self._unlock()
             raise
@@ -269,7 +268,7 @@ class DiskStorage:
             raise wal.failed
         metadata = _check_metadata(generation, vote, hwm)
         try:
-            write_metadata(self.metadata_path, metadata)
+            write_metadata(self.metadata_path, metadata, self.fs)
         except OSError as error:
             # Fail-stop, as for the log: the file holds the old or the new metadata.
             wal.failed = WriteFailedError(self.directory, error)
@@ -311,7 +310,7 @@ class DiskStorage:
     def _unlock(self) -> None:
         if self._lock_fd is not None:
             fd, self._lock_fd = self._lock_fd, None
-            os.close(fd)  # closing the descriptor releases the flock
+            self.fs.close(fd)  # closing the descriptor releases the flock
 
 
 class MemoryStorage:

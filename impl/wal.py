@@ -70,6 +70,8 @@ from collections import OrderedDict
 from dataclasses import dataclass
 from typing import Iterable, Sequence
 
+from impl.fs import OS_FILESYSTEM, FileSystem, make_directories
+
 __all__ = [
     "CorruptLogError",
     "DEFAULT_SEGMENT_BYTES",
@@ -198,24 +200,20 @@ def check_truncate_index(index: object) -> int:
     return index
 
 
-def fsync_directory(path: str) -> None:
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
+def fsync_directory(path: str, fs: FileSystem = OS_FILESYSTEM) -> None:
+    fs.fsync_directory(path)
 
 
-def _write_all(fd: int, data: bytes, offset: int) -> None:
+def _write_all(fs: FileSystem, fd: int, data: bytes, offset: int) -> None:
     view = memoryview(data)
     while view:
-        written = os.pwrite(fd, view, offset)
+        written = fs.pwrite(fd, view, offset)
         view = view[written:]
         offset += written
 
 
-def _pread_exact(fd: int, length: int, offset: int, path: str) -> bytes:
-    data = os.pread(fd, length, offset)
+def _pread_exact(fs: FileSystem, fd: int, length: int, offset: int, path: str) -> bytes:
+    data = fs.pread(fd, length, offset)
     if len(data) != length:
         raise CorruptLogError(path, offset, f"short read: wanted {length} bytes, file ended after {len(data)}")
     return data
@@ -227,13 +225,15 @@ class WriteAheadLog:
     Opening recovers the log (see the module docstring); ``CorruptLogError`` if it is damaged.
     """
 
-    def __init__(self, directory: str | os.PathLike[str], segment_bytes: int = DEFAULT_SEGMENT_BYTES) -> None:
+    def __init__(self, directory: str | os.PathLike[str], segment_bytes: int = DEFAULT_SEGMENT_BYTES,
+                 fs: FileSystem = OS_FILESYSTEM) -> None:
         if type(segment_bytes) is not int or segment_bytes < SEGMENT_HEADER.size + RECORD_HEADER.size:
             raise ValueError(
                 f"segment_bytes must be an int >= {SEGMENT_HEADER.size + RECORD_HEADER.size}, "
                 f"got {segment_bytes!r}"
             )
         self.directory = os.fspath(directory)
+        self._fs = fs  # every file system call goes through it (impl.fs: the OS's, or a simulated disk)
         self.segment_bytes = segment_bytes
         self.torn_tail: TornTail | None = None  # what the last recovery dropped, if anything
         self._segments: list[_Segment] = []
@@ -251,10 +251,7 @@ class WriteAheadLog:
         self._read_fds: OrderedDict[int, int] = OrderedDict()  # first index -> read-only fd
         self._closed = False
         self.failed: WriteFailedError | None = None  # set by the first failed write or fsync
-        created = not os.path.isdir(self.directory)
-        os.makedirs(self.directory, exist_ok=True)
-        if created:
-            fsync_directory(os.path.dirname(os.path.abspath(self.directory)))
+        make_directories(fs, self.directory)
         self._recover()
 
     # ----------------------------------------------------------------------------------- reads
@@ -341,10 +338,10 @@ class WriteAheadLog:
         self.flush()
         try:
             if self._write_fd is not None and self._write_fd_dirty:
-                os.fsync(self._write_fd)
+                self._fs.fsync(self._write_fd)
             self._write_fd_dirty = False
             if self._directory_dirty:
-                fsync_directory(self.directory)
+                self._fs.fsync_directory(self.directory)
                 self._directory_dirty = False
         except OSError as error:
             self._fail(error)
@@ -395,7 +392,7 @@ class WriteAheadLog:
         if self._write_fd is not None:
             fds.append(self._write_fd)
         for fd in fds:
-            os.close(fd)
+            self._fs.close(fd)
         self._read_fds.clear()
         self._write_fd = None
         self._pending.clear()
@@ -410,10 +407,10 @@ class WriteAheadLog:
         first = self._segments[position].first_index
         fd = self._read_fds.get(first)
         if fd is None:
-            fd = os.open(self._segments[position].path, os.O_RDONLY)
+            fd = self._fs.open(self._segments[position].path, os.O_RDONLY)
             self._read_fds[first] = fd
             if len(self._read_fds) > _READ_FDS_CACHED:
-                os.close(self._read_fds.popitem(last=False)[1])
+                self._fs.close(self._read_fds.popitem(last=False)[1])
         else:
             self._read_fds.move_to_end(first)
         return fd
@@ -429,7 +426,7 @@ class WriteAheadLog:
             stop = min(end, next_first)
             begin = self._offsets[index - 1]
             finish = self._offsets[stop - 2] + RECORD_HEADER.size + self._lengths[stop - 2]
-            data = _pread_exact(self._read_fd(position), finish - begin, begin, segment.path)
+            data = _pread_exact(self._fs, self._read_fd(position), finish - begin, begin, segment.path)
             at = 0
             for expected in range(index, stop):
                 crc, got_index, generation, length = RECORD_HEADER.unpack_from(data, at)
@@ -446,15 +443,15 @@ class WriteAheadLog:
     def _delete_segment(self, segment: _Segment) -> None:
         fd = self._read_fds.pop(segment.first_index, None)
         if fd is not None:
-            os.close(fd)
-        os.unlink(segment.path)
+            self._fs.close(fd)
+        self._fs.unlink(segment.path)
         self._directory_dirty = True
 
     def _apply_cut(self) -> None:
         assert self._cut is not None
         index, offset = self._cut
         if self._write_fd is not None:
-            os.close(self._write_fd)
+            self._fs.close(self._write_fd)
             self._write_fd = None
         position = self._segment_position(index)
         keep = position if self._segments[position].first_index == index else position + 1
@@ -464,15 +461,15 @@ class WriteAheadLog:
         del self._firsts[keep:]
         if keep == position + 1:
             segment = self._segments[position]
-            fd = os.open(segment.path, os.O_RDWR)
-            os.ftruncate(fd, offset)
-            os.fsync(fd)
+            fd = self._fs.open(segment.path, os.O_RDWR)
+            self._fs.ftruncate(fd, offset)
+            self._fs.fsync(fd)
             segment.size = offset
             self._write_fd = fd
         elif self._segments:
-            self._write_fd = os.open(self._segments[-1].path, os.O_RDWR)
+            self._write_fd = self._fs.open(self._segments[-1].path, os.O_RDWR)
         if self._directory_dirty:
-            fsync_directory(self.directory)
+            self._fs.fsync_directory(self.directory)
             self._directory_dirty = False
         self._write_fd_dirty = False
         self._cut = None
@@ -482,11 +479,11 @@ class WriteAheadLog:
             # The old segment must be complete on disk before records land in the next one, so a
             # power failure can tear only the last segment (damage elsewhere is then corruption).
             if self._write_fd_dirty:
-                os.fsync(self._write_fd)
+                self._fs.fsync(self._write_fd)
             fd, self._write_fd = self._write_fd, None
-            os.close(fd)
+            self._fs.close(fd)
         path = os.path.join(self.directory, segment_name(first_index))
-        self._write_fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o644)
+        self._write_fd = self._fs.open(path, os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o644)
         self._write_fd_dirty = False
         self._directory_dirty = True
         segment = _Segment(first_index, path, 0)
@@ -509,21 +506,21 @@ class WriteAheadLog:
         a torn tail, possibly followed by segments that hold no record."""
         if self._write_fd is not None:
             try:
-                os.close(self._write_fd)
+                self._fs.close(self._write_fd)
             except OSError:
                 pass
             self._write_fd = None
         try:
             for segment in reversed(self._segments[segments_before:]):
-                os.unlink(segment.path)
+                self._fs.unlink(segment.path)
             if segments_before:
                 segment = self._segments[segments_before - 1]
-                fd = os.open(segment.path, os.O_RDWR)
+                fd = self._fs.open(segment.path, os.O_RDWR)
                 try:
-                    os.ftruncate(fd, size_before)
+                    self._fs.ftruncate(fd, size_before)
                 finally:
-                    os.close(fd)
-            fsync_directory(self.directory)
+                    self._fs.close(fd)
+            self._fs.fsync_directory(self.directory)
         except OSError:
             pass
 
@@ -534,11 +531,11 @@ class WriteAheadLog:
 
         def write_chunk() -> None:
             if chunk and self._write_fd is not None:
-                _write_all(self._write_fd, b"".join(chunk), chunk_start)
+                _write_all(self._fs, self._write_fd, b"".join(chunk), chunk_start)
                 self._write_fd_dirty = True
 
         if segment is not None and self._write_fd is None:
-            self._write_fd = os.open(segment.path, os.O_RDWR)
+            self._write_fd = self._fs.open(segment.path, os.O_RDWR)
         for index, generation, payload in self._pending:
             record = encode_record(index, generation, payload)
             if segment is None or (
@@ -561,7 +558,7 @@ class WriteAheadLog:
     def _recover(self) -> None:
         names = sorted(
             (int(match.group(1)), name)
-            for name in os.listdir(self.directory)
+            for name in self._fs.listdir(self.directory)
             if (match := _SEGMENT_NAME.match(name))
         )
         recordless: list[tuple[int, str]] = []  # segments after a torn tail that hold no record
@@ -570,8 +567,7 @@ class WriteAheadLog:
         for position, (first_index, name) in enumerate(names):
             path = os.path.join(self.directory, name)
             is_last = position == len(names) - 1
-            with open(path, "rb") as file:
-                data = file.read()
+            data = self._fs.read_file(path)
             if first_index != expected:
                 what = "the log must start at index 1" if position == 0 else "a segment is missing or misnamed"
                 raise CorruptLogError(path, 0, f"segment name says first index {first_index}, expected {expected} ({what})")
@@ -614,7 +610,7 @@ class WriteAheadLog:
                 if problem is not None:
                     later = names[position + 1:]
                     if not is_last and not all(
-                            os.path.getsize(os.path.join(self.directory, n)) <= SEGMENT_HEADER.size for _, n in later):
+                            self._fs.getsize(os.path.join(self.directory, n)) <= SEGMENT_HEADER.size for _, n in later):
                         raise CorruptLogError(path, offset, problem + " in a segment that is not the last")
                     # Segments after it that hold no record are what a write that failed (a full
                     # disk) after starting a new segment leaves: nothing valid follows, so this is
@@ -640,7 +636,7 @@ class WriteAheadLog:
                 break  # only record-less segments follow a torn tail
         self._disk_last = expected - 1
         for _, name in recordless:
-            os.unlink(os.path.join(self.directory, name))
+            self._fs.unlink(os.path.join(self.directory, name))
         if recordless:
             names = names[: len(names) - len(recordless)]
         if tail_action is not None:
@@ -648,26 +644,26 @@ class WriteAheadLog:
         # What we recovered may have been only in the page cache (a process crash after a write and
         # before its fsync); make it durable now, since the caller will act on it as its log.
         if self._segments:
-            fd = os.open(self._segments[-1].path, os.O_RDONLY)
+            fd = self._fs.open(self._segments[-1].path, os.O_RDONLY)
             try:
-                os.fsync(fd)
+                self._fs.fsync(fd)
             finally:
-                os.close(fd)
-            fsync_directory(self.directory)
+                self._fs.close(fd)
+            self._fs.fsync_directory(self.directory)
 
     def _drop_torn_tail(self, names: list[tuple[int, str]], action: str, offset: int, reason: str) -> None:
         path = os.path.join(self.directory, names[-1][1])
-        size = os.path.getsize(path)
+        size = self._fs.getsize(path)
         if action == "remove":
-            os.unlink(path)
-            fsync_directory(self.directory)
+            self._fs.unlink(path)
+            self._fs.fsync_directory(self.directory)
         else:
-            fd = os.open(path, os.O_RDWR)
+            fd = self._fs.open(path, os.O_RDWR)
             try:
-                os.ftruncate(fd, offset)
-                os.fsync(fd)
+                self._fs.ftruncate(fd, offset)
+                self._fs.fsync(fd)
             finally:
-                os.close(fd)
+                self._fs.close(fd)
         self.torn_tail = TornTail(path, offset, size - offset, action == "remove", reason)
 
 

@@ -1,6 +1,7 @@
 """A storage-layer fault injector: real files, with the k-th write-like system call failing.
 
-`FaultyOS(fail_at, error)` stands in for the `os` module of `impl.wal` and `impl.storage`: it counts
+`FaultyOS(fail_at, error)` stands in for the `os` module behind `impl.fs.OS_FILESYSTEM` (the file
+system `impl.wal` and `impl.storage` use by default): it counts
 the calls that change files (open, write, pwrite, fsync, ftruncate, replace, unlink) and makes call
 number `fail_at` fail. `error` is what it raises: an `OSError` (ENOSPC, EIO: the caller sees it and
 must stop) or `Crash` (the process dies right there: nothing after it runs, what was handed to the
@@ -12,8 +13,7 @@ from __future__ import annotations
 import os
 from contextlib import contextmanager
 
-import impl.storage
-import impl.wal
+import impl.fs
 
 COUNTED = ("open", "write", "pwrite", "fsync", "ftruncate", "replace", "unlink")
 
@@ -46,11 +46,11 @@ class FaultyOS:
 
 @contextmanager
 def faulty_disk(fail_at: int | None, error: BaseException | None = None):
-    """Patch the storage modules' `os` for the duration; yields the FaultyOS (its `calls` count)."""
+    """Patch the OS file system's `os` for the duration; yields the FaultyOS (its `calls` count)."""
     faulty = FaultyOS(fail_at, error)
-    saved = impl.wal.os, impl.storage.os
-    impl.wal.os = impl.storage.os = faulty
+    saved = impl.fs.os
+    impl.fs.os = faulty
     try:
         yield faulty
     finally:
-        impl.wal.os, impl.storage.os = saved
+        impl.fs.os = saved
