@@ -257,6 +257,7 @@ class _Simulation:
         self.previous_view = None
         self.outcome = Outcome()
         self.request_ids = iter(range(1, 1 << 30))
+        self.registered = False  # whether CLIENT's session is open
         self.next_server = 0
 
     @staticmethod
@@ -446,11 +447,19 @@ class _Simulation:
         deadline = self.loop.now + CLIENT_SECONDS
         server = SERVERS[first % len(SERVERS)]
         while self.loop.now < deadline:
-            got = await self.call(server, request)
+            # The client protocol's session first (Raft §6.3: retried puts apply once per session).
+            outgoing = request if self.registered else m.RegisterClient(CLIENT)
+            got = await self.call(server, outgoing)
             answer, tag = got if got is not None else (None, None)
+            if isinstance(answer, m.PutReply) and answer.index is not None and outgoing is not request:
+                self.registered = True
+                continue
             if isinstance(answer, m.PutReply) and answer.index is not None and tag is not None:
                 self._acknowledged(request, answer.index, tag)
                 return
+            if isinstance(answer, m.PutReply) and answer.code == m.SESSION_EXPIRED:
+                self.registered = False
+                continue
             if isinstance(answer, m.PutReply) and answer.code in (m.NOT_WRITTEN, m.REFUSED):
                 self.event(f"put {value!r} not written: {answer.error}")
                 return

@@ -163,14 +163,14 @@ def test_zab_processes_synchronise_a_new_leader_before_it_takes_writes_and_a_res
             processes.start(server)
         with Client(addresses, timeout=20) as client:
             written = {client.put(f"entry {k}".encode()): f"entry {k}".encode() for k in range(20)}
-            assert sorted(written) == list(range(1, 21))
+            assert sorted(written) == list(range(2, 22))  # entry 1 opened the client's session
             old_leader = client.leader
             processes.kill(old_leader)
             new_leader = wait_for(lambda: next((s for s, r in statuses(client).items()
                                                 if r is not None and r.role == "leader"), None),
                                   20, "a new leader")
-            # Established by the NEWLEADER quorum, the new leader has committed all 20 already.
-            wait_for(lambda: statuses(client)[new_leader].hwm == 20, 20, "the history committed")
+            # Established by the NEWLEADER quorum, the new leader has committed all 21 already.
+            wait_for(lambda: statuses(client)[new_leader].hwm == 21, 20, "the history committed")
             written[client.put(b"after the failover")] = b"after the failover"
             for index, value in written.items():
                 assert client.get(index)[1] == value, index
@@ -180,7 +180,7 @@ def test_zab_processes_synchronise_a_new_leader_before_it_takes_writes_and_a_res
                 now = statuses(client)
                 leader, rejoined = now.get(new_leader), now.get(old_leader)
                 return (leader is not None and rejoined is not None and rejoined.role == "follower"
-                        and (rejoined.last_index, rejoined.hwm) == (leader.last_index, leader.hwm) == (21, 21))
+                        and (rejoined.last_index, rejoined.hwm) == (leader.last_index, leader.hwm) == (22, 22))
 
             wait_for(caught_up, 20, f"{old_leader} to catch up")
             epoch = statuses(client)[new_leader].generation
