@@ -134,7 +134,12 @@ def truncation_offset(rule: str, follower: tuple[int, ...], follower_hwm: int, l
     if epoch is not None and epoch != requested:
         # KIP-279: the leader lacks the follower's epoch; truncate to the smaller of the
         # two end offsets for the epoch the leader named.
-        end = min(end, end_offset_for(follower, epoch)[1])
+        own_epoch, own_end = end_offset_for(follower, epoch)
+        if own_epoch is not None and own_epoch != epoch:
+            # The follower lacks that epoch too: it truncates to the end of its own largest
+            # epoch below it and asks again (AbstractFetcherThread: truncationCompleted = false).
+            return truncation_offset(rule, follower[:own_end], follower_hwm, leader)
+        end = min(end, own_end)
     return min(end, len(follower))
 
 

@@ -11,6 +11,7 @@ from model.kafka import (NO_LEADER, KafkaModel, KafkaServer, KafkaState, end_off
 from model.state import FOLLOWER, LEADER, Config
 from properties.catalogue import BY_NAME, CATALOGUE
 from properties.protocol import KAFKA, PRESETS, RAFT, Protocol, ProtocolError, flags_of, presets_of
+from tests.explored import explore
 
 RULES = ("own-hwm", "leader-epoch", "leader-epoch-kip279", "fenced")
 
@@ -104,6 +105,24 @@ def test_kip279_divergence_truncation_point():
     assert truncation_offset("leader-epoch-kip279", follower, 0, leader) == 0
     assert truncation_offset("fenced", follower, 0, leader) == 0
     assert truncation_offset("own-hwm", follower, 0, leader) == 0
+
+
+def test_kip279_truncation_asks_again_when_the_follower_lacks_the_named_epoch():
+    # Two fast leader changes each way: the follower holds 1@e1, 2@e3, the leader 1@e2, 2@e4.
+    # Asked for epoch 3, the leader names epoch 2 (ending at 1); the follower has no epoch 2, so
+    # it truncates to the end of its epoch 1 (offset 1) and asks again for epoch 1, which the
+    # leader does not have at all: truncate to 0 (AbstractFetcherThread, truncationCompleted =
+    # false, then KAFKA-7415's answer). Stopping after the first answer kept 1@e1 under 2@e4.
+    follower, leader = (1, 3), (2, 4)
+    assert end_offset_for(leader, 3) == (2, 1) and end_offset_for(follower, 2) == (1, 1)
+    for name in ("leader-epoch-kip279", "fenced"):
+        assert truncation_offset(name, follower, 0, leader) == 0
+
+
+def test_safe_kafka_keeps_logs_matching_after_fast_leader_changes_on_two_servers():
+    # The space where the single-answer truncation diverged (LogMatching in 9 steps).
+    report = explore("kafka", Config(servers=2, max_generation=4, max_log=3, max_crashes=0))
+    assert not report.violated, report.violated
 
 
 def test_truncation_to_own_hwm_drops_what_the_hwm_has_not_reached():
