@@ -18,7 +18,9 @@ What it follows (Apache Kafka, ZooKeeper-era controller):
   epochs of the entries in its log, so it is derived from the log, not stored.
 - `follower_truncation` decides what a replica truncates when it becomes a follower:
   `own-hwm` (before KIP-101), `leader-epoch` (KIP-101), `leader-epoch-kip279`
-  (KIP-279), `fenced` (KIP-320 with KAFKA-7164 and KAFKA-7415).
+  (KIP-279), `fenced` (KIP-320 with KAFKA-7164 and KAFKA-7415), and
+  `last-fetched-epoch`, KIP-320's first attempt: nothing on becoming a follower; every
+  fetch carries the epoch of the follower's last entry and a mismatch makes it truncate.
 - `replicate(leader, follower)` is one fetch round trip: the truncation exchange first
   if the follower must truncate, then the fetch from its LEO. A fetch appends at the
   follower's LEO with no check of the entry before it (Kafka's fetch has none); a fetch
@@ -141,6 +143,17 @@ def truncation_offset(rule: str, follower: tuple[int, ...], follower_hwm: int, l
             return truncation_offset(rule, follower[:own_end], follower_hwm, leader)
         end = min(end, own_end)
     return min(end, len(follower))
+
+
+def diverged_at(follower: tuple[int, ...], leader: tuple[int, ...]) -> int | None:
+    """KIP-320's first attempt: the fetch carries the epoch of the follower's last entry, and the
+    leader answers LOG_TRUNCATION when its log is shorter or holds another epoch there. Then
+    the offset to truncate to: one past the last offset where both logs hold the same entry
+    (an epoch identifies an entry at an offset); None when the fetch may go ahead."""
+    end = len(follower)
+    if end == 0 or (end <= len(leader) and leader[end - 1] == follower[-1]):
+        return None
+    return next((k + 1 for k in range(min(end, len(leader)) - 1, -1, -1) if follower[k] == leader[k]), 0)
 
 
 # ------------------------------------------------------------------- encoding
@@ -309,7 +322,7 @@ class KafkaModel:
         if self.rule == "own-hwm":
             # Before KIP-101: "truncate the log to the high watermark" on becoming a follower.
             log = log[:hwm]
-        else:
+        elif self.rule != "last-fetched-epoch":  # KIP-320's first attempt truncates only on a fetch
             truncating = True  # the fetcher starts in its truncating state
         return replica._replace(generation=epoch, role=FOLLOWER, log=log, hwm=min(hwm, len(log)), match=(),
                                 leader=leader, truncating=truncating)
@@ -382,6 +395,10 @@ class KafkaModel:
         if follower.truncating:
             # OffsetsForLeaderEpoch, then truncate (AbstractFetcherThread.maybeTruncate).
             log = log[:truncation_offset(self.rule, log, hwm, leader.log)]
+        elif self.rule == "last-fetched-epoch":
+            truncate_to = diverged_at(log, leader.log)
+            if truncate_to is not None:  # LOG_TRUNCATION: truncate, then fetch again from there
+                log = log[:truncate_to]
         if len(log) > len(leader.log):
             # OFFSET_OUT_OF_RANGE: the follower truncates to the leader's log end offset.
             log = log[:len(leader.log)]

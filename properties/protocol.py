@@ -44,8 +44,11 @@ FLAG_VALUES: dict[str, tuple[Any, ...]] = {
     # gives for the replica's last leader epoch (KIP-101); the same with the epoch in the
     # answer and the follower's own end offset for it (KIP-279); and KIP-320's fenced
     # requests, which carry the current leader epoch, with KAFKA-7164's truncation after
-    # every leader epoch change.
-    "follower_truncation": ("own-hwm", "leader-epoch", "leader-epoch-kip279", "fenced"),
+    # every leader epoch change. Last, KIP-320's first attempt, a design that never shipped
+    # (no preset: docs/systems-kafka.md says why): no truncation on becoming a follower; each
+    # fetch carries the epoch of the follower's last entry, not the current leader epoch,
+    # and the leader answers LOG_TRUNCATION when its own entry there differs.
+    "follower_truncation": ("own-hwm", "leader-epoch", "leader-epoch-kip279", "fenced", "last-fetched-epoch"),
     # Kafka: unclean.leader.election.enable: with no live replica in the ISR, the
     # controller may elect any live replica.
     "unclean_election": (False, True),
