@@ -37,7 +37,7 @@ from __future__ import annotations
 from itertools import combinations
 from typing import Iterator, NamedTuple
 
-from model.actions import Action, BoundHit
+from model.actions import Action, BoundHit, ServerActions, pair_refusal
 from model.encoding import _reads, canonical, fingerprint_bytes
 from model.state import FOLLOWER, LEADER, Config
 from properties.acked import KAFKA_PROPERTIES
@@ -210,12 +210,13 @@ def decode(data: bytes) -> KafkaState:
 
 
 # ---------------------------------------------------------------------- model
-class KafkaModel:
+class KafkaModel(ServerActions):
     """The explicit-state model of Kafka's replication under one protocol and configuration."""
 
     ACTIONS = ("elect", "write", "replicate", "shrink_isr", "read", "crash", "restart")
     # The catalogue, the acknowledged-write promise and Kafka's acks=all statement about leaders.
     properties = KAFKA_PROPERTIES
+    NOTHING_TO_READ = "has nothing below its high watermark"
 
     def __init__(self, protocol: Protocol, config: Config):
         if config.network != "rpc":
@@ -367,15 +368,10 @@ class KafkaModel:
         return KafkaState(tuple(servers), s.reads, s.crashes, (), acked)
 
     def guard_replicate(self, s: KafkaState, l: int, f: int) -> str | None:
-        if l == f:
-            return "a leader does not fetch from itself"
+        refusal = pair_refusal(s.servers, l, f, "a leader does not fetch from itself")
+        if refusal:
+            return refusal
         leader, follower = s.servers[l], s.servers[f]
-        if not leader.alive:
-            return f"{server_name(l)} is down"
-        if leader.role != LEADER:
-            return f"{server_name(l)} is not a leader"
-        if not follower.alive:
-            return f"{server_name(f)} is down"
         if follower.role != FOLLOWER:
             return f"{server_name(f)} leads epoch {follower.generation} and does not fetch"
         if follower.leader != l + 1:
@@ -438,40 +434,11 @@ class KafkaModel:
         acked = self._advance_hwm(servers, l, s.acked)
         return KafkaState(tuple(servers), s.reads, s.crashes, (), acked)
 
-    def guard_read(self, s: KafkaState, r: int) -> str | None:
-        server = s.servers[r]
-        if not server.alive:
-            return f"{server_name(r)} is down"
-        readable = min(server.hwm, len(server.log))
-        if readable == 0:
-            return f"{server_name(r)} has nothing below its high watermark"
-        if all((i + 1, server.log[i]) in s.reads for i in range(readable)):
-            return f"clients have already read everything {server_name(r)} can serve"
-        return None
-
-    def effect_read(self, s: KafkaState, r: int) -> KafkaState:
-        # Consumers read only below the high watermark.
-        server = s.servers[r]
-        readable = min(server.hwm, len(server.log))
-        return s._replace(reads=s.reads | {(i + 1, server.log[i]) for i in range(readable)})
-
-    def guard_crash(self, s: KafkaState, c: int) -> str | None:
-        if not s.servers[c].alive:
-            return f"{server_name(c)} is already down"
-        if s.crashes >= self.config.max_crashes:
-            return BoundHit("max_crashes", f"max_crashes {self.config.max_crashes} reached")
-        return None
-
     def effect_crash(self, s: KafkaState, c: int) -> KafkaState:
         # The log, the leader epoch and the checkpointed HW are on disk; the role and the
         # leader's view of its followers are lost. The ISR is the controller's: unchanged.
         server = s.servers[c]._replace(alive=False, role=FOLLOWER, match=())
         return s._replace(servers=s.servers[:c] + (server,) + s.servers[c + 1:], crashes=s.crashes + 1)
-
-    def guard_restart(self, s: KafkaState, r: int) -> str | None:
-        if s.servers[r].alive:
-            return f"{server_name(r)} is not down"
-        return None
 
     def effect_restart(self, s: KafkaState, r: int) -> KafkaState:
         # The controller sends the restarted broker the current epoch and leader (if that
@@ -484,11 +451,6 @@ class KafkaModel:
         return s._replace(servers=s.servers[:r] + (server,) + s.servers[r + 1:])
 
     # ------------------------------------------------------------ enumeration
-    def successors(self, s: KafkaState, bounds_hit: set | None = None) -> Iterator[tuple[Action, KafkaState]]:
-        apply = self.apply
-        for action in self.actions(s, bounds_hit):
-            yield action, apply(s, action)
-
     def actions(self, s: KafkaState, bounds_hit: set | None = None) -> Iterator[Action]:
         """Every enabled action in a fixed order: the guards' logic without their reasons,
         for speed (`why_not` gives the reasons; tests check that the two agree)."""
@@ -510,25 +472,7 @@ class KafkaModel:
                     hit.add("max_generation")
                 else:
                     yield ("elect", c, voters)
-        reads = s.reads
-        for k in range(n):
-            if not alive[k]:
-                yield ("restart", k)
-                continue
-            server = servers[k]
-            log = server.log
-            if leading[k]:
-                if len(log) < config.max_log:
-                    yield ("write", k)
-                else:
-                    hit.add("max_log")
-            readable = min(server.hwm, len(log))
-            if readable and not all((i + 1, log[i]) in reads for i in range(readable)):
-                yield ("read", k)
-            if s.crashes < config.max_crashes:
-                yield ("crash", k)
-            else:
-                hit.add("max_crashes")
+        yield from self.server_actions(s, alive, leading, hit)
         fenced = self.rule == "fenced"
         for l, f in self.pairs:
             if leading[l] and servers[f].in_isr and servers[l].generation == epoch and (
@@ -539,11 +483,3 @@ class KafkaModel:
             if (leading[l] and alive[f] and follower.role == FOLLOWER and follower.leader == l + 1
                     and not (fenced and follower.generation != servers[l].generation)):
                 yield ("replicate", l, f)
-
-    def why_not(self, s: KafkaState, action: Action) -> str | None:
-        if action[0] not in self.ACTIONS:
-            return f"{action[0]} is not an action of Kafka's model"
-        return getattr(self, "guard_" + action[0])(s, *action[1:])
-
-    def apply(self, s: KafkaState, action: Action) -> KafkaState:
-        return self._effects[action[0]](s, *action[1:])
