@@ -278,9 +278,38 @@ def test_first_attempt_closes_kafka_7164s_divergence():
     # The catalogue's KAFKA-7164 trace: S2's epoch-1 fetch (step 11) gets LOG_TRUNCATION and takes
     # S1's 1@e2, so the last step, a read of 1@e1 from S2, has nothing new to read.
     trace = load(HERE / "kafka-kip279.json")
-    outcome = replay_on_model(trace, {"preset": "kafka", "flags": {"follower_truncation": "last-fetched-epoch"}})
+    outcome = replay_on_model(trace, FIRST_TRY)
     assert (outcome.kind, outcome.step) == ("blocked", 12) and "already read" in outcome.reason, outcome.summary()
     assert outcome.rows[11][1].servers[1].log == (2,)
+
+
+FIRST_TRY = {"preset": "kafka", "flags": {"follower_truncation": "last-fetched-epoch"}}
+
+
+def _first_try(config):
+    from model.engine import CheckOptions, check
+    from properties.protocol import resolve
+    return check(build_model(resolve(FIRST_TRY)[1], config), CheckOptions(symmetry=True), name="first-try")
+
+
+def test_first_attempt_shows_only_what_the_safe_preset_shows_on_three_servers():
+    # docs/systems-kafka.md: at 3 servers and max_log 2 the first attempt's shortest violations are
+    # the safe preset's own (a deposed leader computes its HW over the controller's ISR), so the
+    # catalogue has no trace for it. When the model changes, this and the docs change together.
+    config = Config(servers=3, max_generation=3, max_log=2, max_crashes=0)
+    first_try = _first_try(config)
+    lengths = {n: first_try.results[n].length for n in first_try.violated}
+    report = explore("kafka", config)
+    assert lengths == {n: report.results[n].length for n in report.violated}
+    assert lengths["CommittedOnQuorum"] == 9
+
+
+@pytest.mark.deep
+@pytest.mark.parametrize("config", [Config(servers=3, max_generation=4, max_log=1, max_crashes=1),
+                                    Config(servers=2, max_generation=4, max_log=3, max_crashes=1),
+                                    Config(servers=2, max_generation=5, max_log=3, max_crashes=0)])
+def test_first_attempt_holds_where_the_model_is_exact(config):
+    assert not _first_try(config).violated
 
 
 def test_restart_learns_the_current_leader_and_truncates_by_rule():
