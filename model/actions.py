@@ -43,19 +43,25 @@ def up_to_date(candidate: tuple[int, ...], voter: tuple[int, ...]) -> bool:
     return (last_generation(candidate), len(candidate)) >= (last_generation(voter), len(voter))
 
 
+def leader_refusal(servers, l: int) -> str | None:
+    """Why server `l` cannot act as a leader at all, or None."""
+    leader = servers[l]
+    if not leader.alive:
+        return f"{server_name(l)} is down"
+    if leader.role != LEADER:
+        return f"{server_name(l)} is not a leader"
+    return None
+
+
 def pair_refusal(servers, l: int, f: int, itself: str) -> str | None:
     """Why leader `l` cannot reach follower `f` at all (`itself` when they are the same server),
     or None: the liveness checks every leader-to-follower action starts with."""
     if l == f:
         return itself
-    leader, follower = servers[l], servers[f]
-    if not leader.alive:
-        return f"{server_name(l)} is down"
-    if leader.role != LEADER:
-        return f"{server_name(l)} is not a leader"
-    if not follower.alive:
+    refusal = leader_refusal(servers, l)
+    if refusal is None and not servers[f].alive:
         return f"{server_name(f)} is down"
-    return None
+    return refusal
 
 
 class ServerActions:
@@ -120,6 +126,12 @@ class ServerActions:
         server = s.servers[r]
         readable = min(server.hwm, len(server.log))
         return s._replace(reads=s.reads | {(i + 1, server.log[i]) for i in range(readable)})
+
+    def guard_write(self, s, l: int) -> str | None:
+        refusal = leader_refusal(s.servers, l)
+        if refusal is None and len(s.servers[l].log) >= self.config.max_log:
+            return BoundHit("max_log", f"{server_name(l)}'s log is at max_log {self.config.max_log}")
+        return refusal
 
     def guard_crash(self, s, c: int) -> str | None:
         if not s.servers[c].alive:
@@ -285,16 +297,6 @@ class Model(ServerActions):
         servers[c] = self._advance_hwm(leader, c)
         return State(tuple(servers), s.reads, s.crashes, s.channels)
 
-    def guard_write(self, s: State, l: int) -> str | None:
-        leader = s.servers[l]
-        if not leader.alive:
-            return f"{server_name(l)} is down"
-        if leader.role != LEADER:
-            return f"{server_name(l)} is not a leader"
-        if len(leader.log) >= self.config.max_log:
-            return BoundHit("max_log", f"{server_name(l)}'s log is at max_log {self.config.max_log}")
-        return None
-
     def effect_write(self, s: State, l: int) -> State:
         # "For each log entry, the leader appends it to its local write ahead log."
         leader = s.servers[l]
@@ -376,11 +378,9 @@ class Model(ServerActions):
             return "send belongs to the async network; this model uses rpc"
         if a == b:
             return "a server does not send to itself"
-        leader = s.servers[a]
-        if not leader.alive:
-            return f"{server_name(a)} is down"
-        if leader.role != LEADER:
-            return f"{server_name(a)} is not a leader"
+        refusal = leader_refusal(s.servers, a)
+        if refusal:
+            return refusal
         if len(s.channels[self._channel(a, b)]) >= self.config.channel_capacity:
             return BoundHit("channel_capacity", f"channel {server_name(a)}->{server_name(b)} is full")
         return None

@@ -37,7 +37,7 @@ from __future__ import annotations
 from itertools import combinations
 from typing import Iterator, NamedTuple
 
-from model.actions import Action, BoundHit, ServerActions, pair_refusal
+from model.actions import Action, BoundHit, ServerActions, leader_refusal, pair_refusal
 from model.encoding import _reads, canonical, fingerprint_bytes
 from model.state import FOLLOWER, LEADER, Config
 from properties.acked import KAFKA_PROPERTIES
@@ -350,16 +350,6 @@ class KafkaModel(ServerActions):
         acked = self._advance_hwm(servers, c, s.acked)
         return KafkaState(tuple(servers), s.reads, s.crashes, (), acked)
 
-    def guard_write(self, s: KafkaState, l: int) -> str | None:
-        leader = s.servers[l]
-        if not leader.alive:
-            return f"{server_name(l)} is down"
-        if leader.role != LEADER:
-            return f"{server_name(l)} is not a leader"
-        if len(leader.log) >= self.config.max_log:
-            return BoundHit("max_log", f"{server_name(l)}'s log is at max_log {self.config.max_log}")
-        return None
-
     def effect_write(self, s: KafkaState, l: int) -> KafkaState:
         servers = list(s.servers)
         leader = servers[l]
@@ -413,11 +403,10 @@ class KafkaModel(ServerActions):
     def guard_shrink_isr(self, s: KafkaState, l: int, f: int) -> str | None:
         if l == f:
             return "a leader does not remove itself from the ISR"
+        refusal = leader_refusal(s.servers, l)
+        if refusal:
+            return refusal
         leader, follower = s.servers[l], s.servers[f]
-        if not leader.alive:
-            return f"{server_name(l)} is down"
-        if leader.role != LEADER:
-            return f"{server_name(l)} is not a leader"
         if not follower.in_isr:
             return f"{server_name(f)} is not in the ISR {self._isr_names(s)}"
         if leader.generation != self.epoch(s):
