@@ -74,24 +74,32 @@ def replay_on_model(trace: Trace, protocol: str | dict | None = None) -> Outcome
     model = build_model(proto, config)
     if trace.property in LIVENESS_BY_NAME:
         return replay_lasso_on_model(trace, name, model)
-    state = model.initial_state()
-    outcome = Outcome("holds", "model", name, rows=[("(initial)", state)])
+    initial = model.initial_state()
+    outcome = Outcome("holds", "model", name, rows=[("(initial)", initial)])
     props = watched_properties(trace, model)
-    for number, step in enumerate(trace.steps, start=1):
-        action = from_step(step)
-        reason = model.why_not(state, action)
-        if reason is not None:
-            outcome.kind, outcome.step, outcome.reason = "blocked", number, f"{step}: {reason}"
-            return outcome
-        after = model.apply(state, action)
+    for number, step, _, state, after in steps_on_model(trace, model, initial, outcome):
         outcome.rows.append((str(step), after))
         for p in props:
             finding = p.check(state, after) if p.on == "step" else p.check(after)
             if finding:
                 outcome.kind, outcome.property, outcome.finding, outcome.step = "violation", p.name, finding, number
                 return outcome
-        state = after
     return outcome
+
+
+def steps_on_model(trace: Trace, model, state, outcome: Outcome):
+    """Each step of `trace` the model takes from `state`, in order, as (number, step, action, state
+    before, state after); at the first step that is not enabled, `outcome` becomes `blocked`, with
+    the model's reason, and the walk stops."""
+    for number, step in enumerate(trace.steps, start=1):
+        action = from_step(step)
+        reason = model.why_not(state, action)
+        if reason is not None:
+            outcome.kind, outcome.step, outcome.reason = "blocked", number, f"{step}: {reason}"
+            return
+        after = model.apply(state, action)
+        yield number, step, action, state, after
+        state = after
 
 
 def lasso_label(trace: Trace, number: int, step) -> str:
@@ -112,20 +120,16 @@ def replay_lasso_on_model(trace: Trace, name: str, model) -> Outcome:
     reason = refusal(model)
     if reason:
         raise TraceError(reason, file=trace.source, field="config.network")
-    state = model.initial_state()
-    states, actions = [state], []
-    outcome = Outcome("holds", "model", name, rows=[("(initial)", state)], loop=trace.loop)
+    initial = model.initial_state()
+    states, actions = [initial], []
+    outcome = Outcome("holds", "model", name, rows=[("(initial)", initial)], loop=trace.loop)
     last = len(trace.steps)
-    for number, step in enumerate(trace.steps, start=1):
-        action = from_step(step)
-        reason = model.why_not(state, action)
-        if reason is not None:
-            outcome.kind, outcome.step, outcome.reason = "blocked", number, f"{step}: {reason}"
-            return outcome
-        state = model.apply(state, action)
-        states.append(state)
+    for number, step, action, _, after in steps_on_model(trace, model, initial, outcome):
+        states.append(after)
         actions.append(action)
-        outcome.rows.append((lasso_label(trace, number, step), state))
+        outcome.rows.append((lasso_label(trace, number, step), after))
+    if outcome.kind == "blocked":
+        return outcome
     finding, why = lasso_verdict(model, states, actions, trace.loop, LIVENESS_BY_NAME[trace.property])
     if finding:
         outcome.kind, outcome.property, outcome.finding, outcome.step = "violation", trace.property, finding, last

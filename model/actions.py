@@ -43,7 +43,110 @@ def up_to_date(candidate: tuple[int, ...], voter: tuple[int, ...]) -> bool:
     return (last_generation(candidate), len(candidate)) >= (last_generation(voter), len(voter))
 
 
-class Model:
+def leader_refusal(servers, l: int) -> str | None:
+    """Why server `l` cannot act as a leader at all, or None."""
+    leader = servers[l]
+    if not leader.alive:
+        return f"{server_name(l)} is down"
+    if leader.role != LEADER:
+        return f"{server_name(l)} is not a leader"
+    return None
+
+
+def pair_refusal(servers, l: int, f: int, itself: str) -> str | None:
+    """Why leader `l` cannot reach follower `f` at all (`itself` when they are the same server),
+    or None: the liveness checks every leader-to-follower action starts with."""
+    if l == f:
+        return itself
+    refusal = leader_refusal(servers, l)
+    if refusal is None and not servers[f].alive:
+        return f"{server_name(f)} is down"
+    return refusal
+
+
+class ServerActions:
+    """What a server and its clients do the same way in every model: a client reads below the
+    high-water mark, a server crashes and restarts; and the dispatch from an action to its
+    guard and effect. A model's state is a NamedTuple with `servers` (each with alive, role,
+    log, hwm), `reads` and `crashes`; `_effects` maps an action's name to its effect."""
+
+    # How a server with nothing readable says so, in its system's words.
+    NOTHING_TO_READ = "has nothing at or below its high-water mark"
+
+    def successors(self, s, bounds_hit: set | None = None) -> Iterator[tuple[Action, object]]:
+        """Every enabled action and its next state, in the order of `actions`."""
+        apply = self.apply
+        for action in self.actions(s, bounds_hit):
+            yield action, apply(s, action)
+
+    def why_not(self, s, action: Action) -> str | None:
+        """None when `action` is enabled in `s`, else the reason."""
+        guard = getattr(self, "guard_" + action[0], None)
+        if guard is None:
+            return f"{action[0]} is not an action of the {self.protocol.system} model"
+        return guard(s, *action[1:])
+
+    def apply(self, s, action: Action):
+        return self._effects[action[0]](s, *action[1:])
+
+    def server_actions(self, s, alive: list, leading: list, hit: set) -> Iterator[Action]:
+        """Each server's restart, or its write (a leader), read and crash, in server order."""
+        config, reads = self.config, s.reads
+        for k, server in enumerate(s.servers):
+            if not alive[k]:
+                yield ("restart", k)
+                continue
+            log = server.log
+            if leading[k]:
+                if len(log) < config.max_log:
+                    yield ("write", k)
+                else:
+                    hit.add("max_log")
+            readable = min(server.hwm, len(log))
+            if readable and not all((i + 1, log[i]) in reads for i in range(readable)):
+                yield ("read", k)
+            if s.crashes < config.max_crashes:
+                yield ("crash", k)
+            else:
+                hit.add("max_crashes")
+
+    def guard_read(self, s, r: int) -> str | None:
+        server = s.servers[r]
+        if not server.alive:
+            return f"{server_name(r)} is down"
+        readable = min(server.hwm, len(server.log))
+        if readable == 0:
+            return f"{server_name(r)} {self.NOTHING_TO_READ}"
+        if all((i + 1, server.log[i]) in s.reads for i in range(readable)):
+            return f"clients have already read everything {server_name(r)} can serve"
+        return None
+
+    def effect_read(self, s, r: int):
+        # "Any client can read the log entries only till the high-water mark."
+        server = s.servers[r]
+        readable = min(server.hwm, len(server.log))
+        return s._replace(reads=s.reads | {(i + 1, server.log[i]) for i in range(readable)})
+
+    def guard_write(self, s, l: int) -> str | None:
+        refusal = leader_refusal(s.servers, l)
+        if refusal is None and len(s.servers[l].log) >= self.config.max_log:
+            return BoundHit("max_log", f"{server_name(l)}'s log is at max_log {self.config.max_log}")
+        return refusal
+
+    def guard_crash(self, s, c: int) -> str | None:
+        if not s.servers[c].alive:
+            return f"{server_name(c)} is already down"
+        if s.crashes >= self.config.max_crashes:
+            return BoundHit("max_crashes", f"max_crashes {self.config.max_crashes} reached")
+        return None
+
+    def guard_restart(self, s, r: int) -> str | None:
+        if s.servers[r].alive:
+            return f"{server_name(r)} is not down"
+        return None
+
+
+class Model(ServerActions):
     """The explicit-state model of one protocol variant under one configuration."""
 
     # The properties the engines check on this model's states.
@@ -194,16 +297,6 @@ class Model:
         servers[c] = self._advance_hwm(leader, c)
         return State(tuple(servers), s.reads, s.crashes, s.channels)
 
-    def guard_write(self, s: State, l: int) -> str | None:
-        leader = s.servers[l]
-        if not leader.alive:
-            return f"{server_name(l)} is down"
-        if leader.role != LEADER:
-            return f"{server_name(l)} is not a leader"
-        if len(leader.log) >= self.config.max_log:
-            return BoundHit("max_log", f"{server_name(l)}'s log is at max_log {self.config.max_log}")
-        return None
-
     def effect_write(self, s: State, l: int) -> State:
         # "For each log entry, the leader appends it to its local write ahead log."
         leader = s.servers[l]
@@ -214,16 +307,7 @@ class Model:
     def guard_replicate(self, s: State, l: int, f: int) -> str | None:
         if self.async_network:
             return "replicate belongs to the rpc network; this model uses async"
-        if l == f:
-            return "a leader does not replicate to itself"
-        leader, follower = s.servers[l], s.servers[f]
-        if not leader.alive:
-            return f"{server_name(l)} is down"
-        if leader.role != LEADER:
-            return f"{server_name(l)} is not a leader"
-        if not follower.alive:
-            return f"{server_name(f)} is down"
-        return None
+        return pair_refusal(s.servers, l, f, "a leader does not replicate to itself")
 
     def effect_replicate(self, s: State, l: int, f: int) -> State:
         servers = list(s.servers)
@@ -244,30 +328,6 @@ class Model:
         servers[l] = self._with_match(leader, l, f, acknowledged)
         return State(tuple(servers), s.reads, s.crashes, s.channels)
 
-    def guard_read(self, s: State, r: int) -> str | None:
-        server = s.servers[r]
-        if not server.alive:
-            return f"{server_name(r)} is down"
-        readable = min(server.hwm, len(server.log))
-        if readable == 0:
-            return f"{server_name(r)} has nothing at or below its high-water mark"
-        if all((i + 1, server.log[i]) in s.reads for i in range(readable)):
-            return f"clients have already read everything {server_name(r)} can serve"
-        return None
-
-    def effect_read(self, s: State, r: int) -> State:
-        # "Any client can read the log entries only till the high-water mark."
-        server = s.servers[r]
-        readable = min(server.hwm, len(server.log))
-        return State(s.servers, s.reads | {(i + 1, server.log[i]) for i in range(readable)}, s.crashes, s.channels)
-
-    def guard_crash(self, s: State, c: int) -> str | None:
-        if not s.servers[c].alive:
-            return f"{server_name(c)} is already down"
-        if s.crashes >= self.config.max_crashes:
-            return BoundHit("max_crashes", f"max_crashes {self.config.max_crashes} reached")
-        return None
-
     def effect_crash(self, s: State, c: int) -> State:
         # The log and generation are on disk; the role, the match indexes and (unless
         # durable) the HWM are lost.
@@ -279,11 +339,6 @@ class Model:
             n = self.n
             channels = tuple(() if (k // n == c or k % n == c) else ch for k, ch in enumerate(channels))
         return s._replace(servers=servers, crashes=s.crashes + 1, channels=channels)
-
-    def guard_restart(self, s: State, r: int) -> str | None:
-        if s.servers[r].alive:
-            return f"{server_name(r)} is not down"
-        return None
 
     def restart_leader(self, s: State, r: int) -> int | None:
         """The leader a restarting server finds: the live leader of the highest generation."""
@@ -323,11 +378,9 @@ class Model:
             return "send belongs to the async network; this model uses rpc"
         if a == b:
             return "a server does not send to itself"
-        leader = s.servers[a]
-        if not leader.alive:
-            return f"{server_name(a)} is down"
-        if leader.role != LEADER:
-            return f"{server_name(a)} is not a leader"
+        refusal = leader_refusal(s.servers, a)
+        if refusal:
+            return refusal
         if len(s.channels[self._channel(a, b)]) >= self.config.channel_capacity:
             return BoundHit("channel_capacity", f"channel {server_name(a)}->{server_name(b)} is full")
         return None
@@ -397,12 +450,6 @@ class Model:
         return State(s.servers, s.reads, s.crashes, tuple(channels))
 
     # ------------------------------------------------------------ enumeration
-    def successors(self, s: State, bounds_hit: set | None = None) -> Iterator[tuple[Action, State]]:
-        """Every enabled action and its next state, in the order of `actions`."""
-        apply = self.apply
-        for action in self.actions(s, bounds_hit):
-            yield action, apply(s, action)
-
     def actions(self, s: State, bounds_hit: set | None = None) -> Iterator[Action]:
         """Every enabled action, in a fixed order (traces depend on it).
 
@@ -434,25 +481,7 @@ class Model:
                     hit.add("max_log")
                 else:
                     yield ("elect", candidate, voters)
-        reads = s.reads
-        for k in range(n):
-            if not alive[k]:
-                yield ("restart", k)
-                continue
-            server = servers[k]
-            log = server.log
-            if leading[k]:
-                if len(log) < config.max_log:
-                    yield ("write", k)
-                else:
-                    hit.add("max_log")
-            readable = min(server.hwm, len(log))
-            if readable and not all((i + 1, log[i]) in reads for i in range(readable)):
-                yield ("read", k)
-            if s.crashes < config.max_crashes:
-                yield ("crash", k)
-            else:
-                hit.add("max_crashes")
+        yield from self.server_actions(s, alive, leading, hit)
         if self.async_network:
             channels, capacity = s.channels, config.channel_capacity
             for a, b in self.pairs:
@@ -470,15 +499,6 @@ class Model:
                 if leading[a] and alive[b]:
                     yield ("replicate", a, b)
 
-    def why_not(self, s: State, action: Action) -> str | None:
-        """None when `action` is enabled in `s`, else the reason."""
-        guard = getattr(self, "guard_" + action[0], None)
-        if guard is None:
-            return f"{action[0]} is not an action of the {self.protocol.system} model"
-        return guard(s, *action[1:])
-
-    def apply(self, s: State, action: Action) -> State:
-        return self._effects[action[0]](s, *action[1:])
 
 
 def build_model(protocol: Protocol, config: Config) -> Model:

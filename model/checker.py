@@ -21,8 +21,39 @@ from properties.trace import Step
 ProgressFn = Callable[[dict], None]
 
 
+class Verdict:
+    """A property's verdict from its kind and `found`: a `sometimes` witness is reached or
+    unreached; any other property (always, eventually) is violated or holds."""
+
+    @property
+    def verdict(self) -> str:
+        if self.kind == "sometimes":
+            return "reached" if self.found else "unreached"
+        return "violated" if self.found else "holds"
+
+
+class Verdicts:
+    """A report's verdicts over its `results`: which of its `OBLIGATION` properties are violated,
+    which `sometimes` witnesses unreached, and whether all is well."""
+
+    OBLIGATION = "always"
+
+    @property
+    def violated(self) -> list[str]:
+        return [r.name for r in self.results.values() if r.kind == self.OBLIGATION and r.found]
+
+    @property
+    def unreached(self) -> list[str]:
+        return [r.name for r in self.results.values() if r.kind == "sometimes" and not r.found]
+
+    @property
+    def ok(self) -> bool:
+        """Every obligation holds and every sometimes witness is reached."""
+        return not self.violated and not self.unreached
+
+
 @dataclass
-class PropertyResult:
+class PropertyResult(Verdict):
     name: str
     kind: str  # always | sometimes
     found: bool  # violated (always) or reached (sometimes)
@@ -31,18 +62,12 @@ class PropertyResult:
     actions: list[Action] | None = None
 
     @property
-    def verdict(self) -> str:
-        if self.kind == "always":
-            return "violated" if self.found else "holds"
-        return "reached" if self.found else "unreached"
-
-    @property
     def length(self) -> int | None:
         return len(self.steps) if self.steps is not None else None
 
 
 @dataclass
-class Report:
+class Report(Verdicts):
     protocol_name: str
     config: dict
     engine: str
@@ -57,19 +82,6 @@ class Report:
     results: dict[str, PropertyResult] = field(default_factory=dict)
     successors: str = "reference"  # the successor backend (model.backend)
     setup_seconds: float = 0.0  # building the backend (compiling or loading its cache), apart from `seconds`
-
-    @property
-    def violated(self) -> list[str]:
-        return [r.name for r in self.results.values() if r.kind == "always" and r.found]
-
-    @property
-    def unreached(self) -> list[str]:
-        return [r.name for r in self.results.values() if r.kind == "sometimes" and not r.found]
-
-    @property
-    def ok(self) -> bool:
-        """Every always property holds and every sometimes witness is reached."""
-        return not self.violated and not self.unreached
 
     @property
     def states_per_second(self) -> float:

@@ -18,7 +18,9 @@ What it follows (Apache Kafka, ZooKeeper-era controller):
   epochs of the entries in its log, so it is derived from the log, not stored.
 - `follower_truncation` decides what a replica truncates when it becomes a follower:
   `own-hwm` (before KIP-101), `leader-epoch` (KIP-101), `leader-epoch-kip279`
-  (KIP-279), `fenced` (KIP-320 with KAFKA-7164 and KAFKA-7415).
+  (KIP-279), `fenced` (KIP-320 with KAFKA-7164 and KAFKA-7415), and
+  `last-fetched-epoch`, KIP-320's first attempt: nothing on becoming a follower; every
+  fetch carries the epoch of the follower's last entry and a mismatch makes it truncate.
 - `replicate(leader, follower)` is one fetch round trip: the truncation exchange first
   if the follower must truncate, then the fetch from its LEO. A fetch appends at the
   follower's LEO with no check of the entry before it (Kafka's fetch has none); a fetch
@@ -35,7 +37,7 @@ from __future__ import annotations
 from itertools import combinations
 from typing import Iterator, NamedTuple
 
-from model.actions import Action, BoundHit
+from model.actions import Action, BoundHit, ServerActions, leader_refusal, pair_refusal
 from model.encoding import _reads, canonical, fingerprint_bytes
 from model.state import FOLLOWER, LEADER, Config
 from properties.acked import KAFKA_PROPERTIES
@@ -134,8 +136,24 @@ def truncation_offset(rule: str, follower: tuple[int, ...], follower_hwm: int, l
     if epoch is not None and epoch != requested:
         # KIP-279: the leader lacks the follower's epoch; truncate to the smaller of the
         # two end offsets for the epoch the leader named.
-        end = min(end, end_offset_for(follower, epoch)[1])
+        own_epoch, own_end = end_offset_for(follower, epoch)
+        if own_epoch is not None and own_epoch != epoch:
+            # The follower lacks that epoch too: it truncates to the end of its own largest
+            # epoch below it and asks again (AbstractFetcherThread: truncationCompleted = false).
+            return truncation_offset(rule, follower[:own_end], follower_hwm, leader)
+        end = min(end, own_end)
     return min(end, len(follower))
+
+
+def diverged_at(follower: tuple[int, ...], leader: tuple[int, ...]) -> int | None:
+    """KIP-320's first attempt: the fetch carries the epoch of the follower's last entry, and the
+    leader answers LOG_TRUNCATION when its log is shorter or holds another epoch there. Then
+    the offset to truncate to: one past the last offset where both logs hold the same entry
+    (an epoch identifies an entry at an offset); None when the fetch may go ahead."""
+    end = len(follower)
+    if end == 0 or (end <= len(leader) and leader[end - 1] == follower[-1]):
+        return None
+    return next((k + 1 for k in range(min(end, len(leader)) - 1, -1, -1) if follower[k] == leader[k]), 0)
 
 
 # ------------------------------------------------------------------- encoding
@@ -192,12 +210,13 @@ def decode(data: bytes) -> KafkaState:
 
 
 # ---------------------------------------------------------------------- model
-class KafkaModel:
+class KafkaModel(ServerActions):
     """The explicit-state model of Kafka's replication under one protocol and configuration."""
 
     ACTIONS = ("elect", "write", "replicate", "shrink_isr", "read", "crash", "restart")
     # The catalogue, the acknowledged-write promise and Kafka's acks=all statement about leaders.
     properties = KAFKA_PROPERTIES
+    NOTHING_TO_READ = "has nothing below its high watermark"
 
     def __init__(self, protocol: Protocol, config: Config):
         if config.network != "rpc":
@@ -304,7 +323,7 @@ class KafkaModel:
         if self.rule == "own-hwm":
             # Before KIP-101: "truncate the log to the high watermark" on becoming a follower.
             log = log[:hwm]
-        else:
+        elif self.rule != "last-fetched-epoch":  # KIP-320's first attempt truncates only on a fetch
             truncating = True  # the fetcher starts in its truncating state
         return replica._replace(generation=epoch, role=FOLLOWER, log=log, hwm=min(hwm, len(log)), match=(),
                                 leader=leader, truncating=truncating)
@@ -331,16 +350,6 @@ class KafkaModel:
         acked = self._advance_hwm(servers, c, s.acked)
         return KafkaState(tuple(servers), s.reads, s.crashes, (), acked)
 
-    def guard_write(self, s: KafkaState, l: int) -> str | None:
-        leader = s.servers[l]
-        if not leader.alive:
-            return f"{server_name(l)} is down"
-        if leader.role != LEADER:
-            return f"{server_name(l)} is not a leader"
-        if len(leader.log) >= self.config.max_log:
-            return BoundHit("max_log", f"{server_name(l)}'s log is at max_log {self.config.max_log}")
-        return None
-
     def effect_write(self, s: KafkaState, l: int) -> KafkaState:
         servers = list(s.servers)
         leader = servers[l]
@@ -349,15 +358,10 @@ class KafkaModel:
         return KafkaState(tuple(servers), s.reads, s.crashes, (), acked)
 
     def guard_replicate(self, s: KafkaState, l: int, f: int) -> str | None:
-        if l == f:
-            return "a leader does not fetch from itself"
+        refusal = pair_refusal(s.servers, l, f, "a leader does not fetch from itself")
+        if refusal:
+            return refusal
         leader, follower = s.servers[l], s.servers[f]
-        if not leader.alive:
-            return f"{server_name(l)} is down"
-        if leader.role != LEADER:
-            return f"{server_name(l)} is not a leader"
-        if not follower.alive:
-            return f"{server_name(f)} is down"
         if follower.role != FOLLOWER:
             return f"{server_name(f)} leads epoch {follower.generation} and does not fetch"
         if follower.leader != l + 1:
@@ -377,6 +381,10 @@ class KafkaModel:
         if follower.truncating:
             # OffsetsForLeaderEpoch, then truncate (AbstractFetcherThread.maybeTruncate).
             log = log[:truncation_offset(self.rule, log, hwm, leader.log)]
+        elif self.rule == "last-fetched-epoch":
+            truncate_to = diverged_at(log, leader.log)
+            if truncate_to is not None:  # LOG_TRUNCATION: truncate, then fetch again from there
+                log = log[:truncate_to]
         if len(log) > len(leader.log):
             # OFFSET_OUT_OF_RANGE: the follower truncates to the leader's log end offset.
             log = log[:len(leader.log)]
@@ -395,11 +403,10 @@ class KafkaModel:
     def guard_shrink_isr(self, s: KafkaState, l: int, f: int) -> str | None:
         if l == f:
             return "a leader does not remove itself from the ISR"
+        refusal = leader_refusal(s.servers, l)
+        if refusal:
+            return refusal
         leader, follower = s.servers[l], s.servers[f]
-        if not leader.alive:
-            return f"{server_name(l)} is down"
-        if leader.role != LEADER:
-            return f"{server_name(l)} is not a leader"
         if not follower.in_isr:
             return f"{server_name(f)} is not in the ISR {self._isr_names(s)}"
         if leader.generation != self.epoch(s):
@@ -416,40 +423,11 @@ class KafkaModel:
         acked = self._advance_hwm(servers, l, s.acked)
         return KafkaState(tuple(servers), s.reads, s.crashes, (), acked)
 
-    def guard_read(self, s: KafkaState, r: int) -> str | None:
-        server = s.servers[r]
-        if not server.alive:
-            return f"{server_name(r)} is down"
-        readable = min(server.hwm, len(server.log))
-        if readable == 0:
-            return f"{server_name(r)} has nothing below its high watermark"
-        if all((i + 1, server.log[i]) in s.reads for i in range(readable)):
-            return f"clients have already read everything {server_name(r)} can serve"
-        return None
-
-    def effect_read(self, s: KafkaState, r: int) -> KafkaState:
-        # Consumers read only below the high watermark.
-        server = s.servers[r]
-        readable = min(server.hwm, len(server.log))
-        return s._replace(reads=s.reads | {(i + 1, server.log[i]) for i in range(readable)})
-
-    def guard_crash(self, s: KafkaState, c: int) -> str | None:
-        if not s.servers[c].alive:
-            return f"{server_name(c)} is already down"
-        if s.crashes >= self.config.max_crashes:
-            return BoundHit("max_crashes", f"max_crashes {self.config.max_crashes} reached")
-        return None
-
     def effect_crash(self, s: KafkaState, c: int) -> KafkaState:
         # The log, the leader epoch and the checkpointed HW are on disk; the role and the
         # leader's view of its followers are lost. The ISR is the controller's: unchanged.
         server = s.servers[c]._replace(alive=False, role=FOLLOWER, match=())
         return s._replace(servers=s.servers[:c] + (server,) + s.servers[c + 1:], crashes=s.crashes + 1)
-
-    def guard_restart(self, s: KafkaState, r: int) -> str | None:
-        if s.servers[r].alive:
-            return f"{server_name(r)} is not down"
-        return None
 
     def effect_restart(self, s: KafkaState, r: int) -> KafkaState:
         # The controller sends the restarted broker the current epoch and leader (if that
@@ -462,11 +440,6 @@ class KafkaModel:
         return s._replace(servers=s.servers[:r] + (server,) + s.servers[r + 1:])
 
     # ------------------------------------------------------------ enumeration
-    def successors(self, s: KafkaState, bounds_hit: set | None = None) -> Iterator[tuple[Action, KafkaState]]:
-        apply = self.apply
-        for action in self.actions(s, bounds_hit):
-            yield action, apply(s, action)
-
     def actions(self, s: KafkaState, bounds_hit: set | None = None) -> Iterator[Action]:
         """Every enabled action in a fixed order: the guards' logic without their reasons,
         for speed (`why_not` gives the reasons; tests check that the two agree)."""
@@ -488,25 +461,7 @@ class KafkaModel:
                     hit.add("max_generation")
                 else:
                     yield ("elect", c, voters)
-        reads = s.reads
-        for k in range(n):
-            if not alive[k]:
-                yield ("restart", k)
-                continue
-            server = servers[k]
-            log = server.log
-            if leading[k]:
-                if len(log) < config.max_log:
-                    yield ("write", k)
-                else:
-                    hit.add("max_log")
-            readable = min(server.hwm, len(log))
-            if readable and not all((i + 1, log[i]) in reads for i in range(readable)):
-                yield ("read", k)
-            if s.crashes < config.max_crashes:
-                yield ("crash", k)
-            else:
-                hit.add("max_crashes")
+        yield from self.server_actions(s, alive, leading, hit)
         fenced = self.rule == "fenced"
         for l, f in self.pairs:
             if leading[l] and servers[f].in_isr and servers[l].generation == epoch and (
@@ -517,11 +472,3 @@ class KafkaModel:
             if (leading[l] and alive[f] and follower.role == FOLLOWER and follower.leader == l + 1
                     and not (fenced and follower.generation != servers[l].generation)):
                 yield ("replicate", l, f)
-
-    def why_not(self, s: KafkaState, action: Action) -> str | None:
-        if action[0] not in self.ACTIONS:
-            return f"{action[0]} is not an action of Kafka's model"
-        return getattr(self, "guard_" + action[0])(s, *action[1:])
-
-    def apply(self, s: KafkaState, action: Action) -> KafkaState:
-        return self._effects[action[0]](s, *action[1:])

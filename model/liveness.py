@@ -42,6 +42,7 @@ from dataclasses import dataclass, field
 import networkx as nx
 
 from model.actions import Action, Model, to_step
+from model.checker import Verdict, Verdicts
 from model.engine import CheckOptions, Visitor, check
 from model.state import State
 from properties.liveness import LIVENESS, LivenessProperty
@@ -56,7 +57,7 @@ class LivenessRefused(ValueError):
 
 
 @dataclass
-class LivenessResult:
+class LivenessResult(Verdict):
     name: str
     kind: str  # eventually | sometimes
     found: bool  # violated (eventually) or reached (sometimes)
@@ -65,12 +66,6 @@ class LivenessResult:
     actions: list[Action] | None = None
     loop: int | None = None  # 1-based number of the cycle's first step (eventually)
     cut: int = 0  # terminal states where an obligation is open (eventually)
-
-    @property
-    def verdict(self) -> str:
-        if self.kind == "eventually":
-            return "violated" if self.found else "holds"
-        return "reached" if self.found else "unreached"
 
     @property
     def stem(self) -> int | None:
@@ -90,25 +85,15 @@ class LivenessResult:
 
 
 @dataclass
-class LivenessReport:
+class LivenessReport(Verdicts):
+    OBLIGATION = "eventually"
+
     protocol_name: str
     config: dict
     states: int = 0
     transitions: int = 0
     fairness: tuple[str, ...] = FAIR_ACTIONS
     results: dict[str, LivenessResult] = field(default_factory=dict)
-
-    @property
-    def violated(self) -> list[str]:
-        return [r.name for r in self.results.values() if r.kind == "eventually" and r.found]
-
-    @property
-    def unreached(self) -> list[str]:
-        return [r.name for r in self.results.values() if r.kind == "sometimes" and not r.found]
-
-    @property
-    def ok(self) -> bool:
-        return not self.violated and not self.unreached
 
     def to_json(self) -> dict:
         return {"protocol": self.protocol_name, "config": self.config, "symmetry": False,

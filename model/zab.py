@@ -33,7 +33,7 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Iterator, NamedTuple
 
-from model.actions import Action, BoundHit, Model
+from model.actions import Action, BoundHit, Model, pair_refusal
 from model.encoding import _reads, _server_bytes, canonical, encode, fingerprint_bytes
 from model.state import FOLLOWER, LEADER, Config, Server, State
 from properties.acked import WITH_ACKED
@@ -235,15 +235,9 @@ class ZabModel(Model):
         return self._with(s, s)
 
     def guard_sync(self, s: ZabState, l: int, f: int) -> str | None:
-        if l == f:
-            return "a leader does not synchronise with itself"
-        leader, follower = s.servers[l], s.servers[f]
-        if not leader.alive:
-            return f"{server_name(l)} is down"
-        if leader.role != LEADER:
-            return f"{server_name(l)} is not a leader"
-        if not follower.alive:
-            return f"{server_name(f)} is down"
+        refusal = pair_refusal(s.servers, l, f, "a leader does not synchronise with itself")
+        if refusal:
+            return refusal
         if s.synced[l] >> f & 1:
             return f"{server_name(f)} has already acknowledged {server_name(l)}'s NEWLEADER"
         return None

@@ -44,8 +44,11 @@ FLAG_VALUES: dict[str, tuple[Any, ...]] = {
     # gives for the replica's last leader epoch (KIP-101); the same with the epoch in the
     # answer and the follower's own end offset for it (KIP-279); and KIP-320's fenced
     # requests, which carry the current leader epoch, with KAFKA-7164's truncation after
-    # every leader epoch change.
-    "follower_truncation": ("own-hwm", "leader-epoch", "leader-epoch-kip279", "fenced"),
+    # every leader epoch change. Last, KIP-320's first attempt, a design that never shipped
+    # (no preset: docs/systems-kafka.md says why): no truncation on becoming a follower; each
+    # fetch carries the epoch of the follower's last entry, not the current leader epoch,
+    # and the leader answers LOG_TRUNCATION when its own entry there differs.
+    "follower_truncation": ("own-hwm", "leader-epoch", "leader-epoch-kip279", "fenced", "last-fetched-epoch"),
     # Kafka: unclean.leader.election.enable: with no live replica in the ISR, the
     # controller may elect any live replica.
     "unclean_election": (False, True),
@@ -152,6 +155,25 @@ class Preset:
     breaks: frozenset = frozenset()
 
 
+_DEFAULT_CATCH = {"servers": 3}
+
+
+def _broken(name: str, protocol: Protocol, summary: str, reference: str, breaks,
+            caught_at: Mapping[str, Any] = _DEFAULT_CATCH) -> Preset:
+    """A preset the checker catches (from `caught_at` on), violating `breaks` in the tour."""
+    return Preset(name, protocol, summary, reference, True, caught_at, frozenset(breaks))
+
+
+def _safe(name: str, protocol: Protocol, summary: str, reference: str) -> Preset:
+    """A preset the checker finds nothing against."""
+    return Preset(name, protocol, summary, reference, False, {})
+
+
+# What a preset that loses a read breaks in the tour: the read is truncated and lost, two reads
+# disagree, the HWM falls back, and an entry counted as committed sits on less than a quorum.
+_READ_LOST = frozenset({"ReadNeverTruncated", "HwmNeverTruncated", "ReadNeverLost", "ReadsAgree", "CommittedOnQuorum"})
+
+
 RAFT = Protocol()
 
 SEED = Protocol(
@@ -167,12 +189,10 @@ SEED = Protocol(
 ZAB = Protocol(system="zab")
 BOOKKEEPER = Protocol(system="bookkeeper")
 
-_DEFAULT_CATCH = {"servers": 3}
-
 PRESETS: dict[str, Preset] = {
     p.name: p
     for p in [
-        Preset(
+        _broken(
             "seed",
             SEED,
             "the pattern exactly as the seeds write it",
@@ -180,20 +200,16 @@ PRESETS: dict[str, Preset] = {
             "'if (logIndexAtQuorum > currentHighWaterMark)'; maybeTruncate removes entries whose "
             "generation differs; a rejoining server 'asks for the current high-water mark, truncates "
             "its log to high-water mark'",
-            True,
-            _DEFAULT_CATCH,
-            frozenset({"ReadNeverTruncated", "HwmNeverTruncated", "ReadNeverLost", "ReadsAgree", "HwmWithinLog", "CommittedOnQuorum"}),
+            _READ_LOST | {"HwmWithinLog"},
         ),
-        Preset(
+        _safe(
             "raft",
             RAFT,
             "Raft: majority quorum, commit only current-generation entries, up-to-date voting, "
             "previous-entry check, durable log",
             "Ongaro & Ousterhout, In Search of an Understandable Consensus Algorithm, sections 5.3-5.4",
-            False,
-            {},
         ),
-        Preset(
+        _broken(
             "kip101",
             replace(RAFT, restart="truncate-to-own-hwm", hwm_durable=True),
             "raft's log with Kafka's rule from before KIP-101: a restarting follower truncates its log to "
@@ -201,87 +217,71 @@ PRESETS: dict[str, Preset] = {
             "it; the behaviour is the bug; kafka-truncate-to-hwm models it on Kafka's own replication)",
             "KIP-101: Alter Replication Protocol to use Leader Epoch rather than High Watermark for "
             "Truncation (scenario 1, 'high watermark truncation followed by immediate leader election')",
-            True,
-            _DEFAULT_CATCH,
-            frozenset({"ReadNeverTruncated", "HwmNeverTruncated", "ReadNeverLost", "ReadsAgree", "CommittedOnQuorum"}),
+            _READ_LOST,
         ),
-        Preset(
+        _broken(
             "raft-seed-quorum",
             replace(RAFT, quorum="seed-index"),
             "raft with the seed's computeHighwaterMark: the [N/2]-th smallest match index, "
             "one server short of a majority when N is even",
             "Fowler, High-Water Mark: 'return serverLogIndexes.get(noOfServers / 2)'",
-            True,
-            {"servers": 4},
+            (),
+            caught_at={"servers": 4},
         ),
-        Preset(
+        _broken(
             "raft-any-generation-commit",
             replace(RAFT, commit="any-generation"),
             "raft that advances the HWM over an entry of an older generation (Raft Figure 8)",
             "Raft paper section 5.4.2 and Figure 8: 'Raft never commits log entries from previous "
             "terms by counting replicas'",
-            True,
-            _DEFAULT_CATCH,
-            frozenset({"ReadNeverTruncated", "HwmNeverTruncated", "ReadNeverLost", "ReadsAgree", "CommittedOnQuorum"}),
+            _READ_LOST,
         ),
-        Preset(
+        _broken(
             "raft-any-election",
             replace(RAFT, election="any"),
             "raft where a server with a stale log can win an election",
             "Raft paper section 5.4.1, election restriction: 'the voter denies its vote if its own "
             "log is more up-to-date than that of the candidate'",
-            True,
-            _DEFAULT_CATCH,
-            frozenset({"ReadNeverTruncated", "HwmNeverTruncated", "ReadNeverLost", "ReadsAgree", "CommittedOnQuorum"}),
+            _READ_LOST,
         ),
-        Preset(
+        _broken(
             "raft-generation-mismatch",
             replace(RAFT, append_check="generation-mismatch"),
             "raft with the seed's follower: no check of the previous entry, and the reply carries "
             "the follower's last log index",
             "Fowler, High-Water Mark: appendEntries returns wal.getLastLogIndex(); Raft paper Figure 2, "
             "AppendEntries receiver rule 2 (prevLogIndex/prevLogTerm)",
-            True,
-            _DEFAULT_CATCH,
-            frozenset({"ReadNeverTruncated", "HwmNeverTruncated", "ReadNeverLost", "ReadsAgree", "CommittedOnQuorum"}),
+            _READ_LOST,
         ),
-        Preset(
+        _broken(
             "raft-truncate-to-leader-hwm",
             replace(RAFT, restart="truncate-to-leader-hwm"),
             "raft where a restarting server truncates its log to the leader's HWM, as the seed says",
             "Fowler, High-Water Mark: 'It then explicitly asks for the current high-water mark, "
             "truncates its log to high-water mark'",
-            True,
-            _DEFAULT_CATCH,
-            frozenset({"ReadNeverTruncated", "ReadNeverLost", "ReadsAgree"}),
+            {"ReadNeverTruncated", "ReadNeverLost", "ReadsAgree"},
         ),
-        Preset(
+        _broken(
             "raft-truncate-to-own-hwm",
             replace(RAFT, restart="truncate-to-own-hwm"),
             "raft where a restarting server truncates its log to its own (volatile, so zero) HWM",
             "KIP-101 (Kafka): truncation to the high watermark on restart loses committed data",
-            True,
-            _DEFAULT_CATCH,
-            frozenset({"ReadNeverTruncated", "HwmNeverTruncated", "ReadNeverLost", "ReadsAgree", "CommittedOnQuorum"}),
+            _READ_LOST,
         ),
-        Preset(
+        _safe(
             "raft-durable-hwm",
             replace(RAFT, hwm_durable=True),
             "raft with a checkpointed HWM; safe: the HWM only ever covers committed entries",
             "Kafka's replication-offset-checkpoint; Raft keeps commitIndex volatile (Figure 2)",
-            False,
-            {},
         ),
-        Preset(
+        _safe(
             "raft-noop",
             replace(RAFT, noop_on_election=True),
             "raft whose new leader appends an entry of its own generation; safe, and commits sooner",
             "Raft paper section 8 ('a blank no-op entry at the start of its term'); ZAB's "
             "synchronisation phase",
-            False,
-            {},
         ),
-        Preset(
+        _safe(
             "zab",
             ZAB,
             "ZAB: the server with the most up-to-date history wins; as prospective leader it "
@@ -290,10 +290,8 @@ PRESETS: dict[str, Preset] = {
             "Junqueira, Reed, Serafini, Zab: High-performance broadcast for primary-backup systems "
             "(DSN 2011), phases 1-3 (discovery, synchronization, broadcast); ZooKeeper "
             "Learner.syncWithLeader after ZOOKEEPER-3911",
-            False,
-            {},
         ),
-        Preset(
+        _broken(
             "zab-ack-before-persist",
             replace(ZAB, zab_ack_before_persist=True),
             "ZAB whose follower acknowledges NEWLEADER while the synchronised entries are only in "
@@ -301,12 +299,10 @@ PRESETS: dict[str, Preset] = {
             "ZOOKEEPER-3911, 'Data inconsistency caused by DIFF sync uncommitted log' (apache/zookeeper "
             "pull request 1445: log the uncommitted proposals before the NEWLEADER ACK); the same "
             "root cause reappears as ZOOKEEPER-4646",
-            True,
-            _DEFAULT_CATCH,
-            frozenset({"ReadNeverTruncated", "ReadNeverLost", "ReadsAgree", "HwmWithinLog", "CommittedOnQuorum",
-                       "AckedWriteNeverLost", "HwmNeverTruncated"}),
+            {"ReadNeverTruncated", "ReadNeverLost", "ReadsAgree", "HwmWithinLog", "CommittedOnQuorum",
+             "AckedWriteNeverLost", "HwmNeverTruncated"},
         ),
-        Preset(
+        _safe(
             "bookkeeper",
             BOOKKEEPER,
             "BookKeeper: one writer adds entries to every bookie of the ensemble (write quorum = "
@@ -316,10 +312,8 @@ PRESETS: dict[str, Preset] = {
             "Apache BookKeeper replication protocol (bookkeeper.apache.org, 'BookKeeper protocol'); "
             "Fencing (BookKeeper wiki); apache/bookkeeper pull request 2616, 'Add fencing to "
             "recovery reads to avoid data loss issue'",
-            False,
-            {},
         ),
-        Preset(
+        _broken(
             "bookkeeper-recovery-without-fencing",
             replace(BOOKKEEPER, bookkeeper_recovery_reads_fence=False),
             "BookKeeper whose recovery reads do not fence: a bookie that answered 'no such entry' "
@@ -327,9 +321,7 @@ PRESETS: dict[str, Preset] = {
             "closed the ledger before that entry",
             "apache/bookkeeper issue 2614, 'Existing fencing not enough to prevent data loss' "
             "(found with a TLA+ specification), fixed by pull request 2616 in 4.13/4.14",
-            True,
-            _DEFAULT_CATCH,
-            frozenset({"ReadNeverTruncated", "ReadNeverLost", "CommittedOnQuorum", "AckedWriteNeverLost", "HwmNeverTruncated"}),
+            {"ReadNeverTruncated", "ReadNeverLost", "CommittedOnQuorum", "AckedWriteNeverLost", "HwmNeverTruncated"},
         ),
     ]
 }
@@ -348,19 +340,17 @@ TOUR_BOUNDS: dict[str, dict[str, Any]] = {"kafka": {"max_generation": 3}}
 PRESETS.update({
     p.name: p
     for p in [
-        Preset(
+        _broken(
             "kafka-truncate-to-hwm",
             replace(KAFKA, follower_truncation="own-hwm"),
             "Kafka before KIP-101 (0.10 and older): a replica that becomes a follower, or restarts, "
             "truncates its log to its own high watermark, which lags the leader's by a fetch",
             "KIP-101: Alter Replication Protocol to use Leader Epoch rather than High Watermark for "
             "Truncation, scenario 1 (data loss) and scenario 2 (replica divergence); KAFKA-1211",
-            True,
-            _DEFAULT_CATCH,
-            frozenset({"ReadNeverTruncated", "ReadNeverLost", "ReadsAgree", "CommittedOnQuorum",
-                       "AcknowledgedWriteKept", "AckedWriteNeverLost", "HwmNeverTruncated"}),
+            {"ReadNeverTruncated", "ReadNeverLost", "ReadsAgree", "CommittedOnQuorum",
+             "AcknowledgedWriteKept", "AckedWriteNeverLost", "HwmNeverTruncated"},
         ),
-        Preset(
+        _broken(
             "kafka-kip101",
             replace(KAFKA, follower_truncation="leader-epoch"),
             "Kafka 0.11-1.1 (KIP-101): a new follower asks the leader for the end offset of its last "
@@ -368,11 +358,9 @@ PRESETS.update({
             "of its next epoch, which after fast leader changes lies past where the logs diverge",
             "KIP-101 (OffsetsForLeaderEpoch); KIP-279: Fix log divergence between leader and follower "
             "after fast leader fail over (KAFKA-6361)",
-            True,
-            _DEFAULT_CATCH,
-            frozenset({"ReadNeverTruncated", "ReadsAgree", "CommittedOnQuorum", "AckedWriteNeverLost", "HwmNeverTruncated"}),
+            {"ReadNeverTruncated", "ReadsAgree", "CommittedOnQuorum", "AckedWriteNeverLost", "HwmNeverTruncated"},
         ),
-        Preset(
+        _broken(
             "kafka-kip279",
             replace(KAFKA, follower_truncation="leader-epoch-kip279"),
             "Kafka 2.0 (KIP-279): the leader's answer names the largest epoch it has at or below the "
@@ -380,11 +368,9 @@ PRESETS.update({
             "replica whose leader is unchanged skips truncation even when it missed leader epochs",
             "KIP-279 (KAFKA-6361); KAFKA-7164: Follower should truncate after every leader epoch change "
             "(Partition.makeFollower returned early when the leader id was unchanged)",
-            True,
-            _DEFAULT_CATCH,
-            frozenset({"ReadsAgree", "CommittedOnQuorum", "AckedWriteNeverLost"}),
+            {"ReadsAgree", "CommittedOnQuorum", "AckedWriteNeverLost"},
         ),
-        Preset(
+        _safe(
             "kafka",
             KAFKA,
             "Kafka 2.1 and later (KIP-320): fetch and OffsetsForLeaderEpoch carry the current leader "
@@ -392,20 +378,16 @@ PRESETS.update({
             "epoch change (KAFKA-7164); clean election from the ISR only",
             "KIP-320: Allow fetchers to detect and handle log truncation; KAFKA-7164; KAFKA-7415; "
             "LeaderEpochFileCache.endOffsetFor, Partition.maybeShrinkIsr/maybeExpandIsr",
-            False,
-            {},
         ),
-        Preset(
+        _broken(
             "kafka-unclean-election",
             replace(KAFKA, unclean_election=True),
             "Kafka with unclean.leader.election.enable: when no ISR replica is alive, the controller "
             "elects any live replica, and what only the ISR held is lost",
             "Kafka documentation, 'Unclean leader election: What if they all die?'; KIP-101 appendix "
             "(divergence under unclean election); KIP-320 (consumers detect the truncation)",
-            True,
-            _DEFAULT_CATCH,
-            frozenset({"ReadNeverTruncated", "ReadNeverLost", "ReadsAgree", "CommittedOnQuorum",
-                       "AcknowledgedWriteKept", "AckedWriteNeverLost", "HwmNeverTruncated"}),
+            {"ReadNeverTruncated", "ReadNeverLost", "ReadsAgree", "CommittedOnQuorum",
+             "AcknowledgedWriteKept", "AckedWriteNeverLost", "HwmNeverTruncated"},
         ),
     ]
 })

@@ -6,11 +6,16 @@ from dataclasses import replace
 import pytest
 
 from model.actions import BoundHit, build_model
-from model.kafka import (NO_LEADER, KafkaModel, KafkaServer, KafkaState, end_offset_for, end_offset_kip101,
-                         epoch_cache, truncation_offset)
+from model.kafka import (NO_LEADER, KafkaModel, KafkaServer, KafkaState, diverged_at, end_offset_for,
+                         end_offset_kip101, epoch_cache, truncation_offset)
 from model.state import FOLLOWER, LEADER, Config
 from properties.catalogue import BY_NAME, CATALOGUE
-from properties.protocol import KAFKA, PRESETS, RAFT, Protocol, ProtocolError, flags_of, presets_of
+from properties.protocol import (FLAG_VALUES, KAFKA, PRESETS, RAFT, Protocol, ProtocolError, flags_of,
+                                 presets_of)
+from counterexamples.build import HERE
+from hwm.replay import replay_on_model
+from properties.trace import load
+from tests.explored import explore
 
 RULES = ("own-hwm", "leader-epoch", "leader-epoch-kip279", "fenced")
 
@@ -63,6 +68,8 @@ def test_kafka_flags_belong_to_kafka_and_raft_flags_to_raft():
 def test_one_preset_per_historical_step_plus_the_safe_one():
     kafka = {name: PRESETS[name].protocol for name in presets_of("kafka")}
     assert {p.follower_truncation for p in kafka.values()} == set(RULES)
+    # KIP-320's first attempt is a flag value without a preset (docs/systems-kafka.md says why).
+    assert set(FLAG_VALUES["follower_truncation"]) == set(RULES) | {"last-fetched-epoch"}
     assert [name for name in kafka if not PRESETS[name].broken] == ["kafka"]
     assert PRESETS["kafka-unclean-election"].protocol == replace(KAFKA, unclean_election=True)
     for name in kafka:
@@ -104,6 +111,24 @@ def test_kip279_divergence_truncation_point():
     assert truncation_offset("leader-epoch-kip279", follower, 0, leader) == 0
     assert truncation_offset("fenced", follower, 0, leader) == 0
     assert truncation_offset("own-hwm", follower, 0, leader) == 0
+
+
+def test_kip279_truncation_asks_again_when_the_follower_lacks_the_named_epoch():
+    # Two fast leader changes each way: the follower holds 1@e1, 2@e3, the leader 1@e2, 2@e4.
+    # Asked for epoch 3, the leader names epoch 2 (ending at 1); the follower has no epoch 2, so
+    # it truncates to the end of its epoch 1 (offset 1) and asks again for epoch 1, which the
+    # leader does not have at all: truncate to 0 (AbstractFetcherThread, truncationCompleted =
+    # false, then KAFKA-7415's answer). Stopping after the first answer kept 1@e1 under 2@e4.
+    follower, leader = (1, 3), (2, 4)
+    assert end_offset_for(leader, 3) == (2, 1) and end_offset_for(follower, 2) == (1, 1)
+    for name in ("leader-epoch-kip279", "fenced"):
+        assert truncation_offset(name, follower, 0, leader) == 0
+
+
+def test_safe_kafka_keeps_logs_matching_after_fast_leader_changes_on_two_servers():
+    # The space where the single-answer truncation diverged (LogMatching in 9 steps).
+    report = explore("kafka", Config(servers=2, max_generation=4, max_log=3, max_crashes=0))
+    assert not report.violated, report.violated
 
 
 def test_truncation_to_own_hwm_drops_what_the_hwm_has_not_reached():
@@ -219,6 +244,72 @@ def test_kip320_fences_a_fetch_from_another_epoch():
     # Before KIP-320 the stale replica fetches, appends nothing (same LEO), and keeps 1@e1.
     after = run(model(rule("leader-epoch-kip279")), state, ("replicate", 0, 1))
     assert after.servers[1].log == (1,)
+
+
+# KIP-320's first attempt (Kip320FirstTry in J. Gustafson's TLA+ specification of Kafka's replication).
+def test_first_attempt_truncates_only_when_a_fetch_finds_the_last_entry_differs():
+    assert diverged_at((), (1, 3)) is None  # nothing to check: fetch from offset 0
+    assert diverged_at((1, 3), (1, 3, 3)) is None  # the leader's entry at offset 1 is also of epoch 3
+    assert diverged_at((1, 2), (1, 3)) == 1  # LOG_TRUNCATION: keep up to the last entry both hold
+    assert diverged_at((2,), (1, 3)) == 0
+    assert diverged_at((1, 1, 1), (1, 1)) == 2  # longer than the leader: its last entry is not there
+
+
+def test_first_attempt_does_not_truncate_on_becoming_a_follower_but_on_its_fetch():
+    # KIP-279's divergence again: S2 holds 1@e2, S1 leads epoch 3 with [e1, e3].
+    state = cluster(replica(2, [1], leader=2), replica(2, [2], role=LEADER, leader=2), replica(2, leader=2))
+    m = model(rule("last-fetched-epoch"))
+    after = run(m, state, ("crash", 1), ("restart", 1), ("elect", 0, (0, 1)))
+    assert after.servers[1].log == (2,) and not after.servers[1].truncating  # no OffsetsForLeaderEpoch
+    after = run(m, after, ("write", 0), ("replicate", 0, 1))
+    assert after.servers[1].log == (1, 3)  # the fetch's last epoch 2 is not S1's: truncate to 0, fetch
+
+
+def test_first_attempt_does_not_fence_a_fetch_of_an_older_epoch_but_checks_its_last_entry():
+    # KAFKA-7164's state: S2 missed epochs 2 and 3 and still fetches from S1, now leader of epoch 3.
+    state = cluster(replica(3, [2], role=LEADER, leader=1), replica(1, [1], leader=1), replica(3, leader=1))
+    m = model(rule("last-fetched-epoch"))
+    assert m.why_not(state, ("replicate", 0, 1)) is None  # no current leader epoch in the fetch
+    after = run(m, state, ("replicate", 0, 1)).servers[1]
+    assert (after.generation, after.log) == (1, (2,))  # but its diverged entry is replaced
+
+
+def test_first_attempt_closes_kafka_7164s_divergence():
+    # The catalogue's KAFKA-7164 trace: S2's epoch-1 fetch (step 11) gets LOG_TRUNCATION and takes
+    # S1's 1@e2, so the last step, a read of 1@e1 from S2, has nothing new to read.
+    trace = load(HERE / "kafka-kip279.json")
+    outcome = replay_on_model(trace, FIRST_TRY)
+    assert (outcome.kind, outcome.step) == ("blocked", 12) and "already read" in outcome.reason, outcome.summary()
+    assert outcome.rows[11][1].servers[1].log == (2,)
+
+
+FIRST_TRY = {"preset": "kafka", "flags": {"follower_truncation": "last-fetched-epoch"}}
+
+
+def _first_try(config):
+    from model.engine import CheckOptions, check
+    from properties.protocol import resolve
+    return check(build_model(resolve(FIRST_TRY)[1], config), CheckOptions(symmetry=True), name="first-try")
+
+
+def test_first_attempt_shows_only_what_the_safe_preset_shows_on_three_servers():
+    # docs/systems-kafka.md: at 3 servers and max_log 2 the first attempt's shortest violations are
+    # the safe preset's own (a deposed leader computes its HW over the controller's ISR), so the
+    # catalogue has no trace for it. When the model changes, this and the docs change together.
+    config = Config(servers=3, max_generation=3, max_log=2, max_crashes=0)
+    first_try = _first_try(config)
+    lengths = {n: first_try.results[n].length for n in first_try.violated}
+    report = explore("kafka", config)
+    assert lengths == {n: report.results[n].length for n in report.violated}
+    assert lengths["CommittedOnQuorum"] == 9
+
+
+@pytest.mark.deep
+@pytest.mark.parametrize("config", [Config(servers=3, max_generation=4, max_log=1, max_crashes=1),
+                                    Config(servers=2, max_generation=4, max_log=3, max_crashes=1),
+                                    Config(servers=2, max_generation=5, max_log=3, max_crashes=0)])
+def test_first_attempt_holds_where_the_model_is_exact(config):
+    assert not _first_try(config).violated
 
 
 def test_restart_learns_the_current_leader_and_truncates_by_rule():

@@ -33,26 +33,31 @@ def violated(preset, config):
     return {name: report.results[name].length for name in report.violated}
 
 
+def lowered(config, bounds=tuple(LIMITS), servers=None):
+    """`config` with each of `bounds` lowered by one where it can go lower, and with `servers`
+    servers if given: the configurations one step below a table's smallest bounds."""
+    smaller = [replace(config, **{bound: getattr(config, bound) - 1})
+               for bound in bounds if getattr(config, bound) > LIMITS[bound]]
+    return smaller + ([replace(config, servers=servers)] if servers else [])
+
+
+def assert_smallest(mutant, table):
+    """Caught at its table's bounds with its table's lengths; not caught one step below them (a
+    third server is one of the bounds: with two, every quorum is everyone)."""
+    config, lengths = table[mutant]
+    assert violated(mutant, config) == lengths
+    for bounds in lowered(config, servers=2 if config.servers == 3 else None):
+        assert violated(mutant, bounds) == {}, bounds.describe()
+
+
 def test_the_table_covers_every_mutant():
     assert set(TABLE) | SAFE == set(MUTANTS)
     assert all(PRESETS[m].broken for m in TABLE) and not any(PRESETS[m].broken for m in SAFE)
 
 
 @pytest.mark.parametrize("mutant", sorted(TABLE))
-def test_caught_at_its_smallest_bounds(mutant):
-    config, lengths = TABLE[mutant]
-    assert violated(mutant, config) == lengths
-
-
-@pytest.mark.parametrize("mutant", sorted(TABLE))
-def test_not_caught_one_step_below_on_any_bound(mutant):
-    config, _ = TABLE[mutant]
-    smaller = [replace(config, **{bound: getattr(config, bound) - 1})
-               for bound, lowest in LIMITS.items() if getattr(config, bound) > lowest]
-    if config.servers == 3:  # every mutant here needs a third server: with two, every quorum is everyone
-        smaller.append(replace(config, servers=2))
-    for bounds in smaller:
-        assert violated(mutant, bounds) == {}, bounds.describe()
+def test_caught_at_its_smallest_bounds_and_not_one_step_below(mutant):
+    assert_smallest(mutant, TABLE)
 
 
 def test_seed_quorum_is_caught_only_with_an_even_number_of_servers():
@@ -105,10 +110,7 @@ def test_system_mutant_caught_at_its_smallest_bounds(mutant):
 def test_system_mutant_keeps_its_promise_one_step_below_on_any_bound(mutant):
     config, _ = SYSTEM_TABLE[mutant]
     bounds = ["max_log", "max_crashes"] + (["max_generation"] if mutant.startswith("zab") else [])
-    smaller = [replace(config, **{bound: getattr(config, bound) - 1})
-               for bound in bounds if getattr(config, bound) > LIMITS.get(bound, 0)]
-    smaller.append(replace(config, servers=config.servers - 1))
-    for lower in smaller:
+    for lower in lowered(config, bounds, servers=config.servers - 1):
         assert "AckedWriteNeverLost" not in violated(mutant, lower), lower.describe()
 
 
@@ -155,20 +157,8 @@ def test_the_kafka_table_covers_every_kafka_flag():
 
 
 @pytest.mark.parametrize("mutant", sorted(KAFKA_TABLE))
-def test_kafka_caught_at_its_smallest_bounds(mutant):
-    config, lengths = KAFKA_TABLE[mutant]
-    assert violated(mutant, config) == lengths
-
-
-@pytest.mark.parametrize("mutant", sorted(KAFKA_TABLE))
-def test_kafka_not_caught_one_step_below_on_any_bound(mutant):
-    config, _ = KAFKA_TABLE[mutant]
-    smaller = [replace(config, **{bound: getattr(config, bound) - 1})
-               for bound, lowest in LIMITS.items() if getattr(config, bound) > lowest]
-    if config.servers == 3:
-        smaller.append(replace(config, servers=2))
-    for bounds in smaller:
-        assert violated(mutant, bounds) == {}, bounds.describe()
+def test_kafka_caught_at_its_smallest_bounds_and_not_one_step_below(mutant):
+    assert_smallest(mutant, KAFKA_TABLE)
 
 
 def test_safe_kafka_holds_with_every_witness_reached():
