@@ -1,4 +1,4 @@
-"""The fast successor backend: `Model` compiled with Numba over packed rows.
+"""The fast successor backend: `Model` (and ZAB's `ZabModel`) compiled with Numba over packed rows.
 
 `FastBackend` implements `model.backend`'s interface for the breadth-first
 engine (`CheckOptions(successors="fast")`): batches are 2-D uint8 arrays, one row per
@@ -43,11 +43,12 @@ def unsupported(model) -> str | None:
     system = getattr(getattr(model, "protocol", None), "system", "raft")
     if system in NOT_COMPILED:
         return f"the fast backend has no compiled {system} model yet ({NOT_COMPILED[system]})"
-    if type(model) is not Model:
-        return f"the fast backend compiles Model only, not {type(model).__name__}"
+    compiled = _compiled_models()
+    if type(model) not in compiled:
+        return f"the fast backend compiles {' and '.join(c.__name__ for c in compiled)} only, not {type(model).__name__}"
     protocol = model.protocol
     if type(protocol) is not Protocol:
-        return f"the fast backend knows the raft family's flags only, not {type(protocol).__name__}"
+        return f"the fast backend knows the protocol flags only, not {type(protocol).__name__}"
     defaults = Protocol()
     for flag, value in protocol.flags().items():
         # A flag the kernels do not know is fine at its default (the model's behaviour without it).
@@ -62,11 +63,17 @@ def unsupported(model) -> str | None:
     return None
 
 
+def _compiled_models() -> tuple[type, ...]:
+    """The model classes the kernels transcribe (model.fast.layout.Layout packs their states)."""
+    from model.zab import ZabModel
+
+    return (Model, ZabModel)
+
+
 # Systems whose models have no compiled form yet: the reference backend checks them. Listed, so a
 # user hears why, and so tests/test_fast.py fails for any other preset without a fast path.
 NOT_COMPILED = {
     "kafka": "ISR, leader-epoch truncation and acknowledged writes live in model/kafka.py's own state",
-    "zab": "the synchronisation phase and durable prefixes of model/zab.py are not packed",
     "bookkeeper": "the writer, recovery client and fencing of model/bookkeeper.py are not packed",
 }
 
@@ -79,7 +86,8 @@ KNOWN_FLAGS = {
     "restart": ("keep", "truncate-to-leader-hwm", "truncate-to-own-hwm"),
     "hwm_durable": (False, True),
     "noop_on_election": (False, True),
-    "system": ("raft",),  # the raft family only: other systems have model classes of their own
+    "zab_ack_before_persist": (False, True),
+    "system": ("raft", "zab"),  # each system's model class is transcribed in model/fast/kernels.py
 }
 
 
@@ -122,15 +130,16 @@ class FastBackend(Backend):
         ids = self.action_ids
         self._elect_ids = np.array([ids[("elect", c, voters)] for c in range(n) for voters in model.voter_sets[c]],
                                    dtype=np.int32)
-        self._server_ids = np.array([[ids[(kind, k)] for k in range(n)]
-                                     for kind in ("write", "read", "crash", "restart")], dtype=np.int32)
-        pair_ids = np.full((4, n, n), -1, dtype=np.int32)
-        for j, kind in enumerate(("replicate", "send", "deliver", "drop")):
+        # Ids of actions a model does not have (ZAB's sync and persist in the raft model) are -1.
+        self._server_ids = np.array([[ids.get((kind, k), -1) for k in range(n)]
+                                     for kind in ("write", "read", "crash", "restart", "persist")], dtype=np.int32)
+        pair_ids = np.full((5, n, n), -1, dtype=np.int32)
+        for j, kind in enumerate(("replicate", "send", "deliver", "drop", "sync")):
             for a, b in model.pairs:
-                pair_ids[j, a, b] = ids[(kind, a, b)]
+                pair_ids[j, a, b] = ids.get((kind, a, b), -1)
         self._pair_ids = pair_ids
         pairs = n * (n - 1)
-        self._most = len(self._elect_ids) + 3 * n + (3 * pairs if layout.async_network else pairs)
+        self._most = len(self._elect_ids) + 4 * n + (3 * pairs if layout.async_network else 2 * pairs)
         self.properties = CompiledProperties(layout)
         initial = self.initial()
         _warm("expand", lambda: self.expand(initial))

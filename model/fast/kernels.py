@@ -18,12 +18,20 @@ from numba import njit
 
 from model.fast.blake2b import blake2b64
 
-# Indexes into P, the configuration vector (see Layout.params).
+# Indexes into P, the configuration vector (see Layout.params). SYSTEM says whose extras a row
+# carries (the raft model's rows have none); AB is where a ZAB row's `acked` set starts.
 N, L, G, SW, RB, CB, CAP, MW, CW, W, MAX_CRASHES, QUORUM_K, MAJORITY, COMMIT_CURRENT, LONGEST_LOG, \
-    APPEND_PREVIOUS, RESTART, HWM_DURABLE, NOOP, ASYNC, SYMMETRY, NPERM = range(22)
+    APPEND_PREVIOUS, RESTART, HWM_DURABLE, NOOP, ASYNC, SYMMETRY, NPERM, SYSTEM, AB, ZAB_ELECTION, \
+    ACK_BEFORE_PERSIST = range(26)
+PARAMS = 26
+# Systems (P[SYSTEM]).
+RAFT, ZAB = range(2)
 # Fields of a server's slot: generation, role (0 follower, 1 leader), alive, hwm, log length,
-# log[L], match[N] (zero unless a leader).
+# log[L], match[N] (zero unless a leader), then the system's extras (ZAB: durable, synced, epoch).
 GEN, ROLE, ALIVE, HWM, LEN, LOG = range(6)
+DURABLE, SYNCED, EPOCH = range(3)
+# Bit 7 of a ZAB leader's `synced`: established (model.zab._ESTABLISHED).
+ESTABLISHED = 128
 # Restart rules (P[RESTART]), as properties.protocol orders them.
 KEEP, TRUNCATE_TO_LEADER_HWM, TRUNCATE_TO_OWN_HWM = range(3)
 # Message kinds (model.state): an append is [0, generation, prev, prev_generation, hwm, len, entries...],
@@ -44,8 +52,20 @@ def _match(P, base, k):
 
 
 @njit(cache=True, inline="always")
+def _extra(P, base, field):
+    """Where a server's system extra `field` (DURABLE, SYNCED, EPOCH) lives."""
+    return base + LOG + P[L] + P[N] + field
+
+
+@njit(cache=True, inline="always")
+def _entry_slot(P, at, index, generation):
+    """The byte of entry (index, generation) in the set of entries that starts at `at`."""
+    return at + (index - 1) * (P[G] + 1) + generation
+
+
+@njit(cache=True, inline="always")
 def _read_slot(P, index, generation):
-    return P[RB] + (index - 1) * (P[G] + 1) + generation
+    return _entry_slot(P, P[RB], index, generation)
 
 
 @njit(cache=True, inline="always")
@@ -62,8 +82,8 @@ def _become_follower(P, row, base, generation):
 
 
 @njit(cache=True)
-def _advance_hwm(P, row, base):
-    """Model._advance_hwm: the quorum index of the match indexes (own slot: the log's end)."""
+def _quorum_index(P, row, base):
+    """properties.quorum.quorum_index of a leader's match indexes (own slot: the log's end)."""
     n = P[N]
     own = (base - 1) // P[SW]
     length = np.int64(row[base + LEN])
@@ -80,6 +100,14 @@ def _advance_hwm(P, row, base):
                 held += 1
         if held >= P[QUORUM_K]:
             q = v
+    return q
+
+
+@njit(cache=True)
+def _advance_hwm(P, row, base):
+    """Model._advance_hwm: the quorum index of the match indexes, under the commit rule."""
+    length = np.int64(row[base + LEN])
+    q = _quorum_index(P, row, base)
     if q <= row[base + HWM]:
         return
     if P[COMMIT_CURRENT] and (q > length or row[base + LOG + q - 1] != row[base + GEN]):
@@ -296,12 +324,153 @@ def _deliver(P, before, row, a, b):
                 _with_match(P, row, rb, a, min(np.int64(row[_match(P, rb, a)]), max(index - 1, 0)))
         # Otherwise a stale reply to an earlier generation: ignored.
 
+# --------------------------------------------------------- ZAB (model/zab.py)
+# Each `_zab_*` finishes the raft effect above it as ZabModel's effect of the same name does.
+@njit(cache=True)
+def _zab_acknowledge(P, row):
+    """ZabModel._with's acknowledgements: every entry under an established live leader's HWM."""
+    for k in range(P[N]):
+        base = _server(P, k)
+        if row[base + ROLE] == 1 and row[base + ALIVE] and row[_extra(P, base, SYNCED)] & ESTABLISHED:
+            for i in range(min(row[base + HWM], row[base + LEN])):
+                row[_entry_slot(P, P[AB], i + 1, row[base + LOG + i])] = 1
+
+
+@njit(cache=True)
+def _zab_unsync(P, row, k):
+    """Server k leaves every leader's synced set, and its own set (if it led) is emptied."""
+    for j in range(P[N]):
+        at = _extra(P, _server(P, j), SYNCED)
+        row[at] = 0 if j == k else row[at] & ~(1 << k)
+
+
+@njit(cache=True)
+def _zab_establish(P, row, l):
+    """ZabModel._establish: a quorum acknowledged NEWLEADER; the leader commits its history."""
+    base = _server(P, l)
+    at = _extra(P, base, SYNCED)
+    mask = np.int64(row[at])
+    if mask & ESTABLISHED:
+        return
+    acknowledged = 0
+    for k in range(P[N]):
+        if (mask | 1 << l) >> k & 1:
+            acknowledged += 1
+    if acknowledged < P[MAJORITY]:
+        return
+    row[base + HWM] = max(np.int64(row[base + HWM]), _quorum_index(P, row, base))
+    row[at] = mask | ESTABLISHED
+    _zab_acknowledge(P, row)
+
+
+@njit(cache=True)
+def _zab_elect(P, row, c, voters):
+    for k in range(P[N]):
+        at = _extra(P, _server(P, k), SYNCED)
+        row[at] = 0 if voters >> k & 1 else row[at] & ~voters
+    base = _server(P, c)
+    if P[NOOP]:
+        row[_extra(P, base, DURABLE)] = row[base + LEN]  # the leader logs its own entry
+    _zab_acknowledge(P, row)
+    row[_extra(P, base, EPOCH)] = row[base + GEN]
+    _zab_establish(P, row, c)
+
+
+@njit(cache=True)
+def _zab_sync(P, before, row, l, f):
+    """ZabModel.effect_sync: one DIFF/TRUNC/SNAP exchange and the ACK of NEWLEADER."""
+    lb, fb = _server(P, l), _server(P, f)
+    if before[fb + GEN] > before[lb + GEN]:
+        _become_follower(P, row, lb, before[fb + GEN])  # the leader is stale and steps down
+        row[_extra(P, lb, SYNCED)] = 0
+        return
+    length = np.int64(before[lb + LEN])
+    common = 0
+    while common < min(length, np.int64(before[fb + LEN])) and before[lb + LOG + common] == before[fb + LOG + common]:
+        common += 1
+    durable = min(np.int64(before[_extra(P, fb, DURABLE)]), common) if P[ACK_BEFORE_PERSIST] else length
+    for position in range(P[L]):
+        row[fb + LOG + position] = before[lb + LOG + position]
+    row[fb + LEN] = length
+    row[fb + HWM] = max(before[fb + HWM], before[lb + HWM])
+    row[fb + ALIVE] = 1
+    _become_follower(P, row, fb, before[lb + GEN])
+    established = before[_extra(P, lb, SYNCED)] & ESTABLISHED
+    row[_match(P, lb, f)] = durable if established else length
+    _zab_unsync(P, row, f)
+    row[_extra(P, lb, SYNCED)] = before[_extra(P, lb, SYNCED)] | 1 << f
+    row[_extra(P, fb, DURABLE)] = durable
+    row[_extra(P, fb, EPOCH)] = before[lb + GEN]
+    if established:
+        _advance_hwm(P, row, lb)
+        _zab_acknowledge(P, row)
+    _zab_establish(P, row, l)
+
+
+@njit(cache=True)
+def _zab_persist(P, row, k):
+    """ZabModel.effect_persist: the follower logs what it holds and ACKs it to its leader."""
+    kb = _server(P, k)
+    row[_extra(P, kb, DURABLE)] = row[kb + LEN]
+    for l in range(P[N]):
+        lb = _server(P, l)
+        synced = row[_extra(P, lb, SYNCED)]
+        if synced >> k & 1 and row[lb + ALIVE] and synced & ESTABLISHED:
+            row[_match(P, lb, k)] = row[kb + LEN]
+            _advance_hwm(P, row, lb)
+            _zab_acknowledge(P, row)
+            return
+
+
+@njit(cache=True)
+def _zab_logged(P, row, k):
+    """After a write (k the leader) or a replicate (k the follower): k's log is on disk."""
+    base = _server(P, k)
+    row[_extra(P, base, DURABLE)] = row[base + LEN]
+    _zab_acknowledge(P, row)
+
+
+@njit(cache=True)
+def _zab_crash(P, row, c):
+    base = _server(P, c)
+    length = min(np.int64(row[base + LEN]), np.int64(row[_extra(P, base, DURABLE)]))  # memory is lost
+    for position in range(length, P[L]):
+        row[base + LOG + position] = 0
+    row[base + LEN] = length
+    row[base + HWM] = min(np.int64(row[base + HWM]), length)
+    _zab_unsync(P, row, c)
+    _zab_acknowledge(P, row)
+
+
+@njit(cache=True)
+def _zab_restart(P, row, r):
+    base = _server(P, r)
+    row[_extra(P, base, DURABLE)] = min(row[_extra(P, base, DURABLE)], row[base + LEN])
+    _zab_acknowledge(P, row)
+
 
 # ------------------------------------------------------------- canonical form
 @njit(cache=True)
+def _encode_entries(P, row, at, buf, p):
+    """A set of (index, generation) entries as model.encoding._reads writes it; the new length."""
+    count_at = p
+    p += 1
+    count = 0
+    for index in range(1, P[L] + 1):
+        for generation in range(P[G] + 1):
+            if row[_entry_slot(P, at, index, generation)]:
+                buf[p] = index
+                buf[p + 1] = generation
+                p += 2
+                count += 1
+    buf[count_at] = count
+    return p
+
+
+@njit(cache=True)
 def _encode(P, row, order, buf):
-    """model.encoding.encode(state, order) into buf; returns the length."""
-    n, l = P[N], P[L]
+    """model.encoding.encode(state, order) into buf (with a ZAB state's keys and extras); the length."""
+    n = P[N]
     buf[0] = n
     buf[1] = P[ASYNC]
     buf[2] = row[0]
@@ -314,21 +483,16 @@ def _encode(P, row, order, buf):
         for e in range(row[base + LEN]):
             buf[p] = row[base + LOG + e]
             p += 1
+        if P[SYSTEM] == ZAB:  # ZabModel._keys: durable, established, epoch
+            buf[p] = row[_extra(P, base, DURABLE)]
+            buf[p + 1] = row[_extra(P, base, SYNCED)] >> 7
+            buf[p + 2] = row[_extra(P, base, EPOCH)]
+            p += 3
         if row[base + ROLE] == 1:
             for j2 in range(n):
                 buf[p] = row[_match(P, base, order[j2])]
                 p += 1
-    count_at = p
-    p += 1
-    count = 0
-    for index in range(1, l + 1):
-        for generation in range(P[G] + 1):
-            if row[_read_slot(P, index, generation)]:
-                buf[p] = index
-                buf[p + 1] = generation
-                p += 2
-                count += 1
-    buf[count_at] = count
+    p = _encode_entries(P, row, P[RB], buf, p)
     if P[ASYNC]:
         for ja in range(n):
             for jb in range(n):
@@ -341,6 +505,16 @@ def _encode(P, row, order, buf):
                     for e in range(width):
                         buf[p + e] = row[m + e]
                     p += width
+    if P[SYSTEM] == ZAB:  # ZabModel._extra: the synced sets renamed, then acked
+        for j in range(n):
+            synced = row[_extra(P, _server(P, order[j]), SYNCED)]
+            mask = 0
+            for j2 in range(n):
+                if synced >> order[j2] & 1:
+                    mask |= 1 << j2
+            buf[p] = mask
+            p += 1
+        p = _encode_entries(P, row, P[AB], buf, p)
     return p
 
 
@@ -352,6 +526,11 @@ def _key_compare(P, row, a, b):
         x, y = row[ab + f], row[bb + f]
         if x != y:
             return -1 if x < y else 1
+    if P[SYSTEM] == ZAB:  # then ZabModel._keys' extras: durable, established, epoch
+        for field, shift in ((DURABLE, 0), (SYNCED, 7), (EPOCH, 0)):
+            x, y = row[_extra(P, ab, field)] >> shift, row[_extra(P, bb, field)] >> shift
+            if x != y:
+                return -1 if x < y else 1
     return 0
 
 
@@ -410,15 +589,68 @@ def _emit(t, parents, actions, parent, action_id):
     return t + 1
 
 
+# Who may vote for whom (P[LONGEST_LOG], ZabModel.freshness): anyone, Raft 5.4.1's up-to-date
+# rule (last generation, then length), or ZAB's (currentEpoch, then last zxid).
+ANY_FRESHNESS, RAFT_FRESHNESS, ZAB_FRESHNESS = range(3)
+
+
+@njit(cache=True)
+def _fresh_enough(P, row, c, v, rule):
+    """The candidate c's history is at least as up to date as voter v's, under `rule`."""
+    if rule == ANY_FRESHNESS:
+        return True
+    cb, vb = _server(P, c), _server(P, v)
+    if rule == ZAB_FRESHNESS and row[_extra(P, cb, EPOCH)] != row[_extra(P, vb, EPOCH)]:
+        return row[_extra(P, cb, EPOCH)] > row[_extra(P, vb, EPOCH)]
+    c_length, v_length = row[cb + LEN], row[vb + LEN]
+    c_last = row[cb + LOG + c_length - 1] if c_length else 0
+    v_last = row[vb + LOG + v_length - 1] if v_length else 0
+    return c_last > v_last or (c_last == v_last and c_length >= v_length)
+
+
+@njit(cache=True)
+def _elections(P, row, i, rule, emit, alive, leading, elect_candidates, elect_voters, elect_ids, out, parents,
+               actions, hits, t):
+    """The elect actions (Model.actions' first loop) under `rule`; only bounds are noted unless `emit`."""
+    for e in range(elect_candidates.size):
+        c = elect_candidates[e]
+        if not alive[c] or leading[c]:
+            continue
+        voters = elect_voters[e]
+        ok = True
+        top = np.int64(0)
+        for k in range(P[N]):
+            if voters >> k & 1:
+                if not alive[k] or not _fresh_enough(P, row, c, k, rule):
+                    ok = False
+                    break
+                top = max(top, np.int64(row[_server(P, k) + GEN]))
+        if not ok:
+            continue
+        if top + 1 > P[G]:
+            hits[HIT_GENERATION] = 1
+        elif P[NOOP] and row[_server(P, c) + LEN] >= P[L]:
+            hits[HIT_LOG] = 1
+        elif emit:
+            out[t] = row
+            _elect(P, out[t], c, voters)
+            if P[SYSTEM] == ZAB:
+                _zab_elect(P, out[t], c, voters)
+            t = _emit(t, parents, actions, i, elect_ids[e])
+    return t
+
+
 @njit(cache=True)
 def expand(P, rows, elect_candidates, elect_voters, elect_ids, server_ids, pair_ids, perms, encoding_size,
            out, parents, actions, fps, hits):
-    """Every transition out of every row, in Model.actions order; the number of transitions.
+    """Every transition out of every row, in Model.actions order (ZabModel.actions' for ZAB); the number
+    of transitions.
 
-    server_ids[kind, k] for kind write, read, crash, restart; pair_ids[kind, a, b] for kind
-    replicate, send, deliver, drop. `out` must hold rows x the most transitions one state can have.
+    server_ids[kind, k] for kind write, read, crash, restart, persist; pair_ids[kind, a, b] for kind
+    replicate, send, deliver, drop, sync. `out` must hold rows x the most transitions one state can have.
     """
-    n, l, width = P[N], P[L], P[W]
+    n, l = P[N], P[L]
+    zab = P[SYSTEM] == ZAB
     order = np.zeros(n, dtype=np.int64)
     buf = np.zeros(encoding_size, dtype=np.uint8)
     scratch = np.zeros(encoding_size, dtype=np.uint8)
@@ -428,6 +660,8 @@ def expand(P, rows, elect_candidates, elect_voters, elect_ids, server_ids, pair_
     m = np.zeros(16, dtype=np.uint64)
     alive = np.zeros(n, dtype=np.bool_)
     leading = np.zeros(n, dtype=np.bool_)
+    established = np.zeros(n, dtype=np.bool_)
+    rule = RAFT_FRESHNESS if P[LONGEST_LOG] else ANY_FRESHNESS
     t = 0
     for i in range(rows.shape[0]):
         row = rows[i]
@@ -436,56 +670,34 @@ def expand(P, rows, elect_candidates, elect_voters, elect_ids, server_ids, pair_
             base = _server(P, k)
             alive[k] = row[base + ALIVE] == 1
             leading[k] = alive[k] and row[base + ROLE] == 1
-        # elect
-        for e in range(elect_candidates.size):
-            c = elect_candidates[e]
-            if not alive[c] or leading[c]:
-                continue
-            voters = elect_voters[e]
-            ok = True
-            top = np.int64(0)
-            cb = _server(P, c)
-            c_length = row[cb + LEN]
-            c_last = row[cb + LOG + c_length - 1] if c_length else 0
-            for k in range(n):
-                if voters >> k & 1:
-                    kb = _server(P, k)
-                    if not alive[k]:
-                        ok = False
-                        break
-                    if P[LONGEST_LOG]:
-                        k_length = row[kb + LEN]
-                        k_last = row[kb + LOG + k_length - 1] if k_length else 0
-                        if c_last < k_last or (c_last == k_last and c_length < k_length):
-                            ok = False
-                            break
-                    top = max(top, np.int64(row[kb + GEN]))
-            if not ok:
-                continue
-            if top + 1 > P[G]:
-                hits[HIT_GENERATION] = 1
-            elif P[NOOP] and c_length >= l:
-                hits[HIT_LOG] = 1
-            else:
-                out[t] = row
-                _elect(P, out[t], c, voters)
-                t = _emit(t, parents, actions, i, elect_ids[e])
+            established[k] = not zab or row[_extra(P, base, SYNCED)] & ESTABLISHED
+        if P[ZAB_ELECTION]:
+            # ZAB's election first; the raft model's loop then runs for its bounds only (as
+            # ZabModel.actions runs Model.actions and drops its elect actions).
+            t = _elections(P, row, i, ZAB_FRESHNESS, True, alive, leading, elect_candidates, elect_voters, elect_ids,
+                           out, parents, actions, hits, t)
+        t = _elections(P, row, i, rule, not P[ZAB_ELECTION], alive, leading, elect_candidates, elect_voters,
+                       elect_ids, out, parents, actions, hits, t)
         # per server: restart, or write, read, crash
         for k in range(n):
             base = _server(P, k)
             if not alive[k]:
                 out[t] = row
                 _restart(P, out[t], k)
+                if zab:
+                    _zab_restart(P, out[t], k)
                 t = _emit(t, parents, actions, i, server_ids[3, k])
                 continue
             length = row[base + LEN]
             if leading[k]:
-                if length < l:
+                if length >= l:
+                    hits[HIT_LOG] = 1
+                elif established[k]:  # a prospective ZAB leader does not write
                     out[t] = row
                     _write(P, out[t], k)
+                    if zab:
+                        _zab_logged(P, out[t], k)
                     t = _emit(t, parents, actions, i, server_ids[0, k])
-                else:
-                    hits[HIT_LOG] = 1
             readable = min(row[base + HWM], length)
             unread = False
             for e in range(readable):
@@ -495,10 +707,14 @@ def expand(P, rows, elect_candidates, elect_voters, elect_ids, server_ids, pair_
             if unread:
                 out[t] = row
                 _read(P, out[t], k)
+                if zab:
+                    _zab_acknowledge(P, out[t])
                 t = _emit(t, parents, actions, i, server_ids[1, k])
             if row[0] < P[MAX_CRASHES]:
                 out[t] = row
                 _crash(P, out[t], k)
+                if zab:
+                    _zab_crash(P, out[t], k)
                 t = _emit(t, parents, actions, i, server_ids[2, k])
             else:
                 hits[HIT_CRASHES] = 1
@@ -524,10 +740,27 @@ def expand(P, rows, elect_candidates, elect_voters, elect_ids, server_ids, pair_
                         out[t] = row
                         _pop(P, out[t], a, b)
                         t = _emit(t, parents, actions, i, pair_ids[3, a, b])
-                elif leading[a] and alive[b]:
+                elif leading[a] and alive[b] and established[a] and (
+                        not zab or row[_extra(P, _server(P, a), SYNCED)] >> b & 1):
                     out[t] = row
                     _replicate(P, row, out[t], a, b)
+                    if zab:
+                        _zab_logged(P, out[t], b)
                     t = _emit(t, parents, actions, i, pair_ids[0, a, b])
+        if zab:  # ZAB's synchronisation, then persistence
+            for a in range(n):
+                for b in range(n):
+                    if a != b and leading[a] and alive[b] and not row[_extra(P, _server(P, a), SYNCED)] >> b & 1:
+                        out[t] = row
+                        _zab_sync(P, row, out[t], a, b)
+                        t = _emit(t, parents, actions, i, pair_ids[4, a, b])
+            if P[ACK_BEFORE_PERSIST]:
+                for k in range(n):
+                    base = _server(P, k)
+                    if alive[k] and row[_extra(P, base, DURABLE)] < row[base + LEN]:
+                        out[t] = row
+                        _zab_persist(P, out[t], k)
+                        t = _emit(t, parents, actions, i, server_ids[4, k])
         for s in range(first, t):
             fps[s] = fingerprint_row(P, out[s], perms, scratch, order, buf, best, h, v, m)
     return t

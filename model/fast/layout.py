@@ -2,8 +2,10 @@
 
     [crashes]
     per server k: [generation, role (0 follower, 1 leader), alive, hwm, log length,
-                   log[max_log] (zero past the end), match[servers] (zero unless a leader)]
+                   log[max_log] (zero past the end), match[servers] (zero unless a leader),
+                   ZAB only: durable, synced (bit 7: established), epoch]
     reads: one byte per (index 1..max_log, generation 0..max_generation), 1 when read
+    ZAB only, acked: the same, 1 when acknowledged to a client
     async network only, per channel a->b (a * servers + b):
                   [message count, channel_capacity messages of 6 + max_log bytes each]
                   an append is [0, generation, prev, prev_generation, hwm, len, entries...],
@@ -24,6 +26,7 @@ import numpy as np
 from model.actions import Model
 from model.fast import kernels as K
 from model.state import APPEND, FOLLOWER, LEADER, Server, State
+from model.zab import ZabModel, ZabState
 from properties.protocol import FLAG_VALUES
 
 # Permutation tables (for the canonical form under symmetry) above this many servers would be large.
@@ -39,17 +42,21 @@ class Layout:
         self.n, self.max_log, self.max_generation = n, max_log, max_generation
         self.async_network = config.network == "async"
         capacity = config.channel_capacity if self.async_network else 0
-        self.server_width = 5 + max_log + n
+        self.zab = isinstance(model, ZabModel)
+        self.server_width = 5 + max_log + n + (3 if self.zab else 0)
         self.reads_base = 1 + n * self.server_width
-        self.channels_base = self.reads_base + max_log * (max_generation + 1)
+        entries = max_log * (max_generation + 1)  # one byte per (index, generation)
+        self.acked_base = self.reads_base + entries
+        self.channels_base = self.acked_base + (entries if self.zab else 0)
         self.message_width = 6 + max_log
         self.channel_width = 1 + capacity * self.message_width
         self.width = self.channels_base + (n * n * self.channel_width if self.async_network else 0)
         # The longest encoding (model.encoding.encode) a state can have.
         self.encoding_size = (3 + n * (5 + max_log + n) + 1 + 2 * max_log * (max_generation + 1)
-                              + (n * n * (1 + capacity * self.message_width) if self.async_network else 0))
+                              + (n * n * (1 + capacity * self.message_width) if self.async_network else 0)
+                              + (3 * n + n + 1 + 2 * entries if self.zab else 0))
         quorum_k = n // 2 + 1 if protocol.quorum == "majority" else n - n // 2
-        P = np.zeros(22, dtype=np.int64)
+        P = np.zeros(K.PARAMS, dtype=np.int64)
         P[[K.N, K.L, K.G, K.SW, K.RB, K.CB, K.CAP, K.MW, K.CW, K.W]] = (
             n, max_log, max_generation, self.server_width, self.reads_base, self.channels_base, capacity,
             self.message_width, self.channel_width, self.width)
@@ -65,6 +72,10 @@ class Layout:
         P[K.ASYNC] = self.async_network
         P[K.SYMMETRY] = symmetry
         P[K.NPERM] = factorial(n) if symmetry else 0
+        P[K.SYSTEM] = K.ZAB if self.zab else K.RAFT
+        P[K.AB] = self.acked_base
+        P[K.ZAB_ELECTION] = self.zab and protocol.election == "longest-log"
+        P[K.ACK_BEFORE_PERSIST] = self.zab and protocol.zab_ack_before_persist
         self.params = P
         self.perms = (np.array(list(permutations(range(n))), dtype=np.int64) if symmetry
                       else np.zeros((1, n), dtype=np.int64))
@@ -83,8 +94,12 @@ class Layout:
             row[base + 5:base + 5 + len(s.log)] = s.log
             if s.match:
                 row[base + 5 + max_log:base + 5 + max_log + n] = s.match
-        for index, generation in state.reads:
-            row[self.reads_base + (index - 1) * (self.max_generation + 1) + generation] = 1
+        self._pack_entries(row, self.reads_base, state.reads)
+        if self.zab:
+            for k in range(n):
+                at = self.server_base(k) + 5 + max_log + n
+                row[at:at + 3] = (state.durable[k], state.synced[k], state.epochs[k])
+            self._pack_entries(row, self.acked_base, state.acked)
         if self.async_network:
             for c, channel in enumerate(state.channels):
                 at = self.channels_base + c * self.channel_width
@@ -99,6 +114,14 @@ class Layout:
                         data = [message[0], generation, success, index]
                     row[m:m + len(data)] = data
         return row
+
+    def _pack_entries(self, row, at: int, entries) -> None:
+        for index, generation in entries:
+            row[at + (index - 1) * (self.max_generation + 1) + generation] = 1
+
+    def _unpack_entries(self, data, at: int) -> frozenset:
+        g1 = self.max_generation + 1
+        return frozenset((1 + j // g1, j % g1) for j, bit in enumerate(data[at:at + self.max_log * g1]) if bit)
 
     def pack_all(self, states) -> np.ndarray:
         rows = np.zeros((len(states), self.width), dtype=np.uint8)
@@ -117,9 +140,7 @@ class Layout:
             log = tuple(data[base + 5:base + 5 + length])
             match = tuple(data[base + 5 + max_log:base + 5 + max_log + n]) if role else ()
             servers.append(Server(generation, LEADER if role else FOLLOWER, log, hwm, bool(alive), match))
-        g1 = self.max_generation + 1
-        reads = frozenset((1 + j // g1, j % g1) for j, bit in
-                          enumerate(data[self.reads_base:self.channels_base]) if bit)
+        reads = self._unpack_entries(data, self.reads_base)
         channels: tuple = ()
         if self.async_network:
             chans = []
@@ -137,6 +158,11 @@ class Layout:
                         messages.append((kind, generation, bool(success), index))
                 chans.append(tuple(messages))
             channels = tuple(chans)
+        if self.zab:
+            extras = [data[self.server_base(k) + 5 + max_log + n:][:3] for k in range(n)]
+            return ZabState(tuple(servers), reads, data[0], channels, tuple(e[1] for e in extras),
+                            tuple(e[0] for e in extras), tuple(e[2] for e in extras),
+                            self._unpack_entries(data, self.acked_base))
         return State(tuple(servers), reads, data[0], channels)
 
     def unpack_all(self, rows: np.ndarray) -> list[State]:
