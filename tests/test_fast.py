@@ -23,8 +23,9 @@ from model.fast import KNOWN_FLAGS, NOT_COMPILED, FastBackend, compile_seconds, 
 from model.fast.blake2b import blake2b64_of
 from model.fast.properties import compiled_code, state_found, step_found
 from model.state import FOLLOWER, LEADER, Config, Server, State
+from model.bookkeeper import BookKeeperState
 from model.zab import ZabState
-from properties.protocol import FLAG_SYSTEMS, FLAG_VALUES, PRESETS, RAFT, ZAB, Protocol, flags_of
+from properties.protocol import FLAG_SYSTEMS, FLAG_VALUES, PRESETS, RAFT, ZAB, BOOKKEEPER, Protocol, flags_of
 
 RPC = Config(servers=3, max_generation=3, max_log=2, max_crashes=1, network="rpc")
 ASYNC = Config(servers=3, max_generation=2, max_log=1, max_crashes=1, network="async", channel_capacity=2)
@@ -125,6 +126,18 @@ def with_acked(rng: random.Random, config: Config, state: State) -> ZabState:
                     tuple(rng.randint(0, config.max_generation) for _ in range(n)), acked)
 
 
+def bookkeeper_state(rng: random.Random, config: Config, state: State) -> BookKeeperState:
+    """A random snapshot of the bookies, the writer and the recovery client, with their bits and acked."""
+    clients = random_state(rng, replace(config, servers=2)).servers
+    writer = clients[0]._replace(match=tuple(rng.randint(0, config.max_log) for _ in range(config.servers + 2))
+                                 if clients[0].role == LEADER else ())
+    recovery = clients[1]._replace(match=())
+    acked = frozenset((i, 1) for i in range(1, rng.randint(0, config.max_log) + 1))
+    bits = [rng.randrange(1 << config.servers) for _ in range(3)]
+    servers = tuple(s._replace(role=FOLLOWER, match=()) for s in state.servers)
+    return BookKeeperState(servers + (writer, recovery), state.reads, state.crashes, (), *bits, acked)
+
+
 def compiled_agree(model, presets, extend=lambda rng, config, state: state) -> dict[str, int]:
     """Compare every compiled property of `model`'s catalogue with its Python check, on random snapshots
     (`extend` adds a system's extras) and on the reachable steps of `presets`; how often each was found."""
@@ -166,6 +179,13 @@ def test_compiled_properties_equal_the_catalogue_on_zab():
     assert {"AckedWriteNeverLost", "WriteAcknowledged"} <= set(found) and all(found.values()), found
 
 
+def test_compiled_properties_equal_the_catalogue_on_bookkeeper():
+    """The same on BookKeeper's rows: the bookies, then the writer and the recovery client."""
+    found = compiled_agree(build_model(BOOKKEEPER, RPC), ("bookkeeper", "bookkeeper-recovery-without-fencing"),
+                           bookkeeper_state)
+    assert {"AckedWriteNeverLost", "WriteAcknowledged"} <= set(found) and all(found.values()), found
+
+
 def test_every_catalogue_property_has_an_up_to_date_compiled_form():
     """A property added or changed in the catalogue is checked in Python (slowly) until compiled again."""
     catalogue = {p.name: p for system in COMPILED_SYSTEMS for p in build_model(Protocol(system=system), RPC).properties}
@@ -203,7 +223,7 @@ def test_unknown_models_and_flags_are_refused_by_name():
     class Product(Model):
         pass
 
-    with pytest.raises(BackendUnavailable, match="compiles Model and ZabModel only, not Product"):
+    with pytest.raises(BackendUnavailable, match="compiles Model, ZabModel and BookKeeperModel only, not Product"):
         make_backend("fast", Product(RAFT, RPC), True)
     assert FastBackend(Model(RAFT, RPC), True).name == "fast"
     assert set(f.name for f in fields(Protocol)) == set(FLAG_VALUES)

@@ -22,14 +22,16 @@ from model.fast.blake2b import blake2b64
 # carries (the raft model's rows have none); AB is where a ZAB row's `acked` set starts.
 N, L, G, SW, RB, CB, CAP, MW, CW, W, MAX_CRASHES, QUORUM_K, MAJORITY, COMMIT_CURRENT, LONGEST_LOG, \
     APPEND_PREVIOUS, RESTART, HWM_DURABLE, NOOP, ASYNC, SYMMETRY, NPERM, SYSTEM, AB, ZAB_ELECTION, \
-    ACK_BEFORE_PERSIST = range(26)
-PARAMS = 26
-# Systems (P[SYSTEM]).
-RAFT, ZAB = range(2)
+    ACK_BEFORE_PERSIST, BOOKIES, ACK_QUORUM, READS_FENCE = range(29)
+PARAMS = 29
+# Systems (P[SYSTEM]). A BookKeeper row's servers are the bookies 0..BOOKIES-1, the writer
+# (BOOKIES) and the recovery client (BOOKIES + 1); N counts all of them, as the state does.
+RAFT, ZAB, BOOKKEEPER = range(3)
 # Fields of a server's slot: generation, role (0 follower, 1 leader), alive, hwm, log length,
 # log[L], match[N] (zero unless a leader), then the system's extras (ZAB: durable, synced, epoch).
 GEN, ROLE, ALIVE, HWM, LEN, LOG = range(6)
 DURABLE, SYNCED, EPOCH = range(3)
+FENCED, RESPONDED, NEGATIVES = range(3)  # BookKeeper's bits of a bookie, one byte each
 # Bit 7 of a ZAB leader's `synced`: established (model.zab._ESTABLISHED).
 ESTABLISHED = 128
 # Restart rules (P[RESTART]), as properties.protocol orders them.
@@ -37,6 +39,8 @@ KEEP, TRUNCATE_TO_LEADER_HWM, TRUNCATE_TO_OWN_HWM = range(3)
 # Message kinds (model.state): an append is [0, generation, prev, prev_generation, hwm, len, entries...],
 # a reply [1, generation, success, index].
 APPEND, REPLY = 0, 1
+# Rows of server_ids (FastBackend): the actions of one server, per kind; ADD_ID's row holds ("add",).
+WRITE_ID, READ_ID, CRASH_ID, RESTART_ID, PERSIST_ID, SEND_ADD_ID, FENCE_ID, RECOVERY_READ_ID, ADD_ID = range(9)
 # Bounds (Expansion.bounds_hit), as flags in `hits`.
 HIT_GENERATION, HIT_LOG, HIT_CRASHES, HIT_CAPACITY = range(4)
 
@@ -449,6 +453,160 @@ def _zab_restart(P, row, r):
     _zab_acknowledge(P, row)
 
 
+# ------------------------------------------------ BookKeeper (model/bookkeeper.py)
+@njit(cache=True)
+def _bits(P, row, field):
+    """How many bookies have `field` (FENCED, RESPONDED, NEGATIVES) set."""
+    count = 0
+    for b in range(P[BOOKIES]):
+        count += row[_extra(P, _server(P, b), field)]
+    return count
+
+
+@njit(cache=True)
+def _bk_send_add(P, row, b):
+    """BookKeeperModel.effect_send_add."""
+    wb, bb = _server(P, P[BOOKIES]), _server(P, b)
+    if row[_extra(P, bb, FENCED)]:
+        _become_follower(P, row, wb, row[wb + GEN])  # LedgerFencedException: the writer stops
+        return
+    length = row[wb + LEN]
+    for position in range(P[L]):
+        row[bb + LOG + position] = row[wb + LOG + position]
+    row[bb + LEN] = length
+    row[bb + HWM] = max(row[bb + HWM], row[wb + HWM])
+    row[bb + GEN] = 1  # WRITER_GENERATION
+    row[_match(P, wb, b)] = length
+    # The LAC: the largest index ACK_QUORUM bookies hold (quorum_index("majority", match[:bookies])).
+    lac = np.int64(row[wb + HWM])
+    for i in range(P[BOOKIES]):
+        value = np.int64(row[_match(P, wb, i)])
+        if value <= lac:
+            continue
+        held = 0
+        for j in range(P[BOOKIES]):
+            if row[_match(P, wb, j)] >= value:
+                held += 1
+        if held >= P[ACK_QUORUM]:
+            lac = value
+    row[wb + HWM] = lac
+    for index in range(1, lac + 1):  # the add callbacks complete in order up to the LAC
+        row[_entry_slot(P, P[AB], index, 1)] = 1
+
+
+@njit(cache=True)
+def _bk_fence(P, row, b):
+    """BookKeeperModel.effect_fence: the bookie is fenced and reports its LAC."""
+    bb, rb = _server(P, b), _server(P, P[BOOKIES] + 1)
+    if row[bb + HWM] > row[rb + LEN]:
+        known = min(row[bb + HWM], row[bb + LEN])
+        for position in range(P[L]):
+            row[rb + LOG + position] = row[bb + LOG + position] if position < known else 0
+        row[rb + LEN] = known
+    row[_extra(P, bb, FENCED)] = 1
+    row[_extra(P, bb, RESPONDED)] = 1
+
+
+@njit(cache=True)
+def _bk_recovery_read(P, row, b):
+    """BookKeeperModel.effect_recovery_read: found, missing, or missing on enough bookies to close."""
+    bb, rb = _server(P, b), _server(P, P[BOOKIES] + 1)
+    index = np.int64(row[rb + LEN]) + 1
+    if P[READS_FENCE]:
+        row[_extra(P, bb, FENCED)] = 1
+    if row[bb + LEN] >= index:
+        row[rb + LOG + index - 1] = row[bb + LOG + index - 1]
+        row[rb + LEN] = index
+        for k in range(P[BOOKIES]):
+            row[_extra(P, _server(P, k), NEGATIVES)] = 0
+        return
+    row[_extra(P, bb, NEGATIVES)] = 1
+    if _bits(P, row, NEGATIVES) < P[BOOKIES] - P[ACK_QUORUM] + 1:
+        return
+    end = index - 1  # entry `index` does not exist: the ledger closes before it
+    for k in range(P[BOOKIES]):
+        kb = _server(P, k)
+        if row[kb + ALIVE]:
+            for position in range(P[L]):
+                row[kb + LOG + position] = row[rb + LOG + position]
+            row[kb + LEN] = end
+            row[kb + HWM] = end
+        elif row[kb + LEN] > end:
+            for position in range(end, P[L]):
+                row[kb + LOG + position] = 0
+            row[kb + LEN] = end
+            row[kb + HWM] = min(row[kb + HWM], end)
+        else:
+            row[kb + HWM] = min(row[kb + HWM], end)
+    row[rb + GEN] = 2  # RECOVERY_GENERATION
+    row[rb + ROLE] = 1
+    row[rb + HWM] = end
+    row[rb + ALIVE] = 1
+
+
+@njit(cache=True)
+def _bookkeeper_successors(P, row, i, server_ids, out, parents, actions, hits, t):
+    """BookKeeperModel.actions and effects: add, then per bookie send_add, fence, recovery_read,
+    read, crash, restart."""
+    bookies, writer, recovery = P[BOOKIES], _server(P, P[BOOKIES]), _server(P, P[BOOKIES] + 1)
+    writing = row[writer + ROLE] == 1
+    closed = row[recovery + ROLE] == 1
+    if writing:
+        if row[writer + LEN] < P[L]:
+            out[t] = row
+            out[t][writer + LOG + row[writer + LEN]] = 1  # WRITER_GENERATION
+            out[t][writer + LEN] += 1
+            t = _emit(t, parents, actions, i, server_ids[ADD_ID, 0])
+        else:
+            hits[HIT_LOG] = 1
+    for b in range(bookies):
+        bb = _server(P, b)
+        if writing and row[bb + ALIVE] and not (row[bb + LEN] >= row[writer + LEN] and row[bb + HWM] >= row[writer + HWM]):
+            out[t] = row
+            _bk_send_add(P, out[t], b)
+            t = _emit(t, parents, actions, i, server_ids[SEND_ADD_ID, b])
+    for b in range(bookies):
+        bb = _server(P, b)
+        if not closed and row[bb + ALIVE] and not row[_extra(P, bb, RESPONDED)]:
+            out[t] = row
+            _bk_fence(P, out[t], b)
+            t = _emit(t, parents, actions, i, server_ids[FENCE_ID, b])
+    fenced_out = _bits(P, row, RESPONDED) >= bookies - P[ACK_QUORUM] + 1
+    for b in range(bookies):
+        bb = _server(P, b)
+        if not closed and fenced_out and row[bb + ALIVE] and not row[_extra(P, bb, NEGATIVES)]:
+            out[t] = row
+            _bk_recovery_read(P, out[t], b)
+            t = _emit(t, parents, actions, i, server_ids[RECOVERY_READ_ID, b])
+    for b in range(bookies):
+        bb = _server(P, b)
+        if row[bb + ALIVE]:
+            unread = False
+            for e in range(min(row[bb + HWM], row[bb + LEN])):
+                if not row[_read_slot(P, e + 1, row[bb + LOG + e])]:
+                    unread = True
+                    break
+            if unread:
+                out[t] = row
+                _read(P, out[t], b)
+                t = _emit(t, parents, actions, i, server_ids[READ_ID, b])
+    for b in range(bookies):  # the journal keeps entries, LAC and fence: a crash only stops the bookie
+        if row[_server(P, b) + ALIVE]:
+            if row[0] < P[MAX_CRASHES]:
+                out[t] = row
+                out[t][_server(P, b) + ALIVE] = 0
+                out[t][0] += 1
+                t = _emit(t, parents, actions, i, server_ids[CRASH_ID, b])
+            else:
+                hits[HIT_CRASHES] = 1
+    for b in range(bookies):
+        if not row[_server(P, b) + ALIVE]:
+            out[t] = row
+            out[t][_server(P, b) + ALIVE] = 1
+            t = _emit(t, parents, actions, i, server_ids[RESTART_ID, b])
+    return t
+
+
 # ------------------------------------------------------------- canonical form
 @njit(cache=True)
 def _encode_entries(P, row, at, buf, p):
@@ -467,6 +625,12 @@ def _encode_entries(P, row, at, buf, p):
     return p
 
 
+@njit(cache=True, inline="always")
+def _kind(P, k):
+    """BookKeeperModel.encode's kind byte: 0 a bookie, 1 the writer, 2 the recovery client."""
+    return 0 if k < P[BOOKIES] else k - P[BOOKIES] + 1
+
+
 @njit(cache=True)
 def _encode(P, row, order, buf):
     """model.encoding.encode(state, order) into buf (with a ZAB state's keys and extras); the length."""
@@ -475,8 +639,17 @@ def _encode(P, row, order, buf):
     buf[1] = P[ASYNC]
     buf[2] = row[0]
     p = 3
+    bookkeeper = P[SYSTEM] == BOOKKEEPER
     for j in range(n):
         base = _server(P, order[j])
+        if bookkeeper:  # BookKeeperModel.encode's keys: the kind (bookie, writer, recovery), a bookie's bits
+            kind = _kind(P, order[j])
+            buf[p] = kind
+            p += 1
+            if kind == 0:
+                for field in range(3):
+                    buf[p + field] = row[_extra(P, base, FENCED + field)]
+                p += 3
         for f in range(5):
             buf[p + f] = row[base + f]
         p += 5
@@ -488,7 +661,7 @@ def _encode(P, row, order, buf):
             buf[p + 1] = row[_extra(P, base, SYNCED)] >> 7
             buf[p + 2] = row[_extra(P, base, EPOCH)]
             p += 3
-        if row[base + ROLE] == 1:
+        if row[base + ROLE] == 1 and (not bookkeeper or order[j] == P[BOOKIES]):  # the recovery has no match
             for j2 in range(n):
                 buf[p] = row[_match(P, base, order[j2])]
                 p += 1
@@ -514,6 +687,7 @@ def _encode(P, row, order, buf):
                     mask |= 1 << j2
             buf[p] = mask
             p += 1
+    if P[SYSTEM] != RAFT:
         p = _encode_entries(P, row, P[AB], buf, p)
     return p
 
@@ -522,6 +696,14 @@ def _encode(P, row, order, buf):
 def _key_compare(P, row, a, b):
     """Compare two servers' local parts (encoding._local) as Python compares their bytes."""
     ab, bb = _server(P, a), _server(P, b)
+    if P[SYSTEM] == BOOKKEEPER:  # the kind first (only bookies are interchangeable), then a bookie's bits
+        ka, kb = _kind(P, a), _kind(P, b)
+        if ka != kb:
+            return -1 if ka < kb else 1
+        for field in range(3):
+            x, y = row[_extra(P, ab, field)], row[_extra(P, bb, field)]
+            if x != y:
+                return -1 if x < y else 1
     for f in range(5 + P[L]):  # unused log slots are zero, and the lengths are compared first
         x, y = row[ab + f], row[bb + f]
         if x != y:
@@ -641,16 +823,121 @@ def _elections(P, row, i, rule, emit, alive, leading, elect_candidates, elect_vo
 
 
 @njit(cache=True)
-def expand(P, rows, elect_candidates, elect_voters, elect_ids, server_ids, pair_ids, perms, encoding_size,
-           out, parents, actions, fps, hits):
-    """Every transition out of every row, in Model.actions order (ZabModel.actions' for ZAB); the number
-    of transitions.
-
-    server_ids[kind, k] for kind write, read, crash, restart, persist; pair_ids[kind, a, b] for kind
-    replicate, send, deliver, drop, sync. `out` must hold rows x the most transitions one state can have.
-    """
+def _raft_successors(P, row, i, alive, leading, established, elect_candidates, elect_voters, elect_ids, server_ids,
+                     pair_ids, out, parents, actions, hits, t):
+    """Model.actions and effects (ZabModel's when P[SYSTEM] is ZAB) of one row, from transition t on."""
     n, l = P[N], P[L]
     zab = P[SYSTEM] == ZAB
+    rule = RAFT_FRESHNESS if P[LONGEST_LOG] else ANY_FRESHNESS
+    for k in range(n):
+        base = _server(P, k)
+        alive[k] = row[base + ALIVE] == 1
+        leading[k] = alive[k] and row[base + ROLE] == 1
+        established[k] = not zab or row[_extra(P, base, SYNCED)] & ESTABLISHED
+    if P[ZAB_ELECTION]:
+        # ZAB's election first; the raft model's loop then runs for its bounds only (as
+        # ZabModel.actions runs Model.actions and drops its elect actions).
+        t = _elections(P, row, i, ZAB_FRESHNESS, True, alive, leading, elect_candidates, elect_voters, elect_ids,
+                       out, parents, actions, hits, t)
+    t = _elections(P, row, i, rule, not P[ZAB_ELECTION], alive, leading, elect_candidates, elect_voters,
+                   elect_ids, out, parents, actions, hits, t)
+    # per server: restart, or write, read, crash
+    for k in range(n):
+        base = _server(P, k)
+        if not alive[k]:
+            out[t] = row
+            _restart(P, out[t], k)
+            if zab:
+                _zab_restart(P, out[t], k)
+            t = _emit(t, parents, actions, i, server_ids[RESTART_ID, k])
+            continue
+        length = row[base + LEN]
+        if leading[k]:
+            if length >= l:
+                hits[HIT_LOG] = 1
+            elif established[k]:  # a prospective ZAB leader does not write
+                out[t] = row
+                _write(P, out[t], k)
+                if zab:
+                    _zab_logged(P, out[t], k)
+                t = _emit(t, parents, actions, i, server_ids[WRITE_ID, k])
+        readable = min(row[base + HWM], length)
+        unread = False
+        for e in range(readable):
+            if not row[_read_slot(P, e + 1, row[base + LOG + e])]:
+                unread = True
+                break
+        if unread:
+            out[t] = row
+            _read(P, out[t], k)
+            if zab:
+                _zab_acknowledge(P, out[t])
+            t = _emit(t, parents, actions, i, server_ids[READ_ID, k])
+        if row[0] < P[MAX_CRASHES]:
+            out[t] = row
+            _crash(P, out[t], k)
+            if zab:
+                _zab_crash(P, out[t], k)
+            t = _emit(t, parents, actions, i, server_ids[CRASH_ID, k])
+        else:
+            hits[HIT_CRASHES] = 1
+    # the network
+    for a in range(n):
+        for b in range(n):
+            if a == b:
+                continue
+            if P[ASYNC]:
+                ch = _channel(P, a, b)
+                if leading[a]:
+                    if row[ch] < P[CAP]:
+                        out[t] = row
+                        _send(P, out[t], a, b)
+                        t = _emit(t, parents, actions, i, pair_ids[1, a, b])
+                    else:
+                        hits[HIT_CAPACITY] = 1
+                if row[ch]:
+                    if alive[b]:
+                        out[t] = row
+                        _deliver(P, row, out[t], a, b)
+                        t = _emit(t, parents, actions, i, pair_ids[2, a, b])
+                    out[t] = row
+                    _pop(P, out[t], a, b)
+                    t = _emit(t, parents, actions, i, pair_ids[3, a, b])
+            elif leading[a] and alive[b] and established[a] and (
+                    not zab or row[_extra(P, _server(P, a), SYNCED)] >> b & 1):
+                out[t] = row
+                _replicate(P, row, out[t], a, b)
+                if zab:
+                    _zab_logged(P, out[t], b)
+                t = _emit(t, parents, actions, i, pair_ids[0, a, b])
+    if zab:  # ZAB's synchronisation, then persistence
+        for a in range(n):
+            for b in range(n):
+                if a != b and leading[a] and alive[b] and not row[_extra(P, _server(P, a), SYNCED)] >> b & 1:
+                    out[t] = row
+                    _zab_sync(P, row, out[t], a, b)
+                    t = _emit(t, parents, actions, i, pair_ids[4, a, b])
+        if P[ACK_BEFORE_PERSIST]:
+            for k in range(n):
+                base = _server(P, k)
+                if alive[k] and row[_extra(P, base, DURABLE)] < row[base + LEN]:
+                    out[t] = row
+                    _zab_persist(P, out[t], k)
+                    t = _emit(t, parents, actions, i, server_ids[PERSIST_ID, k])
+    return t
+
+
+@njit(cache=True)
+def expand(P, rows, elect_candidates, elect_voters, elect_ids, server_ids, pair_ids, perms, encoding_size,
+           out, parents, actions, fps, hits):
+    """Every transition out of every row, in the model's action order (Model.actions, ZabModel.actions,
+    BookKeeperModel.actions); the number of transitions.
+
+    server_ids[kind, k] for the kinds WRITE_ID..ADD_ID; pair_ids[kind, a, b] for kind replicate, send,
+    deliver, drop, sync; -1 for an action the model does not have. `out` must hold rows x the most
+    transitions one state can have.
+    """
+    n = P[N]
     order = np.zeros(n, dtype=np.int64)
     buf = np.zeros(encoding_size, dtype=np.uint8)
     scratch = np.zeros(encoding_size, dtype=np.uint8)
@@ -661,106 +948,15 @@ def expand(P, rows, elect_candidates, elect_voters, elect_ids, server_ids, pair_
     alive = np.zeros(n, dtype=np.bool_)
     leading = np.zeros(n, dtype=np.bool_)
     established = np.zeros(n, dtype=np.bool_)
-    rule = RAFT_FRESHNESS if P[LONGEST_LOG] else ANY_FRESHNESS
     t = 0
     for i in range(rows.shape[0]):
         row = rows[i]
         first = t
-        for k in range(n):
-            base = _server(P, k)
-            alive[k] = row[base + ALIVE] == 1
-            leading[k] = alive[k] and row[base + ROLE] == 1
-            established[k] = not zab or row[_extra(P, base, SYNCED)] & ESTABLISHED
-        if P[ZAB_ELECTION]:
-            # ZAB's election first; the raft model's loop then runs for its bounds only (as
-            # ZabModel.actions runs Model.actions and drops its elect actions).
-            t = _elections(P, row, i, ZAB_FRESHNESS, True, alive, leading, elect_candidates, elect_voters, elect_ids,
-                           out, parents, actions, hits, t)
-        t = _elections(P, row, i, rule, not P[ZAB_ELECTION], alive, leading, elect_candidates, elect_voters,
-                       elect_ids, out, parents, actions, hits, t)
-        # per server: restart, or write, read, crash
-        for k in range(n):
-            base = _server(P, k)
-            if not alive[k]:
-                out[t] = row
-                _restart(P, out[t], k)
-                if zab:
-                    _zab_restart(P, out[t], k)
-                t = _emit(t, parents, actions, i, server_ids[3, k])
-                continue
-            length = row[base + LEN]
-            if leading[k]:
-                if length >= l:
-                    hits[HIT_LOG] = 1
-                elif established[k]:  # a prospective ZAB leader does not write
-                    out[t] = row
-                    _write(P, out[t], k)
-                    if zab:
-                        _zab_logged(P, out[t], k)
-                    t = _emit(t, parents, actions, i, server_ids[0, k])
-            readable = min(row[base + HWM], length)
-            unread = False
-            for e in range(readable):
-                if not row[_read_slot(P, e + 1, row[base + LOG + e])]:
-                    unread = True
-                    break
-            if unread:
-                out[t] = row
-                _read(P, out[t], k)
-                if zab:
-                    _zab_acknowledge(P, out[t])
-                t = _emit(t, parents, actions, i, server_ids[1, k])
-            if row[0] < P[MAX_CRASHES]:
-                out[t] = row
-                _crash(P, out[t], k)
-                if zab:
-                    _zab_crash(P, out[t], k)
-                t = _emit(t, parents, actions, i, server_ids[2, k])
-            else:
-                hits[HIT_CRASHES] = 1
-        # the network
-        for a in range(n):
-            for b in range(n):
-                if a == b:
-                    continue
-                if P[ASYNC]:
-                    ch = _channel(P, a, b)
-                    if leading[a]:
-                        if row[ch] < P[CAP]:
-                            out[t] = row
-                            _send(P, out[t], a, b)
-                            t = _emit(t, parents, actions, i, pair_ids[1, a, b])
-                        else:
-                            hits[HIT_CAPACITY] = 1
-                    if row[ch]:
-                        if alive[b]:
-                            out[t] = row
-                            _deliver(P, row, out[t], a, b)
-                            t = _emit(t, parents, actions, i, pair_ids[2, a, b])
-                        out[t] = row
-                        _pop(P, out[t], a, b)
-                        t = _emit(t, parents, actions, i, pair_ids[3, a, b])
-                elif leading[a] and alive[b] and established[a] and (
-                        not zab or row[_extra(P, _server(P, a), SYNCED)] >> b & 1):
-                    out[t] = row
-                    _replicate(P, row, out[t], a, b)
-                    if zab:
-                        _zab_logged(P, out[t], b)
-                    t = _emit(t, parents, actions, i, pair_ids[0, a, b])
-        if zab:  # ZAB's synchronisation, then persistence
-            for a in range(n):
-                for b in range(n):
-                    if a != b and leading[a] and alive[b] and not row[_extra(P, _server(P, a), SYNCED)] >> b & 1:
-                        out[t] = row
-                        _zab_sync(P, row, out[t], a, b)
-                        t = _emit(t, parents, actions, i, pair_ids[4, a, b])
-            if P[ACK_BEFORE_PERSIST]:
-                for k in range(n):
-                    base = _server(P, k)
-                    if alive[k] and row[_extra(P, base, DURABLE)] < row[base + LEN]:
-                        out[t] = row
-                        _zab_persist(P, out[t], k)
-                        t = _emit(t, parents, actions, i, server_ids[4, k])
+        if P[SYSTEM] == BOOKKEEPER:
+            t = _bookkeeper_successors(P, row, i, server_ids, out, parents, actions, hits, t)
+        else:
+            t = _raft_successors(P, row, i, alive, leading, established, elect_candidates, elect_voters, elect_ids,
+                                 server_ids, pair_ids, out, parents, actions, hits, t)
         for s in range(first, t):
             fps[s] = fingerprint_row(P, out[s], perms, scratch, order, buf, best, h, v, m)
     return t
