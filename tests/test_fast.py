@@ -24,8 +24,9 @@ from model.fast.blake2b import blake2b64_of
 from model.fast.properties import compiled_code, state_found, step_found
 from model.state import FOLLOWER, LEADER, Config, Server, State
 from model.bookkeeper import BookKeeperState
+from model.kafka import KafkaServer, KafkaState
 from model.zab import ZabState
-from properties.protocol import FLAG_SYSTEMS, FLAG_VALUES, PRESETS, RAFT, ZAB, BOOKKEEPER, Protocol, flags_of
+from properties.protocol import FLAG_SYSTEMS, FLAG_VALUES, PRESETS, RAFT, ZAB, BOOKKEEPER, KAFKA, Protocol, flags_of
 
 RPC = Config(servers=3, max_generation=3, max_log=2, max_crashes=1, network="rpc")
 ASYNC = Config(servers=3, max_generation=2, max_log=1, max_crashes=1, network="async", channel_capacity=2)
@@ -138,6 +139,15 @@ def bookkeeper_state(rng: random.Random, config: Config, state: State) -> BookKe
     return BookKeeperState(servers + (writer, recovery), state.reads, state.crashes, (), *bits, acked)
 
 
+def kafka_state(rng: random.Random, config: Config, state: State) -> KafkaState:
+    """A random snapshot of Kafka's replicas: ISR, leaders, truncating, acked."""
+    n = config.servers
+    servers = tuple(KafkaServer(*s, rng.random() < 0.6, rng.randint(0, n), rng.random() < 0.3) for s in state.servers)
+    acked = frozenset((rng.randint(1, config.max_log), rng.randint(1, config.max_generation))
+                      for _ in range(rng.choice((0, 0, 1, 2))))
+    return KafkaState(servers, state.reads, state.crashes, (), acked)
+
+
 def compiled_agree(model, presets, extend=lambda rng, config, state: state) -> dict[str, int]:
     """Compare every compiled property of `model`'s catalogue with its Python check, on random snapshots
     (`extend` adds a system's extras) and on the reachable steps of `presets`; how often each was found."""
@@ -186,6 +196,21 @@ def test_compiled_properties_equal_the_catalogue_on_bookkeeper():
     assert {"AckedWriteNeverLost", "WriteAcknowledged"} <= set(found) and all(found.values()), found
 
 
+def test_compiled_properties_equal_the_catalogue_on_kafka():
+    """The same on Kafka's rows, whose catalogue adds acks=all's statement about new leaders."""
+    found = compiled_agree(build_model(KAFKA, RPC), ("kafka-truncate-to-hwm", "kafka-kip101", "kafka-unclean-election"),
+                           kafka_state)
+    assert {"AckedWriteNeverLost", "WriteAcknowledged", "AcknowledgedWriteKept"} <= set(found), found
+    assert all(found.values()), found
+
+
+def test_kafka_truncation_rules_are_the_kernels():
+    """The follower_truncation values the backend accepts are the ones the kernels implement, by name."""
+    from model.fast.kernels import TRUNCATIONS
+
+    assert KNOWN_FLAGS["follower_truncation"] == TRUNCATIONS
+
+
 def test_every_catalogue_property_has_an_up_to_date_compiled_form():
     """A property added or changed in the catalogue is checked in Python (slowly) until compiled again."""
     catalogue = {p.name: p for system in COMPILED_SYSTEMS for p in build_model(Protocol(system=system), RPC).properties}
@@ -223,7 +248,7 @@ def test_unknown_models_and_flags_are_refused_by_name():
     class Product(Model):
         pass
 
-    with pytest.raises(BackendUnavailable, match="compiles Model, ZabModel and BookKeeperModel only, not Product"):
+    with pytest.raises(BackendUnavailable, match="compiles Model, ZabModel, BookKeeperModel and KafkaModel only, not Product"):
         make_backend("fast", Product(RAFT, RPC), True)
     assert FastBackend(Model(RAFT, RPC), True).name == "fast"
     assert set(f.name for f in fields(Protocol)) == set(FLAG_VALUES)

@@ -1,4 +1,5 @@
-"""The fast successor backend: `Model`, `ZabModel` and `BookKeeperModel` compiled with Numba over packed rows.
+"""The fast successor backend: the models of every system (`Model`, `ZabModel`, `BookKeeperModel`,
+`KafkaModel`) compiled with Numba over packed rows.
 
 `FastBackend` implements `model.backend`'s interface for the breadth-first
 engine (`CheckOptions(successors="fast")`): batches are 2-D uint8 arrays, one row per
@@ -69,16 +70,15 @@ def unsupported(model) -> str | None:
 def _compiled_models() -> tuple[type, ...]:
     """The model classes the kernels transcribe (model.fast.layout.Layout packs their states)."""
     from model.bookkeeper import BookKeeperModel
+    from model.kafka import KafkaModel
     from model.zab import ZabModel
 
-    return (Model, ZabModel, BookKeeperModel)
+    return (Model, ZabModel, BookKeeperModel, KafkaModel)
 
 
 # Systems whose models have no compiled form yet: the reference backend checks them. Listed, so a
 # user hears why, and so tests/test_fast.py fails for any other preset without a fast path.
-NOT_COMPILED = {
-    "kafka": "ISR, leader-epoch truncation and acknowledged writes live in model/kafka.py's own state",
-}
+NOT_COMPILED: dict[str, str] = {}
 
 # The flag values the kernels implement (a new flag or value must be added to the kernels first).
 KNOWN_FLAGS = {
@@ -91,7 +91,9 @@ KNOWN_FLAGS = {
     "noop_on_election": (False, True),
     "zab_ack_before_persist": (False, True),
     "bookkeeper_recovery_reads_fence": (False, True),
-    "system": ("raft", "zab", "bookkeeper"),  # each system's model class is transcribed in model/fast/kernels.py
+    "follower_truncation": ("own-hwm", "leader-epoch", "leader-epoch-kip279", "fenced"),  # kernels.TRUNCATIONS
+    "unclean_election": (False, True),
+    "system": ("raft", "zab", "bookkeeper", "kafka"),  # each system's model class is transcribed in model/fast/kernels.py
 }
 
 
@@ -141,8 +143,8 @@ class FastBackend(Backend):
                                ("write", "read", "crash", "restart", "persist", "send_add", "fence", "recovery_read")]
                               + [[ids.get(("add",), -1)] * n], dtype=np.int32)
         self._server_ids = server_ids
-        pair_ids = np.full((5, n, n), -1, dtype=np.int32)
-        for j, kind in enumerate(("replicate", "send", "deliver", "drop", "sync")):
+        pair_ids = np.full((6, n, n), -1, dtype=np.int32)
+        for j, kind in enumerate(("replicate", "send", "deliver", "drop", "sync", "shrink_isr")):
             for a, b in model.pairs:
                 pair_ids[j, a, b] = ids.get((kind, a, b), -1)
         self._pair_ids = pair_ids
@@ -151,7 +153,7 @@ class FastBackend(Backend):
         pairs = n * (n - 1)
         self._most = (len(self.actions_by_id) if layout.bookkeeper else
                       len(self._elect_ids) + 3 * n + (3 * pairs if layout.async_network else pairs)
-                      + (pairs + n if layout.zab else 0))
+                      + (pairs + n if layout.zab else pairs if layout.kafka else 0))
         self.properties = CompiledProperties(layout)
         initial = self.initial()
         _warm("expand", lambda: self.expand(initial))

@@ -22,16 +22,20 @@ from model.fast.blake2b import blake2b64
 # carries (the raft model's rows have none); AB is where a ZAB row's `acked` set starts.
 N, L, G, SW, RB, CB, CAP, MW, CW, W, MAX_CRASHES, QUORUM_K, MAJORITY, COMMIT_CURRENT, LONGEST_LOG, \
     APPEND_PREVIOUS, RESTART, HWM_DURABLE, NOOP, ASYNC, SYMMETRY, NPERM, SYSTEM, AB, ZAB_ELECTION, \
-    ACK_BEFORE_PERSIST, BOOKIES, ACK_QUORUM, READS_FENCE = range(29)
-PARAMS = 29
+    ACK_BEFORE_PERSIST, BOOKIES, ACK_QUORUM, READS_FENCE, TRUNCATION, UNCLEAN = range(31)
+PARAMS = 31
 # Systems (P[SYSTEM]). A BookKeeper row's servers are the bookies 0..BOOKIES-1, the writer
 # (BOOKIES) and the recovery client (BOOKIES + 1); N counts all of them, as the state does.
-RAFT, ZAB, BOOKKEEPER = range(3)
+RAFT, ZAB, BOOKKEEPER, KAFKA = range(4)
 # Fields of a server's slot: generation, role (0 follower, 1 leader), alive, hwm, log length,
 # log[L], match[N] (zero unless a leader), then the system's extras (ZAB: durable, synced, epoch).
 GEN, ROLE, ALIVE, HWM, LEN, LOG = range(6)
 DURABLE, SYNCED, EPOCH = range(3)
 FENCED, RESPONDED, NEGATIVES = range(3)  # BookKeeper's bits of a bookie, one byte each
+IN_ISR, LEADER_OF, TRUNCATING = range(3)  # a Kafka replica's: in the ISR, its leader (position + 1), truncating
+# Kafka's follower_truncation rules (P[TRUNCATION]), by name: a value not listed has no kernel.
+TRUNCATIONS = ("own-hwm", "leader-epoch", "leader-epoch-kip279", "fenced")
+OWN_HWM, LEADER_EPOCH, LEADER_EPOCH_KIP279, FENCED_EPOCH = range(4)
 # Bit 7 of a ZAB leader's `synced`: established (model.zab._ESTABLISHED).
 ESTABLISHED = 128
 # Restart rules (P[RESTART]), as properties.protocol orders them.
@@ -41,6 +45,8 @@ KEEP, TRUNCATE_TO_LEADER_HWM, TRUNCATE_TO_OWN_HWM = range(3)
 APPEND, REPLY = 0, 1
 # Rows of server_ids (FastBackend): the actions of one server, per kind; ADD_ID's row holds ("add",).
 WRITE_ID, READ_ID, CRASH_ID, RESTART_ID, PERSIST_ID, SEND_ADD_ID, FENCE_ID, RECOVERY_READ_ID, ADD_ID = range(9)
+# Rows of pair_ids (FastBackend): the actions between two servers, per kind.
+REPLICATE_KIND, SEND_KIND, DELIVER_KIND, DROP_KIND, SYNC_KIND, SHRINK_ISR_KIND = range(6)
 # Bounds (Expansion.bounds_hit), as flags in `hits`.
 HIT_GENERATION, HIT_LOG, HIT_CRASHES, HIT_CAPACITY = range(4)
 
@@ -238,6 +244,15 @@ def _replicate(P, before, row, l, f):
     acknowledged = _follower_apply(P, row, fb, prev, before, lb + LOG + prev, leader_length - prev,
                                    before[lb + HWM], before[lb + GEN])
     _with_match(P, row, lb, f, acknowledged)
+
+
+@njit(cache=True)
+def _unread(P, row, base):
+    """Some entry at or below the server's high-water mark has not been read (guard_read)."""
+    for e in range(min(row[base + HWM], row[base + LEN])):
+        if not row[_read_slot(P, e + 1, row[base + LOG + e])]:
+            return True
+    return False
 
 
 @njit(cache=True)
@@ -581,12 +596,7 @@ def _bookkeeper_successors(P, row, i, server_ids, out, parents, actions, hits, t
     for b in range(bookies):
         bb = _server(P, b)
         if row[bb + ALIVE]:
-            unread = False
-            for e in range(min(row[bb + HWM], row[bb + LEN])):
-                if not row[_read_slot(P, e + 1, row[bb + LOG + e])]:
-                    unread = True
-                    break
-            if unread:
+            if _unread(P, row, bb):
                 out[t] = row
                 _read(P, out[t], b)
                 t = _emit(t, parents, actions, i, server_ids[READ_ID, b])
@@ -604,6 +614,233 @@ def _bookkeeper_successors(P, row, i, server_ids, out, parents, actions, hits, t
             out[t] = row
             out[t][_server(P, b) + ALIVE] = 1
             t = _emit(t, parents, actions, i, server_ids[RESTART_ID, b])
+    return t
+
+
+# ---------------------------------------------------------- Kafka (model/kafka.py)
+@njit(cache=True)
+def _kafka_epoch(P, row):
+    """KafkaModel.epoch: the controller's latest leader epoch."""
+    epoch = np.int64(0)
+    for k in range(P[N]):
+        epoch = max(epoch, np.int64(row[_server(P, k) + GEN]))
+    return epoch
+
+
+@njit(cache=True)
+def _kafka_advance_hwm(P, row, l):
+    """KafkaModel._advance_hwm: HW = min LEO over the ISR while the ISR is a majority; the producers
+    of the leader's own epoch's entries under the new HW are acknowledged."""
+    lb = _server(P, l)
+    isr = 0
+    hwm = np.int64(row[lb + LEN])
+    for k in range(P[N]):
+        if k == l or row[_extra(P, _server(P, k), IN_ISR)]:
+            isr += 1
+            if k != l:
+                hwm = min(hwm, np.int64(row[_match(P, lb, k)]))
+    if isr < P[MAJORITY] or hwm <= row[lb + HWM]:
+        return
+    row[lb + HWM] = hwm
+    for i in range(hwm):
+        if row[lb + LOG + i] == row[lb + GEN]:
+            row[_entry_slot(P, P[AB], i + 1, row[lb + GEN])] = 1
+
+
+@njit(cache=True)
+def _kafka_truncate(P, row, base, length):
+    for position in range(length, P[L]):
+        row[base + LOG + position] = 0
+    row[base + LEN] = length
+
+
+@njit(cache=True)
+def _kafka_become_follower(P, row, k, epoch, leader):
+    """KafkaModel._become_follower: makeFollower on a LeaderAndIsr request (leader: position + 1)."""
+    base = _server(P, k)
+    if P[TRUNCATION] == OWN_HWM:
+        _kafka_truncate(P, row, base, min(row[base + HWM], row[base + LEN]))  # before KIP-101: to the HW
+    else:
+        row[_extra(P, base, TRUNCATING)] = 1  # the fetcher starts in its truncating state
+    row[base + HWM] = min(row[base + HWM], row[base + LEN])
+    _become_follower(P, row, base, epoch)
+    row[_extra(P, base, LEADER_OF)] = leader
+
+
+@njit(cache=True)
+def _end_offset_kip101(P, row, base, requested):
+    """kafka.end_offset_kip101 of the log at `base` (-1 for None)."""
+    length = np.int64(row[base + LEN])
+    if length and row[base + LOG + length - 1] == requested:
+        return length
+    for offset in range(length):
+        if row[base + LOG + offset] > requested and (offset == 0 or row[base + LOG + offset - 1] != row[base + LOG + offset]):
+            return np.int64(offset)  # the start of the first epoch after `requested`
+    return np.int64(-1)
+
+
+@njit(cache=True)
+def _end_offset_for(P, row, base, requested):
+    """kafka.end_offset_for of the log at `base`: (epoch, end offset), epoch -1 for None."""
+    length = np.int64(row[base + LEN])
+    end = length
+    for offset in range(length - 1, -1, -1):
+        epoch = np.int64(row[base + LOG + offset])
+        if offset == 0 or row[base + LOG + offset - 1] != epoch:  # the start of a run of `epoch`
+            if epoch <= requested:
+                return epoch, end
+            end = np.int64(offset)
+    return np.int64(-1), np.int64(0)
+
+
+@njit(cache=True)
+def _truncation_offset(P, row, fb, lb):
+    """kafka.truncation_offset for the follower at fb and the leader at lb."""
+    length, hwm = np.int64(row[fb + LEN]), np.int64(row[fb + HWM])
+    if P[TRUNCATION] == OWN_HWM:
+        return min(hwm, length)
+    if not length:
+        return np.int64(0)
+    requested = np.int64(row[fb + LOG + length - 1])
+    if P[TRUNCATION] == LEADER_EPOCH:
+        end = _end_offset_kip101(P, row, lb, requested)
+        return min(hwm, length) if end < 0 else min(end, length)  # UNDEFINED: back to the HW
+    epoch, end = _end_offset_for(P, row, lb, requested)
+    if epoch < 0 and P[TRUNCATION] == LEADER_EPOCH_KIP279:
+        return min(hwm, length)  # 2.0 still answered UNDEFINED here
+    if epoch >= 0 and epoch != requested:
+        end = min(end, _end_offset_for(P, row, fb, epoch)[1])
+    return min(end, length)
+
+
+@njit(cache=True)
+def _kafka_elect(P, row, c, voters):
+    epoch = _kafka_epoch(P, row) + 1
+    cb = _server(P, c)
+    clean = row[_extra(P, cb, IN_ISR)]
+    for k in range(P[N]):  # clean: the new ISR is the live ISR; unclean: the new leader alone
+        kb = _server(P, k)
+        row[_extra(P, kb, IN_ISR)] = 1 if k == c or (clean and row[_extra(P, kb, IN_ISR)] and row[kb + ALIVE]) else 0
+    for v in range(P[N]):
+        if v != c and voters >> v & 1:
+            vb = _server(P, v)
+            if row[vb + ROLE] == 0 and row[_extra(P, vb, LEADER_OF)] == c + 1 and (
+                    P[TRUNCATION] != FENCED_EPOCH or epoch <= row[vb + GEN] + 1):
+                row[vb + GEN] = epoch  # makeFollower returns early: the leader is unchanged
+            else:
+                _kafka_become_follower(P, row, v, epoch, c + 1)
+    row[cb + GEN] = epoch
+    row[cb + ROLE] = 1
+    for j in range(P[N]):
+        row[_match(P, cb, j)] = 0
+    row[_extra(P, cb, LEADER_OF)] = c + 1
+    row[_extra(P, cb, TRUNCATING)] = 0
+    _kafka_advance_hwm(P, row, c)
+
+
+@njit(cache=True)
+def _kafka_replicate(P, row, l, f):
+    """KafkaModel.effect_replicate: truncation if pending, out-of-range, then the fetch."""
+    lb, fb = _server(P, l), _server(P, f)
+    epoch = _kafka_epoch(P, row)
+    if row[_extra(P, fb, TRUNCATING)]:
+        _kafka_truncate(P, row, fb, _truncation_offset(P, row, fb, lb))
+    length = min(row[fb + LEN], row[lb + LEN])  # OFFSET_OUT_OF_RANGE: truncate to the leader's LEO
+    for position in range(length, P[L]):  # the fetch from the follower's LEO appends the leader's entries
+        row[fb + LOG + position] = row[lb + LOG + position]
+    length = row[lb + LEN]
+    row[fb + LEN] = length
+    row[fb + HWM] = max(min(np.int64(row[fb + HWM]), np.int64(length)), min(np.int64(row[lb + HWM]), np.int64(length)))
+    row[_extra(P, fb, TRUNCATING)] = 0
+    row[_match(P, lb, f)] = length
+    if not row[_extra(P, fb, IN_ISR)] and length >= row[lb + HWM] and row[lb + GEN] == epoch:
+        row[_extra(P, fb, IN_ISR)] = 1  # maybeExpandIsr: caught up to the HW
+    _kafka_advance_hwm(P, row, l)
+
+
+@njit(cache=True)
+def _kafka_successors(P, row, i, alive, leading, elect_candidates, elect_voters, elect_ids, server_ids, pair_ids,
+                      out, parents, actions, hits, t):
+    """KafkaModel.actions and effects of one row, from transition t on."""
+    n, l = P[N], P[L]
+    epoch = _kafka_epoch(P, row)
+    live_isr = False
+    for k in range(n):
+        base = _server(P, k)
+        alive[k] = row[base + ALIVE] == 1
+        leading[k] = alive[k] and row[base + ROLE] == 1
+        live_isr = live_isr or (alive[k] and row[_extra(P, base, IN_ISR)] == 1)
+    for e in range(elect_candidates.size):
+        c = elect_candidates[e]
+        if not alive[c] or leading[c] or not (row[_extra(P, _server(P, c), IN_ISR)] or (P[UNCLEAN] and not live_isr)):
+            continue
+        voters = elect_voters[e]
+        ok = True
+        for k in range(n):
+            if voters >> k & 1 and not alive[k]:
+                ok = False
+        if not ok:
+            continue
+        if epoch + 1 > P[G]:
+            hits[HIT_GENERATION] = 1
+        else:
+            out[t] = row
+            _kafka_elect(P, out[t], c, voters)
+            t = _emit(t, parents, actions, i, elect_ids[e])
+    for k in range(n):
+        base = _server(P, k)
+        if not alive[k]:
+            # The controller sends the current epoch and its live leader, if any.
+            leader = 0
+            for j in range(n):
+                jb = _server(P, j)
+                if j != k and alive[j] and row[jb + ROLE] == 1 and row[jb + GEN] == epoch:
+                    leader = j + 1
+                    break
+            out[t] = row
+            out[t][base + ALIVE] = 1
+            _kafka_become_follower(P, out[t], k, epoch, leader)
+            t = _emit(t, parents, actions, i, server_ids[RESTART_ID, k])
+            continue
+        if leading[k]:
+            if row[base + LEN] < l:
+                out[t] = row
+                out[t][base + LOG + row[base + LEN]] = row[base + GEN]
+                out[t][base + LEN] += 1
+                _kafka_advance_hwm(P, out[t], k)
+                t = _emit(t, parents, actions, i, server_ids[WRITE_ID, k])
+            else:
+                hits[HIT_LOG] = 1
+        if _unread(P, row, base):
+            out[t] = row
+            _read(P, out[t], k)
+            t = _emit(t, parents, actions, i, server_ids[READ_ID, k])
+        if row[0] < P[MAX_CRASHES]:
+            # The log, the epoch, the HW and the ISR stay; the role and the match indexes are lost.
+            out[t] = row
+            out[t][base + ALIVE] = 0
+            _become_follower(P, out[t], base, row[base + GEN])
+            out[t][0] += 1
+            t = _emit(t, parents, actions, i, server_ids[CRASH_ID, k])
+        else:
+            hits[HIT_CRASHES] = 1
+    for a in range(n):
+        for b in range(n):
+            ab = _server(P, a)
+            if a != b and leading[a] and row[_extra(P, _server(P, b), IN_ISR)] and row[ab + GEN] == epoch and (
+                    not alive[b] or row[_match(P, ab, b)] < row[ab + LEN]):
+                out[t] = row  # maybeShrinkIsr, then maybeIncrementLeaderHW
+                out[t][_extra(P, _server(P, b), IN_ISR)] = 0
+                _kafka_advance_hwm(P, out[t], a)
+                t = _emit(t, parents, actions, i, pair_ids[SHRINK_ISR_KIND, a, b])
+    for a in range(n):
+        for b in range(n):
+            fb = _server(P, b)
+            if a != b and leading[a] and alive[b] and row[fb + ROLE] == 0 and row[_extra(P, fb, LEADER_OF)] == a + 1 \
+                    and not (P[TRUNCATION] == FENCED_EPOCH and row[fb + GEN] != row[_server(P, a) + GEN]):
+                out[t] = row
+                _kafka_replicate(P, out[t], a, b)
+                t = _emit(t, parents, actions, i, pair_ids[REPLICATE_KIND, a, b])
     return t
 
 
@@ -636,7 +873,7 @@ def _encode(P, row, order, buf):
     """model.encoding.encode(state, order) into buf (with a ZAB state's keys and extras); the length."""
     n = P[N]
     buf[0] = n
-    buf[1] = P[ASYNC]
+    buf[1] = 2 if P[SYSTEM] == KAFKA else P[ASYNC]  # kafka.encode marks its states with 2
     buf[2] = row[0]
     p = 3
     bookkeeper = P[SYSTEM] == BOOKKEEPER
@@ -650,11 +887,27 @@ def _encode(P, row, order, buf):
                 for field in range(3):
                     buf[p + field] = row[_extra(P, base, FENCED + field)]
                 p += 3
-        for f in range(5):
-            buf[p + f] = row[base + f]
-        p += 5
+        if P[SYSTEM] == KAFKA:  # kafka._server_bytes: the ISR and truncating bytes come before the length
+            for f in range(4):
+                buf[p + f] = row[base + f]
+            buf[p + 4] = row[_extra(P, base, IN_ISR)]
+            buf[p + 5] = row[_extra(P, base, TRUNCATING)]
+            buf[p + 6] = row[base + LEN]
+            p += 7
+        else:
+            for f in range(5):
+                buf[p + f] = row[base + f]
+            p += 5
         for e in range(row[base + LEN]):
             buf[p] = row[base + LOG + e]
+            p += 1
+        if P[SYSTEM] == KAFKA:  # the leader it fetches from, renamed
+            leader = row[_extra(P, base, LEADER_OF)]
+            renamed = 0
+            for j2 in range(n):
+                if leader and order[j2] == leader - 1:
+                    renamed = j2 + 1
+            buf[p] = renamed
             p += 1
         if P[SYSTEM] == ZAB:  # ZabModel._keys: durable, established, epoch
             buf[p] = row[_extra(P, base, DURABLE)]
@@ -701,6 +954,15 @@ def _key_compare(P, row, a, b):
         if ka != kb:
             return -1 if ka < kb else 1
         for field in range(3):
+            x, y = row[_extra(P, ab, field)], row[_extra(P, bb, field)]
+            if x != y:
+                return -1 if x < y else 1
+    if P[SYSTEM] == KAFKA:  # kafka._server_bytes' order: the ISR and truncating bytes before the log
+        for f in range(4):
+            x, y = row[ab + f], row[bb + f]
+            if x != y:
+                return -1 if x < y else 1
+        for field in (IN_ISR, TRUNCATING):
             x, y = row[_extra(P, ab, field)], row[_extra(P, bb, field)]
             if x != y:
                 return -1 if x < y else 1
@@ -861,13 +1123,7 @@ def _raft_successors(P, row, i, alive, leading, established, elect_candidates, e
                 if zab:
                     _zab_logged(P, out[t], k)
                 t = _emit(t, parents, actions, i, server_ids[WRITE_ID, k])
-        readable = min(row[base + HWM], length)
-        unread = False
-        for e in range(readable):
-            if not row[_read_slot(P, e + 1, row[base + LOG + e])]:
-                unread = True
-                break
-        if unread:
+        if _unread(P, row, base):
             out[t] = row
             _read(P, out[t], k)
             if zab:
@@ -892,31 +1148,31 @@ def _raft_successors(P, row, i, alive, leading, established, elect_candidates, e
                     if row[ch] < P[CAP]:
                         out[t] = row
                         _send(P, out[t], a, b)
-                        t = _emit(t, parents, actions, i, pair_ids[1, a, b])
+                        t = _emit(t, parents, actions, i, pair_ids[SEND_KIND, a, b])
                     else:
                         hits[HIT_CAPACITY] = 1
                 if row[ch]:
                     if alive[b]:
                         out[t] = row
                         _deliver(P, row, out[t], a, b)
-                        t = _emit(t, parents, actions, i, pair_ids[2, a, b])
+                        t = _emit(t, parents, actions, i, pair_ids[DELIVER_KIND, a, b])
                     out[t] = row
                     _pop(P, out[t], a, b)
-                    t = _emit(t, parents, actions, i, pair_ids[3, a, b])
+                    t = _emit(t, parents, actions, i, pair_ids[DROP_KIND, a, b])
             elif leading[a] and alive[b] and established[a] and (
                     not zab or row[_extra(P, _server(P, a), SYNCED)] >> b & 1):
                 out[t] = row
                 _replicate(P, row, out[t], a, b)
                 if zab:
                     _zab_logged(P, out[t], b)
-                t = _emit(t, parents, actions, i, pair_ids[0, a, b])
+                t = _emit(t, parents, actions, i, pair_ids[REPLICATE_KIND, a, b])
     if zab:  # ZAB's synchronisation, then persistence
         for a in range(n):
             for b in range(n):
                 if a != b and leading[a] and alive[b] and not row[_extra(P, _server(P, a), SYNCED)] >> b & 1:
                     out[t] = row
                     _zab_sync(P, row, out[t], a, b)
-                    t = _emit(t, parents, actions, i, pair_ids[4, a, b])
+                    t = _emit(t, parents, actions, i, pair_ids[SYNC_KIND, a, b])
         if P[ACK_BEFORE_PERSIST]:
             for k in range(n):
                 base = _server(P, k)
@@ -954,6 +1210,9 @@ def expand(P, rows, elect_candidates, elect_voters, elect_ids, server_ids, pair_
         first = t
         if P[SYSTEM] == BOOKKEEPER:
             t = _bookkeeper_successors(P, row, i, server_ids, out, parents, actions, hits, t)
+        elif P[SYSTEM] == KAFKA:
+            t = _kafka_successors(P, row, i, alive, leading, elect_candidates, elect_voters, elect_ids, server_ids,
+                                  pair_ids, out, parents, actions, hits, t)
         else:
             t = _raft_successors(P, row, i, alive, leading, established, elect_candidates, elect_voters, elect_ids,
                                  server_ids, pair_ids, out, parents, actions, hits, t)

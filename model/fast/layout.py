@@ -4,9 +4,10 @@
     per server k: [generation, role (0 follower, 1 leader), alive, hwm, log length,
                    log[max_log] (zero past the end), match[servers] (zero unless a leader),
                    ZAB only: durable, synced (bit 7: established), epoch;
-                   BookKeeper only: fenced, responded, negatives (zero for the two clients)]
+                   BookKeeper only: fenced, responded, negatives (zero for the two clients);
+                   Kafka only: in_isr, leader (position + 1, 0 for none), truncating]
     reads: one byte per (index 1..max_log, generation 0..max_generation), 1 when read
-    ZAB and BookKeeper, acked: the same, 1 when acknowledged to a client
+    ZAB, BookKeeper and Kafka, acked: the same, 1 when acknowledged to a client
 A BookKeeper row's servers are its state's: the bookies, the writer, the recovery client.
     async network only, per channel a->b (a * servers + b):
                   [message count, channel_capacity messages of 6 + max_log bytes each]
@@ -29,6 +30,7 @@ from model.actions import Model
 from model.fast import kernels as K
 from model.state import APPEND, FOLLOWER, LEADER, Server, State
 from model.bookkeeper import BookKeeperModel, BookKeeperState
+from model.kafka import KafkaModel, KafkaServer, KafkaState
 from model.zab import ZabModel, ZabState
 from properties.protocol import FLAG_VALUES
 
@@ -43,7 +45,8 @@ class Layout:
         config, protocol = model.config, model.protocol
         self.zab = isinstance(model, ZabModel)
         self.bookkeeper = isinstance(model, BookKeeperModel)
-        self.system = K.ZAB if self.zab else K.BOOKKEEPER if self.bookkeeper else K.RAFT
+        self.kafka = isinstance(model, KafkaModel)
+        self.system = K.ZAB if self.zab else K.BOOKKEEPER if self.bookkeeper else K.KAFKA if self.kafka else K.RAFT
         extras = self.system != K.RAFT  # three bytes per server and the acked set
         n, max_log, max_generation = config.servers + (2 if self.bookkeeper else 0), config.max_log, \
             config.max_generation
@@ -83,6 +86,9 @@ class Layout:
         P[K.AB] = self.acked_base
         P[K.ZAB_ELECTION] = self.zab and protocol.election == "longest-log"
         P[K.ACK_BEFORE_PERSIST] = self.zab and protocol.zab_ack_before_persist
+        if self.kafka:
+            P[K.TRUNCATION] = K.TRUNCATIONS.index(protocol.follower_truncation)
+            P[K.UNCLEAN] = protocol.unclean_election
         if self.bookkeeper:
             P[K.BOOKIES] = model.n
             P[K.ACK_QUORUM] = model.ack_quorum
@@ -114,6 +120,10 @@ class Layout:
             for k in range(n - 2):
                 at = self.server_base(k) + 5 + max_log + n
                 row[at:at + 3] = (state.fenced >> k & 1, state.responded >> k & 1, state.negatives >> k & 1)
+        if self.kafka:
+            for k, s in enumerate(state.servers):
+                at = self.server_base(k) + 5 + max_log + n
+                row[at:at + 3] = (s.in_isr, s.leader, s.truncating)
         if self.system != K.RAFT:
             self._pack_entries(row, self.acked_base, state.acked)
         if self.async_network:
@@ -180,6 +190,10 @@ class Layout:
             return ZabState(tuple(servers), reads, data[0], channels, tuple(e[1] for e in extras),
                             tuple(e[0] for e in extras), tuple(e[2] for e in extras),
                             self._unpack_entries(data, self.acked_base))
+        if self.kafka:
+            extras = [data[self.server_base(k) + 5 + max_log + n:][:3] for k in range(n)]
+            servers = [KafkaServer(*s, bool(e[0]), e[1], bool(e[2])) for s, e in zip(servers, extras)]
+            return KafkaState(tuple(servers), reads, data[0], (), self._unpack_entries(data, self.acked_base))
         if self.bookkeeper:
             bits = [data[self.server_base(k) + 5 + max_log + n:][:3] for k in range(n - 2)]
             fenced, responded, negatives = (sum(b[f] << k for k, b in enumerate(bits)) for f in range(3))

@@ -51,8 +51,9 @@ STEP_CODES = {
     "LeaderChangeWithUncommitted": {"57c9bf766b65d821": 3},
     "CrashAndRejoin": {"a40a1153af6c6a3c": 4},
     "HwmNeverTruncated": {"50b1433a6e12557a": 6},
+    "AcknowledgedWriteKept": {"fb87a2b08fb44ed5": 7},  # properties.acked, Kafka's catalogue
 }
-STEP_CODE_COUNT = 7
+STEP_CODE_COUNT = 8
 
 
 def compiled_code(prop) -> int | None:
@@ -249,6 +250,19 @@ def step_found(P, before, after, code):
                         if _holds_entry(P, after, _server(P, o), position + 1, generation):
                             left += 1
                     if left < P[MAJORITY]:
+                        return True
+        return False
+    if code == 7:  # AcknowledgedWriteKept: a newly elected leader lacks an acknowledged entry
+        if not _any_acked(P, before):
+            return False
+        for k in range(n):
+            base = _server(P, k)
+            if not _newly_elected(before, after, base):
+                continue
+            for index in range(1, P[L] + 1):
+                for generation in range(P[G] + 1):
+                    if before[_entry_slot(P, P[AB], index, generation)] and \
+                            not _holds_entry(P, after, base, index, generation):
                         return True
         return False
     if code == 6:  # HwmNeverTruncated: a removed entry at or below the server's own hwm
