@@ -93,7 +93,7 @@ KNOWN_FLAGS = {
     "bookkeeper_recovery_reads_fence": (False, True),
     "follower_truncation": ("own-hwm", "leader-epoch", "leader-epoch-kip279", "fenced"),  # kernels.TRUNCATIONS
     "unclean_election": (False, True),
-    "system": ("raft", "zab", "bookkeeper", "kafka"),  # each system's model class is transcribed in model/fast/kernels.py
+    "system": ("raft", "zab", "bookkeeper", "kafka"),  # each system's model is transcribed in kernels.py
 }
 
 

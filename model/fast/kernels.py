@@ -1,11 +1,13 @@
-"""The compiled successor function: `Model.actions` and `Model.apply` on packed rows.
+"""The compiled successor function: each model's `actions` and `apply` on packed rows.
 
 A state is one row of bytes (the layout is `model.fast.layout.Layout`); the
-configuration and the protocol flags are the integer vector `P` (indexes below),
-so one compiled kernel serves every configuration and flag and Numba's on-disk
-cache (`cache=True`) pays the compile cost once per machine.
+configuration, the system and the protocol flags are the integer vector `P`
+(indexes below), so one compiled kernel serves every system, configuration and
+flag and Numba's on-disk cache (`cache=True`) pays the compile cost once per machine.
 
-Every function here transcribes one of `model/actions.py`, which stays the
+Every function here transcribes one of `model/actions.py` (the raft family),
+`model/zab.py` (`_zab_*`: the rest of a ZabModel effect after the raft one),
+`model/bookkeeper.py` (`_bk_*`) or `model/kafka.py` (`_kafka_*`), which stay the
 specification: same guards, same effects, same action order (traces depend on
 it). tests/test_fast.py checks the successor sets state by state against the
 reference on random reachable states of every preset and flag value.
@@ -576,7 +578,8 @@ def _bookkeeper_successors(P, row, i, server_ids, out, parents, actions, hits, t
             hits[HIT_LOG] = 1
     for b in range(bookies):
         bb = _server(P, b)
-        if writing and row[bb + ALIVE] and not (row[bb + LEN] >= row[writer + LEN] and row[bb + HWM] >= row[writer + HWM]):
+        has_all = row[bb + LEN] >= row[writer + LEN] and row[bb + HWM] >= row[writer + HWM]
+        if writing and row[bb + ALIVE] and not has_all:
             out[t] = row
             _bk_send_add(P, out[t], b)
             t = _emit(t, parents, actions, i, server_ids[SEND_ADD_ID, b])
@@ -674,7 +677,8 @@ def _end_offset_kip101(P, row, base, requested):
     if length and row[base + LOG + length - 1] == requested:
         return length
     for offset in range(length):
-        if row[base + LOG + offset] > requested and (offset == 0 or row[base + LOG + offset - 1] != row[base + LOG + offset]):
+        epoch = row[base + LOG + offset]
+        if epoch > requested and (offset == 0 or row[base + LOG + offset - 1] != epoch):
             return np.int64(offset)  # the start of the first epoch after `requested`
     return np.int64(-1)
 
