@@ -286,6 +286,10 @@ def test_unknown_models_and_flags_are_refused_by_name():
                        match="compiles Model, ZabModel, BookKeeperModel and KafkaModel only, not Product"):
         make_backend("fast", Product(RAFT, RPC), True)
     assert FastBackend(Model(RAFT, RPC), True).name == "fast"
+    # BookKeeper's writer and recovery client are servers of its rows (permuted under symmetry).
+    assert unsupported(build_model(BOOKKEEPER, replace(RPC, servers=6))) == \
+        "the fast backend handles up to 5 bookies, not 6"
+    assert unsupported(build_model(BOOKKEEPER, replace(RPC, servers=5))) is None
     assert set(f.name for f in fields(Protocol)) == set(FLAG_VALUES)
 
 

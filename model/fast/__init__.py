@@ -59,9 +59,10 @@ def unsupported(model) -> str | None:
         if value not in known:
             return f"the fast backend has no compiled form of flag {flag}={value!r}"
     config = model.config
-    if config.servers > MAX_SERVERS - (2 if system == "bookkeeper" else 0):
-        return (f"the fast backend handles up to {MAX_SERVERS} servers (the two BookKeeper clients count), "
-                f"not {config.servers}" + (" bookies" if system == "bookkeeper" else ""))
+    if system == "bookkeeper" and config.servers > MAX_SERVERS - 2:  # its writer and recovery client are servers
+        return f"the fast backend handles up to {MAX_SERVERS - 2} bookies, not {config.servers}"
+    if config.servers > MAX_SERVERS:
+        return f"the fast backend handles up to {MAX_SERVERS} servers, not {config.servers}"
     if config.network not in ("rpc", "async"):
         return f"the fast backend has no compiled form of network {config.network!r}"
     return None
