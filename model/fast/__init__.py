@@ -92,7 +92,8 @@ KNOWN_FLAGS = {
     "noop_on_election": (False, True),
     "zab_ack_before_persist": (False, True),
     "bookkeeper_recovery_reads_fence": (False, True),
-    "follower_truncation": ("own-hwm", "leader-epoch", "leader-epoch-kip279", "fenced"),  # kernels.TRUNCATIONS
+    "follower_truncation": ("own-hwm", "leader-epoch", "leader-epoch-kip279", "fenced",  # kernels.TRUNCATIONS
+                            "last-fetched-epoch"),
     "unclean_election": (False, True),
     "system": ("raft", "zab", "bookkeeper", "kafka"),  # each system's model is transcribed in kernels.py
 }

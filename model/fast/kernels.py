@@ -36,8 +36,9 @@ DURABLE, SYNCED, EPOCH = range(3)
 FENCED, RESPONDED, NEGATIVES = range(3)  # BookKeeper's bits of a bookie, one byte each
 IN_ISR, LEADER_OF, TRUNCATING = range(3)  # a Kafka replica's: in the ISR, its leader (position + 1), truncating
 # Kafka's follower_truncation rules (P[TRUNCATION]), by name: a value not listed has no kernel.
-TRUNCATIONS = ("own-hwm", "leader-epoch", "leader-epoch-kip279", "fenced")
-OWN_HWM, LEADER_EPOCH, LEADER_EPOCH_KIP279, FENCED_EPOCH = range(4)
+# last-fetched-epoch is KIP-320's first attempt (kafka.diverged_at), for the model that has it.
+TRUNCATIONS = ("own-hwm", "leader-epoch", "leader-epoch-kip279", "fenced", "last-fetched-epoch")
+OWN_HWM, LEADER_EPOCH, LEADER_EPOCH_KIP279, FENCED_EPOCH, LAST_FETCHED_EPOCH = range(5)
 # Bit 7 of a ZAB leader's `synced`: established (model.zab._ESTABLISHED).
 ESTABLISHED = 128
 # Restart rules (P[RESTART]), as properties.protocol orders them.
@@ -663,7 +664,7 @@ def _kafka_become_follower(P, row, k, epoch, leader):
     base = _server(P, k)
     if P[TRUNCATION] == OWN_HWM:
         _kafka_truncate(P, row, base, min(row[base + HWM], row[base + LEN]))  # before KIP-101: to the HW
-    else:
+    elif P[TRUNCATION] != LAST_FETCHED_EPOCH:  # KIP-320's first attempt truncates only on a fetch
         row[_extra(P, base, TRUNCATING)] = 1  # the fetcher starts in its truncating state
     row[base + HWM] = min(row[base + HWM], row[base + LEN])
     _become_follower(P, row, base, epoch)
@@ -718,6 +719,18 @@ def _truncation_offset(P, row, fb, lb):
 
 
 @njit(cache=True)
+def _diverged_at(P, row, fb, lb):
+    """kafka.diverged_at: where the follower truncates on LOG_TRUNCATION (-1 for None)."""
+    end, leader_length = np.int64(row[fb + LEN]), np.int64(row[lb + LEN])
+    if end == 0 or (end <= leader_length and row[lb + LOG + end - 1] == row[fb + LOG + end - 1]):
+        return np.int64(-1)
+    for k in range(min(end, leader_length) - 1, -1, -1):
+        if row[fb + LOG + k] == row[lb + LOG + k]:
+            return np.int64(k + 1)
+    return np.int64(0)
+
+
+@njit(cache=True)
 def _kafka_elect(P, row, c, voters):
     epoch = _kafka_epoch(P, row) + 1
     cb = _server(P, c)
@@ -749,6 +762,10 @@ def _kafka_replicate(P, row, l, f):
     epoch = _kafka_epoch(P, row)
     if row[_extra(P, fb, TRUNCATING)]:
         _kafka_truncate(P, row, fb, _truncation_offset(P, row, fb, lb))
+    elif P[TRUNCATION] == LAST_FETCHED_EPOCH:
+        diverged = _diverged_at(P, row, fb, lb)
+        if diverged >= 0:  # LOG_TRUNCATION: truncate, then fetch again from there
+            _kafka_truncate(P, row, fb, diverged)
     length = min(row[fb + LEN], row[lb + LEN])  # OFFSET_OUT_OF_RANGE: truncate to the leader's LEO
     for position in range(length, P[L]):  # the fetch from the follower's LEO appends the leader's entries
         row[fb + LOG + position] = row[lb + LOG + position]
