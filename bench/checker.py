@@ -1,6 +1,12 @@
 """Local engine throughput: distinct states per second and memory per visited state.
 
     python bench/checker.py [--runs 5] [--quick]
+    python bench/checker.py --backends [--runs 3] [--preset P ...]
+
+`--backends`: `hwm check --protocol P --json` with `--successors reference` and with
+`--successors fast`, for every preset of ZAB, BookKeeper and Kafka at the default bounds
+(one process per run, one core): distinct states per second of the search alone, the
+ratio, and the fast backend's set-up (compilation, or loading Numba's cache) apart.
 
 Each run is a fresh process (so memory is measured from a clean heap): the resident
 set size grown during the search, divided by the states visited. Medians over the
@@ -78,6 +84,46 @@ def kafka_presets(runs: int) -> None:
                   f"{states:>10,} {states / rate:>8.1f}", flush=True)
 
 
+BACKEND_SYSTEMS = ("zab", "bookkeeper", "kafka")
+
+
+def cli_check(preset: str, successors: str) -> dict:
+    """One `hwm check --protocol preset --successors ... --json` in a fresh process."""
+    import json
+    import subprocess
+
+    root = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
+    command = [sys.executable, "-c", "from hwm.cli import main; main(prog_name='hwm')", "check", "--protocol", preset,
+               "--successors", successors, "--json"]
+    done = subprocess.run(command, cwd=root, env=dict(os.environ, PYTHONPATH=root), capture_output=True, text=True)
+    if done.returncode not in (0, 1):  # 1: a property is violated, which a broken preset is for
+        raise SystemExit(f"{' '.join(command[3:])} failed ({done.returncode}):\n{done.stderr}")
+    return json.loads(done.stdout)
+
+
+def backends(presets: list[str], runs: int) -> None:
+    """States/s of the reference and the fast successor backends on the CLI's default bounds."""
+    with open("/proc/loadavg") as f:
+        load = " ".join(f.read().split()[:3])
+    print(f"hwm check --protocol P --successors reference|fast, default bounds, median of {runs} run(s), "
+          f"one core; load average {load}")
+    header = f"{'preset':38} {'states':>8} {'reference/s':>12} {'fast/s':>10} {'ratio':>7} {'fast set-up s':>14}"
+    print(header)
+    print("-" * len(header))
+    for preset in presets:
+        rates, setups, states = {}, [], set()
+        for successors in ("reference", "fast"):
+            results = [cli_check(preset, successors) for _ in range(runs)]
+            states |= {r["distinct_states"] for r in results}
+            rates[successors] = statistics.median(r["distinct_states"] / r["seconds"] for r in results)
+            if successors == "fast":
+                setups = [r["setup_seconds"] for r in results]
+        if len(states) != 1:
+            raise SystemExit(f"{preset}: the backends disagree on the distinct-state count: {sorted(states)}")
+        print(f"{preset:38} {states.pop():>8,} {rates['reference']:>12,.0f} {rates['fast']:>10,.0f} "
+              f"{rates['fast'] / rates['reference']:>6.1f}x {statistics.median(setups):>14.2f}", flush=True)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=5)
@@ -86,7 +132,15 @@ def main() -> None:
                         help="only this preset's configurations (repeatable); the first row stays the reference")
     parser.add_argument("--kafka", action="store_true",
                         help="states and seconds of every Kafka preset at the default and the tour's bounds")
+    parser.add_argument("--backends", action="store_true",
+                        help="reference vs fast successors on every ZAB, BookKeeper and Kafka preset (hwm check)")
     args = parser.parse_args()
+    if args.backends:
+        from properties.protocol import presets_of
+
+        presets = args.preset or [p for system in BACKEND_SYSTEMS for p in presets_of(system)]
+        backends(presets, args.runs if args.runs != 5 else 3)
+        return
     if args.kafka:
         kafka_presets(args.runs if args.runs != 5 else 1)
         return

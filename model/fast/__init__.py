@@ -1,4 +1,5 @@
-"""The fast successor backend: `Model` compiled with Numba over packed rows.
+"""The fast successor backend: the models of every system (`Model`, `ZabModel`, `BookKeeperModel`,
+`KafkaModel`) compiled with Numba over packed rows.
 
 `FastBackend` implements `model.backend`'s interface for the breadth-first
 engine (`CheckOptions(successors="fast")`): batches are 2-D uint8 arrays, one row per
@@ -43,11 +44,14 @@ def unsupported(model) -> str | None:
     system = getattr(getattr(model, "protocol", None), "system", "raft")
     if system in NOT_COMPILED:
         return f"the fast backend has no compiled {system} model yet ({NOT_COMPILED[system]})"
-    if type(model) is not Model:
-        return f"the fast backend compiles Model only, not {type(model).__name__}"
+    compiled = _compiled_models()
+    if type(model) not in compiled:
+        names = [c.__name__ for c in compiled]
+        return (f"the fast backend compiles {', '.join(names[:-1])} and {names[-1]} only, "
+                f"not {type(model).__name__}")
     protocol = model.protocol
     if type(protocol) is not Protocol:
-        return f"the fast backend knows the raft family's flags only, not {type(protocol).__name__}"
+        return f"the fast backend knows the protocol flags only, not {type(protocol).__name__}"
     defaults = Protocol()
     for flag, value in protocol.flags().items():
         # A flag the kernels do not know is fine at its default (the model's behaviour without it).
@@ -55,6 +59,8 @@ def unsupported(model) -> str | None:
         if value not in known:
             return f"the fast backend has no compiled form of flag {flag}={value!r}"
     config = model.config
+    if system == "bookkeeper" and config.servers > MAX_SERVERS - 2:  # its writer and recovery client are servers
+        return f"the fast backend handles up to {MAX_SERVERS - 2} bookies, not {config.servers}"
     if config.servers > MAX_SERVERS:
         return f"the fast backend handles up to {MAX_SERVERS} servers, not {config.servers}"
     if config.network not in ("rpc", "async"):
@@ -62,13 +68,18 @@ def unsupported(model) -> str | None:
     return None
 
 
+def _compiled_models() -> tuple[type, ...]:
+    """The model classes the kernels transcribe (model.fast.layout.Layout packs their states)."""
+    from model.bookkeeper import BookKeeperModel
+    from model.kafka import KafkaModel
+    from model.zab import ZabModel
+
+    return (Model, ZabModel, BookKeeperModel, KafkaModel)
+
+
 # Systems whose models have no compiled form yet: the reference backend checks them. Listed, so a
 # user hears why, and so tests/test_fast.py fails for any other preset without a fast path.
-NOT_COMPILED = {
-    "kafka": "ISR, leader-epoch truncation and acknowledged writes live in model/kafka.py's own state",
-    "zab": "the synchronisation phase and durable prefixes of model/zab.py are not packed",
-    "bookkeeper": "the writer, recovery client and fencing of model/bookkeeper.py are not packed",
-}
+NOT_COMPILED: dict[str, str] = {}
 
 # The flag values the kernels implement (a new flag or value must be added to the kernels first).
 KNOWN_FLAGS = {
@@ -79,7 +90,12 @@ KNOWN_FLAGS = {
     "restart": ("keep", "truncate-to-leader-hwm", "truncate-to-own-hwm"),
     "hwm_durable": (False, True),
     "noop_on_election": (False, True),
-    "system": ("raft",),  # the raft family only: other systems have model classes of their own
+    "zab_ack_before_persist": (False, True),
+    "bookkeeper_recovery_reads_fence": (False, True),
+    "follower_truncation": ("own-hwm", "leader-epoch", "leader-epoch-kip279", "fenced",  # kernels.TRUNCATIONS
+                            "last-fetched-epoch"),
+    "unclean_election": (False, True),
+    "system": ("raft", "zab", "bookkeeper", "kafka"),  # each system's model is transcribed in kernels.py
 }
 
 
@@ -116,21 +132,30 @@ class FastBackend(Backend):
         self._kernels = kernels
         self.layout = layout = Layout(model, symmetry)
         n = model.n
-        self._elect_candidates = np.array([c for c in range(n) for _ in model.voter_sets[c]], dtype=np.int64)
-        self._elect_voters = np.array([sum(1 << v for v in voters) for c in range(n) for voters in model.voter_sets[c]],
-                                      dtype=np.int64)
         ids = self.action_ids
-        self._elect_ids = np.array([ids[("elect", c, voters)] for c in range(n) for voters in model.voter_sets[c]],
-                                   dtype=np.int32)
-        self._server_ids = np.array([[ids[(kind, k)] for k in range(n)]
-                                     for kind in ("write", "read", "crash", "restart")], dtype=np.int32)
-        pair_ids = np.full((4, n, n), -1, dtype=np.int32)
-        for j, kind in enumerate(("replicate", "send", "deliver", "drop")):
+        # The elect actions the model has (BookKeeper's has none), as (candidate, voter bit set, id).
+        elections = [(c, sum(1 << v for v in voters), ids[("elect", c, voters)])
+                     for c in range(n) for voters in model.voter_sets[c] if ("elect", c, voters) in ids]
+        self._elect_candidates = np.array([c for c, _, _ in elections], dtype=np.int64)
+        self._elect_voters = np.array([voters for _, voters, _ in elections], dtype=np.int64)
+        self._elect_ids = np.array([i for _, _, i in elections], dtype=np.int32)
+        # Ids of actions a model does not have (ZAB's sync and persist in the raft model) are -1;
+        # rows in the order of kernels.WRITE_ID..ADD_ID.
+        server_ids = np.array([[ids.get((kind, k), -1) for k in range(n)] for kind in
+                               ("write", "read", "crash", "restart", "persist", "send_add", "fence", "recovery_read")]
+                              + [[ids.get(("add",), -1)] * n], dtype=np.int32)
+        self._server_ids = server_ids
+        pair_ids = np.full((6, n, n), -1, dtype=np.int32)
+        for j, kind in enumerate(("replicate", "send", "deliver", "drop", "sync", "shrink_isr")):
             for a, b in model.pairs:
-                pair_ids[j, a, b] = ids[(kind, a, b)]
+                pair_ids[j, a, b] = ids.get((kind, a, b), -1)
         self._pair_ids = pair_ids
+        # The most transitions one state can have (restart excludes write, read and crash; send and
+        # replicate belong to different networks).
         pairs = n * (n - 1)
-        self._most = len(self._elect_ids) + 3 * n + (3 * pairs if layout.async_network else pairs)
+        self._most = (len(self.actions_by_id) if layout.bookkeeper else
+                      len(self._elect_ids) + 3 * n + (3 * pairs if layout.async_network else pairs)
+                      + (pairs + n if layout.zab else pairs if layout.kafka else 0))
         self.properties = CompiledProperties(layout)
         initial = self.initial()
         _warm("expand", lambda: self.expand(initial))

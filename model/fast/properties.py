@@ -27,7 +27,8 @@ import numpy as np
 from numba import njit
 
 from model.backend import Backend
-from model.fast.kernels import ALIVE, GEN, HWM, LEN, LOG, MAJORITY, N, ROLE, _read_slot, _server, L, G
+from model.fast.kernels import AB, ALIVE, GEN, HWM, LEN, LOG, MAJORITY, N, RAFT, ROLE, SYSTEM, G, L, _entry_slot, \
+    _read_slot, _server
 
 # Each compiled equivalent, keyed by the property's name and the digest of the source it
 # was written from (source_digest): {name: {digest: code}}. A property may have several
@@ -39,6 +40,9 @@ STATE_CODES = {
     "OneLeaderPerGeneration": {"e33af864b183e1df": 3},
     "LogMatching": {"c4358c5d7c87adff": 4},
     "EntryRead": {"da87b43187b13b16": 5},
+    # properties.acked, on the rows of a model with the `acked` ghost (none in the raft model's)
+    "AckedWriteNeverLost": {"beba27ce82b65b2f": 6},
+    "WriteAcknowledged": {"1a07dbc30384d119": 7},
 }
 STEP_CODES = {
     "ReadNeverTruncated": {"c473d70605200f94": 0, "e9411c0e08fbc852": 5},
@@ -47,8 +51,9 @@ STEP_CODES = {
     "LeaderChangeWithUncommitted": {"57c9bf766b65d821": 3},
     "CrashAndRejoin": {"a40a1153af6c6a3c": 4},
     "HwmNeverTruncated": {"50b1433a6e12557a": 6},
+    "AcknowledgedWriteKept": {"fb87a2b08fb44ed5": 7},  # properties.acked, Kafka's catalogue
 }
-STEP_CODE_COUNT = 7
+STEP_CODE_COUNT = 8
 
 
 def compiled_code(prop) -> int | None:
@@ -73,6 +78,17 @@ def _any_read(P, row):
     for index in range(1, P[L] + 1):
         for generation in range(P[G] + 1):
             if row[_read_slot(P, index, generation)]:
+                return True
+    return False
+
+
+@njit(cache=True)
+def _any_acked(P, row):
+    if P[SYSTEM] == RAFT:
+        return False
+    for index in range(1, P[L] + 1):
+        for generation in range(P[G] + 1):
+            if row[_entry_slot(P, P[AB], index, generation)]:
                 return True
     return False
 
@@ -137,6 +153,21 @@ def state_found(P, row, code):
         return False
     if code == 5:  # EntryRead
         return _any_read(P, row)
+    if code == 6:  # AckedWriteNeverLost: an acknowledged entry on fewer than a majority
+        if not _any_acked(P, row):
+            return False
+        for index in range(1, P[L] + 1):
+            for generation in range(P[G] + 1):
+                if row[_entry_slot(P, P[AB], index, generation)]:
+                    holders = 0
+                    for o in range(n):
+                        if _holds_entry(P, row, _server(P, o), index, generation):
+                            holders += 1
+                    if holders < P[MAJORITY]:
+                        return True
+        return False
+    if code == 7:  # WriteAcknowledged
+        return _any_acked(P, row)
     return False
 
 
@@ -219,6 +250,19 @@ def step_found(P, before, after, code):
                         if _holds_entry(P, after, _server(P, o), position + 1, generation):
                             left += 1
                     if left < P[MAJORITY]:
+                        return True
+        return False
+    if code == 7:  # AcknowledgedWriteKept: a newly elected leader lacks an acknowledged entry
+        if not _any_acked(P, before):
+            return False
+        for k in range(n):
+            base = _server(P, k)
+            if not _newly_elected(before, after, base):
+                continue
+            for index in range(1, P[L] + 1):
+                for generation in range(P[G] + 1):
+                    if before[_entry_slot(P, P[AB], index, generation)] and \
+                            not _holds_entry(P, after, base, index, generation):
                         return True
         return False
     if code == 6:  # HwmNeverTruncated: a removed entry at or below the server's own hwm
