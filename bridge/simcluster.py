@@ -137,8 +137,19 @@ class _Wired:
         return getattr(self._replica, name)
 
 
+# Systems whose replicas are not the raft family's: the SimCluster subclass that runs them.
+SYSTEM_CLUSTERS: dict[str, str] = {"kafka": "bridge.kafkasim:KafkaSimCluster"}
+
+
 class SimCluster:
     """Replicas S1..Sn with in-memory storage over a simulated `rpc` or `async` network."""
+
+    def __new__(cls, protocol: Protocol, *args, **kwargs):
+        # The one place a protocol's system picks its simulated cluster (and so its replica class).
+        if cls is SimCluster and getattr(protocol, "system", None) in SYSTEM_CLUSTERS:
+            module, name = SYSTEM_CLUSTERS[protocol.system].split(":")
+            cls = getattr(__import__(module, fromlist=[name]), name)
+        return super().__new__(cls)
 
     def __init__(self, protocol: Protocol, config: Config, *, replica_factory: ReplicaFactory = Replica,
                  storages: Mapping[str, MemoryStorage] | None = None, **replica_options):

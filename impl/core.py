@@ -154,6 +154,8 @@ def up_to_date(candidate: tuple[int, int], voter: tuple[int, int]) -> bool:
 class Replica:
     """One server of the replicated log. See the module docstring for inputs and outputs."""
 
+    SYSTEM = "raft"  # the system whose rules the class follows (a subclass names its own)
+
     def __init__(
         self,
         server_id: str,
@@ -181,8 +183,9 @@ class Replica:
             raise ValueError(f"peers: {list(peers)} names a server twice")
         if not isinstance(protocol, Protocol):
             raise TypeError(f"protocol: expected a properties.protocol.Protocol, got {type(protocol).__name__}")
-        if protocol.system != "raft":
-            raise ValueError(f"protocol: this core runs the raft family; {protocol.system} is model-only for now")
+        if protocol.system != self.SYSTEM:
+            raise ValueError(f"protocol: {type(self).__name__} runs {self.SYSTEM}'s rules, not {protocol.system}'s"
+                             + (" (impl.kafka.KafkaReplica runs kafka's)" if protocol.system == "kafka" else ""))
         low, high = election_ticks
         if not (type(low) is int and type(high) is int and 1 <= low <= high):
             raise ValueError(f"election_ticks: expected (low, high) with 1 <= low <= high, got {election_ticks!r}")
