@@ -36,9 +36,9 @@ from hypothesis.stateful import RuleBasedStateMachine, precondition, rule, run_s
 
 from bridge.simcluster import SimCluster
 from impl.core import Replica
-from model.actions import Model, to_step
-from model.state import Config, initial_state
-from properties.catalogue import SOMETIMES, check_step, violations
+from model.actions import build_model, to_step
+from model.state import Config
+from properties.catalogue import ALWAYS, SOMETIMES, check_state, check_step
 from properties.protocol import PRESETS, RAFT, Protocol, preset_of
 from properties.snapshot import LEADER, describe_server, server_name, snapshot_of
 from properties.trace import Step, Trace
@@ -54,7 +54,7 @@ ASYNC = Config(servers=3, max_generation=5, max_log=3, max_crashes=2, network="a
 STEPS = 30
 
 
-ACTION_KINDS = ("elect", "write", "replicate", "send", "deliver", "drop", "read", "crash", "restart")
+ACTION_KINDS = ("elect", "write", "replicate", "send", "deliver", "drop", "read", "crash", "restart", "shrink_isr")
 
 
 class ConformanceFailure(AssertionError):
@@ -84,7 +84,8 @@ def protocol_spec(protocol: Protocol) -> Any:
     name = preset_of(protocol)
     if name is not None:
         return name
-    return {"preset": "raft", "flags": protocol.differences(RAFT)}
+    base = protocol.system if protocol.system in PRESETS else "raft"  # each system's safe preset
+    return {"preset": base, "flags": protocol.differences(PRESETS[base].protocol)}
 
 
 def removed_entries(before, after) -> bool:
@@ -124,14 +125,16 @@ class ConformanceMachine(RuleBasedStateMachine):
         cls.runs += 1
         if cls.started is None:
             cls.started = time.perf_counter()
-        self.model = Model(self.protocol, self.config)
-        self.state = initial_state(self.config)
+        self.model = build_model(self.protocol, self.config)
+        self.state = self.model.initial_state()
+        # Every `always` property of the model's catalogue (Kafka's adds the acks=all promises).
+        self.always = [p for p in getattr(self.model, "properties", ALWAYS) if p.kind == "always"]
         self.cluster = SimCluster(self.protocol, self.config, replica_factory=self.replica_factory)
         self.steps: list[Step] = []
         self.writes = 0
         self._enabled: dict[str, list] | None = None
         self.snapshot = self.cluster.snapshot()
-        if self.snapshot != snapshot_of(self.state):
+        if snapshot_of(self.snapshot) != snapshot_of(self.state):
             self._fail(Divergence(f"the initial states differ:\n{self._diff(self.snapshot)}"))
 
     # ------------------------------------------------------------------ rules: one per model action
@@ -205,13 +208,14 @@ class ConformanceMachine(RuleBasedStateMachine):
         if refused is not None:
             raise Divergence(f"{where}: the model takes this step, the implementation refuses it: {refused}")
         before, after = self.snapshot, self.cluster.snapshot()
-        if after != snapshot_of(self.state):
+        if snapshot_of(after) != snapshot_of(self.state):
             raise Divergence(f"{where}: the implementation's snapshot differs from the model's\n{self._diff(after)}")
         if self.cluster.model_channels() != self.state.channels:
             raise Divergence(f"{where}: the channels differ\nmodel {self.state.channels}\n"
                              f"impl  {self.cluster.model_channels()}")
         self._events(action, before, after)
-        found = violations(before, after)
+        found = check_state(after, self.always)
+        found.update(check_step(before, after, self.always))
         disagreement = self.cluster.value_disagreement()
         if disagreement:
             found.setdefault("ReadsAgree", disagreement)
@@ -279,6 +283,15 @@ class RpcConformance(ConformanceMachine):
         self._draw_and_run(data, "replicate")
 
 
+class KafkaConformance(RpcConformance):
+    """Kafka's replicas (rpc network only) add the leader's ISR shrink."""
+
+    @precondition(lambda self: self.enabled("shrink_isr"))
+    @rule(data=st.data())
+    def shrink_isr(self, data):
+        self._draw_and_run(data, "shrink_isr")
+
+
 class AsyncConformance(ConformanceMachine):
     """The async network: appends and replies travel on FIFO channels that may lose them."""
 
@@ -310,6 +323,8 @@ def machine_for(protocol: str | Protocol, config: Config = RPC, *, replica_facto
         name = preset_of(protocol) or "custom"
     label = label or f"{name}-{config.network}-{config.servers}"
     base = AsyncConformance if config.network == "async" else RpcConformance
+    if protocol.system == "kafka":
+        base = KafkaConformance
     return type(base)(f"Conformance[{label}]", (base,), {
         "protocol": protocol, "config": config, "replica_factory": staticmethod(replica_factory),
         "out_dir": Path(out_dir) if out_dir is not None else DEFAULT_OUT, "label": label,

@@ -8,8 +8,9 @@ with Kafka's rules in place of Raft's:
   the live ISR; with `unclean_election`, any live replica when no ISR replica is alive.
 - The leader's high watermark is the minimum log end offset over the ISR (its own included),
   advanced only while the ISR holds at least a majority of the replicas (min.insync.replicas).
-  While an ISR update is in flight the leader counts the larger of the two ISRs (KIP-497's
-  "maximal ISR"), so it never counts a replica it is about to add as not needed.
+  While an ISR update is in flight the HW waits for the controller's answer: neither the old ISR
+  (the update may add a replica that lags) nor the new one (the update may be refused: with fewer
+  replicas the majority rule may not hold) is safe to count yet.
 - The leader shrinks the ISR by a follower that is down (the controller's live brokers) or
   behind its log end offset, and expands it when a follower's fetch reaches the high
   watermark, with `AlterIsr` to the controller, which refuses a leader of an older epoch.
@@ -83,9 +84,11 @@ class LeaderEpochCache:
         """An entry of `epoch` was appended at `start_offset`."""
         if self.entries and self.entries[-1][0] == epoch:
             return
-        if self.entries and (epoch < self.entries[-1][0] or start_offset <= self.entries[-1][1]):
-            raise ReplicaError(f"leader-epoch cache: epoch {epoch} at offset {start_offset} does not follow "
-                               f"epoch {self.entries[-1][0]} at offset {self.entries[-1][1]}")
+        if self.entries and start_offset <= self.entries[-1][1]:
+            raise ReplicaError(f"leader-epoch cache: epoch {epoch} at offset {start_offset} is not after "
+                               f"epoch {self.entries[-1][0]}'s start {self.entries[-1][1]}")
+        # A fetch appends without checking the entry before it, so a diverged log may hold a lower
+        # epoch after a higher one: the cache keeps every run of the log as it is.
         self.entries.append((epoch, start_offset))
 
     def truncate_from_end(self, end_offset: int) -> None:
@@ -216,9 +219,9 @@ class KafkaReplica(Replica):
 
     def _advance_high_water_mark(self) -> None:
         """maybeIncrementLeaderHW: HW = min LEO over the ISR, while the ISR is large enough."""
-        if self.role != LEADER:
-            return
-        isr = set(self.isr) | set(self._pending_isr or ()) | {self.server_id}
+        if self.role != LEADER or self._pending_isr is not None:
+            return  # an ISR update in flight: wait for the controller's answer
+        isr = set(self.isr) | {self.server_id}
         if len(isr) < majority(len(self.peers) + 1):
             return  # min.insync.replicas: acks=all waits, the HW stays
         hwm = min(len(self._log) if k == self.server_id else self.match[k] for k in isr)
