@@ -299,3 +299,16 @@ def test_the_replicas_follow_the_model_on_random_schedules_deep(name, unclean):
 def test_every_kafka_preset_is_a_flag_combination_tested_above():
     assert {(PRESETS[p].protocol.follower_truncation, PRESETS[p].protocol.unclean_election)
             for p in presets_of("kafka")} <= set(FLAG_VALUES)
+
+
+def test_the_tcp_runtime_still_refuses_kafka_and_says_where_it_runs():
+    from click.testing import CliRunner
+
+    from hwm.cli import main
+    from properties.protocol import model_only, without_runtime
+
+    assert model_only(KAFKA) is None and "simulated cluster" in without_runtime(KAFKA)
+    for args in (["node", "--protocol", "kafka"], ["cluster", "--protocol", "kafka-kip279"]):
+        result = CliRunner().invoke(main, args)
+        assert result.exit_code == 2 and "model-only on the TCP runtime" in result.output, result.output
+    assert without_runtime(PRESETS["raft"].protocol) is None
