@@ -16,7 +16,9 @@ A failure is also written as an hwm-trace/1 file (the steps so far, with the fai
 `hwm replay FILE --on both` takes as is; the exception's message names the file. Hypothesis runs
 the minimal failing example last, so the file left behind is the shrunk one.
 
-`machine_for(...)` makes a machine class for one protocol and configuration.
+`machine_for(...)` makes a machine class for one protocol and configuration. A Kafka protocol gets
+Kafka's model and replicas (`bridge.kafkasim`), the ISR shrink among the rules, and Kafka's own
+`always` properties (the acks=all promises) checked with the catalogue's.
 """
 
 from __future__ import annotations
