@@ -19,7 +19,7 @@ from model.actions import build_model
 from model.kafka import end_offset_for, end_offset_kip101, epoch_cache
 from model.state import Config
 from properties.protocol import KAFKA, PRESETS, presets_of
-from properties.snapshot import FOLLOWER, LEADER, snapshot_of
+from properties.snapshot import LEADER, snapshot_of
 
 RULES = ("own-hwm", "leader-epoch", "leader-epoch-kip279", "fenced")
 BOUNDS = dict(max_generation=9, max_log=9, max_crashes=9)
