@@ -145,8 +145,9 @@ SYSTEM_CLUSTERS: dict[str, str] = {"kafka": "bridge.kafkasim:KafkaSimCluster"}
 class SimCluster:
     """Replicas S1..Sn with in-memory storage over a simulated `rpc` or `async` network."""
 
-    def __new__(cls, protocol: Protocol, *args, **kwargs):
+    def __new__(cls, *args, **kwargs):
         # The one place a protocol's system picks its simulated cluster (and so its replica class).
+        protocol = args[0] if args else kwargs.get("protocol")
         if cls is SimCluster and getattr(protocol, "system", None) in SYSTEM_CLUSTERS:
             module, name = SYSTEM_CLUSTERS[protocol.system].split(":")
             cls = getattr(__import__(module, fromlist=[name]), name)
