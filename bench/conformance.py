@@ -3,7 +3,7 @@
     python bench/conformance.py [--seeds 5] [--budget 3000] [--examples 200] [--quick]
 
 1. Steps per second of the raft conformance run (no failure: every example runs to its end) on the
-   rpc and the async network: model step + implementation step (codec, storage, drivers) + snapshot
+   rpc and the async network, and of Kafka's on the rpc network: model step + implementation step (codec, storage, drivers) + snapshot
    comparison + every `always` property.
 2. The kill matrix: for every broken preset, the conformance machine under that preset (model and
    implementation both) hunts for a property violation on the implementation's history. Each hunt
@@ -69,16 +69,16 @@ def main() -> None:
         args.seeds, args.budget, args.examples = 2, 1000, 60
     out = tempfile.mkdtemp(prefix="hwm-bench-conformance-")
 
-    print("conformance speed (raft, no failure)")
+    print("conformance speed (the safe presets, no failure)")
     rows = []
-    for config in (RPC, ASYNC):
-        machine = machine_for("raft", config, out_dir=out)
+    for preset, config in (("raft", RPC), ("raft", ASYNC), ("kafka", RPC)):
+        machine = machine_for(preset, config, out_dir=out)
         started = time.perf_counter()
         run_state_machine_as_test(machine, settings=conformance_settings(max_examples=args.examples, derandomize=True))
         seconds = time.perf_counter() - started
-        rows.append([config.network, config.describe(), machine.runs, machine.steps_run, f"{seconds:.1f}",
+        rows.append([preset, config.network, config.describe(), machine.runs, machine.steps_run, f"{seconds:.1f}",
                      f"{machine.steps_run / seconds:,.0f}", f"{machine.runs / seconds:,.1f}"])
-    print(table(["network", "bounds", "runs", "steps", "seconds", "steps/s", "runs/s"], rows))
+    print(table(["preset", "network", "bounds", "runs", "steps", "seconds", "steps/s", "runs/s"], rows))
 
     print(f"\nkill matrix (budget {args.budget} examples per hunt: derandomized, then {args.seeds} seeds)")
     rows = []
@@ -119,7 +119,7 @@ def main() -> None:
     print(table(["preset", "cluster", f"CI test ({CI_BUDGET} ex.)", f"deep test ({DEEP_BUDGET} ex.)",
                  f"seeds found ({args.budget} ex.)", "median runs", "median s", "explorer's shortest"], rows))
     print(f"\nmeasured (for the kill-matrix tests' MEASURED): {measured}")
-    print(f"\nhunt bounds: {KILL_CONFIG.describe()} (4 servers for raft-seed-quorum, 2 for the restart mutants), at most {STEPS} steps "
+    print(f"\nhunt bounds: {KILL_CONFIG.describe()} (4 servers for raft-seed-quorum, 2 for the restart mutants, 2 crashes for kafka-unclean-election), at most {STEPS} steps "
           f"per example; failing runs saved in {out}")
 
 

@@ -16,7 +16,9 @@ A failure is also written as an hwm-trace/1 file (the steps so far, with the fai
 `hwm replay FILE --on both` takes as is; the exception's message names the file. Hypothesis runs
 the minimal failing example last, so the file left behind is the shrunk one.
 
-`machine_for(...)` makes a machine class for one protocol and configuration.
+`machine_for(...)` makes a machine class for one protocol and configuration. A Kafka protocol gets
+Kafka's model and replicas (`bridge.kafkasim`), the ISR shrink among the rules, and Kafka's own
+`always` properties (the acks=all promises) checked with the catalogue's.
 """
 
 from __future__ import annotations
@@ -55,7 +57,7 @@ STEPS = 30
 
 
 ACTION_KINDS = ("elect", "write", "replicate", "send", "deliver", "drop", "read", "crash", "restart", "sync",
-                "persist")
+                "persist", "shrink_isr")
 
 
 class ConformanceFailure(AssertionError):
@@ -85,7 +87,8 @@ def protocol_spec(protocol: Protocol) -> Any:
     name = preset_of(protocol)
     if name is not None:
         return name
-    return {"preset": "raft", "flags": protocol.differences(RAFT)}
+    base = protocol.system if protocol.system in PRESETS else "raft"  # each system's safe preset
+    return {"preset": base, "flags": protocol.differences(PRESETS[base].protocol)}
 
 
 def removed_entries(before, after) -> bool:
@@ -282,6 +285,15 @@ class RpcConformance(ConformanceMachine):
         self._draw_and_run(data, "replicate")
 
 
+class KafkaConformance(RpcConformance):
+    """Kafka's replicas (rpc network only) add the leader's ISR shrink."""
+
+    @precondition(lambda self: self.enabled("shrink_isr"))
+    @rule(data=st.data())
+    def shrink_isr(self, data):
+        self._draw_and_run(data, "shrink_isr")
+
+
 class AsyncConformance(ConformanceMachine):
     """The async network: appends and replies travel on FIFO channels that may lose them."""
 
@@ -345,6 +357,8 @@ def machine_for(protocol: str | Protocol, config: Config = RPC, *, replica_facto
     base = AsyncConformance if config.network == "async" else RpcConformance
     if protocol.system == "zab":
         base = ZabConformance
+    if protocol.system == "kafka":
+        base = KafkaConformance
     return type(base)(f"Conformance[{label}]", (base,), {
         "protocol": protocol, "config": config, "replica_factory": staticmethod(replica_factory),
         "out_dir": Path(out_dir) if out_dir is not None else DEFAULT_OUT, "label": label,

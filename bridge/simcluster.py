@@ -3,7 +3,8 @@
 The conformance machine (tests/conformance), `hwm replay --on impl` and the differential tests of
 tests/impl drive the implementation through this module, one model action at a time:
 
-- every server is an `impl.core.Replica` persisting to an `impl.storage.MemoryStorage`; a crash is
+- every server is an `impl.core.Replica` (for a Kafka protocol, `SimCluster(...)` builds the
+  `bridge.kafkasim.KafkaSimCluster` of `impl.kafka` replicas and their controller) persisting to an `impl.storage.MemoryStorage`; a crash is
   `storage.crash()` (what was not synced is lost) and a restart a new `Replica` built from
   `storage.load()`, which then rejoins (`impl.core.rejoin`: under `truncate-to-leader-hwm` it asks
   its live peers for the leader's HWM);
@@ -138,7 +139,7 @@ class _Wired:
 
 
 # Systems whose replicas need a cluster of their own (more actions, storage, views): module:class.
-SYSTEM_CLUSTERS: dict[str, str] = {"zab": "bridge.zab:ZabSimCluster"}
+SYSTEM_CLUSTERS: dict[str, str] = {"zab": "bridge.zab:ZabSimCluster", "kafka": "bridge.kafkasim:KafkaSimCluster"}
 
 
 class SimCluster:
@@ -153,6 +154,14 @@ class SimCluster:
 
             module, name = target.split(":")
             cls = getattr(import_module(module), name)
+        return super().__new__(cls)
+
+    def __new__(cls, *args, **kwargs):
+        # The one place a protocol's system picks its simulated cluster (and so its replica class).
+        protocol = args[0] if args else kwargs.get("protocol")
+        if cls is SimCluster and getattr(protocol, "system", None) in SYSTEM_CLUSTERS:
+            module, name = SYSTEM_CLUSTERS[protocol.system].split(":")
+            cls = getattr(__import__(module, fromlist=[name]), name)
         return super().__new__(cls)
 
     def __init__(self, protocol: Protocol, config: Config, *, replica_factory: ReplicaFactory = Replica,

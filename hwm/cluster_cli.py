@@ -42,12 +42,12 @@ CLUSTER_FORMAT = "hwm-cluster/1"
 def _protocol(ctx: click.Context, param: click.Parameter, value: str):
     # The `--protocol` syntax of `hwm check` (preset[,flag=value...]), parsed in one place.
     from hwm.cli import ProtocolParam
-    from properties.protocol import model_only, resolve
+    from properties.protocol import resolve, without_runtime
 
     spec = ProtocolParam().convert(value, param, ctx)
     protocol = resolve(spec)[1]
-    if model_only(protocol):
-        raise click.BadParameter(model_only(protocol), ctx=ctx, param=param)
+    if without_runtime(protocol):
+        raise click.BadParameter(without_runtime(protocol), ctx=ctx, param=param)
     return protocol
 
 

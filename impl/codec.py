@@ -14,6 +14,7 @@ Fields, in the order the dataclass in ``impl.messages`` declares them, all integ
     bytes     4-byte length + raw bytes
     optional  1 presence byte (0 absent, 1 present) + the field
     entries   4-byte count + per entry: count (generation) + bytes (payload)
+    servers   1-byte count + that many servers (a set of replicas: Kafka's ISR, live brokers)
 
 Versions: a frame of another version is refused with a CodecError naming both versions (servers and
 clients of one cluster run the same version; there is no negotiation).
@@ -51,6 +52,7 @@ class CodecError(ValueError):
 # Field kinds, per message class, in dataclass order.
 COUNT, BOOL, SERVER, TEXT, BYTES, ENTRIES, ROLE = "count", "bool", "server", "text", "bytes", "entries", "role"
 OPTIONAL = "optional "
+SERVERS = "servers"
 
 SCHEMA: dict[type, tuple[int, tuple[tuple[str, str], ...]]] = {
     m.AppendRequest: (1, (("generation", COUNT), ("leader", SERVER), ("prev_index", COUNT),
@@ -79,6 +81,21 @@ SCHEMA: dict[type, tuple[int, tuple[tuple[str, str], ...]]] = {
                          ("hwm", COUNT), ("leader", OPTIONAL + SERVER))),
     m.ErrorReply: (31, (("text", TEXT),)),
 }
+# Kafka's replication (impl.kafka): type codes from 40 up.
+SCHEMA.update({
+    m.LeaderAndIsr: (40, (("leader_epoch", COUNT), ("leader", OPTIONAL + SERVER), ("isr", SERVERS))),
+    m.UpdateMetadata: (41, (("leader_epoch", COUNT), ("leader", OPTIONAL + SERVER), ("isr", SERVERS),
+                            ("live", SERVERS))),
+    m.AlterIsr: (42, (("leader", SERVER), ("leader_epoch", COUNT), ("isr", SERVERS))),
+    m.AlterIsrReply: (43, (("leader_epoch", COUNT), ("accepted", BOOL), ("isr", SERVERS))),
+    m.OffsetsForLeaderEpoch: (44, (("replica", SERVER), ("leader_epoch", COUNT),
+                                   ("current_leader_epoch", OPTIONAL + COUNT))),
+    m.OffsetsForLeaderEpochReply: (45, (("leader", SERVER), ("error", COUNT), ("leader_epoch", OPTIONAL + COUNT),
+                                        ("end_offset", OPTIONAL + COUNT))),
+    m.FetchRequest: (46, (("replica", SERVER), ("fetch_offset", COUNT), ("current_leader_epoch", OPTIONAL + COUNT))),
+    m.FetchReply: (47, (("leader", SERVER), ("error", COUNT), ("high_watermark", COUNT), ("log_end_offset", COUNT),
+                        ("entries", ENTRIES))),
+})
 MESSAGE_TYPES: dict[int, type] = {code: cls for cls, (code, _) in SCHEMA.items()}
 
 # The smallest encoding of one entry (generation + empty payload): bounds an entry count.
@@ -117,6 +134,10 @@ def _put(out: bytearray, kind: str, value: object) -> None:
         for generation, payload in value:  # type: ignore[union-attr]
             _put_count(out, generation)
             _put_sized(out, payload, 4)
+    elif kind == SERVERS:
+        out.append(len(value))  # type: ignore[arg-type]
+        for server in value:  # type: ignore[union-attr]
+            _put_sized(out, server.encode("utf-8"), 1)
     else:  # pragma: no cover - the schema only uses the kinds above
         raise AssertionError(kind)
 
@@ -213,6 +234,9 @@ class _Reader:
                                  f"{left} bytes left")
             return tuple((self.count(f"{field}[{k}].generation"), self.sized(f"{field}[{k}].payload", 4))
                          for k in range(number))
+        if kind == SERVERS:
+            number = self.take(1, field, "a server count")[0]
+            return tuple(self.text(f"{field}[{k}]", 1) for k in range(number))
         raise AssertionError(kind)  # pragma: no cover
 
 

@@ -185,8 +185,9 @@ class Replica:
         if not isinstance(protocol, Protocol):
             raise TypeError(f"protocol: expected a properties.protocol.Protocol, got {type(protocol).__name__}")
         if protocol.system not in self.systems:
-            other = ("impl.zab.ZabReplica runs it" if protocol.system == "zab"
-                     else f"{protocol.system} is model-only for now")
+            system = protocol.system
+            other = (f"impl.{system}.{system.capitalize()}Replica runs {system}" if system in ("zab", "kafka")
+                     else f"{system} is model-only for now")
             raise ValueError(f"protocol: {type(self).__name__} runs {' and '.join(self.systems)}; {other}")
         low, high = election_ticks
         if not (type(low) is int and type(high) is int and 1 <= low <= high):

@@ -469,3 +469,202 @@ def sender(message: PeerMessage) -> str:
 
 def field_names(cls: type) -> tuple[str, ...]:
     return tuple(f.name for f in fields(cls))
+
+
+# ------------------------------------------------------------------ Kafka's messages
+# The replication of one Kafka partition (impl.kafka): the controller's LeaderAndIsr and
+# UpdateMetadata requests, the leader's AlterIsr (KIP-497's name for the ISR update the
+# ZooKeeper-era leader wrote itself), and the follower's OffsetsForLeaderEpoch (KIP-101) and Fetch.
+# Offsets are Kafka's: 0-based, so a log end offset is the number of entries and the entry at
+# offset o is the one at index o + 1.
+
+# Kafka's error codes, as the protocol numbers them.
+KAFKA_NONE = 0
+OFFSET_OUT_OF_RANGE = 1
+NOT_LEADER_OR_FOLLOWER = 6
+FENCED_LEADER_EPOCH = 74
+UNKNOWN_LEADER_EPOCH = 75
+KAFKA_ERRORS = {KAFKA_NONE: "NONE", OFFSET_OUT_OF_RANGE: "OFFSET_OUT_OF_RANGE",
+                NOT_LEADER_OR_FOLLOWER: "NOT_LEADER_OR_FOLLOWER", FENCED_LEADER_EPOCH: "FENCED_LEADER_EPOCH",
+                UNKNOWN_LEADER_EPOCH: "UNKNOWN_LEADER_EPOCH"}
+
+
+def _servers(message: object, field: str) -> None:
+    value = getattr(message, field)
+    if type(value) is not tuple:
+        _fail(message, field, f"expected a tuple of server ids, got {type(value).__name__}")
+    for k, server in enumerate(value):
+        check_server_id(server, f"{type(message).__name__}.{field}[{k}]")
+    if len(set(value)) != len(value):
+        _fail(message, field, f"{list(value)} names a server twice")
+    if len(value) > 255:
+        _fail(message, field, f"{len(value)} servers, at most 255 allowed")
+
+
+def _kafka_error(message: object) -> None:
+    code = getattr(message, "error")
+    if type(code) is not int or code not in KAFKA_ERRORS:
+        _fail(message, "error", f"{code!r} is not one of Kafka's error codes "
+              f"({', '.join(f'{c} {n}' for c, n in KAFKA_ERRORS.items())})")
+
+
+@dataclass(frozen=True)
+class LeaderAndIsr:
+    """Controller -> replica: `leader` leads `leader_epoch` with in-sync replicas `isr`
+    (`leader` None: no live leader, the partition is offline)."""
+
+    leader_epoch: int
+    leader: str | None
+    isr: tuple[str, ...]
+
+    def __post_init__(self) -> None:
+        _count(self, "leader_epoch")
+        _server(self, "leader", optional=True)
+        _servers(self, "isr")
+
+
+@dataclass(frozen=True)
+class UpdateMetadata:
+    """Controller -> every live broker: the partition's latest leader epoch, leader and ISR, and
+    the live brokers. It feeds a broker's metadata, not its replica state: no replica adopts the
+    epoch from it (only LeaderAndIsr makes a leader or a follower)."""
+
+    leader_epoch: int
+    leader: str | None
+    isr: tuple[str, ...]
+    live: tuple[str, ...]
+
+    def __post_init__(self) -> None:
+        _count(self, "leader_epoch")
+        _server(self, "leader", optional=True)
+        _servers(self, "isr")
+        _servers(self, "live")
+
+
+@dataclass(frozen=True)
+class AlterIsr:
+    """Leader -> controller: make `isr` the ISR, if `leader` still leads `leader_epoch`."""
+
+    leader: str
+    leader_epoch: int
+    isr: tuple[str, ...]
+
+    def __post_init__(self) -> None:
+        _server(self, "leader")
+        _count(self, "leader_epoch")
+        _servers(self, "isr")
+        if self.leader not in self.isr:
+            _fail(self, "isr", f"{list(self.isr)} leaves out the leader {self.leader}")
+
+
+@dataclass(frozen=True)
+class AlterIsrReply:
+    """Controller -> leader: whether the update was made (the controller's conditional update:
+    refused to a leader of an older epoch), the controller's epoch and its ISR after it."""
+
+    leader_epoch: int
+    accepted: bool
+    isr: tuple[str, ...]
+
+    def __post_init__(self) -> None:
+        _count(self, "leader_epoch")
+        _flag(self, "accepted")
+        _servers(self, "isr")
+
+
+@dataclass(frozen=True)
+class OffsetsForLeaderEpoch:
+    """Follower -> leader (KIP-101): the end offset of `leader_epoch`, the follower's latest.
+    `current_leader_epoch` is the follower's current epoch, sent since KIP-320 (None before)."""
+
+    replica: str
+    leader_epoch: int
+    current_leader_epoch: int | None
+
+    def __post_init__(self) -> None:
+        _server(self, "replica")
+        _count(self, "leader_epoch")
+        _optional_count(self, "current_leader_epoch")
+
+
+@dataclass(frozen=True)
+class OffsetsForLeaderEpochReply:
+    """Leader -> follower: `end_offset` (None: UNDEFINED_EPOCH_OFFSET) and, since KIP-279, the
+    epoch it is the end of (None: not sent, or UNDEFINED_EPOCH)."""
+
+    leader: str
+    error: int
+    leader_epoch: int | None
+    end_offset: int | None
+
+    def __post_init__(self) -> None:
+        _server(self, "leader")
+        _kafka_error(self)
+        _optional_count(self, "leader_epoch")
+        _optional_count(self, "end_offset")
+        if self.error != KAFKA_NONE and (self.leader_epoch, self.end_offset) != (None, None):
+            _fail(self, "error", "an error reply carries no epoch and no end offset")
+
+
+@dataclass(frozen=True)
+class FetchRequest:
+    """Follower -> leader: the entries from `fetch_offset` (the follower's log end offset), which
+    also tells the leader how far the follower got. `current_leader_epoch` as in OffsetsForLeaderEpoch."""
+
+    replica: str
+    fetch_offset: int
+    current_leader_epoch: int | None
+
+    def __post_init__(self) -> None:
+        _server(self, "replica")
+        _count(self, "fetch_offset")
+        _optional_count(self, "current_leader_epoch")
+
+
+@dataclass(frozen=True)
+class FetchReply:
+    """Leader -> follower: the entries (epoch, payload) from the fetch offset, the leader's high
+    watermark and log end offset; or an error (OFFSET_OUT_OF_RANGE: the fetch offset is past the
+    log end offset, which the reply carries)."""
+
+    leader: str
+    error: int
+    high_watermark: int
+    log_end_offset: int
+    entries: tuple[tuple[int, bytes], ...]
+
+    def __post_init__(self) -> None:
+        _server(self, "leader")
+        _kafka_error(self)
+        _count(self, "high_watermark")
+        _count(self, "log_end_offset")
+        if self.high_watermark > self.log_end_offset:
+            _fail(self, "high_watermark", f"{self.high_watermark} is past the log end offset {self.log_end_offset}")
+        if type(self.entries) is not tuple:
+            _fail(self, "entries", f"expected a tuple, got {type(self.entries).__name__}")
+        if self.error != KAFKA_NONE and self.entries:
+            _fail(self, "entries", "an error reply carries no entries")
+        # (Epochs may decrease along a log that a broken truncation rule let diverge.)
+        for k, entry in enumerate(self.entries):
+            if type(entry) is not tuple or len(entry) != 2:
+                _fail(self, f"entries[{k}]", "expected an (epoch, payload) tuple")
+            epoch, payload = entry
+            if type(epoch) is not int or not 0 <= epoch <= MAX_U64:
+                _fail(self, f"entries[{k}]", f"epoch {epoch!r} is not an int in 0..2**64-1")
+            if type(payload) is not bytes:
+                _fail(self, f"entries[{k}]", f"payload must be bytes, got {type(payload).__name__}")
+        if len(self.entries) > self.log_end_offset:
+            _fail(self, "entries", f"{len(self.entries)} entries, more than the log end offset {self.log_end_offset}")
+
+
+# Kafka's messages, and the field that names the sender of each (None: the controller).
+KAFKA_MESSAGES = (LeaderAndIsr, UpdateMetadata, AlterIsr, AlterIsrReply, OffsetsForLeaderEpoch,
+                  OffsetsForLeaderEpochReply, FetchRequest, FetchReply)
+KAFKA_SENDER_FIELD: dict[type, str | None] = {
+    LeaderAndIsr: None, UpdateMetadata: None, AlterIsrReply: None, AlterIsr: "leader",
+    OffsetsForLeaderEpoch: "replica", FetchRequest: "replica", OffsetsForLeaderEpochReply: "leader",
+    FetchReply: "leader",
+}
+KafkaMessage = Union[LeaderAndIsr, UpdateMetadata, AlterIsr, AlterIsrReply, OffsetsForLeaderEpoch,
+                     OffsetsForLeaderEpochReply, FetchRequest, FetchReply]
+ALL_MESSAGES = ALL_MESSAGES + KAFKA_MESSAGES

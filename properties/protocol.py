@@ -462,7 +462,10 @@ def preset_of(protocol: Protocol) -> str | None:
 
 
 # Systems the real replicated log (impl/) does not implement: their presets run on the model only.
-MODEL_ONLY_SYSTEMS: tuple[str, ...] = ("kafka", "bookkeeper")
+MODEL_ONLY_SYSTEMS: tuple[str, ...] = ("bookkeeper",)
+# Systems the implementation runs in the simulated cluster only (hwm replay --on impl, the
+# conformance machine): the TCP runtime (hwm node, hwm cluster) has no such replica yet.
+SIMULATION_ONLY_SYSTEMS: tuple[str, ...] = ("kafka",)
 
 
 def model_only(protocol: Protocol) -> str | None:
@@ -472,3 +475,13 @@ def model_only(protocol: Protocol) -> str | None:
         return (f"the {protocol.system} presets are model-only: the implementation (impl/) runs {implemented} "
                 f"and has no {protocol.system} replica; use the model (--on model)")
     return None
+
+
+def without_runtime(protocol: Protocol) -> str | None:
+    """Why `protocol` cannot run on the TCP runtime (hwm node, hwm cluster), or None when it can."""
+    reason = model_only(protocol)
+    if reason is None and protocol.system in SIMULATION_ONLY_SYSTEMS:
+        reason = (f"the {protocol.system} presets are model-only on the TCP runtime: its {protocol.system} replica "
+                  f"runs in the simulated cluster (hwm replay --on impl, the conformance tests), and hwm node "
+                  f"and hwm cluster run the raft family's replicas")
+    return reason

@@ -416,10 +416,10 @@ def test_the_tour_lowers_only_kafkas_generation_and_only_at_the_default_bounds()
     assert tour_config("kafka", mine) == mine  # bounds the user chose are kept
 
 
-def test_the_replica_core_refuses_a_kafka_protocol():
+def test_the_raft_replica_refuses_a_kafka_protocol():
     from impl.core import Replica
     from impl.storage import MemoryStorage
-    with pytest.raises(ValueError, match="kafka is model-only for now"):
+    with pytest.raises(ValueError, match="KafkaReplica runs kafka"):
         Replica("S1", ["S2", "S3"], KAFKA, MemoryStorage())
 
 

@@ -108,6 +108,41 @@ MESSAGES = {
                              optional(server_ids)),
     m.ErrorReply: st.builds(m.ErrorReply, texts),
 }
+
+# Kafka's messages (impl.kafka).
+server_sets = st.lists(server_ids, unique=True, max_size=5).map(tuple)
+kafka_errors = st.sampled_from(sorted(m.KAFKA_ERRORS))
+
+
+@st.composite
+def fetch_replies(draw):
+    if draw(st.booleans()):
+        epochs = draw(st.lists(counts, max_size=5))
+        entries = tuple((epoch, draw(payloads)) for epoch in epochs)
+        end = draw(st.integers(len(entries), 2**64 - 1))
+        return m.FetchReply(draw(server_ids), m.KAFKA_NONE, draw(st.integers(0, end)), end, entries)
+    end = draw(counts)
+    return m.FetchReply(draw(server_ids), draw(kafka_errors), draw(st.integers(0, end)), end, ())
+
+
+@st.composite
+def alter_isrs(draw):
+    leader = draw(server_ids)
+    return m.AlterIsr(leader, draw(counts), tuple(sorted(set(draw(server_sets)) | {leader})))
+
+
+MESSAGES.update({
+    m.LeaderAndIsr: st.builds(m.LeaderAndIsr, counts, optional(server_ids), server_sets),
+    m.UpdateMetadata: st.builds(m.UpdateMetadata, counts, optional(server_ids), server_sets, server_sets),
+    m.AlterIsr: alter_isrs(),
+    m.AlterIsrReply: st.builds(m.AlterIsrReply, counts, st.booleans(), server_sets),
+    m.OffsetsForLeaderEpoch: st.builds(m.OffsetsForLeaderEpoch, server_ids, counts, optional(counts)),
+    m.OffsetsForLeaderEpochReply: st.one_of(
+        st.builds(m.OffsetsForLeaderEpochReply, server_ids, st.just(m.KAFKA_NONE), optional(counts), optional(counts)),
+        st.builds(m.OffsetsForLeaderEpochReply, server_ids, kafka_errors, st.none(), st.none())),
+    m.FetchRequest: st.builds(m.FetchRequest, server_ids, counts, optional(counts)),
+    m.FetchReply: fetch_replies(),
+})
 any_message = st.one_of(*MESSAGES.values())
 
 
@@ -300,3 +335,27 @@ def test_frame_reader_on_garbage_yields_payloads_or_codec_error(garbage):
                 pass
     except CodecError:
         pass
+
+
+def test_kafka_messages_validate_their_fields():
+    with pytest.raises(ValueError, match=r"LeaderAndIsr.isr: \['S1', 'S1'\] names a server twice"):
+        m.LeaderAndIsr(1, "S1", ("S1", "S1"))
+    with pytest.raises(ValueError, match="AlterIsr.isr: .* leaves out the leader S1"):
+        m.AlterIsr("S1", 2, ("S2", "S3"))
+    with pytest.raises(ValueError, match="FetchReply.error: 3 is not one of Kafka's error codes"):
+        m.FetchReply("S1", 3, 0, 0, ())
+    with pytest.raises(ValueError, match=r"FetchReply.entries\[1\]: epoch -1 is not an int"):
+        m.FetchReply("S1", m.KAFKA_NONE, 0, 2, ((2, b"a"), (-1, b"b")))
+    with pytest.raises(ValueError, match="FetchReply.high_watermark: 3 is past the log end offset 2"):
+        m.FetchReply("S1", m.KAFKA_NONE, 3, 2, ())
+    with pytest.raises(ValueError, match="an error reply carries no entries"):
+        m.FetchReply("S1", m.OFFSET_OUT_OF_RANGE, 0, 1, ((1, b"a"),))
+    with pytest.raises(ValueError, match="an error reply carries no epoch"):
+        m.OffsetsForLeaderEpochReply("S1", m.FENCED_LEADER_EPOCH, 1, 3)
+    # On the wire: a duplicated ISR member and an unknown error code are CodecErrors naming the field.
+    payload = encode_payload(m.LeaderAndIsr(1, None, ("S1", "S2")))
+    assert "LeaderAndIsr.isr" in expect_codec_error(payload.replace(b"\x02S2", b"\x02S1"))
+    fetch = encode_payload(m.FetchReply("S1", m.KAFKA_NONE, 0, 0, ()))
+    assert "FetchReply.error: 9 is not one of Kafka's error codes" in expect_codec_error(
+        fetch.replace(struct.pack(">Q", 0), struct.pack(">Q", 9), 1))
+    assert "LeaderAndIsr.isr[1]: length 2 exceeds the 0 bytes left" in expect_codec_error(payload[:-2])

@@ -1,0 +1,314 @@
+"""Kafka's replicas (impl/kafka.py) on the simulated cluster: the KIPs' examples, hand-built as in
+tests/test_kafka_model.py, and the implementation against the model on random schedules."""
+
+from __future__ import annotations
+
+import random
+from dataclasses import replace
+
+import pytest
+
+import impl.codec
+from bridge.kafkasim import KafkaSimCluster
+from bridge.simcluster import SimCluster
+from impl.core import Replica, ReplicaError
+from impl.kafka import Controller, KafkaReplica, LeaderEpochCache
+from impl.messages import FetchRequest, LeaderAndIsr
+from impl.storage import MemoryStorage
+from model.actions import build_model
+from model.kafka import end_offset_for, end_offset_kip101, epoch_cache
+from model.state import Config
+from properties.protocol import KAFKA, PRESETS, presets_of
+from properties.snapshot import LEADER, snapshot_of
+
+RULES = ("own-hwm", "leader-epoch", "leader-epoch-kip279", "fenced")
+BOUNDS = dict(max_generation=9, max_log=9, max_crashes=9)
+
+
+def rule(name, **flags):
+    return replace(KAFKA, follower_truncation=name, **flags)
+
+
+def storage(log=(), hwm=0, epoch=None) -> MemoryStorage:
+    """A closed storage holding `log` (epochs), the last epoch (or `epoch`) and a checkpointed HW."""
+    s = MemoryStorage()
+    s.load()
+    s.append([(i + 1, e, f"{i + 1}@e{e}".encode()) for i, e in enumerate(log)])
+    s.sync()
+    s.save_metadata(max(log, default=0) if epoch is None else epoch, None, hwm)
+    s.close()
+    return s
+
+
+def hand_built(protocol, *logs, hwms=None, epoch=None, isr=None) -> KafkaSimCluster:
+    """Replicas S1..Sn started from the given logs; the controller at `epoch` (default: the newest
+    epoch in a log) with ISR `isr` (default: all)."""
+    hwms = hwms or [0] * len(logs)
+    storages = {f"S{k + 1}": storage(log, hwm) for k, (log, hwm) in enumerate(zip(logs, hwms))}
+    c = SimCluster(protocol, Config(servers=len(logs), **BOUNDS), storages=storages)
+    c.controller.leader_epoch = max((max(log, default=0) for log in logs), default=0) if epoch is None else epoch
+    if isr is not None:
+        c.controller.isr = tuple(isr)
+    return c
+
+
+def ok(c, *actions):
+    for action in actions:
+        kind, *args = action
+        refused = c.apply((kind, *[int(a[1:]) - 1 if isinstance(a, str) else tuple(int(v[1:]) - 1 for v in a)
+                                   for a in args]))
+        assert refused is None, f"{action}: {refused}"
+    return c
+
+
+def logs(c):
+    return [snapshot_of(c.snapshot()).servers[k].log for k in range(len(c.names))]
+
+
+# ------------------------------------------------------------------ the leader-epoch cache
+def test_epoch_cache_is_epoch_to_start_offset():
+    # KIP-101's LogTest: cache.assign(0, 0); assign(1, 5); assign(2, 10) over 15 messages.
+    log = (0,) * 5 + (1,) * 5 + (2,) * 5
+    cache = LeaderEpochCache(log)
+    assert cache.entries == [(0, 0), (1, 5), (2, 10)] == list(epoch_cache(log))
+    cache.truncate_from_end(7)
+    assert cache.entries == [(0, 0), (1, 5)] and cache.latest_epoch == 1
+    with pytest.raises(ReplicaError, match="is not after"):
+        cache.assign(3, 4)
+
+
+@pytest.mark.parametrize("log", [(1, 1, 1, 1, 2, 2, 2), (1, 3, 3), (), (3, 1, 1, 2), (0, 0, 5)])
+def test_the_caches_answers_are_the_models(log):
+    cache = LeaderEpochCache(log)
+    for requested in range(0, 7):
+        assert cache.next_epoch_start(requested, len(log)) == end_offset_kip101(log, requested)
+        assert cache.end_offset_for(requested, len(log)) == end_offset_for(log, requested)
+
+
+# ------------------------------------------------------------------ high watermark and ISR
+def test_hwm_is_the_minimum_leo_over_the_isr_and_a_shrink_raises_it():
+    c = ok(hand_built(KAFKA, (), (), ()), ("elect", "S1", ("S1", "S2", "S3")), ("write", "S1"), ("write", "S1"),
+           ("replicate", "S1", "S2"))
+    assert c["S1"].hwm == 0 and c["S1"].match == {"S2": 2, "S3": 0}  # S3 lags, still in the ISR
+    ok(c, ("shrink_isr", "S1", "S3"))
+    assert c.controller.isr == ("S1", "S2") and c["S1"].isr == ("S1", "S2") and c["S1"].hwm == 2
+    assert c.snapshot().acked == {(1, 1), (2, 1)}  # acks=all: both produce requests answered
+
+
+def test_hwm_does_not_advance_with_fewer_than_a_majority_in_the_isr():
+    c = ok(hand_built(KAFKA, (), (), ()), ("elect", "S1", ("S1",)), ("crash", "S2"), ("crash", "S3"),
+           ("shrink_isr", "S1", "S2"), ("shrink_isr", "S1", "S3"), ("write", "S1"))
+    assert c.controller.isr == ("S1",) and c["S1"].hwm == 0 and c.snapshot().acked == frozenset()
+
+
+def test_a_follower_that_reaches_the_hwm_rejoins_the_isr():
+    c = ok(hand_built(KAFKA, (), (), ()), ("elect", "S1", ("S1", "S2", "S3")), ("crash", "S3"),
+           ("shrink_isr", "S1", "S3"), ("write", "S1"), ("replicate", "S1", "S2"), ("restart", "S3"))
+    assert c.controller.isr == ("S1", "S2") and c["S1"].hwm == 1
+    ok(c, ("replicate", "S1", "S3"))
+    assert c.controller.isr == ("S1", "S2", "S3") and logs(c)[2] == (1,)
+
+
+def test_an_in_sync_follower_cannot_be_shrunk_but_a_dead_one_can():
+    c = ok(hand_built(KAFKA, (), (), ()), ("elect", "S1", ("S1", "S2", "S3")), ("write", "S1"),
+           ("replicate", "S1", "S2"))
+    assert c.shrink_isr("S1", "S2") == "S2 is in sync: it has fetched up to S1's log end offset 1"
+    ok(c, ("crash", "S2"), ("shrink_isr", "S1", "S2"))  # the controller says S2 is no longer live
+    assert c.controller.isr == ("S1", "S3")
+
+
+def test_a_deposed_leaders_isr_update_is_refused_by_the_controller():
+    c = ok(hand_built(KAFKA, (), (), ()), ("elect", "S1", ("S1",)), ("write", "S1"), ("elect", "S2", ("S2", "S3")))
+    assert c["S1"].role == LEADER  # it missed the LeaderAndIsr of epoch 2
+    assert c.shrink_isr("S1", "S3") == ("S1 leads epoch 1 but the controller is at epoch 2: its ISR update "
+                                        "is rejected")
+    assert c.controller.isr == ("S1", "S2", "S3")
+
+
+# ------------------------------------------------------------------ election
+def test_clean_election_only_from_the_live_isr():
+    c = ok(hand_built(KAFKA, (), (), ()), ("elect", "S1", ("S1", "S2", "S3")), ("crash", "S3"),
+           ("shrink_isr", "S1", "S3"), ("restart", "S3"), ("crash", "S1"))
+    assert c.elect("S3", ["S3"]) == ("S3 is not in the ISR {S1,S2}: the controller elects a live ISR replica (S2)")
+    ok(c, ("elect", "S2", ("S2", "S3")))
+    assert c.controller.isr == ("S2",) and c["S2"].generation == 2  # the dead S1 leaves the ISR
+
+
+@pytest.mark.parametrize("unclean", [False, True])
+def test_unclean_election_only_when_no_isr_replica_is_alive(unclean):
+    c = hand_built(replace(KAFKA, unclean_election=unclean), (1,), (), (), hwms=[1], epoch=1, isr=("S1",))
+    ok(c, ("crash", "S1"))
+    refused = c.elect("S2", ["S2", "S3"])
+    if not unclean:
+        assert refused == ("no replica of the ISR {S1} is alive and unclean leader election is disabled: "
+                           "the partition stays offline")
+        return
+    assert refused is None and c.controller.isr == ("S2",)
+    assert logs(c)[1] == ()  # 1@e1, committed on S1, is not on the new leader
+
+
+def test_the_controller_refuses_what_the_models_guard_refuses():
+    controller = Controller(["S1", "S2", "S3"], KAFKA)
+    assert "must reach the new leader S1" in controller.elect("S1", ["S2"])
+    controller.broker_failed("S2")
+    assert controller.elect("S1", ["S1", "S2"]) == "S2 is down and cannot receive the LeaderAndIsr request"
+    assert controller.elect("S1", ["S1", "S3"]) is None and controller.leader_epoch == 1
+
+
+# ------------------------------------------------------------------ truncation on becoming a follower
+def test_own_hwm_truncates_at_the_leaderandisr_request():
+    # KIP-101 scenario 1: S2 and S3 fetched m2 but their HW still says 1.
+    for name, kept in (("own-hwm", (1,)), ("leader-epoch", (1, 1))):
+        c = hand_built(rule(name), (1, 1), (1, 1), (1, 1), hwms=[2, 1, 1], epoch=1)
+        ok(c, ("crash", "S1"), ("elect", "S2", ("S2", "S3")))
+        assert logs(c)[2] == kept
+        assert c["S3"].truncating is (name != "own-hwm")
+
+
+def test_leader_epoch_truncation_happens_at_the_first_fetch():
+    # KIP-279's divergence: S2 wrote 1@e2 as leader of epoch 2; S1 leads epoch 3 with [e1, e3].
+    for name, expected in (("leader-epoch", (2, 3)), ("leader-epoch-kip279", (1, 3)), ("fenced", (1, 3))):
+        c = hand_built(rule(name), (1, 3), (2,), (), epoch=2)
+        ok(c, ("elect", "S1", ("S1", "S2")), ("replicate", "S1", "S2"))
+        assert logs(c)[1] == expected, name  # KIP-101 keeps 1@e2, which the leader's 1@e1 contradicts
+
+
+def test_a_fetch_past_the_leaders_log_end_truncates_to_it():
+    c = hand_built(KAFKA, (1,), (1, 1), (), epoch=1)
+    ok(c, ("elect", "S1", ("S1", "S2")))
+    c["S2"].truncating = False  # skip the epoch query: the fetch itself is out of range
+    ok(c, ("replicate", "S1", "S2"))
+    assert logs(c)[1] == (1,)
+
+
+@pytest.mark.parametrize("name, truncates", [("leader-epoch-kip279", False), ("fenced", True)])
+def test_kafka_7164_truncate_after_every_epoch_change(name, truncates):
+    # S2 follows S1 in epoch 1 and missed epochs 2 and 3; S1 leads again in epoch 4.
+    c = hand_built(rule(name), (), (), (), epoch=0)
+    ok(c, ("elect", "S1", ("S1", "S2")), ("write", "S1"), ("write", "S1"), ("replicate", "S1", "S2"),
+       ("elect", "S3", ("S1", "S3")), ("elect", "S1", ("S1", "S3")), ("elect", "S3", ("S1", "S3")))
+    assert logs(c) == [(1, 1), (1, 1), ()]
+    ok(c, ("crash", "S3"), ("elect", "S1", ("S1", "S2")))
+    assert c["S2"].truncating is truncates and c["S2"].generation == 5
+
+
+def test_kip320_fences_a_fetch_from_another_epoch():
+    c = ok(hand_built(KAFKA, (), (), ()), ("elect", "S1", ("S1", "S2")), ("elect", "S3", ("S1", "S3")),
+           ("elect", "S1", ("S1", "S3")))
+    assert c["S2"].generation == 1 and c["S1"].generation == 3
+    assert c.replicate("S1", "S2") == "S1 answers FENCED_LEADER_EPOCH: S2's fetch carries epoch 1"
+    # Before KIP-320 the stale replica's fetch carries no epoch and is served.
+    c = ok(hand_built(rule("leader-epoch-kip279"), (), (), ()), ("elect", "S1", ("S1", "S2")),
+           ("elect", "S3", ("S1", "S3")), ("elect", "S1", ("S1", "S3")), ("replicate", "S1", "S2"))
+
+
+def test_a_replica_of_a_newer_epoch_is_answered_unknown_leader_epoch():
+    leader = KafkaReplica("S1", ["S2"], KAFKA, storage().load())
+    leader.step(LeaderAndIsr(2, "S1", ("S1", "S2")))
+    leader.ready()
+    leader.step(FetchRequest("S2", 0, 3))
+    (to, reply), = leader.ready().messages
+    assert to == "S2" and reply.error == 75  # UNKNOWN_LEADER_EPOCH
+
+
+def test_restart_keeps_the_checkpointed_hwm_and_learns_the_leader():
+    c = ok(hand_built(rule("own-hwm"), (), (), ()), ("elect", "S1", ("S1", "S2", "S3")), ("write", "S1"),
+           ("replicate", "S1", "S2"), ("replicate", "S1", "S3"), ("replicate", "S1", "S2"), ("write", "S1"),
+           ("replicate", "S1", "S2"))
+    assert [s.hwm for s in c.snapshot().servers] == [1, 1, 0]
+    ok(c, ("crash", "S2"))
+    assert c.snapshot().servers[1].hwm == 1 and c.snapshot().servers[1].log == (1, 1)  # on disk
+    ok(c, ("restart", "S2"))
+    assert (c["S2"].generation, c["S2"].leader_id, logs(c)[1]) == (1, "S1", (1,))  # truncated to its HW
+    c = ok(hand_built(KAFKA, (), (), ()), ("elect", "S1", ("S1", "S2")), ("write", "S1"), ("replicate", "S1", "S2"),
+           ("crash", "S2"), ("restart", "S2"))
+    assert logs(c)[1] == (1,) and c["S2"].truncating and c["S2"].leader_id == "S1"
+
+
+def test_only_the_leaders_own_epoch_is_acknowledged():
+    c = hand_built(KAFKA, (1,), (), (), epoch=1)
+    ok(c, ("elect", "S1", ("S1", "S2", "S3")), ("write", "S1"), ("replicate", "S1", "S2"), ("replicate", "S1", "S3"))
+    assert c["S1"].hwm == 2 and c.snapshot().acked == {(2, 2)}  # 1@e1's producer is an older leader's
+
+
+def test_every_message_crosses_the_wire(monkeypatch):
+    decoded = []
+    real = impl.codec.decode_frame
+    monkeypatch.setattr(impl.codec, "decode_frame", lambda frame: decoded.append(frame) or real(frame))
+    c = ok(hand_built(KAFKA, (), (), ()), ("elect", "S1", ("S1", "S2")), ("write", "S1"), ("replicate", "S1", "S2"),
+           ("shrink_isr", "S1", "S3"))
+    assert c.rpc_messages == len(decoded) > 10  # LeaderAndIsr, UpdateMetadata, fetches, AlterIsr ...
+
+
+def test_a_kafka_protocol_gets_kafka_replicas_and_only_the_rpc_network():
+    c = SimCluster(KAFKA, Config(servers=3))
+    assert isinstance(c, KafkaSimCluster) and all(isinstance(r, KafkaReplica) for r in c.replicas.values())
+    assert type(SimCluster(PRESETS["raft"].protocol, Config(servers=3))["S1"]) is Replica
+    with pytest.raises(ValueError, match="rpc network only"):
+        SimCluster(KAFKA, Config(servers=3, network="async"))
+    assert c.apply(("send", 0, 1)) == "send is not an action of Kafka's replicas"
+    with pytest.raises(ReplicaError, match="the controller elects"):
+        c["S1"].campaign()
+
+
+# ------------------------------------------------------------------ the implementation against the model
+def differential(protocol, servers: int, seeds, steps: int) -> int:
+    """Random schedules of enabled model actions on the model and the replicas: after every step
+    the replicas take it, their snapshot is the model's and so are the acknowledged writes.
+    Returns the steps run."""
+    config = Config(servers=servers, max_generation=6, max_log=3, max_crashes=2)
+    model = build_model(protocol, config)
+    run = 0
+    for seed in seeds:
+        rng = random.Random(seed)
+        state, cluster, done = model.initial_state(), SimCluster(protocol, config), []
+        for _ in range(steps):
+            enabled = list(model.actions(state))
+            if not enabled:
+                break
+            action = rng.choice(enabled)
+            done.append(action)
+            state = model.apply(state, action)
+            refused = cluster.apply(action)
+            view = cluster.snapshot()
+            assert refused is None, (done, refused)
+            assert snapshot_of(view) == snapshot_of(state), (done, state.describe(), list(cluster.describe()))
+            assert view.acked == state.acked, done
+            run += 1
+    return run
+
+
+FLAG_VALUES = [(name, unclean) for name in RULES for unclean in (False, True)]
+
+
+@pytest.mark.parametrize("name, unclean", FLAG_VALUES)
+def test_the_replicas_follow_the_model_on_random_schedules(name, unclean):
+    protocol = rule(name, unclean_election=unclean)
+    assert differential(protocol, 3, range(25), 30) > 500
+    assert differential(protocol, 4, range(5), 30) > 100
+
+
+@pytest.mark.deep
+@pytest.mark.parametrize("name, unclean", FLAG_VALUES)
+def test_the_replicas_follow_the_model_on_random_schedules_deep(name, unclean):
+    protocol = rule(name, unclean_election=unclean)
+    for servers in (2, 3, 4, 5):
+        differential(protocol, servers, range(400), 50)
+
+
+def test_every_kafka_preset_is_a_flag_combination_tested_above():
+    assert {(PRESETS[p].protocol.follower_truncation, PRESETS[p].protocol.unclean_election)
+            for p in presets_of("kafka")} <= set(FLAG_VALUES)
+
+
+def test_the_tcp_runtime_still_refuses_kafka_and_says_where_it_runs():
+    from click.testing import CliRunner
+
+    from hwm.cli import main
+    from properties.protocol import model_only, without_runtime
+
+    assert model_only(KAFKA) is None and "simulated cluster" in without_runtime(KAFKA)
+    for args in (["node", "--protocol", "kafka"], ["cluster", "--protocol", "kafka-kip279"]):
+        result = CliRunner().invoke(main, args)
+        assert result.exit_code == 2 and "model-only on the TCP runtime" in result.output, result.output
+    assert without_runtime(PRESETS["raft"].protocol) is None
