@@ -100,7 +100,8 @@ class KafkaSimCluster(SimCluster):
             return f"{follower} fetches from {known}, not {leader} (it knows epoch {fetcher.generation})"
         turns = fetcher.fetches
         fetcher.start_fetch()
-        for _ in range(4):  # truncation, out of range, the fetch, the next fetch
+        # Truncation (asked again once per epoch the follower lacks), out of range, the fetch, the next fetch.
+        for _ in range(4 + len(fetcher.epochs.entries)):
             for message in self._outputs(follower, to=leader):
                 source.step(self._wire(message))
             answers = self._outputs(leader, to=follower)

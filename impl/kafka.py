@@ -327,7 +327,15 @@ class KafkaReplica(Replica):
         elif reply.leader_epoch is not None and reply.leader_epoch != requested:
             # KIP-279: the leader lacks our epoch; truncate to the smaller of the two end offsets
             # for the epoch it named.
-            point = min(reply.end_offset, self.epochs.end_offset_for(reply.leader_epoch, len(self._log))[1])
+            own_epoch, own_end = self.epochs.end_offset_for(reply.leader_epoch, len(self._log))
+            if own_epoch is not None and own_epoch != reply.leader_epoch and own_end > 0:
+                # We lack that epoch too: truncate to the end of our largest epoch below it and ask
+                # again (AbstractFetcherThread: truncationCompleted = false).
+                self._truncate_log(min(own_end, len(self._log)))
+                self._send(self.leader_id, OffsetsForLeaderEpoch(self.server_id, self._log[-1][0],
+                                                                 self._current_epoch()))
+                return
+            point = min(reply.end_offset, own_end)
         else:
             point = reply.end_offset
         self._truncate_log(min(point, len(self._log)))

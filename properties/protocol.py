@@ -474,6 +474,9 @@ def model_only(protocol: Protocol) -> str | None:
         implemented = " and ".join(s for s in FLAG_VALUES["system"] if s not in MODEL_ONLY_SYSTEMS)
         return (f"the {protocol.system} presets are model-only: the implementation (impl/) runs {implemented} "
                 f"and has no {protocol.system} replica; use the model (--on model)")
+    if protocol.system == "kafka" and protocol.follower_truncation == "last-fetched-epoch":
+        return ("follower_truncation=last-fetched-epoch (KIP-320's first attempt) is model-only: the "
+                "implementation's fetch carries no last fetched epoch; use the model (--on model)")
     return None
 
 

@@ -19,7 +19,7 @@ from bridge.machine import (RPC, Divergence, PropertyViolation, conformance_sett
                             protocol_spec)
 from impl.kafka import KafkaReplica
 from model.state import Config
-from properties.protocol import FLAG_VALUES, KAFKA, preset_of, resolve
+from properties.protocol import FLAG_VALUES, KAFKA, model_only, preset_of, resolve
 from hwm.replay import replay_on_impl, replay_on_model
 from properties.snapshot import snapshot_of
 from properties.trace import load
@@ -38,7 +38,8 @@ def test_kafka_conforms():
 
 
 COMBINATIONS = [replace(KAFKA, follower_truncation=rule, unclean_election=unclean)
-                for rule in FLAG_VALUES["follower_truncation"] for unclean in FLAG_VALUES["unclean_election"]]
+                for rule in FLAG_VALUES["follower_truncation"] for unclean in FLAG_VALUES["unclean_election"]
+                if not model_only(replace(KAFKA, follower_truncation=rule))]
 
 
 @pytest.mark.parametrize("protocol", COMBINATIONS,
@@ -92,11 +93,21 @@ def test_kafka_conforms_deep(config):
     run_state_machine_as_test(machine_for("kafka", config), settings=conformance_settings(stateful_step_count=60))
 
 
-# Findings of the machine under the safe preset, beyond the tour's bounds: the model (and so the
-# implementation, which follows it) truncates once where Kafka's fetcher asks again when it lacks the
-# epoch the leader names; and a deposed leader counts the controller's latest ISR.
+# A finding of the machine under the safe preset, beyond the tour's bounds, not fixed yet: a deposed
+# leader counts the controller's latest ISR (the model, and so the implementation, which follows it).
 # name -> (the violating step, S2's entry at offset 0 then, the entry the HW covers there)
-FINDINGS = {"kafka-one-shot-truncation": (19, 2, 4), "kafka-deposed-leader-isr": (19, 3, 1)}
+FINDINGS = {"kafka-deposed-leader-isr": (19, 3, 1)}
+
+
+def test_the_one_shot_truncation_finding_holds_once_the_fetcher_asks_again():
+    """The machine's other finding: the model and the replicas truncated once where Kafka's fetcher
+    asks again when it lacks the epoch the leader names (AbstractFetcherThread: truncationCompleted =
+    false), and the safe preset broke CommittedOnQuorum in 19 steps. Both ask again now; the trace
+    holds on both, snapshot for snapshot."""
+    trace = load(Path(__file__).with_name("kafka-one-shot-truncation.json"))
+    model, implementation = replay_on_model(trace), replay_on_impl(trace)
+    assert (model.kind, implementation.kind) == ("holds", "holds"), (model.summary(), implementation.summary())
+    assert [snapshot_of(v) for _, v in model.rows] == [snapshot_of(v) for _, v in implementation.rows]
 
 
 @pytest.mark.parametrize("name", sorted(FINDINGS))
