@@ -687,7 +687,12 @@ def _end_offset_kip101(P, row, base, requested):
 @njit(cache=True)
 def _end_offset_for(P, row, base, requested):
     """kafka.end_offset_for of the log at `base`: (epoch, end offset), epoch -1 for None."""
-    length = np.int64(row[base + LEN])
+    return _end_offset_in(P, row, base, requested, np.int64(row[base + LEN]))
+
+
+@njit(cache=True)
+def _end_offset_in(P, row, base, requested, length):
+    """_end_offset_for of the first `length` entries of the log at `base`."""
     end = length
     for offset in range(length - 1, -1, -1):
         epoch = np.int64(row[base + LOG + offset])
@@ -704,18 +709,23 @@ def _truncation_offset(P, row, fb, lb):
     length, hwm = np.int64(row[fb + LEN]), np.int64(row[fb + HWM])
     if P[TRUNCATION] == OWN_HWM:
         return min(hwm, length)
-    if not length:
-        return np.int64(0)
-    requested = np.int64(row[fb + LOG + length - 1])
-    if P[TRUNCATION] == LEADER_EPOCH:
-        end = _end_offset_kip101(P, row, lb, requested)
-        return min(hwm, length) if end < 0 else min(end, length)  # UNDEFINED: back to the HW
-    epoch, end = _end_offset_for(P, row, lb, requested)
-    if epoch < 0 and P[TRUNCATION] == LEADER_EPOCH_KIP279:
-        return min(hwm, length)  # 2.0 still answered UNDEFINED here
-    if epoch >= 0 and epoch != requested:
-        end = min(end, _end_offset_for(P, row, fb, epoch)[1])
-    return min(end, length)
+    while True:  # the model's recursion: each round asks about a shorter prefix of the follower's log
+        if not length:
+            return np.int64(0)
+        requested = np.int64(row[fb + LOG + length - 1])
+        if P[TRUNCATION] == LEADER_EPOCH:
+            end = _end_offset_kip101(P, row, lb, requested)
+            return min(hwm, length) if end < 0 else min(end, length)  # UNDEFINED: back to the HW
+        epoch, end = _end_offset_for(P, row, lb, requested)
+        if epoch < 0 and P[TRUNCATION] == LEADER_EPOCH_KIP279:
+            return min(hwm, length)  # 2.0 still answered UNDEFINED here
+        if epoch >= 0 and epoch != requested:
+            own_epoch, own_end = _end_offset_in(P, row, fb, epoch, length)
+            if own_epoch >= 0 and own_epoch != epoch:
+                length = own_end  # it lacks that epoch too: truncate to its end and ask again
+                continue
+            end = min(end, own_end)
+        return min(end, length)
 
 
 @njit(cache=True)
