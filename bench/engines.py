@@ -55,9 +55,15 @@ def run_local(args, workers: int = 1) -> list[tuple[int, float]]:
     runs = []
     for _ in range(args.runs):
         search = Search(model_of(args.preset, **bounds_of(args)), options, [], args.preset)
+        before = os.times()
         report = search.run()
+        after = os.times()  # the pool's workers are joined by run(): their CPU is the children's
+        own = after.user + after.system - before.user - before.system
+        pool = after.children_user + after.children_system - before.children_user - before.children_system
+        # CPU seconds do not depend on the machine's load as wall seconds do: with the search
+        # process's and the workers' apart, the speed-up free cores would give can be read off.
         print(f"    {workers} worker(s): backend set-up {search.setup_seconds:.2f} s (compilation or its cache), "
-              f"search {report.seconds:.2f} s", flush=True)
+              f"search {report.seconds:.2f} s; CPU: search process {own:.2f} s, workers {pool:.2f} s", flush=True)
         runs.append((report.states, report.seconds))
     return runs
 

@@ -26,7 +26,9 @@ Counts are verified before timing: TLC's first run and an untimed run of each hw
 engine must find the same distinct states (and TLC's states generated must be hwm's
 transitions + 1), or the script stops with exit 1. Then the medians of `--runs`
 runs and the ratio of TLC's CPU seconds to each engine's (per core: TLC runs one
-worker, hwm one process). TLC checks the configuration's INVARIANTS and PROPERTIES
+worker, hwm one process); "ceiling" is TLC's CPU over the engine's CPU at rest, the
+whole-process ratio the engine would reach if its search took no time. Python's floor
+(`python -c pass`, then importing NumPy, Numba and hwm's modules) is printed first. TLC checks the configuration's INVARIANTS and PROPERTIES
 (the `always` properties), hwm the whole catalogue, `sometimes` included. The
 machine's load (`uptime`) is printed before and after.
 """
@@ -131,6 +133,21 @@ def child(cfg: str, successors: str) -> None:
                       "violated": report.violated}))
 
 
+FLOOR = {  # what every `--successors fast` process pays before its first state, cumulatively
+    "python -c pass": "pass",
+    "+ import numpy": "import numpy",
+    "+ import numba": "import numpy, numba",
+    "+ model and backend modules": "import model.engine, model.fast.properties",
+}
+
+
+def python_floor(runs: int) -> dict[str, float]:
+    """CPU seconds of child processes that only start Python and import the fast engine's modules."""
+    env = {**os.environ, "PYTHONPATH": ROOT}
+    return {what: statistics.median(measured([sys.executable, "-c", code], env=env)[1] for _ in range(runs))
+            for what, code in FLOOR.items()}
+
+
 def uptime() -> str:
     return subprocess.run(["uptime"], capture_output=True, text=True).stdout.strip()
 
@@ -162,6 +179,10 @@ def main() -> None:
         kernels = ", ".join(f"{k} {v:.1f} s" for k, v in cold["compile"].items())
         print(f"fast backend, first run on an empty Numba cache: set-up {cold['setup']:.1f} s "
               f"(compile per kernel: {kernels}), whole process {cold['cpu']:.1f} CPU s", flush=True)
+    if "fast" in engines:
+        floor = python_floor(args.runs)
+        print("Python's floor (CPU s, medians of child processes): "
+              + ", ".join(f"{what} {cpu:.2f}" for what, cpu in floor.items()), flush=True)
     runner = {"tlc": run_tlc, "fast": lambda c: run_hwm(c, "fast"), "reference": lambda c: run_hwm(c, "reference")}
     # Each engine at rest (a three-state configuration): its start-up CPU and resident memory.
     idle = {}
@@ -191,7 +212,7 @@ def main() -> None:
                 check_counts(cfg, engine, result, expected)
                 runs[engine].append(result)
         print(f"  {'engine':<10} {'states':>8} {'transitions':>11} {'CPU s':>7} {'net CPU s':>9} {'states/s':>9} "
-              f"{'B/state':>8} {'TLC/engine':>10} {'net':>6}  runs (CPU s)", flush=True)
+              f"{'B/state':>8} {'TLC/engine':>10} {'net':>6} {'ceiling':>7}  runs (CPU s)", flush=True)
         tlc_cpu = statistics.median(r["cpu"] for r in runs["tlc"]) if "tlc" in engines else None
         tlc_net = tlc_cpu - idle["tlc"]["cpu"] if tlc_cpu else None
         for engine in engines:
@@ -202,6 +223,8 @@ def main() -> None:
             # A net below a tenth of a second is within the start-up's own spread: no ratio.
             net_ratio = f"{tlc_net / net:6.1f}" if tlc_cpu and net >= 0.1 else f"{'-':>6}"
             ratio = f"{tlc_cpu / cpu:10.1f} {net_ratio}" if tlc_cpu else f"{'-':>10} {'-':>6}"
+            # The most the whole-process ratio could be if the search took no time: TLC / at rest.
+            ratio += f" {tlc_cpu / idle[engine]['cpu']:7.1f}" if tlc_cpu else f" {'-':>7}"
             each = ", ".join(f"{r['cpu']:.2f}" for r in runs[engine])
             print(f"  {engine:<10} {states:>8} {runs[engine][0]['transitions']:>11} {cpu:>7.2f} {net:>9.2f} "
                   f"{states / cpu:>9.0f} {(rss - idle[engine]['rss']) / states:>8.0f} {ratio}  "

@@ -15,7 +15,6 @@ import click
 from hwm import check as checking
 from hwm.params import OutputDir, OutputFile, ProtocolParam, directory_problem
 from hwm.render import Progress, step_table
-from hwm.replay import REPLAYERS, judge
 from hwm.teach import explain as explained
 from model.state import Config
 from properties.protocol import FLAG_MEANINGS, FLAG_VALUES, PRESETS, ProtocolError, _show, flags_of, model_only, resolve
@@ -25,7 +24,24 @@ EXIT_OK, EXIT_FOUND, EXIT_USAGE = 0, 1, 2
 EXIT_INTERRUPTED = 130  # 128 + SIGINT, as shells report Ctrl-C
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+class _Commands(click.Group):
+    """The hwm group; the running cluster's and the proofs' commands are imported only when named (or
+    listed by --help), so `hwm check` starts without asyncio, the implementation's client or z3."""
+
+    LAZY = {"node": "hwm.cluster_cli", "cluster": "hwm.cluster_cli", "put": "hwm.cluster_cli",
+            "get": "hwm.cluster_cli", "status": "hwm.cluster_cli", "prove": "hwm.prove_cli"}
+
+    def list_commands(self, ctx):
+        return sorted({*super().list_commands(ctx), *self.LAZY})
+
+    def get_command(self, ctx, name):
+        if name not in self.commands and name in self.LAZY:
+            import importlib
+            self.add_command(getattr(importlib.import_module(self.LAZY[name]), name))
+        return super().get_command(ctx, name)
+
+
+@click.group(cls=_Commands, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(package_name="hwm")
 def main() -> None:
     """Model checking and property testing for the High-Water Mark replication pattern."""
@@ -315,6 +331,8 @@ def replay(files, on, protocol, quiet, brief, html_out, svg_dir, compare) -> Non
     Exit status: 0 when every file's outcome equals its expect (with --protocol:
     no violation), 1 when one differs, 2 on invalid input.
     """
+    from hwm.replay import REPLAYERS, judge  # here: the simulated cluster is not needed by `hwm check`
+
     targets = ["model", "impl"] if on == "both" else [on]
     missing = [t for t in targets if t not in REPLAYERS]
     if missing:
@@ -431,16 +449,8 @@ def explore(protocol, host, port, verbose) -> None:
         server.server_close()
 
 
-# The running cluster: hwm node, cluster, put, get, status (hwm/cluster_cli.py).
-from hwm.cluster_cli import COMMANDS as _CLUSTER_COMMANDS  # noqa: E402
-
-for _command in _CLUSTER_COMMANDS:
-    main.add_command(_command)
-
-# z3 proofs: hwm prove (hwm/prove_cli.py).
-from hwm.prove_cli import prove as _prove  # noqa: E402
-
-main.add_command(_prove)
+# The running cluster (hwm node, cluster, put, get, status: hwm/cluster_cli.py) and the z3 proofs
+# (hwm prove: hwm/prove_cli.py) join the group when named: _Commands.LAZY.
 
 if __name__ == "__main__":
     main()

@@ -2,26 +2,33 @@
 
 Each level is one round:
 
-1. the frontier (a DataFrame of `fp`, `parent`, `state`) is expanded partition by
+1. the frontier (a DataFrame of `fp`, `parent`, `state`, `rank`) is expanded partition by
    partition in Python, by the same successor backend the local engine calls
    (`model.backend`; `successors="fast"` for the compiled one): every successor
    travels as its backend's bytes with its stable fingerprint, and the
    property catalogue is evaluated on the executors (state properties on each
    frontier state, step properties on each transition out of it);
-2. the JVM deduplicates the successors (`groupBy(fp)`, smallest parent fingerprint
-   wins, so runs are reproducible) and removes the visited ones with a left anti-join
-   against the visited set; the survivors, hash-partitioned by fingerprint, are the
+2. the JVM deduplicates the successors (`groupBy(fp)`) and removes the visited ones
+   with a left anti-join against the visited set; the survivors, sorted into the
+   local engine's order and ranked, then hash-partitioned by fingerprint, are the
    next frontier and join the visited set. Visited fingerprints never come to Python.
 
-Per property the driver keeps the discovery of the lowest level (ties: the smallest
-fingerprints) and rebuilds its trace from parent links looked up level by level.
+Ties are broken as the local engine breaks them (`model.engine`'s canonical order:
+levels, then states in discovery order, then each state's transitions in action
+order). Each frontier state carries its `rank`, an increasing number in that order;
+each transition the key (its source's rank, its position among the source's
+transitions). A state reached several times keeps the smallest key: the local
+engine's parent and the bytes of its first occurrence (under symmetry, the member
+of the class the local engine expands), and the next level's ranks follow the keys.
+Per property the driver keeps the discovery of the lowest level with the smallest
+key, the local engine's first, and rebuilds its trace from parent links looked up
+level by level.
 Fingerprints are unsigned 64-bit in Python and signed two's complement (LongType) in
 Spark. Each level is locally checkpointed (its plan stays a leaf); the visited set is
 reliably checkpointed every `checkpoint_every` levels. docs/scaling.md has the costs.
 
 The result equals the local engine's: distinct states, transitions, depth, bounds hit,
-verdicts and shortest trace lengths (any parent at the previous level gives a
-shortest path; the trace itself may differ where several shortest ones exist).
+verdicts and the shortest traces themselves, step for step, for any partitioning.
 """
 
 from __future__ import annotations
@@ -245,7 +252,9 @@ def _ship_packages(spark) -> None:
 # One row type leaves the executors: kind 0 is a successor (fp, parent, state), kind 1
 # a property discovery (fp = target, parent = the step's source or null, name,
 # finding), kind 2 a partition's tally (name = bounds hit, comma-separated; count =
-# transitions). One pass of Python produces all three.
+# transitions). One pass of Python produces all three. Successors and discoveries carry
+# their key in the local engine's order: `rank` (the frontier state's) and `step` (the
+# transition's position among that state's, -1 for a state property).
 SUCCESSOR, DISCOVERY, TALLY = 0, 1, 2
 
 
@@ -261,6 +270,8 @@ def _gen_schema():
         StructField("name", StringType(), True),
         StructField("finding", StringType(), True),
         StructField("count", LongType(), True),
+        StructField("rank", LongType(), True),
+        StructField("step", LongType(), True),
     ])
 
 
@@ -268,7 +279,7 @@ def _frontier_schema():
     from pyspark.sql.types import BinaryType, LongType, StructField, StructType
 
     return StructType([StructField("fp", LongType(), False), StructField("parent", LongType(), True),
-                       StructField("state", BinaryType(), False)])
+                       StructField("state", BinaryType(), False), StructField("rank", LongType(), False)])
 
 
 def expand_partition(rows: Iterable, model: Model, symmetry: bool, state_props: list[Property],
@@ -281,28 +292,32 @@ def expand_partition(rows: Iterable, model: Model, symmetry: bool, state_props: 
     properties are checked on the frontier's states (each state once, at its own
     level, as the local engine does), step properties on every transition out of
     them. `expand=False` only checks the states (the last level of a
-    depth-limited search). Successors are deduplicated within the partition first
-    (about half the rows of a level are repeats), keeping the smallest parent in
-    Spark's signed order, so the JVM's choice across partitions is the same whatever
-    the partitioning. Per property, the discovery with the smallest (target, source)
-    fingerprints is kept.
+    depth-limited search). Every successor and discovery carries its key in the local
+    engine's order, (rank of its source, position among the source's transitions): a
+    source's transitions are all in this partition, in action order, so positions in
+    the partition's expansion order them. Successors are deduplicated within the
+    partition first (about half the rows of a level are repeats), keeping the
+    smallest key, as the JVM does across partitions; per property, the discovery
+    with the smallest key is kept.
     """
     backend = _backend(model, symmetry, successors)
-    rows = list(rows)
+    rows = sorted(rows, key=lambda row: row.rank)  # in order, so a property's first finding ends its checks
     batch = backend.from_bytes([row.state for row in rows])
     signed = [row.fp for row in rows]
-    best: dict[str, tuple[int, int, str]] = {}  # name -> (target, source or -1, finding)
+    ranks = [row.rank for row in rows]
+    best: dict[str, tuple[tuple[int, int], int, int, str]] = {}  # name -> (key, target, source or -1, finding)
     states = backend.states(batch) if state_props or step_props else []
     for p in state_props:
-        for parent, state in zip(signed, states):
+        for rank, fp, state in zip(ranks, signed, states):
+            if p.name in best and best[p.name][0] < (rank, -1):
+                continue
             finding = p.check(state)
-            fp = to_unsigned(parent)
-            if finding and (p.name not in best or (fp, -1) < best[p.name][:2]):
-                best[p.name] = (fp, -1, finding)
+            if finding:
+                best[p.name] = ((rank, -1), fp, -1, finding)
     if not expand:
-        for name, (target, source, finding) in best.items():
-            yield (DISCOVERY, to_signed(target), None, None, name, finding, None)
-        yield (TALLY, None, None, None, "", None, 0)
+        for name, ((rank, step), target, _, finding) in best.items():
+            yield (DISCOVERY, target, None, None, name, finding, None, rank, step)
+        yield (TALLY, None, None, None, "", None, 0, None, None)
         return
     expansion = backend.expand(batch)
     fps = expansion.fingerprints.tolist()
@@ -310,29 +325,28 @@ def expand_partition(rows: Iterable, model: Model, symmetry: bool, state_props: 
     if step_props:
         after = backend.states(expansion.successors)
         for t, (succ_fp, position) in enumerate(zip(fps, parents)):
-            fp = to_unsigned(signed[position])
+            key = (ranks[position], t)
             for p in step_props:
+                if p.name in best and best[p.name][0] < key:
+                    continue
                 finding = p.check(states[position], after[t])
-                if finding and (p.name not in best or (succ_fp, fp) < best[p.name][:2]):
-                    best[p.name] = (succ_fp, fp, finding)
-    reached: dict[int, list] = {}  # successor fingerprint -> [smallest signed parent, transition]
+                if finding:
+                    best[p.name] = (key, to_signed(succ_fp), signed[position], finding)
+    reached: dict[int, tuple[int, int]] = {}  # successor fingerprint -> (smallest key's rank, transition)
     for t, (succ_fp, position) in enumerate(zip(fps, parents)):
-        parent = signed[position]
-        seen = reached.get(succ_fp)
-        if seen is None:
-            reached[succ_fp] = [parent, t]
-        elif parent < seen[0]:
-            seen[0] = parent
-    # Equal fingerprints may carry different members of one symmetry class: the
-    # bytes shipped are the first one's, and the JVM keeps the smallest bytes.
-    packed = backend.to_bytes(backend.take(expansion.successors,
-                                           np.array(sorted(t for _, t in reached.values()), dtype=np.int64)))
-    data_of = dict(zip(sorted(t for _, t in reached.values()), packed))
-    for succ_fp, (parent, t) in reached.items():
-        yield (SUCCESSOR, to_signed(succ_fp), parent, data_of[t], None, None, None)
-    for name, (target, source, finding) in best.items():
-        yield (DISCOVERY, to_signed(target), None if source < 0 else to_signed(source), None, name, finding, None)
-    yield (TALLY, None, None, None, ",".join(sorted(expansion.bounds_hit)), None, len(fps))
+        key = (ranks[position], t)
+        if succ_fp not in reached or key < reached[succ_fp]:
+            reached[succ_fp] = key
+    # Equal fingerprints may carry different members of one symmetry class: the bytes
+    # shipped are the smallest key's, the member the local engine keeps and expands.
+    first = sorted(t for _, t in reached.values())
+    data_of = dict(zip(first, backend.to_bytes(backend.take(expansion.successors, np.array(first, dtype=np.int64)))))
+    for succ_fp, (rank, t) in reached.items():
+        yield (SUCCESSOR, to_signed(succ_fp), signed[parents[t]], data_of[t], None, None, None, rank, t)
+    for name, ((rank, step), target, source, finding) in best.items():
+        yield (DISCOVERY, target, None if step < 0 else source, None, name, finding, None,
+               rank, step)
+    yield (TALLY, None, None, None, ",".join(sorted(expansion.bounds_hit)), None, len(fps), None, None)
 
 
 _backends: dict = {}  # per executor process: the backend of the last (model, symmetry, name)
@@ -413,7 +427,7 @@ def _search(spark, model: Model, protocol_name: str, symmetry: bool, progress: P
     # Every level is materialised once and becomes a leaf of the next level's plan:
     # without that cut the plan of level L would embed level L-1's twice (once in the
     # frontier, once in the visited set) and grow exponentially.
-    frontier = (spark.createDataFrame([(to_signed(init_fp), None, init_bytes)], _frontier_schema())
+    frontier = (spark.createDataFrame([(to_signed(init_fp), None, init_bytes, 0)], _frontier_schema())
                 .repartition(partitions, "fp").localCheckpoint(eager=True))
     level_fps = [frontier.select("fp", "parent", F.lit(0).alias("level"))]
     visited = level_fps[0]
@@ -426,21 +440,24 @@ def _search(spark, model: Model, protocol_name: str, symmetry: bool, progress: P
         if max_depth is not None and depth >= max_depth:
             report.complete = False
             if state_props:  # the deepest level's states are checked, not expanded
-                rows = frontier.select("fp", "state").rdd.mapPartitions(
+                rows = frontier.select("fp", "state", "rank").rdd.mapPartitions(
                     _bind(model, symmetry, state_props, [], expand=False, successors=successors)).collect()
                 _record_discoveries(tracker, levels, [_side_row(*r) for r in rows], depth)
             break
         level = depth + 1
         expand = _bind(model, symmetry, state_props, step_props, successors=successors)
-        generated = spark.createDataFrame(frontier.select("fp", "state").rdd.mapPartitions(expand), schema,
+        generated = spark.createDataFrame(frontier.select("fp", "state", "rank").rdd.mapPartitions(expand), schema,
                                           verifySchema=False)
         generated = generated.persist(keep)
         new = (generated.filter(F.col("kind") == SUCCESSOR)
                .groupBy("fp")
-               # Equal fingerprints may carry different members of one symmetry class:
-               # the smallest bytes and the smallest parent make runs reproducible.
-               .agg(F.min("parent").alias("parent"), F.min("state").alias("state"))
+               # The smallest key (source rank, position) is the local engine's first
+               # occurrence: its parent, and its member of a symmetry class.
+               .agg(F.min(F.struct("rank", "step", "parent", "state")).alias("first"))
                .join(visited.select("fp"), "fp", "left_anti")
+               # The next level's ranks, in key order: ids increase along a sorted frame.
+               .orderBy("first.rank", "first.step")
+               .select("fp", "first.parent", "first.state", F.monotonically_increasing_id().alias("rank"))
                .repartition(partitions, "fp")
                .localCheckpoint(eager=True))
         found_new = new.count()
@@ -491,27 +508,29 @@ def _bind(model: Model, symmetry: bool, state_props: list[Property], step_props:
     return run
 
 
-def _side_row(kind, fp, parent, state, name, finding, count):
+def _side_row(kind, fp, parent, state, name, finding, count, rank, step):
     """A plain tuple from `expand_partition` as the attribute-access row `collect` gives."""
     from pyspark.sql import Row
 
-    return Row(kind=kind, fp=fp, parent=parent, state=state, name=name, finding=finding, count=count)
+    return Row(kind=kind, fp=fp, parent=parent, state=state, name=name, finding=finding, count=count, rank=rank,
+               step=step)
 
 
 def _record_discoveries(tracker: Tracker, levels: dict[str, int], rows: list, level: int) -> None:
-    """Keep, per property not found yet, the discovery with the smallest fingerprints.
+    """Keep, per property not found yet, the discovery with the smallest key (the local engine's first).
 
     `level` is the frontier's: a state property's target and a step's source are on it.
     """
-    best: dict[str, tuple[int, int, str]] = {}
+    best: dict[str, tuple[tuple[int, int], int, int, str]] = {}
     for row in rows:
         if row.kind != DISCOVERY or row.name in tracker.found:
             continue
-        key = (to_unsigned(row.fp), -1 if row.parent is None else to_unsigned(row.parent))
-        if row.name not in best or key < best[row.name][:2]:
-            best[row.name] = (*key, row.finding)
+        key = (row.rank, row.step)
+        if row.name not in best or key < best[row.name][0]:
+            best[row.name] = (key, to_unsigned(row.fp), -1 if row.parent is None else to_unsigned(row.parent),
+                              row.finding)
     by_name = {p.name: p for p in tracker.all}
-    for name, (target, source, finding) in best.items():
+    for name, (_, target, source, finding) in best.items():
         tracker.found[name] = Discovery(by_name[name], target, None if source < 0 else source, finding)
         levels[name] = level
 
