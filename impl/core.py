@@ -186,8 +186,8 @@ class Replica:
             raise TypeError(f"protocol: expected a properties.protocol.Protocol, got {type(protocol).__name__}")
         if protocol.system not in self.systems:
             system = protocol.system
-            other = (f"impl.{system}.{system.capitalize()}Replica runs {system}" if system in ("zab", "kafka")
-                     else f"{system} is model-only for now")
+            runner = {"raft": "impl.core.Replica", "zab": "impl.zab.ZabReplica", "kafka": "impl.kafka.KafkaReplica"}
+            other = f"{runner[system]} runs {system}" if system in runner else f"{system} is model-only for now"
             raise ValueError(f"protocol: {type(self).__name__} runs {' and '.join(self.systems)}; {other}")
         low, high = election_ticks
         if not (type(low) is int and type(high) is int and 1 <= low <= high):

@@ -34,6 +34,21 @@ def _count(message: object, field: str, *, positive: bool = False) -> None:
         _fail(message, field, f"{value} is out of range {low}..2**64-1")
 
 
+def _entries(message, newest: int, kind: str, why: str) -> None:
+    """`message.entries`: a tuple of (generation or epoch, payload) pairs, none newer than `newest`."""
+    if type(message.entries) is not tuple:
+        _fail(message, "entries", f"expected a tuple, got {type(message.entries).__name__}")
+    for k, entry in enumerate(message.entries):
+        where = f"entries[{k}]"
+        if type(entry) is not tuple or len(entry) != 2:
+            _fail(message, where, f"expected a ({kind}, payload) tuple")
+        generation, payload = entry
+        if type(generation) is not int or not 0 <= generation <= newest:
+            _fail(message, where, f"{kind} {generation!r} is not an int in 0..{why}")
+        if type(payload) is not bytes:
+            _fail(message, where, f"payload must be bytes, got {type(payload).__name__}")
+
+
 def _optional_count(message: object, field: str) -> None:
     if getattr(message, field) is not None:
         _count(message, field)
@@ -114,18 +129,8 @@ class AppendRequest:
                   f"generation {self.generation}")
         if self.prev_index == 0 and self.prev_generation != 0:
             _fail(self, "prev_generation", "must be 0 when prev_index is 0 (there is no entry 0)")
-        if type(self.entries) is not tuple:
-            _fail(self, "entries", f"expected a tuple, got {type(self.entries).__name__}")
-        for k, entry in enumerate(self.entries):
-            where = f"entries[{k}]"
-            if type(entry) is not tuple or len(entry) != 2:
-                _fail(self, where, "expected a (generation, payload) tuple")
-            generation, payload = entry
-            if type(generation) is not int or not 0 <= generation <= self.generation:
-                _fail(self, where, f"generation {generation!r} is not an int in 0..{self.generation} "
-                      "(a leader sends no entry newer than its own generation)")
-            if type(payload) is not bytes:
-                _fail(self, where, f"payload must be bytes, got {type(payload).__name__}")
+        _entries(self, self.generation, "generation",
+                 f"{self.generation} (a leader sends no entry newer than its own generation)")
         if self.prev_index + len(self.entries) > MAX_U64:
             _fail(self, "entries", "the last index would exceed 2**64-1")
 
@@ -265,18 +270,8 @@ class NewLeader:
         _count(self, "generation")
         _server(self, "leader")
         _count(self, "leader_hwm")
-        if type(self.entries) is not tuple:
-            _fail(self, "entries", f"expected a tuple, got {type(self.entries).__name__}")
-        for k, entry in enumerate(self.entries):
-            where = f"entries[{k}]"
-            if type(entry) is not tuple or len(entry) != 2:
-                _fail(self, where, "expected a (generation, payload) tuple")
-            generation, payload = entry
-            if type(generation) is not int or not 0 <= generation <= self.generation:
-                _fail(self, where, f"generation {generation!r} is not an int in 0..{self.generation} "
-                      "(a history holds no entry newer than the epoch that sends it)")
-            if type(payload) is not bytes:
-                _fail(self, where, f"payload must be bytes, got {type(payload).__name__}")
+        _entries(self, self.generation, "generation",
+                 f"{self.generation} (a history holds no entry newer than the epoch that sends it)")
 
 
 @dataclass(frozen=True)
@@ -640,19 +635,10 @@ class FetchReply:
         _count(self, "log_end_offset")
         if self.high_watermark > self.log_end_offset:
             _fail(self, "high_watermark", f"{self.high_watermark} is past the log end offset {self.log_end_offset}")
-        if type(self.entries) is not tuple:
-            _fail(self, "entries", f"expected a tuple, got {type(self.entries).__name__}")
+        # (Epochs may decrease along a log that a broken truncation rule let diverge.)
+        _entries(self, MAX_U64, "epoch", "2**64-1")
         if self.error != KAFKA_NONE and self.entries:
             _fail(self, "entries", "an error reply carries no entries")
-        # (Epochs may decrease along a log that a broken truncation rule let diverge.)
-        for k, entry in enumerate(self.entries):
-            if type(entry) is not tuple or len(entry) != 2:
-                _fail(self, f"entries[{k}]", "expected an (epoch, payload) tuple")
-            epoch, payload = entry
-            if type(epoch) is not int or not 0 <= epoch <= MAX_U64:
-                _fail(self, f"entries[{k}]", f"epoch {epoch!r} is not an int in 0..2**64-1")
-            if type(payload) is not bytes:
-                _fail(self, f"entries[{k}]", f"payload must be bytes, got {type(payload).__name__}")
         if len(self.entries) > self.log_end_offset:
             _fail(self, "entries", f"{len(self.entries)} entries, more than the log end offset {self.log_end_offset}")
 
