@@ -27,7 +27,7 @@ import numpy as np
 from numba import njit
 
 from model.backend import Backend
-from model.fast.kernels import AB, ALIVE, GEN, HWM, LEN, LOG, MAJORITY, N, RAFT, ROLE, SYSTEM, G, L, _entry_slot, \
+from model.fast.kernels import AB, ALIVE, GEN, HWM, LEN, LOG, MAJORITY, N, RAFT, RB, ROLE, SYSTEM, G, L, _entry_slot, \
     _read_slot, _server
 
 # Each compiled equivalent, keyed by the property's name and the digest of the source it
@@ -79,6 +79,21 @@ def _any_read(P, row):
         for generation in range(P[G] + 1):
             if row[_read_slot(P, index, generation)]:
                 return True
+    return False
+
+
+@njit(cache=True)
+def _new_leader_lacks(P, before, after, at):
+    """A server that became leader in this step lacks an entry of the set that starts at `at` in
+    `before` (the entries read, or acknowledged)."""
+    for k in range(P[N]):
+        base = _server(P, k)
+        if not _newly_elected(before, after, base):
+            continue
+        for index in range(1, P[L] + 1):
+            for generation in range(P[G] + 1):
+                if before[_entry_slot(P, at, index, generation)] and not _holds_entry(P, after, base, index, generation):
+                    return True
     return False
 
 
@@ -199,18 +214,7 @@ def step_found(P, before, after, code):
                     return True
         return False
     if code == 1:  # ReadNeverLost: a newly elected leader lacks a read entry
-        if not _any_read(P, before):
-            return False
-        for k in range(n):
-            base = _server(P, k)
-            if not _newly_elected(before, after, base):
-                continue
-            for index in range(1, P[L] + 1):
-                for generation in range(P[G] + 1):
-                    if before[_read_slot(P, index, generation)] and not _holds_entry(P, after, base, index,
-                                                                                     generation):
-                        return True
-        return False
+        return _any_read(P, before) and _new_leader_lacks(P, before, after, P[RB])
     if code == 2:  # UncommittedTruncated: a removed entry above the hwm that nobody read
         for k in range(n):
             base = _server(P, k)
@@ -253,18 +257,7 @@ def step_found(P, before, after, code):
                         return True
         return False
     if code == 7:  # AcknowledgedWriteKept: a newly elected leader lacks an acknowledged entry
-        if not _any_acked(P, before):
-            return False
-        for k in range(n):
-            base = _server(P, k)
-            if not _newly_elected(before, after, base):
-                continue
-            for index in range(1, P[L] + 1):
-                for generation in range(P[G] + 1):
-                    if before[_entry_slot(P, P[AB], index, generation)] and \
-                            not _holds_entry(P, after, base, index, generation):
-                        return True
-        return False
+        return _any_acked(P, before) and _new_leader_lacks(P, before, after, P[AB])
     if code == 6:  # HwmNeverTruncated: a removed entry at or below the server's own hwm
         for k in range(n):
             base = _server(P, k)
