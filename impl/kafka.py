@@ -31,8 +31,10 @@ with Kafka's rules in place of Raft's:
   (DelayedProduce); `acknowledged()` hands out the entries so answered.
 
 Every ISR change is published to every live broker (`UpdateMetadata`, as the ZooKeeper-era
-controller does after an ISR change notification): a leader computes its high watermark over the
-controller's latest ISR, also a deposed leader that missed its `LeaderAndIsr` and still leads.
+controller does after an ISR change notification), but that updates only a broker's metadata
+cache (the live brokers): a leader counts its own copy of the ISR (Partition.inSyncReplicaIds),
+the one its `LeaderAndIsr` request sent or its last accepted `AlterIsr` wrote; a deposed leader
+that missed the next `LeaderAndIsr` and still leads keeps counting its old copy.
 Offsets are Kafka's (0-based): a log end offset is the number of entries; index = offset + 1.
 """
 
@@ -138,7 +140,7 @@ class KafkaReplica(Replica):
         # The replication-offset-checkpoint: the high watermark survives a crash.
         self.high_water_mark = min(durable.hwm, len(self._log))
         self.epochs = LeaderEpochCache(self.log_generations())
-        self.isr: tuple[str, ...] = ()  # the controller's ISR, as last published
+        self.isr: tuple[str, ...] = ()  # its own copy: from its last LeaderAndIsr or accepted AlterIsr
         self.live: tuple[str, ...] | None = None  # the controller's live brokers (None: not heard yet)
         self.truncating = False  # must find its truncation point before the next fetch
         self._partition_epoch: int | None = None  # the epoch of the last LeaderAndIsr this process took
@@ -281,7 +283,7 @@ class KafkaReplica(Replica):
             self._metadata_dirty = True
 
     def _on_update_metadata(self, update: UpdateMetadata) -> None:
-        self.isr = update.isr
+        # The metadata cache only: the partition's ISR (`isr`) is not the metadata cache's.
         self.live = update.live
 
     # -------------------------------------------------------------- the follower's fetcher

@@ -9,7 +9,10 @@ What it follows (Apache Kafka, ZooKeeper-era controller):
 - The leader shrinks the ISR by a follower that is down or behind its LEO
   (Partition.maybeShrinkIsr: replica.lag.time.max.ms is abstracted away) and expands it
   when a follower's fetch reaches the HW (Partition.maybeExpandIsr). The ISR is the
-  controller's (ZooKeeper's): a deposed leader's conditional update fails.
+  controller's (ZooKeeper's): a deposed leader's conditional update fails. A leader counts
+  its own copy of the ISR (Partition.inSyncReplicaIds, the leader's maximalIsr): the one
+  it was sent at its election (LeaderAndIsr) or last wrote by a shrink or an expand; a
+  deposed leader that missed the LeaderAndIsr request keeps counting its old copy.
 - `elect(server, voters)` is the controller's election: a new leader epoch, the leader
   chosen from the live ISR (or, with `unclean_election`, any live replica when no ISR
   replica is alive). `voters` are the replicas the LeaderAndIsr request reaches; a live
@@ -60,6 +63,9 @@ class KafkaServer(NamedTuple):
     in_isr: bool  # the controller's ISR holds this replica
     leader: int  # position + 1 of the leader it fetches from, NO_LEADER if none
     truncating: bool  # it must find its truncation point before its next fetch
+    # The ISR a leader counts for its HW (Partition.inSyncReplicaIds): isr[k] for each replica,
+    # as it was sent at its election or last wrote itself; () unless a leader.
+    isr: tuple[bool, ...] = ()
 
 
 class KafkaState(NamedTuple):
@@ -187,6 +193,7 @@ def encode(state: KafkaState, order=None, keys=None) -> bytes:
         parts.append(bytes((renamed[server.leader - 1] + 1 if server.leader else NO_LEADER,)))
         if server.match:
             parts.append(bytes([server.match[k] for k in order]))
+            parts.append(bytes([server.isr[k] for k in order]))
     parts.append(_reads(state.reads))
     parts.append(_reads(state.acked))
     return b"".join(parts)
@@ -202,8 +209,9 @@ def decode(data: bytes) -> KafkaState:
         log = tuple(next(it) for _ in range(length))
         leader = next(it)
         match = tuple(next(it) for _ in range(n)) if role == 1 else ()
+        isr = tuple(bool(next(it)) for _ in range(n)) if role == 1 else ()
         servers.append(KafkaServer(generation, LEADER if role == 1 else FOLLOWER, log, hwm, bool(alive), match,
-                                   bool(in_isr), leader, bool(truncating)))
+                                   bool(in_isr), leader, bool(truncating), isr))
     reads = frozenset((next(it), next(it)) for _ in range(next(it)))
     acked = frozenset((next(it), next(it)) for _ in range(next(it)))
     return KafkaState(tuple(servers), reads, crashes, (), acked)
@@ -267,11 +275,11 @@ class KafkaModel(ServerActions):
         return max(server.generation for server in s.servers)
 
     def _advance_hwm(self, servers: list, l: int, acked: frozenset) -> frozenset:
-        """HW = min LEO over the ISR (the leader's own LEO included), when the ISR is large enough.
-        Returns `acked` with the entries of the leader's own epoch the new HW covers: their
+        """HW = min LEO over the leader's own copy of the ISR (its own LEO included), when that ISR
+        is large enough: a deposed leader counts the ISR it last knew, not the controller's. Returns `acked` with the entries of the leader's own epoch the new HW covers: their
         acks=all producers are answered (DelayedProduce completes)."""
         leader = servers[l]
-        isr = [k for k in range(self.n) if servers[k].in_isr or k == l]
+        isr = [k for k in range(self.n) if leader.isr[k] or k == l]
         if len(isr) < self.min_isr:
             return acked
         hwm = min(len(leader.log) if k == l else leader.match[k] for k in isr)
@@ -326,7 +334,7 @@ class KafkaModel(ServerActions):
         elif self.rule != "last-fetched-epoch":  # KIP-320's first attempt truncates only on a fetch
             truncating = True  # the fetcher starts in its truncating state
         return replica._replace(generation=epoch, role=FOLLOWER, log=log, hwm=min(hwm, len(log)), match=(),
-                                leader=leader, truncating=truncating)
+                                leader=leader, truncating=truncating, isr=())
 
     def effect_elect(self, s: KafkaState, c: int, voters: tuple[int, ...]) -> KafkaState:
         servers = list(s.servers)
@@ -345,8 +353,9 @@ class KafkaModel(ServerActions):
                 else:
                     servers[v] = self._become_follower(replica, epoch, c + 1)
         cand = servers[c]
+        # The LeaderAndIsr request sends the new leader the new ISR: its own copy from now on.
         servers[c] = cand._replace(generation=epoch, role=LEADER, match=(0,) * self.n, leader=c + 1,
-                                   truncating=False)
+                                   truncating=False, isr=tuple(sv.in_isr for sv in servers))
         acked = self._advance_hwm(servers, c, s.acked)
         return KafkaState(tuple(servers), s.reads, s.crashes, (), acked)
 
@@ -396,7 +405,9 @@ class KafkaModel(ServerActions):
         match[f] = len(log)
         servers[l] = leader = leader._replace(match=tuple(match))
         if not servers[f].in_isr and len(log) >= leader.hwm and leader.generation == self.epoch(s):
-            servers[f] = servers[f]._replace(in_isr=True)  # maybeExpandIsr: caught up to the HW
+            # maybeExpandIsr: caught up to the HW; the leader writes the ISR and keeps its copy.
+            servers[f] = servers[f]._replace(in_isr=True)
+            servers[l] = leader = leader._replace(isr=leader.isr[:f] + (True,) + leader.isr[f + 1:])
         acked = self._advance_hwm(servers, l, s.acked)
         return KafkaState(tuple(servers), s.reads, s.crashes, (), acked)
 
@@ -420,13 +431,15 @@ class KafkaModel(ServerActions):
         # maybeShrinkIsr, then maybeIncrementLeaderHW: a smaller ISR may raise the HW.
         servers = list(s.servers)
         servers[f] = servers[f]._replace(in_isr=False)
+        leader = servers[l]
+        servers[l] = leader._replace(isr=leader.isr[:f] + (False,) + leader.isr[f + 1:])
         acked = self._advance_hwm(servers, l, s.acked)
         return KafkaState(tuple(servers), s.reads, s.crashes, (), acked)
 
     def effect_crash(self, s: KafkaState, c: int) -> KafkaState:
         # The log, the leader epoch and the checkpointed HW are on disk; the role and the
         # leader's view of its followers are lost. The ISR is the controller's: unchanged.
-        server = s.servers[c]._replace(alive=False, role=FOLLOWER, match=())
+        server = s.servers[c]._replace(alive=False, role=FOLLOWER, match=(), isr=())
         return s._replace(servers=s.servers[:c] + (server,) + s.servers[c + 1:], crashes=s.crashes + 1)
 
     def effect_restart(self, s: KafkaState, r: int) -> KafkaState:

@@ -34,7 +34,9 @@ RAFT, ZAB, BOOKKEEPER, KAFKA = range(4)
 GEN, ROLE, ALIVE, HWM, LEN, LOG = range(6)
 DURABLE, SYNCED, EPOCH = range(3)
 FENCED, RESPONDED, NEGATIVES = range(3)  # BookKeeper's bits of a bookie, one byte each
-IN_ISR, LEADER_OF, TRUNCATING = range(3)  # a Kafka replica's: in the ISR, its leader (position + 1), truncating
+# A Kafka replica's: in the (controller's) ISR, its leader (position + 1), truncating, and a leader's own
+# copy of the ISR that it counts for its HW (bit k: replica k; kafka.KafkaServer.isr).
+IN_ISR, LEADER_OF, TRUNCATING, ISR_VIEW = range(4)
 # Kafka's follower_truncation rules (P[TRUNCATION]), by name: a value not listed has no kernel.
 # last-fetched-epoch is KIP-320's first attempt (kafka.diverged_at), for the model that has it.
 TRUNCATIONS = ("own-hwm", "leader-epoch", "leader-epoch-kip279", "fenced", "last-fetched-epoch")
@@ -92,6 +94,8 @@ def _become_follower(P, row, base, generation):
     row[base + ROLE] = 0
     for j in range(P[N]):
         row[_match(P, base, j)] = 0
+    if P[SYSTEM] == KAFKA:
+        row[_extra(P, base, ISR_VIEW)] = 0  # only a leader holds its own copy of the ISR
 
 
 @njit(cache=True)
@@ -639,7 +643,7 @@ def _kafka_advance_hwm(P, row, l):
     isr = 0
     hwm = np.int64(row[lb + LEN])
     for k in range(P[N]):
-        if k == l or row[_extra(P, _server(P, k), IN_ISR)]:
+        if k == l or row[_extra(P, lb, ISR_VIEW)] >> k & 1:  # the leader's own copy of the ISR
             isr += 1
             if k != l:
                 hwm = min(hwm, np.int64(row[_match(P, lb, k)]))
@@ -762,6 +766,11 @@ def _kafka_elect(P, row, c, voters):
         row[_match(P, cb, j)] = 0
     row[_extra(P, cb, LEADER_OF)] = c + 1
     row[_extra(P, cb, TRUNCATING)] = 0
+    view = 0  # the LeaderAndIsr request sends the new leader the new ISR
+    for k in range(P[N]):
+        if row[_extra(P, _server(P, k), IN_ISR)]:
+            view |= 1 << k
+    row[_extra(P, cb, ISR_VIEW)] = view
     _kafka_advance_hwm(P, row, c)
 
 
@@ -786,6 +795,7 @@ def _kafka_replicate(P, row, l, f):
     row[_match(P, lb, f)] = length
     if not row[_extra(P, fb, IN_ISR)] and length >= row[lb + HWM] and row[lb + GEN] == epoch:
         row[_extra(P, fb, IN_ISR)] = 1  # maybeExpandIsr: caught up to the HW
+        row[_extra(P, lb, ISR_VIEW)] |= 1 << f  # the leader keeps its copy of the ISR it wrote
     _kafka_advance_hwm(P, row, l)
 
 
@@ -862,6 +872,7 @@ def _kafka_successors(P, row, i, alive, leading, elect_candidates, elect_voters,
                     not alive[b] or row[_match(P, ab, b)] < row[ab + LEN]):
                 out[t] = row  # maybeShrinkIsr, then maybeIncrementLeaderHW
                 out[t][_extra(P, _server(P, b), IN_ISR)] = 0
+                out[t][_extra(P, ab, ISR_VIEW)] &= ~(1 << b) & 255
                 _kafka_advance_hwm(P, out[t], a)
                 t = _emit(t, parents, actions, i, pair_ids[SHRINK_ISR_KIND, a, b])
     for a in range(n):
@@ -949,6 +960,10 @@ def _encode(P, row, order, buf):
             for j2 in range(n):
                 buf[p] = row[_match(P, base, order[j2])]
                 p += 1
+            if P[SYSTEM] == KAFKA:  # kafka.encode: the leader's own copy of the ISR, renamed
+                for j2 in range(n):
+                    buf[p] = row[_extra(P, base, ISR_VIEW)] >> order[j2] & 1
+                    p += 1
     p = _encode_entries(P, row, P[RB], buf, p)
     if P[ASYNC]:
         for ja in range(n):

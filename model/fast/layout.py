@@ -5,7 +5,8 @@
                    log[max_log] (zero past the end), match[servers] (zero unless a leader),
                    ZAB only: durable, synced (bit 7: established), epoch;
                    BookKeeper only: fenced, responded, negatives (zero for the two clients);
-                   Kafka only: in_isr, leader (position + 1, 0 for none), truncating]
+                   Kafka only: in_isr, leader (position + 1, 0 for none), truncating,
+                               a leader's own ISR (bit k: replica k; zero unless a leader)]
     reads: one byte per (index 1..max_log, generation 0..max_generation), 1 when read
     ZAB, BookKeeper and Kafka, acked: the same, 1 when acknowledged to a client
 A BookKeeper row's servers are its state's: the bookies, the writer, the recovery client.
@@ -53,7 +54,7 @@ class Layout:
         self.n, self.max_log, self.max_generation = n, max_log, max_generation
         self.async_network = config.network == "async"
         capacity = config.channel_capacity if self.async_network else 0
-        self.server_width = 5 + max_log + n + (3 if extras else 0)
+        self.server_width = 5 + max_log + n + (3 if extras else 0) + (1 if self.kafka else 0)
         self.reads_base = 1 + n * self.server_width
         entries = max_log * (max_generation + 1)  # one byte per (index, generation)
         self.acked_base = self.reads_base + entries
@@ -64,7 +65,7 @@ class Layout:
         # The longest encoding (model.encoding.encode) a state can have.
         self.encoding_size = (3 + n * (5 + max_log + n) + 1 + 2 * max_log * (max_generation + 1)
                               + (n * n * (1 + capacity * self.message_width) if self.async_network else 0)
-                              + (4 * n + n + 1 + 2 * entries if extras else 0))
+                              + (4 * n + n + 1 + 2 * entries if extras else 0) + (n * n if self.kafka else 0))
         quorum_k = n // 2 + 1 if protocol.quorum == "majority" else n - n // 2
         P = np.zeros(K.PARAMS, dtype=np.int64)
         P[[K.N, K.L, K.G, K.SW, K.RB, K.CB, K.CAP, K.MW, K.CW, K.W]] = (
@@ -123,7 +124,7 @@ class Layout:
         if self.kafka:
             for k, s in enumerate(state.servers):
                 at = self.server_base(k) + 5 + max_log + n
-                row[at:at + 3] = (s.in_isr, s.leader, s.truncating)
+                row[at:at + 4] = (s.in_isr, s.leader, s.truncating, sum(1 << j for j, x in enumerate(s.isr) if x))
         if self.system != K.RAFT:
             self._pack_entries(row, self.acked_base, state.acked)
         if self.async_network:
@@ -191,8 +192,10 @@ class Layout:
                             tuple(e[0] for e in extras), tuple(e[2] for e in extras),
                             self._unpack_entries(data, self.acked_base))
         if self.kafka:
-            extras = [data[self.server_base(k) + 5 + max_log + n:][:3] for k in range(n)]
-            servers = [KafkaServer(*s, bool(e[0]), e[1], bool(e[2])) for s, e in zip(servers, extras)]
+            extras = [data[self.server_base(k) + 5 + max_log + n:][:4] for k in range(n)]
+            servers = [KafkaServer(*s, bool(e[0]), e[1], bool(e[2]),
+                                   tuple(bool(e[3] >> j & 1) for j in range(n)) if s.role == LEADER else ())
+                       for s, e in zip(servers, extras)]
             return KafkaState(tuple(servers), reads, data[0], (), self._unpack_entries(data, self.acked_base))
         if self.bookkeeper:
             bits = [data[self.server_base(k) + 5 + max_log + n:][:3] for k in range(n - 2)]
