@@ -157,3 +157,13 @@ DEEP_LIVENESS = {
     ("raft", 3, 2, 2, 1): {"states": 27409, "WrittenEventuallyCommitted": None, "FollowersCatchUp": None},
     ("seed", 3, 3, 1, 1): {"states": 54728, "WrittenEventuallyCommitted": None, "FollowersCatchUp": (9, 2)},
 }
+
+
+def check_against_pins(report, expected):
+    assert report.complete
+    assert report.states == expected["states"]
+    assert report.transitions == expected["transitions"]
+    assert report.depth == expected["depth"]
+    assert sorted(report.bounds_hit) == expected["bounds_hit"]
+    lengths = {name: r.length for name, r in report.results.items() if r.found}
+    assert lengths == expected["lengths"]

@@ -15,7 +15,7 @@ from model.state import Config, State, initial_state
 from properties.protocol import PRESETS
 from properties.quorum import majority, quorum_index
 from tests.explored import explore
-from tests.pinned import PINNED, config_of
+from tests.pinned import PINNED, check_against_pins, config_of
 
 
 def random_walk(model, rng, steps):
@@ -109,31 +109,7 @@ def pinned_cases(deep: bool):
             yield pytest.param(key, expected, id="-".join(map(str, key)))
 
 
-def check_against_pins(report, expected):
-    assert report.complete
-    assert report.states == expected["states"]
-    assert report.transitions == expected["transitions"]
-    assert report.depth == expected["depth"]
-    assert sorted(report.bounds_hit) == expected["bounds_hit"]
-    lengths = {name: r.length for name, r in report.results.items() if r.found}
-    assert lengths == expected["lengths"]
-
-
-@pytest.mark.parametrize("key, expected", list(pinned_cases(deep=False)))
-def test_pinned_counts_and_shortest_counterexamples(key, expected):
-    preset, config, symmetry = config_of(key)
-    report = explore(preset, config, symmetry)
-    check_against_pins(report, expected)
-    # Every counterexample is a real trace: replaying its actions reproduces the finding.
-    model = build_model(PRESETS[preset].protocol, config)
-    for result in report.results.values():
-        if result.found:
-            state = model.initial_state()
-            for action in result.actions:
-                assert model.why_not(state, action) is None
-                before, state = state, model.apply(state, action)
-            prop = next(p for p in model.properties if p.name == result.name)
-            assert (prop.check(before, state) if prop.on == "step" else prop.check(state))
+# The non-deep pins are checked in tests/test_engine.py, once per backend, beside the other engines.
 
 
 @pytest.mark.deep
