@@ -687,6 +687,16 @@ class Node:
                                                          "; no leader is known")
         return m.PutReply(None, text, leader, m.NOT_LEADER)
 
+    def _not_writing(self) -> m.PutReply | None:
+        """Why this server cannot write a client's entry now (a put's or a session's), or None."""
+        if getattr(self.replica, "prospective", False):
+            # ZAB: a new leader takes writes once a quorum synchronised with it (phase 2).
+            text = f"{self.server_id} is a prospective leader: a quorum has not acknowledged its NEWLEADER yet"
+            return m.PutReply(None, text, None, m.NOT_LEADER)
+        if self.replica.role != "leader":
+            return self._not_leader()
+        return None
+
     def _answer_put(self, request: m.PutRequest, connection: _Connection, slot: list) -> None:
         replica = self.replica
         if len(request.value) > self.config.max_value_bytes:
@@ -708,13 +718,9 @@ class Node:
         if index is not None and index <= min(replica.hwm, replica.last_index):
             self._answers.append((connection, slot, m.PutReply(index), False))  # a retry, committed
             return
-        if getattr(replica, "prospective", False):
-            # ZAB: a new leader takes writes once a quorum synchronised with it (phase 2).
-            text = f"{self.server_id} is a prospective leader: a quorum has not acknowledged its NEWLEADER yet"
-            self._answers.append((connection, slot, m.PutReply(None, text, None, m.NOT_LEADER), False))
-            return
-        if replica.role != "leader":
-            self._answers.append((connection, slot, self._not_leader(), False))
+        refusal = self._not_writing()
+        if refusal is not None:
+            self._answers.append((connection, slot, refusal, False))
             return
         if index is None:
             index = replica.propose(encode_entry(request.value, *(ids or (None, 0))))
@@ -728,8 +734,9 @@ class Node:
 
     def _answer_register(self, request: m.RegisterClient, connection: _Connection, slot: list) -> None:
         """Open a session: a registration entry, answered with its index once committed."""
-        if self.replica.role != "leader":
-            self._answers.append((connection, slot, self._not_leader(), False))
+        refusal = self._not_writing()
+        if refusal is not None:
+            self._answers.append((connection, slot, refusal, False))
             return
         self._wait_for(self.replica.propose(encode_entry(b"", request.client, REGISTRATION)), connection, slot)
 

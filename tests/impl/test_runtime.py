@@ -26,6 +26,7 @@ from impl import messages as m
 from impl.client import Client, ClientError, NotCommittedError, parse_address, parse_cluster
 from tests.impl.ports import free_ports
 from impl.runtime import Node, NodeConfig, NodeError
+from properties.protocol import PRESETS
 
 
 class ThreadCluster:
@@ -569,5 +570,24 @@ def test_a_long_committed_log_is_applied_to_the_sessions_in_batches_with_the_sam
             expected.apply(index, decode_entry(node.replica.entry(index)[1])[1])
         assert list(node.sessions.latest.items()) == list(expected.latest.items())
         assert node.replica.last_index == 21  # the retry wrote nothing; 21 is the leader's no-op
+    finally:
+        made.close()
+
+
+def test_a_prospective_zab_leader_refuses_to_open_a_session_and_keeps_serving(tmp_path, monkeypatch):
+    """ZAB's new leader takes no write until a quorum acknowledged its NEWLEADER: opening a session
+    is a write too. (A RegisterClient reaching a prospective leader used to stop the node.)"""
+    from impl.zab import ZabReplica
+
+    made = ThreadCluster(tmp_path, n=1, protocol=PRESETS["zab"].protocol)
+    try:
+        address = made.addresses[made.leader()]  # one server: established at once
+        monkeypatch.setattr(ZabReplica, "prospective", property(lambda self: True))
+        refused = exchange(address, codec.encode(m.RegisterClient("client-1")), timeout=5)[0]
+        assert refused.index is None and refused.code == m.NOT_LEADER, refused
+        assert "prospective leader" in refused.error
+        monkeypatch.undo()
+        opened = exchange(address, codec.encode(m.RegisterClient("client-1")), timeout=5)[0]
+        assert opened.index is not None, opened  # still serving, and nothing was written before
     finally:
         made.close()
