@@ -26,3 +26,20 @@ def pytest_configure(config):
         marks = config.option.markexpr or ""
         chosen = "deep" if "deep" in marks and "not deep" not in marks else "ci"
     settings.load_profile(chosen)
+
+
+# Which tests share a worker under pytest-xdist (`--dist loadgroup`): by default a file's tests stay
+# together (their module fixtures start once); these groups join files that share costly state in
+# one process: the Spark session, the browser, and the compiled kernels with the memoised searches
+# (tests/explored.py) that the engine, backend and catalogue tests all compare against.
+_GROUPS = {"tests/spark/": "spark", "tests/teach/": "browser", "tests/test_engine.py": "explored",
+           "tests/test_fast.py": "explored", "tests/test_catalogue.py": "explored"}
+
+
+def pytest_collection_modifyitems(config, items):
+    import pytest
+
+    for item in items:
+        path = item.nodeid.split("::")[0]
+        group = next((g for prefix, g in _GROUPS.items() if path.startswith(prefix)), path)
+        item.add_marker(pytest.mark.xdist_group(group))

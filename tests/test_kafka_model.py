@@ -317,6 +317,7 @@ def _first_try(config):
     return check(build_model(resolve(FIRST_TRY)[1], config), CheckOptions(symmetry=True), name="first-try")
 
 
+@pytest.mark.deep  # two spaces of about 40,000 states each: a statement of the docs, not a promise of the tool
 def test_first_attempt_holds_as_the_safe_preset_does_on_three_servers():
     # docs/systems-kafka.md: at 3 servers and max_log 2 both broke CommittedOnQuorum in 9 steps while
     # a deposed leader counted the controller's ISR; with each leader counting its own copy both hold,

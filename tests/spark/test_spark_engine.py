@@ -213,6 +213,7 @@ def test_one_session_per_process(spark):
 
 
 # ------------------------------------------------------- a standalone cluster
+@pytest.mark.deep  # a master and two workers started for the test: about a minute; local[2] runs by default
 def test_standalone_cluster_equals_local(tmp_path):
     """A master and two one-core workers on 127.0.0.1, driven by `hwm check --engine spark`.
 
