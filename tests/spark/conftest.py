@@ -17,3 +17,17 @@ def spark():
         pytest.skip(f"Spark unavailable: {e}")
     yield session
     session.stop()
+
+
+@pytest.fixture(scope="session")
+def compiled():
+    """Numba's kernels compiled (or loaded) once in the driver, which writes them to Numba's disk
+    cache: on a fresh clone every executor would otherwise compile them itself, at once."""
+    from model.actions import build_model
+    from model.fast import FastBackend
+    from model.state import Config
+    from properties.protocol import PRESETS
+
+    for network in ("rpc", "async"):
+        FastBackend(build_model(PRESETS["raft"].protocol, Config(servers=2, max_generation=1, max_log=1,
+                                                                 max_crashes=0, network=network)), True)

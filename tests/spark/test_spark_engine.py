@@ -268,17 +268,13 @@ def test_executors_expand_with_the_chosen_backend(spark):
         spark_bfs(Model(PRESETS["raft"].protocol, config_of(TINY)[1]), "raft", spark=spark, successors="quick")
 
 
-@pytest.fixture(scope="module")
-def compiled():
-    """Numba's kernels compiled (or loaded) once in the driver, which writes them to Numba's disk
-    cache: on a fresh clone every executor would otherwise compile them itself, at once."""
-    from model.fast import FastBackend
-
-    FastBackend(Model(PRESETS["raft"].protocol, config_of(TINY)[1]), True)
+# The executors' compiled successors on both networks by default; the other systems' kernels (each
+# equal to the reference in tests/test_engine.py) on Spark under -m deep.
+FAST_CASES = CASES[:2] + [pytest.param(key, marks=pytest.mark.deep) for key in CASES[2:]]
 
 
 @pytest.mark.skipif(not FAST, reason="the fast successor backend (model.fast) is not installed")
-@pytest.mark.parametrize("key", CASES, ids=case_id)
+@pytest.mark.parametrize("key", FAST_CASES, ids=case_id)
 def test_spark_with_the_fast_backend_equals_local_and_pinned(spark, compiled, key):
     """Executors run the compiled successor function; a preset without a fast path fails here,
     except the systems model.fast lists as not compiled yet, which are refused by name."""
