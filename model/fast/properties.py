@@ -83,6 +83,16 @@ def _any_read(P, row):
 
 
 @njit(cache=True)
+def _holders(P, row, index, generation):
+    """How many servers' logs hold entry (index, generation)."""
+    holders = 0
+    for o in range(P[N]):
+        if _holds_entry(P, row, _server(P, o), index, generation):
+            holders += 1
+    return holders
+
+
+@njit(cache=True)
 def _new_leader_lacks(P, before, after, at):
     """A server that became leader in this step lacks an entry of the set that starts at `at` in
     `before` (the entries read, or acknowledged)."""
@@ -135,12 +145,7 @@ def state_found(P, row, code):
         for k in range(n):
             base = _server(P, k)
             for index in range(1, min(row[base + HWM], row[base + LEN]) + 1):
-                generation = row[base + LOG + index - 1]
-                holders = 0
-                for o in range(n):
-                    if _holds_entry(P, row, _server(P, o), index, generation):
-                        holders += 1
-                if holders < P[MAJORITY]:
+                if _holders(P, row, index, row[base + LOG + index - 1]) < P[MAJORITY]:
                     return True
         return False
     if code == 3:  # OneLeaderPerGeneration
@@ -173,13 +178,8 @@ def state_found(P, row, code):
             return False
         for index in range(1, P[L] + 1):
             for generation in range(P[G] + 1):
-                if row[_entry_slot(P, P[AB], index, generation)]:
-                    holders = 0
-                    for o in range(n):
-                        if _holds_entry(P, row, _server(P, o), index, generation):
-                            holders += 1
-                    if holders < P[MAJORITY]:
-                        return True
+                if row[_entry_slot(P, P[AB], index, generation)] and _holders(P, row, index, generation) < P[MAJORITY]:
+                    return True
         return False
     if code == 7:  # WriteAcknowledged
         return _any_acked(P, row)
