@@ -43,6 +43,19 @@ def steps_of(path):
     return [s.to_json() for s in load(path).steps]
 
 
+def click_steps(browser, steps, reached) -> None:
+    """Click each step's one enabled action button, in order; `reached(number)` waits for the page."""
+    from selenium.webdriver.common.by import By
+
+    for number, step in enumerate(steps, 1):
+        wanted = {k: v for k, v in step.to_json().items() if k != "value"}
+        buttons = [b for b in browser.find_elements(By.CSS_SELECTOR, "#enabled button.action")
+                   if {k: v for k, v in json.loads(b.get_attribute("data-step")).items() if k != "value"} == wanted]
+        assert len(buttons) == 1, f"step {number} {step} is not offered"
+        buttons[0].click()
+        reached(number)
+
+
 def test_state_explains_the_path_and_offers_the_enabled_steps(explorer):
     code, data = call(explorer, "/api/state", {"protocol": "raft", "steps": steps_of(FIGURE_8)[:1]})
     assert code == 200
@@ -156,13 +169,7 @@ def test_clicking_actions_reproduces_a_catalogue_trace_and_reaches_its_violation
     def at(k):
         wait.until(lambda d: body.get_attribute("data-steps") == str(k))
 
-    for number, step in enumerate(trace.steps, 1):
-        wanted = {k: v for k, v in step.to_json().items() if k != "value"}
-        buttons = [b for b in browser.find_elements(By.CSS_SELECTOR, "#enabled button.action")
-                   if {k: v for k, v in json.loads(b.get_attribute("data-step")).items() if k != "value"} == wanted]
-        assert len(buttons) == 1, f"step {number} {step} is not offered"
-        buttons[0].click()
-        at(number)
+    click_steps(browser, trace.steps, at)
     column = browser.find_element(By.CSS_SELECTOR, "#columns .column")
     assert "violating" in column.get_attribute("class")
     assert "ReadNeverTruncated violated: S1 removed entry 1@g1" in column.text
@@ -348,13 +355,7 @@ def test_the_explorer_on_a_kafka_preset_reaches_kip101_and_shows_the_fix_side_by
     offered = [o.get_attribute("value") for o in Select(browser.find_element(By.ID, "compare")).options
                if o.get_attribute("hidden") is None]
     assert offered == ["", "kafka-truncate-to-hwm", "kafka-kip101", "kafka-kip279", "kafka", "kafka-unclean-election"]
-    for number, step in enumerate(trace.steps, 1):
-        wanted = {k: v for k, v in step.to_json().items() if k != "value"}
-        buttons = [b for b in browser.find_elements(By.CSS_SELECTOR, "#enabled button.action")
-                   if {k: v for k, v in json.loads(b.get_attribute("data-step")).items() if k != "value"} == wanted]
-        assert len(buttons) == 1, f"step {number} {step} is not offered"
-        buttons[0].click()
-        wait.until(lambda d: body.get_attribute("data-steps") == str(number))
+    click_steps(browser, trace.steps, lambda number: wait.until(lambda d: body.get_attribute("data-steps") == str(number)))
     column = browser.find_element(By.CSS_SELECTOR, "#columns .column")
     assert "violating" in column.get_attribute("class") and "LogMatching violated" in column.text
     assert "HW = min LEO over ISR {S1,S2} (S1=2, S2=2) = 2" in column.text
