@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import os
 
+import pytest
 from hypothesis import HealthCheck, settings
 
 settings.register_profile("ci", derandomize=True, max_examples=100, deadline=None, print_blob=True,
@@ -36,9 +37,10 @@ _GROUPS = {"tests/spark/": "spark", "tests/teach/": "browser", "tests/test_engin
            "tests/test_fast.py": "explored", "tests/test_catalogue.py": "explored"}
 
 
+# tryfirst: xdist's own hook turns the marker into the node id's "@group" suffix, so the marker must
+# be there before that hook runs (without it no test was grouped at all).
+@pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(config, items):
-    import pytest
-
     for item in items:
         path = item.nodeid.split("::")[0]
         group = next((g for prefix, g in _GROUPS.items() if path.startswith(prefix)), path)
