@@ -693,6 +693,10 @@ class Replica:
         else:
             if reply.index < self.match[follower] or reply.index >= self.next_index[follower]:
                 return  # a refusal of an append older than what we know since: stale
+            if reply.index == self.match[follower]:
+                # It lacks an entry it acknowledged: a restart rule that drops persisted entries
+                # (truncate-to-own-hwm) lost it. Back off below it, as the model's replicate does.
+                self.match[follower] = reply.index - 1
             # The follower lacks our entry at reply.index. Its hint says its entries after
             # hint_index are newer than ours there, and ours after the last index whose
             # generation is at most hint_generation are newer than its: none of them match.

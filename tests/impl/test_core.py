@@ -610,6 +610,16 @@ def test_async_network_reply_reordering_matches_the_model():
     assert c["S1"].hwm == 2 and c.reads == {(1, 1), (2, 1)}
 
 
+def test_a_leader_backs_off_below_an_entry_a_restart_dropped():
+    """Under truncate-to-own-hwm a restarted follower drops an entry it acknowledged: the leader's
+    next append is refused at its match index and must back off below it, as the model does (the
+    leader used to resend the same append until the driver gave up)."""
+    trace = [("crash", 0), (E, 1, (1, 2)), ("restart", 0), (W, 1), ("replicate", 1, 2), ("crash", 0),
+             ("read", 1), ("crash", 2), ("restart", 2), ("replicate", 1, 2)]
+    c = same_as_model(PRESETS["raft-truncate-to-own-hwm"].protocol, trace)
+    assert c["S2"].match["S3"] == 1 and c["S3"].last_index == 1
+
+
 # ------------------------------------------------------------------ differential test against the model
 flag_values = st.fixed_dictionaries({flag: st.sampled_from(FLAG_VALUES[flag]) for flag in flags_of("raft")})
 
