@@ -321,3 +321,32 @@ def test_limits_and_workers_give_the_reference_report():
     for limits in ({"max_states": 700}, {"max_depth": 6}, {"max_states": 1}):
         assert outcome(successors="fast", chunk=13, **limits) == outcome(**limits)
     assert outcome(successors="fast", workers=2, chunk=97) == outcome()
+
+
+_COMPILE_ONCE = """
+from model.actions import build_model
+from model.fast import FastBackend, compile_seconds
+from model.state import Config
+from properties.protocol import PRESETS
+FastBackend(build_model(PRESETS["raft"].protocol, Config(servers=2, max_generation=1, max_log=1,
+                                                         max_crashes=0)), True)
+print(compile_seconds()["expand"])
+"""
+
+
+@pytest.mark.deep
+def test_processes_that_start_at_once_compile_the_kernels_once(tmp_path):
+    """Two processes on an empty Numba cache: one compiles (tens of seconds), the other waits for
+    it and loads the machine code (model.fast._one_compiler), instead of both compiling."""
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1]
+    env = {**os.environ, "NUMBA_CACHE_DIR": str(tmp_path), "PYTHONPATH": str(root)}
+    runs = [subprocess.Popen([sys.executable, "-c", _COMPILE_ONCE], cwd=root, env=env, text=True,
+                             stdout=subprocess.PIPE) for _ in range(2)]
+    seconds = sorted(float(run.communicate(timeout=600)[0]) for run in runs)
+    assert seconds[1] > 5, seconds  # a real compile happened
+    assert seconds[0] < 2, seconds  # and only one

@@ -23,6 +23,8 @@ from the search time.
 from __future__ import annotations
 
 import time
+from contextlib import contextmanager
+from pathlib import Path
 from typing import Sequence
 
 import numpy as np
@@ -114,6 +116,32 @@ def _warm(name: str, call) -> None:
     _COMPILE[name] = time.process_time() - started
 
 
+@contextmanager
+def _one_compiler():
+    """Hold a machine-wide lock while this process compiles or loads the kernels.
+
+    Numba's cache has no lock: processes that start at once on a fresh machine (the workers of a
+    test run, Spark's executors) would each compile the kernels, about 30 CPU s apiece. With the
+    lock one compiles and the others wait, then load its machine code from the cache.
+    """
+    if _COMPILE:  # this process has them already
+        yield
+        return
+    import fcntl
+    import hashlib
+    import tempfile
+
+    where = hashlib.sha256(str(Path(__file__).resolve().parent).encode()).hexdigest()[:16]
+    try:
+        handle = open(Path(tempfile.gettempdir()) / f"hwm-kernels-{where}.lock", "a")
+    except OSError:  # no writable temporary directory: compile unlocked, as Numba alone would
+        yield
+        return
+    with handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        yield
+
+
 class FastBackend(Backend):
     """Compiled successors on packed rows (one uint8 row per state)."""
 
@@ -158,9 +186,10 @@ class FastBackend(Backend):
                       + (pairs + n if layout.zab else pairs if layout.kafka else 0))
         self.properties = CompiledProperties(layout)
         initial = self.initial()
-        _warm("expand", lambda: self.expand(initial))
-        _warm("fingerprints", lambda: self.fingerprints(initial))
-        self.properties.warm(initial, _warm)
+        with _one_compiler():
+            _warm("expand", lambda: self.expand(initial))
+            _warm("fingerprints", lambda: self.fingerprints(initial))
+            self.properties.warm(initial, _warm)
 
     # --------------------------------------------------------------- batches
     def initial(self) -> np.ndarray:
