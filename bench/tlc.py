@@ -137,7 +137,7 @@ FLOOR = {  # what every `--successors fast` process pays before its first state,
     "python -c pass": "pass",
     "+ import numpy": "import numpy",
     "+ import numba": "import numpy, numba",
-    "+ model and backend modules": "import model.engine, model.fast.properties",
+    "+ model and backend modules": "import model.engine, model.fast.checks, model.fast.layout, model.fast.aot",
 }
 
 

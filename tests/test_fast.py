@@ -23,7 +23,8 @@ from model.actions import Model, build_model
 from model.backend import BackendUnavailable, make_backend
 from model.fast import KNOWN_FLAGS, NOT_COMPILED, FastBackend, compile_seconds, unsupported
 from model.fast.blake2b import blake2b64_of
-from model.fast.properties import compiled_code, state_found, step_found
+from model.fast.checks import compiled_code
+from model.fast.properties import state_found, step_found
 from model.state import FOLLOWER, LEADER, Config, Server, State
 from model.bookkeeper import BookKeeperState
 from model.kafka import KafkaServer, KafkaState
@@ -249,7 +250,8 @@ def test_every_catalogue_property_has_an_up_to_date_compiled_form():
     """A property added or changed in the catalogue is checked in Python (slowly) until compiled again."""
     catalogue = {p.name: p for system in COMPILED_SYSTEMS for p in build_model(Protocol(system=system), RPC).properties}
     stale = [name for name, p in catalogue.items() if compiled_code(p) is None]
-    assert not stale, f"no compiled form (model/fast/properties.py) of the current source of: {', '.join(stale)}"
+    assert not stale, (f"no compiled form (model/fast/properties.py, listed in model/fast/checks.py) of the current "
+                       f"source of: {', '.join(stale)}")
 
 
 def test_every_preset_and_flag_value_has_a_fast_path():
