@@ -207,6 +207,14 @@ def _build_once(path: str, failed: str) -> None:
             out.write(f"{' '.join(command)}\n{reason}\n")
 
 
+def signature(result: str, arguments) -> str:
+    """Numba's spelling of an entry point's signature, e.g. `void(int64[::1], uint8[:, ::1], int64)`."""
+    types = [("bool_" if dtype == "bool" else dtype)
+             + (f"[{', '.join([':'] * (dimensions - 1) + ['::1'])}]" if dimensions else "")
+             for dtype, dimensions in arguments]
+    return f"{result}({', '.join(types)})"
+
+
 def build(directory: str, name: str) -> None:
     """Compile every entry point into extension module `name` in `directory` (Numba's pycc)."""
     from numba.pycc import CC
@@ -216,10 +224,8 @@ def build(directory: str, name: str) -> None:
         compiler = CC(name, source_module=__name__)
         compiler.output_dir = work
         for function, (module, result, arguments) in ENTRY_POINTS.items():
-            types = ", ".join(dtype if not dimensions else
-                              f"{'bool_' if dtype == 'bool' else dtype}[{', '.join([':'] * (dimensions - 1) + ['::1'])}]"
-                              for dtype, dimensions in arguments)
-            compiler.export(function, f"{result}({types})")(getattr(importlib.import_module(module), function).py_func)
+            compiler.export(function, signature(result, arguments))(
+                getattr(importlib.import_module(module), function).py_func)
         compiler.compile()
         # Whole or not at all: a process that finds the file may load it.
         os.replace(os.path.join(work, compiler.output_file), os.path.join(directory, compiler.output_file))
