@@ -112,6 +112,15 @@ def test_a_failed_build_runs_numbas_jit_and_says_so(tmp_path, monkeypatch, capsy
     aot._LOADED.clear()
 
 
+def test_a_cache_that_cannot_be_written_runs_numbas_jit_and_says_so(tmp_path, monkeypatch, capsys):
+    (tmp_path / "hwm").write_text("a file where the cache directory would be")
+    monkeypatch.setenv("HWM_CACHE_DIR", str(tmp_path / "hwm"))
+    compiled = aot.kernels()
+    assert not compiled.ahead_of_time and "cannot write" in compiled.origin
+    assert "cannot write" in capsys.readouterr().err
+    aot._LOADED.clear()
+
+
 def test_an_unknown_kernels_choice_is_refused(monkeypatch):
     monkeypatch.setenv("HWM_KERNELS", "fast")
     with pytest.raises(ValueError, match="HWM_KERNELS must be aot or jit, not 'fast'"):

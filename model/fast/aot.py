@@ -117,8 +117,14 @@ def _load(build: bool) -> Kernels:
     if not os.path.exists(path):
         if not build:
             return _jit("no module built yet", provisional=True)
-        if not os.path.exists(failed):
-            _build_once(path, failed)
+        try:
+            unbuilt = None if os.path.exists(failed) else _build_once(path, failed)
+        except OSError as error:  # the cache directory cannot be written
+            unbuilt = f"cannot write {os.path.dirname(path)}: {error}"
+        if unbuilt:  # not a verdict on the sources: the next process tries again
+            print(f"hwm: no compiled kernels ({unbuilt}); running them under Numba's JIT instead (same results, "
+                  f"slower start).", file=sys.stderr)
+            return _jit(unbuilt)
         if os.path.exists(failed):
             with open(failed) as reason:
                 why = reason.read().strip().splitlines() or ["no reason given"]
@@ -176,8 +182,9 @@ def _checked(name: str, function, arguments):
     return call
 
 
-def _build_once(path: str, failed: str) -> None:
-    """Build the module in a child process unless another process built it meanwhile (lock file)."""
+def _build_once(path: str, failed: str) -> str | None:
+    """Build the module in a child process unless another process built it meanwhile (lock file). A
+    failed build leaves its reason in `failed`; a build cut short by a signal returns why, leaving none."""
     directory = os.path.dirname(path)
     os.makedirs(directory, exist_ok=True)
     with open(path + ".lock", "w") as lock:
@@ -187,7 +194,7 @@ def _build_once(path: str, failed: str) -> None:
         except ImportError:  # no advisory locks here: at worst two processes build the same module
             pass
         if os.path.exists(path) or os.path.exists(failed):
-            return
+            return None
         print(f"hwm: compiling the fast backend's kernels into {path} (once for this version of their "
               "sources; about a minute)", file=sys.stderr, flush=True)
         command = [sys.executable, "-m", "model.fast.aot", directory, os.path.basename(path).split(".")[0]]
@@ -198,12 +205,13 @@ def _build_once(path: str, failed: str) -> None:
             reason = str(error)
         else:
             if done.returncode == 0 and os.path.exists(path):
-                return
-            if done.returncode < 0:  # killed (Ctrl-C, out of memory): not a verdict on the sources, try again next time
-                raise RuntimeError(f"building the compiled kernels was interrupted (signal {-done.returncode})")
+                return None
+            if done.returncode < 0:  # killed (out of memory, say)
+                return f"the build was killed by signal {-done.returncode}"
             reason = (done.stdout + done.stderr).strip() or f"exit status {done.returncode}"
         with open(failed, "w") as out:
             out.write(f"{' '.join(command)}\n{reason}\n")
+    return None
 
 
 def signature(result: str, arguments) -> str:
