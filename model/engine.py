@@ -81,44 +81,20 @@ _KERNELS: list = []
 
 
 def _table_kernels():
-    """(contains, place) compiled with Numba, cached on disk; None without Numba."""
+    """(contains, place): the probing loops of `model.fast.probing`, compiled (`model.fast.aot`: the
+    module compiled ahead of time when one is built, else Numba's JIT); None without Numba."""
     if _KERNELS:
         return _KERNELS[0]
     try:
-        import numba
+        from model.fast.aot import kernels
+        compiled = kernels(build=False)
     except ImportError:
         _KERNELS.append(None)
         return None
-
-    @numba.njit(cache=True, nogil=True)
-    def contains(table, keys, found):
-        mask = np.uint64(table.size - 1)
-        for i in range(keys.size):
-            key = keys[i]
-            slot = key & mask
-            while True:
-                held = table[slot]
-                if held == key:
-                    found[i] = True
-                    break
-                if held == 0:
-                    break
-                slot = (slot + np.uint64(1)) & mask
-
-    @numba.njit(cache=True, nogil=True)
-    def place(table, keys):
-        mask = np.uint64(table.size - 1)
-        for i in range(keys.size):
-            slot = keys[i] & mask
-            while table[slot] != 0:
-                slot = (slot + np.uint64(1)) & mask
-            table[slot] = keys[i]
-        return keys.size
-
     # Compile (or load the disk cache) now, within the search's set-up time.
-    contains(np.zeros(2, dtype=np.uint64), np.ones(1, dtype=np.uint64), np.zeros(1, dtype=np.bool_))
-    place(np.zeros(2, dtype=np.uint64), np.ones(1, dtype=np.uint64))
-    _KERNELS.append((contains, place))
+    compiled.contains(np.zeros(2, dtype=np.uint64), np.ones(1, dtype=np.uint64), np.zeros(1, dtype=np.bool_))
+    compiled.place(np.zeros(2, dtype=np.uint64), np.ones(1, dtype=np.uint64))
+    _KERNELS.append((compiled.contains, compiled.place))
     return _KERNELS[0]
 
 

@@ -23,7 +23,8 @@ from model.actions import Model, build_model
 from model.backend import BackendUnavailable, make_backend
 from model.fast import KNOWN_FLAGS, NOT_COMPILED, FastBackend, compile_seconds, unsupported
 from model.fast.blake2b import blake2b64_of
-from model.fast.properties import compiled_code, state_found, step_found
+from model.fast.checks import compiled_code
+from model.fast.properties import state_found, step_found
 from model.state import FOLLOWER, LEADER, Config, Server, State
 from model.bookkeeper import BookKeeperState
 from model.kafka import KafkaServer, KafkaState
@@ -249,7 +250,8 @@ def test_every_catalogue_property_has_an_up_to_date_compiled_form():
     """A property added or changed in the catalogue is checked in Python (slowly) until compiled again."""
     catalogue = {p.name: p for system in COMPILED_SYSTEMS for p in build_model(Protocol(system=system), RPC).properties}
     stale = [name for name, p in catalogue.items() if compiled_code(p) is None]
-    assert not stale, f"no compiled form (model/fast/properties.py) of the current source of: {', '.join(stale)}"
+    assert not stale, (f"no compiled form (model/fast/properties.py, listed in model/fast/checks.py) of the current "
+                       f"source of: {', '.join(stale)}")
 
 
 def test_every_preset_and_flag_value_has_a_fast_path():
@@ -336,7 +338,8 @@ print(compile_seconds()["expand"])
 
 @pytest.mark.deep
 def test_processes_that_start_at_once_compile_the_kernels_once(tmp_path):
-    """Two processes on an empty Numba cache: one compiles (tens of seconds), the other waits for
+    """Under the JIT (the fallback when the module cannot be built), two processes on an empty
+    Numba cache: one compiles (tens of seconds), the other waits for
     it and loads the machine code (model.fast._one_compiler), instead of both compiling."""
     import os
     import subprocess
@@ -344,7 +347,7 @@ def test_processes_that_start_at_once_compile_the_kernels_once(tmp_path):
     from pathlib import Path
 
     root = Path(__file__).resolve().parents[1]
-    env = {**os.environ, "NUMBA_CACHE_DIR": str(tmp_path), "PYTHONPATH": str(root)}
+    env = {**os.environ, "NUMBA_CACHE_DIR": str(tmp_path), "PYTHONPATH": str(root), "HWM_KERNELS": "jit"}
     runs = [subprocess.Popen([sys.executable, "-c", _COMPILE_ONCE], cwd=root, env=env, text=True,
                              stdout=subprocess.PIPE) for _ in range(2)]
     seconds = sorted(float(run.communicate(timeout=600)[0]) for run in runs)

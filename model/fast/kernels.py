@@ -2,7 +2,7 @@
 
 A state is one row of bytes (the layout is `model.fast.layout.Layout`); the
 configuration, the system and the protocol flags are the integer vector `P`
-(indexes below), so one compiled kernel serves every system, configuration and
+(indexes in `model.fast.fields`), so one compiled kernel serves every system, configuration and
 flag and Numba's on-disk cache (`cache=True`) pays the compile cost once per machine.
 
 Every function here transcribes one of `model/actions.py` (the raft family),
@@ -19,41 +19,7 @@ import numpy as np
 from numba import njit
 
 from model.fast.blake2b import blake2b64
-
-# Indexes into P, the configuration vector (see Layout.params). SYSTEM says whose extras a row
-# carries (the raft model's rows have none); AB is where a ZAB row's `acked` set starts.
-N, L, G, SW, RB, CB, CAP, MW, CW, W, MAX_CRASHES, QUORUM_K, MAJORITY, COMMIT_CURRENT, LONGEST_LOG, \
-    APPEND_PREVIOUS, RESTART, HWM_DURABLE, NOOP, ASYNC, SYMMETRY, NPERM, SYSTEM, AB, ZAB_ELECTION, \
-    ACK_BEFORE_PERSIST, BOOKIES, ACK_QUORUM, READS_FENCE, TRUNCATION, UNCLEAN = range(31)
-PARAMS = 31
-# Systems (P[SYSTEM]). A BookKeeper row's servers are the bookies 0..BOOKIES-1, the writer
-# (BOOKIES) and the recovery client (BOOKIES + 1); N counts all of them, as the state does.
-RAFT, ZAB, BOOKKEEPER, KAFKA = range(4)
-# Fields of a server's slot: generation, role (0 follower, 1 leader), alive, hwm, log length,
-# log[L], match[N] (zero unless a leader), then the system's extras (ZAB: durable, synced, epoch).
-GEN, ROLE, ALIVE, HWM, LEN, LOG = range(6)
-DURABLE, SYNCED, EPOCH = range(3)
-FENCED, RESPONDED, NEGATIVES = range(3)  # BookKeeper's bits of a bookie, one byte each
-# A Kafka replica's: in the (controller's) ISR, its leader (position + 1), truncating, and a leader's own
-# copy of the ISR that it counts for its HW (bit k: replica k; kafka.KafkaServer.isr).
-IN_ISR, LEADER_OF, TRUNCATING, ISR_VIEW = range(4)
-# Kafka's follower_truncation rules (P[TRUNCATION]), by name: a value not listed has no kernel.
-# last-fetched-epoch is KIP-320's first attempt (kafka.diverged_at), for the model that has it.
-TRUNCATIONS = ("own-hwm", "leader-epoch", "leader-epoch-kip279", "fenced", "last-fetched-epoch")
-OWN_HWM, LEADER_EPOCH, LEADER_EPOCH_KIP279, FENCED_EPOCH, LAST_FETCHED_EPOCH = range(5)
-# Bit 7 of a ZAB leader's `synced`: established (model.zab._ESTABLISHED).
-ESTABLISHED = 128
-# Restart rules (P[RESTART]), as properties.protocol orders them.
-KEEP, TRUNCATE_TO_LEADER_HWM, TRUNCATE_TO_OWN_HWM = range(3)
-# Message kinds (model.state): an append is [0, generation, prev, prev_generation, hwm, len, entries...],
-# a reply [1, generation, success, index].
-APPEND, REPLY = 0, 1
-# Rows of server_ids (FastBackend): the actions of one server, per kind; ADD_ID's row holds ("add",).
-WRITE_ID, READ_ID, CRASH_ID, RESTART_ID, PERSIST_ID, SEND_ADD_ID, FENCE_ID, RECOVERY_READ_ID, ADD_ID = range(9)
-# Rows of pair_ids (FastBackend): the actions between two servers, per kind.
-REPLICATE_KIND, SEND_KIND, DELIVER_KIND, DROP_KIND, SYNC_KIND, SHRINK_ISR_KIND = range(6)
-# Bounds (Expansion.bounds_hit), as flags in `hits`.
-HIT_GENERATION, HIT_LOG, HIT_CRASHES, HIT_CAPACITY = range(4)
+from model.fast.fields import *  # noqa: F401,F403 (the row's fields and P's indexes, by name)
 
 
 @njit(cache=True, inline="always")

@@ -28,7 +28,7 @@ from math import factorial
 import numpy as np
 
 from model.actions import Model
-from model.fast import kernels as K
+from model.fast import fields as K
 from model.state import APPEND, FOLLOWER, LEADER, Server, State
 from model.bookkeeper import BookKeeperModel, BookKeeperState
 from model.kafka import KafkaModel, KafkaServer, KafkaState

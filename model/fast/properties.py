@@ -11,66 +11,19 @@ properties are evaluated on every transition, over two million at the bounds of
 the benchmark.
 
 Each equivalent is used only while the catalogue's source of that property (and
-of the catalogue helpers it calls) is the one it was written from
-(`SOURCE_DIGESTS`); when a property changes or a new one appears, it is checked
-in Python, correctly but slowly, and tests/test_fast.py fails naming it until
-its compiled form is updated.
+of the catalogue helpers it calls) is the one it was written from (the digests
+in `model.fast.checks`, which picks the equivalents and runs them); when a
+property changes or a new one appears, it is checked in Python, correctly but
+slowly, and tests/test_fast.py fails naming it until its compiled form is updated.
 """
 
 from __future__ import annotations
 
-import hashlib
-import inspect
-from typing import Sequence
-
 import numpy as np
 from numba import njit
 
-from model.backend import Backend
 from model.fast.kernels import AB, ALIVE, GEN, HWM, LEN, LOG, MAJORITY, N, RAFT, RB, ROLE, SYSTEM, G, L, _entry_slot, \
     _read_slot, _server
-
-# Each compiled equivalent, keyed by the property's name and the digest of the source it
-# was written from (source_digest): {name: {digest: code}}. A property may have several
-# versions (ReadNeverTruncated read literally, and refined to "fewer than a quorum").
-STATE_CODES = {
-    "ReadsAgree": {"337243c8d24e1f1a": 0},
-    "HwmWithinLog": {"ec4cd1e9e8d3d628": 1},
-    "CommittedOnQuorum": {"ad8623486d63fb54": 2, "44c79cea193429d5": 2},
-    "OneLeaderPerGeneration": {"e33af864b183e1df": 3},
-    "LogMatching": {"c4358c5d7c87adff": 4},
-    "EntryRead": {"da87b43187b13b16": 5},
-    # properties.acked, on the rows of a model with the `acked` ghost (none in the raft model's)
-    "AckedWriteNeverLost": {"beba27ce82b65b2f": 6},
-    "WriteAcknowledged": {"1a07dbc30384d119": 7},
-}
-STEP_CODES = {
-    "ReadNeverTruncated": {"c473d70605200f94": 0, "e9411c0e08fbc852": 5},
-    "ReadNeverLost": {"0c51de25de896e16": 1},
-    "UncommittedTruncated": {"59d0302fada9d050": 2},
-    "LeaderChangeWithUncommitted": {"57c9bf766b65d821": 3},
-    "CrashAndRejoin": {"a40a1153af6c6a3c": 4},
-    "HwmNeverTruncated": {"50b1433a6e12557a": 6},
-    "AcknowledgedWriteKept": {"fb87a2b08fb44ed5": 7},  # properties.acked, Kafka's catalogue
-}
-STEP_CODE_COUNT = 8
-
-
-def compiled_code(prop) -> int | None:
-    """The compiled equivalent of `prop` as its source stands now (None when there is none)."""
-    codes = (STATE_CODES if prop.on == "state" else STEP_CODES).get(prop.name, {})
-    return codes.get(source_digest(prop.check))
-
-
-def source_digest(check) -> str:
-    """The source of a property's check and of the catalogue helpers it calls, hashed."""
-    parts = [inspect.getsource(check)]
-    for name in check.__code__.co_names:
-        helper = check.__globals__.get(name)
-        if inspect.isfunction(helper) and helper.__module__ == check.__module__:
-            parts.append(inspect.getsource(helper))
-    return hashlib.sha256("".join(parts).encode()).hexdigest()[:16]
-
 
 # ------------------------------------------------------------------ states
 @njit(cache=True)
@@ -125,7 +78,7 @@ def _holds_entry(P, row, base, index, generation):
 
 @njit(cache=True)
 def state_found(P, row, code):
-    """True where the state property of compiled `code` (STATE_CODES) reports a finding."""
+    """True where the state property of compiled `code` (model.fast.checks.STATE_CODES) reports a finding."""
     n = P[N]
     if code == 0:  # ReadsAgree: two generations read at one index
         for index in range(1, P[L] + 1):
@@ -201,7 +154,7 @@ def _newly_elected(before, after, base):
 
 @njit(cache=True)
 def step_found(P, before, after, code):
-    """True where the step property of compiled `code` (STEP_CODES) reports a finding."""
+    """True where the step property of compiled `code` (model.fast.checks.STEP_CODES) reports a finding."""
     n = P[N]
     if code == 0:  # ReadNeverTruncated: a removed entry was read
         if not _any_read(P, before):
@@ -292,63 +245,3 @@ def first_steps(P, before, after, parents, codes, first):
                 left -= 1
         if left == 0:
             return
-
-
-class CompiledProperties:
-    """Property checks of one layout: compiled where an up-to-date equivalent exists, else Python."""
-
-    def __init__(self, layout):
-        self.layout = layout
-        self._codes: dict[str, int | None] = {}
-
-    def code(self, prop) -> int | None:
-        """The compiled equivalent of `prop`, when one was written from its current source."""
-        if prop.name not in self._codes:
-            self._codes[prop.name] = compiled_code(prop)
-        return self._codes[prop.name]
-
-    def warm(self, initial: np.ndarray, warm) -> None:
-        P = self.layout.params
-        codes = np.arange(len(STATE_CODES), dtype=np.int64)  # one code per state property
-        warm("state properties", lambda: first_states(P, initial, codes, np.full(codes.size, -1, dtype=np.int64)))
-        codes = np.arange(STEP_CODE_COUNT, dtype=np.int64)
-        parents = np.zeros(1, dtype=np.int64)
-        warm("step properties", lambda: first_steps(P, initial, initial, parents, codes,
-                                                    np.full(codes.size, -1, dtype=np.int64)))
-
-    def _split(self, props: Sequence) -> tuple[list, np.ndarray, list]:
-        fast = [p for p in props if self.code(p) is not None]
-        codes = np.array([self.code(p) for p in fast], dtype=np.int64)
-        return fast, codes, [p for p in props if self.code(p) is None]
-
-    def check_states(self, backend, batch: np.ndarray, props: Sequence) -> dict[str, tuple[int, str]]:
-        fast, codes, slow = self._split(props)
-        found = Backend.check_states(backend, batch, slow) if slow else {}
-        if fast:
-            first = np.full(codes.size, -1, dtype=np.int64)
-            first_states(self.layout.params, np.ascontiguousarray(batch), codes, first)
-            for p, position in zip(fast, first.tolist()):
-                if position >= 0:
-                    state = self.layout.unpack(batch[position])
-                    found[p.name] = (position, self._confirm(p, p.check(state), state))
-        return found
-
-    def check_steps(self, backend, frontier: np.ndarray, expansion, props: Sequence) -> dict[str, tuple[int, str]]:
-        fast, codes, slow = self._split(props)
-        found = Backend.check_steps(backend, frontier, expansion, slow) if slow else {}
-        if fast:
-            first = np.full(codes.size, -1, dtype=np.int64)
-            first_steps(self.layout.params, np.ascontiguousarray(frontier),
-                        np.ascontiguousarray(expansion.successors), expansion.parents, codes, first)
-            for p, t in zip(fast, first.tolist()):
-                if t >= 0:
-                    before = self.layout.unpack(frontier[expansion.parents[t]])
-                    after = self.layout.unpack(expansion.successors[t])
-                    found[p.name] = (t, self._confirm(p, p.check(before, after), after))
-        return found
-
-    @staticmethod
-    def _confirm(prop, finding, state) -> str:
-        if not finding:
-            raise RuntimeError(f"the compiled {prop.name} disagrees with the catalogue on\n{state.describe()}")
-        return finding

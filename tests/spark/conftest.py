@@ -21,8 +21,8 @@ def spark():
 
 @pytest.fixture(scope="session")
 def compiled():
-    """Numba's kernels compiled (or loaded) once in the driver, which writes them to Numba's disk
-    cache: on a fresh clone every executor would otherwise compile them itself, at once."""
+    """The kernels compiled (or loaded) once in the driver, which writes them to hwm's cache (or, on
+    the JIT path, Numba's): on a fresh clone every executor would otherwise compile them itself, at once."""
     from model.actions import build_model
     from model.fast import FastBackend
     from model.state import Config
