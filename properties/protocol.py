@@ -387,6 +387,16 @@ PRESETS.update({
             "LeaderEpochFileCache.endOffsetFor, Partition.maybeShrinkIsr/maybeExpandIsr",
         ),
         _broken(
+            "kafka-unclean-election",
+            replace(KAFKA, unclean_election=True),
+            "Kafka with unclean.leader.election.enable: when no ISR replica is alive, the controller "
+            "elects any live replica, and what only the ISR held is lost",
+            "Kafka documentation, 'Unclean leader election: What if they all die?'; KIP-101 appendix "
+            "(divergence under unclean election); KIP-320 (consumers detect the truncation)",
+            {"ReadNeverTruncated", "ReadNeverLost", "ReadsAgree", "CommittedOnQuorum",
+             "AcknowledgedWriteKept", "AckedWriteNeverLost", "HwmNeverTruncated"},
+        ),
+        _broken(
             "kafka-kip320-first-try",
             replace(KAFKA, follower_truncation="last-fetched-epoch", late_leader_and_isr=True),
             "KIP-320's first attempt (never released): no truncation on becoming a follower; a fetch "
@@ -396,16 +406,6 @@ PRESETS.update({
             "Jason Gustafson, kafka-specification (TLA+), module Kip320FirstTry ('fails to guarantee the "
             "StrongIsr property'), July 2018; KIP-320; KAFKA-7395 (apache/kafka pull request 5661)",
             {"ReadNeverTruncated", "HwmNeverTruncated", "ReadsAgree", "CommittedOnQuorum", "AckedWriteNeverLost"},
-        ),
-        _broken(
-            "kafka-unclean-election",
-            replace(KAFKA, unclean_election=True),
-            "Kafka with unclean.leader.election.enable: when no ISR replica is alive, the controller "
-            "elects any live replica, and what only the ISR held is lost",
-            "Kafka documentation, 'Unclean leader election: What if they all die?'; KIP-101 appendix "
-            "(divergence under unclean election); KIP-320 (consumers detect the truncation)",
-            {"ReadNeverTruncated", "ReadNeverLost", "ReadsAgree", "CommittedOnQuorum",
-             "AcknowledgedWriteKept", "AckedWriteNeverLost", "HwmNeverTruncated"},
         ),
     ]
 })
@@ -492,12 +492,16 @@ def model_only(protocol: Protocol) -> str | None:
         implemented = " and ".join(s for s in FLAG_VALUES["system"] if s not in MODEL_ONLY_SYSTEMS)
         return (f"the {protocol.system} presets are model-only: the implementation (impl/) runs {implemented} "
                 f"and has no {protocol.system} replica; use the model (--on model)")
-    if protocol.system == "kafka" and protocol.follower_truncation == "last-fetched-epoch":
-        return ("follower_truncation=last-fetched-epoch (KIP-320's first attempt) is model-only: the "
-                "implementation's fetch carries no last fetched epoch; use the model (--on model)")
-    if protocol.system == "kafka" and protocol.late_leader_and_isr:
-        return ("late_leader_and_isr=true is model-only: the implementation's controller delivers a "
-                "LeaderAndIsr request with its election or never; use the model (--on model)")
+    if protocol.system == "kafka":
+        reasons = []
+        if protocol.follower_truncation == "last-fetched-epoch":
+            reasons.append("follower_truncation=last-fetched-epoch (KIP-320's first attempt) is model-only: the "
+                           "implementation's fetch carries no last fetched epoch")
+        if protocol.late_leader_and_isr:
+            reasons.append("late_leader_and_isr=true is model-only: the implementation's controller delivers a "
+                           "LeaderAndIsr request with its election or never")
+        if reasons:
+            return "; ".join(reasons) + "; use the model (--on model)"
     return None
 
 

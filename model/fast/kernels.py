@@ -24,8 +24,8 @@ from model.fast.blake2b import blake2b64
 # carries (the raft model's rows have none); AB is where a ZAB row's `acked` set starts.
 N, L, G, SW, RB, CB, CAP, MW, CW, W, MAX_CRASHES, QUORUM_K, MAJORITY, COMMIT_CURRENT, LONGEST_LOG, \
     APPEND_PREVIOUS, RESTART, HWM_DURABLE, NOOP, ASYNC, SYMMETRY, NPERM, SYSTEM, AB, ZAB_ELECTION, \
-    ACK_BEFORE_PERSIST, BOOKIES, ACK_QUORUM, READS_FENCE, TRUNCATION, UNCLEAN = range(31)
-PARAMS = 31
+    ACK_BEFORE_PERSIST, BOOKIES, ACK_QUORUM, READS_FENCE, TRUNCATION, UNCLEAN, LATE_LEADER_AND_ISR = range(32)
+PARAMS = 32
 # Systems (P[SYSTEM]). A BookKeeper row's servers are the bookies 0..BOOKIES-1, the writer
 # (BOOKIES) and the recovery client (BOOKIES + 1); N counts all of them, as the state does.
 RAFT, ZAB, BOOKKEEPER, KAFKA = range(4)
@@ -51,7 +51,8 @@ APPEND, REPLY = 0, 1
 # Rows of server_ids (FastBackend): the actions of one server, per kind; ADD_ID's row holds ("add",).
 WRITE_ID, READ_ID, CRASH_ID, RESTART_ID, PERSIST_ID, SEND_ADD_ID, FENCE_ID, RECOVERY_READ_ID, ADD_ID = range(9)
 # Rows of pair_ids (FastBackend): the actions between two servers, per kind.
-REPLICATE_KIND, SEND_KIND, DELIVER_KIND, DROP_KIND, SYNC_KIND, SHRINK_ISR_KIND = range(6)
+REPLICATE_KIND, SEND_KIND, DELIVER_KIND, DROP_KIND, SYNC_KIND, SHRINK_ISR_KIND, LEADER_AND_ISR_KIND = range(7)
+PAIR_KINDS = ("replicate", "send", "deliver", "drop", "sync", "shrink_isr", "leader_and_isr")
 # Bounds (Expansion.bounds_hit), as flags in `hits`.
 HIT_GENERATION, HIT_LOG, HIT_CRASHES, HIT_CAPACITY = range(4)
 
@@ -745,6 +746,17 @@ def _diverged_at(P, row, fb, lb):
 
 
 @njit(cache=True)
+def _kafka_receive_leader_and_isr(P, row, v, c, epoch):
+    """KafkaModel._receive_leader_and_isr: replica v learns that c leads `epoch`."""
+    vb = _server(P, v)
+    if row[vb + ROLE] == 0 and row[_extra(P, vb, LEADER_OF)] == c + 1 and (
+            P[TRUNCATION] != FENCED_EPOCH or epoch <= row[vb + GEN] + 1):
+        row[vb + GEN] = epoch  # makeFollower returns early: the leader is unchanged
+    else:
+        _kafka_become_follower(P, row, v, epoch, c + 1)
+
+
+@njit(cache=True)
 def _kafka_elect(P, row, c, voters):
     epoch = _kafka_epoch(P, row) + 1
     cb = _server(P, c)
@@ -754,12 +766,7 @@ def _kafka_elect(P, row, c, voters):
         row[_extra(P, kb, IN_ISR)] = 1 if k == c or (clean and row[_extra(P, kb, IN_ISR)] and row[kb + ALIVE]) else 0
     for v in range(P[N]):
         if v != c and voters >> v & 1:
-            vb = _server(P, v)
-            if row[vb + ROLE] == 0 and row[_extra(P, vb, LEADER_OF)] == c + 1 and (
-                    P[TRUNCATION] != FENCED_EPOCH or epoch <= row[vb + GEN] + 1):
-                row[vb + GEN] = epoch  # makeFollower returns early: the leader is unchanged
-            else:
-                _kafka_become_follower(P, row, v, epoch, c + 1)
+            _kafka_receive_leader_and_isr(P, row, v, c, epoch)
     row[cb + GEN] = epoch
     row[cb + ROLE] = 1
     for j in range(P[N]):
@@ -883,6 +890,14 @@ def _kafka_successors(P, row, i, alive, leading, elect_candidates, elect_voters,
                 out[t] = row
                 _kafka_replicate(P, out[t], a, b)
                 t = _emit(t, parents, actions, i, pair_ids[REPLICATE_KIND, a, b])
+    if P[LATE_LEADER_AND_ISR]:
+        for a in range(n):
+            for b in range(n):
+                # A late LeaderAndIsr request of the epoch leader a still leads reaches replica b.
+                if a != b and leading[a] and alive[b] and row[_server(P, b) + GEN] < row[_server(P, a) + GEN]:
+                    out[t] = row
+                    _kafka_receive_leader_and_isr(P, out[t], b, a, row[_server(P, a) + GEN])
+                    t = _emit(t, parents, actions, i, pair_ids[LEADER_AND_ISR_KIND, a, b])
     return t
 
 
