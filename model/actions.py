@@ -529,6 +529,8 @@ def to_step(action: Action, value: str | None = None) -> Step:
         return Step(name, {"from": server_name(action[1]), "to": server_name(action[2])})
     if name == "sync":
         return Step(name, {"leader": server_name(action[1]), "follower": server_name(action[2])})
+    if name == "leader_and_isr":
+        return Step(name, {"leader": server_name(action[1]), "replica": server_name(action[2])})
     if name == "add":
         return Step(name, {"value": value} if value else {})
     if name in ("send_add", "fence", "recovery_read"):
@@ -546,6 +548,8 @@ def from_step(step: Step) -> Action:
         return ("elect", pos(a["server"]), tuple(sorted(pos(v) for v in a["voters"])))
     if step.action in ("replicate", "sync", "shrink_isr"):
         return (step.action, pos(a["leader"]), pos(a["follower"]))
+    if step.action == "leader_and_isr":
+        return ("leader_and_isr", pos(a["leader"]), pos(a["replica"]))
     if step.action == "add":
         return ("add",)
     if step.action in ("send_add", "fence", "recovery_read"):

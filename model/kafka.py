@@ -17,6 +17,10 @@ What it follows (Apache Kafka, ZooKeeper-era controller):
   chosen from the live ISR (or, with `unclean_election`, any live replica when no ISR
   replica is alive). `voters` are the replicas the LeaderAndIsr request reaches; a live
   replica outside it keeps its old epoch and leader (it missed the update).
+- `leader_and_isr(leader, replica)`, with `late_leader_and_isr` only: the LeaderAndIsr request
+  of the epoch `leader` still leads reaches a live replica of an older epoch late, one epoch
+  at a time (a replica acts on any request newer than its own epoch; the controller's request
+  queue to a broker may lag). Without the flag a request arrives with its election or never.
 - Each replica's leader-epoch cache (LeaderEpochFileCache: epoch -> start offset) is the
   epochs of the entries in its log, so it is derived from the log, not stored.
 - `follower_truncation` decides what a replica truncates when it becomes a follower:
@@ -221,7 +225,7 @@ def decode(data: bytes) -> KafkaState:
 class KafkaModel(ServerActions):
     """The explicit-state model of Kafka's replication under one protocol and configuration."""
 
-    ACTIONS = ("elect", "write", "replicate", "shrink_isr", "read", "crash", "restart")
+    ACTIONS = ("elect", "write", "replicate", "shrink_isr", "read", "crash", "restart", "leader_and_isr")
     # The catalogue, the acknowledged-write promise and Kafka's acks=all statement about leaders.
     properties = KAFKA_PROPERTIES
     NOTHING_TO_READ = "has nothing below its high watermark"
@@ -251,6 +255,8 @@ class KafkaModel(ServerActions):
             table += [(name, k) for k in range(self.n)]
         for name in ("shrink_isr", "replicate"):
             table += [(name, l, f) for l, f in self.pairs]
+        if self.protocol.late_leader_and_isr:
+            table += [("leader_and_isr", l, r) for l, r in self.pairs]
         return table
 
     def initial_state(self) -> KafkaState:
@@ -336,6 +342,12 @@ class KafkaModel(ServerActions):
         return replica._replace(generation=epoch, role=FOLLOWER, log=log, hwm=min(hwm, len(log)), match=(),
                                 leader=leader, truncating=truncating, isr=())
 
+    def _receive_leader_and_isr(self, replica: KafkaServer, c: int, epoch: int) -> KafkaServer:
+        """A replica other than the new leader `c` receives the LeaderAndIsr request of `epoch`."""
+        if self._skips_make_follower(replica, c, epoch):
+            return replica._replace(generation=epoch)
+        return self._become_follower(replica, epoch, c + 1)
+
     def effect_elect(self, s: KafkaState, c: int, voters: tuple[int, ...]) -> KafkaState:
         servers = list(s.servers)
         epoch = self.epoch(s) + 1
@@ -347,11 +359,7 @@ class KafkaModel(ServerActions):
                 servers[k] = replica._replace(in_isr=in_isr)
         for v in voters:
             if v != c:
-                replica = servers[v]
-                if self._skips_make_follower(replica, c, epoch):
-                    servers[v] = replica._replace(generation=epoch)
-                else:
-                    servers[v] = self._become_follower(replica, epoch, c + 1)
+                servers[v] = self._receive_leader_and_isr(servers[v], c, epoch)
         cand = servers[c]
         # The LeaderAndIsr request sends the new leader the new ISR: its own copy from now on.
         servers[c] = cand._replace(generation=epoch, role=LEADER, match=(0,) * self.n, leader=c + 1,
@@ -436,6 +444,25 @@ class KafkaModel(ServerActions):
         acked = self._advance_hwm(servers, l, s.acked)
         return KafkaState(tuple(servers), s.reads, s.crashes, (), acked)
 
+    def guard_leader_and_isr(self, s: KafkaState, l: int, r: int) -> str | None:
+        if not self.protocol.late_leader_and_isr:
+            return ("LeaderAndIsr requests arrive with their election or never (late_leader_and_isr=false): "
+                    "none reaches a replica late")
+        refusal = pair_refusal(s.servers, l, r, "a leader's own LeaderAndIsr request made it leader")
+        if refusal:
+            return refusal
+        leader, replica = s.servers[l], s.servers[r]
+        if replica.generation >= leader.generation:
+            return (f"{server_name(r)} knows epoch {replica.generation}: the request of {server_name(l)}'s epoch "
+                    f"{leader.generation} is not newer and is ignored")
+        return None
+
+    def effect_leader_and_isr(self, s: KafkaState, l: int, r: int) -> KafkaState:
+        # A late request: the replica becomes a follower of that epoch as at its election; the
+        # controller's ISR and the leader are unchanged.
+        server = self._receive_leader_and_isr(s.servers[r], l, s.servers[l].generation)
+        return s._replace(servers=s.servers[:r] + (server,) + s.servers[r + 1:])
+
     def effect_crash(self, s: KafkaState, c: int) -> KafkaState:
         # The log, the leader epoch and the checkpointed HW are on disk; the role and the
         # leader's view of its followers are lost. The ISR is the controller's: unchanged.
@@ -485,3 +512,7 @@ class KafkaModel(ServerActions):
             if (leading[l] and alive[f] and follower.role == FOLLOWER and follower.leader == l + 1
                     and not (fenced and follower.generation != servers[l].generation)):
                 yield ("replicate", l, f)
+        if self.protocol.late_leader_and_isr:
+            for l, r in self.pairs:
+                if leading[l] and alive[r] and servers[r].generation < servers[l].generation:
+                    yield ("leader_and_isr", l, r)

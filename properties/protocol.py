@@ -45,13 +45,17 @@ FLAG_VALUES: dict[str, tuple[Any, ...]] = {
     # answer and the follower's own end offset for it (KIP-279); and KIP-320's fenced
     # requests, which carry the current leader epoch, with KAFKA-7164's truncation after
     # every leader epoch change. Last, KIP-320's first attempt, a design that never shipped
-    # (no preset: docs/systems-kafka.md says why): no truncation on becoming a follower; each
+    # (its preset, kafka-kip320-first-try, adds late LeaderAndIsr requests): no truncation on becoming a follower; each
     # fetch carries the epoch of the follower's last entry, not the current leader epoch,
     # and the leader answers LOG_TRUNCATION when its own entry there differs.
     "follower_truncation": ("own-hwm", "leader-epoch", "leader-epoch-kip279", "fenced", "last-fetched-epoch"),
     # Kafka: unclean.leader.election.enable: with no live replica in the ISR, the
     # controller may elect any live replica.
     "unclean_election": (False, True),
+    # Kafka: whether a LeaderAndIsr request a live replica missed may reach it later, one epoch
+    # at a time, while that epoch's leader still leads it (a replica acts on any request newer
+    # than its own epoch); false: a request arrives with the election or never.
+    "late_leader_and_isr": (False, True),
 }
 
 FLAG_MEANINGS: dict[str, str] = {
@@ -67,6 +71,7 @@ FLAG_MEANINGS: dict[str, str] = {
     "bookkeeper_recovery_reads_fence": "BookKeeper: ledger recovery's entry reads fence the bookies they reach",
     "follower_truncation": "what a Kafka replica truncates when it becomes a follower",
     "unclean_election": "whether Kafka may elect a replica outside the ISR when no ISR replica is alive",
+    "late_leader_and_isr": "whether a Kafka replica may receive a missed epoch's LeaderAndIsr request late",
 }
 
 # The systems a flag applies to. A flag not listed here is one of the raft family's rules,
@@ -79,6 +84,7 @@ FLAG_SYSTEMS: dict[str, tuple[str, ...]] = {
     "bookkeeper_recovery_reads_fence": ("bookkeeper",),
     "follower_truncation": ("kafka",),
     "unclean_election": ("kafka",),
+    "late_leader_and_isr": ("kafka",),
 }
 
 
@@ -108,6 +114,7 @@ class Protocol:
     bookkeeper_recovery_reads_fence: bool = True
     follower_truncation: str = "fenced"
     unclean_election: bool = False
+    late_leader_and_isr: bool = False
 
     def __post_init__(self) -> None:
         for flag in fields(self):
@@ -389,6 +396,17 @@ PRESETS.update({
             {"ReadNeverTruncated", "ReadNeverLost", "ReadsAgree", "CommittedOnQuorum",
              "AcknowledgedWriteKept", "AckedWriteNeverLost", "HwmNeverTruncated"},
         ),
+        _broken(
+            "kafka-kip320-first-try",
+            replace(KAFKA, follower_truncation="last-fetched-epoch", late_leader_and_isr=True),
+            "KIP-320's first attempt (never released): no truncation on becoming a follower; a fetch "
+            "carries the epoch of the follower's last entry, not the current leader epoch, and a "
+            "mismatch answers LOG_TRUNCATION; with LeaderAndIsr requests that arrive late, the leader "
+            "counts a follower of an older epoch, which later truncates the committed entry",
+            "Jason Gustafson, kafka-specification (TLA+), module Kip320FirstTry ('fails to guarantee the "
+            "StrongIsr property'), July 2018; KIP-320; KAFKA-7395 (apache/kafka pull request 5661)",
+            {"ReadNeverTruncated", "HwmNeverTruncated", "ReadsAgree", "CommittedOnQuorum", "AckedWriteNeverLost"},
+        ),
     ]
 })
 
@@ -474,9 +492,16 @@ def model_only(protocol: Protocol) -> str | None:
         implemented = " and ".join(s for s in FLAG_VALUES["system"] if s not in MODEL_ONLY_SYSTEMS)
         return (f"the {protocol.system} presets are model-only: the implementation (impl/) runs {implemented} "
                 f"and has no {protocol.system} replica; use the model (--on model)")
-    if protocol.system == "kafka" and protocol.follower_truncation == "last-fetched-epoch":
-        return ("follower_truncation=last-fetched-epoch (KIP-320's first attempt) is model-only: the "
-                "implementation's fetch carries no last fetched epoch; use the model (--on model)")
+    if protocol.system == "kafka":
+        reasons = []
+        if protocol.follower_truncation == "last-fetched-epoch":
+            reasons.append("follower_truncation=last-fetched-epoch (KIP-320's first attempt) is model-only: the "
+                           "implementation's fetch carries no last fetched epoch")
+        if protocol.late_leader_and_isr:
+            reasons.append("late_leader_and_isr=true is model-only: the implementation's controller delivers a "
+                           "LeaderAndIsr request with its election or never")
+        if reasons:
+            return "; ".join(reasons) + "; use the model (--on model)"
     return None
 
 

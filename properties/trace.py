@@ -45,6 +45,9 @@ ACTIONS: dict[str, tuple[tuple[str, str], ...]] = {
     "recovery_read": (("bookie", "server"),),
     # Kafka: the leader removes a lagging or dead follower from the ISR (maybeShrinkIsr).
     "shrink_isr": (("leader", "server"), ("follower", "server")),
+    # Kafka (late_leader_and_isr): the LeaderAndIsr request of the epoch `leader` leads reaches
+    # `replica` late.
+    "leader_and_isr": (("leader", "server"), ("replica", "server")),
 }
 OPTIONAL_FIELDS = {("write", "value"), ("add", "value")}
 NETWORK_ACTIONS = {"rpc": {"replicate"}, "async": {"send", "deliver", "drop"}}

@@ -94,6 +94,7 @@ KAFKA_UNDER_SAFE = {
     "kafka-truncate-to-hwm-divergence": ("holds", None, None),
     "kafka-kip101": ("holds", None, None),
     "kafka-kip279": ("blocked", 11, "FENCED_LEADER_EPOCH"),
+    "kafka-kip320-first-try": ("blocked", 6, "FENCED_LEADER_EPOCH"),
     "kafka-unclean-election": ("blocked", 9, "unclean leader election is disabled"),
 }
 

@@ -60,7 +60,7 @@ def test_build_model_picks_the_kafka_model():
 
 
 def test_kafka_flags_belong_to_kafka_and_raft_flags_to_raft():
-    assert flags_of("kafka") == ("follower_truncation", "unclean_election")
+    assert flags_of("kafka") == ("follower_truncation", "unclean_election", "late_leader_and_isr")
     assert "follower_truncation" not in flags_of("raft") and "quorum" in flags_of("raft")
     with pytest.raises(ProtocolError, match="'unclean_election' does not apply to system 'raft'"):
         Protocol(unclean_election=True)
@@ -70,9 +70,11 @@ def test_kafka_flags_belong_to_kafka_and_raft_flags_to_raft():
 
 def test_one_preset_per_historical_step_plus_the_safe_one():
     kafka = {name: PRESETS[name].protocol for name in presets_of("kafka")}
-    assert {p.follower_truncation for p in kafka.values()} == set(RULES)
-    # KIP-320's first attempt is a flag value without a preset (docs/systems-kafka.md says why).
+    assert {p.follower_truncation for p in kafka.values()} == set(RULES) | {"last-fetched-epoch"}
     assert set(FLAG_VALUES["follower_truncation"]) == set(RULES) | {"last-fetched-epoch"}
+    # KIP-320's first attempt shows its defect only with LeaderAndIsr requests that arrive late.
+    assert PRESETS["kafka-kip320-first-try"].protocol == replace(
+        KAFKA, follower_truncation="last-fetched-epoch", late_leader_and_isr=True)
     assert [name for name in kafka if not PRESETS[name].broken] == ["kafka"]
     assert PRESETS["kafka-unclean-election"].protocol == replace(KAFKA, unclean_election=True)
     for name in kafka:
@@ -321,8 +323,8 @@ def _first_try(config):
 def test_first_attempt_holds_as_the_safe_preset_does_on_three_servers():
     # docs/systems-kafka.md: at 3 servers and max_log 2 both broke CommittedOnQuorum in 9 steps while
     # a deposed leader counted the controller's ISR; with each leader counting its own copy both hold,
-    # so the catalogue has no trace for the first attempt. When the model changes, this and the docs
-    # change together.
+    # so without late LeaderAndIsr requests the first attempt shows no defect. When the model changes,
+    # this and the docs change together.
     config = Config(servers=3, max_generation=3, max_log=2, max_crashes=0)
     first_try, report = _first_try(config), explore("kafka", config)
     assert not first_try.violated and not report.violated
@@ -357,7 +359,7 @@ def test_actions_agree_with_why_not_on_random_reachable_states():
                 enabled = set(m.actions(state))
                 candidates = {("elect", c, v) for c in range(3) for v in m.voter_sets[c]}
                 candidates |= {(a, k) for a in ("write", "read", "crash", "restart") for k in range(3)}
-                candidates |= {(a, x, y) for a in ("replicate", "shrink_isr") for x, y in m.pairs}
+                candidates |= {(a, x, y) for a in ("replicate", "shrink_isr", "leader_and_isr") for x, y in m.pairs}
                 assert enabled == {a for a in candidates if m.why_not(state, a) is None}, state
                 if not enabled:
                     break
@@ -472,3 +474,35 @@ def test_acknowledged_write_kept_and_its_witness():
     assert witness.check(before) == "a client's write 1@g1 was acknowledged"
     assert kept.check(cluster(replica(0)), cluster(replica(1, role=LEADER))) is None  # raft states: no acks
     assert Model.properties == CATALOGUE and kept in model().properties
+
+
+# ------------------------------------------------------------------ late LeaderAndIsr requests
+def test_a_late_leader_and_isr_request_makes_a_replica_follow_that_epoch():
+    # S3 still leads epoch 2; S2 missed it and knows epoch 1 (the catalogue's KIP-320 first-try state).
+    state = cluster(replica(3, [3], hwm=1, role=LEADER, match=(1, 1, 0), leader=1),
+                    replica(1, [3], leader=1), replica(2, role=LEADER, leader=3))
+    late = ("leader_and_isr", 2, 1)
+    assert "late_leader_and_isr=false" in model(rule("last-fetched-epoch")).why_not(state, late)
+    assert late not in set(model(rule("last-fetched-epoch")).actions(state))
+    first_try = model(PRESETS["kafka-kip320-first-try"].protocol)
+    after = run(first_try, state, late).servers[1]
+    # KIP-320's first attempt truncates nothing on becoming a follower; its next fetch does.
+    assert (after.generation, after.leader, after.log, after.truncating) == (2, 3, (3,), False)
+    assert run(first_try, state, late, ("replicate", 2, 1)).servers[1].log == ()
+    # Under the fenced rule the replica must find its truncation point before it fetches again.
+    assert run(model(rule("fenced", late_leader_and_isr=True)), state, late).servers[1].truncating
+    # A request no newer than the replica's epoch is ignored; nobody sends one to itself.
+    assert "is not newer" in first_try.why_not(state, ("leader_and_isr", 2, 0))
+    assert "is not a leader" in first_try.why_not(state, ("leader_and_isr", 1, 0))
+    assert "made it leader" in first_try.why_not(state, ("leader_and_isr", 2, 2))
+    assert late in set(first_try.actions(state)) and ("leader_and_isr", 0, 2) in set(first_try.actions(state))
+
+
+def test_the_safe_preset_holds_with_late_leader_and_isr_requests():
+    # KIP-320's fix, the current leader epoch in every fetch, does not depend on when requests arrive:
+    # at the first attempt's smallest bounds `kafka` with late requests holds.
+    from model.engine import CheckOptions, check
+    config = Config(servers=3, max_generation=3, max_log=1, max_crashes=0)
+    report = check(build_model(rule("fenced", late_leader_and_isr=True), config), CheckOptions(symmetry=True),
+                   name="kafka+late")
+    assert not report.violated, report.violated

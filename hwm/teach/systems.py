@@ -13,7 +13,7 @@ from typing import Any, Callable
 
 from hwm.teach.explain import _EXPLAINERS as RAFT_WORDS
 from hwm.teach.explain import added_entries, entries, entry, quorum_reasoning, removed_entries
-from model.kafka import end_offset_for, end_offset_kip101, epoch_cache, truncation_offset
+from model.kafka import diverged_at, end_offset_for, end_offset_kip101, epoch_cache, truncation_offset
 from properties.snapshot import LEADER, server_name
 
 Explainer = Callable[..., list[str]]
@@ -75,6 +75,10 @@ def _kafka_become_follower(model, name, old, new, leader_name, epoch, values) ->
         gone = _removed(old.log, new.log, values)
         return [f"{name} becomes a follower of {leader_name} in epoch {epoch} and truncates its log to its own HW "
                 f"{old.hwm} (pre-KIP-101): " + ("removes " + gone if gone != "none" else "nothing lies above it")]
+    if model.rule == "last-fetched-epoch":
+        return [f"{name} becomes a follower of {leader_name} in epoch {epoch} and truncates nothing (KIP-320's first "
+                f"attempt): its fetches carry the epoch of its last entry, and only a LOG_TRUNCATION answer makes it "
+                f"truncate"]
     return [f"{name} becomes a follower of {leader_name} in epoch {epoch}; before its next fetch it asks "
             f"{leader_name} where its own last epoch ends (OffsetsForLeaderEpoch, KIP-101) instead of truncating "
             f"to its HW {old.hwm}"]
@@ -168,6 +172,14 @@ def kafka_replicate(model, before, action, after, values):
         if cut != log:
             lines.append(f"{fn} removes {_removed(log, cut, values)}")
         log = cut
+    elif model.rule == "last-fetched-epoch" and diverged_at(log, tuple(leader.log)) is not None:
+        cut = log[:diverged_at(log, tuple(leader.log))]
+        held = f"holds {entry(len(log), leader.log[len(log) - 1], values)} there" if len(leader.log) >= len(log) \
+            else f"has no offset {len(log) - 1}"
+        lines.append(f"{fn}'s fetch carries epoch {log[-1]}, the epoch of its last entry at offset {len(log) - 1}; "
+                     f"{ln} {held}: LOG_TRUNCATION, and {fn} truncates to {len(cut)}, past the last entry both hold, "
+                     f"removing {_removed(log, cut, values)}")
+        log = cut
     if len(log) > len(leader.log):
         lines.append(f"{fn}'s fetch offset {len(log)} is past {ln}'s LEO {len(leader.log)}: OFFSET_OUT_OF_RANGE, "
                      f"{fn} truncates to {len(leader.log)} and removes {_removed(log, log[:len(leader.log)], values)}")
@@ -227,8 +239,21 @@ def kafka_restart(model, before, action, after, values):
     return lines + _kafka_become_follower(model, name, old, new, leader_name, new.generation, values)
 
 
+def kafka_leader_and_isr(model, before, action, after, values):
+    _, l, r = action
+    name, leader_name = server_name(r), server_name(l)
+    old, new = before.servers[r], after.servers[r]
+    epoch = new.generation
+    lines = [f"the LeaderAndIsr request of epoch {epoch} (leader {leader_name}) reaches {name} late: {name} knows "
+             f"epoch {old.generation}, and acts on any request newer than that"]
+    if old.role != LEADER and old.leader == l + 1 and new.log == old.log and new.truncating == old.truncating:
+        return lines + [f"{name} already follows {leader_name}: makeFollower returns early and {name} only learns "
+                        f"epoch {epoch}"]
+    return lines + _kafka_become_follower(model, name, old, new, leader_name, epoch, values)
+
+
 KAFKA = {"elect": kafka_elect, "write": kafka_write, "replicate": kafka_replicate, "shrink_isr": kafka_shrink_isr,
-         "read": kafka_read, "crash": kafka_crash, "restart": kafka_restart}
+         "read": kafka_read, "crash": kafka_crash, "restart": kafka_restart, "leader_and_isr": kafka_leader_and_isr}
 
 
 # ======================================================================== ZAB

@@ -99,6 +99,7 @@ KNOWN_FLAGS = {
     "follower_truncation": ("own-hwm", "leader-epoch", "leader-epoch-kip279", "fenced",  # kernels.TRUNCATIONS
                             "last-fetched-epoch"),
     "unclean_election": (False, True),
+    "late_leader_and_isr": (False, True),
     "system": ("raft", "zab", "bookkeeper", "kafka"),  # each system's model is transcribed in kernels.py
 }
 
@@ -164,6 +165,7 @@ class FastBackend(Backend):
         super().__init__(model, symmetry)
         from model.fast.aot import kernels
         from model.fast.checks import CompiledProperties
+        from model.fast.fields import PAIR_KINDS
         from model.fast.layout import Layout
 
         _warm("module", kernels)
@@ -184,8 +186,8 @@ class FastBackend(Backend):
                                ("write", "read", "crash", "restart", "persist", "send_add", "fence", "recovery_read")]
                               + [[ids.get(("add",), -1)] * n], dtype=np.int32)
         self._server_ids = server_ids
-        pair_ids = np.full((6, n, n), -1, dtype=np.int32)
-        for j, kind in enumerate(("replicate", "send", "deliver", "drop", "sync", "shrink_isr")):
+        pair_ids = np.full((len(PAIR_KINDS), n, n), -1, dtype=np.int32)
+        for j, kind in enumerate(PAIR_KINDS):
             for a, b in model.pairs:
                 pair_ids[j, a, b] = ids.get((kind, a, b), -1)
         self._pair_ids = pair_ids
@@ -194,7 +196,8 @@ class FastBackend(Backend):
         pairs = n * (n - 1)
         self._most = (len(self.actions_by_id) if layout.bookkeeper else
                       len(self._elect_ids) + 3 * n + (3 * pairs if layout.async_network else pairs)
-                      + (pairs + n if layout.zab else pairs if layout.kafka else 0))
+                      + (pairs + n if layout.zab else pairs if layout.kafka else 0)
+                      + (pairs if layout.kafka and model.protocol.late_leader_and_isr else 0))
         self.properties = CompiledProperties(layout, self._kernels)
         initial = self.initial()
         with _one_compiler():

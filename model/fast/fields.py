@@ -8,8 +8,8 @@ rows), without importing Numba: a process that runs the kernels compiled ahead o
 # carries (the raft model's rows have none); AB is where a ZAB row's `acked` set starts.
 N, L, G, SW, RB, CB, CAP, MW, CW, W, MAX_CRASHES, QUORUM_K, MAJORITY, COMMIT_CURRENT, LONGEST_LOG, \
     APPEND_PREVIOUS, RESTART, HWM_DURABLE, NOOP, ASYNC, SYMMETRY, NPERM, SYSTEM, AB, ZAB_ELECTION, \
-    ACK_BEFORE_PERSIST, BOOKIES, ACK_QUORUM, READS_FENCE, TRUNCATION, UNCLEAN = range(31)
-PARAMS = 31
+    ACK_BEFORE_PERSIST, BOOKIES, ACK_QUORUM, READS_FENCE, TRUNCATION, UNCLEAN, LATE_LEADER_AND_ISR = range(32)
+PARAMS = 32
 # Systems (P[SYSTEM]). A BookKeeper row's servers are the bookies 0..BOOKIES-1, the writer
 # (BOOKIES) and the recovery client (BOOKIES + 1); N counts all of them, as the state does.
 RAFT, ZAB, BOOKKEEPER, KAFKA = range(4)
@@ -35,6 +35,7 @@ APPEND, REPLY = 0, 1
 # Rows of server_ids (FastBackend): the actions of one server, per kind; ADD_ID's row holds ("add",).
 WRITE_ID, READ_ID, CRASH_ID, RESTART_ID, PERSIST_ID, SEND_ADD_ID, FENCE_ID, RECOVERY_READ_ID, ADD_ID = range(9)
 # Rows of pair_ids (FastBackend): the actions between two servers, per kind.
-REPLICATE_KIND, SEND_KIND, DELIVER_KIND, DROP_KIND, SYNC_KIND, SHRINK_ISR_KIND = range(6)
+REPLICATE_KIND, SEND_KIND, DELIVER_KIND, DROP_KIND, SYNC_KIND, SHRINK_ISR_KIND, LEADER_AND_ISR_KIND = range(7)
+PAIR_KINDS = ("replicate", "send", "deliver", "drop", "sync", "shrink_isr", "leader_and_isr")
 # Bounds (Expansion.bounds_hit), as flags in `hits`.
 HIT_GENERATION, HIT_LOG, HIT_CRASHES, HIT_CAPACITY = range(4)

@@ -711,6 +711,17 @@ def _diverged_at(P, row, fb, lb):
 
 
 @njit(cache=True)
+def _kafka_receive_leader_and_isr(P, row, v, c, epoch):
+    """KafkaModel._receive_leader_and_isr: replica v learns that c leads `epoch`."""
+    vb = _server(P, v)
+    if row[vb + ROLE] == 0 and row[_extra(P, vb, LEADER_OF)] == c + 1 and (
+            P[TRUNCATION] != FENCED_EPOCH or epoch <= row[vb + GEN] + 1):
+        row[vb + GEN] = epoch  # makeFollower returns early: the leader is unchanged
+    else:
+        _kafka_become_follower(P, row, v, epoch, c + 1)
+
+
+@njit(cache=True)
 def _kafka_elect(P, row, c, voters):
     epoch = _kafka_epoch(P, row) + 1
     cb = _server(P, c)
@@ -720,12 +731,7 @@ def _kafka_elect(P, row, c, voters):
         row[_extra(P, kb, IN_ISR)] = 1 if k == c or (clean and row[_extra(P, kb, IN_ISR)] and row[kb + ALIVE]) else 0
     for v in range(P[N]):
         if v != c and voters >> v & 1:
-            vb = _server(P, v)
-            if row[vb + ROLE] == 0 and row[_extra(P, vb, LEADER_OF)] == c + 1 and (
-                    P[TRUNCATION] != FENCED_EPOCH or epoch <= row[vb + GEN] + 1):
-                row[vb + GEN] = epoch  # makeFollower returns early: the leader is unchanged
-            else:
-                _kafka_become_follower(P, row, v, epoch, c + 1)
+            _kafka_receive_leader_and_isr(P, row, v, c, epoch)
     row[cb + GEN] = epoch
     row[cb + ROLE] = 1
     for j in range(P[N]):
@@ -849,6 +855,14 @@ def _kafka_successors(P, row, i, alive, leading, elect_candidates, elect_voters,
                 out[t] = row
                 _kafka_replicate(P, out[t], a, b)
                 t = _emit(t, parents, actions, i, pair_ids[REPLICATE_KIND, a, b])
+    if P[LATE_LEADER_AND_ISR]:
+        for a in range(n):
+            for b in range(n):
+                # A late LeaderAndIsr request of the epoch leader a still leads reaches replica b.
+                if a != b and leading[a] and alive[b] and row[_server(P, b) + GEN] < row[_server(P, a) + GEN]:
+                    out[t] = row
+                    _kafka_receive_leader_and_isr(P, out[t], b, a, row[_server(P, a) + GEN])
+                    t = _emit(t, parents, actions, i, pair_ids[LEADER_AND_ISR_KIND, a, b])
     return t
 
 

@@ -90,6 +90,7 @@ class Layout:
         if self.kafka:
             P[K.TRUNCATION] = K.TRUNCATIONS.index(protocol.follower_truncation)
             P[K.UNCLEAN] = protocol.unclean_election
+            P[K.LATE_LEADER_AND_ISR] = protocol.late_leader_and_isr
         if self.bookkeeper:
             P[K.BOOKIES] = model.n
             P[K.ACK_QUORUM] = model.ack_quorum
