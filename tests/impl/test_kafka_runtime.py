@@ -1,0 +1,274 @@
+"""Kafka on the TCP runtime: `hwm controller` and `hwm node --protocol kafka... --controller` as real
+processes on 127.0.0.1 with their real write-ahead logs; kill -9, restart; bad input.
+
+Every process runs in its own process group and is killed in a `finally`; every wait is bounded
+(and the whole test by test_e2e's alarm).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+
+import pytest
+from click.testing import CliRunner
+
+from hwm.cli import main
+from impl import codec
+from impl import messages as m
+from impl.client import Client, NotCommittedError, format_address
+from impl.controller import PARTITION_STATE_FILE, ControllerConfig, ControllerNode
+from impl.kafka import KafkaReplica
+from impl.runtime import Node, NodeConfig
+from properties.protocol import PRESETS
+from tests.impl.ports import free_ports
+from tests.impl.test_e2e import HWM, Processes, overall_timeout, statuses, wait_for  # noqa: F401 (autouse fixture)
+
+pytestmark = pytest.mark.network
+CONTROLLER = "controller"
+
+
+class KafkaProcesses(Processes):
+    """The brokers S1..S3 and their controller, each an `hwm` process."""
+
+    def __init__(self, tmp_path, protocol: str):
+        ports = free_ports(4)
+        self.controller_address = ("127.0.0.1", ports[3])
+        super().__init__(tmp_path, {f"S{k + 1}": ("127.0.0.1", ports[k]) for k in range(3)}, protocol)
+
+    def argv(self, server: str) -> list[str]:
+        if server == CONTROLLER:
+            brokers = ",".join(f"{s}={format_address(a)}" for s, a in self.addresses.items())
+            return HWM + ["controller", "--listen", format_address(self.controller_address), "--brokers", brokers,
+                          "--data", str(self.tmp_path / CONTROLLER), "--protocol", self.protocol]
+        return super().argv(server) + ["--controller", format_address(self.controller_address)]
+
+    def start_all(self) -> None:
+        for server in [CONTROLLER, *self.addresses]:
+            self.start(server)
+
+    def partition_state(self) -> dict:
+        return json.loads((self.tmp_path / CONTROLLER / PARTITION_STATE_FILE).read_text())
+
+
+def leader_of(client: Client) -> str | None:
+    return next((s for s, r in statuses(client).items() if r is not None and r.role == "leader"), None)
+
+
+def test_three_kafka_brokers_answer_a_write_once_the_hw_covers_it_and_serve_reads_up_to_the_hw(tmp_path):
+    processes = KafkaProcesses(tmp_path, "kafka")
+    try:
+        processes.start_all()
+        with Client(processes.addresses, timeout=20) as client:
+            written = {client.put(f"entry {k}".encode()): f"entry {k}".encode() for k in range(20)}
+            assert sorted(written) == list(range(2, 22))  # index 1 opened the client's session
+            leader = client.leader
+            # acks=all: answered means the HW covers it, on the leader, so every write reads back.
+            assert statuses(client)[leader].hwm >= 21
+            for index, value in written.items():
+                assert client.get(index) == (1, value)
+            with pytest.raises(NotCommittedError, match="not yet committed"):
+                client.get(22)
+            # The followers learn the HW from their next fetch and serve reads up to it.
+            wait_for(lambda: all(r.hwm == 21 and r.last_index == 21 for r in statuses(client).values()),
+                     20, "the followers' HW")
+            for follower in set(processes.addresses) - {leader}:
+                assert client.get(21, server=follower) == (1, b"entry 19")
+        state = processes.partition_state()
+        assert state == {"leader_epoch": 1, "leader": leader, "isr": ["S1", "S2", "S3"]}
+    except BaseException:
+        print(processes.output())
+        raise
+    finally:
+        processes.close()
+
+
+def test_kill_9_the_kafka_leader_the_controller_elects_from_the_isr_and_no_acknowledged_write_is_lost(tmp_path):
+    processes = KafkaProcesses(tmp_path, "kafka")
+    try:
+        processes.start_all()
+        with Client(processes.addresses, timeout=20) as client:
+            written = {client.put(f"entry {k}".encode()): f"entry {k}".encode() for k in range(30)}
+            old_leader = client.leader
+            processes.kill(old_leader)
+            new_leader = wait_for(lambda: leader_of(client), 20, "the controller to elect a new leader")
+            assert new_leader != old_leader
+            after = client.put(b"after the failover")
+            assert after == 32  # an index of an acknowledged write handed out again is a lost write
+            written[after] = b"after the failover"
+            for index, value in written.items():
+                assert client.get(index)[1] == value, index
+            assert statuses(client)[new_leader].generation == 2  # the controller's second leader epoch
+            state = processes.partition_state()
+            assert state["leader"] == new_leader and state["leader_epoch"] == 2
+
+            # The old leader comes back as a follower, truncates as the new leader says, catches up,
+            # and rejoins the ISR.
+            processes.start(old_leader)
+
+            def caught_up():
+                now = statuses(client)
+                rejoined, leader = now.get(old_leader), now.get(new_leader)
+                return (rejoined is not None and leader is not None and rejoined.role == "follower"
+                        and (rejoined.last_index, rejoined.hwm) == (leader.last_index, leader.hwm) == (32, 32))
+
+            wait_for(caught_up, 20, f"{old_leader} to catch up")
+            wait_for(lambda: old_leader in processes.partition_state()["isr"], 20, f"{old_leader} back in the ISR")
+            for index, value in written.items():
+                assert client.get(index, server=old_leader)[1] == value
+    except BaseException:
+        print(processes.output())
+        raise
+    finally:
+        processes.close()
+
+
+@pytest.mark.parametrize("preset", ["kafka", "kafka-unclean-election"])
+def test_when_every_isr_replica_dies_unclean_election_loses_an_acknowledged_write_and_the_safe_preset_waits(
+        preset, tmp_path):
+    """The ISR shrinks to the leader and one follower (a third broker is down), a write is
+    acknowledged, both die, and the broker that missed the write comes back first. Under
+    kafka-unclean-election the controller makes it leader and the other follower truncates the
+    acknowledged write away (AckedWriteNeverLost, on real processes); under kafka the partition
+    stays offline until an ISR replica returns, and the write is kept."""
+    processes = KafkaProcesses(tmp_path, preset)
+    try:
+        processes.start_all()
+        with Client(processes.addresses, timeout=20) as client:
+            client.put(b"before")
+            leader = client.leader
+            follower, missed = sorted(set(processes.addresses) - {leader})
+            processes.kill(missed)
+            acked = client.put(b"acknowledged")  # answered once the leader dropped `missed` from the ISR
+            assert missed not in processes.partition_state()["isr"]
+        processes.kill(follower)
+        processes.kill(leader)
+        processes.start(missed)
+        with Client(processes.addresses, timeout=20) as client:
+            if preset == "kafka":
+                with pytest.raises(AssertionError, match="timed out"):
+                    wait_for(lambda: leader_of(client), 1.5, "a leader")  # offline: no live ISR replica
+                processes.start(follower)
+                processes.start(leader)
+            else:
+                wait_for(lambda: leader_of(client) == missed, 20, f"the unclean election of {missed}")
+                processes.start(follower)
+            wait_for(lambda: leader_of(client), 20, "a leader")
+            client.put(b"after")
+            _, value = client.get(acked)
+        if preset == "kafka":
+            assert value == b"acknowledged"
+        else:
+            assert value != b"acknowledged"  # the acknowledged write is gone from every live log
+    except BaseException:
+        print(processes.output())
+        raise
+    finally:
+        processes.close()
+
+
+# ------------------------------------------------------------------------------ bad input
+def test_garbage_and_foreign_messages_to_a_kafka_broker_or_its_controller_are_refused_by_name(tmp_path):
+    ports = free_ports(2)
+    kafka = PRESETS["kafka"].protocol
+    controller_address = ("127.0.0.1", ports[1])
+    node = Node(NodeConfig("S1", ("127.0.0.1", ports[0]), {"S2": ("127.0.0.1", free_ports(1)[0])},
+                           str(tmp_path / "S1"), kafka, controller=controller_address))
+    controller = ControllerNode(ControllerConfig(controller_address, {"S1": ("127.0.0.1", ports[0]),
+                                                                      "S2": node.config.peers["S2"]},
+                                                 str(tmp_path / CONTROLLER), kafka))
+    loop = asyncio.new_event_loop()
+    try:
+        loop.run_until_complete(node.start())
+        loop.run_until_complete(controller.start())
+        assert isinstance(node.replica, KafkaReplica)
+
+        async def ask(address, frame):
+            reader, writer = await asyncio.open_connection(*address)
+            writer.write(frame)
+            async with asyncio.timeout(10):
+                data = await reader.read()
+            writer.close()
+            return codec.decode(codec.FrameReader().feed(data)[0])
+
+        answers = [loop.run_until_complete(ask(address, frame)) for address, frame in [
+            (node.config.listen, b"\x00\x00\x00\x05garbage"),
+            (node.config.listen, codec.encode(m.AppendRequest(1, "S2", 0, 0, (), 0))),
+            (node.config.listen, codec.encode(m.FetchRequest("S9", 0, None))),
+            (controller_address, b"\x00\x00\x00\x05garbage"),
+            (controller_address, codec.encode(m.FetchRequest("S2", 0, None))),
+            (controller_address, codec.encode(m.AlterIsr("S9", 1, ("S9",)))),
+        ]]
+        assert all(type(a) is m.ErrorReply for a in answers), answers
+        texts = [a.text for a in answers]
+        assert texts[0].startswith("bad frame")
+        assert "cannot step a AppendRequest: not a Kafka replica's message" in texts[1]
+        assert "from 'S9', which is not one of its peers" in texts[2]
+        assert texts[3].startswith("bad frame")
+        assert "accepts only AlterIsr" in texts[4] and "not a FetchRequest" in texts[4]
+        assert "not an AlterIsr from 'S9'" in texts[5]
+        assert node.replica.last_index == 0 and controller.controller.leader_epoch == 0  # nothing reached them
+    finally:
+        loop.run_until_complete(controller.stop())
+        loop.run_until_complete(node.stop())
+        loop.close()
+
+
+def test_the_kafka_commands_refuse_a_missing_or_misplaced_controller_with_exit_2(tmp_path):
+    runner = CliRunner()
+    base = ["--listen", "127.0.0.1:1", "--data", str(tmp_path / "d")]
+    result = runner.invoke(main, ["node", "--id", "S1", "--protocol", "kafka"] + base)
+    assert result.exit_code == 2 and "needs its controller's address (--controller" in result.output, result.output
+    result = runner.invoke(main, ["node", "--id", "S1", "--protocol", "raft", "--controller", "127.0.0.1:2"] + base)
+    assert result.exit_code == 2 and "--controller is for Kafka brokers" in result.output, result.output
+    result = runner.invoke(main, ["controller", "--brokers", "S1=127.0.0.1:3", "--protocol", "zab"] + base)
+    assert result.exit_code == 2 and "the controller is Kafka's" in result.output, result.output
+    result = runner.invoke(main, ["node", "--id", "S1", "--protocol", "kafka-kip101,follower_truncation="
+                                  "last-fetched-epoch", "--controller", "127.0.0.1:2"] + base)
+    assert result.exit_code == 2 and "model-only" in result.output, result.output
+    assert not (tmp_path / "d").exists()
+
+
+def test_hwm_cluster_protocol_kafka_starts_the_controller_and_three_brokers_and_sigterm_stops_all(tmp_path):
+    import os
+    import signal
+    import subprocess
+
+    from tests.impl.test_e2e import _consecutive_free_ports
+
+    data = tmp_path / "cluster"
+    base = _consecutive_free_ports(4)
+    supervisor = subprocess.Popen(HWM + ["cluster", "--protocol", "kafka", "--data", str(data), "--base-port",
+                                         str(base), "--quiet"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                  text=True, start_new_session=True)
+    pids: list[int] = []
+    try:
+        lines = [supervisor.stdout.readline() for _ in range(6)]
+        pids = [int(line.split("pid ")[1].split()[0]) for line in lines if " pid " in line]
+        assert len(pids) == 4 and lines[1].split()[:2] == ["controller", f"127.0.0.1:{base + 3}"], lines
+        assert lines[5].strip() == (f"--cluster S1=127.0.0.1:{base},S2=127.0.0.1:{base + 1},"
+                                    f"S3=127.0.0.1:{base + 2}")
+        assert json.loads((data / "cluster.json").read_text())["controller"] == f"127.0.0.1:{base + 3}"
+        runner, env = CliRunner(), {"HWM_CLUSTER": None}
+        result = runner.invoke(main, ["put", "--data", str(data), "--timeout", "20", "hello"], env=env)
+        assert result.exit_code == 0 and result.output.startswith("committed at index 2 (leader S"), result.output
+        result = runner.invoke(main, ["get", "--data", str(data), "2"], env=env)
+        assert result.exit_code == 0 and result.output.split("\t")[-1].strip() == "hello", result.output
+        result = runner.invoke(main, ["get", "--data", str(data), "3"], env=env)
+        assert result.exit_code == 1 and "not yet committed" in result.output
+        supervisor.send_signal(signal.SIGTERM)
+        assert supervisor.wait(15) == 0
+        for pid in pids:
+            with pytest.raises(ProcessLookupError):
+                os.kill(pid, 0)
+    finally:
+        for pid in pids:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        try:
+            os.killpg(supervisor.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        supervisor.wait(10)
