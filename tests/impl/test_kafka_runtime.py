@@ -272,3 +272,47 @@ def test_hwm_cluster_protocol_kafka_starts_the_controller_and_three_brokers_and_
         except ProcessLookupError:
             pass
         supervisor.wait(10)
+
+
+def test_a_restarted_controller_goes_on_from_its_saved_epoch_and_isr(tmp_path):
+    """The controller's partition state is on disk: kill -9 it, the brokers keep serving (no ISR
+    change is needed); restarted, it re-registers the brokers without a new election, and elects
+    the next leader in epoch 2 when the leader dies."""
+    processes = KafkaProcesses(tmp_path, "kafka")
+    try:
+        processes.start_all()
+        with Client(processes.addresses, timeout=20) as client:
+            first = client.put(b"first")
+            leader = client.leader
+            processes.kill(CONTROLLER)
+            second = client.put(b"while the controller is down")
+            processes.start(CONTROLLER)
+            log = processes.logs[-1]  # the restarted controller's
+            wait_for(lambda: all(f"{s} is live" in log.read_text() for s in processes.addresses), 20,
+                     "the controller to see the brokers")
+            third = client.put(b"third")
+            assert "elected" not in log.read_text()  # it knows the leader of epoch 1: no new election
+            assert statuses(client)[leader].generation == 1 and processes.partition_state()["leader_epoch"] == 1
+            processes.kill(leader)
+            wait_for(lambda: leader_of(client) not in (None, leader), 20, "a new leader")
+            assert processes.partition_state()["leader_epoch"] == 2
+            client.put(b"after")
+            assert [client.get(k)[1] for k in (first, second, third)] == [
+                b"first", b"while the controller is down", b"third"]
+    except BaseException:
+        print(processes.output())
+        raise
+    finally:
+        processes.close()
+
+
+def test_a_damaged_partition_state_stops_the_controller_naming_the_file(tmp_path):
+    (tmp_path / CONTROLLER).mkdir()
+    state = tmp_path / CONTROLLER / PARTITION_STATE_FILE
+    for text, why in [("{not json", "cannot read"), ('{"leader_epoch": 1, "leader": "S7", "isr": ["S1"]}',
+                                                     "is not a partition state")]:
+        state.write_text(text)
+        result = CliRunner().invoke(main, ["controller", "--listen", f"127.0.0.1:{free_ports(1)[0]}", "--brokers",
+                                           "S1=127.0.0.1:1,S2=127.0.0.1:2", "--data", str(tmp_path / CONTROLLER)])
+        assert result.exit_code == 1 and str(state) in result.output and why in result.output, result.output
+        assert state.read_text() == text  # left alone
