@@ -82,7 +82,7 @@ class ControllerNode:
         self._ticks = 0
         self._saved: tuple | None = None
         self._offline: str | None = None  # why no leader can be elected, as last logged
-        self._connections = 0
+        self._connections: set[asyncio.StreamWriter] = set()  # the brokers' connections to us
         self.failure: BaseException | None = None
 
     # ------------------------------------------------------------------ the durable state
@@ -157,6 +157,8 @@ class ControllerNode:
         self._stopping = True
         if self._server is not None:
             self._server.close()
+        for writer in list(self._connections):
+            writer.close()  # each connection's reader sees the end and returns
         tasks = [t for t in self._tasks if t is not asyncio.current_task()]
         for task in tasks:
             task.cancel()
@@ -227,10 +229,10 @@ class ControllerNode:
         name = format_address(peername[:2]) if peername else "a broker"
         frames = codec.FrameReader()
         refusal = None
-        if self._stopping or self._connections >= MAX_CONNECTIONS:
+        if self._stopping or len(self._connections) >= MAX_CONNECTIONS:
             writer.close()
             return
-        self._connections += 1
+        self._connections.add(writer)
         try:
             while refusal is None:
                 data = await reader.read(65536)
@@ -257,10 +259,10 @@ class ControllerNode:
                 log.info("controller: refused %s: %s", name, refusal)
                 writer.write(codec.encode(m.ErrorReply(refusal)))
                 await writer.drain()
-        except (OSError, asyncio.IncompleteReadError):
-            pass
+        except (OSError, asyncio.IncompleteReadError, asyncio.CancelledError):
+            pass  # (cancelled: the controller stops)
         finally:
-            self._connections -= 1
+            self._connections.discard(writer)
             writer.close()
 
 
