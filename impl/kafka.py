@@ -159,20 +159,24 @@ class KafkaReplica(Replica):
         self._caught_up: dict[str, int] = {}  # follower -> tick it last fetched at the log end
         self._request_sent: int | None = None  # tick the fetcher's unanswered request was sent
         self._isr_sent = 0  # tick the AlterIsr in flight was sent
+        self._parked: dict[str, tuple[int, int, int]] = {}  # held fetches: follower -> (offset, HW read, tick)
 
     # -------------------------------------------------------------- inputs the raft core has
     def tick(self) -> None:
         """Without `replica_lag_ticks` (the simulation) time does nothing: the controller elects, and
         `shrink_isr` and `start_fetch` are driven from outside. With it (the TCP runtime) time drives
-        them: a follower's fetcher takes its next turn once its last answer carried no entries, or
-        when its request went unanswered for `replica_lag_ticks` (lost with a connection); a leader
-        shrinks the ISR by a follower that is down or behind and has not fetched up to the log end
-        for `replica_lag_ticks` (replica.lag.time.max.ms), and resends an AlterIsr unanswered as long."""
+        them: a leader holds a fetch at its log end until there is something new for it (DelayedFetch:
+        entries, or a new HW) or for half of `replica_lag_ticks` (fetch.max.wait.ms); a follower
+        fetches again when its request went unanswered for `replica_lag_ticks` (lost with a
+        connection); a leader shrinks the ISR by a follower that is down or behind and has not
+        fetched up to the log end for `replica_lag_ticks` (replica.lag.time.max.ms), and resends an
+        AlterIsr unanswered as long."""
         lag = self.replica_lag_ticks
         if lag is None:
             return
         self._ticks += 1
         if self.role == LEADER:
+            self._answer_parked()
             if self._pending_isr is not None:
                 if self._ticks - self._isr_sent >= lag:
                     self._alter_isr(self._pending_isr)
@@ -188,6 +192,15 @@ class KafkaReplica(Replica):
         down = self.live is not None and follower not in self.live
         behind = self.match.get(follower, 0) < len(self._log)
         return (down or behind) and self._ticks - self._caught_up.get(follower, 0) > lag
+
+    def _answer_parked(self) -> None:
+        """DelayedFetch: answer each held fetch that has something new, or waited long enough."""
+        end_of_log = len(self._log)
+        hwm = min(self.high_water_mark, end_of_log)
+        for follower, (offset, hwm_read, since) in list(self._parked.items()):
+            if end_of_log > offset or hwm != hwm_read or 2 * (self._ticks - since) >= self.replica_lag_ticks:
+                del self._parked[follower]
+                self._send(follower, FetchReply(self.server_id, KAFKA_NONE, hwm, end_of_log, tuple(self._log[offset:])))
 
     def _send(self, to: str, message) -> None:
         if isinstance(message, (FetchRequest, OffsetsForLeaderEpoch)):
@@ -315,6 +328,7 @@ class KafkaReplica(Replica):
         """Forget what a leader keeps: its followers' offsets, a pending ISR update, waiting produces
         (answered NOT_LEADER_OR_FOLLOWER)."""
         self.match = {}
+        self._parked = {}
         self._pending_isr = None
         self._waiting_acks = []
 
@@ -403,9 +417,7 @@ class KafkaReplica(Replica):
         length = len(self._log)
         self._set_high_water_mark(max(min(self.high_water_mark, length), min(reply.high_watermark, length)))
         self.fetches += 1
-        if reply.entries or self.replica_lag_ticks is None:
-            self._fetch()  # the fetcher loop's next turn tells the leader our new log end offset
-        # else (TCP runtime) the next turn waits for a tick: an idle follower polls, not spins
+        self._fetch()  # the fetcher loop's next turn tells the leader our new log end offset
 
     # -------------------------------------------------------------- the leader's answers
     def _epoch_error(self, current: int | None) -> int:
@@ -451,6 +463,9 @@ class KafkaReplica(Replica):
         if (follower not in self.isr and self._pending_isr is None and offset >= self.high_water_mark):
             self._alter_isr(tuple(sorted(set(self._isr_with_me()) | {follower})))  # maybeExpandIsr
         self._advance_high_water_mark()
+        if self.replica_lag_ticks is not None and not reply.entries:
+            self._parked[follower] = (offset, hwm, self._ticks)  # answered by ready() or tick()
+            return
         self._send(follower, reply)
 
     # -------------------------------------------------------------- log and storage
@@ -471,6 +486,8 @@ class KafkaReplica(Replica):
             self._metadata_dirty = True  # checkpointed, whatever hwm_durable (a raft flag) says
 
     def ready(self) -> Ready:
+        if self._parked:
+            self._answer_parked()
         ready = super().ready()
         if ready.metadata is not None and ready.metadata.hwm != self.high_water_mark:
             ready = replace(ready, metadata=ready.metadata._replace(hwm=self.high_water_mark))
@@ -508,7 +525,7 @@ class KafkaReplica(Replica):
                  "leader": self.leader_id, "log_end_offset": len(self._log), "high_watermark": self.high_water_mark,
                  "isr": list(self.isr), "pending_isr": self._pending_isr, "isr_refusal": self.isr_refusal,
                  "live": self.live, "truncating": self.truncating, "fetch_error": self.fetch_error,
-                 "ticks": self._ticks, "request_sent": self._request_sent}
+                 "ticks": self._ticks, "request_sent": self._request_sent, "held_fetches": sorted(self._parked)}
         if self.role == LEADER:
             state["followers"] = {peer: {"fetch_offset": self.match.get(peer, 0),
                                          "caught_up": self._caught_up.get(peer)} for peer in self.peers}

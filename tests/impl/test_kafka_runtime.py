@@ -316,3 +316,68 @@ def test_a_damaged_partition_state_stops_the_controller_naming_the_file(tmp_path
                                            "S1=127.0.0.1:1,S2=127.0.0.1:2", "--data", str(tmp_path / CONTROLLER)])
         assert result.exit_code == 1 and str(state) in result.output and why in result.output, result.output
         assert state.read_text() == text  # left alone
+
+
+# ------------------------------------------------------------------ the replica's timers (sans-IO)
+def _broker(name: str, lag: int | None = 4) -> KafkaReplica:
+    from impl.storage import Durable
+
+    peers = tuple(s for s in ("S1", "S2", "S3") if s != name)
+    return KafkaReplica(name, peers, PRESETS["kafka"].protocol, Durable(0, None, 0, ()), replica_lag_ticks=lag)
+
+
+def _sent(replica: KafkaReplica) -> list:
+    return [(to, type(message).__name__) for to, message in replica.ready().messages]
+
+
+def test_on_ticks_a_leader_holds_an_empty_fetch_until_a_write_or_the_wait_and_drops_a_silent_follower():
+    leader = _broker("S1")
+    leader.step(m.LeaderAndIsr(1, "S1", ("S1", "S2", "S3")))
+    leader.ready()
+    leader.step(m.FetchRequest("S2", 0, 1))
+    leader.step(m.FetchRequest("S3", 0, 1))
+    assert _sent(leader) == []  # nothing to send yet: both held (DelayedFetch)
+    leader.propose(b"x")
+    assert sorted(_sent(leader)) == [("S2", "FetchReply"), ("S3", "FetchReply")]  # the write answers them
+    leader.step(m.FetchRequest("S2", 1, 1))  # S2 has it; S3 goes silent
+    assert leader.hwm == 0 and _sent(leader) == []
+    for _ in range(2):
+        leader.tick()
+    assert _sent(leader) == [("S2", "FetchReply")]  # the held fetch waited half the lag
+    for _ in range(2):
+        leader.tick()
+    assert _sent(leader) == []  # S3 is behind, but last caught up 4 ticks ago (tick 0): not more yet
+    leader.tick()
+    [(to, alter)] = leader.ready().messages
+    assert to == "controller" and alter == m.AlterIsr("S1", 1, ("S1", "S2"))
+    leader.step(m.AlterIsrReply(1, True, ("S1", "S2")))
+    assert leader.isr == ("S1", "S2") and leader.hwm == 1 and leader.acknowledged() == ((1, 1),)
+
+
+def test_on_ticks_a_follower_fetches_from_its_leader_and_again_when_the_answer_is_lost():
+    follower = _broker("S2")
+    follower.tick()
+    assert _sent(follower) == []  # no leader known: nothing to fetch from
+    follower.step(m.LeaderAndIsr(1, "S1", ("S1", "S2", "S3")))
+    follower.tick()
+    assert _sent(follower) == [("S1", "FetchRequest")]
+    for _ in range(3):
+        follower.tick()
+    assert _sent(follower) == []
+    follower.tick()
+    assert _sent(follower) == [("S1", "FetchRequest")]  # unanswered for 4 ticks: lost, asked again
+
+
+def test_without_the_lag_ticks_time_does_nothing_as_the_simulation_expects():
+    leader = _broker("S1", lag=None)
+    leader.step(m.LeaderAndIsr(1, "S1", ("S1", "S2", "S3")))
+    leader.ready()
+    leader.step(m.FetchRequest("S2", 0, 1))
+    assert _sent(leader) == [("S2", "FetchReply")]  # answered at once, empty
+    leader.propose(b"x")
+    leader.ready()
+    for _ in range(100):
+        leader.tick()
+    assert _sent(leader) == []
+    with pytest.raises(ValueError, match="replica_lag_ticks"):
+        _broker("S1", lag=0)
