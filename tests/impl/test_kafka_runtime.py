@@ -381,3 +381,62 @@ def test_without_the_lag_ticks_time_does_nothing_as_the_simulation_expects():
     assert _sent(leader) == []
     with pytest.raises(ValueError, match="replica_lag_ticks"):
         _broker("S1", lag=0)
+
+
+@pytest.mark.deep
+def test_rounds_of_kill_9_on_the_kafka_leader_under_writes_lose_no_acknowledged_write(tmp_path):
+    """Ten rounds: a writer keeps writing while the leader is killed and restarted (and rejoins the
+    ISR); every write the cluster answered is read back at its index at the end, from every broker."""
+    import threading
+
+    from impl.client import ClientError
+
+    processes = KafkaProcesses(tmp_path, "kafka")
+    acknowledged: dict[int, bytes] = {}
+    stop = threading.Event()
+    reused: list[int] = []  # indexes answered twice: the first write was lost
+
+    def writer():
+        with Client(processes.addresses, timeout=20) as client:
+            k = 0
+            while not stop.is_set():
+                value = f"write {k}".encode()
+                k += 1
+                try:
+                    index = client.put(value)
+                except ClientError:
+                    continue  # not answered: it may or may not be there, and promises nothing
+                if index in acknowledged:
+                    reused.append(index)
+                acknowledged[index] = value
+
+    try:
+        processes.start_all()
+        thread = threading.Thread(target=writer, daemon=True)
+        thread.start()
+        with Client(processes.addresses, timeout=20) as client:
+            for round in range(10):
+                wait_for(lambda: len(acknowledged) > 20 * (round + 1), 20, "some writes")
+                leader = wait_for(lambda: leader_of(client), 20, "a leader")
+                processes.kill(leader)
+                wait_for(lambda: leader_of(client) not in (None, leader), 20, "a new leader")
+                processes.start(leader)
+                # Killing the next leader before this one is back in the ISR would leave the ISR
+                # with no live replica: the partition offline, as Kafka keeps it (not what this tests).
+                wait_for(lambda: len(processes.partition_state()["isr"]) == 3, 20, f"{leader} back in the ISR")
+            stop.set()
+            thread.join(30)
+            final = wait_for(lambda: leader_of(client), 20, "a leader")
+            hwm = statuses(client)[final].hwm
+            wait_for(lambda: all(r is not None and r.hwm == hwm for r in statuses(client).values()), 20,
+                     "every broker to catch up")
+            for server in processes.addresses:
+                for index, value in acknowledged.items():
+                    assert client.get(index, server=server)[1] == value, (server, index)
+            assert reused == [] and len(acknowledged) > 200
+    except BaseException:
+        print(processes.output())
+        raise
+    finally:
+        stop.set()
+        processes.close()
