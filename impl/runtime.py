@@ -21,6 +21,11 @@ down: the core tolerates loss, the leader's heartbeats resend) and receives from
 connection the peer dialled. Peer messages carry their sender's id; a message from an id that is not
 a peer is refused. Peer messages are not authenticated: the cluster trusts its network.
 
+Kafka's brokers (a protocol of system kafka) run `impl.kafka.KafkaReplica` with the same driver,
+storage and client protocol: they also dial the partition's controller (`NodeConfig.controller`,
+`impl.controller`) and take Kafka's frames (`LeaderAndIsr`, fetches ...) as peer messages, those
+without a sender field as the controller's; the ticks drive the fetcher and the ISR.
+
 Clients send `PutRequest`, `GetRequest`, `StatusRequest`, `RegisterClient` and may pipeline them on one connection;
 answers come back in request order. A put is answered when its entry is at or below the HWM
 (committed), or with an error whose first words say whether it was written (see `impl.client`).
