@@ -207,7 +207,8 @@ def controller(listen, brokers, data, protocol, tick_ms, quiet) -> None:
 
     It elects the partition's leader from the ISR and makes the leaders' ISR
     changes; it is one process (a single point of failure). Exit status: 0 after
-    a clean stop; 1 when it cannot start or had to stop; 2 on bad arguments.
+    a clean stop; 1 when it cannot start or had to stop; 2 on bad arguments or a
+    data directory another controller holds.
     """
     from impl.controller import ControllerConfig, run_controller
     from impl.runtime import NodeError
@@ -230,6 +231,9 @@ def controller(listen, brokers, data, protocol, tick_ms, quiet) -> None:
     try:
         finished = asyncio.run(serve())
     except NodeError as error:
+        if error.usage:
+            click.echo(f"error: {error}", err=True)
+            sys.exit(2)
         _fail(str(error))
     if finished.failure is not None:
         _fail(f"controller stopped: {finished.failure}")

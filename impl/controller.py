@@ -34,7 +34,8 @@ from impl import codec
 from impl import messages as m
 from impl.client import Address, format_address
 from impl.kafka import Controller
-from impl.runtime import MAX_CONNECTIONS, NodeError, _PeerLink, _reason
+from impl.runtime import MAX_CONNECTIONS, DataDirectoryBusy, NodeError, _PeerLink, _reason
+from impl.storage import DataDirectoryInUse, lock_directory
 from impl.wal import fsync_directory
 from properties.protocol import Protocol
 
@@ -84,6 +85,7 @@ class ControllerNode:
         self._offline: str | None = None  # why no leader can be elected, as last logged
         self._connections: set[asyncio.StreamWriter] = set()  # the brokers' connections to us
         self.failure: BaseException | None = None
+        self._lock: int | None = None  # holds DIR/LOCK while the controller runs
 
     # ------------------------------------------------------------------ the durable state
     def load_state(self) -> tuple[int, str | None, tuple[str, ...]] | None:
@@ -128,14 +130,24 @@ class ControllerNode:
             os.makedirs(config.data_dir, exist_ok=True)
         except OSError as error:
             raise NodeError(f"controller: cannot create {config.data_dir}: {error}") from None
-        state = self.load_state()
-        self.controller = Controller(tuple(config.brokers), config.protocol, state=state, live=())
-        self._saved = state
-        self._stopped = asyncio.Event()
         try:
-            self._server = await asyncio.start_server(self._serve, *config.listen, reuse_address=True)
-        except OSError as error:
-            raise NodeError(f"controller: cannot listen on {format_address(config.listen)}: {_reason(error)}") from None
+            # Two controllers on one state would each elect their own leaders in the same epochs.
+            self._lock = lock_directory(config.data_dir, f"the controller listening on {format_address(config.listen)}")
+        except DataDirectoryInUse as error:
+            raise DataDirectoryBusy(f"controller: cannot start: {error}") from None
+        try:
+            state = self.load_state()
+            self.controller = Controller(tuple(config.brokers), config.protocol, state=state, live=())
+            self._saved = state
+            try:
+                self._server = await asyncio.start_server(self._serve, *config.listen, reuse_address=True)
+            except OSError as error:
+                raise NodeError(f"controller: cannot listen on {format_address(config.listen)}: "
+                                f"{_reason(error)}") from None
+        except NodeError:
+            self._unlock()
+            raise
+        self._stopped = asyncio.Event()
         c = self.controller
         log.info("controller: listening on %s; leader epoch %d, leader %s, ISR {%s}", format_address(config.listen),
                  c.leader_epoch, c.leader or "none", ",".join(c.isr))
@@ -166,8 +178,14 @@ class ControllerNode:
         for link in self._links.values():
             if link.writer is not None:
                 link.writer.close()
+        self._unlock()
         if self._stopped is not None:
             self._stopped.set()
+
+    def _unlock(self) -> None:
+        if self._lock is not None:
+            os.close(self._lock)  # releases the flock
+            self._lock = None
 
     # ------------------------------------------------------------------ decisions, then messages
     def _publish(self) -> None:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import subprocess
 
 import pytest
 from click.testing import CliRunner
@@ -232,7 +233,6 @@ def test_the_kafka_commands_refuse_a_missing_or_misplaced_controller_with_exit_2
 def test_hwm_cluster_protocol_kafka_starts_the_controller_and_three_brokers_and_sigterm_stops_all(tmp_path):
     import os
     import signal
-    import subprocess
 
     from tests.impl.test_e2e import _consecutive_free_ports
 
@@ -440,3 +440,20 @@ def test_rounds_of_kill_9_on_the_kafka_leader_under_writes_lose_no_acknowledged_
     finally:
         stop.set()
         processes.close()
+
+
+def test_a_second_controller_on_the_same_state_exits_2_naming_the_holder(tmp_path):
+    brokers = "S1=127.0.0.1:1,S2=127.0.0.1:2"
+    first = ControllerNode(ControllerConfig(("127.0.0.1", free_ports(1)[0]), {"S1": ("127.0.0.1", 1),
+                                                                            "S2": ("127.0.0.1", 2)},
+                                            str(tmp_path / CONTROLLER), PRESETS["kafka"].protocol))
+    loop = asyncio.new_event_loop()
+    try:
+        loop.run_until_complete(first.start())
+        second = subprocess.run(HWM + ["controller", "--listen", f"127.0.0.1:{free_ports(1)[0]}", "--brokers", brokers,
+                                       "--data", str(tmp_path / CONTROLLER)], capture_output=True, text=True, timeout=60)
+        assert second.returncode == 2, second.stderr
+        assert "is in use by the controller listening on 127.0.0.1:" in second.stderr, second.stderr
+    finally:
+        loop.run_until_complete(first.stop())
+        loop.close()
