@@ -156,7 +156,8 @@ class KafkaReplica(Replica):
             raise ValueError(f"replica_lag_ticks must be an int >= 1, got {replica_lag_ticks!r}")
         self.replica_lag_ticks = replica_lag_ticks
         self._ticks = 0
-        self._caught_up: dict[str, int] = {}  # follower -> tick it last fetched at the log end
+        self._caught_up: dict[str, int] = {}  # follower -> tick it was last caught up (lastCaughtUpTime)
+        self._last_fetch: dict[str, tuple[int, int]] = {}  # follower -> (log end offset, tick) at its last fetch
         self._request_sent: int | None = None  # tick the fetcher's unanswered request was sent
         self._isr_sent = 0  # tick the AlterIsr in flight was sent
         self._parked: dict[str, tuple[int, int, int]] = {}  # held fetches: follower -> (offset, HW read, tick)
@@ -321,6 +322,7 @@ class KafkaReplica(Replica):
         self._step_down()
         self.match = {peer: 0 for peer in self.peers}  # learnt from the followers' fetches
         self._caught_up = {peer: self._ticks for peer in self.peers}  # a new leader gives each a full lag
+        self._last_fetch = {}
         self.truncating = False
         self._advance_high_water_mark()
 
@@ -458,8 +460,14 @@ class KafkaReplica(Replica):
         # follower's state (which may move the HW the next fetch carries).
         reply = FetchReply(self.server_id, KAFKA_NONE, hwm, end_of_log, tuple(self._log[offset:]))
         self.match[follower] = offset
+        # Replica.updateFetchState: caught up now if at the log end, or as of its previous fetch if
+        # it has reached the log end of then (under steady writes a follower is never at the end).
+        previous_end, previous_tick = self._last_fetch.get(follower, (None, 0))
         if offset >= end_of_log:
             self._caught_up[follower] = self._ticks
+        elif previous_end is not None and offset >= previous_end:
+            self._caught_up[follower] = max(self._caught_up.get(follower, 0), previous_tick)
+        self._last_fetch[follower] = (end_of_log, self._ticks)
         if (follower not in self.isr and self._pending_isr is None and offset >= self.high_water_mark):
             self._alter_isr(tuple(sorted(set(self._isr_with_me()) | {follower})))  # maybeExpandIsr
         self._advance_high_water_mark()

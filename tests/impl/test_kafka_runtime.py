@@ -457,3 +457,21 @@ def test_a_second_controller_on_the_same_state_exits_2_naming_the_holder(tmp_pat
     finally:
         loop.run_until_complete(first.stop())
         loop.close()
+
+
+def test_on_ticks_a_follower_that_keeps_reaching_the_previous_log_end_stays_in_the_isr_under_steady_writes():
+    """Kafka's lastCaughtUpTime: a fetch that reaches the log end of the follower's previous fetch
+    counts as caught up as of then, so a follower one write behind at every fetch is not dropped."""
+    leader = _broker("S1")
+    leader.step(m.LeaderAndIsr(1, "S1", ("S1", "S2", "S3")))
+    leader.ready()
+    updates = []
+    for k in range(20):
+        leader.propose(b"w%d" % k)
+        leader.step(m.FetchRequest("S2", k, 1))  # S2: always one entry behind
+        leader.step(m.FetchRequest("S3", min(k + 1, 2), 1))  # S3 stops at 2, last caught up at tick 1
+        leader.tick()
+        updates += [(k, x) for to, x in leader.ready().messages if to == "controller"]
+    # S3 is dropped once 4 ticks passed since tick 1 (k=5); S2 never, the AlterIsr resent unanswered.
+    assert updates and updates[0][0] == 5
+    assert {x for _, x in updates} == {m.AlterIsr("S1", 1, ("S1", "S2"))}
