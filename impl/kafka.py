@@ -169,9 +169,9 @@ class KafkaReplica(Replica):
         them: a leader holds a fetch at its log end until there is something new for it (DelayedFetch:
         entries, or a new HW) or for half of `replica_lag_ticks` (fetch.max.wait.ms); a follower
         fetches again when its request went unanswered for `replica_lag_ticks` (lost with a
-        connection); a leader shrinks the ISR by a follower that is down or behind and has not
-        fetched up to the log end for `replica_lag_ticks` (replica.lag.time.max.ms), and resends an
-        AlterIsr unanswered as long."""
+        connection); a leader shrinks the ISR by a follower that is down or behind and has not been
+        caught up for `replica_lag_ticks` (replica.lag.time.max.ms), and resends an AlterIsr
+        unanswered as long."""
         lag = self.replica_lag_ticks
         if lag is None:
             return
