@@ -475,3 +475,59 @@ def test_on_ticks_a_follower_that_keeps_reaching_the_previous_log_end_stays_in_t
     # S3 is dropped once 4 ticks passed since tick 1 (k=5); S2 never, the AlterIsr resent unanswered.
     assert updates and updates[0][0] == 5
     assert {x for _, x in updates} == {m.AlterIsr("S1", 1, ("S1", "S2"))}
+
+
+@pytest.mark.parametrize("preset", ["kafka", "kafka-truncate-to-hwm"])
+def test_kip101_scenario_a_restarted_follower_truncates_to_its_own_hw_and_loses_an_acknowledged_write(
+        preset, tmp_path):
+    """KIP-101's first scenario on real processes. A third broker is down; a write reaches the
+    follower, which is then frozen (SIGSTOP) before it learns the HW that covers it; the leader drops
+    the down broker from the ISR and acknowledges the write. Leader and follower die; the follower
+    restarts first. Under kafka-truncate-to-hwm it truncates its log to its own (older) HW on
+    becoming a follower, is elected, and the old leader truncates the acknowledged write away when
+    it follows; under kafka it keeps the write (it asks the leader before truncating)."""
+    import os
+    import signal
+    import threading
+
+    processes = KafkaProcesses(tmp_path, preset)
+    try:
+        processes.start_all()
+        with Client(processes.addresses, timeout=20) as client, Client(processes.addresses, timeout=20) as watcher:
+            client.put(b"before")
+            leader = client.leader
+            follower, down = sorted(set(processes.addresses) - {leader})
+            processes.kill(down)
+            end = statuses(watcher)[leader].last_index + 1  # where the write goes
+            answered: list[int] = []
+            writer = threading.Thread(target=lambda: answered.append(client.put(b"acknowledged")), daemon=True)
+            writer.start()
+            # Its status is answered after the batch that made the write durable and sent the fetch
+            # that tells the leader so: frozen from then on, it never hears the HW cover the write.
+            wait_for(lambda: getattr(statuses(watcher)[follower], "last_index", None) == end, 5,
+                     f"{follower} to fetch the write")
+            os.killpg(processes.running[follower].pid, signal.SIGSTOP)  # before it hears the new HW
+            assert not answered  # the down broker is still in the ISR: the HW waits
+            writer.join(20)
+            assert answered == [end]  # acknowledged once the leader dropped the down broker
+        # The leader first: once the frozen follower's connection closes, a live leader would drop it
+        # from the ISR at once (down, and not caught up since it froze).
+        processes.kill(leader)
+        processes.kill(follower)
+        processes.start(follower)
+        with Client(processes.addresses, timeout=20) as client:
+            wait_for(lambda: leader_of(client) == follower, 20, f"{follower} elected")
+            processes.start(leader)
+            wait_for(lambda: (statuses(client).get(leader) is not None
+                              and statuses(client)[leader].role == "follower"), 20, f"{leader} following")
+            client.put(b"after")
+            value = client.get(end)[1]
+        if preset == "kafka":
+            assert value == b"acknowledged"
+        else:
+            assert value != b"acknowledged"  # the acknowledged write is lost
+    except BaseException:
+        print(processes.output())
+        raise
+    finally:
+        processes.close()
