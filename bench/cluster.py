@@ -46,12 +46,25 @@ def free_ports(count: int) -> list[int]:
 
 class LocalCluster:
     def __init__(self, directory: str, servers: int, protocol: str):
-        self.addresses = {f"S{k + 1}": ("127.0.0.1", p) for k, p in enumerate(free_ports(servers))}
+        from properties.protocol import resolve
+
+        ports = free_ports(servers + 1)
+        self.addresses = {f"S{k + 1}": ("127.0.0.1", p) for k, p in enumerate(ports[:servers])}
         self.processes = []
+        controller: list[str] = []
+        if resolve(protocol)[1].system == "kafka":
+            # Kafka's brokers need their controller (hwm controller), started first.
+            address = format_address(("127.0.0.1", ports[servers]))
+            brokers = ",".join(f"{s}={format_address(a)}" for s, a in self.addresses.items())
+            self.processes.append(subprocess.Popen(
+                HWM + ["controller", "--listen", address, "--brokers", brokers, "--data",
+                       os.path.join(directory, "controller"), "--protocol", protocol, "--quiet"],
+                start_new_session=True))
+            controller = ["--controller", address]
         for server, address in self.addresses.items():
             peers = ",".join(f"{s}={format_address(a)}" for s, a in self.addresses.items() if s != server)
             argv = HWM + ["node", "--id", server, "--listen", format_address(address), "--peers", peers,
-                          "--data", os.path.join(directory, server), "--protocol", protocol, "--quiet"]
+                          "--data", os.path.join(directory, server), "--protocol", protocol, "--quiet"] + controller
             self.processes.append(subprocess.Popen(argv, start_new_session=True))
 
     def close(self) -> None:

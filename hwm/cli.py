@@ -29,7 +29,8 @@ class _Commands(click.Group):
     listed by --help), so `hwm check` starts without asyncio, the implementation's client or z3."""
 
     LAZY = {"node": "hwm.cluster_cli", "cluster": "hwm.cluster_cli", "put": "hwm.cluster_cli",
-            "get": "hwm.cluster_cli", "status": "hwm.cluster_cli", "prove": "hwm.prove_cli"}
+            "get": "hwm.cluster_cli", "status": "hwm.cluster_cli", "prove": "hwm.prove_cli",
+            "controller": "hwm.cluster_cli"}
 
     def list_commands(self, ctx):
         return sorted({*super().list_commands(ctx), *self.LAZY})

@@ -134,8 +134,10 @@ def _show_value(value: bytes) -> str:
               help="Preset, optionally with flags: raft,noop_on_election=true (see `hwm protocols`).")
 @click.option("--tick-ms", type=click.FloatRange(1, 1000), default=10.0, show_default=True,
               help="Length of one tick; elections time out after 30-60 ticks, heartbeats every 5.")
+@click.option("--controller", callback=_address, default=None, metavar="HOST:PORT",
+              help="Kafka only: where the partition's controller (`hwm controller`) listens.")
 @click.option("--quiet", "-q", is_flag=True, help="Only warnings and errors on stderr.")
-def node(server_id, listen, peers, data, protocol, tick_ms, quiet) -> None:
+def node(server_id, listen, peers, data, protocol, tick_ms, controller, quiet) -> None:
     """Run one server of a replicated log until SIGTERM or Ctrl-C.
 
     Exit status: 0 after a clean stop; 1 when it cannot start (a damaged
@@ -145,13 +147,13 @@ def node(server_id, listen, peers, data, protocol, tick_ms, quiet) -> None:
     from impl.runtime import NodeConfig, NodeError, Node
 
     try:
-        config = NodeConfig(server_id, listen, peers, str(data), protocol, tick_seconds=tick_ms / 1000)
+        config = NodeConfig(server_id, listen, peers, str(data), protocol, tick_seconds=tick_ms / 1000,
+                            controller=controller)
     except ValueError as error:
         raise click.UsageError(str(error)) from None
-    if listen in peers.values():
+    if listen in peers.values() or listen == controller:
         raise click.BadParameter(f"{format_address(listen)} is also a peer's address", param_hint="--listen")
-    logging.basicConfig(level=logging.WARNING if quiet else logging.INFO, stream=sys.stderr,
-                        format="%(asctime)s.%(msecs)03d %(message)s", datefmt="%H:%M:%S")
+    _log_to_stderr(quiet)
 
     async def serve() -> Node:
         stop = asyncio.Event()
@@ -182,6 +184,61 @@ def node(server_id, listen, peers, data, protocol, tick_ms, quiet) -> None:
     logging.getLogger("hwm.node").info("%s: stopped", server_id)
 
 
+def _log_to_stderr(quiet: bool) -> None:
+    logging.basicConfig(level=logging.WARNING if quiet else logging.INFO, stream=sys.stderr,
+                        format="%(asctime)s.%(msecs)03d %(message)s", datefmt="%H:%M:%S")
+
+
+# ------------------------------------------------------------------------ controller
+@click.command()
+@click.option("--listen", required=True, callback=_address, metavar="HOST:PORT",
+              help="Address for the brokers' ISR updates.")
+@click.option("--brokers", required=True, callback=_peers, metavar="S1=HOST:PORT,...",
+              help="The partition's replicas: every `hwm node --protocol kafka...` of the cluster.")
+@click.option("--data", required=True, type=click.Path(file_okay=False, path_type=Path),
+              help="Directory of the partition state (leader epoch, leader, ISR; created if missing).")
+@click.option("--protocol", default="kafka", show_default=True, callback=_protocol,
+              help="A Kafka preset (see `hwm protocols`); unclean_election decides the elections.")
+@click.option("--tick-ms", type=click.FloatRange(1, 1000), default=10.0, show_default=True,
+              help="Length of one tick; the first election waits up to 100 ticks for every broker.")
+@click.option("--quiet", "-q", is_flag=True, help="Only warnings and errors on stderr.")
+def controller(listen, brokers, data, protocol, tick_ms, quiet) -> None:
+    """Run Kafka's controller for the brokers until SIGTERM or Ctrl-C.
+
+    It elects the partition's leader from the ISR and makes the leaders' ISR
+    changes; it is one process (a single point of failure). Exit status: 0 after
+    a clean stop; 1 when it cannot start or had to stop; 2 on bad arguments or a
+    data directory another controller holds.
+    """
+    from impl.controller import ControllerConfig, run_controller
+    from impl.runtime import NodeError
+
+    try:
+        config = ControllerConfig(listen, brokers, str(data), protocol, tick_seconds=tick_ms / 1000)
+    except ValueError as error:
+        raise click.UsageError(str(error)) from None
+    if listen in brokers.values():
+        raise click.BadParameter(f"{format_address(listen)} is also a broker's address", param_hint="--listen")
+    _log_to_stderr(quiet)
+
+    async def serve():
+        stop = asyncio.Event()
+        loop = asyncio.get_running_loop()
+        for signum in (signal.SIGTERM, signal.SIGINT):
+            loop.add_signal_handler(signum, stop.set)
+        return await run_controller(config, stop)
+
+    try:
+        finished = asyncio.run(serve())
+    except NodeError as error:
+        if error.usage:
+            click.echo(f"error: {error}", err=True)
+            sys.exit(2)
+        _fail(str(error))
+    if finished.failure is not None:
+        _fail(f"controller stopped: {finished.failure}")
+
+
 # --------------------------------------------------------------------------- cluster
 def _port_free(host: str, port: int) -> bool:
     with socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET, socket.SOCK_STREAM) as sock:
@@ -193,16 +250,30 @@ def _port_free(host: str, port: int) -> bool:
     return True
 
 
+HWM_ARGV = [sys.executable, "-c", "from hwm.cli import main; main(prog_name='hwm')"]
+CONTROLLER_ID = "controller"  # the controller's name in `hwm cluster` (its data is DIR/controller)
+
+
 def node_command(server_id: str, servers: dict[str, tuple[str, int]], data: Path, protocol: str,
-                 extra: tuple[str, ...] = ()) -> list[str]:
-    """The argv that runs `hwm node` for `server_id` of `servers` with this Python."""
+                 extra: tuple[str, ...] = (), controller: tuple[str, int] | None = None) -> list[str]:
+    """The argv that runs `hwm node` for `server_id` of `servers` with this Python (a Kafka broker
+    with its `controller`)."""
     peers = ",".join(f"{s}={format_address(a)}" for s, a in servers.items() if s != server_id)
-    argv = [sys.executable, "-c", "from hwm.cli import main; main(prog_name='hwm')", "node",
-            "--id", server_id, "--listen", format_address(servers[server_id]), "--data", str(data / server_id),
-            "--protocol", protocol]
+    argv = HWM_ARGV + ["node", "--id", server_id, "--listen", format_address(servers[server_id]),
+                       "--data", str(data / server_id), "--protocol", protocol]
     if peers:
         argv += ["--peers", peers]
+    if controller is not None:
+        argv += ["--controller", format_address(controller)]
     return argv + list(extra)
+
+
+def controller_command(address: tuple[str, int], servers: dict[str, tuple[str, int]], data: Path, protocol: str,
+                       extra: tuple[str, ...] = ()) -> list[str]:
+    """The argv that runs `hwm controller` for the brokers `servers` with this Python."""
+    brokers = ",".join(f"{s}={format_address(a)}" for s, a in servers.items())
+    return HWM_ARGV + ["controller", "--listen", format_address(address), "--brokers", brokers,
+                       "--data", str(data / CONTROLLER_ID), "--protocol", protocol] + list(extra)
 
 
 def _die_with_parent() -> None:
@@ -220,7 +291,7 @@ def _die_with_parent() -> None:
 @click.option("--data", type=click.Path(file_okay=False, path_type=Path), default=DEFAULT_DATA, show_default=True,
               help="Directory for the servers' data (DIR/S1, DIR/S2, ...) and DIR/cluster.json.")
 @click.option("--base-port", type=click.IntRange(1, 65535 - 9), default=7001, show_default=True,
-              help="S1 listens on this port, S2 on the next, ...")
+              help="S1 listens on this port, S2 on the next, ... (a Kafka cluster's controller after the last).")
 @click.option("--host", default="127.0.0.1", show_default=True)
 @click.option("--protocol", default="raft", show_default=True, callback=_protocol_text,
               help="Preset, optionally with flags (see `hwm protocols`), passed to every `hwm node`.")
@@ -234,19 +305,30 @@ def cluster(servers, data, base_port, host, protocol, restart_after, quiet) -> N
     DIR/cluster.json, where `hwm put/get/status --data DIR` find it. The data
     survives: running it again on the same DIR restarts the same servers.
     """
+    from properties.protocol import resolve
+
     ids = [f"S{k}" for k in range(1, servers + 1)]
     addresses = {server: (host, base_port + k) for k, server in enumerate(ids)}
-    taken = [f"{s}={format_address(a)}" for s, a in addresses.items() if not _port_free(*a)]
+    kafka = resolve(protocol)[1].system == "kafka"
+    controller_address = (host, base_port + servers) if kafka else None
+    listening = dict(addresses, **({CONTROLLER_ID: controller_address} if kafka else {}))
+    taken = [f"{s}={format_address(a)}" for s, a in listening.items() if not _port_free(*a)]
     if taken:
         _fail(f"port in use: {', '.join(taken)}; pick another --base-port")
     data.mkdir(parents=True, exist_ok=True)
     cluster_string = ",".join(f"{s}={format_address(a)}" for s, a in addresses.items())
     cluster_file = data / CLUSTER_FILE
-    cluster_file.write_text(json.dumps({"format": CLUSTER_FORMAT, "protocol": protocol,
-                                        "servers": {s: format_address(a) for s, a in addresses.items()}},
-                                       indent=2) + "\n")
+    document = {"format": CLUSTER_FORMAT, "protocol": protocol,
+                "servers": {s: format_address(a) for s, a in addresses.items()}}
+    if kafka:
+        document["controller"] = format_address(controller_address)
+    cluster_file.write_text(json.dumps(document, indent=2) + "\n")
     extra = ("--quiet",) if quiet else ()
-    commands = {s: node_command(s, addresses, data, protocol, extra) for s in ids}
+    commands = {s: node_command(s, addresses, data, protocol, extra, controller_address) for s in ids}
+    if kafka:
+        # Kafka's controller (hwm controller): started first, supervised like the brokers.
+        commands = {CONTROLLER_ID: controller_command(controller_address, addresses, data, protocol, extra),
+                    **commands}
 
     stopping = []
 
@@ -261,11 +343,11 @@ def cluster(servers, data, base_port, host, protocol, restart_after, quiet) -> N
         processes[server] = subprocess.Popen(commands[server], start_new_session=True, preexec_fn=_die_with_parent)
 
     try:
-        for server in ids:
+        for server in commands:
             launch(server)
         click.echo(f"hwm cluster: {servers} server{'s' if servers > 1 else ''}, protocol {protocol}, data in {data}/")
-        for server in ids:
-            click.echo(f"  {server}  {format_address(addresses[server])}  pid {processes[server].pid}  "
+        for server in commands:
+            click.echo(f"  {server}  {format_address(listening[server])}  pid {processes[server].pid}  "
                        f"data {data / server}")
         click.echo(f"--cluster {cluster_string}")
         click.echo(f"(also in {cluster_file}: hwm put --data {data} VALUE; hwm get --data {data} 1; "
@@ -409,4 +491,4 @@ def status(as_json, cluster, data, timeout) -> None:
                                                   for a in answers))
 
 
-COMMANDS = (node, cluster, put, get, status)
+COMMANDS = (node, controller, cluster, put, get, status)

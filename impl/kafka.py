@@ -128,7 +128,8 @@ class KafkaReplica(Replica):
 
     systems = ("kafka",)
 
-    def __init__(self, server_id: str, peers: Iterable[str], protocol: Protocol, durable: DurableLike, **options):
+    def __init__(self, server_id: str, peers: Iterable[str], protocol: Protocol, durable: DurableLike, *,
+                 replica_lag_ticks: int | None = None, **options):
         generation = durable.generation
         newest = max((epoch for epoch, _ in durable.log), default=0)
         if newest > generation:
@@ -150,11 +151,62 @@ class KafkaReplica(Replica):
         self.fetches = 0  # fetch responses appended (the fetcher loop's turns)
         self._waiting_acks: list[int] = []  # produce requests (indexes) not yet covered by the HW
         self._acknowledged: list[tuple[int, int]] = []  # answered, not yet handed out
+        # The timers of the TCP runtime (None: the simulation drives fetches and shrinks itself).
+        if replica_lag_ticks is not None and (type(replica_lag_ticks) is not int or replica_lag_ticks < 1):
+            raise ValueError(f"replica_lag_ticks must be an int >= 1, got {replica_lag_ticks!r}")
+        self.replica_lag_ticks = replica_lag_ticks
+        self._ticks = 0
+        self._caught_up: dict[str, int] = {}  # follower -> tick it was last caught up (lastCaughtUpTime)
+        self._last_fetch: dict[str, tuple[int, int]] = {}  # follower -> (log end offset, tick) at its last fetch
+        self._request_sent: int | None = None  # tick the fetcher's unanswered request was sent
+        self._isr_sent = 0  # tick the AlterIsr in flight was sent
+        self._parked: dict[str, tuple[int, int, int]] = {}  # held fetches: follower -> (offset, HW read, tick)
 
     # -------------------------------------------------------------- inputs the raft core has
     def tick(self) -> None:
-        """Time does nothing here: the controller elects, and `shrink_isr` and `start_fetch` are
-        the leader's lag timer and the follower's fetcher loop, driven from outside."""
+        """Without `replica_lag_ticks` (the simulation) time does nothing: the controller elects, and
+        `shrink_isr` and `start_fetch` are driven from outside. With it (the TCP runtime) time drives
+        them: a leader holds a fetch at its log end until there is something new for it (DelayedFetch:
+        entries, or a new HW) or for half of `replica_lag_ticks` (fetch.max.wait.ms); a follower
+        fetches again when its request went unanswered for `replica_lag_ticks` (lost with a
+        connection); a leader shrinks the ISR by a follower that is down or behind and has not been
+        caught up for `replica_lag_ticks` (replica.lag.time.max.ms), and resends an AlterIsr
+        unanswered as long."""
+        lag = self.replica_lag_ticks
+        if lag is None:
+            return
+        self._ticks += 1
+        if self.role == LEADER:
+            self._answer_parked()
+            if self._pending_isr is not None:
+                if self._ticks - self._isr_sent >= lag:
+                    self._alter_isr(self._pending_isr)
+                return
+            lagging = [f for f in self.isr if f != self.server_id and self._lagging(f, lag)]
+            if lagging:
+                self.shrink_isr(lagging[0])  # one AlterIsr in flight at a time
+        elif self.leader_id is not None and (self._request_sent is None or self._ticks - self._request_sent >= lag):
+            self.start_fetch()
+
+    def _lagging(self, follower: str, lag: int) -> bool:
+        """Partition.getOutOfSyncReplicas: down or behind the log end, and not caught up for `lag` ticks."""
+        down = self.live is not None and follower not in self.live
+        behind = self.match.get(follower, 0) < len(self._log)
+        return (down or behind) and self._ticks - self._caught_up.get(follower, 0) > lag
+
+    def _answer_parked(self) -> None:
+        """DelayedFetch: answer each held fetch that has something new, or waited long enough."""
+        end_of_log = len(self._log)
+        hwm = min(self.high_water_mark, end_of_log)
+        for follower, (offset, hwm_read, since) in list(self._parked.items()):
+            if end_of_log > offset or hwm != hwm_read or 2 * (self._ticks - since) >= self.replica_lag_ticks:
+                del self._parked[follower]
+                self._send(follower, FetchReply(self.server_id, KAFKA_NONE, hwm, end_of_log, tuple(self._log[offset:])))
+
+    def _send(self, to: str, message) -> None:
+        if isinstance(message, (FetchRequest, OffsetsForLeaderEpoch)):
+            self._request_sent = self._ticks
+        super()._send(to, message)
 
     def campaign(self) -> None:
         raise ReplicaError(f"{self.server_id}: Kafka replicas do not campaign; the controller elects")
@@ -203,6 +255,7 @@ class KafkaReplica(Replica):
 
     def _alter_isr(self, isr: tuple[str, ...]) -> None:
         self._pending_isr = isr
+        self._isr_sent = self._ticks
         self.isr_refusal = None
         self._send(CONTROLLER, AlterIsr(self.server_id, self.generation, isr))
 
@@ -254,6 +307,7 @@ class KafkaReplica(Replica):
         self._adopt_epoch(epoch)
         self.role = FOLLOWER
         self.leader_id = leader
+        self._request_sent = None  # a request to the previous leader is not waited for
         self._step_down()
         if self.rule == "own-hwm":
             # Before KIP-101: "truncate the log to the high watermark" on becoming a follower.
@@ -267,6 +321,8 @@ class KafkaReplica(Replica):
         self.leader_id = self.server_id
         self._step_down()
         self.match = {peer: 0 for peer in self.peers}  # learnt from the followers' fetches
+        self._caught_up = {peer: self._ticks for peer in self.peers}  # a new leader gives each a full lag
+        self._last_fetch = {}
         self.truncating = False
         self._advance_high_water_mark()
 
@@ -274,6 +330,7 @@ class KafkaReplica(Replica):
         """Forget what a leader keeps: its followers' offsets, a pending ISR update, waiting produces
         (answered NOT_LEADER_OR_FOLLOWER)."""
         self.match = {}
+        self._parked = {}
         self._pending_isr = None
         self._waiting_acks = []
 
@@ -319,6 +376,7 @@ class KafkaReplica(Replica):
     def _on_offsets_reply(self, reply: OffsetsForLeaderEpochReply) -> None:
         if not self._from_my_leader(reply.leader) or not self.truncating:
             return
+        self._request_sent = None
         if reply.error != KAFKA_NONE:
             self._refused(reply.error, "OffsetsForLeaderEpoch")
             return
@@ -347,6 +405,7 @@ class KafkaReplica(Replica):
     def _on_fetch_reply(self, reply: FetchReply) -> None:
         if not self._from_my_leader(reply.leader):
             return
+        self._request_sent = None
         if reply.error == OFFSET_OUT_OF_RANGE:
             # ReplicaFetcherThread.handleOffsetOutOfRange: our log end is past the leader's.
             self._truncate_log(min(reply.log_end_offset, len(self._log)))
@@ -401,9 +460,20 @@ class KafkaReplica(Replica):
         # follower's state (which may move the HW the next fetch carries).
         reply = FetchReply(self.server_id, KAFKA_NONE, hwm, end_of_log, tuple(self._log[offset:]))
         self.match[follower] = offset
+        # Replica.updateFetchState: caught up now if at the log end, or as of its previous fetch if
+        # it has reached the log end of then (under steady writes a follower is never at the end).
+        previous_end, previous_tick = self._last_fetch.get(follower, (None, 0))
+        if offset >= end_of_log:
+            self._caught_up[follower] = self._ticks
+        elif previous_end is not None and offset >= previous_end:
+            self._caught_up[follower] = max(self._caught_up.get(follower, 0), previous_tick)
+        self._last_fetch[follower] = (end_of_log, self._ticks)
         if (follower not in self.isr and self._pending_isr is None and offset >= self.high_water_mark):
             self._alter_isr(tuple(sorted(set(self._isr_with_me()) | {follower})))  # maybeExpandIsr
         self._advance_high_water_mark()
+        if self.replica_lag_ticks is not None and not reply.entries:
+            self._parked[follower] = (offset, hwm, self._ticks)  # answered by ready() or tick()
+            return
         self._send(follower, reply)
 
     # -------------------------------------------------------------- log and storage
@@ -424,6 +494,8 @@ class KafkaReplica(Replica):
             self._metadata_dirty = True  # checkpointed, whatever hwm_durable (a raft flag) says
 
     def ready(self) -> Ready:
+        if self._parked:
+            self._answer_parked()
         ready = super().ready()
         if ready.metadata is not None and ready.metadata.hwm != self.high_water_mark:
             ready = replace(ready, metadata=ready.metadata._replace(hwm=self.high_water_mark))
@@ -455,6 +527,18 @@ class KafkaReplica(Replica):
         FetchReply: _on_fetch_reply,
     }
 
+    def describe(self) -> dict:
+        """What decides what this broker does next (for `kill -USR1` on a stalled node)."""
+        state = {"server": self.server_id, "role": self.role, "leader_epoch": self.generation,
+                 "leader": self.leader_id, "log_end_offset": len(self._log), "high_watermark": self.high_water_mark,
+                 "isr": list(self.isr), "pending_isr": self._pending_isr, "isr_refusal": self.isr_refusal,
+                 "live": self.live, "truncating": self.truncating, "fetch_error": self.fetch_error,
+                 "ticks": self._ticks, "request_sent": self._request_sent, "held_fetches": sorted(self._parked)}
+        if self.role == LEADER:
+            state["followers"] = {peer: {"fetch_offset": self.match.get(peer, 0),
+                                         "caught_up": self._caught_up.get(peer)} for peer in self.peers}
+        return state
+
     def __repr__(self) -> str:
         log = ",".join(str(g) for g in self.log_generations())
         return (f"KafkaReplica({self.server_id} {self.role} e{self.generation} log=[{log}] hwm={self.high_water_mark} "
@@ -471,13 +555,14 @@ class Controller:
     the leader epoch, its leader, the ISR, and the live brokers. Sans-IO: `ready()` hands out the
     requests to send, as (broker, message)."""
 
-    def __init__(self, replicas: Sequence[str], protocol: Protocol):
+    def __init__(self, replicas: Sequence[str], protocol: Protocol,
+                 state: tuple[int, str | None, tuple[str, ...]] | None = None, live: Iterable[str] | None = None):
+        """`state`: (leader epoch, leader, ISR) as a restarted controller reads it back (default: epoch 0,
+        no leader, every replica in sync: all logs are empty). `live`: the live brokers (default: all)."""
         self.replicas = tuple(replicas)
         self.protocol = protocol
-        self.leader_epoch = 0
-        self.leader: str | None = None
-        self.isr: tuple[str, ...] = self.replicas  # every replica starts in sync (all logs empty)
-        self.live: set[str] = set(self.replicas)
+        self.leader_epoch, self.leader, self.isr = state if state is not None else (0, None, self.replicas)
+        self.live: set[str] = set(self.replicas if live is None else live)
         self._outbox: list[tuple[str, KafkaMessage]] = []
 
     def _names(self, servers: Iterable[str]) -> str:

@@ -21,6 +21,11 @@ down: the core tolerates loss, the leader's heartbeats resend) and receives from
 connection the peer dialled. Peer messages carry their sender's id; a message from an id that is not
 a peer is refused. Peer messages are not authenticated: the cluster trusts its network.
 
+Kafka's brokers (a protocol of system kafka) run `impl.kafka.KafkaReplica` with the same driver,
+storage and client protocol: they also dial the partition's controller (`NodeConfig.controller`,
+`impl.controller`) and take Kafka's frames (`LeaderAndIsr`, fetches ...) as peer messages, those
+without a sender field as the controller's; the ticks drive the fetcher and the ISR.
+
 Clients send `PutRequest`, `GetRequest`, `StatusRequest`, `RegisterClient` and may pipeline them on one connection;
 answers come back in request order. A put is answered when its entry is at or below the HWM
 (committed), or with an error whose first words say whether it was written (see `impl.client`).
@@ -42,7 +47,7 @@ import os
 import random
 from collections import Counter, deque
 from dataclasses import dataclass
-from typing import Mapping
+from typing import Callable, Mapping
 
 from impl import codec
 from impl import messages as m
@@ -139,6 +144,10 @@ class NodeConfig:
     max_sessions: int = DEFAULT_MAX_SESSIONS  # client sessions kept; the same on every server
     partial_frame_seconds: float = 10.0
     rng_seed: int | None = None  # None: a fresh random seed per start
+    # Kafka (impl/kafka.py): where the partition's controller listens (`hwm controller`), and the
+    # follower lag after which the leader drops a follower from the ISR (replica.lag.time.max.ms).
+    controller: Address | None = None
+    replica_lag_ticks: int = 30
 
     def __post_init__(self) -> None:
         m.check_server_id(self.server_id, "server_id")
@@ -150,6 +159,12 @@ class NodeConfig:
             raise TypeError(f"protocol: expected a Protocol, got {type(self.protocol).__name__}")
         if not self.tick_seconds > 0:
             raise ValueError(f"tick_seconds must be > 0, got {self.tick_seconds!r}")
+        if self.protocol.system == "kafka" and self.controller is None:
+            raise ValueError("a Kafka broker needs its controller's address (--controller HOST:PORT, where "
+                             "`hwm controller` listens): the controller elects the leaders")
+        if self.protocol.system != "kafka" and self.controller is not None:
+            raise ValueError(f"--controller is for Kafka brokers; the {self.protocol.system} replicas elect "
+                             "their leaders themselves")
 
 
 # ---------------------------------------------------------------------- connections
@@ -226,6 +241,10 @@ class _PeerLink:
         # server's first HwmQuery is sent before its links are up); between attempts they are dropped.
         self._connecting = True
         self._backlog: list[bytes] = []
+        # Called with the peer's id when a connection is made and when it is lost (Kafka's
+        # controller takes the connection to a broker for its session: impl/controller.py).
+        self.on_up: Callable[[str], None] | None = None
+        self.on_down: Callable[[str], None] | None = None
 
     def kick(self) -> None:
         """The peer is alive (it just sent us something): reconnect now, and hold what we send it
@@ -293,6 +312,8 @@ class _PeerLink:
             if self._backlog:
                 writer.write(b"".join(self._backlog))
                 self._backlog.clear()
+            if self.on_up is not None:
+                self.on_up(self.peer)
             log.info("%s: connected to %s at %s", self.node.server_id, self.peer, format_address(self.address))
             try:
                 frames = codec.FrameReader()
@@ -314,8 +335,22 @@ class _PeerLink:
                 self.writer = None
                 writer.close()
             log.info("%s: lost the connection to %s", self.node.server_id, self.peer)
+            if self.on_down is not None and not self.node._stopping:
+                self.on_down(self.peer)
             lost = True
             await self._pause(backoff)
+
+
+def _sender(message: m.PeerMessage | m.KafkaMessage) -> str:
+    """The server (or Kafka's controller) that sent a peer message."""
+    field = m.KAFKA_SENDER_FIELD.get(type(message), "")
+    if field == "":
+        return m.sender(message)
+    if field is None:
+        from impl.kafka import CONTROLLER
+
+        return CONTROLLER
+    return getattr(message, field)
 
 
 def _reason(error: BaseException) -> str:
@@ -365,6 +400,13 @@ class Node:
 
             self.storage = zab.EpochStorage(self.storage, config.data_dir)
             self._replica_class, self._persist = zab.ZabReplica, zab.persist
+        self._replica_options: dict = {}
+        if config.protocol.system == "kafka":
+            # Kafka's broker: the controller elects; time drives the fetcher and the ISR (impl/kafka.py).
+            from impl.kafka import KafkaReplica
+
+            self._replica_class = KafkaReplica
+            self._replica_options = {"replica_lag_ticks": config.replica_lag_ticks}
         self.stats = _Stats()
         self.failure: BaseException | None = None  # why the node stopped itself, if it did
         self._server: asyncio.AbstractServer | None = None
@@ -414,7 +456,8 @@ class Node:
                 self.server_id, tuple(config.peers), config.protocol, durable,
                 election_ticks=config.election_ticks, heartbeat_ticks=config.heartbeat_ticks,
                 rng_seed=seed, max_append_entries=config.max_append_entries,
-                max_append_bytes=config.max_append_bytes, max_in_flight=config.max_in_flight)
+                max_append_bytes=config.max_append_bytes, max_in_flight=config.max_in_flight,
+                **self._replica_options)
         except (ValueError, ReplicaError) as error:
             self.storage.close()
             raise NodeError(f"{self.server_id}: cannot start from {config.data_dir}: {error}") from None
@@ -431,7 +474,12 @@ class Node:
         log.info("%s: listening on %s; %d entries recovered (generation %d, HWM %d), protocol %s",
                  self.server_id, format_address(self.address), self.replica.last_index, self.replica.generation,
                  self.replica.hwm, _protocol_name(config.protocol))
-        for peer, address in config.peers.items():
+        links = dict(config.peers)
+        if config.controller is not None:
+            from impl.kafka import CONTROLLER
+
+            links[CONTROLLER] = config.controller
+        for peer, address in links.items():
             link = _PeerLink(self, peer, address)
             self._links[peer] = link
             link.task = asyncio.create_task(link.run(), name=f"{self.server_id}->{peer}")
@@ -540,7 +588,8 @@ class Node:
             except codec.CodecError as error:
                 self._refuse(connection, f"bad frame: {error}")
                 return False
-            if isinstance(message, m.PEER_MESSAGES):
+            if isinstance(message, m.PEER_MESSAGES) or (self.config.controller is not None
+                                                        and isinstance(message, m.KAFKA_MESSAGES)):
                 self._submit(("peer", message, connection))
             elif isinstance(message, m.CLIENT_REQUESTS):
                 self._submit(("client", message, connection, connection.reserve()))
@@ -602,7 +651,7 @@ class Node:
         kind = item[0]
         if kind == "peer":
             _, message, connection = item
-            link = self._links.get(m.sender(message))
+            link = self._links.get(_sender(message))
             if link is not None:
                 link.kick()
             try:

@@ -415,7 +415,8 @@ def test_check_a_kafka_preset_with_its_flags_on_the_command_line(tmp_path):
     (("check", "--protocol", "raft,follower_truncation=own-hwm"), "belongs to kafka"),
     (("check", "--protocol", "kafka,restart=keep,quorum=seed-index"), "belongs to raft"),
     (("prove", "--protocol", "kafka"), "encodes the raft model"),
-    (("cluster", "--protocol", "kafka-kip101", "--data", "/nonexistent/kafka"), "model-only"),
+    (("cluster", "--protocol", "kafka,follower_truncation=last-fetched-epoch", "--data", "/nonexistent/kafka"),
+     "model-only"),
 ])
 def test_flags_of_another_system_are_usage_errors(args, words):
     result = _hwm(*args)

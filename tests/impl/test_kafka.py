@@ -305,14 +305,17 @@ def test_every_kafka_preset_is_a_flag_combination_tested_above():
     assert "model-only" in model_only(PRESETS["kafka-kip320-first-try"].protocol)
 
 
-def test_the_tcp_runtime_still_refuses_kafka_and_says_where_it_runs():
+def test_the_tcp_runtime_runs_every_kafka_preset_but_refuses_the_model_only_flag():
     from click.testing import CliRunner
 
     from hwm.cli import main
-    from properties.protocol import model_only, without_runtime
+    from properties.protocol import without_runtime
 
-    assert model_only(KAFKA) is None and "simulated cluster" in without_runtime(KAFKA)
-    for args in (["node", "--protocol", "kafka"], ["cluster", "--protocol", "kafka-kip279"]):
-        result = CliRunner().invoke(main, args)
-        assert result.exit_code == 2 and "model-only on the TCP runtime" in result.output, result.output
-    assert without_runtime(PRESETS["raft"].protocol) is None
+    # KIP-320's first attempt is the one model-only Kafka preset (its two flags are the model's only).
+    assert [p for p in presets_of("kafka") if without_runtime(PRESETS[p].protocol)] == ["kafka-kip320-first-try"]
+    protocol = replace(KAFKA, follower_truncation="last-fetched-epoch")
+    assert "model-only" in without_runtime(protocol)
+    result = CliRunner().invoke(main, ["cluster", "--protocol", "kafka,follower_truncation=last-fetched-epoch"])
+    assert result.exit_code == 2 and "last-fetched-epoch" in result.output, result.output
+    result = CliRunner().invoke(main, ["cluster", "--protocol", "kafka-kip320-first-try"])
+    assert result.exit_code == 2 and "late_leader_and_isr" in result.output, result.output
