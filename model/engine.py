@@ -23,17 +23,16 @@ Memory: the visited set is packed (`VisitedSet`: an open-addressing table of
 frontiers are packed batches (`Backend.take`), and a level is expanded chunk by
 chunk, so only one chunk's transitions are ever held as model objects.
 
-Parallel: with `workers > 1`, forked worker processes expand the chunks of a
-level (successors, fingerprints, the visitors' own per-chunk work such as the
-property checks); this process consumes the results in chunk order and keeps
-the one visited set, so the result is the same as with one worker.
+Parallel: with `workers > 1`, forked worker processes (`model.workers`) expand
+the chunks of a level (successors, fingerprints, the visitors' own per-chunk
+work such as the property checks) and pass their results back through shared
+memory; this process consumes the results in chunk order and keeps the one
+visited set, so the result is the same as with one worker.
 """
 
 from __future__ import annotations
 
 import math
-import multiprocessing
-import signal
 import time
 from dataclasses import dataclass
 from typing import Any, Callable, Iterable, Iterator, Sequence
@@ -43,6 +42,7 @@ import numpy as np
 from model.actions import Model
 from model.backend import Backend, Batch, Expansion, make_backend
 from model.checker import Discovery, Report, Tracker, finish_report
+from model.workers import Workers
 from properties.catalogue import CATALOGUE, Property
 
 __all__ = ["CheckOptions", "Chunk", "Visitor", "PropertyTracker", "Sampler", "VisitedSet", "Search", "check"]
@@ -357,9 +357,6 @@ class Sampler(Visitor):
 
 
 # ------------------------------------------------------------------ workers
-_WORKER: dict = {}  # set in the search's process before forking: the backend and the visitors
-
-
 def _expand_chunk(backend: Backend, visitors: Sequence[Visitor], frontier: Batch, args: list,
                   expand: bool) -> tuple:
     """A chunk's expansion as sent back to the search: flat arrays, packed first occurrences."""
@@ -373,16 +370,6 @@ def _expand_chunk(backend: Backend, visitors: Sequence[Visitor], frontier: Batch
     candidates = np.sort(first)
     return (fps, expansion.parents, expansion.actions, expansion.bounds_hit, candidates,
             backend.take(expansion.successors, candidates)), results
-
-
-def _ignore_interrupt() -> None:
-    """Ctrl-C reaches every process of the terminal: the search's process alone answers it."""
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
-
-
-def _work(task) -> tuple:
-    frontier, args, expand = task
-    return _expand_chunk(_WORKER["backend"], _WORKER["visitors"], frontier, args, expand)
 
 
 # ------------------------------------------------------------------- search
@@ -426,8 +413,7 @@ class Search:
 
     def close(self) -> None:
         if self._pool is not None:
-            self._pool.terminate()
-            self._pool.join()
+            self._pool.close()
             self._pool = None
 
     def finish(self) -> Report:
@@ -480,9 +466,10 @@ class Search:
                 yield piece, _expand_chunk(self.backend, self.visitors, piece, args, expand)
             return
         if self._pool is None:
-            _WORKER.update(backend=self.backend, visitors=self.visitors)
-            self._pool = multiprocessing.get_context("fork").Pool(self.options.workers, _ignore_interrupt)
-        results = self._pool.imap(_work, ((chunk(a, b), args, expand) for a, b in bounds))
+            # Forked: the workers inherit the backend and the visitors, only chunks cross.
+            backend, visitors = self.backend, self.visitors
+            self._pool = Workers(self.options.workers, lambda task: _expand_chunk(backend, visitors, *task))
+        results = self._pool.imap((chunk(a, b), args, expand) for a, b in bounds)
         for (a, b), result in zip(bounds, results):
             yield chunk(a, b), result
 
