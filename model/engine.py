@@ -49,6 +49,7 @@ __all__ = ["CheckOptions", "Chunk", "Visitor", "PropertyTracker", "Sampler", "Vi
 
 ProgressFn = Callable[[dict], None]
 CHUNK = 2048  # frontier states per chunk: big enough to amortise a round trip, small enough to stream
+LEVEL_CHUNKS = 4  # per worker: the fewest chunks a level is cut into when workers expand it
 SMALL_LEVEL = 256  # per worker: smaller levels are expanded in the search's own process
 
 
@@ -438,8 +439,12 @@ class Search:
     # ----------------------------------------------------------------- levels
     def _chunk_bounds(self, size: int) -> list[tuple[int, int]]:
         workers = self.options.workers if self._parallel(size) else 1
-        # Enough chunks to keep every worker busy and results streaming, each at most `chunk` states.
-        count = max(math.ceil(size / self.options.chunk), min(size, 2 * workers) if workers > 1 else 1)
+        # Enough chunks to keep every worker busy and results streaming, each at most `chunk` states;
+        # with workers, a multiple of their number and at least LEVEL_CHUNKS each, so that no worker is
+        # left alone with a level's last chunk for long.
+        count = math.ceil(size / self.options.chunk)
+        if workers > 1:
+            count = min(size, workers * max(LEVEL_CHUNKS, math.ceil(count / workers)))
         bounds = np.linspace(0, size, count + 1).astype(np.int64).tolist()
         return [(a, b) for a, b in zip(bounds[:-1], bounds[1:]) if b > a]
 

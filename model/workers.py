@@ -2,13 +2,15 @@
 
 `Workers(count, work)` forks `count` processes that each run `work(task)` on the
 tasks the search sends; `imap(tasks)` returns the results in the order of the
-tasks, as `multiprocessing.Pool.imap` would, with at most `SLOTS` tasks in flight
-per worker.
+tasks, as `multiprocessing.Pool.imap` would. Each worker has `SLOTS` tasks in
+flight; a task goes to a worker with a free slot, so one that the machine's
+other load slows down holds up only its own tasks.
 
-Why not a `Pool`: with a compiled successor backend a chunk costs about as much
-to expand as its results cost to pickle, push through a pipe in 64 kB pieces,
-read back and unpickle (about 40 bytes per transition: fingerprint, parent,
-action, and the rows of the first occurrences). Here each (worker, slot) pair
+Why not a `Pool`: with a compiled successor backend a chunk's results (about 40
+bytes per transition: fingerprint, parent, action, and the rows of the first
+occurrences) cost a quarter as much to pickle, push through a pipe in 64 kB
+pieces, read back and unpickle as the chunk costs to expand, and the search's
+process, which also merges every chunk, spent its time on that. Here each (worker, slot) pair
 owns a region of anonymous shared memory mapped before the fork: a task or result
 is pickled with protocol 5, its large buffers (numpy arrays) are copied once into
 the region out of band, and only the small pickle that names them crosses the
@@ -25,15 +27,17 @@ from __future__ import annotations
 
 import mmap
 import multiprocessing
+import multiprocessing.connection
 import pickle
 import signal
 import traceback
 from collections import deque
 from typing import Any, Callable, Iterable, Iterator
 
-__all__ = ["Workers", "WorkerFailed", "SLOTS", "REGION"]
+__all__ = ["Workers", "WorkerFailed", "SLOTS", "AHEAD", "REGION"]
 
 SLOTS = 2  # tasks in flight per worker: one to work on while the search reads the other's result
+AHEAD = 4  # answers per worker read ahead of the one the search waits for
 REGION = 64 << 20  # bytes of address space per slot; pages are only used as far as messages reach
 
 
@@ -103,49 +107,71 @@ class Workers:
             self._connections.append(ours)
             self._processes.append(process)
         self._free = [deque(range(SLOTS)) for _ in range(count)]
-        self._pending: deque[tuple[int, int]] = deque()  # (worker, slot) of each task sent, in order
+        self._asked: list[deque[tuple[int, int]]] = [deque() for _ in range(count)]  # (task number, slot)
 
     def imap(self, tasks: Iterable[Any]) -> Iterator[Any]:
-        """`work(task)` for each task, in order; tasks are taken from the iterable as slots free up."""
-        tasks = iter(tasks)
-        pending, free = self._pending, self._free
-        while pending:  # answers to tasks of an earlier imap that was left early (a state limit, an error)
-            try:
-                self._receive(*pending.popleft())
-            except WorkerFailed:
-                raise
-            except Exception:  # noqa: BLE001 - an answer nobody waits for any more, error or not
-                pass
+        """`work(task)` for each task, in order; tasks are taken from the iterable as slots free up.
 
-        def send() -> None:
-            for task in tasks:
+        A task goes to whichever worker has a free slot, and answers are read as they
+        come (a worker answers in the order it was asked), so a worker the machine's
+        other load slows down holds up only its own tasks; at most `AHEAD` answers per
+        worker wait here for an earlier one.
+        """
+        self._drain()
+        tasks = enumerate(tasks)
+        asked, free, connections = self._asked, self._free, self._connections
+        window = AHEAD * len(free)
+        answers: dict[int, tuple[bool, Any]] = {}
+        wanted, sent, left = 0, 0, True  # the task to yield next, the tasks sent, whether tasks are left
+
+        while True:
+            while left and sent - wanted < window and any(free):
                 worker = max(range(len(free)), key=lambda w: len(free[w]))
+                number, task = next(tasks, (None, None))
+                if number is None:
+                    left = False
+                    break
                 slot = free[worker].popleft()
                 head, spans = _put(self._regions[worker][slot], task)
                 try:
-                    self._connections[worker].send_bytes(pickle.dumps((slot, head, spans), protocol=5))
+                    connections[worker].send_bytes(pickle.dumps((slot, head, spans), protocol=5))
                 except OSError:
                     raise self._failed(worker) from None
-                pending.append((worker, slot))
-                if not any(free):
-                    return
+                asked[worker].append((number, slot))
+                sent += 1
+            if wanted in answers:
+                ok, result = answers.pop(wanted)
+                if not ok:
+                    raise result
+                yield result
+                wanted += 1
+                continue
+            busy = [connections[w] for w in range(len(asked)) if asked[w]]
+            if not busy:
+                return
+            for connection in multiprocessing.connection.wait(busy):
+                worker = connections.index(connection)
+                number, slot = asked[worker].popleft()
+                answers[number] = self._receive(worker, slot)
 
-        send()
-        while pending:
-            result = self._receive(*pending.popleft())  # a worker answers in the order it was asked
-            send()
-            yield result
+    def _drain(self) -> None:
+        """Read the answers to tasks of an earlier imap that was left early (a state limit, an error)."""
+        for worker, asked in enumerate(self._asked):
+            while asked:
+                self._receive(worker, asked.popleft()[1])
 
-    def _receive(self, worker: int, slot: int) -> Any:
-        """The answer to the task in (worker, slot), which frees the slot; a worker's exception is raised."""
+    def _receive(self, worker: int, slot: int) -> tuple[bool, Any]:
+        """(True, result) or (False, the worker's exception) for the task in (worker, slot); frees the slot."""
         try:
             ok, head, spans = pickle.loads(self._connections[worker].recv_bytes())
         except (EOFError, OSError):  # its end of the pipe closed: it is gone
             raise self._failed(worker) from None
         self._free[worker].append(slot)
         if not ok:
-            raise pickle.loads(head) from RuntimeError(f"in worker process {worker + 1}:\n{spans}")
-        return _get(self._regions[worker][slot], head, spans)
+            error = pickle.loads(head)
+            error.__cause__ = RuntimeError(f"in worker process {worker + 1}:\n{spans}")
+            return False, error
+        return True, _get(self._regions[worker][slot], head, spans)
 
     def _failed(self, worker: int) -> WorkerFailed:
         self._processes[worker].join(timeout=5)

@@ -94,3 +94,26 @@ def test_a_worker_that_dies_is_reported_not_waited_for():
             list(pool.imap(range(10)))
     finally:
         pool.close()
+
+
+def test_a_slow_worker_holds_up_only_its_own_tasks():
+    """While one worker is stuck on the first task, the other takes on the tasks after it (up to AHEAD each)."""
+    import multiprocessing
+
+    from model.workers import AHEAD
+
+    last = 2 * AHEAD - 1  # the last task sent while the first is unanswered
+    done = multiprocessing.get_context("fork").Event()
+
+    def work(task):
+        if task == 0:
+            return done.wait(timeout=20)  # True only if task `last` ran meanwhile, on the other worker
+        if task == last:
+            done.set()
+        return True
+
+    pool = Workers(2, work)
+    try:
+        assert list(pool.imap(range(last + 1))) == [True] * (last + 1)
+    finally:
+        pool.close()
