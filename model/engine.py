@@ -475,7 +475,7 @@ class Search:
             backend, visitors = self.backend, self.visitors
             self._pool = Workers(self.options.workers, lambda task: _expand_chunk(backend, visitors, *task))
         results = self._pool.imap((chunk(a, b), args, expand) for a, b in bounds)
-        for (a, b), result in zip(bounds, results):
+        for (a, b), result in zip(bounds, results, strict=True):
             yield chunk(a, b), result
 
     def steps(self) -> Iterator[Chunk]:

@@ -132,11 +132,14 @@ class Workers:
                     left = False
                     break
                 slot = free[worker].popleft()
-                head, spans = _put(self._regions[worker][slot], task)
                 try:
+                    head, spans = _put(self._regions[worker][slot], task)
                     connections[worker].send_bytes(pickle.dumps((slot, head, spans), protocol=5))
                 except OSError:
                     raise self._failed(worker) from None
+                except BaseException:  # a task that does not pickle: the slot stays usable
+                    free[worker].appendleft(slot)
+                    raise
                 asked[worker].append((number, slot))
                 sent += 1
             if wanted in answers:

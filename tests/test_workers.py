@@ -117,3 +117,10 @@ def test_a_slow_worker_holds_up_only_its_own_tasks():
         assert list(pool.imap(range(last + 1))) == [True] * (last + 1)
     finally:
         pool.close()
+
+
+def test_a_task_that_does_not_pickle_costs_no_slot(workers):
+    for _ in range(5):  # more failures than the workers have slots
+        with pytest.raises(Exception):
+            list(workers.imap([1, lambda: None, 2]))
+    assert [r[0] for r in workers.imap(range(12))] == list(range(12))
