@@ -5,7 +5,7 @@
                             [--workers 2] [--skip local,spark-local,standalone,memory]
 
 Engines: the local breadth-first engine with 1, 2, ... worker processes (`--local-workers`;
-the first is the reference for the ratios); Spark on `local[2]` in this process; Spark on
+the first is the reference for the ratios; the worker counts take turns run by run); Spark on `local[2]` in this process; Spark on
 a standalone cluster (a master and `--workers` one-core workers on 127.0.0.1, started
 and stopped by this script, driven from a child process because a JVM holds one
 Spark master). Each engine runs the configuration `--runs` times; the table shows
@@ -54,13 +54,13 @@ def bounds_of(args) -> dict:
                 max_crashes=args.max_crashes, network=args.network)
 
 
-def run_local(args, workers: int = 1) -> list[tuple[int, float, float, float]]:
+def run_local(args, workers: int = 1, runs: int | None = None) -> list[tuple[int, float, float, float]]:
     """(states, search seconds, CPU seconds of the search process, CPU seconds of its workers) per run."""
     from model.engine import CheckOptions, Search
 
     options = CheckOptions(symmetry=not args.no_symmetry, workers=workers, successors=args.successors)
-    runs = []
-    for _ in range(args.runs):
+    results = []
+    for _ in range(args.runs if runs is None else runs):
         search = Search(model_of(args.preset, **bounds_of(args)), options, [], args.preset)
         before = os.times()
         report = search.run()
@@ -71,8 +71,8 @@ def run_local(args, workers: int = 1) -> list[tuple[int, float, float, float]]:
         # process's and the workers' apart, the speed-up free cores would give can be read off.
         print(f"    {workers} worker(s): backend set-up {search.setup_seconds:.2f} s (compilation or its cache), "
               f"search {report.seconds:.2f} s; CPU: search process {own:.2f} s, workers {pool:.2f} s", flush=True)
-        runs.append((report.states, report.seconds, own, pool))
-    return runs
+        results.append((report.states, report.seconds, own, pool))
+    return results
 
 
 def memory(args) -> dict:
@@ -164,7 +164,10 @@ def main() -> None:
     local_workers = [int(w) for w in args.local_workers.split(",") if w]
     if not local_workers or min(local_workers) < 1:
         parser.error("--local-workers must list worker counts of at least 1")
-    engines = [(f"local, {w} worker{'s' if w > 1 else ''} ({args.successors})", lambda a, w=w: run_local(a, w))
+    # The local engine's worker counts take turns, run by run, so that a burst of other load on a
+    # shared machine falls on every worker count alike rather than on one row.
+    local_runs: dict[int, list] = {w: [] for w in local_workers}
+    engines = [(f"local, {w} worker{'s' if w > 1 else ''} ({args.successors})", lambda a, w=w: local_runs[w])
                for w in local_workers]
     cores = os.cpu_count() or 1
     engines += [(f"spark local[2] ({args.successors})", lambda a: run_spark("local[2]", a)),
@@ -173,6 +176,10 @@ def main() -> None:
     config = " ".join(f"{k}={v}" for k, v in bounds_of(args).items())
     print(f"{args.preset} {config} symmetry={'off' if args.no_symmetry else 'on'}; median of {args.runs} runs; "
           f"{os.cpu_count()} cores; uptime: {uptime()}", flush=True)
+    if "local" not in skip:
+        for _ in range(args.runs):
+            for w in local_workers:
+                local_runs[w] += run_local(args, w, runs=1)
     rows = []
     states_seen = set()
     for key, (name, runner) in zip(keys, engines):
@@ -186,8 +193,8 @@ def main() -> None:
         cpu = (statistics.median(run[2] for run in runs), statistics.median(run[3] for run in runs),
                min(local_workers[len(rows)], cores)) if key == "local" else None  # local rows come first
         rows.append((name, runs[0][0], seconds, runs[0][0] / seconds, cpu))
-        print(f"  {name}: {[round(run[1], 2) for run in runs]} s per run ({time.perf_counter() - started:.0f} s "
-              "wall, start-up included)", flush=True)
+        took = "" if key == "local" else f" ({time.perf_counter() - started:.0f} s wall, start-up included)"
+        print(f"  {name}: {[round(run[1], 2) for run in runs]} s per run{took}", flush=True)
     if len(states_seen) != 1:
         sys.exit(f"engines disagree on the distinct-state count: {sorted(states_seen)}")
     reference = rows[0][3] if rows and rows[0][0].startswith("local") else None
