@@ -66,7 +66,7 @@ def run_local(args, workers: int = 1, runs: int | None = None) -> list[tuple[int
         report = search.run()
         after = os.times()  # the pool's workers are joined by run(): their CPU is the children's
         own = after.user + after.system - before.user - before.system
-        pool = after.children_user + after.children_system - before.children_user - before.children_system
+        pool = max(0.0, after.children_user + after.children_system - before.children_user - before.children_system)
         # CPU seconds do not depend on the machine's load as wall seconds do: with the search
         # process's and the workers' apart, the speed-up free cores would give can be read off.
         print(f"    {workers} worker(s): backend set-up {search.setup_seconds:.2f} s (compilation or its cache), "
