@@ -5,7 +5,7 @@
                             [--workers 2] [--skip local,spark-local,standalone,memory]
 
 Engines: the local breadth-first engine with 1, 2, ... worker processes (`--local-workers`;
-the first is the reference for the ratios); Spark on `local[2]` in this process; Spark on
+the first is the reference for the ratios; the worker counts take turns run by run); Spark on `local[2]` in this process; Spark on
 a standalone cluster (a master and `--workers` one-core workers on 127.0.0.1, started
 and stopped by this script, driven from a child process because a JVM holds one
 Spark master). Each engine runs the configuration `--runs` times; the table shows
@@ -13,6 +13,12 @@ the median and the ratio of its states/s to the local engine's. The Spark figure
 exclude JVM and Python-worker start-up (one untimed warm-up check on a tiny
 configuration runs first) and, like the local engine's, trace reconstruction.
 Every run must find the same distinct-state count, or the script fails.
+
+CPU and the bound (local engine): per run, the CPU seconds of the search's own process
+and of its workers (`os.times`, children joined by the search). CPU seconds depend far
+less on the machine's load than wall seconds: the "bound" column is the speed-up the
+worker count would give on free cores, the first local row's CPU over the row's CPU
+(search process plus workers) spread evenly over min(workers, cores) cores.
 
 Memory ("memory", one worker): the visited set's packed arrays per visited state, the
 largest packed frontier, and the peak of all Python allocations during the search
@@ -48,24 +54,25 @@ def bounds_of(args) -> dict:
                 max_crashes=args.max_crashes, network=args.network)
 
 
-def run_local(args, workers: int = 1) -> list[tuple[int, float]]:
+def run_local(args, workers: int = 1, runs: int | None = None) -> list[tuple[int, float, float, float]]:
+    """(states, search seconds, CPU seconds of the search process, CPU seconds of its workers) per run."""
     from model.engine import CheckOptions, Search
 
     options = CheckOptions(symmetry=not args.no_symmetry, workers=workers, successors=args.successors)
-    runs = []
-    for _ in range(args.runs):
+    results = []
+    for _ in range(args.runs if runs is None else runs):
         search = Search(model_of(args.preset, **bounds_of(args)), options, [], args.preset)
         before = os.times()
         report = search.run()
         after = os.times()  # the pool's workers are joined by run(): their CPU is the children's
         own = after.user + after.system - before.user - before.system
-        pool = after.children_user + after.children_system - before.children_user - before.children_system
+        pool = max(0.0, after.children_user + after.children_system - before.children_user - before.children_system)
         # CPU seconds do not depend on the machine's load as wall seconds do: with the search
         # process's and the workers' apart, the speed-up free cores would give can be read off.
         print(f"    {workers} worker(s): backend set-up {search.setup_seconds:.2f} s (compilation or its cache), "
               f"search {report.seconds:.2f} s; CPU: search process {own:.2f} s, workers {pool:.2f} s", flush=True)
-        runs.append((report.states, report.seconds))
-    return runs
+        results.append((report.states, report.seconds, own, pool))
+    return results
 
 
 def memory(args) -> dict:
@@ -157,14 +164,22 @@ def main() -> None:
     local_workers = [int(w) for w in args.local_workers.split(",") if w]
     if not local_workers or min(local_workers) < 1:
         parser.error("--local-workers must list worker counts of at least 1")
-    engines = [(f"local, {w} worker{'s' if w > 1 else ''} ({args.successors})", lambda a, w=w: run_local(a, w))
+    # The local engine's worker counts take turns, run by run, so that a burst of other load on a
+    # shared machine falls on every worker count alike rather than on one row.
+    local_runs: dict[int, list] = {w: [] for w in local_workers}
+    engines = [(f"local, {w} worker{'s' if w > 1 else ''} ({args.successors})", lambda a, w=w: local_runs[w])
                for w in local_workers]
+    cores = os.cpu_count() or 1
     engines += [(f"spark local[2] ({args.successors})", lambda a: run_spark("local[2]", a)),
                 (f"spark standalone ({args.workers}x1 core, {args.successors})", run_standalone)]
     keys = ["local"] * len(local_workers) + ["spark-local", "standalone"]
     config = " ".join(f"{k}={v}" for k, v in bounds_of(args).items())
     print(f"{args.preset} {config} symmetry={'off' if args.no_symmetry else 'on'}; median of {args.runs} runs; "
           f"{os.cpu_count()} cores; uptime: {uptime()}", flush=True)
+    if "local" not in skip:
+        for _ in range(args.runs):
+            for w in local_workers:
+                local_runs[w] += run_local(args, w, runs=1)
     rows = []
     states_seen = set()
     for key, (name, runner) in zip(keys, engines):
@@ -172,19 +187,29 @@ def main() -> None:
             continue
         started = time.perf_counter()
         runs = runner(args)
-        states_seen.update(s for s, _ in runs)
-        seconds = statistics.median(s for _, s in runs)
-        rows.append((name, runs[0][0], seconds, runs[0][0] / seconds, [round(s, 1) for _, s in runs]))
-        print(f"  {name}: {[round(s, 1) for _, s in runs]} s per run ({time.perf_counter() - started:.0f} s "
-              "wall, start-up included)", flush=True)
+        states_seen.update(run[0] for run in runs)
+        seconds = statistics.median(run[1] for run in runs)
+        # Local runs: the median CPU of the search process and of the workers, and the cores they can use.
+        cpu = (statistics.median(run[2] for run in runs), statistics.median(run[3] for run in runs),
+               min(local_workers[len(rows)], cores)) if key == "local" else None  # local rows come first
+        rows.append((name, runs[0][0], seconds, runs[0][0] / seconds, cpu))
+        took = "" if key == "local" else f" ({time.perf_counter() - started:.0f} s wall, start-up included)"
+        print(f"  {name}: {[round(run[1], 2) for run in runs]} s per run{took}", flush=True)
     if len(states_seen) != 1:
         sys.exit(f"engines disagree on the distinct-state count: {sorted(states_seen)}")
     reference = rows[0][3] if rows and rows[0][0].startswith("local") else None
+    reference_cpu = sum(rows[0][4][:2]) if reference else None
     print()
-    print(f"{'engine':34} {'states':>9} {'median s':>9} {'states/s':>9} {'vs first':>9}")
-    for name, states, seconds, rate, _ in rows:
+    print(f"{'engine':34} {'states':>9} {'median s':>9} {'states/s':>9} {'vs first':>9} "
+          f"{'CPU s (search + workers)':>25} {'bound':>6}")
+    for name, states, seconds, rate, cpu in rows:
         ratio = f"{rate / reference:.2f}x" if reference else "-"
-        print(f"{name:34} {states:>9,} {seconds:>9.1f} {rate:>9,.0f} {ratio:>9}")
+        used, bound = "-", "-"
+        if cpu is not None:
+            own, pool, usable = cpu
+            used = f"{own:.2f} + {pool:.2f}"
+            bound = f"{reference_cpu / ((own + pool) / usable):.2f}x" if reference_cpu else "-"
+        print(f"{name:34} {states:>9,} {seconds:>9.2f} {rate:>9,.0f} {ratio:>9} {used:>25} {bound:>6}")
     if "memory" not in skip:
         m = memory(args)
         print(f"\nmemory per visited state ({m['states']:,} states, one worker): visited set {m['visited']:.1f} B, "

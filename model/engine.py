@@ -23,17 +23,16 @@ Memory: the visited set is packed (`VisitedSet`: an open-addressing table of
 frontiers are packed batches (`Backend.take`), and a level is expanded chunk by
 chunk, so only one chunk's transitions are ever held as model objects.
 
-Parallel: with `workers > 1`, forked worker processes expand the chunks of a
-level (successors, fingerprints, the visitors' own per-chunk work such as the
-property checks); this process consumes the results in chunk order and keeps
-the one visited set, so the result is the same as with one worker.
+Parallel: with `workers > 1`, forked worker processes (`model.workers`) expand
+the chunks of a level (successors, fingerprints, the visitors' own per-chunk
+work such as the property checks) and pass their results back through shared
+memory; this process consumes the results in chunk order and keeps the one
+visited set, so the result is the same as with one worker.
 """
 
 from __future__ import annotations
 
 import math
-import multiprocessing
-import signal
 import time
 from dataclasses import dataclass
 from typing import Any, Callable, Iterable, Iterator, Sequence
@@ -43,12 +42,14 @@ import numpy as np
 from model.actions import Model
 from model.backend import Backend, Batch, Expansion, make_backend
 from model.checker import Discovery, Report, Tracker, finish_report
+from model.workers import Workers
 from properties.catalogue import CATALOGUE, Property
 
 __all__ = ["CheckOptions", "Chunk", "Visitor", "PropertyTracker", "Sampler", "VisitedSet", "Search", "check"]
 
 ProgressFn = Callable[[dict], None]
 CHUNK = 2048  # frontier states per chunk: big enough to amortise a round trip, small enough to stream
+LEVEL_CHUNKS = 4  # per worker: the fewest chunks a level is cut into when workers expand it
 SMALL_LEVEL = 256  # per worker: smaller levels are expanded in the search's own process
 
 
@@ -333,9 +334,6 @@ class Sampler(Visitor):
 
 
 # ------------------------------------------------------------------ workers
-_WORKER: dict = {}  # set in the search's process before forking: the backend and the visitors
-
-
 def _expand_chunk(backend: Backend, visitors: Sequence[Visitor], frontier: Batch, args: list,
                   expand: bool) -> tuple:
     """A chunk's expansion as sent back to the search: flat arrays, packed first occurrences."""
@@ -349,16 +347,6 @@ def _expand_chunk(backend: Backend, visitors: Sequence[Visitor], frontier: Batch
     candidates = np.sort(first)
     return (fps, expansion.parents, expansion.actions, expansion.bounds_hit, candidates,
             backend.take(expansion.successors, candidates)), results
-
-
-def _ignore_interrupt() -> None:
-    """Ctrl-C reaches every process of the terminal: the search's process alone answers it."""
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
-
-
-def _work(task) -> tuple:
-    frontier, args, expand = task
-    return _expand_chunk(_WORKER["backend"], _WORKER["visitors"], frontier, args, expand)
 
 
 # ------------------------------------------------------------------- search
@@ -402,8 +390,7 @@ class Search:
 
     def close(self) -> None:
         if self._pool is not None:
-            self._pool.terminate()
-            self._pool.join()
+            self._pool.close()
             self._pool = None
 
     def finish(self) -> Report:
@@ -428,8 +415,12 @@ class Search:
     # ----------------------------------------------------------------- levels
     def _chunk_bounds(self, size: int) -> list[tuple[int, int]]:
         workers = self.options.workers if self._parallel(size) else 1
-        # Enough chunks to keep every worker busy and results streaming, each at most `chunk` states.
-        count = max(math.ceil(size / self.options.chunk), min(size, 2 * workers) if workers > 1 else 1)
+        # Enough chunks to keep every worker busy and results streaming, each at most `chunk` states;
+        # with workers, a multiple of their number and at least LEVEL_CHUNKS each, so that no worker is
+        # left alone with a level's last chunk for long.
+        count = math.ceil(size / self.options.chunk)
+        if workers > 1:
+            count = min(size, workers * max(LEVEL_CHUNKS, math.ceil(count / workers)))
         bounds = np.linspace(0, size, count + 1).astype(np.int64).tolist()
         return [(a, b) for a, b in zip(bounds[:-1], bounds[1:]) if b > a]
 
@@ -456,10 +447,11 @@ class Search:
                 yield piece, _expand_chunk(self.backend, self.visitors, piece, args, expand)
             return
         if self._pool is None:
-            _WORKER.update(backend=self.backend, visitors=self.visitors)
-            self._pool = multiprocessing.get_context("fork").Pool(self.options.workers, _ignore_interrupt)
-        results = self._pool.imap(_work, ((chunk(a, b), args, expand) for a, b in bounds))
-        for (a, b), result in zip(bounds, results):
+            # Forked: the workers inherit the backend and the visitors, only chunks cross.
+            backend, visitors = self.backend, self.visitors
+            self._pool = Workers(self.options.workers, lambda task: _expand_chunk(backend, visitors, *task))
+        results = self._pool.imap((chunk(a, b), args, expand) for a, b in bounds)
+        for (a, b), result in zip(bounds, results, strict=True):
             yield chunk(a, b), result
 
     def steps(self) -> Iterator[Chunk]:
