@@ -144,7 +144,7 @@ def node(server_id, listen, peers, data, protocol, tick_ms, controller, quiet) -
     write-ahead log, a taken port) or had to stop (storage failure: a full disk,
     a failed fsync); 2 on bad arguments or a data directory another server holds.
     """
-    from impl.runtime import NodeConfig, NodeError, Node
+    from impl.runtime import NodeConfig, Node
 
     try:
         config = NodeConfig(server_id, listen, peers, str(data), protocol, tick_seconds=tick_ms / 1000,
@@ -172,15 +172,7 @@ def node(server_id, listen, peers, data, protocol, tick_ms, controller, quiet) -
         await node.stop()
         return node
 
-    try:
-        finished = asyncio.run(serve())
-    except NodeError as error:
-        if error.usage:
-            click.echo(f"error: {error}", err=True)
-            sys.exit(2)
-        _fail(str(error))
-    if finished.failure is not None:
-        _fail(f"{server_id} stopped: {finished.failure}")
+    _serve_until_stopped(serve, server_id)
     logging.getLogger("hwm.node").info("%s: stopped", server_id)
 
 
@@ -211,7 +203,6 @@ def controller(listen, brokers, data, protocol, tick_ms, quiet) -> None:
     data directory another controller holds.
     """
     from impl.controller import ControllerConfig, run_controller
-    from impl.runtime import NodeError
 
     try:
         config = ControllerConfig(listen, brokers, str(data), protocol, tick_seconds=tick_ms / 1000)
@@ -228,6 +219,14 @@ def controller(listen, brokers, data, protocol, tick_ms, quiet) -> None:
             loop.add_signal_handler(signum, stop.set)
         return await run_controller(config, stop)
 
+    _serve_until_stopped(serve, "controller")
+
+
+def _serve_until_stopped(serve, name: str) -> None:
+    """Run a node's or the controller's `serve()`; exit 2 on a usage error (a held data
+    directory), 1 when it cannot start or stopped on a failure."""
+    from impl.runtime import NodeError
+
     try:
         finished = asyncio.run(serve())
     except NodeError as error:
@@ -236,7 +235,7 @@ def controller(listen, brokers, data, protocol, tick_ms, quiet) -> None:
             sys.exit(2)
         _fail(str(error))
     if finished.failure is not None:
-        _fail(f"controller stopped: {finished.failure}")
+        _fail(f"{name} stopped: {finished.failure}")
 
 
 # --------------------------------------------------------------------------- cluster

@@ -268,22 +268,9 @@ def test_hwm_cluster_starts_serves_the_cli_and_stops_every_server_on_sigterm(tmp
         assert [r["server"] for r in rows] == ["S1", "S2", "S3"]
         assert sum(r["role"] == "leader" for r in rows) == 1 and all(r["last_index"] == 2 for r in rows)
 
-        supervisor.send_signal(signal.SIGTERM)
-        assert supervisor.wait(15) == 0
-        for pid in pids:
-            with pytest.raises(ProcessLookupError):
-                os.kill(pid, 0)
+        stop_cluster(supervisor, pids)
     finally:
-        for pid in pids:
-            try:
-                os.kill(pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
-        try:
-            os.killpg(supervisor.pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
-        supervisor.wait(10)
+        kill_cluster(supervisor, pids)
 
 
 def test_a_second_node_on_a_data_directory_exits_2_naming_the_holder(tmp_path):
@@ -302,3 +289,26 @@ def test_a_second_node_on_a_data_directory_exits_2_naming_the_holder(tmp_path):
                 f"127.0.0.1:{ports[0]} (pid {processes.running['S1'].pid})") in second.stderr
     finally:
         processes.close()
+
+
+def stop_cluster(supervisor, pids) -> None:
+    """SIGTERM to `hwm cluster` stops it with exit 0 and every process it started."""
+    supervisor.send_signal(signal.SIGTERM)
+    assert supervisor.wait(15) == 0
+    for pid in pids:
+        with pytest.raises(ProcessLookupError):
+            os.kill(pid, 0)
+
+
+def kill_cluster(supervisor, pids) -> None:
+    """Whatever a test left running of an `hwm cluster`, killed."""
+    for pid in pids:
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+    try:
+        os.killpg(supervisor.pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+    supervisor.wait(10)

@@ -23,7 +23,8 @@ from impl.kafka import KafkaReplica
 from impl.runtime import Node, NodeConfig
 from properties.protocol import PRESETS
 from tests.impl.ports import free_ports
-from tests.impl.test_e2e import HWM, Processes, overall_timeout, statuses, wait_for  # noqa: F401 (autouse fixture)
+from tests.impl.test_e2e import (HWM, Processes, kill_cluster, overall_timeout, statuses, stop_cluster,  # noqa: F401
+                                 wait_for)  # (overall_timeout: an autouse fixture)
 
 pytestmark = pytest.mark.network
 CONTROLLER = "controller"
@@ -256,22 +257,9 @@ def test_hwm_cluster_protocol_kafka_starts_the_controller_and_three_brokers_and_
         assert result.exit_code == 0 and result.output.split("\t")[-1].strip() == "hello", result.output
         result = runner.invoke(main, ["get", "--data", str(data), "3"], env=env)
         assert result.exit_code == 1 and "not yet committed" in result.output
-        supervisor.send_signal(signal.SIGTERM)
-        assert supervisor.wait(15) == 0
-        for pid in pids:
-            with pytest.raises(ProcessLookupError):
-                os.kill(pid, 0)
+        stop_cluster(supervisor, pids)
     finally:
-        for pid in pids:
-            try:
-                os.kill(pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
-        try:
-            os.killpg(supervisor.pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
-        supervisor.wait(10)
+        kill_cluster(supervisor, pids)
 
 
 def test_a_restarted_controller_goes_on_from_its_saved_epoch_and_isr(tmp_path):
