@@ -127,28 +127,26 @@ def _cpu_seconds() -> float:
 
 
 @contextmanager
-def _one_compiler():
-    """Hold a machine-wide lock while this process compiles or loads the kernels.
-
-    Numba's cache has no lock: processes that start at once on a fresh machine (the workers of a
-    test run, Spark's executors) would each compile the kernels, about 30 CPU s apiece. With the
-    lock one compiles and the others wait, then load its machine code from the cache.
-    """
-    if "expand" in _COMPILE:  # this process has the kernels already
+def _one_compiler(kernels):
+    """While this process compiles Numba's JIT kernels (or loads them from its cache), hold a
+    machine-wide lock: Numba's cache has none, and processes that start at once on a fresh machine
+    (a test run's workers, Spark's executors) would each compile them, about 30 CPU s apiece. The
+    module compiled ahead of time has nothing to compile here (its build has its own lock)."""
+    if kernels.ahead_of_time or "expand" in _COMPILE:
         yield
         return
-    import fcntl
     import hashlib
     import tempfile
+    from contextlib import ExitStack
+
+    from model.fast.aot import exclusive
 
     where = hashlib.sha256(str(Path(__file__).resolve().parent).encode()).hexdigest()[:16]
-    try:
-        handle = open(Path(tempfile.gettempdir()) / f"hwm-kernels-{where}.lock", "a")
-    except OSError:  # no writable temporary directory: compile unlocked, as Numba alone would
-        yield
-        return
-    with handle:
-        fcntl.flock(handle, fcntl.LOCK_EX)
+    with ExitStack() as stack:
+        try:
+            stack.enter_context(exclusive(str(Path(tempfile.gettempdir()) / f"hwm-kernels-{where}.lock")))
+        except OSError:  # no writable temporary directory: compile unlocked, as Numba alone would
+            pass
         yield
 
 
@@ -200,7 +198,7 @@ class FastBackend(Backend):
                       + (pairs if layout.kafka and model.protocol.late_leader_and_isr else 0))
         self.properties = CompiledProperties(layout, self._kernels)
         initial = self.initial()
-        with _one_compiler():
+        with _one_compiler(self._kernels):
             _warm("expand", lambda: self.expand(initial))
             _warm("fingerprints", lambda: self.fingerprints(initial))
             self.properties.warm(initial, _warm)

@@ -42,6 +42,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+from contextlib import contextmanager
 
 import numpy as np
 
@@ -182,17 +183,26 @@ def _checked(name: str, function, arguments):
     return call
 
 
+@contextmanager
+def exclusive(lock_path: str):
+    """Hold the machine-wide lock named by file `lock_path` (created if missing), so that of the
+    processes that compile the kernels at once one does and the others wait and load its work.
+    Where there are no advisory locks, at worst two processes compile the same kernels."""
+    with open(lock_path, "a") as lock:
+        try:
+            import fcntl
+            fcntl.flock(lock, fcntl.LOCK_EX)
+        except ImportError:
+            pass
+        yield
+
+
 def _build_once(path: str, failed: str) -> str | None:
     """Build the module in a child process unless another process built it meanwhile (lock file). A
     failed build leaves its reason in `failed`; a build cut short by a signal returns why, leaving none."""
     directory = os.path.dirname(path)
     os.makedirs(directory, exist_ok=True)
-    with open(path + ".lock", "w") as lock:
-        try:
-            import fcntl
-            fcntl.flock(lock, fcntl.LOCK_EX)
-        except ImportError:  # no advisory locks here: at worst two processes build the same module
-            pass
+    with exclusive(path + ".lock"):
         if os.path.exists(path) or os.path.exists(failed):
             return None
         print(f"hwm: compiling the fast backend's kernels into {path} (once for this version of their "
