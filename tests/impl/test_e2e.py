@@ -137,13 +137,7 @@ def test_three_processes_kill_9_the_leader_read_everything_back_and_the_old_lead
             # The killed leader restarts on the same data directory and catches up.
             processes.start(old_leader)
 
-            def caught_up():
-                now = statuses(client)
-                leader, rejoined = now.get(new_leader), now.get(old_leader)
-                return (leader is not None and rejoined is not None and rejoined.role == "follower"
-                        and (rejoined.last_index, rejoined.hwm) == (leader.last_index, leader.hwm) == (102, 102))
-
-            wait_for(caught_up, 20, f"{old_leader} to catch up")
+            wait_caught_up(client, old_leader, new_leader, 102)
             for index, value in written.items():
                 assert client.get(index, server=old_leader)[1] == value
     except BaseException:
@@ -176,13 +170,7 @@ def test_zab_processes_synchronise_a_new_leader_before_it_takes_writes_and_a_res
                 assert client.get(index)[1] == value, index
             processes.start(old_leader)
 
-            def caught_up():
-                now = statuses(client)
-                leader, rejoined = now.get(new_leader), now.get(old_leader)
-                return (leader is not None and rejoined is not None and rejoined.role == "follower"
-                        and (rejoined.last_index, rejoined.hwm) == (leader.last_index, leader.hwm) == (22, 22))
-
-            wait_for(caught_up, 20, f"{old_leader} to catch up")
+            wait_caught_up(client, old_leader, new_leader, 22)
             epoch = statuses(client)[new_leader].generation
             assert (tmp_path / old_leader / CURRENT_EPOCH_FILE).read_text() == f"{epoch}\n"
     except BaseException:
@@ -289,6 +277,17 @@ def test_a_second_node_on_a_data_directory_exits_2_naming_the_holder(tmp_path):
                 f"127.0.0.1:{ports[0]} (pid {processes.running['S1'].pid})") in second.stderr
     finally:
         processes.close()
+
+
+def wait_caught_up(client, follower: str, leader: str, index: int) -> None:
+    """Wait until `follower` follows with the leader's last index and HWM, both at `index`."""
+    def caught_up():
+        now = statuses(client)
+        rejoined, leading = now.get(follower), now.get(leader)
+        return (rejoined is not None and leading is not None and rejoined.role == "follower"
+                and (rejoined.last_index, rejoined.hwm) == (leading.last_index, leading.hwm) == (index, index))
+
+    wait_for(caught_up, 20, f"{follower} to catch up")
 
 
 def stop_cluster(supervisor, pids) -> None:

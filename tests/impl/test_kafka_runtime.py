@@ -24,7 +24,7 @@ from impl.runtime import Node, NodeConfig
 from properties.protocol import PRESETS
 from tests.impl.ports import free_ports
 from tests.impl.test_e2e import (HWM, Processes, kill_cluster, overall_timeout, statuses, stop_cluster,  # noqa: F401
-                                 wait_for)  # (overall_timeout: an autouse fixture)
+                                 wait_caught_up, wait_for)  # (overall_timeout: an autouse fixture)
 
 pytestmark = pytest.mark.network
 CONTROLLER = "controller"
@@ -108,13 +108,7 @@ def test_kill_9_the_kafka_leader_the_controller_elects_from_the_isr_and_no_ackno
             # and rejoins the ISR.
             processes.start(old_leader)
 
-            def caught_up():
-                now = statuses(client)
-                rejoined, leader = now.get(old_leader), now.get(new_leader)
-                return (rejoined is not None and leader is not None and rejoined.role == "follower"
-                        and (rejoined.last_index, rejoined.hwm) == (leader.last_index, leader.hwm) == (32, 32))
-
-            wait_for(caught_up, 20, f"{old_leader} to catch up")
+            wait_caught_up(client, old_leader, new_leader, 32)
             wait_for(lambda: old_leader in processes.partition_state()["isr"], 20, f"{old_leader} back in the ISR")
             for index, value in written.items():
                 assert client.get(index, server=old_leader)[1] == value
