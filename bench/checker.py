@@ -44,10 +44,10 @@ def rss_kib() -> int:
 
 
 def one_run(preset: str, overrides: dict, symmetry: bool, queue) -> None:
-    from model.actions import build_model
-    from model.checker import bfs
-    from model.state import Config
-    from properties.protocol import PRESETS
+    from hwm.model.registry import build_model
+    from hwm.checker.report import bfs
+    from hwm.model.state import Config
+    from hwm.properties.protocol import PRESETS
 
     model = build_model(PRESETS[preset].protocol, Config(**overrides))
     before = rss_kib()
@@ -73,7 +73,7 @@ def measure(preset, overrides, symmetry, runs):
 
 def kafka_presets(runs: int) -> None:
     """Each Kafka preset at the default bounds and at the tour's (max_generation 3), symmetry on."""
-    from properties.protocol import PRESETS, TOUR_BOUNDS, presets_of
+    from hwm.properties.protocol import PRESETS, TOUR_BOUNDS, presets_of
 
     print(f"Kafka presets, local breadth-first engine, symmetry on, median of {runs} run(s), one core")
     print(f"{'preset':26} {'bounds':22} {'states':>10} {'seconds':>8}")
@@ -136,7 +136,7 @@ def main() -> None:
                         help="reference vs fast successors on every ZAB, BookKeeper and Kafka preset (hwm check)")
     args = parser.parse_args()
     if args.backends:
-        from properties.protocol import presets_of
+        from hwm.properties.protocol import presets_of
 
         presets = args.preset or [p for system in BACKEND_SYSTEMS for p in presets_of(system)]
         backends(presets, args.runs if args.runs != 5 else 3)

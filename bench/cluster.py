@@ -28,7 +28,7 @@ import time
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from bench.wal_recovery import filesystem_of  # noqa: E402
-from impl.client import Client, format_address  # noqa: E402
+from hwm.impl.client import Client, format_address  # noqa: E402
 
 HWM = [sys.executable, "-c", "from hwm.cli import main; main(prog_name='hwm')"]
 
@@ -46,7 +46,7 @@ def free_ports(count: int) -> list[int]:
 
 class LocalCluster:
     def __init__(self, directory: str, servers: int, protocol: str):
-        from properties.protocol import resolve
+        from hwm.properties.protocol import resolve
 
         ports = free_ports(servers + 1)
         self.addresses = {f"S{k + 1}": ("127.0.0.1", p) for k, p in enumerate(ports[:servers])}

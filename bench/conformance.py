@@ -30,7 +30,7 @@ import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 
-from model.state import Config  # noqa: E402
+from hwm.model.state import Config  # noqa: E402
 
 # Where the explorer looks for each preset's shortest violation, by the hunt's number of servers:
 # the explorer's default bounds, and for the 4-server raft-seed-quorum (a bigger space)
@@ -42,10 +42,10 @@ EXPLORER_BOUNDS = {2: Config(servers=2, max_generation=4, max_log=1, max_crashes
 
 def explorer_shortest(preset: str, config: Config) -> tuple[int, str] | None:
     """(length, property) of the shortest trace to any violated `always` property, or None."""
-    from model.actions import build_model
-    from model.checker import bfs
-    from properties.catalogue import ALWAYS
-    from properties.protocol import PRESETS
+    from hwm.model.registry import build_model
+    from hwm.checker.report import bfs
+    from hwm.properties.catalogue import ALWAYS
+    from hwm.properties.protocol import PRESETS
 
     report = bfs(build_model(PRESETS[preset].protocol, config), preset, properties=ALWAYS)
     found = [(r.length, name) for name, r in report.results.items() if r.kind == "always" and r.found]
@@ -54,10 +54,10 @@ def explorer_shortest(preset: str, config: Config) -> tuple[int, str] | None:
 
 def main() -> None:
     from hwm.render import table
-    from properties.protocol import PRESETS, model_only
-    from bridge.machine import ASYNC, RPC, PropertyViolation, conformance_settings, hunt, machine_for
+    from hwm.properties.protocol import PRESETS, model_only
+    from hwm.bridge.conformance import ASYNC, RPC, PropertyViolation, conformance_settings, hunt, machine_for
     from hypothesis.stateful import run_state_machine_as_test
-    from bridge.kill_matrix import CI_BUDGET, DEEP_BUDGET, IN_CI, KILL_CONFIG, STEPS, kill_config, kill_steps
+    from hwm.bridge.conformance.kill_matrix import CI_BUDGET, DEEP_BUDGET, IN_CI, KILL_CONFIG, STEPS, kill_config, kill_steps
 
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--seeds", type=int, default=5, help="seeded hunts per preset (default 5)")

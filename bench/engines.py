@@ -42,9 +42,9 @@ WARM_UP = dict(preset="raft", servers=2, max_generation=2, max_log=1, max_crashe
 
 
 def model_of(preset: str, **bounds):
-    from model.actions import build_model
-    from model.state import Config
-    from properties.protocol import PRESETS
+    from hwm.model.registry import build_model
+    from hwm.model.state import Config
+    from hwm.properties.protocol import PRESETS
 
     return build_model(PRESETS[preset].protocol, Config(**bounds))
 
@@ -56,7 +56,7 @@ def bounds_of(args) -> dict:
 
 def run_local(args, workers: int = 1, runs: int | None = None) -> list[tuple[int, float, float, float]]:
     """(states, search seconds, CPU seconds of the search process, CPU seconds of its workers) per run."""
-    from model.engine import CheckOptions, Search
+    from hwm.checker.engine import CheckOptions, Search
 
     options = CheckOptions(symmetry=not args.no_symmetry, workers=workers, successors=args.successors)
     results = []
@@ -79,7 +79,7 @@ def memory(args) -> dict:
     """Bytes per visited state: the visited set, the largest frontier, and everything Python allocated."""
     import tracemalloc
 
-    from model.engine import CheckOptions, Search, Visitor
+    from hwm.checker.engine import CheckOptions, Search, Visitor
 
     largest = [0]
 
@@ -105,7 +105,7 @@ def memory(args) -> dict:
 
 
 def run_spark(master: str, args) -> list[tuple[int, float]]:
-    from model.spark_engine import get_spark, spark_bfs
+    from hwm.checker.spark_engine import get_spark, spark_bfs
 
     spark = get_spark(master)
     warm = dict(WARM_UP)
@@ -119,7 +119,7 @@ def run_spark(master: str, args) -> list[tuple[int, float]]:
 
 
 def run_standalone(args) -> list[tuple[int, float]]:
-    from model.spark_engine import standalone_cluster
+    from hwm.checker.spark_engine import standalone_cluster
 
     child = [sys.executable, os.path.abspath(__file__), "--driver-for", "MASTER", "--runs", str(args.runs),
              "--preset", args.preset, "--servers", str(args.servers), "--max-generation", str(args.max_generation),

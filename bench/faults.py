@@ -48,9 +48,9 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from bench.cluster import HWM, free_ports  # noqa: E402
 from bench.wal_recovery import filesystem_of  # noqa: E402
-from impl.client import Client, ClientError, format_address  # noqa: E402
-from impl.runtime import encode_entry  # noqa: E402
-from impl.storage import DiskStorage  # noqa: E402
+from hwm.impl.client import Client, ClientError, format_address  # noqa: E402
+from hwm.impl.runtime import encode_entry  # noqa: E402
+from hwm.impl.storage import DiskStorage  # noqa: E402
 
 SLOW = 2.0  # seconds without an acknowledged put after which a round is diagnosed
 DUMP_AT = (SLOW, 5.0, 10.0, 20.0)  # seconds into a slow round when the nodes log their state

@@ -27,10 +27,10 @@ CONFIGS = [
 
 
 def main() -> None:
-    from model.actions import build_model
-    from model.liveness import check_liveness
-    from model.state import Config
-    from properties.protocol import PRESETS
+    from hwm.model.registry import build_model
+    from hwm.checker.liveness import check_liveness
+    from hwm.model.state import Config
+    from hwm.properties.protocol import PRESETS
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=3)

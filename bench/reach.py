@@ -19,10 +19,10 @@ import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 
-from model.actions import build_model  # noqa: E402
-from model.engine import CheckOptions, check  # noqa: E402
-from model.state import Config  # noqa: E402
-from properties.protocol import PRESETS  # noqa: E402
+from hwm.model.registry import build_model  # noqa: E402
+from hwm.checker.engine import CheckOptions, check  # noqa: E402
+from hwm.model.state import Config  # noqa: E402
+from hwm.properties.protocol import PRESETS  # noqa: E402
 
 
 def rss_mib() -> float:

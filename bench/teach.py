@@ -22,11 +22,11 @@ import urllib.request
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from hwm.replay import replay_on_model  # noqa: E402
+from hwm.checker.replay import replay_on_model  # noqa: E402
 from hwm.teach.explain import frames_of_outcome  # noqa: E402
 from hwm.teach.explorer import serve_in_thread  # noqa: E402
 from hwm.teach.page import write_trace_page  # noqa: E402
-from properties.trace import load  # noqa: E402
+from hwm.properties.trace import load  # noqa: E402
 
 TRACE = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "counterexamples",
                      "raft-any-generation-commit.json")

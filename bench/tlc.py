@@ -120,10 +120,10 @@ def run_hwm(cfg: str, successors: str, env: dict | None = None) -> dict:
 def child(cfg: str, successors: str) -> None:
     """One hwm check in this process; prints its figures as one JSON line."""
     sys.path.insert(0, ROOT)
-    from model.actions import build_model
-    from model.engine import CheckOptions, Search
-    from model.state import Config
-    from properties.protocol import PRESETS
+    from hwm.model.registry import build_model
+    from hwm.checker.engine import CheckOptions, Search
+    from hwm.model.state import Config
+    from hwm.properties.protocol import PRESETS
 
     arguments = hwm_arguments(cfg)
     preset, symmetry = arguments.pop("preset"), arguments.pop("symmetry")
@@ -132,7 +132,7 @@ def child(cfg: str, successors: str) -> None:
     report = search.run()
     compile_detail = {}
     if successors == "fast":
-        from model.fast import compile_seconds
+        from hwm.checker.fast import compile_seconds
         compile_detail = compile_seconds()
     print(json.dumps({"states": report.states, "transitions": report.transitions, "depth": report.depth,
                       "search": report.seconds, "setup": search.setup_seconds, "compile": compile_detail,

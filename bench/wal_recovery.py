@@ -20,8 +20,8 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from impl.storage import DiskStorage  # noqa: E402
-from impl.wal import DEFAULT_SEGMENT_BYTES, WriteAheadLog  # noqa: E402
+from hwm.impl.storage import DiskStorage  # noqa: E402
+from hwm.impl.wal import DEFAULT_SEGMENT_BYTES, WriteAheadLog  # noqa: E402
 
 
 def filesystem_of(path: str) -> str:

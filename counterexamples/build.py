@@ -11,11 +11,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from hwm.check import trace_for
-from model.actions import build_model
-from model.checker import bfs
-from model.state import Config
-from properties.protocol import PRESETS
+from hwm.checker.traces import trace_for
+from hwm.model.registry import build_model
+from hwm.checker.report import bfs
+from hwm.model.state import Config
+from hwm.properties.protocol import PRESETS
 
 HERE = Path(__file__).parent
 

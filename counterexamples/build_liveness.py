@@ -11,10 +11,10 @@ from __future__ import annotations
 from pathlib import Path
 
 from hwm.liveness_report import lasso_trace
-from model.actions import build_model
-from model.liveness import check_liveness
-from model.state import Config
-from properties.protocol import PRESETS
+from hwm.model.registry import build_model
+from hwm.checker.liveness import check_liveness
+from hwm.model.state import Config
+from hwm.properties.protocol import PRESETS
 
 HERE = Path(__file__).parent / "liveness"
 

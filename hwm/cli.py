@@ -16,9 +16,9 @@ from hwm import check as checking
 from hwm.params import OutputDir, OutputFile, ProtocolParam, directory_problem
 from hwm.render import Progress, step_table
 from hwm.teach import explain as explained
-from model.state import Config
-from properties.protocol import FLAG_MEANINGS, FLAG_VALUES, PRESETS, ProtocolError, _show, flags_of, model_only, resolve
-from properties.trace import TraceError, load
+from hwm.model.state import Config
+from hwm.properties.protocol import FLAG_MEANINGS, FLAG_VALUES, PRESETS, ProtocolError, _show, flags_of, model_only, resolve
+from hwm.properties.trace import TraceError, load
 
 EXIT_OK, EXIT_FOUND, EXIT_USAGE = 0, 1, 2
 EXIT_INTERRUPTED = 130  # 128 + SIGINT, as shells report Ctrl-C
@@ -268,8 +268,8 @@ def graph(protocol, servers, max_generation, max_log, max_crashes, network, no_s
     Prints its strongly connected components, deadlocks and violating states and
     steps; --out writes it as a picture (.dot, .svg) or for a graph viewer.
     """
-    from model.actions import build_model
-    from model.graph import GraphTooLarge, state_graph, summary, write
+    from hwm.model.registry import build_model
+    from hwm.checker.graph import GraphTooLarge, state_graph, summary, write
 
     picture = out is not None and out.suffix in (".dot", ".svg")  # OutputFile checked the path already
     name, proto = resolve(protocol)
@@ -390,7 +390,7 @@ def _check_picture_options(files, html_out, svg_dir, compare) -> None:
 def _save_pages(paths) -> None:
     """Beside each saved counterexample FILE.json, its picture FILE.html (hwm replay FILE --html)."""
     from hwm.teach.page import write_trace_page
-    from properties.trace import load as load_trace
+    from hwm.properties.trace import load as load_trace
 
     for path in paths:
         write_trace_page(load_trace(path), path.with_suffix(".html"))

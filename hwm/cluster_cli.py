@@ -23,7 +23,7 @@ from pathlib import Path
 
 import click
 
-from impl.client import (
+from hwm.impl.client import (
     Client,
     ClientError,
     NotCommittedError,
@@ -42,7 +42,7 @@ CLUSTER_FORMAT = "hwm-cluster/1"
 def _protocol(ctx: click.Context, param: click.Parameter, value: str):
     # The `--protocol` syntax of `hwm check` (preset[,flag=value...]), parsed in one place.
     from hwm.cli import ProtocolParam
-    from properties.protocol import resolve, without_runtime
+    from hwm.properties.protocol import resolve, without_runtime
 
     spec = ProtocolParam().convert(value, param, ctx)
     protocol = resolve(spec)[1]
@@ -144,7 +144,7 @@ def node(server_id, listen, peers, data, protocol, tick_ms, controller, quiet) -
     write-ahead log, a taken port) or had to stop (storage failure: a full disk,
     a failed fsync); 2 on bad arguments or a data directory another server holds.
     """
-    from impl.runtime import NodeConfig, Node
+    from hwm.impl.runtime import NodeConfig, Node
 
     try:
         config = NodeConfig(server_id, listen, peers, str(data), protocol, tick_seconds=tick_ms / 1000,
@@ -202,7 +202,7 @@ def controller(listen, brokers, data, protocol, tick_ms, quiet) -> None:
     a clean stop; 1 when it cannot start or had to stop; 2 on bad arguments or a
     data directory another controller holds.
     """
-    from impl.controller import ControllerConfig, run_controller
+    from hwm.impl.controller import ControllerConfig, run_controller
 
     try:
         config = ControllerConfig(listen, brokers, str(data), protocol, tick_seconds=tick_ms / 1000)
@@ -225,7 +225,7 @@ def controller(listen, brokers, data, protocol, tick_ms, quiet) -> None:
 def _serve_until_stopped(serve, name: str) -> None:
     """Run a node's or the controller's `serve()`; exit 2 on a usage error (a held data
     directory), 1 when it cannot start or stopped on a failure."""
-    from impl.runtime import NodeError
+    from hwm.impl.runtime import NodeError
 
     try:
         finished = asyncio.run(serve())
@@ -304,7 +304,7 @@ def cluster(servers, data, base_port, host, protocol, restart_after, quiet) -> N
     DIR/cluster.json, where `hwm put/get/status --data DIR` find it. The data
     survives: running it again on the same DIR restarts the same servers.
     """
-    from properties.protocol import resolve
+    from hwm.properties.protocol import resolve
 
     ids = [f"S{k}" for k in range(1, servers + 1)]
     addresses = {server: (host, base_port + k) for k, server in enumerate(ids)}

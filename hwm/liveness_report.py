@@ -6,12 +6,12 @@ from __future__ import annotations
 from pathlib import Path
 
 from hwm.check import trace_filename
-from model.actions import build_model
-from model.liveness import DEFAULT_MAX_STATES, LivenessRefused, LivenessReport, check_liveness, refusal
-from model.state import Config
-from properties.liveness import LIVENESS
-from properties.protocol import PRESETS, resolve
-from properties.trace import Trace
+from hwm.model.registry import build_model
+from hwm.checker.liveness import DEFAULT_MAX_STATES, LivenessRefused, LivenessReport, check_liveness, refusal
+from hwm.model.state import Config
+from hwm.properties.liveness import LIVENESS
+from hwm.properties.protocol import PRESETS, resolve
+from hwm.properties.trace import Trace
 
 SYMMETRY_NOTE = ("liveness explores without symmetry reduction: fairness names action instances "
                  "(replicate(S1, S2)) that a symmetry class does not keep apart")

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import click
 
-from properties.protocol import ProtocolError, resolve
+from hwm.properties.protocol import ProtocolError, resolve
 
 
 class ProtocolParam(click.ParamType):

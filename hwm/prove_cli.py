@@ -15,11 +15,11 @@ import sys
 
 import click
 
-from model.proofs import DEFAULT_BMC_DEPTH, DEFAULT_BMC_PROPERTIES, PARTS, Plan, render, run, violations_found
-from model.proofs_symbolic import ALWAYS_CHECKED
-from model.state import Config
+from hwm.proofs.plan import DEFAULT_BMC_DEPTH, DEFAULT_BMC_PROPERTIES, PARTS, Plan, render, run, violations_found
+from hwm.proofs.symbolic import ALWAYS_CHECKED
+from hwm.model.state import Config
 from hwm.params import ProtocolParam
-from properties.protocol import resolve
+from hwm.properties.protocol import resolve
 
 EXIT_OK, EXIT_FAILED = 0, 1
 

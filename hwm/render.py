@@ -6,7 +6,7 @@ import sys
 import time
 from typing import Iterable, Sequence
 
-from properties.snapshot import LEADER, server_name
+from hwm.properties.snapshot import LEADER, server_name
 
 
 def cell(server) -> str:

@@ -35,8 +35,8 @@ import time
 from dataclasses import dataclass
 from typing import Iterable, Mapping
 
-from impl import codec
-from impl import messages as m
+from hwm.impl import codec
+from hwm.impl import messages as m
 
 __all__ = [
     "Client",

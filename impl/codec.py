@@ -34,7 +34,7 @@ from __future__ import annotations
 import struct
 from typing import Iterator
 
-from impl import messages as m
+from hwm.impl import messages as m
 
 VERSION = 2
 # What each earlier version lacks, for the error that refuses its frames.

@@ -30,14 +30,14 @@ import os
 from dataclasses import dataclass
 from typing import Mapping
 
-from impl import codec
-from impl import messages as m
-from impl.client import Address, format_address
-from impl.kafka import Controller
-from impl.runtime import MAX_CONNECTIONS, DataDirectoryBusy, NodeError, _PeerLink, _reason
-from impl.storage import DataDirectoryInUse, lock_directory
-from impl.wal import fsync_directory
-from properties.protocol import Protocol
+from hwm.impl import codec
+from hwm.impl import messages as m
+from hwm.impl.client import Address, format_address
+from hwm.impl.kafka import Controller
+from hwm.impl.runtime import MAX_CONNECTIONS, DataDirectoryBusy, NodeError, _PeerLink, _reason
+from hwm.impl.storage import DataDirectoryInUse, lock_directory
+from hwm.impl.wal import fsync_directory
+from hwm.properties.protocol import Protocol
 
 __all__ = ["ControllerConfig", "ControllerNode", "PARTITION_STATE_FILE"]
 

@@ -22,7 +22,7 @@ import zlib
 from dataclasses import dataclass
 from typing import Callable, Iterable, NamedTuple, Protocol as TypingProtocol, Sequence
 
-from impl.messages import (
+from hwm.impl.messages import (
     AppendReply,
     AppendRequest,
     HwmQuery,
@@ -34,9 +34,9 @@ from impl.messages import (
     check_server_id,
     sender,
 )
-from properties.protocol import Protocol
-from properties.quorum import majority, quorum_index
-from properties.snapshot import FOLLOWER, LEADER, ServerSnapshot
+from hwm.properties.protocol import Protocol
+from hwm.properties.quorum import majority, quorum_index
+from hwm.properties.snapshot import FOLLOWER, LEADER, ServerSnapshot
 
 CANDIDATE = "candidate"
 # How a leader finds where a follower's log agrees with its own: "probe" (next-index probing with
@@ -186,7 +186,7 @@ class Replica:
             raise TypeError(f"protocol: expected a properties.protocol.Protocol, got {type(protocol).__name__}")
         if protocol.system not in self.systems:
             system = protocol.system
-            runner = {"raft": "impl.core.Replica", "zab": "impl.zab.ZabReplica", "kafka": "impl.kafka.KafkaReplica"}
+            runner = {"raft": "hwm.impl.core.Replica", "zab": "hwm.impl.zab.ZabReplica", "kafka": "hwm.impl.kafka.KafkaReplica"}
             other = f"{runner[system]} runs {system}" if system in runner else f"{system} is model-only for now"
             raise ValueError(f"protocol: {type(self).__name__} runs {' and '.join(self.systems)}; {other}")
         low, high = election_ticks

@@ -119,3 +119,26 @@ def make_directories(fs: FileSystem, path: str) -> None:
     fs.makedirs(missing[0])
     for created in reversed(missing):
         fs.fsync_directory(os.path.dirname(created))
+
+
+def replace_file(fs: FileSystem, path: str, data: bytes) -> None:
+    """Atomically replace the small file `path` with `data`, durably when it returns: a temporary
+    file, fsync, rename, fsync the directory. A failure leaves the old file as it was."""
+    temporary = path + ".tmp"
+    fd = fs.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+    try:
+        try:
+            view = memoryview(data)
+            while view:
+                view = view[fs.write(fd, view) :]
+            fs.fsync(fd)
+        finally:
+            fs.close(fd)
+    except OSError:
+        try:
+            fs.unlink(temporary)  # give back the space; the old file is untouched
+        except OSError:
+            pass
+        raise
+    fs.replace(temporary, path)
+    fs.fsync_directory(os.path.dirname(os.path.abspath(path)))

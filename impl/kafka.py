@@ -43,8 +43,8 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Callable, Iterable, Sequence
 
-from impl.core import LEADER, FOLLOWER, DurableLike, NotLeader, Ready, Replica, ReplicaError
-from impl.messages import (
+from hwm.impl.core import LEADER, FOLLOWER, DurableLike, NotLeader, Ready, Replica, ReplicaError
+from hwm.impl.messages import (
     FENCED_LEADER_EPOCH,
     KAFKA_ERRORS,
     KAFKA_NONE,
@@ -62,10 +62,10 @@ from impl.messages import (
     OffsetsForLeaderEpochReply,
     UpdateMetadata,
 )
-from impl.storage import Durable
-from properties.protocol import Protocol
-from properties.quorum import majority
-from properties.snapshot import ServerSnapshot
+from hwm.impl.storage import Durable
+from hwm.properties.protocol import Protocol
+from hwm.properties.quorum import majority
+from hwm.properties.snapshot import ServerSnapshot
 
 __all__ = ["CONTROLLER", "Controller", "KafkaReplica", "LeaderEpochCache", "down_snapshot"]
 

@@ -49,13 +49,13 @@ from collections import Counter, deque
 from dataclasses import dataclass
 from typing import Callable, Mapping
 
-from impl import codec
-from impl import messages as m
-from impl.client import Address, format_address
-from impl.core import Entry, NotCommitted, Replica, ReplicaError, persist
-from impl.sessions import DEFAULT_MAX_SESSIONS, REGISTRATION, Sessions
-from impl.storage import DataDirectoryInUse, DiskStorage, StorageError
-from properties.protocol import RAFT, Protocol
+from hwm.impl import codec
+from hwm.impl import messages as m
+from hwm.impl.client import Address, format_address
+from hwm.impl.core import Entry, NotCommitted, Replica, ReplicaError, persist
+from hwm.impl.sessions import DEFAULT_MAX_SESSIONS, REGISTRATION, Sessions
+from hwm.impl.storage import DataDirectoryInUse, DiskStorage, StorageError
+from hwm.properties.protocol import RAFT, Protocol
 
 __all__ = ["DataDirectoryBusy", "Node", "NodeConfig", "NodeError", "run_node"]
 
@@ -347,7 +347,7 @@ def _sender(message: m.PeerMessage | m.KafkaMessage) -> str:
     if field == "":
         return m.sender(message)
     if field is None:
-        from impl.kafka import CONTROLLER
+        from hwm.impl.kafka import CONTROLLER
 
         return CONTROLLER
     return getattr(message, field)
@@ -396,14 +396,14 @@ class Node:
         self._replica_class, self._persist = Replica, persist
         if config.protocol.system == "zab":
             # ZAB's replica, and its currentEpoch file next to the log (impl/zab.py).
-            from impl import zab
+            from hwm.impl import zab
 
             self.storage = zab.EpochStorage(self.storage, config.data_dir)
             self._replica_class, self._persist = zab.ZabReplica, zab.persist
         self._replica_options: dict = {}
         if config.protocol.system == "kafka":
             # Kafka's broker: the controller elects; time drives the fetcher and the ISR (impl/kafka.py).
-            from impl.kafka import KafkaReplica
+            from hwm.impl.kafka import KafkaReplica
 
             self._replica_class = KafkaReplica
             self._replica_options = {"replica_lag_ticks": config.replica_lag_ticks}
@@ -476,7 +476,7 @@ class Node:
                  self.replica.hwm, _protocol_name(config.protocol))
         links = dict(config.peers)
         if config.controller is not None:
-            from impl.kafka import CONTROLLER
+            from hwm.impl.kafka import CONTROLLER
 
             links[CONTROLLER] = config.controller
         for peer, address in links.items():
@@ -887,7 +887,7 @@ class Node:
 
 
 def _protocol_name(protocol: Protocol) -> str:
-    from properties.protocol import PRESETS
+    from hwm.properties.protocol import PRESETS
     for name, preset in PRESETS.items():
         if preset.protocol == protocol:
             return name

@@ -32,8 +32,8 @@ import zlib
 from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
 
-from impl.fs import OS_FILESYSTEM, FileSystem, make_directories
-from impl.wal import (
+from hwm.impl.fs import OS_FILESYSTEM, FileSystem, make_directories, replace_file
+from hwm.impl.wal import (
     DEFAULT_SEGMENT_BYTES,
     CorruptLogError,
     StorageError,
@@ -185,24 +185,7 @@ def write_metadata(path: str, metadata: Metadata, fs: FileSystem = OS_FILESYSTEM
     fields = {"format": METADATA_FORMAT, "generation": metadata.generation, "vote": metadata.vote, "hwm": metadata.hwm}
     document = dict(fields, crc32=_metadata_crc(fields))
     data = (json.dumps(document, sort_keys=True) + "\n").encode()
-    temporary = path + ".tmp"
-    fd = fs.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
-    try:
-        try:
-            view = memoryview(data)
-            while view:
-                view = view[fs.write(fd, view) :]
-            fs.fsync(fd)
-        finally:
-            fs.close(fd)
-    except OSError:
-        try:
-            fs.unlink(temporary)  # give back the space; the old file is untouched
-        except OSError:
-            pass
-        raise
-    fs.replace(temporary, path)
-    fs.fsync_directory(os.path.dirname(os.path.abspath(path)))
+    replace_file(fs, path, data)
 
 
 class DiskStorage:

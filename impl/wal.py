@@ -70,7 +70,7 @@ from collections import OrderedDict
 from dataclasses import dataclass
 from typing import Iterable, Sequence
 
-from impl.fs import OS_FILESYSTEM, FileSystem, make_directories
+from hwm.impl.fs import OS_FILESYSTEM, FileSystem, make_directories
 
 __all__ = [
     "CorruptLogError",

@@ -33,9 +33,9 @@ import os
 from dataclasses import dataclass, fields
 from typing import Callable
 
-from impl.core import LEADER, NotLeader, Ready, Replica, ReplicaError
-from impl.core import persist as persist_log
-from impl.messages import (
+from hwm.impl.core import LEADER, NotLeader, Ready, Replica, ReplicaError
+from hwm.impl.core import persist as persist_log
+from hwm.impl.messages import (
     AppendReply,
     AppendRequest,
     HwmQuery,
@@ -47,9 +47,10 @@ from impl.messages import (
     VoteRequest,
     ZabVoteRequest,
 )
-from impl.storage import Durable
-from impl.wal import StorageError, fsync_directory
-from properties.quorum import majority, quorum_index
+from hwm.impl.storage import Durable
+from hwm.impl.fs import OS_FILESYSTEM, replace_file
+from hwm.impl.wal import StorageError
+from hwm.properties.quorum import majority, quorum_index
 
 __all__ = ["CURRENT_EPOCH_FILE", "EpochStorage", "NotEstablished", "ZabDurable", "ZabReady", "ZabReplica",
            "persist"]
@@ -95,6 +96,8 @@ class EpochStorage:
     def __init__(self, inner, directory: str | os.PathLike[str] | None = None):
         self.inner = inner
         self._path = os.path.join(directory, CURRENT_EPOCH_FILE) if directory is not None else None
+        # The wrapped storage's file system: the OS's, or a simulated disk that can fault this file too.
+        self._fs = getattr(inner, "fs", OS_FILESYSTEM)
         self._epoch: int | None = None
 
     def __getattr__(self, name):
@@ -109,8 +112,7 @@ class EpochStorage:
         if self._path is None:
             return self._epoch
         try:
-            with open(self._path, encoding="ascii") as file:
-                text = file.read()
+            text = self._fs.read_file(self._path).decode("ascii", errors="replace")
         except FileNotFoundError:
             return None
         if not text.strip().isdigit():
@@ -124,15 +126,7 @@ class EpochStorage:
         self._epoch = epoch
         if self._path is None:
             return
-        temporary = self._path + ".tmp"
-        fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
-        try:
-            os.write(fd, f"{epoch}\n".encode("ascii"))
-            os.fsync(fd)
-        finally:
-            os.close(fd)
-        os.replace(temporary, self._path)
-        fsync_directory(os.path.dirname(os.path.abspath(self._path)))
+        replace_file(self._fs, self._path, f"{epoch}\n".encode("ascii"))
 
 
 def persist(ready: Ready, storage) -> None:

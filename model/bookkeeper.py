@@ -39,14 +39,15 @@ from __future__ import annotations
 
 from typing import Iterator, NamedTuple
 
-from model.actions import Action, BoundHit, Model
-from model.encoding import _reads, _server_bytes, canonical, encode, fingerprint_bytes
-from model.state import FOLLOWER, LEADER, Config, Server
-from model.zab import read_entries, read_server
-from properties.acked import WITH_ACKED
-from properties.protocol import Protocol
-from properties.quorum import majority, quorum_index
-from properties.snapshot import describe_server, server_name
+from hwm.model.actions import Action, BoundHit
+from hwm.model.raft import RaftModel
+from hwm.model.encoding import _reads, _server_bytes, canonical, encode, fingerprint_bytes
+from hwm.model.state import FOLLOWER, LEADER, Config, Server
+from hwm.model.zab import read_entries, read_server
+from hwm.properties.acked import WITH_ACKED
+from hwm.properties.protocol import Protocol
+from hwm.properties.quorum import majority, quorum_index
+from hwm.properties.snapshot import describe_server, server_name
 
 WRITER_GENERATION = 1
 RECOVERY_GENERATION = 2
@@ -91,7 +92,7 @@ def _bits(mask: int) -> int:
     return bin(mask).count("1")
 
 
-class BookKeeperModel(Model):
+class BookKeeperModel(RaftModel):
     """The BookKeeper model. The raft family's flags do not apply (they keep their defaults)."""
 
     properties = WITH_ACKED

@@ -13,7 +13,7 @@ from __future__ import annotations
 from hashlib import blake2b
 from itertools import permutations, product
 
-from model.state import APPEND, FOLLOWER, LEADER, Server, State
+from hwm.model.state import APPEND, FOLLOWER, LEADER, Server, State
 
 _ROLE_CODE = {FOLLOWER: 0, LEADER: 1}
 _ROLES = (FOLLOWER, LEADER)

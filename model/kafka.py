@@ -44,13 +44,13 @@ from __future__ import annotations
 from itertools import combinations
 from typing import Iterator, NamedTuple
 
-from model.actions import Action, BoundHit, ServerActions, leader_refusal, pair_refusal
-from model.encoding import _reads, canonical, fingerprint_bytes
-from model.state import FOLLOWER, LEADER, Config
-from properties.acked import KAFKA_PROPERTIES
-from properties.protocol import Protocol
-from properties.quorum import majority
-from properties.snapshot import describe_server, server_name
+from hwm.model.actions import Action, BoundHit, Model, leader_refusal, pair_refusal
+from hwm.model.encoding import _reads, canonical, fingerprint_bytes
+from hwm.model.state import FOLLOWER, LEADER, Config
+from hwm.properties.acked import KAFKA_PROPERTIES
+from hwm.properties.protocol import Protocol
+from hwm.properties.quorum import majority
+from hwm.properties.snapshot import describe_server, server_name
 
 NO_LEADER = 0  # `KafkaServer.leader` when a replica knows no leader
 
@@ -222,7 +222,7 @@ def decode(data: bytes) -> KafkaState:
 
 
 # ---------------------------------------------------------------------- model
-class KafkaModel(ServerActions):
+class KafkaModel(Model):
     """The explicit-state model of Kafka's replication under one protocol and configuration."""
 
     ACTIONS = ("elect", "write", "replicate", "shrink_isr", "read", "crash", "restart", "leader_and_isr")

@@ -5,8 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass, fields
 from typing import Any, NamedTuple
 
-from properties.snapshot import FOLLOWER, LEADER, describe_server, server_name
-from properties.trace import CONFIG_KEYS, full_config
+from hwm.properties.snapshot import FOLLOWER, LEADER, describe_server, server_name
+from hwm.properties.trace import CONFIG_KEYS, full_config
 
 __all__ = ["Config", "Server", "State", "LEADER", "FOLLOWER", "APPEND", "REPLY"]
 

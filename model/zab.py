@@ -33,13 +33,14 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Iterator, NamedTuple
 
-from model.actions import Action, BoundHit, Model, pair_refusal
-from model.encoding import _reads, _server_bytes, canonical, encode, fingerprint_bytes
-from model.state import FOLLOWER, LEADER, Config, Server, State
-from properties.acked import WITH_ACKED
-from properties.protocol import Protocol
-from properties.quorum import quorum_index
-from properties.snapshot import describe_server, server_name
+from hwm.model.actions import Action, BoundHit
+from hwm.model.raft import RaftModel, pair_refusal
+from hwm.model.encoding import _reads, _server_bytes, canonical, encode, fingerprint_bytes
+from hwm.model.state import FOLLOWER, LEADER, Config, Server, State
+from hwm.properties.acked import WITH_ACKED
+from hwm.properties.protocol import Protocol
+from hwm.properties.quorum import quorum_index
+from hwm.properties.snapshot import describe_server, server_name
 
 
 def read_server(it) -> Server:
@@ -105,7 +106,7 @@ def _popcount(mask: int) -> int:
     return bin(mask & (_ESTABLISHED - 1)).count("1")
 
 
-class ZabModel(Model):
+class ZabModel(RaftModel):
     """The ZAB model. Raft-family flags keep their meaning; `commit` only ever sees entries of
     the leader's own generation above the established history, so it changes nothing here."""
 
@@ -119,7 +120,7 @@ class ZabModel(Model):
         super().__init__(protocol, config)
         self.ack_before_persist = protocol.zab_ack_before_persist
         # The raft model's election guard with no up-to-date rule: ZAB applies its own.
-        self._without_election_rule = Model(replace(protocol, system="raft", zab_ack_before_persist=False,
+        self._without_election_rule = RaftModel(replace(protocol, system="raft", zab_ack_before_persist=False,
                                                     election="any"), config)
         self._effects.update(sync=self.effect_sync, persist=self.effect_persist)
 
@@ -209,7 +210,7 @@ class ZabModel(Model):
         if self.protocol.election != "longest-log":
             return super().guard_elect(s, c, voters)
         # The raft model's checks without its up-to-date rule, then ZAB's.
-        reason = Model.guard_elect(self._without_election_rule, s, c, voters)
+        reason = RaftModel.guard_elect(self._without_election_rule, s, c, voters)
         if reason is not None or c not in voters:
             return reason
         mine = self.freshness(s, c)

@@ -13,9 +13,9 @@ which a crash or a new leader may forget; `acked` remembers.
 
 from __future__ import annotations
 
-from properties.catalogue import CATALOGUE, Finding, Property
-from properties.quorum import majority
-from properties.snapshot import LEADER, ClusterView, server_name
+from hwm.properties.catalogue import CATALOGUE, Finding, Property
+from hwm.properties.quorum import majority
+from hwm.properties.snapshot import LEADER, ClusterView, server_name
 
 
 def acknowledged(view: ClusterView) -> frozenset:

@@ -15,8 +15,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Callable, Iterator, Optional
 
-from properties.quorum import majority
-from properties.snapshot import LEADER, ClusterView, ServerView, server_name
+from hwm.properties.quorum import majority
+from hwm.properties.snapshot import LEADER, ClusterView, ServerView, server_name
 
 Finding = Optional[str]
 

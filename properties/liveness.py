@@ -15,8 +15,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Callable, Hashable
 
-from properties.catalogue import Property
-from properties.snapshot import LEADER, ClusterView, server_name
+from hwm.properties.catalogue import Property
+from hwm.properties.snapshot import LEADER, ClusterView, server_name
 
 Obligations = dict[Hashable, str]
 

@@ -12,10 +12,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping
 
-from properties.acked import ALL_BY_NAME as BY_NAME
-from properties.liveness import LIVENESS_BY_NAME
-from properties.protocol import ProtocolError, resolve
-from properties.snapshot import server_position
+from hwm.properties.acked import ALL_BY_NAME as BY_NAME
+from hwm.properties.liveness import LIVENESS_BY_NAME
+from hwm.properties.protocol import ProtocolError, resolve
+from hwm.properties.snapshot import server_position
 
 FORMAT = "hwm-trace/1"
 EXPECTATIONS = ("violation", "holds", "blocked")

@@ -2,11 +2,11 @@
 
 from functools import cache
 
-from model.actions import build_model
-from model.checker import Report
-from model.engine import CheckOptions, check
-from model.state import Config
-from properties.protocol import PRESETS
+from hwm.model.registry import build_model
+from hwm.checker.report import Report
+from hwm.checker.engine import CheckOptions, check
+from hwm.model.state import Config
+from hwm.properties.protocol import PRESETS
 
 
 @cache

@@ -11,13 +11,13 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from hwm.check import save_counterexamples, trace_filename
-from hwm.replay import replay_on_model
-from model.actions import Model
-from model.encoding import canonical, decode
-from model.state import Config
-from properties.catalogue import BY_NAME
-from properties.trace import load
+from hwm.checker.traces import save_counterexamples, trace_filename
+from hwm.checker.replay import replay_on_model
+from hwm.model.actions import Model
+from hwm.model.encoding import canonical, decode
+from hwm.model.state import Config
+from hwm.properties.catalogue import BY_NAME
+from hwm.properties.trace import load
 
 # The case: kip101 at 3 servers, generation <= 2, symmetry on. The canonical
 # representatives of its violating states name other servers than the rebuilt traces.

@@ -10,7 +10,7 @@ A deep entry may name "successors": "fast" (the compiled backend) when the refer
 backend would take hours on it.
 """
 
-from model.state import Config
+from hwm.model.state import Config
 
 PINNED = {
     # Two servers: small enough for the simulation engine to cover every state.

@@ -17,7 +17,7 @@ import sys
 import numpy as np
 import pytest
 
-from model.fast import aot
+from hwm.checker.fast import aot
 from tests.pinned import PINNED, config_of
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -25,13 +25,13 @@ KEY = ("raft", 3, 4, 1, 1, "rpc", True)  # bench/tla/HwmRaftSym.cfg
 
 SEARCH = """
 import json, sys
-from model.engine import CheckOptions, check
-from model.actions import build_model
-from properties.protocol import PRESETS
+from hwm.checker.engine import CheckOptions, check
+from hwm.model.registry import build_model
+from hwm.properties.protocol import PRESETS
 from tests.pinned import config_of
 preset, config, symmetry = config_of({key!r})
 report = check(build_model(PRESETS[preset].protocol, config), CheckOptions(symmetry=symmetry, successors="fast"))
-from model.fast.aot import kernels
+from hwm.checker.fast.aot import kernels
 print(json.dumps({{"states": report.states, "transitions": report.transitions, "origin": kernels().origin,
                   "numba": "numba" in sys.modules}}))
 """
@@ -85,9 +85,9 @@ def test_the_modules_name_follows_the_kernel_sources(tmp_path, monkeypatch):
 
 
 def test_a_failed_build_runs_numbas_jit_and_says_so(tmp_path, monkeypatch, capsys):
-    from model.engine import CheckOptions, check
-    from model.actions import build_model
-    from properties.protocol import PRESETS
+    from hwm.checker.engine import CheckOptions, check
+    from hwm.model.registry import build_model
+    from hwm.properties.protocol import PRESETS
 
     monkeypatch.setenv("HWM_CACHE_DIR", str(tmp_path))
     monkeypatch.setattr(aot.sys, "executable", "/bin/false")  # the build's child fails at once

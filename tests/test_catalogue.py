@@ -6,14 +6,15 @@ import re
 import pytest
 from click.testing import CliRunner
 
-from counterexamples.build import CATALOGUE, HERE, KAFKA, preset_of_entry
-from hwm.check import trace_for
+from hwm.counterexamples.build import CATALOGUE, HERE, KAFKA, preset_of_entry
+from hwm.checker.traces import trace_for
 from hwm.cli import main
-from hwm.replay import judge, replay_on_impl, replay_on_model
-from model.state import Config
-from properties.protocol import MODEL_ONLY_SYSTEMS, PRESETS, model_only, resolve
-from properties.snapshot import snapshot_of
-from properties.trace import TraceError, load
+from hwm.checker.replay import judge, replay_on_model
+from hwm.bridge.replay import replay_on_impl
+from hwm.model.state import Config
+from hwm.properties.protocol import MODEL_ONLY_SYSTEMS, PRESETS, model_only, resolve
+from hwm.properties.snapshot import snapshot_of
+from hwm.properties.trace import TraceError, load
 from tests.explored import explore
 
 FILES = sorted(HERE.glob("*.json"))

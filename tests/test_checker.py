@@ -7,13 +7,15 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from model.actions import Model, build_model
-from model.checker import bfs, reconstruct
-from model.encoding import canonical, decode, encode, fingerprint
-from model.simulation import simulate
-from model.state import Config, State, initial_state
-from properties.protocol import PRESETS
-from properties.quorum import majority, quorum_index
+from hwm.model.actions import Model
+from hwm.model.raft import RaftModel
+from hwm.model.registry import build_model
+from hwm.checker.report import bfs, reconstruct
+from hwm.model.encoding import canonical, decode, encode, fingerprint
+from hwm.checker.simulation import simulate
+from hwm.model.state import Config, State, initial_state
+from hwm.properties.protocol import PRESETS
+from hwm.properties.quorum import majority, quorum_index
 from tests.explored import explore
 from tests.pinned import PINNED, check_against_pins, config_of
 
@@ -42,9 +44,9 @@ def permuted(state: State, order) -> State:
 
 
 MODELS = [
-    Model(PRESETS["seed"].protocol, Config(max_log=2)),
-    Model(PRESETS["raft"].protocol, Config(servers=4, max_log=2)),
-    Model(PRESETS["raft-generation-mismatch"].protocol, Config(network="async", max_log=2, channel_capacity=2)),
+    RaftModel(PRESETS["seed"].protocol, Config(max_log=2)),
+    RaftModel(PRESETS["raft"].protocol, Config(servers=4, max_log=2)),
+    RaftModel(PRESETS["raft-generation-mismatch"].protocol, Config(network="async", max_log=2, channel_capacity=2)),
 ]
 
 
@@ -141,7 +143,7 @@ def test_breadth_first_traces_are_shortest():
     # Any violation of ReadNeverTruncated needs at least: an election, a write, a replicate,
     # a read, then something that removes the entry. BFS must not find fewer steps than a
     # search bounded one step lower can.
-    model = Model(PRESETS["raft-truncate-to-own-hwm"].protocol, Config())
+    model = RaftModel(PRESETS["raft-truncate-to-own-hwm"].protocol, Config())
     full = bfs(model, "x")
     length = full.results["ReadNeverTruncated"].length
     shallower = bfs(model, "x", max_depth=length - 1)
@@ -151,7 +153,7 @@ def test_breadth_first_traces_are_shortest():
 
 
 def test_reconstruct_rejects_a_chain_with_a_foreign_fingerprint():
-    model = Model(PRESETS["raft"].protocol, Config())
+    model = RaftModel(PRESETS["raft"].protocol, Config())
     with pytest.raises(RuntimeError, match="no successor"):
         reconstruct(model, [fingerprint(initial_state(model.config)), 12345], True)
 

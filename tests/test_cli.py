@@ -5,14 +5,14 @@ import json
 import pytest
 from click.testing import CliRunner
 
-from hwm.check import tour_config, witness_needs
+from hwm.checker.verdict import tour_config, witness_needs
 from hwm.cli import main
-from model.actions import build_model
-from model.checker import bfs
-from model.state import Config
-from properties.catalogue import CATALOGUE, SOMETIMES
-from properties.protocol import PRESETS
-from properties.trace import load
+from hwm.model.registry import build_model
+from hwm.checker.report import bfs
+from hwm.model.state import Config
+from hwm.properties.catalogue import CATALOGUE, SOMETIMES
+from hwm.properties.protocol import PRESETS
+from hwm.properties.trace import load
 from tests.pinned import PINNED
 
 
@@ -39,11 +39,12 @@ def test_tour_matches_the_catalogue_and_saves_every_shortest_counterexample(tmp_
 def test_tour_reports_a_preset_that_misbehaves(monkeypatch, tmp_path):
     # A catalogue that wrongly calls a broken preset safe must make the tour fail.
     from dataclasses import replace
-    import properties.protocol as protocol
+    import hwm.properties.protocol as protocol
     # Two presets are enough to show it (the whole tour runs in the test above).
     broken = {name: protocol.PRESETS[name] for name in ("raft", "kip101")}
     broken["kip101"] = replace(broken["kip101"], broken=False, breaks=frozenset())
-    monkeypatch.setattr("hwm.check.PRESETS", broken)
+    for module in ("hwm.checker.run", "hwm.checker.verdict", "hwm.check"):
+        monkeypatch.setattr(f"{module}.PRESETS", broken)
     monkeypatch.setattr("hwm.cli.PRESETS", broken)
     code, out = hwm("check", "--jobs", 1, "--save", tmp_path)
     assert code == 1
@@ -91,7 +92,7 @@ def test_a_possible_witness_left_unreached_fails_the_check(monkeypatch):
     from dataclasses import replace
     planted = tuple(replace(p, check=lambda before, after: None) if p.name == "CrashAndRejoin" else p
                     for p in CATALOGUE)
-    monkeypatch.setattr("hwm.check.bfs", lambda *args, **kwargs: bfs(*args, properties=planted, **kwargs))
+    monkeypatch.setattr("hwm.checker.run.bfs", lambda *args, **kwargs: bfs(*args, properties=planted, **kwargs))
     code, out = hwm("check", "--protocol", "raft")
     assert code == 1, out
     assert "CrashAndRejoin               UNREACHED" in out

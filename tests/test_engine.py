@@ -16,12 +16,13 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from model.actions import Model, build_model
-from model.backend import BackendUnavailable, ReferenceBackend, make_backend
-from model.checker import bfs
-from model.engine import CheckOptions, PropertyTracker, Sampler, Search, VisitedSet, Visitor, check
-from model.state import Config
-from properties.protocol import PRESETS
+from hwm.model.actions import Model
+from hwm.model.registry import build_model
+from hwm.checker.backend import BackendUnavailable, ReferenceBackend, make_backend
+from hwm.checker.report import bfs
+from hwm.checker.engine import CheckOptions, PropertyTracker, Sampler, Search, VisitedSet, Visitor, check
+from hwm.model.state import Config
+from hwm.properties.protocol import PRESETS
 from tests.explored import explore
 from tests.pinned import PINNED, check_against_pins, config_of
 
@@ -32,8 +33,8 @@ FAST_PINS = [key for key, expected in PINNED.items() if not expected.get("deep")
 WORKER_PINS = [pytest.param(key, marks=pytest.mark.deep) if PINNED[key]["states"] > 3_000 else key
                for key in FAST_PINS]
 # The fast backend is tested wherever it is installed; then every pin must have a fast path.
-BACKENDS = ["reference"] + (["fast"] if importlib.util.find_spec("model.fast") is not None else [])
-NOT_COMPILED = importlib.import_module("model.fast").NOT_COMPILED if "fast" in BACKENDS else {}
+BACKENDS = ["reference"] + (["fast"] if importlib.util.find_spec("hwm.checker.fast") is not None else [])
+NOT_COMPILED = importlib.import_module("hwm.checker.fast").NOT_COMPILED if "fast" in BACKENDS else {}
 
 
 def outcome(report) -> dict:
@@ -252,9 +253,9 @@ def test_cli_workers():
 
 
 def test_unavailable_backend_says_why(monkeypatch):
-    from model import backend
+    from hwm.checker import backend
 
-    monkeypatch.setitem(backend.BACKENDS, "fast", "model.no_such_module:FastBackend")
+    monkeypatch.setitem(backend.BACKENDS, "fast", "hwm.model.no_such_module:FastBackend")
     model, _, _ = model_of(("raft", 2, 2, 1, 1, "rpc", True))
     with pytest.raises(BackendUnavailable, match="fast successor backend cannot be loaded"):
         make_backend("fast", model, True)

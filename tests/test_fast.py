@@ -19,17 +19,19 @@ from dataclasses import fields, replace
 import numpy as np
 import pytest
 
-from model.actions import Model, build_model
-from model.backend import BackendUnavailable, make_backend
-from model.fast import KNOWN_FLAGS, NOT_COMPILED, FastBackend, compile_seconds, unsupported
-from model.fast.blake2b import blake2b64_of
-from model.fast.checks import compiled_code
-from model.fast.properties import state_found, step_found
-from model.state import FOLLOWER, LEADER, Config, Server, State
-from model.bookkeeper import BookKeeperState
-from model.kafka import KafkaServer, KafkaState
-from model.zab import ZabState
-from properties.protocol import FLAG_SYSTEMS, FLAG_VALUES, PRESETS, RAFT, ZAB, BOOKKEEPER, KAFKA, Protocol, flags_of
+from hwm.model.actions import Model
+from hwm.model.raft import RaftModel
+from hwm.model.registry import build_model
+from hwm.checker.backend import BackendUnavailable, make_backend
+from hwm.checker.fast import KNOWN_FLAGS, NOT_COMPILED, FastBackend, compile_seconds, unsupported
+from hwm.checker.fast.blake2b import blake2b64_of
+from hwm.checker.fast.checks import compiled_code
+from hwm.checker.fast.properties import state_found, step_found
+from hwm.model.state import FOLLOWER, LEADER, Config, Server, State
+from hwm.model.bookkeeper import BookKeeperState
+from hwm.model.kafka import KafkaServer, KafkaState
+from hwm.model.zab import ZabState
+from hwm.properties.protocol import FLAG_SYSTEMS, FLAG_VALUES, PRESETS, RAFT, ZAB, BOOKKEEPER, KAFKA, Protocol, flags_of
 
 RPC = Config(servers=3, max_generation=3, max_log=2, max_crashes=1, network="rpc")
 ASYNC = Config(servers=3, max_generation=2, max_log=1, max_crashes=1, network="async", channel_capacity=2)
@@ -214,7 +216,7 @@ def compiled_agree(model, presets, extend=lambda rng, config, state: state) -> d
 def test_compiled_properties_equal_the_catalogue():
     """On random snapshots and steps, and on reachable steps of broken presets: each property found
     exactly where the Python one is, and every property found somewhere (no vacuous agreement)."""
-    found = compiled_agree(Model(RAFT, RPC), ("seed", "kip101", "raft-any-generation-commit", "raft-noop"))
+    found = compiled_agree(RaftModel(RAFT, RPC), ("seed", "kip101", "raft-any-generation-commit", "raft-noop"))
     assert found and all(found.values()), found
 
 
@@ -241,7 +243,7 @@ def test_compiled_properties_equal_the_catalogue_on_kafka():
 
 def test_kafka_truncation_rules_are_the_kernels():
     """The follower_truncation values the backend accepts are the ones the kernels implement, by name."""
-    from model.fast.kernels import TRUNCATIONS
+    from hwm.checker.fast.kernels import TRUNCATIONS
 
     assert KNOWN_FLAGS["follower_truncation"] == TRUNCATIONS
 
@@ -285,9 +287,9 @@ def test_unknown_models_and_flags_are_refused_by_name():
         pass
 
     with pytest.raises(BackendUnavailable,
-                       match="compiles Model, ZabModel, BookKeeperModel and KafkaModel only, not Product"):
+                       match="compiles RaftModel, ZabModel, BookKeeperModel and KafkaModel only, not Product"):
         make_backend("fast", Product(RAFT, RPC), True)
-    assert FastBackend(Model(RAFT, RPC), True).name == "fast"
+    assert FastBackend(RaftModel(RAFT, RPC), True).name == "fast"
     # BookKeeper's writer and recovery client are servers of its rows (permuted under symmetry).
     assert unsupported(build_model(BOOKKEEPER, replace(RPC, servers=6))) == \
         "the fast backend handles up to 5 bookies, not 6"
@@ -296,7 +298,7 @@ def test_unknown_models_and_flags_are_refused_by_name():
 
 
 def test_batches_round_trip_through_bytes_and_takes():
-    model = Model(PRESETS["kip101"].protocol, ASYNC)
+    model = RaftModel(PRESETS["kip101"].protocol, ASYNC)
     backend = FastBackend(model, True)
     states = reachable(model, 50, seed=5)
     batch = backend.batch_of(states)
@@ -310,9 +312,9 @@ def test_batches_round_trip_through_bytes_and_takes():
 
 def test_limits_and_workers_give_the_reference_report():
     """State and depth limits cut the search at the same state; forked workers run the kernels too."""
-    from model.engine import CheckOptions, check
+    from hwm.checker.engine import CheckOptions, check
 
-    model = Model(PRESETS["kip101"].protocol, Config(3, 3, 1, 1, "rpc"))
+    model = RaftModel(PRESETS["kip101"].protocol, Config(3, 3, 1, 1, "rpc"))
 
     def outcome(**options):
         data = check(model, CheckOptions(**options), name="kip101").to_json()
@@ -326,10 +328,10 @@ def test_limits_and_workers_give_the_reference_report():
 
 
 _COMPILE_ONCE = """
-from model.actions import build_model
-from model.fast import FastBackend, compile_seconds
-from model.state import Config
-from properties.protocol import PRESETS
+from hwm.model.registry import build_model
+from hwm.checker.fast import FastBackend, compile_seconds
+from hwm.model.state import Config
+from hwm.properties.protocol import PRESETS
 FastBackend(build_model(PRESETS["raft"].protocol, Config(servers=2, max_generation=1, max_log=1,
                                                          max_crashes=0)), True)
 print(compile_seconds()["expand"])

@@ -3,10 +3,10 @@ here, Spark in tests/spark/test_spark_findings.py)."""
 
 import pytest
 
-from model.actions import build_model
-from model.checker import bfs
-from model.simulation import simulate
-from properties.protocol import PRESETS
+from hwm.model.registry import build_model
+from hwm.checker.report import bfs
+from hwm.checker.simulation import simulate
+from hwm.properties.protocol import PRESETS
 from tests.findings import RENAMED, assert_findings_match_traces
 
 ENGINES = {

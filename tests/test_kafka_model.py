@@ -5,16 +5,17 @@ from dataclasses import replace
 
 import pytest
 
-from model.actions import BoundHit, build_model
-from model.kafka import (NO_LEADER, KafkaModel, KafkaServer, KafkaState, diverged_at, end_offset_for,
+from hwm.model.actions import BoundHit
+from hwm.model.registry import build_model
+from hwm.model.kafka import (NO_LEADER, KafkaModel, KafkaServer, KafkaState, diverged_at, end_offset_for,
                          end_offset_kip101, epoch_cache, truncation_offset)
-from model.state import FOLLOWER, LEADER, Config
-from properties.catalogue import BY_NAME, CATALOGUE
-from properties.protocol import (FLAG_VALUES, KAFKA, PRESETS, RAFT, Protocol, ProtocolError, flags_of,
+from hwm.model.state import FOLLOWER, LEADER, Config
+from hwm.properties.catalogue import BY_NAME, CATALOGUE
+from hwm.properties.protocol import (FLAG_VALUES, KAFKA, PRESETS, RAFT, Protocol, ProtocolError, flags_of,
                                  presets_of)
-from counterexamples.build import HERE
-from hwm.replay import replay_on_model
-from properties.trace import load
+from hwm.counterexamples.build import HERE
+from hwm.checker.replay import replay_on_model
+from hwm.properties.trace import load
 from tests.explored import explore
 
 RULES = ("own-hwm", "leader-epoch", "leader-epoch-kip279", "fenced")
@@ -314,8 +315,8 @@ FIRST_TRY = {"preset": "kafka", "flags": {"follower_truncation": "last-fetched-e
 
 
 def _first_try(config):
-    from model.engine import CheckOptions, check
-    from properties.protocol import resolve
+    from hwm.checker.engine import CheckOptions, check
+    from hwm.properties.protocol import resolve
     return check(build_model(resolve(FIRST_TRY)[1], config), CheckOptions(symmetry=True), name="first-try")
 
 
@@ -437,7 +438,7 @@ def test_state_bytes_decode_to_the_same_state():
 
 
 def test_the_tour_lowers_only_kafkas_generation_and_only_at_the_default_bounds():
-    from hwm.check import DEFAULT_CONFIG, tour_config
+    from hwm.checker.verdict import DEFAULT_CONFIG, tour_config
     assert tour_config("kafka", DEFAULT_CONFIG) == replace(DEFAULT_CONFIG, max_generation=3)
     assert tour_config("raft", DEFAULT_CONFIG) == DEFAULT_CONFIG
     mine = replace(DEFAULT_CONFIG, max_generation=4, max_log=2)
@@ -445,8 +446,8 @@ def test_the_tour_lowers_only_kafkas_generation_and_only_at_the_default_bounds()
 
 
 def test_the_raft_replica_refuses_a_kafka_protocol():
-    from impl.core import Replica
-    from impl.storage import MemoryStorage
+    from hwm.impl.core import Replica
+    from hwm.impl.storage import MemoryStorage
     with pytest.raises(ValueError, match="KafkaReplica runs kafka"):
         Replica("S1", ["S2", "S3"], KAFKA, MemoryStorage())
 
@@ -463,8 +464,8 @@ def test_the_hwm_covering_the_leaders_own_entry_acknowledges_it():
 
 
 def test_acknowledged_write_kept_and_its_witness():
-    from properties.acked import ACKED_LEADERS as kept, ALL_BY_NAME
-    from model.actions import Model
+    from hwm.properties.acked import ACKED_LEADERS as kept, ALL_BY_NAME
+    from hwm.model.actions import Model
     witness = ALL_BY_NAME["WriteAcknowledged"]
     before = cluster(replica(1, [1], hwm=1, alive=False), replica(1, [1], leader=1), replica(1, isr=False, leader=1))
     before = before._replace(acked=frozenset({(1, 1)}))
@@ -502,7 +503,7 @@ def test_a_late_leader_and_isr_request_makes_a_replica_follow_that_epoch():
 def test_the_safe_preset_holds_with_late_leader_and_isr_requests():
     # KIP-320's fix, the current leader epoch in every fetch, does not depend on when requests arrive:
     # at the first attempt's smallest bounds `kafka` with late requests holds.
-    from model.engine import CheckOptions, check
+    from hwm.checker.engine import CheckOptions, check
     config = Config(servers=3, max_generation=3, max_log=1, max_crashes=0)
     report = check(build_model(rule("fenced", late_leader_and_isr=True), config), CheckOptions(symmetry=True),
                    name="kafka+late")

@@ -6,15 +6,17 @@ import json
 import pytest
 from click.testing import CliRunner
 
-from counterexamples.build_liveness import CATALOGUE as LASSOS, HERE as LASSO_DIR
+from hwm.counterexamples.build_liveness import CATALOGUE as LASSOS, HERE as LASSO_DIR
 from hwm.cli import main
 from hwm.liveness_report import lasso_trace
-from hwm.replay import judge, replay_on_impl, replay_on_model
-from model.actions import Model, build_model
-from model.liveness import LivenessRefused, check_liveness, lasso_verdict
-from model.state import Config
-from properties.protocol import PRESETS
-from properties.trace import TraceError, load, parse
+from hwm.checker.replay import judge, replay_on_model
+from hwm.bridge.replay import replay_on_impl
+from hwm.model.actions import Model
+from hwm.model.registry import build_model
+from hwm.checker.liveness import LivenessRefused, check_liveness, lasso_verdict
+from hwm.model.state import Config
+from hwm.properties.protocol import PRESETS
+from hwm.properties.trace import TraceError, load, parse
 from tests.pinned import DEEP_LIVENESS, PINNED_LIVENESS
 
 def liveness_of(key, **options):
@@ -46,7 +48,7 @@ def assert_pinned(key, expected):
 
 
 def _prop(name):
-    from properties.liveness import LIVENESS_BY_NAME
+    from hwm.properties.liveness import LIVENESS_BY_NAME
     return LIVENESS_BY_NAME[name]
 
 
@@ -167,7 +169,7 @@ def test_loop_survives_a_save_and_load(tmp_path):
 
 @pytest.mark.parametrize("stem", LASSOS)
 def test_catalogue_lasso_replays_on_the_implementation(stem):
-    from properties.snapshot import snapshot_of
+    from hwm.properties.snapshot import snapshot_of
 
     trace = load(LASSO_DIR / f"{stem}.json")
     outcome, model = replay_on_impl(trace), replay_on_model(trace)
@@ -229,7 +231,7 @@ def _brute_force_shortest(model, prop_name, limit):
     """The fewest steps of any fair lasso violating the property, found by trying every walk
     (stem: any breadth-first shortest path; cycle: every walk of at most `limit` steps that
     keeps an obligation open), judged by `lasso_verdict` alone; None if none within `limit`."""
-    from model.liveness import StateGraph
+    from hwm.checker.liveness import StateGraph
 
     prop = _prop(prop_name)
     graph = StateGraph(model, 10_000)
@@ -278,7 +280,7 @@ def test_the_seed_lasso_is_shortest_by_brute_force():
 @pytest.mark.parametrize("key", [("kip101", 2, 2, 1, 1), ("raft", 3, 1, 1, 1), ("seed", 3, 2, 1, 1)],
                          ids=lambda k: "-".join(map(str, k)))
 def test_the_liveness_graph_is_the_local_engines_state_space_without_symmetry(key):
-    from model.checker import bfs
+    from hwm.checker.report import bfs
 
     model, report = liveness_of(key)
     local = bfs(model, key[0], symmetry=False)
@@ -297,8 +299,8 @@ def test_a_lasso_on_the_async_network_is_refused_naming_the_field():
 
 def test_the_liveness_graph_is_a_visitor_of_the_one_search():
     """State numbers and breadth-first parents are the engine's own (its visited set without symmetry)."""
-    from model.engine import CheckOptions, Search
-    from model.liveness import StateGraph
+    from hwm.checker.engine import CheckOptions, Search
+    from hwm.checker.liveness import StateGraph
 
     model = build_model(PRESETS["seed"].protocol, Config(2, 2, 1, 1))
     graph = StateGraph(None, 10_000)

@@ -4,10 +4,11 @@ from dataclasses import replace
 
 import pytest
 
-from model.actions import Model
-from model.state import FOLLOWER, LEADER, Config, Server, State, initial_state
-from properties.catalogue import BY_NAME
-from properties.protocol import PRESETS, RAFT, SEED
+from hwm.model.actions import Model
+from hwm.model.raft import RaftModel
+from hwm.model.state import FOLLOWER, LEADER, Config, Server, State, initial_state
+from hwm.properties.catalogue import BY_NAME
+from hwm.properties.protocol import PRESETS, RAFT, SEED
 
 
 def server(generation, log=(), hwm=0, role=FOLLOWER, alive=True, match=None, n=3):
@@ -23,7 +24,7 @@ def cluster(*servers, reads=(), crashes=0):
 def model(protocol=RAFT, **config):
     defaults = dict(servers=3, max_generation=9, max_log=9, max_crashes=9)
     defaults.update(config)
-    return Model(protocol, Config(**defaults))
+    return RaftModel(protocol, Config(**defaults))
 
 
 def run(m, state, *actions):

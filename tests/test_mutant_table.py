@@ -5,8 +5,8 @@ from dataclasses import replace
 
 import pytest
 
-from model.state import Config
-from properties.protocol import KAFKA, MUTANTS, PRESETS, presets_of
+from hwm.model.state import Config
+from hwm.properties.protocol import KAFKA, MUTANTS, PRESETS, presets_of
 from tests.explored import explore
 
 # mutant -> (smallest bounds, {property: shortest length} at those bounds)

@@ -19,18 +19,19 @@ import z3
 from click.testing import CliRunner
 
 from hwm.prove_cli import prove
-from model.actions import Model
-from model.checker import bfs
-from model.engine import CheckOptions, Sampler, check
-from model.proofs import Plan, expected_broken, run
-from model.proofs_bmc import bmc, replay
-from model.proofs_induction import Explorer, check_induction, induction_proofs, shape, no_commits
-from model.proofs_quorum import quorum_proofs, seed_index_counterexample
-from model.proofs_symbolic import ALWAYS_CHECKED, Encoding
-from model.state import FOLLOWER, LEADER, Config, Server, State, initial_state
-from properties import quorum
-from properties.catalogue import violations
-from properties.protocol import MUTANTS, PRESETS, presets_of
+from hwm.model.actions import Model
+from hwm.model.raft import RaftModel
+from hwm.checker.report import bfs
+from hwm.checker.engine import CheckOptions, Sampler, check
+from hwm.proofs.plan import Plan, expected_broken, run
+from hwm.proofs.bmc import bmc, replay
+from hwm.proofs.induction import Explorer, check_induction, induction_proofs, shape, no_commits
+from hwm.proofs.quorum import quorum_proofs, seed_index_counterexample
+from hwm.proofs.symbolic import ALWAYS_CHECKED, Encoding
+from hwm.model.state import FOLLOWER, LEADER, Config, Server, State, initial_state
+from hwm.properties import quorum
+from hwm.properties.catalogue import violations
+from hwm.properties.protocol import MUTANTS, PRESETS, presets_of
 
 # z3 encodes the raft model: the presets of other systems are checked by the explorer only.
 RAFT_PRESETS = presets_of("raft")
@@ -61,7 +62,7 @@ def test_seed_index_smallest_even_counterexample_agrees_with_the_code():
 def _sample(protocol, config, count, seed=0, limit=6000):
     """`count` states spread over the first `limit` reachable ones (breadth-first, no symmetry)."""
     sampler = Sampler(limit)
-    check(Model(protocol, config), CheckOptions(symmetry=False, max_states=limit, properties=()), [sampler])
+    check(RaftModel(protocol, config), CheckOptions(symmetry=False, max_states=limit, properties=()), [sampler])
     assert len(sampler.states) == limit  # these bounds reach more: the sample is spread over `limit`
     return random.Random(seed).sample(sampler.states, min(count, len(sampler.states)))
 
@@ -71,9 +72,9 @@ def _conformance(name, count):
     bounded = Config(max_generation=3, max_log=2, max_crashes=1)
     states = _sample(protocol, bounded, count)
     bmc_encoding = Encoding(protocol, 3, 2, max_generation=3, max_crashes=1, bitvectors=True)
-    assert bmc_encoding.disagreements(Model(protocol, bounded), states) == []
+    assert bmc_encoding.disagreements(RaftModel(protocol, bounded), states) == []
     # The induction encoding bounds only the log: compare with a model whose other bounds never bite.
-    roomy = Model(protocol, Config(max_generation=99, max_log=2, max_crashes=99))
+    roomy = RaftModel(protocol, Config(max_generation=99, max_log=2, max_crashes=99))
     single_reads = [s for s in states if len({i for i, _ in s.reads}) == len(s.reads)]
     assert Encoding(protocol, 3, 2).disagreements(roomy, single_reads) == []
 
@@ -148,7 +149,7 @@ def _catalogue_verdicts(pairs):
 def _sampled_pairs(name, count):
     protocol = PRESETS[name].protocol
     config = Config(max_generation=3, max_log=2, max_crashes=1)
-    model = Model(protocol, config)
+    model = RaftModel(protocol, config)
     return [(state, succ) for state in _sample(protocol, config, count) for _, succ in model.successors(state)]
 
 
@@ -244,7 +245,7 @@ def test_raft_at_five_servers_drops_a_lagging_copy_of_a_read_entry_and_loses_not
     actions = [("elect", a, (a, b, e)), ("write", a), ("replicate", a, e), ("elect", c, (b, c, d)), ("write", c),
                ("replicate", a, b), ("elect", a, (a, b, d)), ("write", a), ("replicate", a, b),
                ("replicate", a, d), ("read", a), ("replicate", c, e)]
-    model = Model(PRESETS["raft"].protocol, FIVE_SERVERS)
+    model = RaftModel(PRESETS["raft"].protocol, FIVE_SERVERS)
     states = [initial_state(FIVE_SERVERS)]
     for action in actions:
         assert model.why_not(states[-1], action) is None, action
@@ -278,7 +279,7 @@ def test_explorer_shapes_rename_generations_in_order():
 # --------------------------------------------------------------------- BMC
 def _bmc_matches_bfs(name, depth=12):
     protocol, config = PRESETS[name].protocol, Config()
-    report = bfs(Model(protocol, config), name)
+    report = bfs(RaftModel(protocol, config), name)
     expected = report.results["ReadNeverTruncated"].length
     found = bmc(protocol, config, ("ReadNeverTruncated",), max_depth=depth)["ReadNeverTruncated"]
     assert found.length == expected, (name, found.steps, report.results["ReadNeverTruncated"].steps)
@@ -301,7 +302,7 @@ def test_bmc_shortest_violation_equals_bfs_deep(name):
 @pytest.mark.parametrize("name", BROKEN)
 def test_bmc_every_property_equals_bfs(name):
     protocol, config = PRESETS[name].protocol, Config()
-    report = bfs(Model(protocol, config), name)
+    report = bfs(RaftModel(protocol, config), name)
     depth = 9
     found = bmc(protocol, config, tuple(r for r in report.results if report.results[r].kind == "always"),
                 max_depth=depth)
@@ -313,7 +314,7 @@ def test_bmc_every_property_equals_bfs(name):
 @pytest.mark.deep
 def test_bmc_seed_quorum_at_four_servers():
     protocol, config = PRESETS["raft-seed-quorum"].protocol, Config(servers=4)
-    expected = bfs(Model(protocol, config), "raft-seed-quorum").results["CommittedOnQuorum"].length
+    expected = bfs(RaftModel(protocol, config), "raft-seed-quorum").results["CommittedOnQuorum"].length
     assert bmc(protocol, config, ("CommittedOnQuorum",), max_depth=6)["CommittedOnQuorum"].length == expected
 
 

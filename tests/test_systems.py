@@ -10,12 +10,12 @@ from dataclasses import replace
 
 import pytest
 
-from model.actions import build_model
-from model.bookkeeper import BookKeeperModel, BookKeeperState
-from model.state import FOLLOWER, LEADER, Config, Server
-from model.zab import _ESTABLISHED, ZabModel, ZabState
-from properties.acked import acked_write_never_lost
-from properties.protocol import (BOOKKEEPER, FLAG_VALUES, PRESETS, RAFT, ZAB, Protocol, ProtocolError, flags_of,
+from hwm.model.registry import build_model
+from hwm.model.bookkeeper import BookKeeperModel, BookKeeperState
+from hwm.model.state import FOLLOWER, LEADER, Config, Server
+from hwm.model.zab import _ESTABLISHED, ZabModel, ZabState
+from hwm.properties.acked import acked_write_never_lost
+from hwm.properties.protocol import (BOOKKEEPER, FLAG_VALUES, PRESETS, RAFT, ZAB, Protocol, ProtocolError, flags_of,
                                  presets_of, resolve)
 
 BIG = dict(max_generation=9, max_log=9, max_crashes=9)
@@ -233,10 +233,10 @@ def test_bookkeeper_symmetry_permutes_bookies_only():
 
 
 def test_step_tables_show_what_the_bugs_turn_on():
-    from counterexamples.build import HERE
+    from hwm.counterexamples.build import HERE
     from hwm.render import step_table
-    from hwm.replay import replay_on_model
-    from properties.trace import load
+    from hwm.checker.replay import replay_on_model
+    from hwm.properties.trace import load
 
     zab_rows = replay_on_model(load(HERE / "zab-ack-before-persist.json")).rows
     table = step_table(zab_rows)
@@ -332,7 +332,7 @@ def test_successors_are_exactly_what_the_guards_enable_and_symmetry_is_canonical
 def test_model_only_systems_say_so_wherever_the_implementation_would_run():
     from click.testing import CliRunner
 
-    from hwm.check import runnable_presets
+    from hwm.checker.run import runnable_presets
     from hwm.cli import main
 
     assert {"zab", "bookkeeper"} <= set(runnable_presets(Config()))

@@ -7,8 +7,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from hwm.render import Progress, step_table
-from model.state import initial_state, Config
-from properties.trace import ACTIONS, FORMAT, Step, Trace, load, parse
+from hwm.model.state import initial_state, Config
+from hwm.properties.trace import ACTIONS, FORMAT, Step, Trace, load, parse
 
 names = st.sampled_from(["S1", "S2", "S3"])
 

@@ -9,7 +9,7 @@ import os
 import numpy as np
 import pytest
 
-from model.workers import Workers, WorkerFailed, _get, _put
+from hwm.checker.workers import Workers, WorkerFailed, _get, _put
 
 
 def arrays(task):
@@ -100,7 +100,7 @@ def test_a_slow_worker_holds_up_only_its_own_tasks():
     """While one worker is stuck on the first task, the other takes on the tasks after it (up to AHEAD each)."""
     import multiprocessing
 
-    from model.workers import AHEAD
+    from hwm.checker.workers import AHEAD
 
     last = 2 * AHEAD - 1  # the last task sent while the first is unanswered
     done = multiprocessing.get_context("fork").Event()

@@ -18,11 +18,12 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Sequence
 
-from model.actions import Model, from_step, last_generation, up_to_date
-from model.state import APPEND, LEADER
-from properties.catalogue import ALWAYS, SOMETIMES, check_state, check_step
-from properties.quorum import holders, majority, quorum_index
-from properties.snapshot import server_name
+from hwm.model.actions import Model, from_step, last_generation, up_to_date
+from hwm.model.raft import RaftModel
+from hwm.model.state import APPEND, LEADER
+from hwm.properties.catalogue import ALWAYS, SOMETIMES, check_state, check_step
+from hwm.properties.quorum import holders, majority, quorum_index
+from hwm.properties.snapshot import server_name
 
 Values = dict  # (index, generation) -> the value a client wrote, where the trace gives one
 
@@ -166,16 +167,16 @@ def _append_check(model: Model, follower_log: Sequence[int], prev: int, prev_gen
 
 # ------------------------------------------------------------ each action
 def _speaks_for(model: Any, name: str) -> bool:
-    """Whether this module's words fit: the action's effect (and the HWM rule) are `Model`'s own.
+    """Whether this module's words fit: the action's effect (and the HWM rule) are `RaftModel`'s own.
 
     A model of another system may reuse an action name with other semantics (a Kafka
     leader's HWM is the minimum log end over the ISR): it gets the generic difference.
     """
-    if not isinstance(model, Model) or name not in _EXPLAINERS:
+    if not isinstance(model, RaftModel) or name not in _EXPLAINERS:
         return False
     cls = type(model)
-    return (getattr(cls, "effect_" + name, None) is getattr(Model, "effect_" + name)
-            and cls._advance_hwm is Model._advance_hwm and cls._follower_apply is Model._follower_apply)
+    return (getattr(cls, "effect_" + name, None) is getattr(RaftModel, "effect_" + name)
+            and cls._advance_hwm is RaftModel._advance_hwm and cls._follower_apply is RaftModel._follower_apply)
 
 
 def explain(model: Any, before: Any, action: tuple, after: Any, values: Values | None = None) -> list[str]:
@@ -479,9 +480,9 @@ def frames_of_outcome(trace, outcome, protocol=None) -> list[Frame]:
 
     `protocol` is the one the replay ran under (None: the trace's own).
     """
-    from model.actions import build_model
-    from model.state import Config
-    from properties.protocol import resolve
+    from hwm.model.registry import build_model
+    from hwm.model.state import Config
+    from hwm.properties.protocol import resolve
 
     states = [state for _, state in outcome.rows]
     model = None

@@ -37,12 +37,13 @@ from typing import Any
 from hwm.teach.explain import frames_of
 from hwm.teach.page import column
 from hwm.teach.svg import Layout
-from model.actions import BoundHit, build_model, from_step, to_step
-from model.checker import bfs
-from model.state import Config
-from properties.catalogue import ALWAYS, SOMETIMES
-from properties.protocol import FLAG_MEANINGS, FLAG_VALUES, PRESETS, ProtocolError, _show, flags_of, resolve
-from properties.trace import CONFIG_KEYS, Step, TraceError, load, parse_step
+from hwm.model.actions import BoundHit, from_step, to_step
+from hwm.model.registry import build_model
+from hwm.checker.report import bfs
+from hwm.model.state import Config
+from hwm.properties.catalogue import ALWAYS, SOMETIMES
+from hwm.properties.protocol import FLAG_MEANINGS, FLAG_VALUES, PRESETS, ProtocolError, _show, flags_of, resolve
+from hwm.properties.trace import CONFIG_KEYS, Step, TraceError, load, parse_step
 
 MAX_STEPS = 200  # a path longer than this is not a student clicking
 MAX_BODY = 1 << 20
@@ -130,8 +131,8 @@ def _loop(body: dict, steps: list) -> int | None:
 
 def lasso_findings(model, steps, states, loop: int) -> dict[str, str]:
     """The `eventually` properties a lasso breaks (its cycle closes, stays fair, keeps one open)."""
-    from model.liveness import lasso_verdict, refusal
-    from properties.liveness import LIVENESS
+    from hwm.checker.liveness import lasso_verdict, refusal
+    from hwm.properties.liveness import LIVENESS
 
     if refusal(model):
         return {}

@@ -14,7 +14,7 @@ import networkx as nx
 
 from hwm.render import cell
 from hwm.teach import systems
-from properties.snapshot import server_name
+from hwm.properties.snapshot import server_name
 
 MAX_DRAWN = 2_000  # a picture with more states than this is not one a person reads
 BAD = "#b00020"

@@ -111,7 +111,7 @@ def trace_columns(trace, protocol=None, compare=None, targets=("model",)) -> lis
     """Frames of `trace` per target (model, impl) and, with `compare`, under a second protocol."""
     from hwm.replay import REPLAYERS
     from hwm.teach.explain import frames_of_outcome
-    from properties.protocol import resolve
+    from hwm.properties.protocol import resolve
 
     out = []
     for target in targets:
@@ -126,7 +126,7 @@ def trace_columns(trace, protocol=None, compare=None, targets=("model",)) -> lis
 
 
 def trace_meta(trace) -> str:
-    from properties.protocol import resolve
+    from hwm.properties.protocol import resolve
     config = " ".join(f"{k}={v}" for k, v in trace.config.items())
     expected = f"expects {trace.expect}" + (f" of {trace.property}" if trace.property else "")
     return f"protocol {resolve(trace.protocol)[0]}  |  {config}  |  {expected}  |  {len(trace.steps)} steps"

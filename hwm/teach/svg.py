@@ -15,7 +15,7 @@ from typing import Sequence
 
 from hwm.teach import systems
 from hwm.teach.explain import Frame
-from properties.snapshot import LEADER, server_name
+from hwm.properties.snapshot import LEADER, server_name
 
 # Generation colours (colour-blind friendly, Okabe-Ito); generation 0 is unused.
 PALETTE = ("#E69F00", "#56B4E9", "#009E73", "#F0E442", "#0072B2", "#D55E00", "#CC79A7", "#999999")

@@ -13,8 +13,8 @@ from typing import Any, Callable
 
 from hwm.teach.explain import _EXPLAINERS as RAFT_WORDS
 from hwm.teach.explain import added_entries, entries, entry, quorum_reasoning, removed_entries
-from model.kafka import diverged_at, end_offset_for, end_offset_kip101, epoch_cache, truncation_offset
-from properties.snapshot import LEADER, server_name
+from hwm.model.kafka import diverged_at, end_offset_for, end_offset_kip101, epoch_cache, truncation_offset
+from hwm.properties.snapshot import LEADER, server_name
 
 Explainer = Callable[..., list[str]]
 

@@ -16,10 +16,11 @@ from click.testing import CliRunner
 from hypothesis.stateful import run_state_machine_as_test
 
 from hwm.cli import main
-from hwm.replay import judge, replay_on_impl, replay_on_model
-from model.state import Config
-from properties.trace import load
-from bridge.machine import (
+from hwm.checker.replay import judge, replay_on_model
+from hwm.bridge.replay import replay_on_impl
+from hwm.model.state import Config
+from hwm.properties.trace import load
+from hwm.bridge.conformance import (
     ASYNC,
     RPC,
     PropertyViolation,

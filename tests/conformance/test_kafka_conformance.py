@@ -15,14 +15,15 @@ from pathlib import Path
 import pytest
 from hypothesis.stateful import run_state_machine_as_test
 
-from bridge.machine import (RPC, Divergence, PropertyViolation, conformance_settings, hunt, machine_for,
+from hwm.bridge.conformance import (RPC, Divergence, PropertyViolation, conformance_settings, hunt, machine_for,
                             protocol_spec)
-from impl.kafka import KafkaReplica
-from model.state import Config
-from properties.protocol import FLAG_VALUES, KAFKA, model_only, preset_of, resolve
-from hwm.replay import replay_on_impl, replay_on_model
-from properties.snapshot import snapshot_of
-from properties.trace import load
+from hwm.impl.kafka import KafkaReplica
+from hwm.model.state import Config
+from hwm.properties.protocol import FLAG_VALUES, KAFKA, model_only, preset_of, resolve
+from hwm.bridge.replay import replay_on_impl
+from hwm.checker.replay import replay_on_model
+from hwm.properties.snapshot import snapshot_of
+from hwm.properties.trace import load
 from tests.conformance.test_conformance import MUST_HAPPEN, shows_statistics
 
 KAFKA_MUST_HAPPEN = MUST_HAPPEN | {"shrink_isr"}

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import pytest
 
-import impl.codec
-from bridge.simcluster import Read, SimCluster
-from model.state import Config
-from properties.protocol import PRESETS, RAFT
-from properties.snapshot import FOLLOWER, LEADER
+from hwm.impl import codec as wire_codec
+from hwm.bridge.simcluster import Read, SimCluster
+from hwm.model.state import Config
+from hwm.properties.protocol import PRESETS, RAFT
+from hwm.properties.snapshot import FOLLOWER, LEADER
 
 RPC3 = Config(servers=3)
 ASYNC3 = Config(servers=3, network="async", channel_capacity=1)
@@ -27,8 +27,8 @@ def cluster_with_a_committed_entry(config=RPC3) -> SimCluster:
 
 def test_every_message_crosses_the_wire(monkeypatch):
     decoded = []
-    real = impl.codec.decode_frame
-    monkeypatch.setattr(impl.codec, "decode_frame", lambda frame: decoded.append(frame) or real(frame))
+    real = wire_codec.decode_frame
+    monkeypatch.setattr(wire_codec, "decode_frame", lambda frame: decoded.append(frame) or real(frame))
     c = cluster_with_a_committed_entry()
     assert c.rpc_messages == len(decoded) > 0  # votes, appends and replies, as frames
     c = cluster_with_a_committed_entry(ASYNC3)

@@ -13,7 +13,7 @@ from __future__ import annotations
 import os
 from contextlib import contextmanager
 
-import impl.fs
+from hwm.impl import fs as impl_fs
 
 COUNTED = ("open", "write", "pwrite", "fsync", "ftruncate", "replace", "unlink")
 
@@ -48,9 +48,9 @@ class FaultyOS:
 def faulty_disk(fail_at: int | None, error: BaseException | None = None):
     """Patch the OS file system's `os` for the duration; yields the FaultyOS (its `calls` count)."""
     faulty = FaultyOS(fail_at, error)
-    saved = impl.fs.os
-    impl.fs.os = faulty
+    saved = impl_fs.os
+    impl_fs.os = faulty
     try:
         yield faulty
     finally:
-        impl.fs.os = saved
+        impl_fs.os = saved

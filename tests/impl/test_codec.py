@@ -8,8 +8,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from impl import messages as m
-from impl.codec import (
+from hwm.impl import messages as m
+from hwm.impl.codec import (
     MAX_FRAME_BYTES,
     MESSAGE_TYPES,
     SCHEMA,

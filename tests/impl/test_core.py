@@ -16,8 +16,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from bridge.simcluster import SimCluster
-from impl.core import (
+from hwm.bridge.simcluster import SimCluster
+from hwm.impl.core import (
     CANDIDATE,
     Entry,
     NotCommitted,
@@ -27,12 +27,13 @@ from impl.core import (
     down_snapshot,
     persist,
 )
-from impl.messages import AppendReply, AppendRequest, HwmQuery, HwmReply, VoteReply, VoteRequest
-from impl.storage import MemoryStorage
-from model.actions import Model
-from model.state import Config, initial_state
-from properties.protocol import FLAG_VALUES, PRESETS, RAFT, SEED, Protocol, flags_of, presets_of
-from properties.snapshot import FOLLOWER, LEADER, snapshot_of
+from hwm.impl.messages import AppendReply, AppendRequest, HwmQuery, HwmReply, VoteReply, VoteRequest
+from hwm.impl.storage import MemoryStorage
+from hwm.model.actions import Model
+from hwm.model.raft import RaftModel
+from hwm.model.state import Config, initial_state
+from hwm.properties.protocol import FLAG_VALUES, PRESETS, RAFT, SEED, Protocol, flags_of, presets_of
+from hwm.properties.snapshot import FOLLOWER, LEADER, snapshot_of
 
 
 # ------------------------------------------------------------------ test doubles
@@ -540,7 +541,7 @@ def same_as_model(protocol_, trace, n=3, network="rpc", capacity=1) -> SimCluste
     """Run model actions on the model and on replicas; assert equal snapshots after every step."""
     config = Config(servers=n, max_generation=20, max_log=20, max_crashes=20, network=network,
                     channel_capacity=capacity)
-    model = Model(protocol_, config)
+    model = RaftModel(protocol_, config)
     state = initial_state(config)
     c = SimCluster(protocol_, config)
     for k, action in enumerate(trace):
@@ -627,7 +628,7 @@ flag_values = st.fixed_dictionaries({flag: st.sampled_from(FLAG_VALUES[flag]) fo
 def run_differential(protocol_, n, data, max_steps, network="rpc", capacity=1):
     config = Config(servers=n, max_generation=8, max_log=4, max_crashes=3, network=network,
                     channel_capacity=capacity)
-    model = Model(protocol_, config)
+    model = RaftModel(protocol_, config)
     state = initial_state(config)
     c = SimCluster(protocol_, config)
     trace = []

@@ -17,10 +17,10 @@ import textwrap
 
 import pytest
 
-from impl.core import Replica, persist
-from impl.messages import AppendReply, AppendRequest, VoteReply
-from impl.storage import DataDirectoryInUse, DiskStorage
-from properties.protocol import RAFT
+from hwm.impl.core import Replica, persist
+from hwm.impl.messages import AppendReply, AppendRequest, VoteReply
+from hwm.impl.storage import DataDirectoryInUse, DiskStorage
+from hwm.properties.protocol import RAFT
 from tests.impl.diskfaults import Crash, faulty_disk
 
 HWM_DURABLE = RAFT.__class__(**{**RAFT.flags(), "hwm_durable": True})
@@ -143,7 +143,7 @@ def test_a_failed_write_stops_the_log_and_close_writes_nothing_more(tmp_path):
 
 _HOLD = textwrap.dedent("""
     import sys, time
-    from impl.storage import DiskStorage
+    from hwm.impl.storage import DiskStorage
     storage = DiskStorage(sys.argv[1], owner="server S1 listening on 127.0.0.1:7001")
     storage.load()
     print("locked", flush=True)

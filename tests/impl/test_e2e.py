@@ -19,10 +19,10 @@ import pytest
 from click.testing import CliRunner
 
 from hwm.cli import main
-from impl.client import Client, format_address
-from impl.runtime import encode_entry
-from impl.zab import CURRENT_EPOCH_FILE
-from impl.wal import RECORD_HEADER, SEGMENT_HEADER
+from hwm.impl.client import Client, format_address
+from hwm.impl.runtime import encode_entry
+from hwm.impl.zab import CURRENT_EPOCH_FILE
+from hwm.impl.wal import RECORD_HEADER, SEGMENT_HEADER
 from tests.impl.ports import free_ports
 
 pytestmark = pytest.mark.network

@@ -8,18 +8,18 @@ from dataclasses import replace
 
 import pytest
 
-import impl.codec
-from bridge.kafkasim import KafkaSimCluster
-from bridge.simcluster import SimCluster
-from impl.core import Replica, ReplicaError
-from impl.kafka import Controller, KafkaReplica, LeaderEpochCache
-from impl.messages import FetchRequest, LeaderAndIsr
-from impl.storage import MemoryStorage
-from model.actions import build_model
-from model.kafka import end_offset_for, end_offset_kip101, epoch_cache
-from model.state import Config
-from properties.protocol import KAFKA, PRESETS, presets_of
-from properties.snapshot import LEADER, snapshot_of
+from hwm.impl import codec as wire_codec
+from hwm.bridge.simcluster.kafka import KafkaSimCluster
+from hwm.bridge.simcluster import SimCluster
+from hwm.impl.core import Replica, ReplicaError
+from hwm.impl.kafka import Controller, KafkaReplica, LeaderEpochCache
+from hwm.impl.messages import FetchRequest, LeaderAndIsr
+from hwm.impl.storage import MemoryStorage
+from hwm.model.registry import build_model
+from hwm.model.kafka import end_offset_for, end_offset_kip101, epoch_cache
+from hwm.model.state import Config
+from hwm.properties.protocol import KAFKA, PRESETS, presets_of
+from hwm.properties.snapshot import LEADER, snapshot_of
 
 RULES = ("own-hwm", "leader-epoch", "leader-epoch-kip279", "fenced")
 BOUNDS = dict(max_generation=9, max_log=9, max_crashes=9)
@@ -233,8 +233,8 @@ def test_only_the_leaders_own_epoch_is_acknowledged():
 
 def test_every_message_crosses_the_wire(monkeypatch):
     decoded = []
-    real = impl.codec.decode_frame
-    monkeypatch.setattr(impl.codec, "decode_frame", lambda frame: decoded.append(frame) or real(frame))
+    real = wire_codec.decode_frame
+    monkeypatch.setattr(wire_codec, "decode_frame", lambda frame: decoded.append(frame) or real(frame))
     c = ok(hand_built(KAFKA, (), (), ()), ("elect", "S1", ("S1", "S2")), ("write", "S1"), ("replicate", "S1", "S2"),
            ("shrink_isr", "S1", "S3"))
     assert c.rpc_messages == len(decoded) > 10  # LeaderAndIsr, UpdateMetadata, fetches, AlterIsr ...
@@ -298,7 +298,7 @@ def test_the_replicas_follow_the_model_on_random_schedules_deep(name, unclean):
 
 def test_every_kafka_preset_is_a_flag_combination_tested_above():
     # Except the model-only ones (KIP-320's first attempt), which the implementation refuses by name.
-    from properties.protocol import model_only
+    from hwm.properties.protocol import model_only
 
     assert {(PRESETS[p].protocol.follower_truncation, PRESETS[p].protocol.unclean_election)
             for p in presets_of("kafka") if not model_only(PRESETS[p].protocol)} <= set(FLAG_VALUES)
@@ -309,7 +309,7 @@ def test_the_tcp_runtime_runs_every_kafka_preset_but_refuses_the_model_only_flag
     from click.testing import CliRunner
 
     from hwm.cli import main
-    from properties.protocol import without_runtime
+    from hwm.properties.protocol import without_runtime
 
     # KIP-320's first attempt is the one model-only Kafka preset (its two flags are the model's only).
     assert [p for p in presets_of("kafka") if without_runtime(PRESETS[p].protocol)] == ["kafka-kip320-first-try"]

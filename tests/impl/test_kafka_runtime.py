@@ -15,13 +15,13 @@ import pytest
 from click.testing import CliRunner
 
 from hwm.cli import main
-from impl import codec
-from impl import messages as m
-from impl.client import Client, NotCommittedError, format_address
-from impl.controller import PARTITION_STATE_FILE, ControllerConfig, ControllerNode
-from impl.kafka import KafkaReplica
-from impl.runtime import Node, NodeConfig
-from properties.protocol import PRESETS
+from hwm.impl import codec
+from hwm.impl import messages as m
+from hwm.impl.client import Client, NotCommittedError, format_address
+from hwm.impl.controller import PARTITION_STATE_FILE, ControllerConfig, ControllerNode
+from hwm.impl.kafka import KafkaReplica
+from hwm.impl.runtime import Node, NodeConfig
+from hwm.properties.protocol import PRESETS
 from tests.impl.ports import free_ports
 from tests.impl.test_e2e import (HWM, Processes, kill_cluster, overall_timeout, statuses, stop_cluster,  # noqa: F401
                                  wait_caught_up, wait_for)  # (overall_timeout: an autouse fixture)
@@ -302,7 +302,7 @@ def test_a_damaged_partition_state_stops_the_controller_naming_the_file(tmp_path
 
 # ------------------------------------------------------------------ the replica's timers (sans-IO)
 def _broker(name: str, lag: int | None = 4) -> KafkaReplica:
-    from impl.storage import Durable
+    from hwm.impl.storage import Durable
 
     peers = tuple(s for s in ("S1", "S2", "S3") if s != name)
     return KafkaReplica(name, peers, PRESETS["kafka"].protocol, Durable(0, None, 0, ()), replica_lag_ticks=lag)
@@ -371,7 +371,7 @@ def test_rounds_of_kill_9_on_the_kafka_leader_under_writes_lose_no_acknowledged_
     ISR); every write the cluster answered is read back at its index at the end, from every broker."""
     import threading
 
-    from impl.client import ClientError
+    from hwm.impl.client import ClientError
 
     processes = KafkaProcesses(tmp_path, "kafka")
     acknowledged: dict[int, bytes] = {}

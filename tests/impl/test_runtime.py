@@ -21,12 +21,12 @@ import pytest
 from click.testing import CliRunner
 
 from hwm.cli import main
-from impl import codec
-from impl import messages as m
-from impl.client import Client, ClientError, NotCommittedError, parse_address, parse_cluster
+from hwm.impl import codec
+from hwm.impl import messages as m
+from hwm.impl.client import Client, ClientError, NotCommittedError, parse_address, parse_cluster
 from tests.impl.ports import free_ports
-from impl.runtime import Node, NodeConfig, NodeError
-from properties.protocol import PRESETS
+from hwm.impl.runtime import Node, NodeConfig, NodeError
+from hwm.properties.protocol import PRESETS
 
 
 class ThreadCluster:
@@ -325,7 +325,7 @@ def test_a_restarting_server_hears_every_peer_before_its_rejoin_times_out(tmp_pa
     """restart=truncate-to-leader-hwm: the HwmQuery a replica sends as it starts goes out on links
     that are still connecting, and the answers come back on links the peers must re-dial; both are
     held, not dropped, so the rejoin ends on every peer's answer, not on its timeout."""
-    from properties.protocol import resolve
+    from hwm.properties.protocol import resolve
 
     made = ThreadCluster(tmp_path, protocol=resolve("raft-truncate-to-leader-hwm")[1], tick_seconds=0.1)
     try:
@@ -350,7 +350,7 @@ def test_a_peer_link_stops_when_cancelled_even_as_its_connection_completes(monke
     loop iteration as a completed connection must still end the link (asyncio.wait_for on 3.11
     swallowed it, and the link kept reading: the intermittent teardown hang)."""
     from types import SimpleNamespace
-    from impl.runtime import _PeerLink
+    from hwm.impl.runtime import _PeerLink
 
     class Reader:
         async def read(self, size):
@@ -496,7 +496,7 @@ def test_a_server_that_accepts_and_never_answers_does_not_block_a_put(cluster):
 def test_a_put_that_cannot_open_its_session_says_the_value_was_not_written():
     """The registration's outcome is unknown (the only server never answers), the value's is not:
     it was never sent."""
-    from impl.client import NoLeaderError, UnknownOutcomeError
+    from hwm.impl.client import NoLeaderError, UnknownOutcomeError
 
     with closing(socket.socket()) as silent:
         silent.bind(("127.0.0.1", 0))
@@ -513,8 +513,8 @@ def test_a_retry_of_an_uncommitted_entry_from_an_earlier_generation_commits_it(t
     committed; the old leader is gone. When the client retries it on the new leader and nobody else
     writes, the leader must write an entry of its own generation (a no-op): under raft's commit rule
     nothing else would ever commit the retried entry."""
-    from impl.runtime import encode_entry
-    from impl.storage import DiskStorage
+    from hwm.impl.runtime import encode_entry
+    from hwm.impl.storage import DiskStorage
 
     for server in ("S1", "S2", "S3"):
         storage = DiskStorage(tmp_path / server)
@@ -539,10 +539,10 @@ def test_a_long_committed_log_is_applied_to_the_sessions_in_batches_with_the_sam
     """A restarted node learns a HWM tens of thousands of entries ahead: it applies them a batch per
     turn of its driver (ticks and heartbeats in between), and ends with the table a single pass over
     the log gives; a retried put whose entry is not applied yet is still found."""
-    import impl.runtime as runtime
-    from impl.runtime import decode_entry, encode_entry
-    from impl.sessions import REGISTRATION, Sessions
-    from impl.storage import DiskStorage
+    import hwm.impl.runtime as runtime
+    from hwm.impl.runtime import decode_entry, encode_entry
+    from hwm.impl.sessions import REGISTRATION, Sessions
+    from hwm.impl.storage import DiskStorage
 
     monkeypatch.setattr(runtime, "APPLY_BATCH", 7)
     log = []
@@ -577,7 +577,7 @@ def test_a_long_committed_log_is_applied_to_the_sessions_in_batches_with_the_sam
 def test_a_prospective_zab_leader_refuses_to_open_a_session_and_keeps_serving(tmp_path, monkeypatch):
     """ZAB's new leader takes no write until a quorum acknowledged its NEWLEADER: opening a session
     is a write too. (A RegisterClient reaching a prospective leader used to stop the node.)"""
-    from impl.zab import ZabReplica
+    from hwm.impl.zab import ZabReplica
 
     made = ThreadCluster(tmp_path, n=1, protocol=PRESETS["zab"].protocol)
     try:

@@ -6,7 +6,7 @@ import random
 
 import pytest
 
-from impl.sessions import REGISTRATION, Sessions
+from hwm.impl.sessions import REGISTRATION, Sessions
 
 
 def apply_all(sessions: Sessions, entries) -> Sessions:

@@ -11,7 +11,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from impl.storage import (
+from hwm.impl.storage import (
     CorruptLogError,
     CorruptMetadataError,
     DiskStorage,
@@ -181,7 +181,7 @@ def test_corrupt_metadata_is_a_clear_error(tmp_path, content, reason):
         elif content == "tamper-crc":
             document["crc32"] ^= 1
         else:
-            from impl.storage import _metadata_crc  # a well-checksummed but invalid value
+            from hwm.impl.storage import _metadata_crc  # a well-checksummed but invalid value
 
             document["hwm"] = -1
             document["crc32"] = _metadata_crc({k: document[k] for k in ("format", "generation", "vote", "hwm")})

@@ -20,7 +20,7 @@ from hypothesis import HealthCheck, event, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
 
-from impl.wal import (
+from hwm.impl.wal import (
     RECORD_HEADER,
     SEGMENT_HEADER,
     CorruptLogError,

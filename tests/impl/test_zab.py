@@ -6,17 +6,17 @@ from __future__ import annotations
 import pytest
 from hypothesis.stateful import run_state_machine_as_test
 
-from bridge.machine import RPC, Divergence, conformance_settings, hunt, machine_for
-from bridge.simcluster import SimCluster
-from bridge.zab import ZabSimCluster
-from impl import codec
-from impl.core import LEADER, NotLeader, Replica
-from impl.messages import AppendReply, AppendRequest, NewLeader, NewLeaderAck, VoteReply, ZabVoteRequest
-from impl.storage import DiskStorage, MemoryStorage
-from impl.wal import StorageError
-from impl.zab import CURRENT_EPOCH_FILE, EpochStorage, NotEstablished, ZabDurable, ZabReplica, persist
-from model.state import Config
-from properties.protocol import PRESETS
+from hwm.bridge.conformance import RPC, Divergence, conformance_settings, hunt, machine_for
+from hwm.bridge.simcluster import SimCluster
+from hwm.bridge.simcluster.zab import ZabSimCluster
+from hwm.impl import codec
+from hwm.impl.core import LEADER, NotLeader, Replica
+from hwm.impl.messages import AppendReply, AppendRequest, NewLeader, NewLeaderAck, VoteReply, ZabVoteRequest
+from hwm.impl.storage import DiskStorage, MemoryStorage
+from hwm.impl.wal import StorageError
+from hwm.impl.zab import CURRENT_EPOCH_FILE, EpochStorage, NotEstablished, ZabDurable, ZabReplica, persist
+from hwm.model.state import Config
+from hwm.properties.protocol import PRESETS
 
 ZAB = PRESETS["zab"].protocol
 BUG = PRESETS["zab-ack-before-persist"].protocol
@@ -249,7 +249,7 @@ def test_the_implementation_follows_the_model_on_random_schedules(preset, tmp_pa
 @pytest.mark.parametrize("servers", [3, 4, 5])
 def test_the_implementation_follows_the_model_on_random_schedules_deep(preset, flags, servers, tmp_path):
     """Every raft-family flag keeps its meaning on ZAB's replicas, under both values of ZAB's own."""
-    from properties.protocol import resolve
+    from hwm.properties.protocol import resolve
 
     config = Config(servers=servers, max_generation=6, max_log=3, max_crashes=3)
     protocol = resolve({"preset": preset, "flags": flags})[1]
@@ -320,9 +320,10 @@ def test_over_time_a_leader_synchronises_whoever_answers_and_resends_newleader_t
 def test_a_durable_hwm_never_covers_entries_held_only_in_memory():
     """hwm_durable with ZOOKEEPER-3911: S2 takes 1@g2 and the HWM 1 in memory, and crashes. What it
     saved as its HWM covered only what it had logged: it comes back with hwm 0, as in the model."""
-    from hwm.replay import replay_on_impl, replay_on_model
-    from properties.snapshot import snapshot_of
-    from properties.trace import Step, Trace
+    from hwm.bridge.replay import replay_on_impl
+    from hwm.checker.replay import replay_on_model
+    from hwm.properties.snapshot import snapshot_of
+    from hwm.properties.trace import Step, Trace
 
     steps = [("elect", "S1", ["S1", "S2"]), ("sync", "S1", "S3"), ("elect", "S3", ["S1", "S3"]),
              ("sync", "S3", "S1"), ("write", "S3"), ("replicate", "S3", "S1"), ("sync", "S3", "S2"),

@@ -11,11 +11,11 @@ from __future__ import annotations
 
 import pytest
 
-from hwm.replay import judge, replay_on_model
-from impl.core import LEADER, Replica
-from properties.quorum import quorum_index
-from properties.trace import load
-from bridge.machine import ASYNC, RPC, Divergence, PropertyViolation, hunt, machine_for
+from hwm.checker.replay import judge, replay_on_model
+from hwm.impl.core import LEADER, Replica
+from hwm.properties.quorum import quorum_index
+from hwm.properties.trace import load
+from hwm.bridge.conformance import ASYNC, RPC, Divergence, PropertyViolation, hunt, machine_for
 
 
 class FollowerSkipsOneHwmUpdate(Replica):

@@ -19,11 +19,12 @@ from __future__ import annotations
 
 import pytest
 
-from hwm.replay import judge, replay_on_impl, replay_on_model
-from properties.protocol import PRESETS, model_only
-from properties.trace import load
-from bridge.kill_matrix import CI_BUDGET, DEEP_BUDGET, IN_CI, kill_config, kill_steps
-from bridge.machine import PropertyViolation, hunt, machine_for
+from hwm.checker.replay import judge, replay_on_model
+from hwm.bridge.replay import replay_on_impl
+from hwm.properties.protocol import PRESETS, model_only
+from hwm.properties.trace import load
+from hwm.bridge.conformance.kill_matrix import CI_BUDGET, DEEP_BUDGET, IN_CI, kill_config, kill_steps
+from hwm.bridge.conformance import PropertyViolation, hunt, machine_for
 
 # preset -> {budget: (test cases run until the derandomized hunt failed, its seconds)}, as
 # `python bench/conformance.py` measured them when the budgets were set (2 shared cores). Derandomized

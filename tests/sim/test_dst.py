@@ -16,7 +16,7 @@ from collections import Counter
 import pytest
 from hypothesis import HealthCheck, event, given, settings
 
-from bridge.dst import Schedule, Step, run_schedule, schedules
+from hwm.bridge.dst import Schedule, Step, run_schedule, schedules
 
 DEFAULT_SCHEDULES = 1000
 # Every schedule has a crash step, but crashing a machine that is already down does nothing: a few

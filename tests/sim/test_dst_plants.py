@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import pytest
 
-from bridge.dst import PLANTS, find_failing, run_schedule
+from hwm.bridge.dst import PLANTS, find_failing, run_schedule
 
 
 @pytest.mark.parametrize("plant", [name for name in PLANTS if name is not None])

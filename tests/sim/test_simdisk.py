@@ -8,8 +8,8 @@ import random
 
 import pytest
 
-from bridge.simdisk import SimDisk
-from impl.storage import DiskStorage
+from hwm.bridge.dst.disk import SimDisk
+from hwm.impl.storage import DiskStorage
 
 SEEDS = range(40)
 

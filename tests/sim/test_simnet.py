@@ -8,7 +8,7 @@ import time
 
 import pytest
 
-from bridge.simnet import MACHINE, SimLoop
+from hwm.bridge.dst.net import MACHINE, SimLoop
 
 
 class Collect(asyncio.Protocol):

@@ -2,7 +2,7 @@
 
 import pytest
 
-from model.spark_engine import SparkUnavailable, get_spark
+from hwm.checker.spark_engine import SparkUnavailable, get_spark
 
 # Small on purpose: the machine running the suite is shared and has 2 cores.
 TEST_MASTER = "local[2]"
@@ -23,10 +23,10 @@ def spark():
 def compiled():
     """The kernels compiled (or loaded) once in the driver, which writes them to hwm's cache (or, on
     the JIT path, Numba's): on a fresh clone every executor would otherwise compile them itself, at once."""
-    from model.actions import build_model
-    from model.fast import FastBackend
-    from model.state import Config
-    from properties.protocol import PRESETS
+    from hwm.model.registry import build_model
+    from hwm.checker.fast import FastBackend
+    from hwm.model.state import Config
+    from hwm.properties.protocol import PRESETS
 
     for network in ("rpc", "async"):
         FastBackend(build_model(PRESETS["raft"].protocol, Config(servers=2, max_generation=1, max_log=1,

@@ -17,13 +17,15 @@ from pathlib import Path
 
 import pytest
 
-from model import spark_engine
-from model.actions import Model, build_model
-from model.checker import bfs
-from model.spark_engine import (SparkUnavailable, check_java, check_master, free_port, get_spark,
+from hwm.checker import spark_engine
+from hwm.model.actions import Model
+from hwm.model.raft import RaftModel
+from hwm.model.registry import build_model
+from hwm.checker.report import bfs
+from hwm.checker.spark_engine import (SparkUnavailable, check_java, check_master, free_port, get_spark,
                                 spark_bfs, standalone_cluster, to_signed, to_unsigned)
-from properties.acked import ALL_BY_NAME as BY_NAME
-from properties.protocol import PRESETS
+from hwm.properties.acked import ALL_BY_NAME as BY_NAME
+from hwm.properties.protocol import PRESETS
 from tests.pinned import PINNED, config_of
 
 pytestmark = pytest.mark.spark
@@ -259,14 +261,14 @@ def _listening(port: int) -> bool:
 
 
 # ------------------------------------------------- executors and the successor backends
-FAST = importlib.util.find_spec("model.fast") is not None
+FAST = importlib.util.find_spec("hwm.checker.fast") is not None
 
 
 def test_executors_expand_with_the_chosen_backend(spark):
     """Another backend (model objects, not packed bytes) gives the same results on the executors."""
     check_case(spark, TINY, successors="objects")
     with pytest.raises(ValueError, match="unknown successor backend"):
-        spark_bfs(Model(PRESETS["raft"].protocol, config_of(TINY)[1]), "raft", spark=spark, successors="quick")
+        spark_bfs(RaftModel(PRESETS["raft"].protocol, config_of(TINY)[1]), "raft", spark=spark, successors="quick")
 
 
 # The executors' compiled successors on both networks by default; the other systems' kernels (each
@@ -279,8 +281,8 @@ FAST_CASES = CASES[:2] + [pytest.param(key, marks=pytest.mark.deep) for key in C
 def test_spark_with_the_fast_backend_equals_local_and_pinned(spark, compiled, key):
     """Executors run the compiled successor function; a preset without a fast path fails here,
     except the systems model.fast lists as not compiled yet, which are refused by name."""
-    from model.backend import BackendUnavailable
-    from model.fast import NOT_COMPILED
+    from hwm.checker.backend import BackendUnavailable
+    from hwm.checker.fast import NOT_COMPILED
 
     if PRESETS[key[0]].protocol.system in NOT_COMPILED:
         with pytest.raises(BackendUnavailable, match="no compiled"):

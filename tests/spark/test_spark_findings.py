@@ -3,9 +3,9 @@ rebuilt traces' (the local and simulation engines: tests/test_findings.py)."""
 
 import pytest
 
-from model.actions import build_model
-from model.spark_engine import spark_bfs
-from properties.protocol import PRESETS
+from hwm.model.registry import build_model
+from hwm.checker.spark_engine import spark_bfs
+from hwm.properties.protocol import PRESETS
 from tests.findings import RENAMED, RENAMED_SMALL, assert_findings_match_traces, canonical_findings
 
 pytestmark = pytest.mark.spark

@@ -6,11 +6,11 @@ import json
 
 import pytest
 
-from hwm.check import save_counterexamples
-from model.actions import build_model
-from model.checker import bfs
-from model.spark_engine import spark_bfs
-from properties.protocol import PRESETS
+from hwm.checker.traces import save_counterexamples
+from hwm.model.registry import build_model
+from hwm.checker.report import bfs
+from hwm.checker.spark_engine import spark_bfs
+from hwm.properties.protocol import PRESETS
 from tests.pinned import PINNED, config_of
 from tests.spark.test_spark_engine import case_id
 

@@ -8,12 +8,12 @@ from pathlib import Path
 from click.testing import CliRunner
 
 from hwm.cli import main
-from hwm.replay import replay_on_model
+from hwm.checker.replay import replay_on_model
 from hwm.teach.explain import explain, frames_of, frames_of_outcome, narrate
-from model.actions import build_model
-from model.state import Config
-from properties.protocol import resolve
-from properties.trace import load, parse
+from hwm.model.registry import build_model
+from hwm.model.state import Config
+from hwm.properties.protocol import resolve
+from hwm.properties.trace import load, parse
 
 CATALOGUE = Path(__file__).resolve().parents[2] / "counterexamples"
 
@@ -113,7 +113,7 @@ def test_cli_replay_explains_by_default_and_brief_is_the_table(tmp_path):
 
 
 def test_a_model_that_changes_an_action_gets_the_difference_not_wrong_words():
-    from model.actions import Model
+    from hwm.model.actions import Model
 
     class MinimumHwm(Model):  # another system's HWM rule behind the same action names
         def _advance_hwm(self, leader, position):
@@ -129,7 +129,7 @@ def test_a_model_that_changes_an_action_gets_the_difference_not_wrong_words():
 
 
 def test_a_lassos_replay_says_where_the_cycle_starts_and_that_it_repeats():
-    from hwm.replay import replay_on_model
+    from hwm.checker.replay import replay_on_model
 
     trace = load(CATALOGUE / "liveness" / "seed-followers-catch-up.json")
     frames = frames_of_outcome(trace, replay_on_model(trace))

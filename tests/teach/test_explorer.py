@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from hwm.teach.explorer import serve_in_thread
-from properties.trace import load
+from hwm.properties.trace import load
 from tests.teach.conftest import console_errors, screenshot
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -10,9 +10,9 @@ import pytest
 from click.testing import CliRunner
 
 from hwm.cli import main
-from hwm.replay import replay_on_model
+from hwm.checker.replay import replay_on_model
 from hwm.teach.explain import frames_of_outcome
-from properties.trace import load
+from hwm.properties.trace import load
 from tests.teach.conftest import console_errors, screenshot
 
 CATALOGUE = Path(__file__).resolve().parents[2] / "counterexamples"

@@ -1,0 +1,409 @@
+"""The conformance machine: Hypothesis drives the implementation against the model, step by step.
+
+A `ConformanceMachine` holds a model state and a `SimCluster` of real replicas. Each rule is one
+model action, drawn from the actions the model enables in the current state, applied to both.
+After every rule:
+
+1. the implementation must take the step (a refusal is a divergence);
+2. its snapshot must equal the model's (`snapshot_of(model_state)`), and on the async network its
+   channels the model's channels: otherwise `Divergence`;
+3. every `always` property must hold on the implementation's history (state properties on the new
+   snapshot, step properties on the last two; ReadsAgree also on the values the real reads
+   returned): otherwise `PropertyViolation`.
+
+A failure is also written as an hwm-trace/1 file (the steps so far, with the failing property and
+`expect: violation`, or `expect: holds` for a divergence, where the model sees nothing wrong) that
+`hwm replay FILE --on both` takes as is; the exception's message names the file. Hypothesis runs
+the minimal failing example last, so the file left behind is the shrunk one.
+
+`machine_for(...)` makes a machine class for one protocol and configuration. A Kafka protocol gets
+Kafka's model and replicas (`bridge.kafkasim`), the ISR shrink among the rules, and Kafka's own
+`always` properties (the acks=all promises) checked with the catalogue's.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import time
+from collections import Counter
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from hypothesis import HealthCheck, Phase, event, settings
+from hypothesis import seed as hypothesis_seed
+from hypothesis import strategies as st
+from hypothesis.stateful import RuleBasedStateMachine, precondition, rule, run_state_machine_as_test
+
+from hwm.bridge.simcluster import SimCluster
+from hwm.impl.core import Replica
+from hwm.model.actions import to_step
+from hwm.model.registry import build_model
+from hwm.model.state import Config
+from hwm.properties.catalogue import SOMETIMES, check_state, check_step
+from hwm.properties.protocol import PRESETS, RAFT, Protocol, preset_of
+from hwm.properties.snapshot import LEADER, describe_server, server_name, snapshot_of
+from hwm.properties.trace import Step, Trace
+
+# Where failing runs are written unless a machine says otherwise (HWM_CONFORMANCE_OUT overrides).
+DEFAULT_OUT = Path(os.environ.get("HWM_CONFORMANCE_OUT", "hwm-out/conformance"))
+
+# Bounds of the default run: three servers, enough generations, entries and crashes for leader
+# changes with uncommitted entries, truncations and rejoins, small enough that a step is cheap.
+RPC = Config(servers=3, max_generation=5, max_log=3, max_crashes=2, network="rpc")
+ASYNC = Config(servers=3, max_generation=5, max_log=3, max_crashes=2, network="async", channel_capacity=2)
+# Steps per example, at most (Hypothesis draws how many).
+STEPS = 30
+
+
+ACTION_KINDS = ("elect", "write", "replicate", "send", "deliver", "drop", "read", "crash", "restart", "sync",
+                "persist", "shrink_isr")
+
+
+class ConformanceFailure(AssertionError):
+    """A failed check; `trace_path` is the hwm-trace/1 file the failing run was written to."""
+
+    expect = "holds"
+    property: str | None = None
+    trace_path: Path | None = None
+
+
+class Divergence(ConformanceFailure):
+    """The implementation and the model disagree (refusal, exception, snapshot or channels)."""
+
+
+class PropertyViolation(ConformanceFailure):
+    """An `always` property fails on the implementation's history (the snapshots still agree)."""
+
+    expect = "violation"
+
+    def __init__(self, prop: str, message: str):
+        super().__init__(message)
+        self.property = prop
+
+
+def protocol_spec(protocol: Protocol) -> Any:
+    """The protocol as a trace names it: a preset name, or raft with the flags that differ."""
+    name = preset_of(protocol)
+    if name is not None:
+        return name
+    base = protocol.system if protocol.system in PRESETS else "raft"  # each system's safe preset
+    return {"preset": base, "flags": protocol.differences(PRESETS[base].protocol)}
+
+
+def removed_entries(before, after) -> bool:
+    """True when some server's log lost an entry (a truncation, or a crash losing unsynced entries)."""
+    for b, a in zip(before.servers, after.servers):
+        if len(a.log) < len(b.log) or a.log[: len(b.log)] != b.log:
+            return True
+    return False
+
+
+def new_leader(before, after) -> bool:
+    for b, a in zip(before.servers, after.servers):
+        if a.alive and a.role == LEADER and (b.role != LEADER or b.generation != a.generation):
+            return True
+    return False
+
+
+class ConformanceMachine(RuleBasedStateMachine):
+    """The model and a SimCluster side by side: the rules every network has. `RpcConformance` and
+    `AsyncConformance` add their network's rules; `machine_for` sets the protocol and bounds."""
+
+    protocol: Protocol = RAFT
+    config: Config = RPC
+    replica_factory = Replica
+    out_dir: Path = DEFAULT_OUT
+    label = "raft-rpc"  # names the trace file
+    # Statistics over every run of this class (the bench and the vacuity test read them).
+    runs = 0
+    steps_run = 0
+    first_failure: tuple[int, float] | None = None  # (runs, seconds since started) at the first failure
+    started: float | None = None
+    witnessed: Counter = Counter()
+
+    def __init__(self):
+        super().__init__()
+        cls = type(self)
+        cls.runs += 1
+        if cls.started is None:
+            cls.started = time.perf_counter()
+        self.model = build_model(self.protocol, self.config)
+        self.state = self.model.initial_state()
+        self.always = tuple(p for p in self.model.properties if p.kind == "always")
+        self.cluster = SimCluster(self.protocol, self.config, replica_factory=self.replica_factory)
+        self.steps: list[Step] = []
+        self.writes = 0
+        self._enabled: dict[str, list] | None = None
+        self.snapshot = self.cluster.snapshot()
+        if snapshot_of(self.snapshot) != snapshot_of(self.state):
+            self._fail(Divergence(f"the initial states differ:\n{self._diff(self.snapshot)}"))
+
+    # ------------------------------------------------------------------ rules: one per model action
+    def enabled(self, kind: str) -> list:
+        """The model's enabled actions of one kind in the current state."""
+        if self._enabled is None:
+            self._enabled = {}
+            for action in self.model.actions(self.state):
+                self._enabled.setdefault(action[0], []).append(action)
+        return self._enabled.get(kind, [])
+
+    def _draw_and_run(self, data, kind: str) -> None:
+        self.run(data.draw(st.sampled_from(self.enabled(kind)), label=kind))
+
+    @precondition(lambda self: self.enabled("elect"))
+    @rule(data=st.data())
+    def elect(self, data):
+        self._draw_and_run(data, "elect")
+
+    @precondition(lambda self: self.enabled("write"))
+    @rule(data=st.data())
+    def write(self, data):
+        self._draw_and_run(data, "write")
+
+    @precondition(lambda self: self.enabled("read"))
+    @rule(data=st.data())
+    def read(self, data):
+        self._draw_and_run(data, "read")
+
+    @precondition(lambda self: self.enabled("crash"))
+    @rule(data=st.data())
+    def crash(self, data):
+        self._draw_and_run(data, "crash")
+
+    @precondition(lambda self: self.enabled("restart"))
+    @rule(data=st.data())
+    def restart(self, data):
+        self._draw_and_run(data, "restart")
+
+    @precondition(lambda self: not any(self.enabled(k) for k in ACTION_KINDS))
+    @rule()
+    def stutter(self):
+        """Every bound is reached and no action is enabled: nothing happens (Hypothesis needs a rule)."""
+        event("deadlock: no action enabled")
+
+    # ------------------------------------------------------------------ one step on both sides
+    def run(self, action: tuple) -> None:
+        """Apply a model-enabled action to the model and the implementation, then check."""
+        value = None
+        if action[0] == "write":
+            self.writes += 1
+            value = f"w{self.writes}"  # every write its own value: ReadsAgree compares values
+        step = to_step(action, value)
+        self.steps.append(step)
+        type(self).steps_run += 1
+        try:
+            self._check(action, step, value)
+        except ConformanceFailure as failure:
+            self._fail(failure)
+
+    def _check(self, action: tuple, step: Step, value: str | None) -> None:
+        where = f"step {len(self.steps)} {step}"
+        reason = self.model.why_not(self.state, action)
+        assert reason is None, f"{where}: drawn from the enabled actions but the model refuses it: {reason}"
+        self.state = self.model.apply(self.state, action)
+        self._enabled = None
+        try:
+            refused = self.cluster.apply(action, value)
+        except Exception as error:
+            raise Divergence(f"{where}: the implementation raised {error!r}") from error
+        if refused is not None:
+            raise Divergence(f"{where}: the model takes this step, the implementation refuses it: {refused}")
+        before, after = self.snapshot, self.cluster.snapshot()
+        if snapshot_of(after) != snapshot_of(self.state):
+            raise Divergence(f"{where}: the implementation's snapshot differs from the model's\n{self._diff(after)}")
+        if self.cluster.model_channels() != self.state.channels:
+            raise Divergence(f"{where}: the channels differ\nmodel {self.state.channels}\n"
+                             f"impl  {self.cluster.model_channels()}")
+        self._events(action, before, after)
+        found = check_state(after, self.always)  # the model's `always` properties
+        found.update(check_step(before, after, self.always))
+        disagreement = self.cluster.value_disagreement()
+        if disagreement:
+            found.setdefault("ReadsAgree", disagreement)
+        if found:
+            prop, finding = next(iter(found.items()))
+            raise PropertyViolation(prop, f"{where}: {prop} fails on the implementation: {finding}")
+        self.snapshot = after
+
+    def _events(self, action: tuple, before, after) -> None:
+        """Rule-firing statistics (`pytest --hypothesis-show-statistics`) and the vacuity counters."""
+        seen = [action[0]]
+        if removed_entries(before, after):
+            seen.append("truncation")
+        if new_leader(before, after):
+            seen.append("leader change")
+        for p in SOMETIMES:
+            if p.on == "step" and check_step(before, after, (p,)):
+                seen.append(p.name)
+            elif p.on == "state" and p.check(after):
+                seen.append(p.name)
+        for name in seen:
+            event(name)
+            type(self).witnessed[name] += 1
+
+    def _diff(self, impl_snapshot) -> str:
+        expected = snapshot_of(self.state)
+        lines = []
+        for k, (m, i) in enumerate(zip(expected.servers, impl_snapshot.servers)):
+            mark = "  " if m == i else "≠ "
+            lines.append(f"{mark}{server_name(k)} model {describe_server(m)} | impl {describe_server(i)}")
+        if expected.reads != impl_snapshot.reads:
+            lines.append(f"≠ reads model {sorted(expected.reads)} | impl {sorted(impl_snapshot.reads)}")
+        return "\n".join(lines)
+
+    # ------------------------------------------------------------------ failures become traces
+    def _fail(self, failure: ConformanceFailure) -> None:
+        cls = type(self)
+        if cls.first_failure is None:
+            cls.first_failure = (cls.runs, time.perf_counter() - cls.started)
+        path = self.save_trace(failure)
+        failure.trace_path = path
+        failure.args = (f"{failure.args[0]}\nthe failing run is saved as a trace: {path}\n"
+                        f"  replay it: hwm replay {path} --on both",)
+        raise failure
+
+    def save_trace(self, failure: ConformanceFailure) -> Path:
+        name = f"{self.label}-{failure.property or 'divergence'}"
+        path = Path(self.out_dir) / (re.sub(r"[^A-Za-z0-9_.=+-]", "_", name) + ".json")
+        kind = "a violation of " + failure.property if failure.property else "a divergence from the model"
+        trace = Trace(
+            protocol=protocol_spec(self.protocol), config=self.config.to_mapping(),
+            property=failure.property, expect=failure.expect, steps=list(self.steps),
+            title=f"conformance: {kind} found by Hypothesis in {len(self.steps)} steps",
+            explanation=str(failure.args[0]),
+        )
+        return trace.save(path)
+
+
+class RpcConformance(ConformanceMachine):
+    """The rpc network: `replicate` is one whole append round trip."""
+
+    @precondition(lambda self: self.enabled("replicate"))
+    @rule(data=st.data())
+    def replicate(self, data):
+        self._draw_and_run(data, "replicate")
+
+
+class KafkaConformance(RpcConformance):
+    """Kafka's replicas (rpc network only) add the leader's ISR shrink."""
+
+    @precondition(lambda self: self.enabled("shrink_isr"))
+    @rule(data=st.data())
+    def shrink_isr(self, data):
+        self._draw_and_run(data, "shrink_isr")
+
+
+class AsyncConformance(ConformanceMachine):
+    """The async network: appends and replies travel on FIFO channels that may lose them."""
+
+    config = ASYNC
+    label = "raft-async"
+
+    @precondition(lambda self: self.enabled("send"))
+    @rule(data=st.data())
+    def send(self, data):
+        self._draw_and_run(data, "send")
+
+    @precondition(lambda self: self.enabled("deliver"))
+    @rule(data=st.data())
+    def deliver(self, data):
+        self._draw_and_run(data, "deliver")
+
+    @precondition(lambda self: self.enabled("drop"))
+    @rule(data=st.data())
+    def drop(self, data):
+        self._draw_and_run(data, "drop")
+
+
+class ZabConformance(RpcConformance):
+    """ZAB: the rpc network's rules and the synchronisation phase's `sync` and `persist`. After every
+    step the replicas must also agree with the model on what ZAB tracks beyond a snapshot: entries
+    on disk, currentEpoch, which leaders are established and who synchronised with them, and the
+    entries acknowledged to clients (`bridge.zab.ZabView`)."""
+
+    label = "zab-rpc"
+
+    @precondition(lambda self: self.enabled("sync"))
+    @rule(data=st.data())
+    def sync(self, data):
+        self._draw_and_run(data, "sync")
+
+    @precondition(lambda self: self.enabled("persist"))
+    @rule(data=st.data())
+    def persist(self, data):
+        self._draw_and_run(data, "persist")
+
+    def _check(self, action: tuple, step: Step, value: str | None) -> None:
+        from hwm.bridge.simcluster.zab import model_view
+
+        super()._check(action, step, value)
+        mine, expected = self.cluster.zab_view(), model_view(self.state)
+        if mine != expected:
+            where = f"step {len(self.steps)} {step}"
+            raise Divergence(f"{where}: the implementation's ZAB state differs from the model's\n"
+                             + "\n".join(f"≠ {field}: model {m} | impl {i}"
+                                         for field, m, i in zip(expected._fields, expected, mine) if m != i))
+
+
+def machine_for(protocol: str | Protocol, config: Config = RPC, *, replica_factory=Replica,
+                out_dir: Path | str | None = None, label: str | None = None) -> type[ConformanceMachine]:
+    """A ConformanceMachine class for one protocol (a preset name or a Protocol) and configuration."""
+    if isinstance(protocol, str):
+        name, protocol = protocol, PRESETS[protocol].protocol
+    else:
+        name = preset_of(protocol) or "custom"
+    label = label or f"{name}-{config.network}-{config.servers}"
+    base = AsyncConformance if config.network == "async" else RpcConformance
+    if protocol.system == "zab":
+        base = ZabConformance
+    if protocol.system == "kafka":
+        base = KafkaConformance
+    return type(base)(f"Conformance[{label}]", (base,), {
+        "protocol": protocol, "config": config, "replica_factory": staticmethod(replica_factory),
+        "out_dir": Path(out_dir) if out_dir is not None else DEFAULT_OUT, "label": label,
+        "runs": 0, "steps_run": 0, "first_failure": None, "started": None, "witnessed": Counter(),
+    })
+
+
+def conformance_settings(**overrides) -> settings:
+    """Settings for a conformance run: the loaded profile's example count unless overridden."""
+    options = dict(stateful_step_count=STEPS, deadline=None,
+                   suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
+    options.update(overrides)
+    return settings(**options)
+
+
+@dataclass
+class Hunt:
+    """The outcome of running a conformance machine until it fails or its budget is spent."""
+
+    failure: ConformanceFailure | None
+    examples: int | None  # examples run until the first failure (None: not found)
+    seconds: float | None  # seconds until the first failure
+    total_seconds: float  # including shrinking
+    steps: int  # steps run in all
+
+
+def hunt(machine: type[ConformanceMachine], budget: int, *, shrink: bool = False, seed: int | None = None,
+         **overrides) -> Hunt:
+    """Run `machine` for at most `budget` examples; the first failure ends the hunt (shrunk when
+    `shrink`). Derandomized unless a `seed` is given: either way the same machine, budget and seed
+    give the same hunt."""
+    phases = [Phase.generate, Phase.shrink] if shrink else [Phase.generate]
+    if seed is None:
+        overrides.setdefault("derandomize", True)
+    else:
+        machine = hypothesis_seed(seed)(machine)
+        overrides.update(derandomize=False, database=None)
+    started = time.perf_counter()
+    failure = None
+    try:
+        run_state_machine_as_test(machine, settings=conformance_settings(
+            max_examples=budget, phases=phases, report_multiple_bugs=False, **overrides))
+    except ConformanceFailure as found:
+        failure = found
+    total = time.perf_counter() - started
+    examples, seconds = machine.first_failure if machine.first_failure else (None, None)
+    return Hunt(failure, examples, seconds, total, machine.steps_run)

@@ -1,0 +1,694 @@
+"""Deterministic simulation of the real runtime: `impl.runtime.Node`, unmodified, on a simulated
+network and simulated disks, driven by a schedule, checked against the model's properties and the
+clients' history.
+
+What runs is the production code: the node's asyncio tasks (driver, peer links, client
+connections), its ticks and timeouts, its persist-then-send order, the client protocol's frames, and
+`DiskStorage`/`WriteAheadLog` with their recovery. What is simulated is what lies outside a process:
+time and the network (`bridge.simnet.SimLoop`) and the disk (`bridge.simdisk.SimDisk`, which loses
+unsynced data in a power failure, tears writes and fails with ENOSPC/EIO on a chosen call). One seed
+fixes every choice, so a schedule replays exactly (`run_schedule(schedule)`).
+
+A `Schedule` is a seed (network latencies, disk latencies, election timers, which unsynced data a
+power failure keeps) and a list of `Step`s, each after a pause of virtual time: a client `put` or
+`get` (over the client protocol, a fresh connection per request, following leader hints, retrying
+with the same request id), a process `crash` (the page cache survives), a `power` failure of one
+machine, an `outage` (every machine loses power, and comes back `arg` x 50 ms later), a `restart`,
+`isolate` (one machine cut off from the others) and `heal`, and a disk `fault` (the `arg`-th
+write-like call of a machine fails with ENOSPC or EIO: the node must stop, fail-stop). After the last
+step everything is healed and restarted, and a final write must commit.
+
+Checked, and reported as `Outcome.violations` (the first of each kind, with the virtual time):
+
+- acknowledged writes: the entry a put was acknowledged with carries that put's value and request
+  id; every leader elected in a later generation than the one that acknowledged it holds it at its
+  index (checked the moment the leader is elected); it is in the committed log at the end;
+- reads: two reads of one index agree; every later leader holds a read entry; the final committed
+  log has it (ReadNeverTruncated in the clients' sense);
+- the model's catalogue (`properties.catalogue`, plus `AckedWriteNeverLost` on the acknowledged
+  entries) on a view of the cluster (a live node: its replica; a crashed one: what its disk
+  recovers to), each time a leader is elected, after every step and at the end;
+- no two leaders of one generation, ever; a crashed node restarts from whatever the crash left (a
+  refused recovery is a violation); the cluster commits a write once everything is healed.
+
+`Outcome.witnesses` counts what the run exercised (data lost in a crash, torn writes, injected
+ENOSPC and EIO, leader changes, truncations, torn tails recovered ...) so a test can assert that the
+schedules really did the things the checks are meant to survive.
+
+Planted bugs (`PLANTS`) are the runtime with one promise broken; tests assert the simulation finds a
+schedule that catches each.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextvars
+import errno
+import hashlib
+import logging
+import random
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Callable
+
+from hwm.bridge.dst.disk import SimDisk
+from hwm.bridge.dst.net import MACHINE, SimLoop
+from hwm.impl import codec
+from hwm.impl import messages as m
+from hwm.impl.core import down_snapshot, persist
+from hwm.impl.runtime import Node, NodeConfig, NodeError, decode_entry
+from hwm.impl.storage import DiskStorage
+from hwm.properties.acked import ACKED
+from hwm.properties.catalogue import CATALOGUE, check_state, check_step
+from hwm.properties.protocol import RAFT
+from hwm.properties.snapshot import LEADER, ServerSnapshot
+
+__all__ = ["ACTIONS", "Outcome", "PLANTS", "Schedule", "Step", "run_schedule"]
+
+ACTIONS = ("put", "get", "crash", "power", "outage", "restart", "isolate", "heal", "fault")
+CRASHES = ("crash", "power", "outage")
+SERVERS = ("S1", "S2", "S3")
+CLIENT = "sim-client"
+# Fast elections in virtual time: a simulated second costs the callbacks run in it, so fewer ticks
+# per election mean more schedules per second of test.
+TICK_SECONDS = 0.02
+ELECTION_TICKS = (5, 10)  # 100-200 ms
+HEARTBEAT_TICKS = 1
+PUT_TIMEOUT = 1.0  # the node's: a put not committed by then is answered "outcome unknown"
+ATTEMPT_SECONDS = 0.3  # the client's, per server tried
+CLIENT_SECONDS = 2.0  # the client's, per put or get
+SETTLE_SECONDS = 10.0  # after healing, the time the cluster gets to commit a write
+DISK_LATENCY = ((0.0001, 0.002), (0.001, 0.03))  # seconds a persist (write + fsync) takes
+ALWAYS = tuple(p for p in CATALOGUE + ACKED if p.kind == "always")
+SOMETIMES = tuple(p for p in CATALOGUE + ACKED if p.kind == "sometimes")
+
+
+@dataclass(frozen=True)
+class Step:
+    """After `pause_ms` of virtual time, `action` on server `server` (0-based) with `arg`."""
+
+    pause_ms: int
+    action: str
+    server: int = 0
+    arg: int = 0
+
+    def __str__(self) -> str:
+        return f"+{self.pause_ms}ms {self.action} {SERVERS[self.server % len(SERVERS)]} {self.arg}"
+
+
+@dataclass(frozen=True)
+class Schedule:
+    seed: int
+    steps: tuple[Step, ...]
+
+    def __str__(self) -> str:
+        return f"seed {self.seed}: " + "; ".join(str(s) for s in self.steps)
+
+
+
+@dataclass
+class Outcome:
+    violations: list[str] = field(default_factory=list)
+    witnesses: Counter = field(default_factory=Counter)
+    events: list[str] = field(default_factory=list)  # what happened, in order (for determinism)
+    acked: dict[int, bytes] = field(default_factory=dict)  # index -> value of acknowledged puts
+
+    @property
+    def fingerprint(self) -> str:
+        return hashlib.sha256("\n".join(self.events).encode()).hexdigest()
+
+    def report(self, schedule: Schedule) -> str:
+        lines = [f"schedule: {schedule!r}", *[f"  step {k}: {s}" for k, s in enumerate(schedule.steps)]]
+        lines += [f"violation: {v}" for v in self.violations]
+        return "\n".join(lines)
+
+
+@dataclass(frozen=True)
+class _Said:
+    """What a client was told: the entry at `index` (its generation, the client's value, and for a
+    put the request ids it carries), by `server` while in `generation`."""
+
+    index: int
+    entry_generation: int
+    value: bytes
+    ids: tuple[str, int] | None
+    server: str
+    generation: int
+
+    def held_by(self, entry: tuple[int, bytes] | None) -> bool:
+        if entry is None or entry[0] != self.entry_generation:
+            return False
+        value, ids = decode_entry(entry[1])
+        return value == self.value and (self.ids is None or ids == self.ids)
+
+    def __str__(self) -> str:
+        return f"{self.value!r} at {self.index}@g{self.entry_generation} (told by {self.server} in g{self.generation})"
+
+
+# ------------------------------------------------------------------------ planted bugs
+class _NoFsyncStorage(DiskStorage):
+    """Planted bug: `sync` hands the records to the OS but never fsyncs them."""
+
+    def sync(self) -> None:
+        self.wal.flush()
+
+
+class _SendBeforePersistNode(Node):
+    """Planted bug: sends the batch's messages and answers before making the batch durable."""
+
+    async def _flush(self) -> None:
+        replica = self.replica
+        if not replica.has_ready():
+            return await Node._flush(self)
+        ready = replica.ready()
+        for to, message in ready.messages:
+            link = self._links.get(to)
+            if link is not None:
+                link.send(message)
+        for entry in ready.entries:
+            self._remember(entry.index, entry.payload)
+        for entry in ready.committed:
+            if entry.index in self._pending:
+                self._confirm(entry)
+        answers, self._answers = self._answers, []
+        for connection, slot, message, close in answers:
+            connection.answer(slot, message, close)
+        if ready.truncate_from is not None or ready.entries or ready.metadata is not None:
+            await asyncio.to_thread(persist, ready, self.storage)
+
+
+class _AckOnAppendNode(Node):
+    """Planted bug: a leader confirms a put once its own log holds it, not once it is committed."""
+
+    def _answer_put(self, request, connection, slot) -> None:
+        waiting = len(self._pending_by_deadline)
+        super()._answer_put(request, connection, slot)
+        if len(self._pending_by_deadline) > waiting:
+            pending = self._pending_by_deadline[-1]
+            pending.done = True
+            self._pending[pending.index].remove(pending)
+            if not self._pending[pending.index]:
+                del self._pending[pending.index]
+            self._answers.append((connection, slot, m.PutReply(pending.index), False))
+
+
+# name -> (node class, storage class)
+PLANTS: dict[str | None, tuple[type[Node], type[DiskStorage]]] = {
+    None: (Node, DiskStorage),
+    "skip-fsync": (Node, _NoFsyncStorage),
+    "send-before-persist": (_SendBeforePersistNode, DiskStorage),
+    "ack-on-append": (_AckOnAppendNode, DiskStorage),
+}
+
+
+class _Died(BaseException):
+    """The process died inside a system call (BaseException: no `except Exception` catches it)."""
+
+
+class _ClientProtocol(asyncio.Protocol):
+    """The test's client end of one request: the first answer frame, and the tag it came with."""
+
+    def __init__(self, loop: SimLoop):
+        self.loop = loop
+        self.frames = codec.FrameReader()
+        self.answer: asyncio.Future = loop.create_future()
+
+    def data_received(self, data: bytes) -> None:
+        try:
+            payloads = self.frames.feed(data)
+        except codec.CodecError as error:
+            payloads = []
+            if not self.answer.done():
+                self.answer.set_exception(ConnectionError(f"garbled answer: {error}"))
+        if payloads and not self.answer.done():
+            self.answer.set_result((codec.decode(payloads[0]), self.loop.network.delivery_meta))
+
+    def connection_lost(self, exc) -> None:
+        if not self.answer.done():
+            self.answer.set_exception(ConnectionError("closed before answering"))
+
+
+class _Simulation:
+    def __init__(self, schedule: Schedule, plant: str | None, first_violation: bool = False):
+        self.schedule = schedule
+        self.first_violation = first_violation
+        self.node_class, self.storage_class = PLANTS[plant]
+        # Half the schedules run on a fast disk, half on a slow one (an fsync of up to 30 ms, as on
+        # a busy or networked disk): the slower the fsync, the wider the windows a crash can hit.
+        disk_latency = DISK_LATENCY[schedule.seed % len(DISK_LATENCY)]
+        self.loop = SimLoop(schedule.seed, disk_latency=disk_latency)
+        self.loop.network.meta_of = self._tag
+        self.loop.after_step = self._watch
+        self.loop.on_job = self._job_started
+        self.armed: dict[str, bool] = {}  # server -> power loss: crash it during its next persist
+        self.loop.set_exception_handler(self._loop_error)
+        self.rng = random.Random(schedule.seed ^ 0x5EED)
+        self.addresses = {s: (f"10.0.0.{k + 1}", 7000) for k, s in enumerate(SERVERS)}
+        # Only /data exists (durably) at first: each node creates its own data directory.
+        self.disks = {s: SimDisk(random.Random(schedule.seed * 31 + k), ("/data",))
+                      for k, s in enumerate(SERVERS)}
+        self.nodes: dict[str, Node] = {}  # machines whose process runs (maybe still starting)
+        self.incarnations: Counter = Counter()
+        self.leading: dict[str, int] = {}  # server -> generation it was last seen leading
+        self.leaders: dict[int, str] = {}  # generation -> its leader, ever
+        self.acks: list[_Said] = []
+        self.reads: list[_Said] = []
+        self.down_views: dict[str, ServerSnapshot] = {}
+        self.previous_view = None
+        self.outcome = Outcome()
+        self.request_ids = iter(range(1, 1 << 30))
+        self.registered = False  # whether CLIENT's session is open
+        self.next_server = 0
+
+    @staticmethod
+    def _data_dir(server: str) -> str:
+        return f"/data/{server}"
+
+    # ------------------------------------------------------------------ reporting
+    def violation(self, text: str) -> None:
+        self.outcome.violations.append(f"t={self.loop.now:.3f}s: {text}")
+        self.event(f"VIOLATION {text}")
+        if self.first_violation:
+            self.loop.stop()  # a search only needs to know that the schedule fails
+
+    def event(self, text: str) -> None:
+        self.outcome.events.append(f"{self.loop.now:.6f} {text}")
+
+    def _loop_error(self, loop, context: dict) -> None:
+        """An exception nobody handled. A killed machine's cancelled tasks are expected (asyncio's
+        own stream callback asks a cancelled task for its exception); anything else is a bug."""
+        error = context.get("exception")
+        if isinstance(error, asyncio.CancelledError):
+            return
+        self.violation(f"unhandled error in the event loop: {context.get('message')}: {error!r}")
+
+    # ------------------------------------------------------------------ machines
+    def start(self, server: str) -> None:
+        if server in self.nodes:
+            return
+        self.incarnations[server] += 1
+        peers = {s: self.addresses[s] for s in SERVERS if s != server}
+        config = NodeConfig(server, self.addresses[server], peers, self._data_dir(server),
+                            tick_seconds=TICK_SECONDS, election_ticks=ELECTION_TICKS,
+                            heartbeat_ticks=HEARTBEAT_TICKS,
+                            put_timeout=PUT_TIMEOUT, rng_seed=self.rng.getrandbits(32))
+        storage = self.storage_class(config.data_dir, owner=f"server {server}", fs=self.disks[server])
+        node = self.node_class(config, storage=storage)
+        self.nodes[server] = node
+        self.leading.pop(server, None)
+        context = contextvars.copy_context()
+        context.run(MACHINE.set, server)
+        self.loop.create_task(self._boot(server, node), context=context)
+        self.event(f"start {server}")
+
+    async def _boot(self, server: str, node: Node) -> None:
+        try:
+            await node.start()
+        except NodeError as error:
+            if "corrupt" in str(error):
+                self.violation(f"{server} cannot restart from what the crash left: {error}")
+            self.event(f"{server} failed to start")
+            self.stop(server, power_loss=False, crash=False)
+            return
+        if node.storage.wal.torn_tail is not None:
+            self.outcome.witnesses["torn tail dropped on recovery"] += 1
+        if self.incarnations[server] > 1:
+            self.outcome.witnesses["restarts"] += 1
+
+    def stop(self, server: str, power_loss: bool, crash: bool = True) -> None:
+        """The machine's process dies: a crash, or (`crash=False`) the node stopped itself after a
+        disk error or could not start."""
+        if self.nodes.pop(server, None) is None:
+            return
+        if crash:
+            self.outcome.witnesses["crashes"] += 1
+        disk = self.disks[server]
+        for job in self.loop.crash(server):
+            # The process may die in the middle of a persist under way: after some of its
+            # system calls (a write handed to the OS, its fsync not yet), in one, or before any.
+            disk.inject(self.rng.randint(1, 4), _Died())
+            try:
+                job()
+            except BaseException:
+                pass
+            disk.inject(None)
+        disk.crash(power_loss)
+        self.leading.pop(server, None)
+        self.down_views[server] = self._recovered(server)
+        self.event(f"down {server} power_loss={power_loss}")
+
+    def _job_started(self, server: str, finishes: float) -> None:
+        if server in self.armed:
+            power_loss = self.armed.pop(server)
+            self.outcome.witnesses["crashes during a persist"] += 1
+            self.loop.call_at(self.rng.uniform(self.loop.now, finishes), self.stop, server, power_loss)
+
+    def _recovered(self, server: str) -> ServerSnapshot:
+        """What a crashed machine's disk recovers to (on a copy: the restart recovers the original)."""
+        storage = DiskStorage(self._data_dir(server), fs=self.disks[server].clone())
+        try:
+            durable = storage.load()
+        except Exception as error:
+            self.violation(f"{server}'s disk does not recover after the crash: {error}")
+            return ServerSnapshot(0, "follower", (), 0, False)
+        storage.crash()
+        return down_snapshot(durable, RAFT)
+
+    def _tag(self, server: str | None, data: bytes) -> object:
+        """Tag an answer to a client with the generation its server was in, and the entry a put's
+        answer names (as the server's log held it when it answered)."""
+        node = self.nodes.get(server)
+        replica = node.replica if node is not None else None
+        if replica is None:
+            return None
+        entry = None
+        try:
+            answer = codec.decode_frame(data)
+        except codec.CodecError:
+            answer = None
+        if isinstance(answer, m.PutReply) and answer.index is not None:
+            try:
+                entry = replica.entry(answer.index)
+            except IndexError:
+                entry = None
+        return server, replica.generation, entry
+
+    # ------------------------------------------------------------------ watching
+    def _watch(self) -> None:
+        """After every loop iteration: fail-stopped nodes, and every newly elected leader."""
+        for server, node in list(self.nodes.items()):
+            if node.failure is not None:
+                self.outcome.witnesses["fail-stop after a disk error"] += 1
+                self.stop(server, power_loss=False, crash=False)
+                continue
+            replica = node.replica
+            if replica is not None and replica.role == LEADER and self.leading.get(server) != replica.generation:
+                self.leading[server] = replica.generation
+                self._elected(server, replica)
+
+    def _elected(self, server: str, replica) -> None:
+        generation = replica.generation
+        self.event(f"{server} leads generation {generation}")
+        other = self.leaders.setdefault(generation, server)
+        if other != server:
+            self.violation(f"{server} and {other} both became leader of generation {generation}")
+        if len(self.leaders) > 1:
+            self.outcome.witnesses["leader changes"] += 1
+        for kind, said in [("acknowledged put", a) for a in self.acks] + [("read", r) for r in self.reads]:
+            if said.generation < generation:
+                try:
+                    held = replica.entry(said.index)
+                except IndexError:
+                    held = None
+                if not said.held_by(held):
+                    self.violation(f"{server} became leader of generation {generation} without the {kind} {said}")
+        self.check_properties(f"{server} elected")
+
+    def view(self):
+        servers = []
+        for server in SERVERS:
+            node = self.nodes.get(server)
+            if node is not None and node.replica is not None:
+                servers.append(node.replica.snapshot())
+            else:
+                servers.append(self.down_views.get(server, ServerSnapshot(0, "follower", (), 0, False)))
+        reads = frozenset((r.index, r.entry_generation) for r in self.reads)
+        acked = frozenset((a.index, a.entry_generation) for a in self.acks)
+        return _View(tuple(servers), reads, acked)
+
+    def check_properties(self, when: str) -> None:
+        view = self.view()
+        found = check_state(view, ALWAYS)
+        if self.previous_view is not None:
+            found.update(check_step(self.previous_view, view, ALWAYS))
+            for name, witness in check_step(self.previous_view, view, SOMETIMES).items():
+                self.outcome.witnesses[name] += 1
+        for name, text in found.items():
+            self.violation(f"{name} ({when}): {text}")
+        self.previous_view = view
+
+    # ------------------------------------------------------------------ the client
+    async def call(self, server: str, request: m.Message):
+        """One request on a fresh connection: (answer, tag), or None if there was none in time."""
+        protocol = _ClientProtocol(self.loop)
+        try:
+            async with asyncio.timeout(ATTEMPT_SECONDS):
+                transport, _ = await self.loop.create_connection(lambda: protocol, *self.addresses[server])
+                try:
+                    transport.write(codec.encode(request))
+                    return await protocol.answer
+                finally:
+                    transport.close()
+        except (OSError, TimeoutError, ConnectionError):
+            return None
+
+    async def put(self, value: bytes, first: int) -> None:
+        request = m.PutRequest(value, CLIENT, next(self.request_ids))
+        deadline = self.loop.now + CLIENT_SECONDS
+        server = SERVERS[first % len(SERVERS)]
+        while self.loop.now < deadline:
+            # The client protocol's session first (Raft §6.3: retried puts apply once per session).
+            outgoing = request if self.registered else m.RegisterClient(CLIENT)
+            got = await self.call(server, outgoing)
+            answer, tag = got if got is not None else (None, None)
+            if isinstance(answer, m.PutReply) and answer.index is not None and outgoing is not request:
+                self.registered = True
+                continue
+            if isinstance(answer, m.PutReply) and answer.index is not None and tag is not None:
+                self._acknowledged(request, answer.index, tag)
+                return
+            if isinstance(answer, m.PutReply) and answer.code == m.SESSION_EXPIRED:
+                self.registered = False
+                continue
+            if isinstance(answer, m.PutReply) and answer.code in (m.NOT_WRITTEN, m.REFUSED):
+                self.event(f"put {value!r} not written: {answer.error}")
+                return
+            if isinstance(answer, m.PutReply) and answer.leader in self.addresses:
+                server = answer.leader
+            else:
+                server = SERVERS[(SERVERS.index(server) + 1) % len(SERVERS)]
+                await asyncio.sleep(0.02)
+        self.event(f"put {value!r} outcome unknown")
+
+    def _acknowledged(self, request: m.PutRequest, index: int, tag) -> None:
+        server, generation, entry = tag
+        if entry is None:
+            self.violation(f"{server} acknowledged put {request.value!r} at index {index}, which its log lacks")
+            return
+        value, ids = decode_entry(entry[1])
+        if (value, ids) != (request.value, (request.client, request.request)):
+            self.violation(f"{server} acknowledged put {request.value!r} (request {request.request}) at index "
+                           f"{index}, which holds {value!r} of request {ids}")
+            return
+        self.acks.append(_Said(index, entry[0], value, ids, server, generation))
+        self.outcome.acked[index] = request.value
+        self.outcome.witnesses["acknowledged puts"] += 1
+        self.event(f"ack {request.value!r} at {index}@g{entry[0]} by {server} in g{generation}")
+
+    async def get(self, server: str, index: int) -> None:
+        got = await self.call(server, m.GetRequest(index))
+        if got is None or not isinstance(got[0], m.GetReply) or got[1] is None or got[0].generation is None:
+            return
+        answer, (_, generation, _) = got
+        read = _Said(index, answer.generation, answer.value, None, server, generation)
+        for other in self.reads + self.acks:
+            if other.index == index and (other.entry_generation, other.value) != (read.entry_generation, read.value):
+                self.violation(f"reads disagree: {read}, but earlier {other}")
+                break
+        self.reads.append(read)
+        self.outcome.witnesses["reads"] += 1
+        self.event(f"read {read}")
+
+    # ------------------------------------------------------------------ the schedule
+    async def main(self) -> None:
+        clients: list[asyncio.Task] = []
+        for server in SERVERS:
+            self.start(server)
+        for number, step in enumerate(self.schedule.steps):
+            await asyncio.sleep(step.pause_ms / 1000)
+            server = SERVERS[step.server % len(SERVERS)]
+            self.event(f"step {step}")
+            action = step.action
+            if action == "put":
+                clients.append(asyncio.create_task(self.put(b"v%d" % number, step.server)))
+            elif action == "get":
+                known = max([a.index for a in self.acks], default=0)
+                clients.append(asyncio.create_task(self.get(server, 1 + step.arg % max(known, 1))))
+            elif action in ("crash", "power"):
+                if step.arg % 2:  # not now: in the middle of the next disk write it makes
+                    self.armed[server] = action == "power"
+                else:
+                    self.stop(server, power_loss=action == "power")
+            elif action == "outage":
+                self.outcome.witnesses["outages"] += 1
+                for s in SERVERS:
+                    self.stop(s, power_loss=True)
+                await asyncio.sleep(0.05 * (1 + step.arg))
+                for s in SERVERS:
+                    self.start(s)
+            elif action == "restart":
+                self.start(server)
+            elif action == "isolate":
+                for other in SERVERS:
+                    if other != server:
+                        self.loop.network.partition(server, other)
+                self.outcome.witnesses["partitions"] += 1
+            elif action == "heal":
+                self.loop.network.heal()
+            elif action == "fault":
+                if server in self.nodes:
+                    error = errno.ENOSPC if step.arg % 2 == 0 else errno.EIO
+                    self.disks[server].inject(1 + step.arg // 2, error)
+            self.check_properties(f"after step {number} ({step})")
+        await self.settle(clients)
+
+    async def settle(self, clients: list[asyncio.Task]) -> None:
+        """Heal everything, restart everything; a write must then commit; check the history."""
+        for server, power_loss in self.armed.items():  # no persist came: crash it now
+            self.stop(server, power_loss)
+        self.armed.clear()
+        self.loop.network.heal()
+        for disk in self.disks.values():
+            disk.inject(None, 0)
+        for server in SERVERS:
+            self.start(server)
+        await asyncio.gather(*clients)
+        deadline = self.loop.now + SETTLE_SECONDS
+        while not any(a.value == b"final" for a in self.acks):
+            if self.loop.now >= deadline:
+                self.violation(f"no write committed within {SETTLE_SECONDS:g} s after every fault was healed")
+                return
+            for server in SERVERS:  # a node that stopped itself on a disk error comes back
+                self.start(server)
+            await self.put(b"final", self.next_server)
+        await asyncio.sleep(0.1)  # heartbeats carry the final HWM to the followers
+        leader = max((n for n in self.nodes.values() if n.replica is not None and n.replica.role == LEADER),
+                     key=lambda n: n.replica.generation, default=None)
+        if leader is None:
+            self.violation("no leader after the final write committed")
+            return
+        replica = leader.replica
+        committed = [replica.entry(i) for i in range(1, replica.hwm + 1)]
+        for kind, said in [("acknowledged put", a) for a in self.acks] + [("read", r) for r in self.reads]:
+            if not said.held_by(committed[said.index - 1] if said.index <= len(committed) else None):
+                self.violation(f"the {kind} {said} is not in the final committed log")
+        for server, node in self.nodes.items():
+            r = node.replica
+            if r is None:
+                continue
+            mine = [r.entry(i) for i in range(1, min(r.hwm, r.last_index) + 1)]
+            if mine != committed[: len(mine)]:
+                self.violation(f"{server}'s committed log differs from the leader's")
+        self.check_properties("at the end")
+        self.event(f"final log {[g for g, _ in committed]}")
+
+
+@dataclass(frozen=True)
+class _View:
+    servers: tuple[ServerSnapshot, ...]
+    reads: frozenset
+    acked: frozenset
+
+
+def run_schedule(schedule: Schedule, plant: str | None = None, first_violation: bool = False) -> Outcome:
+    """Run one schedule on a fresh simulated cluster; deterministic in `schedule` (and `plant`).
+    With `first_violation`, stop at the first violation (a search needs no more)."""
+    simulation = _Simulation(schedule, plant, first_violation)
+    loop = simulation.loop
+    saved_random = random.getstate()
+    random.seed(schedule.seed)  # the runtime's reconnect jitter uses the global generator
+    node_log = logging.getLogger("hwm.node")
+    disabled, node_log.disabled = node_log.disabled, True
+    try:
+        loop.run_until_complete(simulation.main())
+    except RuntimeError:
+        if not (first_violation and simulation.outcome.violations):
+            raise  # not the stop at the first violation
+    finally:
+        for tasks in list(loop.tasks.values()):
+            for task in tasks:
+                task.cancel()
+        pending = [t for t in asyncio.all_tasks(loop) if not t.done()]
+        for task in pending:
+            task.cancel()
+        if pending:
+            loop.run_until_complete(asyncio.gather(*pending, return_exceptions=True))
+        loop.close()
+        random.setstate(saved_random)
+        node_log.disabled = disabled
+    for disk in simulation.disks.values():
+        simulation.outcome.witnesses.update(disk.stats)
+    return simulation.outcome
+
+
+def schedules(max_steps: int = 10, max_pause_ms: int = 200):
+    """Hypothesis strategy: a seed and up to `max_steps` steps, at least one of them a crash (a
+    process crash, a power failure or an outage) somewhere in the list; the end of every schedule
+    restarts every machine, so each is a crash/restart schedule. Puts are drawn more often than
+    the rest: the checks need acknowledged writes to protect. Shrinks towards fewer, shorter steps."""
+    from hypothesis import strategies as st
+
+    weighted = ("put", "put", "put") + ACTIONS[1:]
+    step = st.builds(Step, st.integers(0, max_pause_ms), st.sampled_from(weighted),
+                     st.integers(0, len(SERVERS) - 1), st.integers(0, 7))
+    crash = st.builds(Step, st.integers(0, max_pause_ms), st.sampled_from(CRASHES),
+                      st.integers(0, len(SERVERS) - 1), st.integers(0, 7))
+
+    @st.composite
+    def schedule(draw):
+        steps = draw(st.lists(step, max_size=max_steps - 1))
+        at = draw(st.integers(0, len(steps)))
+        steps.insert(at, draw(crash))
+        return Schedule(draw(st.integers(0, 2**32 - 1)), tuple(steps))
+
+    return schedule()
+
+
+def shrink(schedule: Schedule, fails: Callable[[Schedule], bool], budget: int = 60) -> Schedule:
+    """A smaller schedule that still `fails`: drop steps, then zero pauses and arguments, greedily,
+    in at most `budget` runs. (Hypothesis's own shrinker finds smaller ones but may spend minutes:
+    every candidate is a whole simulated run.)"""
+    runs = 0
+
+    def attempt(candidate: Schedule) -> bool:
+        nonlocal runs
+        runs += 1
+        return runs <= budget and fails(candidate)
+
+    changed = True
+    while changed and runs < budget:
+        changed = False
+        for k in range(len(schedule.steps) - 1, -1, -1):
+            candidate = Schedule(schedule.seed, schedule.steps[:k] + schedule.steps[k + 1:])
+            if k < len(schedule.steps) and attempt(candidate):
+                schedule, changed = candidate, True
+        for k, step in enumerate(schedule.steps):
+            for simpler in (Step(0, step.action, step.server, step.arg), Step(step.pause_ms, step.action, step.server, 0)):
+                if simpler != step:
+                    candidate = Schedule(schedule.seed, schedule.steps[:k] + (simpler,) + schedule.steps[k + 1:])
+                    if attempt(candidate):
+                        schedule, step, changed = candidate, simpler, True
+    return schedule
+
+
+def find_failing(plant: str | None, examples: int = 1000, max_steps: int = 10) -> Schedule | None:
+    """The first of `examples` derandomized schedules on which the runtime (with `plant`) violates
+    a check, shrunk; None if none does."""
+    from hypothesis import HealthCheck, Phase, given, settings
+
+    class Found(Exception):
+        def __init__(self, schedule: Schedule):
+            self.schedule = schedule
+
+    @settings(max_examples=examples, derandomize=True, database=None, deadline=None, phases=[Phase.generate],
+              suppress_health_check=list(HealthCheck), report_multiple_bugs=False)
+    @given(schedules(max_steps))
+    def search(schedule: Schedule) -> None:
+        if run_schedule(schedule, plant, first_violation=True).violations:
+            raise Found(schedule)
+
+    try:
+        search()
+    except Found as found:
+        return shrink(found.schedule, lambda s: bool(run_schedule(s, plant, first_violation=True).violations))
+    return None

@@ -1,0 +1,117 @@
+"""Which compiled equivalent (`model.fast.properties`) stands for which property of the catalogue,
+and the checks that run them on a batch: the Python side, which imports no Numba (the
+equivalents may come from the module compiled ahead of time, `model.fast.aot`).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import inspect
+from typing import Sequence
+
+import numpy as np
+
+from hwm.checker.backend import Backend
+
+# Each compiled equivalent, keyed by the property's name and the digest of the source it
+# was written from (source_digest): {name: {digest: code}}. A property may have several
+# versions (ReadNeverTruncated read literally, and refined to "fewer than a quorum").
+STATE_CODES = {
+    "ReadsAgree": {"337243c8d24e1f1a": 0},
+    "HwmWithinLog": {"ec4cd1e9e8d3d628": 1},
+    "CommittedOnQuorum": {"ad8623486d63fb54": 2, "44c79cea193429d5": 2},
+    "OneLeaderPerGeneration": {"e33af864b183e1df": 3},
+    "LogMatching": {"c4358c5d7c87adff": 4},
+    "EntryRead": {"da87b43187b13b16": 5},
+    # properties.acked, on the rows of a model with the `acked` ghost (none in the raft model's)
+    "AckedWriteNeverLost": {"beba27ce82b65b2f": 6},
+    "WriteAcknowledged": {"1a07dbc30384d119": 7},
+}
+STEP_CODES = {
+    "ReadNeverTruncated": {"c473d70605200f94": 0, "e9411c0e08fbc852": 5},
+    "ReadNeverLost": {"0c51de25de896e16": 1},
+    "UncommittedTruncated": {"59d0302fada9d050": 2},
+    "LeaderChangeWithUncommitted": {"57c9bf766b65d821": 3},
+    "CrashAndRejoin": {"a40a1153af6c6a3c": 4},
+    "HwmNeverTruncated": {"50b1433a6e12557a": 6},
+    "AcknowledgedWriteKept": {"fb87a2b08fb44ed5": 7},  # properties.acked, Kafka's catalogue
+}
+STEP_CODE_COUNT = 8
+
+
+def compiled_code(prop) -> int | None:
+    """The compiled equivalent of `prop` as its source stands now (None when there is none)."""
+    codes = (STATE_CODES if prop.on == "state" else STEP_CODES).get(prop.name, {})
+    return codes.get(source_digest(prop.check))
+
+
+def source_digest(check) -> str:
+    """The source of a property's check and of the catalogue helpers it calls, hashed."""
+    parts = [inspect.getsource(check)]
+    for name in check.__code__.co_names:
+        helper = check.__globals__.get(name)
+        if inspect.isfunction(helper) and helper.__module__ == check.__module__:
+            parts.append(inspect.getsource(helper))
+    return hashlib.sha256("".join(parts).encode()).hexdigest()[:16]
+
+
+class CompiledProperties:
+    """Property checks of one layout: compiled where an up-to-date equivalent exists, else Python."""
+
+    def __init__(self, layout, kernels):
+        self.layout = layout
+        self.kernels = kernels  # first_states and first_steps (model.fast.aot.kernels)
+        self._codes: dict[str, int | None] = {}
+
+    def code(self, prop) -> int | None:
+        """The compiled equivalent of `prop`, when one was written from its current source."""
+        if prop.name not in self._codes:
+            self._codes[prop.name] = compiled_code(prop)
+        return self._codes[prop.name]
+
+    def warm(self, initial: np.ndarray, warm) -> None:
+        P = self.layout.params
+        codes = np.arange(len(STATE_CODES), dtype=np.int64)  # one code per state property
+        warm("state properties", lambda: self.kernels.first_states(P, initial, codes,
+                                                                   np.full(codes.size, -1, dtype=np.int64)))
+        codes = np.arange(STEP_CODE_COUNT, dtype=np.int64)
+        parents = np.zeros(1, dtype=np.int64)
+        warm("step properties", lambda: self.kernels.first_steps(P, initial, initial, parents, codes,
+                                                                 np.full(codes.size, -1, dtype=np.int64)))
+
+    def _split(self, props: Sequence) -> tuple[list, np.ndarray, list]:
+        fast = [p for p in props if self.code(p) is not None]
+        codes = np.array([self.code(p) for p in fast], dtype=np.int64)
+        return fast, codes, [p for p in props if self.code(p) is None]
+
+    def check_states(self, backend, batch: np.ndarray, props: Sequence) -> dict[str, tuple[int, str]]:
+        fast, codes, slow = self._split(props)
+        found = Backend.check_states(backend, batch, slow) if slow else {}
+        if fast:
+            first = np.full(codes.size, -1, dtype=np.int64)
+            self.kernels.first_states(self.layout.params, np.ascontiguousarray(batch), codes, first)
+            for p, position in zip(fast, first.tolist()):
+                if position >= 0:
+                    state = self.layout.unpack(batch[position])
+                    found[p.name] = (position, self._confirm(p, p.check(state), state))
+        return found
+
+    def check_steps(self, backend, frontier: np.ndarray, expansion, props: Sequence) -> dict[str, tuple[int, str]]:
+        fast, codes, slow = self._split(props)
+        found = Backend.check_steps(backend, frontier, expansion, slow) if slow else {}
+        if fast:
+            first = np.full(codes.size, -1, dtype=np.int64)
+            self.kernels.first_steps(self.layout.params, np.ascontiguousarray(frontier),
+                        np.ascontiguousarray(expansion.successors), expansion.parents, codes, first)
+            for p, t in zip(fast, first.tolist()):
+                if t >= 0:
+                    before = self.layout.unpack(frontier[expansion.parents[t]])
+                    after = self.layout.unpack(expansion.successors[t])
+                    found[p.name] = (t, self._confirm(p, p.check(before, after), after))
+        return found
+
+    @staticmethod
+    def _confirm(prop, finding, state) -> str:
+        if not finding:
+            raise RuntimeError(f"the compiled {prop.name} disagrees with the catalogue on\n{state.describe()}")
+        return finding

@@ -1,0 +1,316 @@
+"""Checking the `eventually` properties (properties/liveness.py) on the state graph's SCCs.
+
+Fairness. Replication is weakly fair: a `replicate(leader, follower)` round trip that
+stays enabled is eventually taken (the HWM advance is part of it: the leader
+recomputes its high-water mark on every response). `restart` is weakly fair too: a
+crashed server eventually comes back. Nothing else is fair: clients may stop writing
+or reading, and elections and crashes may stop. They do stop: every election raises
+a generation and every crash counts against max_crashes, so an infinite run makes
+finitely many of each and ends with a stable set of leaders (the bounds are the
+model's, so this is a check within them, not a proof).
+
+A violation is a fair lasso: a path from the initial state to a cycle along which
+one obligation of the property (the same key: the same leader and entry, or the same
+leader and follower) is open in every state, and every fair action that is enabled
+in every state of the cycle is taken on it. Per obligation, the states where it is
+open form a subgraph; in one strongly connected component of it a fair cycle exists
+exactly when each fair action enabled throughout the component is taken by an edge
+inside it (a cycle through every edge of the component is then fair). The shortest
+lasso: breadth-first stem to a component state, then the shortest cycle back to that
+state inside the component that meets every fairness requirement (a breadth-first
+search over (state, requirements met)); the pair with the fewest steps in total wins,
+ties going to the shorter stem.
+
+Terminal states (no action enabled: a bound stopped everything) are not deadlocks:
+a bounded model ends there, and nothing is claimed about what would follow. They are
+counted per property (`cut`) when an obligation is open in them.
+
+The check runs without symmetry reduction, and refuses the async network:
+- symmetry: fairness names action instances (`replicate(S1, S2)`), but an edge of the
+  quotient graph carries the action of whichever member was expanded, and a cycle of
+  classes need not be a cycle of states; both would need the permutation carried on
+  every edge. Exploring the concrete states keeps lassos replayable step by step.
+- async: a channel may drop every message, so weak fairness on delivery does not
+  make progress; that needs strong fairness against loss, which is not modelled.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from dataclasses import dataclass, field
+
+import networkx as nx
+
+from hwm.model.actions import Action, Model, to_step
+from hwm.checker.report import Verdict, Verdicts
+from hwm.checker.engine import CheckOptions, Visitor, check
+from hwm.model.state import State
+from hwm.properties.liveness import LIVENESS, LivenessProperty
+from hwm.properties.trace import Step
+
+FAIR_ACTIONS = ("replicate", "restart")
+DEFAULT_MAX_STATES = 50_000
+
+
+class LivenessRefused(ValueError):
+    """The configuration is outside what the liveness check supports; the message says why."""
+
+
+@dataclass
+class LivenessResult(Verdict):
+    name: str
+    kind: str  # eventually | sometimes
+    found: bool  # violated (eventually) or reached (sometimes)
+    finding: str | None = None
+    steps: list[Step] | None = None
+    actions: list[Action] | None = None
+    loop: int | None = None  # 1-based number of the cycle's first step (eventually)
+    cut: int = 0  # terminal states where an obligation is open (eventually)
+
+    @property
+    def stem(self) -> int | None:
+        return self.loop - 1 if self.loop is not None else None
+
+    @property
+    def cycle(self) -> int | None:
+        return len(self.steps) - self.stem if self.loop is not None else None
+
+    def to_json(self) -> dict:
+        out = {"kind": self.kind, "verdict": self.verdict, "finding": self.finding,
+               "length": len(self.steps) if self.steps is not None else None,
+               "steps": [s.to_json() for s in self.steps] if self.steps is not None else None}
+        if self.kind == "eventually":
+            out.update(loop=self.loop, stem=self.stem, cycle=self.cycle, cut=self.cut)
+        return out
+
+
+@dataclass
+class LivenessReport(Verdicts):
+    OBLIGATION = "eventually"
+
+    protocol_name: str
+    config: dict
+    states: int = 0
+    transitions: int = 0
+    fairness: tuple[str, ...] = FAIR_ACTIONS
+    results: dict[str, LivenessResult] = field(default_factory=dict)
+
+    def to_json(self) -> dict:
+        return {"protocol": self.protocol_name, "config": self.config, "symmetry": False,
+                "fairness": {"weak": list(self.fairness)}, "distinct_states": self.states,
+                "transitions": self.transitions,
+                "properties": {r.name: r.to_json() for r in self.results.values()}}
+
+
+class StateGraph(Visitor):
+    """The concrete reachable graph: states, labelled edges, breadth-first parents.
+
+    Built by the one breadth-first search (`model.engine`) without symmetry, as its
+    visitor: state k is the k-th discovered, `edges[k]` its transitions in the model's
+    action order, `parent[k]` the first transition into it (None for the initial state).
+    With a model it runs its own search; without (None), it is a visitor for a caller's.
+    """
+
+    def __init__(self, model: Model | None, max_states: int):
+        self.max_states = max_states
+        self.states: list[State] = []
+        self.edges: list[list[tuple[Action, int]]] = []
+        self.parent: list[tuple[int, Action] | None] = []
+        self._index: dict[int, int] = {}  # fingerprint -> state number
+        if model is not None:
+            # States stay model objects (the graph keeps every one): no packing and unpacking.
+            check(model, CheckOptions(symmetry=False, properties=(), successors="objects"), [self])
+
+    def on_chunk(self, chunk, result) -> None:
+        backend = chunk.search.backend
+        if chunk.first == 0 and chunk.depth == 0:
+            self.states += backend.states(chunk.frontier)
+            self.parent.append(None)
+            self._index[int(chunk.frontier_fingerprints()[0])] = 0
+        if len(chunk.search.visited) > self.max_states:
+            raise LivenessRefused(
+                f"the state graph has more than {self.max_states:,} states (the liveness state limit): "
+                "choose smaller bounds or raise the limit")
+        fps, parents = chunk.fingerprints.tolist(), chunk.parents.tolist()
+        actions = [backend.action(a) for a in chunk.actions[:chunk.kept].tolist()]
+        for offset, (t, state) in enumerate(zip(chunk.new.tolist(), backend.states(chunk.new_states))):
+            self._index[fps[t]] = chunk.new_first + offset
+            self.states.append(state)
+            self.parent.append((chunk.first + parents[t], actions[t]))
+        edges: list[list[tuple[Action, int]]] = [[] for _ in range(len(chunk.frontier))]
+        for t, action in enumerate(actions):
+            edges[parents[t]].append((action, self._index[fps[t]]))
+        self.edges += edges
+
+    @property
+    def transitions(self) -> int:
+        return sum(len(out) for out in self.edges)
+
+    def path_to(self, k: int) -> list[Action]:
+        actions = []
+        while self.parent[k] is not None:
+            k, action = self.parent[k]
+            actions.append(action)
+        actions.reverse()
+        return actions
+
+
+def _shortest_fair_cycle(graph: StateGraph, component: set[int], start: int,
+                         fair: tuple[str, ...]) -> list[Action] | None:
+    """The fewest steps from `start` back to it inside `component` meeting every fairness
+    requirement: each fair action enabled somewhere in the component is, on the cycle,
+    either taken or disabled in some visited state."""
+    required = sorted({a for k in component for a, _ in graph.edges[k] if a[0] in fair})
+    required_bit = {a: 1 << n for n, a in enumerate(required)}
+    full = (1 << len(required)) - 1
+    disabled = {}
+    for k in component:
+        enabled = {a for a, _ in graph.edges[k]}
+        disabled[k] = sum(bit for a, bit in required_bit.items() if a not in enabled)
+    begin = (start, disabled[start])
+    parents: dict[tuple[int, int], tuple[tuple[int, int], Action] | None] = {begin: None}
+    queue = deque([begin])
+    while queue:
+        node = queue.popleft()
+        k, met = node
+        for action, j in graph.edges[k]:
+            if j not in component:
+                continue
+            now = met | required_bit.get(action, 0) | disabled[j]
+            if j == start and now == full:
+                cycle = [action]
+                while parents[node] is not None:
+                    node, a = parents[node]
+                    cycle.append(a)
+                cycle.reverse()
+                return cycle
+            nxt = (j, now)
+            if nxt not in parents:
+                parents[nxt] = (node, action)
+                queue.append(nxt)
+    return None
+
+
+def _components(graph: StateGraph, members: set[int]):
+    """Strongly connected components of the subgraph on `members` that contain a cycle."""
+    sub = nx.DiGraph()
+    sub.add_nodes_from(members)
+    sub.add_edges_from((k, j) for k in members for _, j in graph.edges[k] if j in members)
+    for component in nx.strongly_connected_components(sub):
+        if len(component) > 1 or sub.has_edge(next(iter(component)), next(iter(component))):
+            yield component
+
+
+def _fair_component(graph: StateGraph, component: set[int], fair: tuple[str, ...]) -> bool:
+    """Some cycle in the component is fair: every fair action enabled in all its states is
+    taken by an edge inside it."""
+    always_enabled = None
+    for k in component:
+        enabled = {a for a, _ in graph.edges[k] if a[0] in fair}
+        always_enabled = enabled if always_enabled is None else always_enabled & enabled
+    taken = {a for k in component for a, j in graph.edges[k] if j in component}
+    return always_enabled <= taken
+
+
+def check_property(graph: StateGraph, prop: LivenessProperty, distance: list[int],
+                   fair: tuple[str, ...] = FAIR_ACTIONS) -> LivenessResult:
+    open_at: dict = {}  # obligation key -> states where it is open
+    cut = 0
+    for k, state in enumerate(graph.states):
+        obligations = prop.obligations(state)
+        if obligations and not graph.edges[k]:
+            cut += 1
+        for key in obligations:
+            open_at.setdefault(key, set()).add(k)
+    best = None  # (length, stem, key order, stem actions, cycle actions, key)
+    for key in sorted(open_at):
+        for component in _components(graph, open_at[key]):
+            if not _fair_component(graph, component, fair):
+                continue
+            for start in sorted(component, key=lambda k: (distance[k], k)):
+                if best is not None and distance[start] > best[0]:
+                    break
+                cycle = _shortest_fair_cycle(graph, component, start, fair)
+                if cycle is None:  # cannot happen in a fair component; be loud if it does
+                    raise RuntimeError(f"{prop.name}: no fair cycle through a fair component")
+                candidate = (distance[start] + len(cycle), distance[start])
+                if best is None or candidate < best[:2]:
+                    best = (*candidate, graph.path_to(start), cycle, key, start)
+    if best is None:
+        return LivenessResult(prop.name, "eventually", False, cut=cut)
+    _, stem_length, stem, cycle, key, start = best
+    actions = stem + cycle
+    # The sentence of the cycle's own states (the obligation's key is constant along it).
+    finding = prop.obligations(graph.states[start])[key] + ", and stays so forever along a fair cycle"
+    return LivenessResult(prop.name, "eventually", True, finding,
+                          [to_step(a) for a in actions], actions, loop=stem_length + 1, cut=cut)
+
+
+def check_witness(graph: StateGraph, prop: LivenessProperty) -> LivenessResult:
+    """The breadth-first first state where one of the property's obligations opens."""
+    witness = prop.witness
+    for k, state in enumerate(graph.states):  # in breadth-first order
+        finding = witness.check(state)
+        if finding:
+            actions = graph.path_to(k)
+            return LivenessResult(witness.name, "sometimes", True, finding, [to_step(a) for a in actions], actions)
+    return LivenessResult(witness.name, "sometimes", False)
+
+
+def refusal(model: Model) -> str | None:
+    """Why the liveness check cannot run on this model, or None (symmetry is never used: see above)."""
+    if model.config.network != "rpc":
+        return ("liveness is checked on the rpc network only: on the async network a channel may drop "
+                "every message, and progress would need strong fairness against loss, which is not modelled")
+    return None
+
+
+def check_liveness(model: Model, protocol_name: str, *, max_states: int = DEFAULT_MAX_STATES,
+                   properties=LIVENESS, fair: tuple[str, ...] = FAIR_ACTIONS) -> LivenessReport:
+    """Every `eventually` property and its witness, on the concrete state graph (no symmetry).
+
+    `fair` names the weakly fair actions (the default is the documented fairness; tests
+    weaken it to show that the verdicts depend on it)."""
+    reason = refusal(model)
+    if reason:
+        raise LivenessRefused(reason)
+    graph = StateGraph(model, max_states)
+    distance = [0] * len(graph.states)
+    for k in range(1, len(graph.states)):
+        distance[k] = distance[graph.parent[k][0]] + 1
+    report = LivenessReport(protocol_name, model.config.to_mapping(), len(graph.states), graph.transitions,
+                            tuple(fair))
+    for prop in properties:
+        report.results[prop.name] = check_property(graph, prop, distance, tuple(fair))
+    for prop in properties:
+        report.results[prop.witness.name] = check_witness(graph, prop)
+    return report
+
+
+def lasso_verdict(model: Model, states: list[State], actions: list[Action], loop: int, prop: LivenessProperty,
+                  fair: tuple[str, ...] = FAIR_ACTIONS) -> tuple[str | None, str]:
+    """Whether a replayed lasso violates `prop`: (the finding, "") or (None, why it does not).
+
+    `states[k]` is the state after step k (`states[0]` the initial one); steps loop..n are the
+    cycle. It must close (the state after step n is the state before step `loop`), one
+    obligation must stay open in every state of the cycle, and the cycle must be fair.
+    """
+    n = len(actions)
+    start, cycle_states, cycle_actions = states[loop - 1], states[loop - 1:n], actions[loop - 1:]
+    if states[n] != start:
+        return None, (f"the loop does not close: after step {n} the cluster is not in the state it was in "
+                      f"before step {loop}")
+    open_ = set(prop.obligations(start))
+    for state in cycle_states[1:]:
+        open_ &= set(prop.obligations(state))
+    if not open_:
+        return None, f"no obligation of {prop.name} stays open along the cycle (steps {loop}..{n})"
+    always_enabled = None
+    for state in cycle_states:
+        enabled = {a for a in model.actions(state) if a[0] in fair}
+        always_enabled = enabled if always_enabled is None else always_enabled & enabled
+    starved = sorted(always_enabled - set(cycle_actions))
+    if starved:
+        return None, (f"the cycle is not fair: {to_step(starved[0])} is enabled in every state of the cycle "
+                      f"but never taken (weakly fair: {', '.join(fair)})")
+    return prop.obligations(start)[min(open_)] + ", and stays so forever along a fair cycle", ""

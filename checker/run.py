@@ -1,0 +1,173 @@
+"""One engine interface: a `CheckRequest` in, a `Report` out, whatever the engine (the local
+breadth-first search, Spark, random walks); and the tour, every preset at once."""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+import signal
+import time
+from dataclasses import dataclass
+
+from hwm.checker.report import Report, bfs
+from hwm.checker.verdict import tour_config
+from hwm.model.registry import build_model
+from hwm.model.state import Config
+from hwm.properties.protocol import PRESETS, resolve
+
+DEFAULT_CONFIG = Config()
+
+
+@dataclass(frozen=True)
+class CheckRequest:
+    protocol: str | dict  # preset name or {"preset":..., "flags":...}
+    config: Config
+    symmetry: bool = True
+    engine: str = "local"
+    spark_master: str | None = None
+    walks: int = 2000
+    seed: int = 0
+    workers: int = 1  # processes of the local engine
+    successors: str = "reference"  # the successor backend (model.backend): reference | fast
+
+
+def _local(model, name: str, request: CheckRequest, progress) -> Report:
+    return bfs(model, name, symmetry=request.symmetry, progress=progress, workers=request.workers,
+               successors=request.successors)
+
+
+def _simulation(model, name: str, request: CheckRequest, progress) -> Report:
+    from hwm.checker.simulation import simulate
+    return simulate(model, name, walks=request.walks, seed=request.seed, symmetry=request.symmetry,
+                    progress=progress)
+
+
+def _spark(model, name: str, request: CheckRequest, progress) -> Report:
+    from hwm.checker.spark_engine import spark_bfs  # PySpark is optional: imported only when asked for
+    return spark_bfs(model, name, symmetry=request.symmetry, master=request.spark_master or "local[*]",
+                     progress=progress, successors=request.successors)
+
+
+# Every engine takes the same arguments and returns the same `Report`.
+ENGINES = {"local": _local, "simulation": _simulation, "spark": _spark}
+
+
+def run(request: CheckRequest, progress=None) -> Report:
+    """Check one protocol with the requested engine."""
+    engine = ENGINES.get(request.engine)
+    if engine is None:
+        raise ValueError(f"unknown engine {request.engine!r}")
+    name, protocol = resolve(request.protocol)
+    model = build_model(protocol, request.config)  # ValueError: the model cannot run this config
+    return engine(model, name, request, progress)
+
+
+def successors_refusal(protocols, config: Config, successors: str) -> str | None:
+    """Why the successor backend cannot run one of `protocols` at `config` (checked before any search)."""
+    from hwm.checker.backend import refusal
+
+    for spec in protocols:
+        name, protocol = resolve(spec)
+        try:
+            model = build_model(protocol, config)
+        except ValueError:  # the model refuses these bounds itself: its own check says so
+            continue
+        why = refusal(successors, model)
+        if why:
+            return f"{name}: {why}; use --successors reference"
+    return None
+
+
+def _run_quiet(request: CheckRequest) -> Report:
+    return run(request)
+
+
+
+class TourInterrupted(KeyboardInterrupt):
+    """Ctrl-C during the tour, carrying the presets that finished before it (in tour order) and the
+    names of those that did not, so the caller can still report what was checked."""
+
+    def __init__(self, finished: list[tuple[str, Report]], unfinished: list[str]):
+        super().__init__()
+        self.finished, self.unfinished = finished, unfinished
+
+
+def tour(config: Config, symmetry: bool, jobs: int, progress_stream=None,
+         successors: str = "reference") -> list[tuple[str, Report]]:
+    """Check every preset (each at `tour_config`); presets run in parallel processes (one per core
+    by default). `progress_stream` hears of each preset as it finishes and, on a terminal, of
+    those still running, every second."""
+    requests = [CheckRequest(name, tour_config(name, config), symmetry, successors=successors)
+                for name in runnable_presets(config)]
+    started = time.perf_counter()
+    tty = progress_stream is not None and progress_stream.isatty()
+
+    def say(line: str, final: bool) -> None:
+        if progress_stream is None or not (tty or final):
+            return
+        progress_stream.write(("\r" + line[:120].ljust(100)) if tty else line + "\n")
+        if tty and final:
+            progress_stream.write("\n")
+        progress_stream.flush()
+
+    def finished(name: str, report: Report, done: int) -> None:
+        say(f"tour: {done}/{len(requests)} {name}: {report.states:,} states in {report.seconds:.1f} s", True)
+
+    by_name: dict[str, Report] = {}
+
+    def interrupted() -> TourInterrupted:
+        return TourInterrupted([(r.protocol, by_name[r.protocol]) for r in requests if r.protocol in by_name],
+                               [r.protocol for r in requests if r.protocol not in by_name])
+
+    if jobs <= 1:
+        try:
+            for r in requests:
+                say(f"tour: checking {r.protocol}...", False)
+                report = run(r)
+                if report.interrupted:  # the search caught Ctrl-C: a partial preset is not a row
+                    raise KeyboardInterrupt
+                by_name[r.protocol] = report
+                finished(r.protocol, report, len(by_name))
+        except KeyboardInterrupt:  # in a search or between two
+            raise interrupted() from None
+        return [(r.protocol, by_name[r.protocol]) for r in requests]
+    # Workers ignore SIGINT: Ctrl-C is the parent's to handle, and terminate() stops searches mid-way
+    # (a worker's own search would catch it and return a partial report as if finished).
+    pool = multiprocessing.get_context().Pool(jobs, initializer=signal.signal,
+                                              initargs=(signal.SIGINT, signal.SIG_IGN))
+    try:
+        pending = {r.protocol: pool.apply_async(_run_quiet, (r,)) for r in requests}
+        while pending:
+            for name in [n for n, result in pending.items() if result.ready()]:
+                by_name[name] = pending.pop(name).get()
+                finished(name, by_name[name], len(by_name))
+            if pending:
+                waiting = ", ".join(sorted(pending))
+                say(f"tour: {time.perf_counter() - started:.0f} s, still checking {waiting}", False)
+                next(iter(pending.values())).wait(1.0)
+        pool.close()
+    except KeyboardInterrupt:
+        raise interrupted() from None
+    finally:
+        pool.terminate()
+        pool.join()
+    if tty:
+        progress_stream.write("\r" + " " * 100 + "\r")
+        progress_stream.flush()
+    return [(r.protocol, by_name[r.protocol]) for r in requests]
+
+
+def runnable_presets(config: Config) -> list[str]:
+    """The presets whose model runs under `config` (ZAB and BookKeeper take the rpc network only)."""
+    names = []
+    for name, preset in PRESETS.items():
+        try:
+            build_model(preset.protocol, config)
+        except ValueError:
+            continue
+        names.append(name)
+    return names
+
+
+def default_jobs() -> int:
+    return max(1, min(len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1, 8))

@@ -1,0 +1,45 @@
+"""A check's shortest counterexamples as saveable `hwm-trace/1` traces, and where they are saved."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from hwm.checker.report import Report
+from hwm.model.state import Config
+from hwm.properties.protocol import PRESETS
+from hwm.properties.trace import Trace
+
+
+def trace_for(report: Report, protocol_spec, prop: str) -> Trace:
+    """The shortest counterexample to `prop` as a saveable hwm-trace/1 trace."""
+    result = report.results[prop]
+    name = report.protocol_name
+    summary = PRESETS[name].summary if name in PRESETS else name
+    return Trace(
+        protocol=protocol_spec, config=dict(report.config), property=prop, expect="violation",
+        steps=list(result.steps),
+        title=f"{name}: {prop} violated in {result.length} steps",
+        explanation=(f"{result.finding}. Found by breadth-first search ({report.engine} engine), so no "
+                     f"shorter trace violates {prop} at these bounds. Protocol: {summary}."),
+    )
+
+
+def bounds_directory(config: Config, symmetry: bool = True) -> str:
+    """A directory name for one run's traces, by its bounds: `s3-g4-l1-c1-rpc` (runs at other
+    bounds save traces of the same names elsewhere)."""
+    name = f"s{config.servers}-g{config.max_generation}-l{config.max_log}-c{config.max_crashes}-{config.network}"
+    if config.network == "async":
+        name += f"-k{config.channel_capacity}"
+    return name + ("" if symmetry else "-nosym")
+
+
+def trace_filename(protocol_name: str, prop: str) -> str:
+    return re.sub(r"[^A-Za-z0-9_.=+-]", "_", f"{protocol_name}.{prop}") + ".json"
+
+
+def save_counterexamples(report: Report, protocol_spec, directory: Path) -> list[Path]:
+    saved = []
+    for name in report.violated:
+        saved.append(trace_for(report, protocol_spec, name).save(directory / trace_filename(report.protocol_name, name)))
+    return saved

@@ -1,0 +1,137 @@
+"""The verdict rules: what the bounds make possible, when a check passes, and what the catalogue
+expects of each preset. One home for them, read by the command line, the catalogue builder, the
+benchmarks and the tests alike."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from hwm.checker.report import Report
+from hwm.model.state import Config
+from hwm.properties.protocol import PRESETS, TOUR_BOUNDS, Protocol
+
+DEFAULT_CONFIG = Config()
+
+
+def _competing_leader(protocol: Protocol, config: Config) -> str | None:
+    """Why no leader can be elected without another leader's uncommitted entries, or None.
+
+    That needs a second generation and, under Raft's election rule on the rpc network, a third
+    server or a third generation: with two servers every quorum is both, and an uncommitted entry
+    of the current generation is on the leader alone (a whole round trip would have committed
+    it), so the leader refuses its vote to the other; only an older generation's entry, which a
+    leader of generation 2 or more replicates without committing, is on both.
+    """
+    if config.max_generation < 2:
+        return "max_generation >= 2"
+    if config.servers < 2:
+        return "servers >= 2"
+    if (config.servers < 3 and config.max_generation < 3 and protocol.election == "longest-log"
+            and config.network == "rpc"):
+        return "servers >= 3 or max_generation >= 3 (or election=any, or the async network)"
+    return None
+
+
+def witness_needs(name: str, protocol: Protocol, config: Config) -> str | None:
+    """What a `sometimes` witness needs that these bounds rule out, or None when it is possible.
+
+    Conservative: a witness is called impossible only when no run within the bounds can reach
+    it; an unreached witness that is possible still fails the check.
+    """
+    if config.max_log < 1 and name != "CrashAndRejoin":
+        return "max_log >= 1"
+    if name == "CrashAndRejoin":
+        return "max_crashes >= 1" if config.max_crashes < 1 else None
+    if name == "EntryRead":
+        return None
+    if name == "LeaderChangeWithUncommitted":
+        return _competing_leader(protocol, config)
+    if name == "UncommittedTruncated":
+        # A conflicting entry from a competing leader, or a restart rule that truncates.
+        competing = _competing_leader(protocol, config)
+        if competing is None or (protocol.restart != "keep" and config.max_crashes >= 1):
+            return None
+        return competing + (" or a truncating restart rule with max_crashes >= 1" if protocol.restart == "keep"
+                            else " or max_crashes >= 1")
+    return None
+
+
+def impossible_witnesses(report: Report, protocol: Protocol, config: Config) -> dict[str, str]:
+    """Unreached witnesses the bounds rule out, with what each needs."""
+    out = {}
+    for name in report.unreached:
+        needs = witness_needs(name, protocol, config)
+        if needs is not None:
+            out[name] = needs
+    return out
+
+
+def missed_witnesses(report: Report, protocol: Protocol, config: Config) -> list[str]:
+    """Unreached witnesses that the bounds allow: the check may be vacuous, and it fails."""
+    impossible = impossible_witnesses(report, protocol, config)
+    return [name for name in report.unreached if name not in impossible]
+
+
+def passed(report: Report, protocol: Protocol, config: Config) -> bool:
+    """Every always property holds and every witness the bounds allow is reached."""
+    return not report.violated and not missed_witnesses(report, protocol, config)
+
+
+def thin(protocol: Protocol, config: Config) -> str | None:
+    """Why a check at these bounds never writes a client entry, or None.
+
+    Client entries are what the properties protect; a check without any is no evidence
+    about them, whatever its verdicts. A new leader's no-op takes a log slot first.
+    """
+    needed = 2 if protocol.noop_on_election else 1
+    if config.max_log < needed:
+        why = " (the new leader's no-op takes the first slot)" if protocol.noop_on_election else ""
+        return f"no client entry is ever written: needs max_log >= {needed}{why}"
+    return None
+
+
+def expected_violations(preset: str, config: Config) -> frozenset[str] | None:
+    """The always properties the catalogue expects to fail, when known for these bounds."""
+    p = PRESETS[preset]
+    if config != DEFAULT_CONFIG:
+        return None
+    return p.breaks
+
+
+
+def judge_tour(results: list[tuple[str, Report]], config: Config) -> list[str]:
+    """Mismatches between what each preset did and what the catalogue expects of it."""
+    problems = []
+    for name, r in results:
+        preset = PRESETS[name]
+        missed = missed_witnesses(r, preset.protocol, Config.from_mapping(r.config))
+        if missed:
+            problems.append(f"{name}: sometimes witnesses unreached: {', '.join(missed)}")
+        expected = expected_violations(name, config)
+        got = frozenset(r.violated)
+        if expected is None:
+            if not preset.broken and got:
+                problems.append(f"{name} is expected safe but violates {', '.join(sorted(got))}")
+            continue
+        if got != expected:
+            missing, extra = sorted(expected - got), sorted(got - expected)
+            parts = []
+            if missing:
+                parts.append("expected to violate " + ", ".join(missing) + " but did not")
+            if extra:
+                parts.append("unexpectedly violates " + ", ".join(extra))
+            problems.append(f"{name}: " + "; ".join(parts))
+    return problems
+
+
+def tour_config(preset: str, config: Config) -> Config:
+    """The bounds the tour checks `preset` at. At the default bounds its system's TOUR_BOUNDS lower
+    them (other bounds are the user's and are kept); a preset whose no-op fills the log gets one
+    slot more, so that its client entries get the room every other preset's get."""
+    protocol = PRESETS[preset].protocol
+    lowered = TOUR_BOUNDS.get(protocol.system, {})
+    if config == DEFAULT_CONFIG and lowered:
+        config = replace(config, **{k: min(v, getattr(config, k)) for k, v in lowered.items()})
+    if protocol.noop_on_election and config.max_log >= 1 and thin(protocol, config):
+        return replace(config, max_log=config.max_log + 1)
+    return config

@@ -1,0 +1,122 @@
+"""z3 proofs the explorer cannot give: the entry point of `hwm prove`.
+
+Three parts, each a list of `Proof` obligations with a verdict, the seconds it
+took and a detail line:
+
+- `quorum` (`proofs_quorum`): the quorum arithmetic for every N up to `max_n`;
+- `induction` (`proofs_induction`): an inductive invariant for the rpc model
+  with unbounded generations and crashes, at fixed N and log length L; a CTI is
+  put to the breadth-first explorer;
+- `bmc` (`proofs_bmc`): the transition relation unrolled from the initial
+  state, shortest violations, compared with the explorer's.
+
+What counts as success depends on the protocol: a safe one must prove (and show
+no violation); a preset the catalogue knows to be broken at these bounds must
+show its counterexample (a reachable CTI, a BMC trace). A protocol that is not
+a preset (a preset with flags changed) is expected to be safe.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from hwm.model.registry import build_model
+from hwm.checker.report import bfs
+from hwm.proofs.bmc import bmc_proof
+from hwm.proofs.induction import RAFT_INVARIANT, induction_proofs
+from hwm.proofs.quorum import quorum_proofs
+from hwm.proofs.symbolic import ALWAYS_CHECKED, Proof
+from hwm.model.state import Config
+from hwm.properties.protocol import PRESETS, Protocol, preset_of
+
+__all__ = ["Proof", "PARTS", "DEFAULT_BMC_PROPERTIES", "Plan", "expected_broken", "run", "render", "violations_found",
+           "RAFT_INVARIANT", "ALWAYS_CHECKED"]
+
+PARTS = ("quorum", "induction", "bmc")
+# The headline property, and the one a wrong quorum rule breaks first.
+DEFAULT_BMC_PROPERTIES = ("ReadNeverTruncated", "CommittedOnQuorum")
+DEFAULT_INDUCTION_LOG = 2
+DEFAULT_BMC_DEPTH = 10
+
+
+@dataclass
+class Plan:
+    """What `run` proves, with every bound spelled out."""
+
+    protocol_name: str
+    protocol: Protocol
+    parts: tuple[str, ...] = PARTS
+    servers: int = 3
+    max_log: int | None = None  # None: 2 for induction, the explorer's default for BMC
+    max_n: int = 15
+    depth: int = DEFAULT_BMC_DEPTH
+    max_generation: int = Config.max_generation  # BMC only: induction's generations are unbounded
+    max_crashes: int = Config.max_crashes  # BMC only
+    properties: tuple[str, ...] = DEFAULT_BMC_PROPERTIES
+    compare_with_explorer: bool = True
+
+    @property
+    def induction_log(self) -> int:
+        return self.max_log if self.max_log is not None else DEFAULT_INDUCTION_LOG
+
+    @property
+    def bmc_config(self) -> Config:
+        return Config(servers=self.servers, max_generation=self.max_generation,
+                      max_log=self.max_log if self.max_log is not None else Config.max_log,
+                      max_crashes=self.max_crashes)
+
+
+def expected_broken(protocol: Protocol, servers: int) -> bool:
+    """Whether the catalogue expects this protocol to break at `servers` servers.
+
+    A broken preset is expected to break from its `caught_at` servers on (raft-seed-quorum
+    differs from raft only at even N); anything that is not a preset is expected to be safe.
+    """
+    name = preset_of(protocol)
+    if name is None or not PRESETS[name].broken:
+        return False
+    if name == "raft-seed-quorum":
+        # Its only difference from raft is seed-index, which equals majority exactly for odd N
+        # (the quorum proof); at N=2 it already counts an entry on one server of two.
+        return servers % 2 == 0
+    return PRESETS[name].caught_at.get("servers", servers) <= servers
+
+
+def run(plan: Plan) -> list[Proof]:
+    proofs: list[Proof] = []
+    broken = expected_broken(plan.protocol, plan.servers)
+    if "quorum" in plan.parts:
+        proofs += quorum_proofs(plan.max_n)
+    if "induction" in plan.parts:
+        proofs.append(induction_proofs(plan.protocol_name, plan.protocol, broken=broken, servers=plan.servers,
+                                       max_log=plan.induction_log))
+    if "bmc" in plan.parts:
+        config = plan.bmc_config
+        lengths = None
+        if plan.compare_with_explorer:
+            report = bfs(build_model(plan.protocol, config), plan.protocol_name)
+            lengths = {p: report.results[p].length for p in plan.properties}
+        proofs.append(bmc_proof(plan.protocol_name, plan.protocol, config, broken=broken, max_depth=plan.depth,
+                                properties=plan.properties, explorer_lengths=lengths))
+    return proofs
+
+
+def violations_found(proofs: list[Proof]) -> list[str]:
+    """The proofs that show the protocol violating a property: a BMC trace, a reachable CTI."""
+    found = []
+    for p in proofs:
+        if p.part == "bmc" and any(r["length"] is not None for r in p.data.get("results", {}).values()):
+            found.append(p.name)
+        elif p.part == "induction" and p.data.get("reachable"):
+            found.append(p.name)
+    return found
+
+
+def render(proofs: list[Proof]) -> str:
+    """One line per proof: ✓/✗, seconds, name and detail (a CTI or trace follows, indented)."""
+    lines = []
+    for p in proofs:
+        head, *rest = p.detail.splitlines() or [""]
+        lines.append(f"{'✓' if p.ok else '✗'} {p.seconds:7.2f}s  {p.name}: {head}")
+        lines += ["      " + line for line in rest]
+    return "\n".join(lines)
