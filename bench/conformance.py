@@ -8,7 +8,7 @@
 2. The kill matrix: for every broken preset, the conformance machine under that preset (model and
    implementation both) hunts for a property violation on the implementation's history. Each hunt
    stops at the first failure (no shrinking) or after `--budget` examples. One derandomized hunt (what
-   the kill-matrix tests run, with the bounds and budgets of `bridge.kill_matrix`) and `--seeds`
+   the kill-matrix tests run, with the bounds and budgets of `bridge.conformance.kill_matrix`) and `--seeds`
    seeded hunts (medians over those that found it). "runs" counts the test cases Hypothesis
    executed, including those it discarded as invalid (a step where no enabled rule was drawn).
    Beside it, the explorer's shortest trace to any `always` property, explored here (breadth-first,
@@ -52,8 +52,14 @@ def explorer_shortest(preset: str, config: Config) -> tuple[int, str] | None:
     return min(found, default=None)
 
 
+def table(header, rows) -> str:
+    """Plain columns, each as wide as its widest cell."""
+    rows = [[str(c) for c in row] for row in [header, *rows]]
+    widths = [max(len(row[i]) for row in rows) for i in range(len(header))]
+    return "\n".join("  ".join(c.ljust(w) for c, w in zip(row, widths)).rstrip() for row in rows)
+
+
 def main() -> None:
-    from hwm.render import table
     from hwm.properties.protocol import PRESETS, model_only
     from hwm.bridge.conformance import ASYNC, RPC, PropertyViolation, conformance_settings, hunt, machine_for
     from hypothesis.stateful import run_state_machine_as_test

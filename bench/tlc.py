@@ -142,9 +142,9 @@ def child(cfg: str, successors: str) -> None:
 FLOOR = {  # what every `--successors fast` process pays before its first state, cumulatively
     "python -c pass": "pass",
     "+ import numpy": "import numpy",
-    "+ model and backend modules": "import model.engine, model.fast, model.fast.checks, model.fast.layout",
-    "+ compiled kernels loaded": "import model.engine, model.fast, model.fast.checks, model.fast.layout; "
-                                 "from model.fast.aot import kernels; assert kernels().ahead_of_time",
+    "+ model and backend modules": "import checker.engine, checker.fast, checker.fast.checks, checker.fast.layout",
+    "+ compiled kernels loaded": "import checker.engine, checker.fast, checker.fast.checks, checker.fast.layout; "
+                                 "from checker.fast.aot import kernels; assert kernels().ahead_of_time",
     "(the JIT only: numpy + numba)": "import numpy, numba",
 }
 

@@ -1,6 +1,6 @@
 """Successor backends: how the engine turns a batch of states into the next ones.
 
-The breadth-first engine (`model.engine`) never touches a state itself: it hands
+The breadth-first engine (`checker.engine`) never touches a state itself: it hands
 a whole batch (a slice of one level's frontier) to a backend and gets back flat
 arrays, so a compiled backend can expand the batch in one call. A backend is
 bound to one model and one symmetry setting and offers:
@@ -47,10 +47,10 @@ bound to one model and one symmetry setting and offers:
 A `Batch` is any object with `len()` that pickles; only its backend looks inside.
 Every backend must give identical fingerprints, transition order and bounds for
 the same model: engines, worker counts and backends all agree on counts and
-traces because of that order (tests/test_engine.py checks it on the pins).
+traces because of that order (tests/checker/test_engine.py checks it on the pins).
 
 Backends are chosen by name in `CheckOptions.successors`: "reference" (this
-module: the readable `Model` itself), "fast" (`model.fast.FastBackend`, a
+module: the readable `Model` itself), "fast" (`checker.fast.FastBackend`, a
 compiled successor function, loaded only when asked for) and "objects" (any
 object with the model interface, states kept as Python objects: product models). A backend that cannot
 handle a model raises `BackendUnavailable` from its constructor, naming why.

@@ -4,10 +4,10 @@
 returns a `Report`. Everything that differs between uses is outside the loop:
 
 - `CheckOptions` says how: symmetry, worker processes, state and depth limits,
-  progress callback, successor backend ("reference" or "fast", `model.backend`).
+  progress callback, successor backend ("reference" or "fast", `checker.backend`).
 - Visitors say what to do with what the search sees. The property tracker is
-  one (every check has it); the state graph (`model.graph`), the sampler and the
-  induction explorer (`model.proofs_induction`) are others. A visitor gets each
+  one (every check has it); the state graph (`checker.graph`), the sampler and the
+  induction explorer (`proofs.induction`) are others. A visitor gets each
   expanded batch ("chunk") in canonical order, with the transitions, the parents
   and which successors were new.
 
@@ -23,7 +23,7 @@ Memory: the visited set is packed (`VisitedSet`: an open-addressing table of
 frontiers are packed batches (`Backend.take`), and a level is expanded chunk by
 chunk, so only one chunk's transitions are ever held as model objects.
 
-Parallel: with `workers > 1`, forked worker processes (`model.workers`) expand
+Parallel: with `workers > 1`, forked worker processes (`checker.workers`) expand
 the chunks of a level (successors, fingerprints, the visitors' own per-chunk
 work such as the property checks) and pass their results back through shared
 memory; this process consumes the results in chunk order and keeps the one
@@ -82,7 +82,7 @@ _KERNELS: list = []
 
 
 def _table_kernels():
-    """(contains, place): the probing loops of `model.fast.probing`, compiled (`model.fast.aot`: the
+    """(contains, place): the probing loops of `checker.fast.probing`, compiled (`checker.fast.aot`: the
     module compiled ahead of time when one is built, else Numba's JIT); None without Numba."""
     if _KERNELS:
         return _KERNELS[0]

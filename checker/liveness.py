@@ -105,7 +105,7 @@ class LivenessReport(Verdicts):
 class StateGraph(Visitor):
     """The concrete reachable graph: states, labelled edges, breadth-first parents.
 
-    Built by the one breadth-first search (`model.engine`) without symmetry, as its
+    Built by the one breadth-first search (`checker.engine`) without symmetry, as its
     visitor: state k is the k-th discovered, `edges[k]` its transitions in the model's
     action order, `parent[k]` the first transition into it (None for the initial state).
     With a model it runs its own search; without (None), it is a visitor for a caller's.

@@ -80,7 +80,7 @@ class Report(Verdicts):
     complete: bool = True  # False when a state or depth limit stopped the search
     interrupted: bool = False  # True when the user stopped it (Ctrl-C): a partial report
     results: dict[str, PropertyResult] = field(default_factory=dict)
-    successors: str = "reference"  # the successor backend (model.backend)
+    successors: str = "reference"  # the successor backend (checker.backend)
     setup_seconds: float = 0.0  # building the backend (compiling or loading its cache), apart from `seconds`
 
     @property
@@ -228,7 +228,7 @@ def finish_report(report: Report, model: Model, tracker: Tracker, parents_of: Ca
 def bfs(model: Model, protocol_name: str, *, symmetry: bool = True, max_states: int | None = None,
         max_depth: int | None = None, progress: ProgressFn | None = None,
         properties: Iterable[Property] | None = None, workers: int = 1, successors: str = "reference") -> Report:
-    """Breadth-first search of the whole reachable state space (the local engine, `model.engine`).
+    """Breadth-first search of the whole reachable state space (the local engine, `checker.engine`).
 
     Ctrl-C stops the search and returns what it found so far (complete=False,
     interrupted=True).

@@ -28,7 +28,7 @@ class CheckRequest:
     walks: int = 2000
     seed: int = 0
     workers: int = 1  # processes of the local engine
-    successors: str = "reference"  # the successor backend (model.backend): reference | fast
+    successors: str = "reference"  # the successor backend (checker.backend): reference | fast
 
 
 def _local(model, name: str, request: CheckRequest, progress) -> Report:

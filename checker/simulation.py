@@ -8,7 +8,7 @@ against the catalogue; each state keeps the link to the state it was first
 reached from, so counterexamples are real traces rebuilt as the breadth-first
 engine rebuilds them, but not necessarily the shortest.
 
-Shared with the breadth-first engine (`model.engine`): the property tracker
+Shared with the breadth-first engine (`checker.engine`): the property tracker
 (`Tracker`, first finding per property), the report and the one path rebuild
 (`finish_report` -> `reconstruct` over fingerprint chains). Not shared: the search
 itself. A walk follows one successor per step; asking a backend for a state's

@@ -4,7 +4,7 @@ Each level is one round:
 
 1. the frontier (a DataFrame of `fp`, `parent`, `state`, `rank`) is expanded partition by
    partition in Python, by the same successor backend the local engine calls
-   (`model.backend`; `successors="fast"` for the compiled one): every successor
+   (`checker.backend`; `successors="fast"` for the compiled one): every successor
    travels as its backend's bytes with its stable fingerprint, and the
    property catalogue is evaluated on the executors (state properties on each
    frontier state, step properties on each transition out of it);
@@ -13,7 +13,7 @@ Each level is one round:
    local engine's order and ranked, then hash-partitioned by fingerprint, are the
    next frontier and join the visited set. Visited fingerprints never come to Python.
 
-Ties are broken as the local engine breaks them (`model.engine`'s canonical order:
+Ties are broken as the local engine breaks them (`checker.engine`'s canonical order:
 levels, then states in discovery order, then each state's transitions in action
 order). Each frontier state carries its `rank`, an increasing number in that order;
 each transition the key (its source's rank, its position among the source's
@@ -239,7 +239,7 @@ def _ship_packages(spark) -> None:
     buffer = io.BytesIO()
     with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as z:
         for package in ("model", "properties"):
-            for path in sorted((root / package).rglob("*.py")):  # subpackages too (model/fast)
+            for path in sorted((root / package).rglob("*.py")):  # subpackages too (checker/fast)
                 z.write(path, path.relative_to(root).as_posix())
     data = buffer.getvalue()
     target = Path(tempfile.mkdtemp(prefix="hwm-pyfiles-")) / f"hwm-{hashlib.sha256(data).hexdigest()[:12]}.zip"
@@ -288,7 +288,7 @@ def expand_partition(rows: Iterable, model: Model, symmetry: bool, state_props: 
     """One partition of the frontier: its successors, its discoveries and its tally.
 
     The successors come from the same backend the local engine uses
-    (`model.backend`, chosen by `successors`), one batch per partition. State
+    (`checker.backend`, chosen by `successors`), one batch per partition. State
     properties are checked on the frontier's states (each state once, at its own
     level, as the local engine does), step properties on every transition out of
     them. `expand=False` only checks the states (the last level of a
@@ -372,7 +372,7 @@ def spark_bfs(model: Model, protocol_name: str, *, symmetry: bool = True, master
     number of fingerprint partitions (default: the default parallelism, at least 2);
     `checkpoint_dir` must be shared by all executors on a multi-machine cluster
     (default: a temporary directory, right for local and single-machine masters);
-    `successors` the successor backend of the executors (`model.backend`).
+    `successors` the successor backend of the executors (`checker.backend`).
     """
     if checkpoint_every < 1:
         raise ValueError(f"checkpoint_every must be at least 1, not {checkpoint_every}")

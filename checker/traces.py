@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+from hwm.checker.liveness import LivenessReport
 from hwm.checker.report import Report
 from hwm.model.state import Config
 from hwm.properties.protocol import PRESETS
@@ -43,3 +44,24 @@ def save_counterexamples(report: Report, protocol_spec, directory: Path) -> list
     for name in report.violated:
         saved.append(trace_for(report, protocol_spec, name).save(directory / trace_filename(report.protocol_name, name)))
     return saved
+
+
+def lasso_trace(report: LivenessReport, protocol_spec, prop: str) -> Trace:
+    """The shortest lasso violating `prop` as a saveable, replayable hwm-trace/1 trace."""
+    r = report.results[prop]
+    name = report.protocol_name
+    summary = PRESETS[name].summary if name in PRESETS else name
+    return Trace(
+        protocol=protocol_spec, config=dict(report.config), property=prop, expect="violation",
+        steps=list(r.steps), loop=r.loop,
+        title=f"{name}: {prop} violated by a lasso of {r.stem} + {r.cycle} steps",
+        explanation=(f"{r.finding}. Steps {r.loop}..{len(r.steps)} repeat forever and every weakly fair action "
+                     f"({', '.join(report.fairness)}) that stays enabled is taken on them. Found on the state "
+                     f"graph's strongly connected components: no lasso is shorter at these bounds. "
+                     f"Protocol: {summary}."),
+    )
+
+
+def save_lassos(report: LivenessReport, protocol_spec, directory: Path) -> dict[str, Path]:
+    return {name: lasso_trace(report, protocol_spec, name).save(directory / trace_filename(report.protocol_name, name))
+            for name in report.violated}

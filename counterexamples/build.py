@@ -4,7 +4,7 @@
 
 The traces come from breadth-first search, so they are the shortest at their
 bounds; the titles and explanations are written here, in the protocol's words.
-`tests/test_catalogue.py` checks that every file still equals what the checker finds.
+`tests/properties/test_catalogue.py` checks that every file still equals what the checker finds.
 """
 
 from __future__ import annotations

@@ -3,14 +3,14 @@
     python -m counterexamples.build_liveness     # rewrites counterexamples/liveness/*.json
 
 A lasso violates an `eventually` property: its steps from `loop` on repeat forever.
-`tests/test_liveness.py` checks that every file still equals what the checker finds.
+`tests/checker/test_liveness.py` checks that every file still equals what the checker finds.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from hwm.liveness_report import lasso_trace
+from hwm.checker.traces import lasso_trace
 from hwm.model.registry import build_model
 from hwm.checker.liveness import check_liveness
 from hwm.model.state import Config

@@ -5,13 +5,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from hwm.check import trace_filename
+from hwm.checker.traces import lasso_trace, save_lassos  # noqa: F401 (the command line's)
 from hwm.model.registry import build_model
 from hwm.checker.liveness import DEFAULT_MAX_STATES, LivenessRefused, LivenessReport, check_liveness, refusal
 from hwm.model.state import Config
 from hwm.properties.liveness import LIVENESS
-from hwm.properties.protocol import PRESETS, resolve
-from hwm.properties.trace import Trace
+from hwm.properties.protocol import resolve
 
 SYMMETRY_NOTE = ("liveness explores without symmetry reduction: fairness names action instances "
                  "(replicate(S1, S2)) that a symmetry class does not keep apart")
@@ -55,27 +54,6 @@ def describe(report: LivenessReport, symmetry_requested: bool, saved: dict[str, 
             lines.append(f"  ! {w.name:28} UNREACHED: {prop.witness.meaning} never happens, so "
                          f"{prop.name} holds vacuously")
     return "\n".join(lines)
-
-
-def lasso_trace(report: LivenessReport, protocol_spec, prop: str) -> Trace:
-    """The shortest lasso violating `prop` as a saveable, replayable hwm-trace/1 trace."""
-    r = report.results[prop]
-    name = report.protocol_name
-    summary = PRESETS[name].summary if name in PRESETS else name
-    return Trace(
-        protocol=protocol_spec, config=dict(report.config), property=prop, expect="violation",
-        steps=list(r.steps), loop=r.loop,
-        title=f"{name}: {prop} violated by a lasso of {r.stem} + {r.cycle} steps",
-        explanation=(f"{r.finding}. Steps {r.loop}..{len(r.steps)} repeat forever and every weakly fair action "
-                     f"({', '.join(report.fairness)}) that stays enabled is taken on them. Found on the state "
-                     f"graph's strongly connected components: no lasso is shorter at these bounds. "
-                     f"Protocol: {summary}."),
-    )
-
-
-def save_lassos(report: LivenessReport, protocol_spec, directory: Path) -> dict[str, Path]:
-    return {name: lasso_trace(report, protocol_spec, name).save(directory / trace_filename(report.protocol_name, name))
-            for name in report.violated}
 
 
 __all__ = ["LivenessRefused", "SYMMETRY_NOTE", "describe", "lasso_trace", "refused", "run", "save_lassos"]

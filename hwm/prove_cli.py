@@ -64,7 +64,7 @@ def prove(protocol, part, servers, max_log, max_n, depth, max_generation, max_cr
     """
     name, resolved = resolve(protocol)
     if resolved.system != "raft":
-        # The z3 encoding (model/proofs_symbolic.py) is the raft model's.
+        # The z3 encoding (proofs/symbolic.py) is the raft model's.
         raise click.UsageError(f"hwm prove encodes the raft model; {name} follows the {resolved.system} rules "
                                f"(check it with hwm check --protocol {name})")
     if "all" in properties:

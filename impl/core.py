@@ -12,7 +12,7 @@ gives it; comments say which rule of the seed or of Raft each step is. A restart
 built from what storage recovered (`Durable`); the `restart` flag is applied in the constructor.
 
 The drivers that run one model action over in-memory replicas (`replicate`, `elect`, `rejoin`)
-are in `bridge.drivers`, with the rest of the model-to-implementation bridge.
+are in `bridge.simcluster.drivers`, with the rest of the model-to-implementation bridge.
 """
 
 from __future__ import annotations

@@ -310,7 +310,7 @@ def renamed(state: State, order: tuple[int, ...]) -> State:
 class GhostModel:
     """The explicit model with the commit ghost alongside: states are (state, ghost) pairs.
 
-    The one breadth-first search (`model.engine`) explores it like any model; a
+    The one breadth-first search (`checker.engine`) explores it like any model; a
     node is a model state up to symmetry (its fingerprint) and its commit record.
     """
 

@@ -3,7 +3,7 @@
 `model/actions.py` is normative: every guard and effect below transcribes one
 there, branch by branch. Two checks keep them together: `disagreements` compares
 every guard and effect with `Model.why_not`/`Model.apply` on concrete states
-(tests/test_proofs.py samples them from the explorer), and bounded model checking
+(tests/proofs/test_proofs.py samples them from the explorer), and bounded model checking
 replays each trace z3 finds on the explicit model.
 
 A symbolic state has, per server: generation, leader, alive, log length, one

@@ -4,7 +4,7 @@ Each property is stated as its *obligations*: in a snapshot, every promise that 
 still open, keyed by what it is about (which leader, which entry or follower) and
 described in a sentence. The property is violated by an infinite fair run in which
 one obligation (the same key) stays open in every state from some point on. Which
-runs are fair is the checker's business (model/liveness.py, docs/model.md).
+runs are fair is the checker's business (checker/liveness.py, docs/model.md).
 
 Each property comes with a `sometimes` witness: a state where one of its obligations
 is open. A check where no obligation ever opens is vacuous, and says so.

@@ -33,8 +33,8 @@ def pytest_configure(config):
 # together (their module fixtures start once); these groups join files that share costly state in
 # one process: the Spark session, the browser, and the compiled kernels with the memoised searches
 # (tests/explored.py) that the engine, backend and catalogue tests all compare against.
-_GROUPS = {"tests/spark/": "spark", "tests/teach/": "browser", "tests/test_engine.py": "explored",
-           "tests/test_fast.py": "explored", "tests/test_catalogue.py": "explored"}
+_GROUPS = {"tests/spark/": "spark", "tests/teach/": "browser", "tests/checker/test_engine.py": "explored",
+           "tests/checker/test_fast.py": "explored", "tests/properties/test_catalogue.py": "explored"}
 
 
 # tryfirst: xdist's own hook turns the marker into the node id's "@group" suffix, so the marker must

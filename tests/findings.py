@@ -1,4 +1,4 @@
-"""What every engine's report must say about its own traces (shared by tests/test_findings.py and
+"""What every engine's report must say about its own traces (shared by tests/checker/test_findings.py and
 tests/spark/test_spark_findings.py).
 
 A finding names servers; under symmetry reduction an engine finds a property on one member of a

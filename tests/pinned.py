@@ -90,7 +90,7 @@ PINNED = {
     ('bookkeeper-recovery-without-fencing', 2, 1, 1, 0, 'rpc', False): {'states': 200, 'transitions': 416, 'depth': 9, 'bounds_hit': ['max_crashes', 'max_log'], 'lengths': {'CommittedOnQuorum': 5, 'EntryRead': 5, 'UncommittedTruncated': 4, 'LeaderChangeWithUncommitted': 3, 'AckedWriteNeverLost': 5, 'WriteAcknowledged': 3}},
     ('zab', 3, 4, 1, 1, 'rpc', False): {'states': 60267, 'transitions': 237468, 'depth': 16, 'bounds_hit': ['max_crashes', 'max_generation', 'max_log'], 'lengths': {'EntryRead': 5, 'UncommittedTruncated': 5, 'LeaderChangeWithUncommitted': 4, 'CrashAndRejoin': 2, 'WriteAcknowledged': 4}, "deep": True},
     ('zab-ack-before-persist', 3, 4, 1, 1, 'rpc', False): {'states': 174713, 'transitions': 807336, 'depth': 18, 'bounds_hit': ['max_crashes', 'max_generation', 'max_log'], 'lengths': {'ReadNeverTruncated': 8, 'HwmNeverTruncated': 6, 'ReadNeverLost': 10, 'ReadsAgree': 14, 'HwmWithinLog': 10, 'CommittedOnQuorum': 8, 'EntryRead': 5, 'UncommittedTruncated': 5, 'LeaderChangeWithUncommitted': 4, 'CrashAndRejoin': 2, 'AckedWriteNeverLost': 7, 'WriteAcknowledged': 4}, "deep": True},
-    # Kafka, small enough for the simulation engine (tests/test_checker.py).
+    # Kafka, small enough for the simulation engine (tests/checker/test_checker.py).
     ('kafka', 2, 2, 1, 0, 'rpc', True): {'states': 51, 'transitions': 104, 'depth': 7, 'bounds_hit': ['max_crashes', 'max_generation', 'max_log'], 'lengths': {'EntryRead': 4, 'UncommittedTruncated': 4, 'LeaderChangeWithUncommitted': 3, 'WriteAcknowledged': 3}},
     ('kafka-truncate-to-hwm', 2, 2, 1, 1, 'rpc', True): {'states': 297, 'transitions': 615, 'depth': 12, 'bounds_hit': ['max_crashes', 'max_generation', 'max_log'], 'lengths': {'ReadNeverTruncated': 6, 'HwmNeverTruncated': 7, 'ReadNeverLost': 7, 'ReadsAgree': 10, 'CommittedOnQuorum': 5, 'EntryRead': 4, 'UncommittedTruncated': 3, 'LeaderChangeWithUncommitted': 3, 'CrashAndRejoin': 2, 'AckedWriteNeverLost': 5, 'AcknowledgedWriteKept': 6, 'WriteAcknowledged': 3}},
     # Kafka (model/kafka.py): every preset on 2 servers with log <= 2 (KIP-279's divergence needs
@@ -145,7 +145,7 @@ def config_of(key):
     preset, servers, max_generation, max_log, max_crashes, network, symmetry = key
     return preset, Config(servers, max_generation, max_log, max_crashes, network), symmetry
 
-# Liveness (tests/test_liveness.py, docs/liveness.md): concrete states (no symmetry), rpc network.
+# Liveness (tests/checker/test_liveness.py, docs/liveness.md): concrete states (no symmetry), rpc network.
 # (preset, servers, max_generation, max_log, max_crashes) -> pinned: concrete states, and per
 # eventually property None (holds) or the shortest lasso's (stem, cycle).
 PINNED_LIVENESS = {

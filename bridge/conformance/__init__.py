@@ -17,7 +17,7 @@ A failure is also written as an hwm-trace/1 file (the steps so far, with the fai
 the minimal failing example last, so the file left behind is the shrunk one.
 
 `machine_for(...)` makes a machine class for one protocol and configuration. A Kafka protocol gets
-Kafka's model and replicas (`bridge.kafkasim`), the ISR shrink among the rules, and Kafka's own
+Kafka's model and replicas (`bridge.simcluster.kafka`), the ISR shrink among the rules, and Kafka's own
 `always` properties (the acks=all promises) checked with the catalogue's.
 """
 
@@ -321,7 +321,7 @@ class ZabConformance(RpcConformance):
     """ZAB: the rpc network's rules and the synchronisation phase's `sync` and `persist`. After every
     step the replicas must also agree with the model on what ZAB tracks beyond a snapshot: entries
     on disk, currentEpoch, which leaders are established and who synchronised with them, and the
-    entries acknowledged to clients (`bridge.zab.ZabView`)."""
+    entries acknowledged to clients (`bridge.simcluster.zab.ZabView`)."""
 
     label = "zab-rpc"
 

@@ -5,7 +5,7 @@ clients' history.
 What runs is the production code: the node's asyncio tasks (driver, peer links, client
 connections), its ticks and timeouts, its persist-then-send order, the client protocol's frames, and
 `DiskStorage`/`WriteAheadLog` with their recovery. What is simulated is what lies outside a process:
-time and the network (`bridge.simnet.SimLoop`) and the disk (`bridge.simdisk.SimDisk`, which loses
+time and the network (`bridge.dst.net.SimLoop`) and the disk (`bridge.dst.disk.SimDisk`, which loses
 unsynced data in a power failure, tears writes and fails with ENOSPC/EIO on a chosen call). One seed
 fixes every choice, so a schedule replays exactly (`run_schedule(schedule)`).
 

@@ -4,7 +4,7 @@ The conformance machine (tests/conformance), `hwm replay --on impl` and the diff
 tests/impl drive the implementation through this module, one model action at a time:
 
 - every server is an `impl.core.Replica` (for a Kafka protocol, `SimCluster(...)` builds the
-  `bridge.kafkasim.KafkaSimCluster` of `impl.kafka` replicas and their controller) persisting to an `impl.storage.MemoryStorage`; a crash is
+  `bridge.simcluster.kafka.KafkaSimCluster` of `impl.kafka` replicas and their controller) persisting to an `impl.storage.MemoryStorage`; a crash is
   `storage.crash()` (what was not synced is lost) and a restart a new `Replica` built from
   `storage.load()`, which then rejoins (`impl.core.rejoin`: under `truncate-to-leader-hwm` it asks
   its live peers for the leader's HWM);

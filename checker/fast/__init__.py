@@ -1,22 +1,22 @@
 """The fast successor backend: the models of every system (`RaftModel`, `ZabModel`, `BookKeeperModel`,
 `KafkaModel`) compiled with Numba over packed rows.
 
-`FastBackend` implements `model.backend`'s interface for the breadth-first
+`FastBackend` implements `checker.backend`'s interface for the breadth-first
 engine (`CheckOptions(successors="fast")`): batches are 2-D uint8 arrays, one row per
-state (`model.fast.layout`), expanded by one compiled call per chunk
-(`model.fast.kernels.expand`), which gives the same transitions in the same
+state (`checker.fast.layout`), expanded by one compiled call per chunk
+(`checker.fast.kernels.expand`), which gives the same transitions in the same
 order, the same bounds and the same fingerprints (BLAKE2b-64 of
 `model.encoding`'s canonical bytes) as the reference backend, so counts, parents
 and traces are the reference's. The catalogue's properties are checked by
-compiled equivalents (`model.fast.properties`) where one exists and matches the
+compiled equivalents (`checker.fast.properties`) where one exists and matches the
 catalogue's current source; otherwise in Python.
 
-`model/actions.py` stays the specification: tests/test_fast.py compares
+`model/actions.py` stays the specification: tests/checker/test_fast.py compares
 successor sets state by state on random reachable states of every preset and
 flag value, and the engine's tests compare whole reports on every pin.
 
 On first use the kernels are compiled ahead of time into an extension module in
-a cache directory (`model.fast.aot`), which later processes load without
+a cache directory (`checker.fast.aot`), which later processes load without
 importing Numba; when that build fails, Numba's JIT runs them, caching its
 machine code next to the sources (`cache=True`). `compile_seconds()` reports
 either one-off cost apart from the search time.
@@ -73,7 +73,7 @@ def unsupported(model) -> str | None:
 
 
 def _compiled_models() -> tuple[type, ...]:
-    """The model classes the kernels transcribe (model.fast.layout.Layout packs their states)."""
+    """The model classes the kernels transcribe (checker.fast.layout.Layout packs their states)."""
     from hwm.model.bookkeeper import BookKeeperModel
     from hwm.model.kafka import KafkaModel
     from hwm.model.raft import RaftModel
@@ -83,7 +83,7 @@ def _compiled_models() -> tuple[type, ...]:
 
 
 # Systems whose models have no compiled form yet: the reference backend checks them. Listed, so a
-# user hears why, and so tests/test_fast.py fails for any other preset without a fast path.
+# user hears why, and so tests/checker/test_fast.py fails for any other preset without a fast path.
 NOT_COMPILED: dict[str, str] = {}
 
 # The flag values the kernels implement (a new flag or value must be added to the kernels first).

@@ -1,7 +1,7 @@
 """The kernels compiled ahead of time: one extension module that loads without importing Numba.
 
-Numba's JIT compiles the kernels (`model.fast.kernels`, `model.fast.properties`,
-`model.fast.probing`) on first use and caches the machine code, but a process
+Numba's JIT compiles the kernels (`checker.fast.kernels`, `checker.fast.properties`,
+`checker.fast.probing`) on first use and caches the machine code, but a process
 that runs them must still import Numba and LLVM, about 0.2 CPU s before the
 first state: more than a small search takes. So on first use the same Python
 functions are compiled ahead of time by Numba's AOT compiler (`numba.pycc`, with
@@ -17,7 +17,7 @@ cache directory, and later processes load that module alone.
   always safe: the next `--successors fast` run builds the module again.
 - The build runs in a child process, once per machine and source version (a
   lock file keeps concurrent processes from building twice), and is reported
-  as a one-off cost (`model.fast.compile_seconds()`), like Numba's compiles.
+  as a one-off cost (`checker.fast.compile_seconds()`), like Numba's compiles.
 - When the build fails (no C compiler, say), the reason is kept next to where
   the module would be (`<module>.failed`), printed, and the kernels run under
   Numba's JIT instead: the same functions, so the same results, only a slower

@@ -3,7 +3,7 @@
 `fingerprint_bytes(data)` in `model.encoding` is `blake2b(data, digest_size=8)`
 read little-endian; `blake2b64(buf, length)` returns the same 64-bit number for
 `buf[:length]`, so the compiled engine's fingerprints are the reference's and
-traces, parents and pins carry over unchanged (tests/test_fast.py compares them
+traces, parents and pins carry over unchanged (tests/checker/test_fast.py compares them
 with hashlib on random byte strings of every length up to three blocks).
 """
 

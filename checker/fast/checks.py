@@ -1,6 +1,6 @@
-"""Which compiled equivalent (`model.fast.properties`) stands for which property of the catalogue,
+"""Which compiled equivalent (`checker.fast.properties`) stands for which property of the catalogue,
 and the checks that run them on a batch: the Python side, which imports no Numba (the
-equivalents may come from the module compiled ahead of time, `model.fast.aot`).
+equivalents may come from the module compiled ahead of time, `checker.fast.aot`).
 """
 
 from __future__ import annotations
@@ -60,7 +60,7 @@ class CompiledProperties:
 
     def __init__(self, layout, kernels):
         self.layout = layout
-        self.kernels = kernels  # first_states and first_steps (model.fast.aot.kernels)
+        self.kernels = kernels  # first_states and first_steps (checker.fast.aot.kernels)
         self._codes: dict[str, int | None] = {}
 
     def code(self, prop) -> int | None:

@@ -1,7 +1,7 @@
 """The names of a packed row's fields and of the configuration vector `P`, shared by the kernels
-(`model.fast.kernels`, which compute on them) and the Python side (`model.fast.layout`, which packs
+(`checker.fast.kernels`, which compute on them) and the Python side (`checker.fast.layout`, which packs
 rows), without importing Numba: a process that runs the kernels compiled ahead of time
-(`model.fast.aot`) never imports it.
+(`checker.fast.aot`) never imports it.
 """
 
 # Indexes into P, the configuration vector (see Layout.params). SYSTEM says whose extras a row

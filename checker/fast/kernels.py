@@ -1,15 +1,15 @@
 """The compiled successor function: each model's `actions` and `apply` on packed rows.
 
-A state is one row of bytes (the layout is `model.fast.layout.Layout`); the
+A state is one row of bytes (the layout is `checker.fast.layout.Layout`); the
 configuration, the system and the protocol flags are the integer vector `P`
-(indexes in `model.fast.fields`), so one compiled kernel serves every system, configuration and
+(indexes in `checker.fast.fields`), so one compiled kernel serves every system, configuration and
 flag and Numba's on-disk cache (`cache=True`) pays the compile cost once per machine.
 
 Every function here transcribes one of `model/actions.py` (the raft family),
 `model/zab.py` (`_zab_*`: the rest of a ZabModel effect after the raft one),
 `model/bookkeeper.py` (`_bk_*`) or `model/kafka.py` (`_kafka_*`), which stay the
 specification: same guards, same effects, same action order (traces depend on
-it). tests/test_fast.py checks the successor sets state by state against the
+it). tests/checker/test_fast.py checks the successor sets state by state against the
 reference on random reachable states of every preset and flag value.
 """
 

@@ -1,5 +1,5 @@
-"""The visited set's probing loops (`model.engine.VisitedSet`): open addressing with linear probing
-over 64-bit fingerprints, 0 marking an empty slot. Compiled with the kernels (`model.fast.aot`)."""
+"""The visited set's probing loops (`checker.engine.VisitedSet`): open addressing with linear probing
+over 64-bit fingerprints, 0 marking an empty slot. Compiled with the kernels (`checker.fast.aot`)."""
 
 from __future__ import annotations
 

@@ -12,9 +12,9 @@ the benchmark.
 
 Each equivalent is used only while the catalogue's source of that property (and
 of the catalogue helpers it calls) is the one it was written from (the digests
-in `model.fast.checks`, which picks the equivalents and runs them); when a
+in `checker.fast.checks`, which picks the equivalents and runs them); when a
 property changes or a new one appears, it is checked in Python, correctly but
-slowly, and tests/test_fast.py fails naming it until its compiled form is updated.
+slowly, and tests/checker/test_fast.py fails naming it until its compiled form is updated.
 """
 
 from __future__ import annotations
@@ -78,7 +78,7 @@ def _holds_entry(P, row, base, index, generation):
 
 @njit(cache=True)
 def state_found(P, row, code):
-    """True where the state property of compiled `code` (model.fast.checks.STATE_CODES) reports a finding."""
+    """True where the state property of compiled `code` (checker.fast.checks.STATE_CODES) reports a finding."""
     n = P[N]
     if code == 0:  # ReadsAgree: two generations read at one index
         for index in range(1, P[L] + 1):
@@ -154,7 +154,7 @@ def _newly_elected(before, after, base):
 
 @njit(cache=True)
 def step_found(P, before, after, code):
-    """True where the step property of compiled `code` (model.fast.checks.STEP_CODES) reports a finding."""
+    """True where the step property of compiled `code` (checker.fast.checks.STEP_CODES) reports a finding."""
     n = P[N]
     if code == 0:  # ReadNeverTruncated: a removed entry was read
         if not _any_read(P, before):

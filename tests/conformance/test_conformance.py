@@ -1,4 +1,4 @@
-"""Hypothesis drives the implementation against the model (bridge/machine.py).
+"""Hypothesis drives the implementation against the model (bridge/conformance/).
 
 The safe presets must conform on both networks: after every step the replicas' snapshot equals the
 model's and every `always` property holds on the implementation's history. The run must also
@@ -64,7 +64,7 @@ def test_raft_conforms_on_the_async_network():
 
 @shows_statistics
 def test_zab_conforms_on_the_rpc_network():
-    # ZAB's machine adds sync and persist, and compares the ZAB state too (bridge/zab.py's ZabView);
+    # ZAB's machine adds sync and persist, and compares the ZAB state too (bridge/simcluster/zab.py's ZabView);
     # zab-ack-before-persist's run is tests/impl/test_zab.py's (it violates properties by design).
     machine = conforms("zab", RPC)
     assert MUST_HAPPEN <= set(machine.witnessed), f"never happened: {MUST_HAPPEN - set(machine.witnessed)}"

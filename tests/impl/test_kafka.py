@@ -1,5 +1,5 @@
 """Kafka's replicas (impl/kafka.py) on the simulated cluster: the KIPs' examples, hand-built as in
-tests/test_kafka_model.py, and the implementation against the model on random schedules."""
+tests/model/test_kafka_model.py, and the implementation against the model on random schedules."""
 
 from __future__ import annotations
 

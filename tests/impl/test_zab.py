@@ -1,4 +1,4 @@
-"""ZAB on the implementation (impl/zab.py, bridge/zab.py): hand-built states, the synchronisation
+"""ZAB on the implementation (impl/zab.py, bridge/simcluster/zab.py): hand-built states, the synchronisation
 phase, ZOOKEEPER-3911 on real replicas and storage, and the differential run against the model."""
 
 from __future__ import annotations
@@ -274,7 +274,7 @@ def test_the_differential_run_notices_a_follower_that_ignores_the_flag(tmp_path)
 
 def test_the_differential_run_compares_what_a_snapshot_does_not_show(tmp_path):
     """Plant: a follower that does not write the currentEpoch it synchronised to. The snapshots
-    agree at once; the ZAB state (`bridge.zab.ZabView`) does not."""
+    agree at once; the ZAB state (`bridge.simcluster.zab.ZabView`) does not."""
 
     class ForgetsTheEpoch(ZabReplica):
         def _set_epoch(self, epoch):

@@ -1,4 +1,4 @@
-"""The real runtime under the deterministic simulation (bridge/dst.py): crash/restart schedules.
+"""The real runtime under the deterministic simulation (bridge/dst/): crash/restart schedules.
 
 The default run draws 1,010 schedules (derandomized, so every run draws the same ones), each with a
 process crash, power failure or outage step and a restart of every machine at the end; at least

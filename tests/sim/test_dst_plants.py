@@ -1,4 +1,4 @@
-"""Planted bugs: the simulation must find a schedule that catches each (bridge/dst.py PLANTS).
+"""Planted bugs: the simulation must find a schedule that catches each (bridge/dst/ PLANTS).
 
 Each plant is the real runtime with one promise broken: `skip-fsync` (storage sync hands the
 records to the OS but never fsyncs), `send-before-persist` (a batch's messages and answers go out

@@ -1,4 +1,4 @@
-"""The simulated disk keeps apart what a real one keeps apart (bridge/simdisk.py)."""
+"""The simulated disk keeps apart what a real one keeps apart (bridge/dst/disk.py)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The virtual-time loop and the simulated network (bridge/simnet.py)."""
+"""The virtual-time loop and the simulated network (bridge/dst/net.py)."""
 
 from __future__ import annotations
 

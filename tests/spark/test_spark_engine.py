@@ -272,15 +272,15 @@ def test_executors_expand_with_the_chosen_backend(spark):
 
 
 # The executors' compiled successors on both networks by default; the other systems' kernels (each
-# equal to the reference in tests/test_engine.py) on Spark under -m deep.
+# equal to the reference in tests/checker/test_engine.py) on Spark under -m deep.
 FAST_CASES = CASES[:2] + [pytest.param(key, marks=pytest.mark.deep) for key in CASES[2:]]
 
 
-@pytest.mark.skipif(not FAST, reason="the fast successor backend (model.fast) is not installed")
+@pytest.mark.skipif(not FAST, reason="the fast successor backend (checker.fast) is not installed")
 @pytest.mark.parametrize("key", FAST_CASES, ids=case_id)
 def test_spark_with_the_fast_backend_equals_local_and_pinned(spark, compiled, key):
     """Executors run the compiled successor function; a preset without a fast path fails here,
-    except the systems model.fast lists as not compiled yet, which are refused by name."""
+    except the systems checker.fast lists as not compiled yet, which are refused by name."""
     from hwm.checker.backend import BackendUnavailable
     from hwm.checker.fast import NOT_COMPILED
 

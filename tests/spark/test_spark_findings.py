@@ -1,5 +1,5 @@
 """The Spark engine checks properties on canonical states; its findings must still be the
-rebuilt traces' (the local and simulation engines: tests/test_findings.py)."""
+rebuilt traces' (the local and simulation engines: tests/checker/test_findings.py)."""
 
 import pytest
 

@@ -111,7 +111,7 @@ def pinned_cases(deep: bool):
             yield pytest.param(key, expected, id="-".join(map(str, key)))
 
 
-# The non-deep pins are checked in tests/test_engine.py, once per backend, beside the other engines.
+# The non-deep pins are checked in tests/checker/test_engine.py, once per backend, beside the other engines.
 
 
 @pytest.mark.deep
@@ -119,7 +119,7 @@ def pinned_cases(deep: bool):
 def test_pinned_counts_deep(key, expected):
     preset, config, symmetry = config_of(key)
     # The largest pins name the compiled backend: the reference one would take an hour on them
-    # (tests/test_engine.py shows the two agree on every faster pin).
+    # (tests/checker/test_engine.py shows the two agree on every faster pin).
     successors = expected.get("successors", "reference")
     check_against_pins(bfs(build_model(PRESETS[preset].protocol, config), preset, symmetry=symmetry,
                            successors=successors), expected)

@@ -280,7 +280,7 @@ def test_ctrl_c_prints_the_partial_report_and_exits_130():
     shows the search running (stderr is a terminal, so it is drawn), Ctrl-C stops it."""
     import os, pty, select, signal, subprocess, sys, time
     master, slave = pty.openpty()
-    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     command = [sys.executable, "-c", "from hwm.cli import main; main(prog_name='hwm')", "check",
                "--protocol", "raft", "--servers", "4", "--max-generation", "4", "--max-log", "2"]
     process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=slave, cwd=root, text=True,
@@ -311,7 +311,7 @@ def test_ctrl_c_during_the_tour_reports_the_presets_that_finished_and_exits_130(
     """Ctrl-C at a terminal reaches the whole foreground process group (the tour and its workers):
     once one preset has finished, the tour stops, prints its row, and names the presets it did not check."""
     import os, signal, subprocess, sys, time
-    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     command = [sys.executable, "-c", "from hwm.cli import main; main(prog_name='hwm')", "check",
                "--jobs", str(jobs)]
     process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=root, text=True,

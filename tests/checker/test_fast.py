@@ -1,4 +1,4 @@
-"""The compiled backend (model/fast) against the readable model it transcribes.
+"""The compiled backend (checker/fast) against the readable model it transcribes.
 
 The models (`model/actions.py`, `model/zab.py`, `model/bookkeeper.py`,
 `model/kafka.py`) and the properties (`properties/catalogue.py`,
@@ -8,7 +8,7 @@ one where the model has it; 3 and 4 servers; with and without symmetry): the sam
 the same successor states and fingerprints, the same bounds; packing round-trips;
 the compiled properties agree with the Python ones on states and steps. Whole
 reports (counts, depth, bounds, verdicts, traces) on every non-deep pin are
-compared in tests/test_engine.py (test_every_backend_reproduces_the_pins[fast]).
+compared in tests/checker/test_engine.py (test_every_backend_reproduces_the_pins[fast]).
 """
 
 import hashlib
@@ -252,7 +252,7 @@ def test_every_catalogue_property_has_an_up_to_date_compiled_form():
     """A property added or changed in the catalogue is checked in Python (slowly) until compiled again."""
     catalogue = {p.name: p for system in COMPILED_SYSTEMS for p in build_model(Protocol(system=system), RPC).properties}
     stale = [name for name, p in catalogue.items() if compiled_code(p) is None]
-    assert not stale, (f"no compiled form (model/fast/properties.py, listed in model/fast/checks.py) of the current "
+    assert not stale, (f"no compiled form (checker/fast/properties.py, listed in checker/fast/checks.py) of the current "
                        f"source of: {', '.join(stale)}")
 
 
@@ -342,13 +342,13 @@ print(compile_seconds()["expand"])
 def test_processes_that_start_at_once_compile_the_kernels_once(tmp_path):
     """Under the JIT (the fallback when the module cannot be built), two processes on an empty
     Numba cache: one compiles (tens of seconds), the other waits for
-    it and loads the machine code (model.fast._one_compiler), instead of both compiling."""
+    it and loads the machine code (checker.fast._one_compiler), instead of both compiling."""
     import os
     import subprocess
     import sys
     from pathlib import Path
 
-    root = Path(__file__).resolve().parents[1]
+    root = Path(__file__).resolve().parents[2]
     env = {**os.environ, "NUMBA_CACHE_DIR": str(tmp_path), "PYTHONPATH": str(root), "HWM_KERNELS": "jit"}
     runs = [subprocess.Popen([sys.executable, "-c", _COMPILE_ONCE], cwd=root, env=env, text=True,
                              stdout=subprocess.PIPE) for _ in range(2)]

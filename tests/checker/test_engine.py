@@ -26,7 +26,7 @@ from hwm.properties.protocol import PRESETS
 from tests.explored import explore
 from tests.pinned import PINNED, check_against_pins, config_of
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 FAST_PINS = [key for key, expected in PINNED.items() if not expected.get("deep")]
 # Two workers on the larger non-deep pins (over 3,000 states) only under -m deep: seconds each. The
 # smaller ones cover every system and both networks, and chunks of 97 still cut their levels.
@@ -76,7 +76,7 @@ def test_every_backend_reproduces_the_pins(key, backend):
                     before, state = state, model.apply(state, action)
                 prop = next(p for p in model.properties if p.name == result.name)
                 assert (prop.check(before, state) if prop.on == "step" else prop.check(state))
-    elif model.protocol.system in NOT_COMPILED:  # said plainly, and listed in model/fast (test_fast)
+    elif model.protocol.system in NOT_COMPILED:  # said plainly, and listed in checker/fast (test_fast)
         with pytest.raises(BackendUnavailable, match="no compiled"):
             check(model, CheckOptions(symmetry=symmetry, successors=backend), name=preset)
         return

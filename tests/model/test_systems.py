@@ -60,7 +60,7 @@ def test_presets_of_each_system():
 def test_build_model_picks_the_systems_model():
     assert type(build_model(ZAB, Config())) is ZabModel
     assert type(build_model(BOOKKEEPER, Config())) is BookKeeperModel
-    assert type(build_model(RAFT, Config())).__name__ == "Model"
+    assert type(build_model(RAFT, Config())).__name__ == "RaftModel"
     with pytest.raises(ValueError, match="rpc network only"):
         build_model(ZAB, Config(network="async"))
 

@@ -13,4 +13,4 @@ import pytest
 def test_a_test_runs_in_its_group(request):
     if not os.environ.get("PYTEST_XDIST_WORKER"):
         pytest.skip("runs under pytest-xdist only (-n 0 has no groups)")
-    assert request.node.nodeid.endswith("@tests/test_grouping.py"), request.node.nodeid
+    assert request.node.nodeid.endswith("@tests/cli/test_grouping.py"), request.node.nodeid

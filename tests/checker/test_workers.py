@@ -1,6 +1,6 @@
-"""The engine's worker processes (`model.workers`): order, shared memory, errors, early exits.
+"""The engine's worker processes (`checker.workers`): order, shared memory, errors, early exits.
 
-Whole searches with workers are compared with one worker in tests/test_engine.py;
+Whole searches with workers are compared with one worker in tests/checker/test_engine.py;
 here the exchange itself.
 """
 

@@ -1,7 +1,7 @@
-"""The kernels compiled ahead of time (model/fast/aot.py): what a `--successors fast` process runs.
+"""The kernels compiled ahead of time (checker/fast/aot.py): what a `--successors fast` process runs.
 
 The module is built from the same functions as Numba's JIT kernels, and every fast search of
-tests/test_fast.py and tests/test_engine.py runs it (it is what a user gets); here: a fast
+tests/checker/test_fast.py and tests/checker/test_engine.py runs it (it is what a user gets); here: a fast
 process loads it without importing Numba and reproduces a pin; its functions refuse
 arguments of the wrong type instead of crashing; its name follows the kernel sources; a failed
 build falls back to Numba's JIT, says so, and gives the same report. Building into an empty
@@ -20,7 +20,7 @@ import pytest
 from hwm.checker.fast import aot
 from tests.pinned import PINNED, config_of
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 KEY = ("raft", 3, 4, 1, 1, "rpc", True)  # bench/tla/HwmRaftSym.cfg
 
 SEARCH = """

@@ -192,7 +192,7 @@ def test_raft_is_inductive_at_3_servers_log_2():
 
 
 # The safe variants differ from raft by one flag each; the explorer checks them in the default run
-# (tests/test_mutant_table.py), the invariant under -m deep.
+# (tests/properties/test_mutant_table.py), the invariant under -m deep.
 @pytest.mark.deep
 @pytest.mark.parametrize("name", [name for name in SAFE if name != "raft"] + ["raft-seed-quorum"])
 def test_safe_variants_are_inductive_at_3_servers_log_2(name):

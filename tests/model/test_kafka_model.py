@@ -465,7 +465,7 @@ def test_the_hwm_covering_the_leaders_own_entry_acknowledges_it():
 
 def test_acknowledged_write_kept_and_its_witness():
     from hwm.properties.acked import ACKED_LEADERS as kept, ALL_BY_NAME
-    from hwm.model.actions import Model
+    from hwm.model.raft import RaftModel
     witness = ALL_BY_NAME["WriteAcknowledged"]
     before = cluster(replica(1, [1], hwm=1, alive=False), replica(1, [1], leader=1), replica(1, isr=False, leader=1))
     before = before._replace(acked=frozenset({(1, 1)}))
@@ -475,7 +475,7 @@ def test_acknowledged_write_kept_and_its_witness():
     assert "S3 became leader of generation 2 without entry 1@g1" in kept.check(before, after)
     assert witness.check(before) == "a client's write 1@g1 was acknowledged"
     assert kept.check(cluster(replica(0)), cluster(replica(1, role=LEADER))) is None  # raft states: no acks
-    assert Model.properties == CATALOGUE and kept in model().properties
+    assert RaftModel.properties == CATALOGUE and kept in model().properties
 
 
 # ------------------------------------------------------------------ late LeaderAndIsr requests
