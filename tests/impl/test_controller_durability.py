@@ -22,6 +22,8 @@ from hwm.impl.fs import OsFileSystem
 from hwm.properties.protocol import KAFKA
 from tests.impl.ports import free_ports
 
+pytestmark = pytest.mark.network
+
 BROKERS = ("S1", "S2", "S3")
 
 
