@@ -118,6 +118,9 @@ class SimDisk:
             return
         error = self._fault[1]
         self._fault = None
+        if path:  # which file the fault or crash hit (segments counted together)
+            name = posixpath.basename(path)
+            self.stats["fault or crash in a call on " + ("a log segment" if name.endswith(".log") else name)] += 1
         if write is not None and len(write[1]) > 1:
             offset, data = write
             torn = data[: self.rng.randint(1, len(data) - 1)]
