@@ -142,6 +142,25 @@ def _put(out: bytearray, kind: str, value: object) -> None:
         raise AssertionError(kind)
 
 
+def _check_counts(message: m.Message, name: str, kind: str, value: object) -> None:
+    """Refuse a count the wire cannot carry (a negative prev_index, say) by message and field, whatever
+    the message's own checks let through: the receiver must never decode something else than was meant."""
+    if kind.startswith(OPTIONAL):
+        if value is None:
+            return
+        kind = kind[len(OPTIONAL):]
+    if kind == COUNT:
+        counts = [(name, value)]
+    elif kind == ENTRIES:
+        counts = [(f"{name}[{k}].generation", entry[0]) for k, entry in enumerate(value)]  # type: ignore[union-attr]
+    else:
+        return
+    for field, count in counts:
+        if type(count) is not int or not 0 <= count <= m.MAX_U64:
+            raise CodecError(f"cannot encode {type(message).__name__}.{field}: {count!r} is not a count "
+                             f"0..2**64-1")
+
+
 def encode_payload(message: m.Message) -> bytes:
     """The payload (version, type, fields) of a message, without the length prefix."""
     spec = SCHEMA.get(type(message))
@@ -150,7 +169,9 @@ def encode_payload(message: m.Message) -> bytes:
     code, layout = spec
     out = bytearray((VERSION, code))
     for name, kind in layout:
-        _put(out, kind, getattr(message, name))
+        value = getattr(message, name)
+        _check_counts(message, name, kind, value)
+        _put(out, kind, value)
     if len(out) > MAX_FRAME_BYTES:
         raise CodecError(f"{type(message).__name__} encodes to {len(out)} bytes, more than the "
                          f"maximum frame of {MAX_FRAME_BYTES} bytes")

@@ -33,10 +33,10 @@ from typing import Mapping
 from hwm.impl import codec
 from hwm.impl import messages as m
 from hwm.impl.client import Address, format_address
+from hwm.impl.fs import OS_FILESYSTEM, FileSystem, make_directories, replace_file
 from hwm.impl.kafka import Controller
 from hwm.impl.runtime import MAX_CONNECTIONS, DataDirectoryBusy, NodeError, _PeerLink, _reason
 from hwm.impl.storage import DataDirectoryInUse, lock_directory
-from hwm.impl.wal import fsync_directory
 from hwm.properties.protocol import Protocol
 
 __all__ = ["ControllerConfig", "ControllerNode", "PARTITION_STATE_FILE"]
@@ -71,8 +71,10 @@ class ControllerNode:
 
     server_id = "controller"  # how the links name it in the log
 
-    def __init__(self, config: ControllerConfig):
+    def __init__(self, config: ControllerConfig, fs: FileSystem = OS_FILESYSTEM):
         self.config = config
+        # The OS's file system, or a simulated one that can fault the partition-state file (impl.fs).
+        self.fs = fs
         self._path = os.path.join(config.data_dir, PARTITION_STATE_FILE)
         self.controller: Controller | None = None
         self._links: dict[str, _PeerLink] = {}
@@ -91,8 +93,7 @@ class ControllerNode:
     def load_state(self) -> tuple[int, str | None, tuple[str, ...]] | None:
         """(leader epoch, leader, ISR) from the state file; None without one. NodeError if damaged."""
         try:
-            with open(self._path, encoding="utf-8") as file:
-                document = json.load(file)
+            document = json.loads(self.fs.read_file(self._path).decode("utf-8"))
         except FileNotFoundError:
             return None
         except (OSError, ValueError) as error:
@@ -114,25 +115,21 @@ class ControllerNode:
         state = (c.leader_epoch, c.leader, c.isr)
         if state == self._saved:
             return
-        temporary = self._path + ".tmp"
-        with open(temporary, "w", encoding="utf-8") as file:
-            json.dump({"leader_epoch": c.leader_epoch, "leader": c.leader, "isr": list(c.isr)}, file)
-            file.flush()
-            os.fsync(file.fileno())
-        os.replace(temporary, self._path)
-        fsync_directory(self.config.data_dir)
+        document = {"leader_epoch": c.leader_epoch, "leader": c.leader, "isr": list(c.isr)}
+        replace_file(self.fs, self._path, json.dumps(document).encode("utf-8"))
         self._saved = state
 
     # ------------------------------------------------------------------ lifecycle
     async def start(self) -> None:
         config = self.config
         try:
-            os.makedirs(config.data_dir, exist_ok=True)
+            make_directories(self.fs, config.data_dir)
         except OSError as error:
             raise NodeError(f"controller: cannot create {config.data_dir}: {error}") from None
         try:
             # Two controllers on one state would each elect their own leaders in the same epochs.
-            self._lock = lock_directory(config.data_dir, f"the controller listening on {format_address(config.listen)}")
+            self._lock = lock_directory(config.data_dir, f"the controller listening on {format_address(config.listen)}",
+                                        self.fs)
         except DataDirectoryInUse as error:
             raise DataDirectoryBusy(f"controller: cannot start: {error}") from None
         try:
@@ -184,7 +181,7 @@ class ControllerNode:
 
     def _unlock(self) -> None:
         if self._lock is not None:
-            os.close(self._lock)  # releases the flock
+            self.fs.close(self._lock)  # releases the flock
             self._lock = None
 
     # ------------------------------------------------------------------ decisions, then messages

@@ -60,7 +60,7 @@ from hwm.impl.runtime import Node, NodeConfig, NodeError, decode_entry
 from hwm.impl.storage import DiskStorage
 from hwm.properties.acked import ACKED
 from hwm.properties.catalogue import CATALOGUE, check_state, check_step
-from hwm.properties.protocol import RAFT
+from hwm.properties.protocol import RAFT, Protocol
 from hwm.properties.snapshot import LEADER, ServerSnapshot
 
 __all__ = ["ACTIONS", "Outcome", "PLANTS", "Schedule", "Step", "run_schedule"]
@@ -229,8 +229,10 @@ class _ClientProtocol(asyncio.Protocol):
 
 
 class _Simulation:
-    def __init__(self, schedule: Schedule, plant: str | None, first_violation: bool = False):
+    def __init__(self, schedule: Schedule, plant: str | None, first_violation: bool = False,
+                 protocol: Protocol = RAFT):
         self.schedule = schedule
+        self.protocol = protocol  # raft, or zab (the node adds its currentEpoch file on the same disk)
         self.first_violation = first_violation
         self.node_class, self.storage_class = PLANTS[plant]
         # Half the schedules run on a fast disk, half on a slow one (an fsync of up to 30 ms, as on
@@ -291,7 +293,7 @@ class _Simulation:
         config = NodeConfig(server, self.addresses[server], peers, self._data_dir(server),
                             tick_seconds=TICK_SECONDS, election_ticks=ELECTION_TICKS,
                             heartbeat_ticks=HEARTBEAT_TICKS,
-                            put_timeout=PUT_TIMEOUT, rng_seed=self.rng.getrandbits(32))
+                            put_timeout=PUT_TIMEOUT, rng_seed=self.rng.getrandbits(32), protocol=self.protocol)
         storage = self.storage_class(config.data_dir, owner=f"server {server}", fs=self.disks[server])
         node = self.node_class(config, storage=storage)
         self.nodes[server] = node
@@ -346,13 +348,17 @@ class _Simulation:
     def _recovered(self, server: str) -> ServerSnapshot:
         """What a crashed machine's disk recovers to (on a copy: the restart recovers the original)."""
         storage = DiskStorage(self._data_dir(server), fs=self.disks[server].clone())
+        if self.protocol.system == "zab":
+            from hwm.impl.zab import EpochStorage
+
+            storage = EpochStorage(storage, self._data_dir(server))  # its currentEpoch must be readable too
         try:
             durable = storage.load()
         except Exception as error:
             self.violation(f"{server}'s disk does not recover after the crash: {error}")
             return ServerSnapshot(0, "follower", (), 0, False)
         storage.crash()
-        return down_snapshot(durable, RAFT)
+        return down_snapshot(durable, self.protocol)
 
     def _tag(self, server: str | None, data: bytes) -> object:
         """Tag an answer to a client with the generation its server was in, and the entry a put's
@@ -590,10 +596,14 @@ class _View:
     acked: frozenset
 
 
-def run_schedule(schedule: Schedule, plant: str | None = None, first_violation: bool = False) -> Outcome:
+def run_schedule(schedule: Schedule, plant: str | None = None, first_violation: bool = False,
+                 protocol: Protocol = RAFT) -> Outcome:
     """Run one schedule on a fresh simulated cluster; deterministic in `schedule` (and `plant`).
-    With `first_violation`, stop at the first violation (a search needs no more)."""
-    simulation = _Simulation(schedule, plant, first_violation)
+    With `first_violation`, stop at the first violation (a search needs no more). `protocol`: the
+    raft preset (default) or ZAB's (`properties.protocol.ZAB`)."""
+    if protocol.system not in ("raft", "zab"):
+        raise ValueError(f"protocol: the simulation runs raft and zab nodes, not {protocol.system}")
+    simulation = _Simulation(schedule, plant, first_violation, protocol)
     loop = simulation.loop
     saved_random = random.getstate()
     random.seed(schedule.seed)  # the runtime's reconnect jitter uses the global generator

@@ -21,6 +21,10 @@ not:
   writes a random prefix of its bytes (a torn write); a failing fsync leaves the file's unsynced
   operations unsynced (after a failed fsync nothing is promised about them).
 
+`ReorderingDisk` is the same disk with a weaker promise on a power failure: within a file, any
+subset of the unsynced pages survives, each page possibly torn at sector granularity (see its
+docstring and docs/simulation.md).
+
 Every random choice comes from the `random.Random` the disk is given, so a seed replays a crash
 exactly. `stats` counts what happened (bytes lost to crashes, torn writes, injected faults) for the
 simulation's `sometimes` witnesses.
@@ -36,7 +40,7 @@ import random
 from collections import Counter
 from dataclasses import dataclass, field
 
-__all__ = ["SimDisk"]
+__all__ = ["SimDisk", "ReorderingDisk"]
 
 
 @dataclass
@@ -114,6 +118,9 @@ class SimDisk:
             return
         error = self._fault[1]
         self._fault = None
+        if path:  # which file the fault or crash hit (segments counted together)
+            name = posixpath.basename(path)
+            self.stats["fault or crash in a call on " + ("a log segment" if name.endswith(".log") else name)] += 1
         if write is not None and len(write[1]) > 1:
             offset, data = write
             torn = data[: self.rng.randint(1, len(data) - 1)]
@@ -170,8 +177,9 @@ class SimDisk:
 
     def clone(self) -> "SimDisk":
         """An independent copy (to look at what a crashed machine would recover, without touching it)."""
-        twin = SimDisk(random.Random(0))
-        twin.root = copy.deepcopy(self.root)
+        twin = copy.copy(self)  # the same class and crash model
+        twin.rng, twin.root, twin._fds, twin._fault = random.Random(0), copy.deepcopy(self.root), {}, None
+        twin.stats = Counter()
         return twin
 
     def _sync_tree(self, directory: _Directory) -> None:
@@ -338,3 +346,98 @@ class SimDisk:
         if handle.file.lock is not None and handle.file.lock != fd:
             raise BlockingIOError(errno.EWOULDBLOCK, "the lock is held")
         handle.file.lock = fd
+
+
+class ReorderingDisk(SimDisk):
+    """A `SimDisk` whose power failure keeps unsynced writes out of order, as a real file system's
+    write-back does (the ALICE and CrashMonkey studies). The model, per file, for the operations
+    made since its last fsync (fsync and directory fsync stay the only barriers):
+
+    - the file is cut in pages of `page_bytes`; each page is written back on its own, so it survives
+      as it was after *some prefix of the operations that touched it* (none, some or all), chosen
+      independently of every other page: a later write may survive while an earlier one to another
+      page of the same file is lost;
+    - a page whose write-back is interrupted is *torn at sector granularity*: each `sector_bytes`
+      sector of it holds either the survived version or the next one;
+    - the file's size is metadata, written back on its own too: it is the size after some prefix of
+      the operations, independent of the pages (a file may keep its new length over pages that read
+      as zeros, or lose a truncation whose later writes survived);
+    - across files and directories everything is independent, as in `SimDisk`; a directory keeps a
+      prefix of its own entry operations (creations, removals and atomic renames are journalled in
+      order).
+
+    A model with one page per file (`page_bytes` at least the file's size) keeps, like `SimDisk`,
+    only prefixes; what it adds is reordering between the pages of one file.
+    """
+
+    def __init__(self, rng: random.Random, durable_directories: tuple[str, ...] = (), *,
+                 page_bytes: int = 4096, sector_bytes: int = 512):
+        if type(page_bytes) is not int or type(sector_bytes) is not int or not 1 <= sector_bytes <= page_bytes \
+                or page_bytes % sector_bytes:
+            raise ValueError(f"page_bytes {page_bytes!r} must be a positive multiple of sector_bytes {sector_bytes!r}")
+        self.page_bytes = page_bytes
+        self.sector_bytes = sector_bytes
+        super().__init__(rng, durable_directories)
+
+    def _page_versions(self, file: _File) -> tuple[dict[int, list[tuple[int, bytes]]], list[int]]:
+        """Every page's successive versions, (index of the operation that made it, content padded
+        with zeros to a whole page), the durable one first as (-1, ...); and the size after each
+        operation (sizes[k]: after the first k)."""
+        page = self.page_bytes
+        content = bytearray(file.durable)
+        versions: dict[int, list[tuple[int, bytes]]] = {}
+        sizes = [len(content)]
+
+        def snapshot(number: int, made_by: int) -> None:
+            versions.setdefault(number, []).append(
+                (made_by, bytes(content[number * page:(number + 1) * page]).ljust(page, b"\0")))
+
+        for k, operation in enumerate(file.unsynced):
+            if operation[0] == "write":
+                _, offset, data = operation
+                # Extending past the end zero-fills the gap: those pages change too.
+                touched = range(min(offset, len(content)) // page, (offset + max(len(data), 1) - 1) // page + 1)
+            else:
+                touched = range(operation[1] // page, max(len(content), operation[1]) // page + 1)
+            for number in touched:
+                if number not in versions:
+                    snapshot(number, -1)
+            _apply_file(content, operation)
+            for number in touched:
+                snapshot(number, k)
+            sizes.append(len(content))
+        return versions, sizes
+
+    def _lose_file(self, file: _File, kind: str) -> None:
+        versions, sizes = self._page_versions(file)
+        operations = len(file.unsynced)
+        size = sizes[self.rng.randint(0, operations)]
+        content = bytearray(file.durable[:size]).ljust(size, b"\0")
+        kept_through: list[int] = []  # per page: the last operation whose effect on it survived
+        lost_from: list[int] = []  # per page: the first operation whose effect on it was lost
+        torn = False
+        for number, history in sorted(versions.items()):
+            start = number * self.page_bytes
+            if start >= size:
+                continue
+            chosen = self.rng.randrange(len(history))
+            made_by, data = history[chosen]
+            page = bytearray(data)
+            kept_through.append(made_by)
+            if chosen + 1 < len(history):
+                lost_from.append(history[chosen + 1][0])
+                if self.rng.random() < 0.5:  # write-back interrupted: some sectors hold the next version
+                    following = history[chosen + 1][1]
+                    for sector in range(0, self.page_bytes, self.sector_bytes):
+                        if self.rng.random() < 0.5:
+                            page[sector:sector + self.sector_bytes] = following[sector:sector + self.sector_bytes]
+                            torn = True
+            end = min(size, start + self.page_bytes)
+            content[start:end] = page[:end - start]
+        if torn:
+            self.stats[f"{kind} pages torn at a sector in a crash"] += 1
+        if kept_through and lost_from and max(kept_through) > min(lost_from):
+            self.stats[f"{kind} files whose unsynced pages survived out of order"] += 1
+        if bytes(content) != bytes(file.data):
+            self.stats[f"{kind} files that lost data in a crash"] += 1
+        file.data, file.durable, file.unsynced = content, bytes(content), []
