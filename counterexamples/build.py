@@ -236,16 +236,17 @@ KAFKA = {
         "Kafka documentation, Replication: 'Unclean leader election: What if they all die?'; KIP-101 appendix; "
         "KIP-320 (consumers detect the truncation)"),
     "kafka-min-insync-1": (
-        "kafka-min-insync-1", "AckedWriteNeverLost", {"max_generation": 3},
+        "kafka-min-insync-1", "AckedWriteNeverLost", {"max_generation": 1, "max_crashes": 0},
         "With min.insync.replicas=1 the leader acknowledges an acks=all write that only it stores",
         "S1 becomes leader of epoch 1 and writes entry 1. S2 and S3 have not fetched it, so S1 removes both, "
         "which lag its log end offset, from the ISR: the ISR is {S1} alone. With min.insync.replicas=1 an ISR "
         "of one is enough, so S1's high watermark, the minimum log end offset over the ISR, becomes 1 and the "
         "acks=all producer of entry 1 is acknowledged: the write is on 1 of 3 replicas, not on a quorum. Kafka "
         "keeps it while S1's disk lives; one more fault loses it: S1's disk, an unclean leader election after "
-        "S1 fails (`--protocol kafka-min-insync-1,unclean_election=true` finds the acknowledged write missing "
-        "from a new leader in 6 steps), or, at these bounds, a deposed leader's follower truncating the only "
-        "other copy (ReadNeverTruncated, 9 steps). Under the safe preset `kafka` (min.insync.replicas a "
+        "S1 fails (`hwm check --protocol kafka-min-insync-1,unclean_election=true --max-generation 3` finds the "
+        "acknowledged write missing from a new leader, AcknowledgedWriteKept, in 6 steps), or, at the tour's "
+        "bounds, a deposed leader's follower truncating the only other copy of a read entry (ReadNeverTruncated, "
+        "9 steps). Under the safe preset `kafka` (min.insync.replicas a "
         "majority) the trace holds: S1's HW waits while its ISR is smaller than 2 and nothing is acknowledged; "
         "with `kafka,min_insync_replicas=2` the same, and a leader whose ISR is already {S1} refuses the "
         "write (NOT_ENOUGH_REPLICAS).",
