@@ -103,7 +103,7 @@ def test_guards_and_enumeration_agree(count):
     model = kafka(count, servers=3, max_generation=2, max_log=2, max_crashes=0)
     table = model.action_table()
     seen, frontier = set(), [model.initial_state()]
-    while frontier and len(seen) < 1500:
+    while frontier and len(seen) < 600:
         state = frontier.pop()
         if state in seen:
             continue
