@@ -235,6 +235,26 @@ KAFKA = {
         "blocked (unclean leader election is disabled).",
         "Kafka documentation, Replication: 'Unclean leader election: What if they all die?'; KIP-101 appendix; "
         "KIP-320 (consumers detect the truncation)"),
+    "kafka-min-insync-1": (
+        "kafka-min-insync-1", "AckedWriteNeverLost", {"max_generation": 1, "max_crashes": 0},
+        "With min.insync.replicas=1 the leader acknowledges an acks=all write that only it stores",
+        "S1 becomes leader of epoch 1 and writes entry 1. S2 and S3 have not fetched it, so S1 removes both, "
+        "which lag its log end offset, from the ISR: the ISR is {S1} alone. With min.insync.replicas=1 an ISR "
+        "of one is enough, so S1's high watermark, the minimum log end offset over the ISR, becomes 1 and the "
+        "acks=all producer of entry 1 is acknowledged: the write is on 1 of 3 replicas, not on a quorum. Kafka "
+        "keeps it while S1's disk lives; one more fault loses it: S1's disk, an unclean leader election after "
+        "S1 fails (`hwm check --protocol kafka-min-insync-1,unclean_election=true --max-generation 3` finds the "
+        "acknowledged write missing from a new leader, AcknowledgedWriteKept, in 6 steps), or, at the tour's "
+        "bounds, a deposed leader's follower truncating the only other copy of a read entry (ReadNeverTruncated, "
+        "9 steps). Under the safe preset `kafka` (min.insync.replicas a "
+        "majority) the trace holds: S1's HW waits while its ISR is smaller than 2 and nothing is acknowledged; "
+        "with `kafka,min_insync_replicas=2` the same, and a leader whose ISR is already {S1} refuses the "
+        "write (NOT_ENOUGH_REPLICAS).",
+        "Kafka documentation, topic configuration min.insync.replicas: 'When a producer sets acks to \"all\" "
+        "(or \"-1\"), min.insync.replicas specifies the minimum number of replicas that must acknowledge a "
+        "write for the write to be considered successful ... A typical scenario would be to create a topic "
+        "with a replication factor of 3, set min.insync.replicas to 2, and produce with acks of \"all\"'; "
+        "KIP-966: Eligible Leader Replicas (an ISR of one, the 'last replica standing')"),
     "kafka-kip320-first-try": (
         "kafka-kip320-first-try", "AckedWriteNeverLost", {"max_generation": 3, "max_crashes": 0},
         "After fast leader changes the leader counts a follower of an older epoch; a late LeaderAndIsr request makes it truncate the acknowledged entry",

@@ -236,7 +236,16 @@ class KafkaModel(Model):
         self.protocol = protocol
         self.config = config
         self.n = config.servers
-        self.min_isr = majority(self.n)
+        # min.insync.replicas: a majority unless the protocol names a count (1 up to the replicas).
+        wanted = protocol.min_insync_replicas
+        if wanted != "majority" and wanted > self.n:
+            raise ValueError(f"min_insync_replicas={wanted} exceeds the {self.n} replicas (servers={self.n}): "
+                             f"no ISR could ever be that large; choose 1 to {self.n} or majority")
+        self.min_isr = majority(self.n) if wanted == "majority" else wanted
+        # The produce-time check (NotEnoughReplicas) comes with a named count only: the majority
+        # default keeps the model's older abstraction, where the leader appends whatever its ISR
+        # and only the HW waits (Kafka's NotEnoughReplicasAfterAppend), so its pinned spaces stand.
+        self.write_min_isr = 0 if wanted == "majority" else wanted
         self.rule = protocol.follower_truncation
         others = range(self.n)
         # LeaderAndIsr recipients per new leader: every set of replicas that includes it.
@@ -366,6 +375,18 @@ class KafkaModel(Model):
                                    truncating=False, isr=tuple(sv.in_isr for sv in servers))
         acked = self._advance_hwm(servers, c, s.acked)
         return KafkaState(tuple(servers), s.reads, s.crashes, (), acked)
+
+    def _isr_size(self, leader: KafkaServer, l: int) -> int:
+        """The size of the ISR leader `l` counts: its own copy, itself included."""
+        return sum(1 for k in range(self.n) if leader.isr[k] or k == l)
+
+    def guard_write(self, s: KafkaState, l: int) -> str | None:
+        refusal = super().guard_write(s, l)
+        if refusal is None and self._isr_size(s.servers[l], l) < self.write_min_isr:
+            # Partition.appendRecordsToLeader: acks=all with too small an ISR is refused unappended.
+            return (f"{server_name(l)} answers NOT_ENOUGH_REPLICAS: its ISR has {self._isr_size(s.servers[l], l)} "
+                    f"of the {self.write_min_isr} replicas min.insync.replicas asks for")
+        return refusal
 
     def effect_write(self, s: KafkaState, l: int) -> KafkaState:
         servers = list(s.servers)
@@ -501,7 +522,9 @@ class KafkaModel(Model):
                     hit.add("max_generation")
                 else:
                     yield ("elect", c, voters)
-        yield from self.server_actions(s, alive, leading, hit)
+        for action in self.server_actions(s, alive, leading, hit):
+            if action[0] != "write" or self._isr_size(servers[action[1]], action[1]) >= self.write_min_isr:
+                yield action
         fenced = self.rule == "fenced"
         for l, f in self.pairs:
             if leading[l] and servers[f].in_isr and servers[l].generation == epoch and (

@@ -56,6 +56,11 @@ FLAG_VALUES: dict[str, tuple[Any, ...]] = {
     # at a time, while that epoch's leader still leads it (a replica acts on any request newer
     # than its own epoch); false: a request arrives with the election or never.
     "late_leader_and_isr": (False, True),
+    # Kafka: min.insync.replicas, with acks=all producers: a majority of the replicas (the
+    # default), or a count from 1 up to the replica count (the model refuses a larger one). A
+    # write is acknowledged once the ISR has at least that many members and all of them hold it;
+    # a leader whose ISR is smaller refuses writes (NotEnoughReplicas).
+    "min_insync_replicas": ("majority", 1, 2, 3, 4, 5, 6, 7),
 }
 
 FLAG_MEANINGS: dict[str, str] = {
@@ -72,6 +77,7 @@ FLAG_MEANINGS: dict[str, str] = {
     "follower_truncation": "what a Kafka replica truncates when it becomes a follower",
     "unclean_election": "whether Kafka may elect a replica outside the ISR when no ISR replica is alive",
     "late_leader_and_isr": "whether a Kafka replica may receive a missed epoch's LeaderAndIsr request late",
+    "min_insync_replicas": "Kafka's min.insync.replicas: the smallest ISR that acknowledges acks=all writes",
 }
 
 # The systems a flag applies to. A flag not listed here is one of the raft family's rules,
@@ -85,6 +91,7 @@ FLAG_SYSTEMS: dict[str, tuple[str, ...]] = {
     "follower_truncation": ("kafka",),
     "unclean_election": ("kafka",),
     "late_leader_and_isr": ("kafka",),
+    "min_insync_replicas": ("kafka",),
 }
 
 
@@ -115,12 +122,14 @@ class Protocol:
     follower_truncation: str = "fenced"
     unclean_election: bool = False
     late_leader_and_isr: bool = False
+    min_insync_replicas: str | int = "majority"
 
     def __post_init__(self) -> None:
         for flag in fields(self):
             value = getattr(self, flag.name)
             allowed = FLAG_VALUES[flag.name]
-            if value not in allowed or type(value) is not type(allowed[0]):
+            # The type too: True == 1, but true is no replica count.
+            if not any(value == a and type(value) is type(a) for a in allowed):
                 raise ProtocolError(
                     f"flag {flag.name!r} cannot be {value!r}; expected one of "
                     + ", ".join(_show(v) for v in allowed)
@@ -407,6 +416,18 @@ PRESETS.update({
             "StrongIsr property'), July 2018; KIP-320; KAFKA-7395 (apache/kafka pull request 5661)",
             {"ReadNeverTruncated", "HwmNeverTruncated", "ReadsAgree", "CommittedOnQuorum", "AckedWriteNeverLost"},
         ),
+        _broken(
+            "kafka-min-insync-1",
+            replace(KAFKA, min_insync_replicas=1),
+            "Kafka with min.insync.replicas=1: the leader may shrink the ISR to itself and acknowledge "
+            "acks=all writes that only it stores; one fault (its disk, an unclean election, a deposed leader's "
+            "follower truncating) from loss",
+            "Kafka documentation, topic configuration min.insync.replicas ('When used together, "
+            "min.insync.replicas and acks allow you to enforce greater durability guarantees ... "
+            "replication factor of 3, set min.insync.replicas to 2'); KIP-966: Eligible Leader Replicas "
+            "(the 'last replica standing' problem of an ISR of one)",
+            {"ReadNeverTruncated", "CommittedOnQuorum", "AckedWriteNeverLost"},
+        ),
     ]
 })
 
@@ -436,7 +457,9 @@ def parse_flag_value(flag: str, text: Any) -> Any:
         if lowered in ("false", "no", "0", "off"):
             return False
         raise ProtocolError(f"flag {flag!r} takes true or false, not {text!r}")
-    if text not in allowed:
+    if isinstance(text, str) and text.isdigit() and int(text) in allowed:
+        return int(text)  # a count from the command line (min_insync_replicas=1)
+    if isinstance(text, bool) or not any(text == a and type(text) is type(a) for a in allowed):
         raise ProtocolError(
             f"flag {flag!r} cannot be {text!r}; expected one of " + ", ".join(map(_show, allowed))
         )
@@ -497,6 +520,9 @@ def model_only(protocol: Protocol) -> str | None:
         if protocol.follower_truncation == "last-fetched-epoch":
             reasons.append("follower_truncation=last-fetched-epoch (KIP-320's first attempt) is model-only: the "
                            "implementation's fetch carries no last fetched epoch")
+        if protocol.min_insync_replicas != "majority":
+            reasons.append(f"min_insync_replicas={protocol.min_insync_replicas} is model-only: the implementation's "
+                           "leader counts a majority and has no NotEnoughReplicas refusal of a produce")
         if protocol.late_leader_and_isr:
             reasons.append("late_leader_and_isr=true is model-only: the implementation's controller delivers a "
                            "LeaderAndIsr request with its election or never")

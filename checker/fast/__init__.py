@@ -101,6 +101,7 @@ KNOWN_FLAGS = {
                             "last-fetched-epoch"),
     "unclean_election": (False, True),
     "late_leader_and_isr": (False, True),
+    "min_insync_replicas": ("majority", 1, 2, 3, 4, 5, 6, 7),  # P[MIN_ISR], the model's min_isr
     "system": ("raft", "zab", "bookkeeper", "kafka"),  # each system's model is transcribed in kernels.py
 }
 

@@ -602,8 +602,19 @@ def _kafka_epoch(P, row):
 
 
 @njit(cache=True)
+def _kafka_isr_size(P, row, l):
+    """KafkaModel._isr_size: the ISR leader l counts (its own copy), itself included."""
+    lb = _server(P, l)
+    size = 0
+    for k in range(P[N]):
+        if k == l or row[_extra(P, lb, ISR_VIEW)] >> k & 1:
+            size += 1
+    return size
+
+
+@njit(cache=True)
 def _kafka_advance_hwm(P, row, l):
-    """KafkaModel._advance_hwm: HW = min LEO over the ISR while the ISR is a majority; the producers
+    """KafkaModel._advance_hwm: HW = min LEO over the ISR while the ISR has min.insync.replicas; the producers
     of the leader's own epoch's entries under the new HW are acknowledged."""
     lb = _server(P, l)
     isr = 0
@@ -613,7 +624,7 @@ def _kafka_advance_hwm(P, row, l):
             isr += 1
             if k != l:
                 hwm = min(hwm, np.int64(row[_match(P, lb, k)]))
-    if isr < P[MAJORITY] or hwm <= row[lb + HWM]:
+    if isr < P[MIN_ISR] or hwm <= row[lb + HWM]:
         return
     row[lb + HWM] = hwm
     for i in range(hwm):
@@ -817,11 +828,12 @@ def _kafka_successors(P, row, i, alive, leading, elect_candidates, elect_voters,
             continue
         if leading[k]:
             if row[base + LEN] < l:
-                out[t] = row
-                out[t][base + LOG + row[base + LEN]] = row[base + GEN]
-                out[t][base + LEN] += 1
-                _kafka_advance_hwm(P, out[t], k)
-                t = _emit(t, parents, actions, i, server_ids[WRITE_ID, k])
+                if _kafka_isr_size(P, row, k) >= P[WRITE_MIN_ISR]:  # else NOT_ENOUGH_REPLICAS: no append
+                    out[t] = row
+                    out[t][base + LOG + row[base + LEN]] = row[base + GEN]
+                    out[t][base + LEN] += 1
+                    _kafka_advance_hwm(P, out[t], k)
+                    t = _emit(t, parents, actions, i, server_ids[WRITE_ID, k])
             else:
                 hits[HIT_LOG] = 1
         if _unread(P, row, base):

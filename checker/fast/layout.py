@@ -91,6 +91,8 @@ class Layout:
             P[K.TRUNCATION] = K.TRUNCATIONS.index(protocol.follower_truncation)
             P[K.UNCLEAN] = protocol.unclean_election
             P[K.LATE_LEADER_AND_ISR] = protocol.late_leader_and_isr
+            P[K.MIN_ISR] = model.min_isr  # min.insync.replicas, a majority unless the protocol names a count
+            P[K.WRITE_MIN_ISR] = model.write_min_isr  # 0: no produce-time check (the majority default)
         if self.bookkeeper:
             P[K.BOOKIES] = model.n
             P[K.ACK_QUORUM] = model.ack_quorum

@@ -97,6 +97,7 @@ KAFKA_UNDER_SAFE = {
     "kafka-kip279": ("blocked", 11, "FENCED_LEADER_EPOCH"),
     "kafka-kip320-first-try": ("blocked", 6, "FENCED_LEADER_EPOCH"),
     "kafka-unclean-election": ("blocked", 9, "unclean leader election is disabled"),
+    "kafka-min-insync-1": ("holds", None, None),  # a majority's HW waits: nothing is acknowledged
 }
 
 

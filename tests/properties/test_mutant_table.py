@@ -137,6 +137,9 @@ def test_safe_system_presets_hold_at_larger_bounds(safe, config):
 # attempt in two: its rule and the late LeaderAndIsr requests its defect needs); the smallest
 # bounds at which the explorer catches it (lowering any one bound, or going to 2 servers, hides it).
 KAFKA_TABLE = {
+    # min.insync.replicas=1: on two replicas already, the leader alone acknowledges (no bound lowers).
+    "kafka-min-insync-1": (Config(servers=2, max_generation=1, max_log=1, max_crashes=0),
+                           {"AckedWriteNeverLost": 3, "CommittedOnQuorum": 3}),
     "kafka-truncate-to-hwm": (Config(servers=2, max_generation=3, max_log=1, max_crashes=0),
                               {"AckedWriteNeverLost": 5, "CommittedOnQuorum": 5, "ReadNeverTruncated": 6}),
     "kafka-kip101": (Config(servers=2, max_generation=3, max_log=2, max_crashes=0),
@@ -158,7 +161,7 @@ def test_the_kafka_table_covers_every_kafka_flag():
     assert set(KAFKA_TABLE) == set(mutants) | {"kafka-kip320-first-try"} == {
         n for n in presets_of("kafka") if PRESETS[n].broken}
     changed = {flag for name in KAFKA_TABLE for flag in PRESETS[name].protocol.differences(KAFKA)}
-    assert changed == {"follower_truncation", "unclean_election", "late_leader_and_isr"}
+    assert changed == {"follower_truncation", "unclean_election", "late_leader_and_isr", "min_insync_replicas"}
 
 
 @pytest.mark.parametrize("mutant", sorted(KAFKA_TABLE))
