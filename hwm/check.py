@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from hwm.checker.expectations import judge  # noqa: F401
 from hwm.checker.report import Report
 from hwm.checker.run import CheckRequest, TourInterrupted, default_jobs, run, successors_refusal, tour  # noqa: F401
 from hwm.checker.traces import bounds_directory, save_counterexamples, trace_filename  # noqa: F401
