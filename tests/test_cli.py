@@ -307,6 +307,8 @@ def test_ctrl_c_prints_the_partial_report_and_exits_130():
     explored = int(out.split("explored ")[1].split(" distinct")[0].replace(",", ""))
     assert explored > 0
     assert "✓ EntryRead" in out  # what the explored part showed is reported
+    # ...and nothing it did not finish checking is called held, nor the stop called a bound's cut.
+    assert "? ReadNeverTruncated" in out and "✓ ReadNeverTruncated" not in out and "bounded:" not in out
 
 
 @pytest.mark.parametrize("jobs", [1, 2])
