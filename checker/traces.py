@@ -38,8 +38,13 @@ def trace_filename(protocol_name: str, prop: str) -> str:
     return re.sub(r"[^A-Za-z0-9_.=+-]", "_", f"{protocol_name}.{prop}") + ".json"
 
 
+def counterexample_paths(report: Report, directory: Path) -> dict[str, Path]:
+    """Where `save_counterexamples` puts each violated property's trace: known before anything is
+    written, so the report can name the files and be printed first."""
+    return {name: directory / trace_filename(report.protocol_name, name) for name in report.violated}
+
+
 def save_counterexamples(report: Report, protocol_spec, directory: Path) -> list[Path]:
-    saved = []
-    for name in report.violated:
-        saved.append(trace_for(report, protocol_spec, name).save(directory / trace_filename(report.protocol_name, name)))
-    return saved
+    """Save each shortest counterexample; OSError (naming the path) when one cannot be written."""
+    return [trace_for(report, protocol_spec, name).save(path)
+            for name, path in counterexample_paths(report, directory).items()]

@@ -6,6 +6,7 @@ the conventional exit status 2 for usage errors, which the CLI contract needs.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import sys
 from pathlib import Path
@@ -134,11 +135,9 @@ def check(protocol, servers, max_generation, max_log, max_crashes, network, chan
         raise click.UsageError(str(e))
     finally:
         progress.close()
-    saved = {}
-    if save is not None:
-        for path in checking.save_counterexamples(report, protocol, save):
-            saved[path.name.split(".")[-2]] = path
-        _save_pages(saved.values())
+    # The report names the files it is about to write and is printed first: an output path that
+    # fails then costs a one-line error, not the search's result.
+    saved = checking.counterexample_paths(report, save) if save is not None else {}
     lively = None
     if liveness:
         try:
@@ -157,6 +156,9 @@ def check(protocol, servers, max_generation, max_log, max_crashes, network, chan
         click.echo(checking.describe_report(report, saved, resolved))
         if lively is not None:
             click.echo(liveness_report.describe(lively, symmetry, lively_saved))
+    if saved:
+        with _output_errors():
+            _save_pages(checking.save_counterexamples(report, protocol, save))
     if report.interrupted:
         sys.exit(EXIT_INTERRUPTED)
     ok = checking.passed(report, resolved, config) and (lively is None or lively.ok)
@@ -183,10 +185,7 @@ def _tour(config: Config, symmetry: bool, jobs: int, as_json: bool, save: Path, 
                    f"{len(stop.finished) + len(stop.unfinished)} presets finished"
                    + (f"; not checked: {', '.join(stop.unfinished)}" if stop.unfinished else ""))
         sys.exit(EXIT_INTERRUPTED)
-    saved = []
-    for name, report in results:
-        saved += checking.save_counterexamples(report, name, save)
-    _save_pages(saved)
+    saved = [path for name, report in results for path in checking.counterexample_paths(report, save).values()]
     judgement = checking.judge(results)
     problems = judgement.problems
     if as_json:
@@ -229,6 +228,9 @@ def _tour(config: Config, symmetry: bool, jobs: int, as_json: bool, save: Path, 
         if judgement.all_seen:
             click.echo(f"\nevery preset behaves as the catalogue expects: safe presets hold, broken ones fail "
                        f"({judgement.seen} of {judgement.expected} expected violations seen)")
+    with _output_errors():  # the table is out: a path that fails now costs one line, not the tour
+        for name, report in results:
+            _save_pages(checking.save_counterexamples(report, name, save))
     sys.exit(EXIT_FOUND if problems else EXIT_NOT_SHOWN if judgement.not_shown else EXIT_OK)
 
 
@@ -303,11 +305,12 @@ def graph(protocol, servers, max_generation, max_log, max_crashes, network, no_s
         click.echo(f"{key.replace('_', ' '):18} {value:,}")
     if out:
         try:
-            if picture:
-                from hwm.teach.graph_render import write_picture
-                write_picture(built, str(out), f"{name}: {config.describe()}")
-            else:
-                write(built, str(out))
+            with _output_errors():  # the summary is out already
+                if picture:
+                    from hwm.teach.graph_render import write_picture
+                    write_picture(built, str(out), f"{name}: {config.describe()}")
+                else:
+                    write(built, str(out))
         except ValueError as e:
             raise click.ClickException(str(e))
         click.echo(f"wrote {out}")
@@ -379,7 +382,8 @@ def replay(files, on, protocol, quiet, brief, html_out, svg_dir, compare) -> Non
                             explained.frames_of_outcome(trace, outcome, protocol)))
                 click.echo(f"{path} [{target}]: {verdict}")
                 status = max(status, code)
-            _write_pictures(trace, protocol, compare, targets, html_out, svg_dir)
+            with _output_errors():  # the replay's verdict is out already
+                _write_pictures(trace, protocol, compare, targets, html_out, svg_dir)
         except TraceError as e:
             click.echo(f"error: {e}", err=True)
             sys.exit(EXIT_USAGE)
@@ -397,6 +401,17 @@ def _check_picture_options(files, html_out, svg_dir, compare) -> None:
         raise click.UsageError("--compare draws a second column on the --html page: give --html too")
     if html_out is not None and not html_out.parent.is_dir():
         raise click.UsageError(f"--html {html_out}: directory {html_out.parent} does not exist")
+
+
+@contextlib.contextmanager
+def _output_errors():
+    """An OS error on an output path, after the report is out: one line naming the path, exit 2."""
+    try:
+        yield
+    except OSError as e:
+        where = e.filename or "an output file"
+        click.echo(f"error: cannot write {where}: {e.strerror or e}", err=True)
+        sys.exit(EXIT_USAGE)
 
 
 def _save_pages(paths) -> None:
