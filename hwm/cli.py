@@ -87,9 +87,12 @@ def main() -> None:
               help="How states are expanded (--engine local or spark): reference runs the readable model; fast "
                    "the same model compiled (faster on large state spaces; the first run on a machine compiles "
                    "for about 20 s, reported as set-up). Verdicts and lengths are the same.")
+@click.option("--junit", "junit_out", type=OutputFile((".xml",)), default=None,
+              help="Also write the verdicts as JUnit XML to FILE, for CI systems: one test case per preset and "
+                   "property; a violation is a failure carrying its shortest counterexample and saved file.")
 def check(protocol, servers, max_generation, max_log, max_crashes, network, channel_capacity, no_symmetry,
           engine, spark_master, walks, seed, jobs, as_json, save, workers, liveness=False,
-          liveness_max_states=50_000, successors="reference") -> None:
+          liveness_max_states=50_000, successors="reference", junit_out=None) -> None:
     """Explore the model exhaustively and report every property's verdict.
 
     Exit status: 0 when every always property holds and every sometimes witness
@@ -117,7 +120,7 @@ def check(protocol, servers, max_generation, max_log, max_crashes, network, chan
             if directory_problem(save):  # checked now, not after the whole tour
                 raise click.UsageError(f"cannot save the tour's traces: {directory_problem(save)}; "
                                        f"give --save DIR")
-        _tour(config, symmetry, jobs or checking.default_jobs(), as_json, save, engine, successors)
+        _tour(config, symmetry, jobs or checking.default_jobs(), as_json, save, engine, successors, junit_out)
         return
     if liveness:
         from hwm import liveness_report
@@ -156,9 +159,12 @@ def check(protocol, servers, max_generation, max_log, max_crashes, network, chan
         click.echo(checking.describe_report(report, saved, resolved))
         if lively is not None:
             click.echo(liveness_report.describe(lively, symmetry, lively_saved))
-    if saved:
-        with _output_errors():
+    with _output_errors():
+        if saved:
             _save_pages(checking.save_counterexamples(report, protocol, save))
+        if junit_out is not None:
+            from hwm.checker import junit
+            junit.write(junit_out, [junit.suite(report, protocol, saved)])
     if report.interrupted:
         sys.exit(EXIT_INTERRUPTED)
     ok = checking.passed(report, resolved, config) and (lively is None or lively.ok)
@@ -166,7 +172,7 @@ def check(protocol, servers, max_generation, max_log, max_crashes, network, chan
 
 
 def _tour(config: Config, symmetry: bool, jobs: int, as_json: bool, save: Path, engine: str,
-          successors: str = "reference") -> None:
+          successors: str = "reference", junit_out: Path | None = None) -> None:
     if engine != "local":
         raise click.UsageError("the tour runs on the local engine; give --protocol to use another engine")
     click.echo(f"Checking every preset at {config.describe()} (symmetry {'on' if symmetry else 'off'}, "
@@ -231,6 +237,10 @@ def _tour(config: Config, symmetry: bool, jobs: int, as_json: bool, save: Path, 
     with _output_errors():  # the table is out: a path that fails now costs one line, not the tour
         for name, report in results:
             _save_pages(checking.save_counterexamples(report, name, save))
+        if junit_out is not None:
+            from hwm.checker import junit
+            junit.write(junit_out, [junit.suite(r, name, checking.counterexample_paths(r, save),
+                                                junit.expected_not_shown(name, r)) for name, r in results])
     sys.exit(EXIT_FOUND if problems else EXIT_NOT_SHOWN if judgement.not_shown else EXIT_OK)
 
 
