@@ -90,9 +90,16 @@ def main() -> None:
 @click.option("--junit", "junit_out", type=OutputFile((".xml",)), default=None,
               help="Also write the verdicts as JUnit XML to FILE, for CI systems: one test case per preset and "
                    "property; a violation is a failure carrying its shortest counterexample and saved file.")
+@click.option("--progress", "progress_mode", type=click.Choice(["auto", "always", "never"]), default="auto",
+              show_default=True,
+              help="Progress on stderr: auto redraws one line on a terminal and writes a line every "
+                   "--progress-interval off one (a CI log); always writes lines even on a terminal.")
+@click.option("--progress-interval", type=click.FloatRange(0.1), default=10.0, show_default=True,
+              help="Seconds between progress lines off a terminal.")
 def check(protocol, servers, max_generation, max_log, max_crashes, network, channel_capacity, no_symmetry,
           engine, spark_master, walks, seed, jobs, as_json, save, workers, liveness=False,
-          liveness_max_states=50_000, successors="reference", junit_out=None) -> None:
+          liveness_max_states=50_000, successors="reference", junit_out=None, progress_mode="auto",
+          progress_interval=10.0) -> None:
     """Explore the model exhaustively and report every property's verdict.
 
     Exit status: 0 when every always property holds and every sometimes witness
@@ -120,14 +127,16 @@ def check(protocol, servers, max_generation, max_log, max_crashes, network, chan
             if directory_problem(save):  # checked now, not after the whole tour
                 raise click.UsageError(f"cannot save the tour's traces: {directory_problem(save)}; "
                                        f"give --save DIR")
-        _tour(config, symmetry, jobs or checking.default_jobs(), as_json, save, engine, successors, junit_out)
+        _tour(config, symmetry, jobs or checking.default_jobs(), as_json, save, engine, successors, junit_out,
+              progress_mode != "never")
         return
     if liveness:
         from hwm import liveness_report
         reason = liveness_report.refused(protocol, config)
         if reason:
             raise click.UsageError(f"--liveness: {reason}")
-    progress = Progress(f"checking {protocol if isinstance(protocol, str) else resolve(protocol)[0]}")
+    progress = Progress(f"checking {protocol if isinstance(protocol, str) else resolve(protocol)[0]}",
+                        mode=progress_mode, interval=progress_interval)
     request = checking.CheckRequest(protocol, config, symmetry, engine, spark_master, walks, seed, workers,
                                     successors)
     try:
@@ -172,7 +181,7 @@ def check(protocol, servers, max_generation, max_log, max_crashes, network, chan
 
 
 def _tour(config: Config, symmetry: bool, jobs: int, as_json: bool, save: Path, engine: str,
-          successors: str = "reference", junit_out: Path | None = None) -> None:
+          successors: str = "reference", junit_out: Path | None = None, progress: bool = True) -> None:
     if engine != "local":
         raise click.UsageError("the tour runs on the local engine; give --protocol to use another engine")
     click.echo(f"Checking every preset at {config.describe()} (symmetry {'on' if symmetry else 'off'}, "
@@ -182,7 +191,8 @@ def _tour(config: Config, symmetry: bool, jobs: int, as_json: bool, save: Path, 
     for system, bounds in lowered:
         click.echo(f"  {system} presets at {bounds} (the tour's bounds for {system}: docs/systems-{system}.md)", err=True)
     try:
-        results = checking.tour(config, symmetry, jobs, progress_stream=sys.stderr, successors=successors)
+        results = checking.tour(config, symmetry, jobs, progress_stream=sys.stderr if progress else None,
+                                successors=successors)
     except checking.TourInterrupted as stop:
         # What finished is as true as a whole tour's row; what did not is named, not guessed.
         if stop.finished:

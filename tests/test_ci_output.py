@@ -127,3 +127,37 @@ def test_the_tour_writes_junit_xml_with_a_failing_case_for_a_broken_preset(tmp_p
     assert all(c.find("failure") is None for c in suites["raft"])
     kip101 = suites["kip101"].find("testcase[@name='ReadNeverTruncated']").find("skipped")
     assert "not shown at these bounds (needs max_log>=1, max_crashes>=1)" in kip101.get("message")
+
+
+# ------------------------------------------------------------- progress in CI logs
+import subprocess
+import sys
+
+
+def test_progress_lines_appear_in_a_log_when_stderr_is_not_a_terminal():
+    # A real process whose stderr is a pipe, as in a CI job; raft's search at three generations
+    # takes several progress intervals of 0.1 s.
+    command = [sys.executable, "-c", "from hwm.cli import main; main(prog_name='hwm')", "check",
+               "--protocol", "raft", "--max-generation", 3, "--progress-interval", "0.1"]
+    done = subprocess.run([str(c) for c in command], capture_output=True, text=True, cwd=ROOT, timeout=120)
+    assert done.returncode == 0, done.stderr
+    progress = [line for line in done.stderr.splitlines() if line.startswith("checking raft: ")]
+    assert progress, done.stderr
+    assert "\r" not in done.stderr  # lines, not a redrawn display
+    for line in progress:
+        assert "depth " in line and "states/s" in line
+
+
+def test_progress_never_is_silent_and_always_writes_lines_even_on_a_terminal():
+    import io
+    from hwm.render import Progress
+
+    class Terminal(io.StringIO):
+        def isatty(self):
+            return True
+
+    info = {"depth": 2, "states": 10, "frontier": 3, "states_per_second": 5}
+    for mode, expected in (("never", ""), ("always", "checking raft: ")):
+        stream = Terminal()
+        Progress("checking raft", stream, mode=mode, interval=0)(info)
+        assert stream.getvalue().startswith(expected) and "\r" not in stream.getvalue()
