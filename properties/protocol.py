@@ -451,7 +451,10 @@ def resolve(spec: Any) -> tuple[str, Protocol]:
     """
     if isinstance(spec, str):
         if spec not in PRESETS:
-            raise ProtocolError(f"unknown protocol {spec!r}; presets are " + ", ".join(PRESETS))
+            import difflib  # a typo is the common case: name the preset it most likely meant
+            close = difflib.get_close_matches(spec, list(PRESETS), n=1, cutoff=0.6)
+            hint = f"; did you mean {close[0]!r}?" if close else ""
+            raise ProtocolError(f"unknown protocol {spec!r}{hint} presets are " + ", ".join(PRESETS))
         return spec, PRESETS[spec].protocol
     if isinstance(spec, Mapping):
         unknown = set(spec) - {"preset", "flags"}

@@ -161,3 +161,10 @@ def test_progress_never_is_silent_and_always_writes_lines_even_on_a_terminal():
         stream = Terminal()
         Progress("checking raft", stream, mode=mode, interval=0)(info)
         assert stream.getvalue().startswith(expected) and "\r" not in stream.getvalue()
+
+
+def test_a_mistyped_preset_gets_a_did_you_mean():
+    code, out, err = _hwm("check", "--protocol", "kip-101")
+    assert code == 2 and "unknown protocol 'kip-101'; did you mean 'kip101'?" in err, err
+    code, out, err = _hwm("check", "--protocol", "zzzz")
+    assert code == 2 and "did you mean" not in err

@@ -65,6 +65,9 @@ def test_the_tour_below_the_catalogues_bounds_never_claims_that_broken_presets_f
     assert "raft-any-generation-commit: not shown" in out and "(needs max_generation>=4, max_log>=1)" in out
     # BookKeeper's unfenced recovery shows at one generation: it is seen, not listed.
     assert "bookkeeper-recovery-without-fencing: not shown" not in out
+    # The header names the one preset checked at other bounds, and no document that does not exist.
+    assert "  raft-noop at servers=3 max_generation=1 max_log=2" in result.stderr
+    assert "raft presets at" not in result.stderr and "systems-raft" not in result.stderr
 
 
 def _report(name, config):
