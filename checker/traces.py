@@ -48,3 +48,12 @@ def save_counterexamples(report: Report, protocol_spec, directory: Path) -> list
     """Save each shortest counterexample; OSError (naming the path) when one cannot be written."""
     return [trace_for(report, protocol_spec, name).save(path)
             for name, path in counterexample_paths(report, directory).items()]
+
+
+def tour_directories(config: Config, symmetry: bool = True, root: Path = Path("hwm-out")) -> dict[str, Path]:
+    """Where the tour saves each preset's traces by default: under the bounds that preset was checked
+    at (`verdict.tour_config`: Kafka's presets at a generation less, raft-noop at a log slot more),
+    so a trace's directory never names bounds it was not found at."""
+    from hwm.checker.verdict import tour_config
+
+    return {name: root / bounds_directory(tour_config(name, config), symmetry) for name in PRESETS}

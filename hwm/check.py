@@ -8,7 +8,7 @@ from pathlib import Path
 from hwm.checker.expectations import judge  # noqa: F401
 from hwm.checker.report import Report
 from hwm.checker.run import CheckRequest, TourInterrupted, default_jobs, run, successors_refusal, tour  # noqa: F401
-from hwm.checker.traces import bounds_directory, counterexample_paths, save_counterexamples, trace_filename  # noqa: F401
+from hwm.checker.traces import bounds_directory, counterexample_paths, save_counterexamples, trace_filename, tour_directories  # noqa: F401
 from hwm.checker.verdict import impossible_witnesses, judge_tour, passed, thin, tour_config  # noqa: F401
 from hwm.model.state import Config
 from hwm.properties.acked import ALL_BY_NAME

@@ -125,11 +125,14 @@ def check(protocol, servers, max_generation, max_log, max_crashes, network, chan
         if liveness:
             raise click.UsageError("--liveness checks one protocol: give --protocol")
         if save is None:
-            save = Path("hwm-out") / checking.bounds_directory(config, symmetry)
-            if directory_problem(save):  # checked now, not after the whole tour
-                raise click.UsageError(f"cannot save the tour's traces: {directory_problem(save)}; "
-                                       f"give --save DIR")
-        _tour(config, symmetry, jobs or checking.default_jobs(), as_json, save, engine, successors, junit_out,
+            directories = checking.tour_directories(config, symmetry)
+            for directory in sorted(set(directories.values())):
+                if directory_problem(directory):  # checked now, not after the whole tour
+                    raise click.UsageError(f"cannot save the tour's traces: {directory_problem(directory)}; "
+                                           f"give --save DIR")
+        else:
+            directories = {name: save for name in PRESETS}
+        _tour(config, symmetry, jobs or checking.default_jobs(), as_json, directories, engine, successors, junit_out,
               progress_mode != "never")
         return
     if liveness:
@@ -182,7 +185,7 @@ def check(protocol, servers, max_generation, max_log, max_crashes, network, chan
     sys.exit(EXIT_OK if ok else EXIT_FOUND)
 
 
-def _tour(config: Config, symmetry: bool, jobs: int, as_json: bool, save: Path, engine: str,
+def _tour(config: Config, symmetry: bool, jobs: int, as_json: bool, directories: dict[str, Path], engine: str,
           successors: str = "reference", junit_out: Path | None = None, progress: bool = True) -> None:
     if engine != "local":
         raise click.UsageError("the tour runs on the local engine; give --protocol to use another engine")
@@ -207,7 +210,8 @@ def _tour(config: Config, symmetry: bool, jobs: int, as_json: bool, save: Path, 
                    f"{len(stop.finished) + len(stop.unfinished)} presets finished"
                    + (f"; not checked: {', '.join(stop.unfinished)}" if stop.unfinished else ""))
         sys.exit(EXIT_INTERRUPTED)
-    saved = [path for name, report in results for path in checking.counterexample_paths(report, save).values()]
+    saved = [path for name, report in results
+             for path in checking.counterexample_paths(report, directories[name]).values()]
     judgement = checking.judge(results)
     problems = judgement.problems
     if as_json:
@@ -221,8 +225,9 @@ def _tour(config: Config, symmetry: bool, jobs: int, as_json: bool, save: Path, 
         bounds = sorted(set().union(*(r.bounds_hit for _, r in results)))
         if bounds:
             click.echo(f"bounded by {', '.join(bounds)}: a ✓ is a check within these bounds, not a proof")
-        click.echo(f"\nsaved {len(saved)} shortest counterexamples to {save}/ (replay one: hwm replay {save}/<file>; "
-                   f"each has its picture beside it, <file>.html)")
+        places = sorted({str(p.parent) for p in saved}) or sorted({str(directories[n]) for n, _ in results})
+        click.echo(f"\nsaved {len(saved)} shortest counterexamples to {' and '.join(d + '/' for d in places)} "
+                   f"(replay one: hwm replay {places[0]}/<file>; each has its picture beside it, <file>.html)")
         skipped = [name for name in PRESETS if name not in dict(results)]
         if skipped:
             click.echo(f"not run at these options (their models take the rpc network only): {', '.join(skipped)}")
@@ -252,10 +257,10 @@ def _tour(config: Config, symmetry: bool, jobs: int, as_json: bool, save: Path, 
                        f"({judgement.seen} of {judgement.expected} expected violations seen)")
     with _output_errors():  # the table is out: a path that fails now costs one line, not the tour
         for name, report in results:
-            _save_pages(checking.save_counterexamples(report, name, save))
+            _save_pages(checking.save_counterexamples(report, name, directories[name]))
         if junit_out is not None:
             from hwm.checker import junit
-            junit.write(junit_out, [junit.suite(r, name, checking.counterexample_paths(r, save),
+            junit.write(junit_out, [junit.suite(r, name, checking.counterexample_paths(r, directories[name]),
                                                 junit.expected_not_shown(name, r)) for name, r in results])
     sys.exit(EXIT_FOUND if problems else EXIT_NOT_SHOWN if judgement.not_shown else EXIT_OK)
 

@@ -168,3 +168,13 @@ def test_a_mistyped_preset_gets_a_did_you_mean():
     assert code == 2 and "unknown protocol 'kip-101'; did you mean 'kip101'?" in err, err
     code, out, err = _hwm("check", "--protocol", "zzzz")
     assert code == 2 and "did you mean" not in err
+
+
+def test_the_tour_saves_kafkas_traces_under_the_generation_they_were_found_at():
+    from hwm.check import tour_directories
+    from hwm.model.state import Config
+
+    directories = tour_directories(Config())
+    assert directories["kip101"] == Path("hwm-out/s3-g4-l1-c1-rpc")
+    assert directories["kafka-kip279"] == Path("hwm-out/s3-g3-l1-c1-rpc")  # TOUR_BOUNDS: generation <= 3
+    assert tour_directories(Config(max_generation=2))["kafka-kip279"] == Path("hwm-out/s3-g2-l1-c1-rpc")
