@@ -327,11 +327,18 @@ def graph(protocol, servers, max_generation, max_log, max_crashes, network, no_s
         reason = liveness_report.refused(protocol, config)
         if reason:
             raise click.UsageError(f"--liveness: {reason}")
+    limit = max_states
+    if picture:
+        from hwm.teach.graph_render import MAX_DRAWN
+        limit = min(max_states, MAX_DRAWN)  # stop at what can be drawn, not after the whole space
     try:
-        built = state_graph(build_model(proto, config), symmetry=not no_symmetry, max_states=max_states,
+        built = state_graph(build_model(proto, config), symmetry=not no_symmetry, max_states=limit,
                             label=label)
-    except GraphTooLarge as e:
-        raise click.ClickException(str(e))
+    except GraphTooLarge as e:  # a refusal of the bounds, found within `limit` states: bad input
+        if picture and limit < max_states:
+            raise click.UsageError(f"--out {out}: more than {limit:,} states are too many to draw; choose smaller "
+                                   "bounds, or write .graphml, .gexf or .json for a graph viewer")
+        raise click.UsageError(f"{e} (--max-states)")
     for key, value in summary(built).items():
         click.echo(f"{key.replace('_', ' '):18} {value:,}")
     if out:

@@ -239,7 +239,7 @@ def test_graph_summary_and_export(tmp_path):
     g = nx.read_graphml(out)
     assert g.number_of_nodes() == 5966
     code, text = hwm("graph", "--max-states", 10)
-    assert code == 1 and "more than 10 states" in text
+    assert code == 2 and "more than 10 states" in text  # the bounds are refused: bad input
 
 
 # ------------------------------------------------------------- output paths
