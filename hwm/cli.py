@@ -439,6 +439,15 @@ def _check_picture_options(files, html_out, svg_dir, compare) -> None:
         raise click.UsageError("--compare draws a second column on the --html page: give --html too")
     if html_out is not None and not html_out.parent.is_dir():
         raise click.UsageError(f"--html {html_out}: directory {html_out.parent} does not exist")
+    if compare is not None:
+        try:
+            own = resolve(load(files[0]).protocol)[1].system
+        except (TraceError, ProtocolError, OSError):
+            return  # the replay itself reports a bad file, naming its field
+        other = resolve(compare)[1].system
+        if other != own:
+            raise click.UsageError(f"--compare {resolve(compare)[0]} is a {other} protocol; {files[0]} is a trace of "
+                                   f"{own}: compare it with a {own} protocol")
 
 
 @contextlib.contextmanager

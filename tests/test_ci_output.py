@@ -178,3 +178,10 @@ def test_the_tour_saves_kafkas_traces_under_the_generation_they_were_found_at():
     assert directories["kip101"] == Path("hwm-out/s3-g4-l1-c1-rpc")
     assert directories["kafka-kip279"] == Path("hwm-out/s3-g3-l1-c1-rpc")  # TOUR_BOUNDS: generation <= 3
     assert tour_directories(Config(max_generation=2))["kafka-kip279"] == Path("hwm-out/s3-g2-l1-c1-rpc")
+
+
+def test_replay_compare_with_another_systems_protocol_names_compare_before_any_replay(tmp_path):
+    code, out, err = _hwm("replay", ROOT / "counterexamples" / "seed.json", "--html", tmp_path / "s.html",
+                          "--compare", "kafka")
+    assert code == 2 and "--compare kafka is a kafka protocol" in err and "--protocol" not in err, err
+    assert out == ""  # refused before the replay
