@@ -1,10 +1,19 @@
 """What a CI job reads of `hwm check`: no ✓ for an unfinished search, no traceback on an output
 path's OS error, JUnit XML and progress lines in logs."""
 
+import errno
+import subprocess
+import sys
+import xml.etree.ElementTree as ET
 from dataclasses import replace
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
 
 from hwm.check import describe_report
 from hwm.checker.report import bfs
+from hwm.cli import main
 from hwm.model.registry import build_model
 from hwm.model.state import Config
 from hwm.properties.protocol import PRESETS
@@ -26,14 +35,6 @@ def test_a_search_cut_by_a_state_limit_or_ctrl_c_shows_no_tick_for_an_always_pro
 
 
 # ------------------------------------------- OS errors on output paths after the search
-import errno
-from pathlib import Path
-
-import pytest
-from click.testing import CliRunner
-
-from hwm.cli import main
-
 ROOT = Path(__file__).resolve().parent.parent
 
 
@@ -74,7 +75,6 @@ def test_an_os_error_on_an_output_path_is_one_line_after_the_report_and_exits_2(
 
 
 # ------------------------------------------------------------------------ JUnit XML
-import xml.etree.ElementTree as ET
 
 # The JUnit XML that CI systems read (Jenkins' junit schema, which GitLab, GitHub actions' reporters
 # and Azure follow): the elements and attributes each level must, and may, carry.
@@ -130,8 +130,6 @@ def test_the_tour_writes_junit_xml_with_a_failing_case_for_a_broken_preset(tmp_p
 
 
 # ------------------------------------------------------------- progress in CI logs
-import subprocess
-import sys
 
 
 def test_progress_lines_appear_in_a_log_when_stderr_is_not_a_terminal():
@@ -172,7 +170,6 @@ def test_a_mistyped_preset_gets_a_did_you_mean():
 
 def test_the_tour_saves_kafkas_traces_under_the_generation_they_were_found_at():
     from hwm.check import tour_directories
-    from hwm.model.state import Config
 
     directories = tour_directories(Config())
     assert directories["kip101"] == Path("hwm-out/s3-g4-l1-c1-rpc")
