@@ -39,11 +39,25 @@ def trace_filename(protocol_name: str, prop: str) -> str:
     return re.sub(r"[^A-Za-z0-9_.=+-]", "_", f"{protocol_name}.{prop}") + ".json"
 
 
+def counterexample_paths(report: Report, directory: Path) -> dict[str, Path]:
+    """Where `save_counterexamples` puts each violated property's trace: known before anything is
+    written, so the report can name the files and be printed first."""
+    return {name: directory / trace_filename(report.protocol_name, name) for name in report.violated}
+
+
 def save_counterexamples(report: Report, protocol_spec, directory: Path) -> list[Path]:
-    saved = []
-    for name in report.violated:
-        saved.append(trace_for(report, protocol_spec, name).save(directory / trace_filename(report.protocol_name, name)))
-    return saved
+    """Save each shortest counterexample; OSError (naming the path) when one cannot be written."""
+    return [trace_for(report, protocol_spec, name).save(path)
+            for name, path in counterexample_paths(report, directory).items()]
+
+
+def tour_directories(config: Config, symmetry: bool = True, root: Path = Path("hwm-out")) -> dict[str, Path]:
+    """Where the tour saves each preset's traces by default: under the bounds that preset was checked
+    at (`verdict.tour_config`: Kafka's presets at a generation less, raft-noop at a log slot more),
+    so a trace's directory never names bounds it was not found at."""
+    from hwm.checker.verdict import tour_config
+
+    return {name: root / bounds_directory(tour_config(name, config), symmetry) for name in PRESETS}
 
 
 def lasso_trace(report: LivenessReport, protocol_spec, prop: str) -> Trace:

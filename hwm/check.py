@@ -5,9 +5,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from hwm.checker.expectations import judge  # noqa: F401
 from hwm.checker.report import Report
 from hwm.checker.run import CheckRequest, TourInterrupted, default_jobs, run, successors_refusal, tour  # noqa: F401
-from hwm.checker.traces import bounds_directory, save_counterexamples, trace_filename  # noqa: F401
+from hwm.checker.traces import bounds_directory, counterexample_paths, save_counterexamples, trace_filename, tour_directories  # noqa: F401
 from hwm.checker.verdict import impossible_witnesses, judge_tour, passed, thin, tour_config  # noqa: F401
 from hwm.model.state import Config
 from hwm.properties.acked import ALL_BY_NAME
@@ -49,7 +50,10 @@ def describe_report(report: Report, saved: dict[str, Path] | None = None, protoc
                      "nothing is proved")
     elif not report.complete:
         lines.append("INCOMPLETE: a state or depth limit stopped the search; nothing is proved")
-    if report.bounds_hit:
+    unfinished = report.interrupted or not report.complete
+    if unfinished:
+        pass  # where the search stopped is not where the bounds cut it: no claim about the bounds
+    elif report.bounds_hit:
         lines.append("bounded: exploration was cut by " + ", ".join(sorted(report.bounds_hit))
                      + " (a pass is a check within these bounds, not a proof)")
     else:
@@ -67,6 +71,8 @@ def describe_report(report: Report, saved: dict[str, Path] | None = None, protoc
             lines.append(f"      {' '.join(str(s) for s in r.steps)}")
             if p.name in saved:
                 lines.append(f"      saved to {saved[p.name]}  (hwm replay {saved[p.name]})")
+        elif unfinished:  # a property is proved only by a finished search
+            lines.append(f"  ? {p.name:28} not violated in the explored part (the search did not finish)")
         else:
             lines.append(f"  ✓ {p.name:28} holds")
     for p in checked:

@@ -67,15 +67,22 @@ def duration(seconds: float) -> str:
 
 
 class Progress:
-    """A one-line progress display on a terminal; silent when stderr is not one.
+    """Progress of a search: a one-line display redrawn on a terminal; off one (a CI log), a plain
+    line every `interval` seconds, so a long check is not silent until it ends.
 
     Shows the elapsed time, the states so far, the mean rate, and the growth: new states per
     second since the previous line, which falls as the search nears its end (or as it slows).
+    `mode`: auto (redrawn on a terminal, lines off one), always (lines, even on a terminal), never.
     """
 
-    def __init__(self, label: str, stream=None, enabled: bool | None = None):
+    def __init__(self, label: str, stream=None, enabled: bool | None = None, mode: str = "auto",
+                 interval: float = 10.0):
         self.stream = stream or sys.stderr
-        self.enabled = self.stream.isatty() if enabled is None else enabled
+        tty = self.stream.isatty()
+        self.enabled = (mode != "never") if enabled is None else enabled
+        self.redraw = tty and mode == "auto"
+        self.interval = interval
+        self.logged: float | None = None  # when the last plain line was written
         self.label = label
         self.shown = False
         self.started = time.perf_counter()
@@ -94,6 +101,16 @@ class Progress:
 
     def __call__(self, info: dict) -> None:
         if not self.enabled:
+            return
+        if not self.redraw:
+            now = time.perf_counter()
+            if self.logged is None and now - self.started < self.interval:
+                return  # a check that ends within one interval needs no progress in its log
+            if self.logged is not None and now - self.logged < self.interval:
+                return
+            self.logged = now
+            self.stream.write(self.line(info) + "\n")
+            self.stream.flush()
             return
         self.stream.write("\r" + self.line(info)[:160].ljust(100))
         self.stream.flush()

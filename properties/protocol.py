@@ -474,7 +474,10 @@ def resolve(spec: Any) -> tuple[str, Protocol]:
     """
     if isinstance(spec, str):
         if spec not in PRESETS:
-            raise ProtocolError(f"unknown protocol {spec!r}; presets are " + ", ".join(PRESETS))
+            import difflib  # a typo is the common case: name the preset it most likely meant
+            close = difflib.get_close_matches(spec, list(PRESETS), n=1, cutoff=0.6)
+            hint = f"; did you mean {close[0]!r}?" if close else ""
+            raise ProtocolError(f"unknown protocol {spec!r}{hint} presets are " + ", ".join(PRESETS))
         return spec, PRESETS[spec].protocol
     if isinstance(spec, Mapping):
         unknown = set(spec) - {"preset", "flags"}
@@ -509,12 +512,13 @@ MODEL_ONLY_SYSTEMS: tuple[str, ...] = ("bookkeeper",)
 SIMULATION_ONLY_SYSTEMS: tuple[str, ...] = ()
 
 
-def model_only(protocol: Protocol) -> str | None:
-    """Why `protocol` cannot run on the implementation, or None when it can."""
+def model_only(protocol: Protocol, hint: str = "use the model (--on model)") -> str | None:
+    """Why `protocol` cannot run on the implementation, or None when it can; `hint` ends the reason
+    (replay's --on model by default; a command without --on says what to run instead)."""
     if protocol.system in MODEL_ONLY_SYSTEMS:
         implemented = " and ".join(s for s in FLAG_VALUES["system"] if s not in MODEL_ONLY_SYSTEMS)
         return (f"the {protocol.system} presets are model-only: the implementation (impl/) runs {implemented} "
-                f"and has no {protocol.system} replica; use the model (--on model)")
+                f"and has no {protocol.system} replica; {hint}")
     if protocol.system == "kafka":
         reasons = []
         if protocol.follower_truncation == "last-fetched-epoch":
@@ -527,13 +531,14 @@ def model_only(protocol: Protocol) -> str | None:
             reasons.append("late_leader_and_isr=true is model-only: the implementation's controller delivers a "
                            "LeaderAndIsr request with its election or never")
         if reasons:
-            return "; ".join(reasons) + "; use the model (--on model)"
+            return "; ".join(reasons) + f"; {hint}"
     return None
 
 
 def without_runtime(protocol: Protocol) -> str | None:
     """Why `protocol` cannot run on the TCP runtime (hwm node, hwm cluster), or None when it can."""
-    reason = model_only(protocol)
+    # hwm node and hwm cluster have no --on: the model is what `hwm check` explores.
+    reason = model_only(protocol, hint="check it on the model (hwm check --protocol ...)")
     if reason is None and protocol.system in SIMULATION_ONLY_SYSTEMS:
         reason = (f"the {protocol.system} presets are model-only on the TCP runtime: its {protocol.system} replica "
                   f"runs in the simulated cluster (hwm replay --on impl, the conformance tests), and hwm node "

@@ -53,7 +53,9 @@ def test_bad_out_and_too_large_graphs_are_refused(tmp_path, monkeypatch):
     assert code == 2 and "does not exist" in output
     monkeypatch.setattr("hwm.teach.graph_render.MAX_DRAWN", 10)
     code, output, _ = graph("--out", tmp_path / "g.svg")
-    assert code == 1 and "too many to draw (at most 10)" in output
+    # Refused once the search passes what can be drawn, not after the whole space: exit 2, no summary.
+    assert code == 2 and "more than 10 states are too many to draw" in output
+    assert "distinct" not in output and "states  " not in output
     assert not (tmp_path / "g.svg").exists()
 
 

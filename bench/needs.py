@@ -1,0 +1,50 @@
+"""Derive checker/verdict.py's NEEDS table: for every broken preset and every always property the
+catalogue expects it to violate, the smallest bounds (max_generation, max_log, max_crashes, at the
+preset's catch servers on the rpc network) at which the breadth-first search shows the violation.
+
+    python bench/needs.py          # prints the table; paste it into checker/verdict.py
+
+Bounds only add behaviour (a run within smaller bounds is a run within larger ones), so the
+minimal elements of the grid below the default bounds are all the table needs."""
+
+from __future__ import annotations
+
+import itertools
+import time
+
+from hwm.checker.report import bfs
+from hwm.checker.verdict import DEFAULT_CONFIG, tour_config
+from hwm.model.registry import build_model
+from hwm.model.state import Config
+from hwm.properties.protocol import PRESETS
+
+
+def minimal(shown: list[tuple[int, int, int]]) -> list[tuple[int, int, int]]:
+    return sorted(b for b in shown if not any(o != b and all(x <= y for x, y in zip(o, b)) for o in shown))
+
+
+def main() -> None:
+    for name, preset in PRESETS.items():
+        if not preset.broken:
+            continue
+        servers = preset.caught_at.get("servers", DEFAULT_CONFIG.servers)
+        top = tour_config(name, DEFAULT_CONFIG)
+        found: dict[str, list] = {p: [] for p in preset.breaks or ()}
+        started = time.perf_counter()
+        for g, l, c in itertools.product(range(1, top.max_generation + 1), range(0, top.max_log + 1),
+                                         range(0, top.max_crashes + 1)):
+            config = Config(servers, g, l, c, "rpc")
+            try:
+                report = bfs(build_model(preset.protocol, config), name)
+            except ValueError:
+                continue
+            for p in report.violated:
+                found.setdefault(p, []).append((g, l, c))
+        print(f"    {name!r}: {{  # {time.perf_counter() - started:.0f} s, servers={servers}")
+        for p, shown in found.items():
+            print(f"        {p!r}: {minimal(shown)},")
+        print("    },")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,189 @@
+"""What a CI job reads of `hwm check`: no ✓ for an unfinished search, no traceback on an output
+path's OS error, JUnit XML and progress lines in logs."""
+
+import errno
+import subprocess
+import sys
+import xml.etree.ElementTree as ET
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from hwm.check import describe_report
+from hwm.checker.report import bfs
+from hwm.cli import main
+from hwm.model.registry import build_model
+from hwm.model.state import Config
+from hwm.properties.protocol import PRESETS
+
+
+def _raft(**kwargs):
+    return bfs(build_model(PRESETS["raft"].protocol, Config()), "raft", **kwargs)
+
+
+def test_a_search_cut_by_a_state_limit_or_ctrl_c_shows_no_tick_for_an_always_property():
+    cut = _raft(max_states=50)
+    assert not cut.complete
+    for report in (cut, replace(cut, interrupted=True)):
+        text = describe_report(report, protocol=PRESETS["raft"].protocol)
+        always = [line for line in text.splitlines() if "ReadNeverTruncated" in line]
+        assert always == ["  ? ReadNeverTruncated           not violated in the explored part (the search did "
+                          "not finish)"], text
+        assert "holds" not in text and "bounded:" not in text
+
+
+# ------------------------------------------- OS errors on output paths after the search
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def _refuse_writes(monkeypatch, target: str):
+    """Make `target` (module.attribute) fail as a full or read-only disk does, naming its path."""
+    def refuse(*args, **kwargs):
+        path = next((a for a in (*args, *kwargs.values()) if isinstance(a, (str, Path)) and "." in str(a)), "x")
+        raise OSError(errno.EROFS, "Read-only file system", str(path))
+    monkeypatch.setattr(target, refuse)
+
+
+def _hwm(*args):
+    result = CliRunner().invoke(main, [str(a) for a in args], catch_exceptions=False)
+    return result.exit_code, result.stdout, result.stderr
+
+
+@pytest.mark.parametrize("args, target, shows", [
+    (["check", "--protocol", "seed", "--max-generation", 2, "--max-crashes", 0, "--save", "{tmp}"],
+     "hwm.properties.trace.Trace.save", "✗ ReadNeverTruncated"),
+    (["check", "--max-generation", 1, "--max-crashes", 0, "--jobs", 1, "--save", "{tmp}"],
+     "hwm.properties.trace.Trace.save", "bookkeeper-recovery-without-fencing"),
+    (["check", "--protocol", "seed", "--max-generation", 2, "--max-crashes", 0, "--save", "{tmp}"],
+     "hwm.teach.page.write_trace_page", "saved to"),
+    (["replay", ROOT / "counterexamples" / "seed.json", "--html", "{tmp}/seed.html"],
+     "hwm.teach.page.write_trace_page", "violation of"),
+    (["graph", "--protocol", "raft", "--servers", 2, "--max-generation", 1, "--out", "{tmp}/g.graphml"],
+     "hwm.checker.graph.write", "states"),
+])
+def test_an_os_error_on_an_output_path_is_one_line_after_the_report_and_exits_2(monkeypatch, tmp_path, args,
+                                                                                   target, shows):
+    _refuse_writes(monkeypatch, target)
+    code, out, err = _hwm(*(str(a).format(tmp=tmp_path) for a in args))
+    assert code == 2, out + err
+    assert shows in out  # the report came out before the write failed
+    assert "Traceback" not in out + err
+    [line] = err.strip().splitlines()[-1:]
+    assert line.startswith("error: cannot write ") and line.endswith(": Read-only file system"), err
+
+
+# ------------------------------------------------------------------------ JUnit XML
+
+# The JUnit XML that CI systems read (Jenkins' junit schema, which GitLab, GitHub actions' reporters
+# and Azure follow): the elements and attributes each level must, and may, carry.
+SCHEMA = {
+    "testsuites": ({"tests", "failures", "errors"}, {"name", "time", "skipped", "disabled"}, {"testsuite"}),
+    "testsuite": ({"name", "tests", "failures", "errors"},
+                  {"time", "skipped", "disabled", "timestamp", "hostname", "id", "package", "file"},
+                  {"testcase", "properties", "system-out", "system-err"}),
+    "testcase": ({"name", "classname"}, {"time", "assertions", "status", "file", "line"},
+                 {"failure", "error", "skipped", "system-out", "system-err"}),
+    "failure": (set(), {"message", "type"}, set()),
+    "skipped": (set(), {"message"}, set()),
+}
+
+
+def _validate(element, counts=None):
+    required, optional, children = SCHEMA[element.tag]
+    assert required <= set(element.attrib) <= required | optional, (element.tag, element.attrib)
+    for child in element:
+        assert child.tag in children, (element.tag, child.tag)
+        _validate(child)
+    if element.tag == "testcase":
+        outcomes = [c.tag for c in element if c.tag in ("failure", "error", "skipped")]
+        assert len(outcomes) <= 1 and float(element.get("time")) >= 0
+    if element.tag in ("testsuites", "testsuite"):
+        cases = element.iter("testcase")
+        cases = list(cases)
+        assert int(element.get("tests")) == len(cases)
+        assert int(element.get("failures")) == sum(c.find("failure") is not None for c in cases)
+        assert int(element.get("skipped")) == sum(c.find("skipped") is not None for c in cases)
+
+
+def test_the_tour_writes_junit_xml_with_a_failing_case_for_a_broken_preset(tmp_path):
+    junit = tmp_path / "hwm.xml"
+    code, out, _ = _hwm("check", "--max-generation", 1, "--max-crashes", 0, "--jobs", 1, "--save", tmp_path,
+                        "--junit", junit)
+    assert code == 3, out
+    root = ET.parse(junit).getroot()
+    assert root.tag == "testsuites"
+    _validate(root)
+    suites = {s.get("name"): s for s in root}
+    assert set(suites) == set(PRESETS)  # every preset runs on the rpc network
+    fencing = suites["bookkeeper-recovery-without-fencing"].find("testcase[@name='ReadNeverTruncated']")
+    failure = fencing.find("failure")
+    assert failure.get("type") == "violation" and "violated in" in failure.get("message")
+    saved = tmp_path / "bookkeeper-recovery-without-fencing.ReadNeverTruncated.json"
+    assert f"saved to {saved}" in failure.text and saved.exists()
+    assert "  1. " in failure.text  # the counterexample's steps, numbered
+    # Safe raft holds: no failure; kip101's bug needs a crash: skipped, saying so, never passed.
+    assert all(c.find("failure") is None for c in suites["raft"])
+    kip101 = suites["kip101"].find("testcase[@name='ReadNeverTruncated']").find("skipped")
+    assert "not shown at these bounds (needs max_log>=1, max_crashes>=1)" in kip101.get("message")
+
+
+# ------------------------------------------------------------- progress in CI logs
+
+
+def test_progress_lines_appear_in_a_log_when_stderr_is_not_a_terminal():
+    # A real process whose stderr is a pipe, as in a CI job; raft's search at three generations
+    # takes several progress intervals of 0.1 s.
+    command = [sys.executable, "-c", "from hwm.cli import main; main(prog_name='hwm')", "check",
+               "--protocol", "raft", "--max-generation", 3, "--progress-interval", "0.1"]
+    done = subprocess.run([str(c) for c in command], capture_output=True, text=True, cwd=ROOT, timeout=120)
+    assert done.returncode == 0, done.stderr
+    progress = [line for line in done.stderr.splitlines() if line.startswith("checking raft: ")]
+    assert progress, done.stderr
+    assert "\r" not in done.stderr  # lines, not a redrawn display
+    for line in progress:
+        assert "depth " in line and "states/s" in line
+
+
+def test_progress_never_is_silent_and_always_writes_lines_even_on_a_terminal():
+    import io
+    from hwm.render import Progress
+
+    class Terminal(io.StringIO):
+        def isatty(self):
+            return True
+
+    info = {"depth": 2, "states": 10, "frontier": 3, "states_per_second": 5}
+    for mode, expected in (("never", ""), ("always", "checking raft: ")):
+        stream = Terminal()
+        Progress("checking raft", stream, mode=mode, interval=0)(info)
+        assert stream.getvalue().startswith(expected) and "\r" not in stream.getvalue()
+
+
+def test_a_mistyped_preset_gets_a_did_you_mean():
+    code, out, err = _hwm("check", "--protocol", "kip-101")
+    assert code == 2 and "unknown protocol 'kip-101'; did you mean 'kip101'?" in err, err
+    code, out, err = _hwm("check", "--protocol", "zzzz")
+    assert code == 2 and "did you mean" not in err
+
+
+def test_the_tour_saves_kafkas_traces_under_the_generation_they_were_found_at():
+    from hwm.check import tour_directories
+
+    directories = tour_directories(Config())
+    assert directories["kip101"] == Path("hwm-out/s3-g4-l1-c1-rpc")
+    assert directories["kafka-kip279"] == Path("hwm-out/s3-g3-l1-c1-rpc")  # TOUR_BOUNDS: generation <= 3
+    assert tour_directories(Config(max_generation=2))["kafka-kip279"] == Path("hwm-out/s3-g2-l1-c1-rpc")
+
+
+def test_replay_compare_with_another_systems_protocol_names_compare_before_any_replay(tmp_path):
+    code, out, err = _hwm("replay", ROOT / "counterexamples" / "seed.json", "--html", tmp_path / "s.html",
+                          "--compare", "kafka")
+    assert code == 2 and "--compare kafka is a kafka protocol" in err and "--protocol" not in err, err
+    assert out == ""  # refused before the replay
+
+
+def test_hwm_node_with_a_model_only_preset_suggests_hwm_check_not_an_option_it_lacks():
+    code, out, err = _hwm("node", "--protocol", "bookkeeper")
+    assert code == 2 and "model-only" in err and "hwm check --protocol" in err and "--on model" not in err, err
