@@ -5,7 +5,7 @@ Figure 8 a third generation): a run below them proves nothing about the bug, and
 must say so rather than count the preset's ✓ as "behaves as expected". `NEEDS` holds, for every
 broken preset and every always property it violates, the smallest bounds at which the
 breadth-first search shows the violation (derived by bench/needs.py, checked by
-tests/test_expectations.py against the pinned lengths and the grid below them).
+tests/checker/test_expectations.py against the pinned lengths and the grid below them).
 """
 
 from __future__ import annotations

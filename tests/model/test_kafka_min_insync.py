@@ -2,7 +2,7 @@
 follow from it on the model and the compiled backend, and its pinned spaces.
 
 The preset `kafka-min-insync-1` is pinned in tests/pinned.py (every engine) and its smallest bounds
-in tests/test_mutant_table.py; here the flag's other values, which no preset names.
+in tests/properties/test_mutant_table.py; here the flag's other values, which no preset names.
 """
 
 import importlib.util

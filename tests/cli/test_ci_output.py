@@ -35,7 +35,7 @@ def test_a_search_cut_by_a_state_limit_or_ctrl_c_shows_no_tick_for_an_always_pro
 
 
 # ------------------------------------------- OS errors on output paths after the search
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def _refuse_writes(monkeypatch, target: str):
