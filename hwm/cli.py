@@ -30,7 +30,7 @@ class _Commands(click.Group):
 
     LAZY = {"node": "hwm.cluster_cli", "cluster": "hwm.cluster_cli", "put": "hwm.cluster_cli",
             "get": "hwm.cluster_cli", "status": "hwm.cluster_cli", "prove": "hwm.prove_cli",
-            "controller": "hwm.cluster_cli"}
+            "controller": "hwm.cluster_cli", "validate": "hwm.validate_cli"}
 
     def list_commands(self, ctx):
         return sorted({*super().list_commands(ctx), *self.LAZY})

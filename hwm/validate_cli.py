@@ -1,0 +1,96 @@
+"""`hwm validate FILE|DIR... --protocol P`: is each recorded run a behaviour of P's model?
+
+Exit 0 when every run is valid, 1 when one is not (its first unexplained event is printed),
+2 on bad input (a malformed line, an unknown field, an undeclared server), before any
+validation starts, 130 on Ctrl-C.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import click
+
+from checker.validate import Validator
+from hwm.params import ProtocolParam
+from properties.events import EventError, load
+from properties.protocol import ProtocolError, resolve
+
+EXIT_OK, EXIT_FOUND, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
+RUN_SUFFIXES = (".jsonl", ".events")
+
+
+def run_files(paths: tuple[Path, ...]) -> list[Path]:
+    """The recorded runs named: files as given, directories by their *.jsonl and *.events files."""
+    files: list[Path] = []
+    for path in paths:
+        if path.is_dir():
+            found = sorted(p for p in path.rglob("*") if p.is_file() and p.suffix in RUN_SUFFIXES)
+            if not found:
+                raise EventError("no recorded runs (*.jsonl, *.events) in this directory", file=str(path))
+            files += found
+        else:
+            files.append(path)
+    return files
+
+
+def validate_files(files: list[Path], protocol_spec, depth: int):
+    """(file, header, verdict) per run; EventError on the first bad file, before any validation."""
+    runs = [(f, *load(f)) for f in files]
+    out = []
+    for path, header, events in runs:
+        spec = protocol_spec if protocol_spec is not None else header.protocol
+        if spec is None:
+            raise EventError("no protocol: name one with --protocol or in the header's protocol field",
+                             file=str(path), line=1, field="protocol")
+        try:
+            _, protocol = resolve(spec)
+        except ProtocolError as e:
+            raise EventError(str(e), file=str(path), line=1, field="protocol") from None
+        out.append((path, header, Validator(protocol, header, depth=depth).validate(events)))
+    return out
+
+
+@click.command()
+@click.argument("paths", nargs=-1, required=True, type=click.Path(exists=True, path_type=Path))
+@click.option("--protocol", "protocol", type=ProtocolParam(), default=None,
+              help="The protocol whose model judges the runs (default: each header's protocol).")
+@click.option("--depth", type=click.IntRange(1, 6), default=3, show_default=True,
+              help="The most model steps that may explain one event.")
+@click.option("--engine", type=click.Choice(["local"]), default="local", show_default=True)
+@click.option("--json", "as_json", is_flag=True, help="One JSON object per run instead of text.")
+def validate(paths, protocol, depth, engine, as_json) -> None:
+    """Validate recorded runs (hwm-events/1 JSON lines) against a protocol's model."""
+    try:
+        results = validate_files(run_files(paths), protocol, depth)
+    except EventError as e:
+        click.echo(f"hwm validate: {e}", err=True)
+        sys.exit(EXIT_USAGE)
+    except KeyboardInterrupt:
+        click.echo("hwm validate: interrupted", err=True)
+        sys.exit(EXIT_INTERRUPTED)
+    bad = 0
+    for path, header, verdict in results:
+        if not verdict.valid:
+            bad += 1
+        if as_json:
+            click.echo(json.dumps(verdict_json(path, verdict)))
+        elif verdict.valid:
+            click.echo(f"{path}: valid: {verdict.events} events, {verdict.candidates} model state"
+                       f"{'s' if verdict.candidates != 1 else ''} consistent with the run")
+        else:
+            click.echo(verdict.discrepancy.describe(str(path)))
+    if not as_json and len(results) > 1:
+        click.echo(f"{len(results) - bad} of {len(results)} runs valid")
+    sys.exit(EXIT_FOUND if bad else EXIT_OK)
+
+
+def verdict_json(path: Path, verdict) -> dict:
+    out = {"run": str(path), "valid": verdict.valid, "events": verdict.events}
+    d = verdict.discrepancy
+    if d is not None:
+        out.update({"event": d.number, "line": d.event.line if d.event is not None else None, "reason": d.reason, "nearest": d.nearest,
+                    "properties": sorted(d.properties)})
+    return out
