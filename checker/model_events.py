@@ -54,7 +54,7 @@ def step_events(names: tuple[str, ...], action, before, after, logged=frozenset(
             fields.update(log_edit(old.log, new.log))
         if "hwm" in logged and new.hwm != old.hwm and new.alive:
             fields["hwm"] = new.hwm
-        if name == "read" and k == acting:
+        if name == "read" and k == acting and "reads" in logged:
             read = tuple(sorted(after.reads - before.reads))
             fields["read"] = read or ((min(new.hwm, len(new.log)), new.log[min(new.hwm, len(new.log)) - 1]),)
         if fields:
