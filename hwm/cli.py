@@ -79,13 +79,15 @@ def main() -> None:
                    "(small configurations, rpc network; lassos are saved with --save).")
 @click.option("--liveness-max-states", type=click.IntRange(1), default=50_000, show_default=True,
               help="State limit of the liveness graph (--liveness).")
+@click.option("--itf", "itf_too", is_flag=True,
+              help="Also write each saved counterexample as an ITF trace (FILE.itf.json, for the TLA+ tools).")
 @click.option("--successors", type=click.Choice(["reference", "fast"]), default="reference", show_default=True,
               help="How states are expanded (--engine local or spark): reference runs the readable model; fast "
                    "the same model compiled (faster on large state spaces; the first run on a machine compiles "
                    "for about 20 s, reported as set-up). Verdicts and lengths are the same.")
 def check(protocol, servers, max_generation, max_log, max_crashes, network, channel_capacity, no_symmetry,
           engine, spark_master, walks, seed, jobs, as_json, save, workers, liveness=False,
-          liveness_max_states=50_000, successors="reference") -> None:
+          liveness_max_states=50_000, successors="reference", itf_too=False) -> None:
     """Explore the model exhaustively and report every property's verdict.
 
     Exit status: 0 when every always property holds and every sometimes witness
@@ -113,7 +115,7 @@ def check(protocol, servers, max_generation, max_log, max_crashes, network, chan
             if directory_problem(save):  # checked now, not after the whole tour
                 raise click.UsageError(f"cannot save the tour's traces: {directory_problem(save)}; "
                                        f"give --save DIR")
-        _tour(config, symmetry, jobs or checking.default_jobs(), as_json, save, engine, successors)
+        _tour(config, symmetry, jobs or checking.default_jobs(), as_json, save, engine, successors, itf_too)
         return
     if liveness:
         from hwm import liveness_report
@@ -136,6 +138,8 @@ def check(protocol, servers, max_generation, max_log, max_crashes, network, chan
         for path in checking.save_counterexamples(report, protocol, save):
             saved[path.name.split(".")[-2]] = path
         _save_pages(saved.values())
+        if itf_too:
+            _save_itf(saved.values())
     lively = None
     if liveness:
         try:
@@ -161,7 +165,7 @@ def check(protocol, servers, max_generation, max_log, max_crashes, network, chan
 
 
 def _tour(config: Config, symmetry: bool, jobs: int, as_json: bool, save: Path, engine: str,
-          successors: str = "reference") -> None:
+          successors: str = "reference", itf_too: bool = False) -> None:
     if engine != "local":
         raise click.UsageError("the tour runs on the local engine; give --protocol to use another engine")
     click.echo(f"Checking every preset at {config.describe()} (symmetry {'on' if symmetry else 'off'}, "
@@ -184,6 +188,8 @@ def _tour(config: Config, symmetry: bool, jobs: int, as_json: bool, save: Path, 
     for name, report in results:
         saved += checking.save_counterexamples(report, name, save)
     _save_pages(saved)
+    if itf_too:
+        _save_itf(saved)
     problems = checking.judge_tour(results, config)
     if as_json:
         click.echo(json.dumps({"config": config.to_mapping(),
@@ -322,7 +328,9 @@ def graph(protocol, servers, max_generation, max_log, max_crashes, network, no_s
               help="Write one SVG picture per step into DIR (step-00.svg is the initial state).")
 @click.option("--compare", "compare", type=ProtocolParam(), default=None,
               help="With --html: the same steps under this protocol too, side by side (e.g. the fix).")
-def replay(files, on, protocol, quiet, brief, html_out, svg_dir, compare) -> None:
+@click.option("--itf", "itf_out", type=click.Path(dir_okay=False, path_type=Path), default=None,
+              help="Write the states the trace goes through on the model as an ITF trace (for the TLA+ tools).")
+def replay(files, on, protocol, quiet, brief, html_out, svg_dir, compare, itf_out=None) -> None:
     """Replay saved counterexample traces and compare each outcome with its `expect`.
 
     Prints the file's explanation, the step table, then every step with why it
@@ -333,16 +341,22 @@ def replay(files, on, protocol, quiet, brief, html_out, svg_dir, compare) -> Non
     no violation), 1 when one differs, 2 on invalid input.
     """
     from hwm.replay import REPLAYERS, judge  # here: the simulated cluster is not needed by `hwm check`
+    from hwm.itf_cli import load_any
+    from properties.itf import ItfError
 
     targets = ["model", "impl"] if on == "both" else [on]
     missing = [t for t in targets if t not in REPLAYERS]
     if missing:
         raise click.UsageError(f"replay on {missing[0]} is not available in this build")
     _check_picture_options(files, html_out, svg_dir, compare)
+    if itf_out is not None and len(files) != 1:
+        raise click.UsageError("--itf writes one trace: give exactly one FILE")
+    if itf_out is not None and not itf_out.parent.is_dir():
+        raise click.UsageError(f"--itf {itf_out}: directory {itf_out.parent} does not exist")
     status = EXIT_OK
     for path in files:
         try:
-            trace = load(path)
+            trace = load_any(path, protocol)
             for target in targets:
                 unavailable = model_only(resolve(protocol if protocol is not None else trace.protocol)[1])
                 if target == "impl" and unavailable and on == "both":
@@ -368,7 +382,10 @@ def replay(files, on, protocol, quiet, brief, html_out, svg_dir, compare) -> Non
                 click.echo(f"{path} [{target}]: {verdict}")
                 status = max(status, code)
             _write_pictures(trace, protocol, compare, targets, html_out, svg_dir)
-        except TraceError as e:
+            if itf_out is not None:
+                from hwm.itf_cli import write as write_itf
+                click.echo(f"wrote {write_itf(trace, protocol, itf_out)}")
+        except (TraceError, ItfError) as e:
             click.echo(f"error: {e}", err=True)
             sys.exit(EXIT_USAGE)
         except ProtocolError as e:
@@ -385,6 +402,15 @@ def _check_picture_options(files, html_out, svg_dir, compare) -> None:
         raise click.UsageError("--compare draws a second column on the --html page: give --html too")
     if html_out is not None and not html_out.parent.is_dir():
         raise click.UsageError(f"--html {html_out}: directory {html_out.parent} does not exist")
+
+
+def _save_itf(paths) -> None:
+    """Beside each saved counterexample FILE.json, its ITF trace FILE.itf.json (raft family)."""
+    from hwm.itf_cli import save_beside
+
+    written, skipped = save_beside(list(paths))
+    click.echo(f"wrote {len(written)} ITF traces" + (f"; not as ITF: {'; '.join(skipped)}" if skipped else ""),
+               err=True)
 
 
 def _save_pages(paths) -> None:
