@@ -9,22 +9,7 @@ from __future__ import annotations
 
 from typing import Iterable, Iterator
 
-from properties.events import LOGGABLE, Event, Header
-
-
-def log_edit(before: tuple[int, ...], after: tuple[int, ...]) -> dict:
-    """`truncate_from` and `append` that turn log `before` into `after`."""
-    common = 0
-    for a, b in zip(before, after):
-        if a != b:
-            break
-        common += 1
-    out: dict = {}
-    if common < len(before):
-        out["truncate_from"] = common + 1
-    if common < len(after):
-        out["append"] = tuple((common + 1 + k, g) for k, g in enumerate(after[common:]))
-    return out
+from properties.events import LOGGABLE, Event, Header, log_edit
 
 
 def step_events(names: tuple[str, ...], action, before, after, logged=frozenset(LOGGABLE)) -> list[Event]:

@@ -28,7 +28,7 @@ from typing import Iterable, NamedTuple
 from model.actions import build_model
 from model.state import Config
 from properties.catalogue import violations
-from properties.events import LOGGABLE, Event, Header
+from properties.events import LOGGABLE, UNNAMED, Event, Header
 from properties.protocol import Protocol
 from properties.snapshot import FOLLOWER, LEADER, ServerSnapshot, Snapshot
 
@@ -122,7 +122,7 @@ def bind(generations: tuple[tuple[int, int], ...], run: int, model: int):
 class Validator:
     """Advances the candidate model states with each event of one run."""
 
-    def __init__(self, protocol: Protocol, header: Header, *, depth: int = 3, max_candidates: int = 2000,
+    def __init__(self, protocol: Protocol, header: Header, *, depth: int = 2, max_candidates: int = 2000,
                  max_pending: int = 8, coverage=None):
         self.protocol = protocol
         self.header = header
@@ -183,7 +183,10 @@ class Validator:
             role = FOLLOWER if role is not None else None
         if event.restart:
             alive = True
-        return Observed(o.generation if event.generation is None else event.generation,
+        generation = o.generation if event.generation is None else event.generation
+        if generation == UNNAMED:
+            generation = None
+        return Observed(generation,
                         role if event.role is None else event.role, log,
                         hwm if event.hwm is None else event.hwm, alive)
 
@@ -272,6 +275,42 @@ class Validator:
         return Candidate(after, cand.generations, tuple(pending))
 
     def _explain(self, cand: Candidate, k: int, seen: Observed, event: Event) -> list[Candidate]:
+        return self._fewest(cand, k, seen, event)
+
+    def _successors(self, state, k: int, seen: Observed):
+        """The model's steps from `state`; and a replication to server k as the run shows it, sent
+        when the leader's log and HWM were shorter. A real leader sends an append as soon as it has
+        entries, to every follower at once, with the log and HWM of that moment; the model
+        replicates to one follower after the other with the leader's log and HWM of the moment (as
+        a message that waited on the async network would)."""
+        model = self.model
+        for action in model.actions(state):
+            after = model.apply(state, action)
+            yield action, after
+            if action[0] == "replicate" and action[2] == k and hasattr(model, "_with_match"):
+                older = self._older_replication(state, action, seen, after)
+                if older is not None:
+                    yield action, older
+
+    def _older_replication(self, state, action, seen: Observed, after):
+        l, f = action[1], action[2]
+        leader = state.servers[l]
+        length = len(leader.log) if seen.log is None else len(seen.log)
+        hwm = leader.hwm if seen.hwm is None else min(seen.hwm, leader.hwm, length)
+        if not 0 <= length <= len(leader.log) or (length, hwm) == (len(leader.log), leader.hwm):
+            return None
+        servers = state.servers
+        sent = servers[:l] + (leader._replace(log=leader.log[:length], hwm=hwm),) + servers[l + 1:]
+        then = self.model.apply(state._replace(servers=sent), action)
+        replied = then.servers[l]
+        if replied.role != LEADER:
+            return None  # the follower's generation deposed the leader: the same as the full step
+        now = self.model._with_match(leader, l, f, replied.match[f])
+        servers = after.servers
+        servers = tuple(now if j == l else then.servers[f] if j == f else servers[j] for j in range(len(servers)))
+        return after._replace(servers=servers)
+
+    def _fewest(self, cand: Candidate, k: int, seen: Observed, event: Event) -> list[Candidate]:
         """Every candidate that the fewest model steps (<= depth) from `cand` give with the event confirmed."""
         done = self._confirm(cand, k, seen, event)
         if done is not None:
@@ -283,10 +322,9 @@ class Validator:
             found: list[Candidate] = []
             following: list[Candidate] = []
             for c in frontier:
-                for action in model.actions(c.state):
+                for action, after in self._successors(c.state, k, seen):
                     if not self._allowed(action, k, event):
                         continue
-                    after = model.apply(c.state, action)
                     self.steps += 1
                     nxt = self._step(c, action, after)
                     if nxt is None or nxt in seen_states:

@@ -15,7 +15,7 @@ import click
 
 from checker.validate import Validator
 from hwm.params import ProtocolParam
-from properties.events import EventError, load
+from properties.events import EventError, load, merge_parts
 from properties.protocol import ProtocolError, resolve
 
 EXIT_OK, EXIT_FOUND, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
@@ -36,9 +36,25 @@ def run_files(paths: tuple[Path, ...]) -> list[Path]:
     return files
 
 
+def load_runs(files: list[Path]) -> list[tuple[Path, object, list]]:
+    """(name, header, events) per run: a file, or the parts of one run (files whose header names
+    their server's `part`), merged per directory."""
+    runs, parts = [], {}
+    for f in files:
+        header, events = load(f)
+        if header.part is None:
+            runs.append((f, header, events))
+        else:
+            parts.setdefault(f.parent, []).append((f, header, events))
+    for directory, found in parts.items():
+        header, events = merge_parts([(h, e) for _, h, e in found], sources=[str(f) for f, _, _ in found])
+        runs.append((directory, header, events))
+    return runs
+
+
 def validate_files(files: list[Path], protocol_spec, depth: int):
     """(file, header, verdict) per run; EventError on the first bad file, before any validation."""
-    runs = [(f, *load(f)) for f in files]
+    runs = load_runs(files)
     out = []
     for path, header, events in runs:
         spec = protocol_spec if protocol_spec is not None else header.protocol
@@ -57,7 +73,7 @@ def validate_files(files: list[Path], protocol_spec, depth: int):
 @click.argument("paths", nargs=-1, required=True, type=click.Path(exists=True, path_type=Path))
 @click.option("--protocol", "protocol", type=ProtocolParam(), default=None,
               help="The protocol whose model judges the runs (default: each header's protocol).")
-@click.option("--depth", type=click.IntRange(1, 6), default=3, show_default=True,
+@click.option("--depth", type=click.IntRange(1, 6), default=2, show_default=True,
               help="The most model steps that may explain one event.")
 @click.option("--engine", type=click.Choice(["local"]), default="local", show_default=True)
 @click.option("--json", "as_json", is_flag=True, help="One JSON object per run instead of text.")

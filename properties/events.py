@@ -29,14 +29,17 @@ Errors name the file, the line and the field.
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Iterable, Iterator, Mapping
 
 FORMAT = "hwm-events/1"
 LOGGABLE = ("generation", "role", "log", "hwm", "reads")
 ROLES = ("leader", "follower")
-HEADER_FIELDS = ("format", "servers", "protocol", "logged", "network", "title")
+HEADER_FIELDS = ("format", "servers", "protocol", "logged", "network", "title", "part")
+# `generation: null`: the server's generation changed to one the recorder does not name (a
+# candidate's, in a system whose model has atomic elections); it is unknown until logged again.
+UNNAMED = -1
 EVENT_FIELDS = ("server", "generation", "role", "truncate_from", "append", "log", "hwm", "read", "ack",
                 "crash", "restart", "time", "note")
 # The fields that change or constrain a server (an event needs at least one).
@@ -69,6 +72,7 @@ class Header:
     protocol: Any = None  # informational: the command line names the protocol to validate against
     network: str = "rpc"
     title: str = ""
+    part: str | None = None  # the one server whose events this file holds (one part of a run)
 
     def to_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {"format": FORMAT, "servers": list(self.servers)}
@@ -80,6 +84,8 @@ class Header:
             out["network"] = self.network
         if self.title:
             out["title"] = self.title
+        if self.part is not None:
+            out["part"] = self.part
         return out
 
 
@@ -107,6 +113,8 @@ class Event:
             value = getattr(self, name)
             if value is None or value is False:
                 continue
+            if name == "generation" and value == UNNAMED:
+                value = None
             out[name] = [list(e) for e in value] if isinstance(value, tuple) else value
         if self.time is not None:
             out["time"] = self.time
@@ -143,6 +151,21 @@ def _contiguous(entries: tuple[tuple[int, int], ...], what: str, first: int | No
                              f"where {start + k} belongs")
 
 
+def log_edit(before: tuple[int, ...], after: tuple[int, ...]) -> dict:
+    """`truncate_from` and `append` that turn log `before` into `after`."""
+    common = 0
+    for a, b in zip(before, after):
+        if a != b:
+            break
+        common += 1
+    out: dict = {}
+    if common < len(before):
+        out["truncate_from"] = common + 1
+    if common < len(after):
+        out["append"] = tuple((common + 1 + k, g) for k, g in enumerate(after[common:]))
+    return out
+
+
 def parse_header(data: Any, *, source: str | None = None, line: int | None = 1) -> Header:
     if not isinstance(data, dict):
         raise EventError("the first line is the header, a JSON object", file=source, line=line)
@@ -170,7 +193,11 @@ def parse_header(data: Any, *, source: str | None = None, line: int | None = 1) 
     title = data.get("title", "")
     if not isinstance(title, str):
         raise EventError("title is a string", file=source, line=line, field="title")
-    return Header(tuple(servers), frozenset(logged), data.get("protocol"), network, title)
+    part = data.get("part")
+    if part is not None and part not in servers:
+        raise EventError(f"part names the server whose events the file holds, one of the servers, not {part!r}",
+                         file=source, line=line, field="part")
+    return Header(tuple(servers), frozenset(logged), data.get("protocol"), network, title, part)
 
 
 def parse_event(data: Any, header: Header, *, source: str | None = None, line: int | None = None) -> Event:
@@ -182,6 +209,9 @@ def parse_event(data: Any, header: Header, *, source: str | None = None, line: i
         raise EventError("unknown event field; events take " + ", ".join(EVENT_FIELDS), file=source, line=line,
                          field=unknown[0])
     server = data.get("server")
+    if header.part is not None and server != header.part:
+        raise EventError(f"this file is {header.part}'s part of the run; {server!r} is another server", file=source,
+                         line=line, field="server")
     if server not in header.servers:
         if "server" not in data:
             raise EventError("an event names its server", file=source, line=line, field="server")
@@ -194,7 +224,10 @@ def parse_event(data: Any, header: Header, *, source: str | None = None, line: i
     try:
         for name in ("generation", "hwm"):
             if name in data:
-                args[name] = _int(data[name], 0, name)
+                if name == "generation" and data[name] is None:
+                    args[name] = UNNAMED
+                else:
+                    args[name] = _int(data[name], 0, name)
         name = "truncate_from"
         if name in data:
             args[name] = _int(data[name], 1, name)
@@ -278,6 +311,32 @@ def load(path: str | Path) -> tuple[Header, list[Event]]:
         raise EventError("not UTF-8 text", file=str(path)) from None
     header, events = parse_lines(text.splitlines(), source=str(path))
     return header, list(events)
+
+
+def merge_parts(parts: list[tuple[Header, list[Event]]], *, sources: list[str] | None = None
+                ) -> tuple[Header, list[Event]]:
+    """One run from its servers' parts (one file each), its events in time order (EventError when the
+    parts do not belong together)."""
+    sources = sources or [None] * len(parts)
+    first, _ = parts[0]
+    seen: dict[str, str | None] = {}
+    for (header, events), source in zip(parts, sources):
+        if header.part is None:
+            raise EventError("a file of a run in parts names its server in the header's part", file=source,
+                             line=1, field="part")
+        if (header.servers, header.protocol, header.logged) != (first.servers, first.protocol, first.logged):
+            raise EventError(f"the parts of one run declare the same servers, protocol and logged variables; "
+                             f"this one differs from {sources[0]}", file=source, line=1)
+        if header.part in seen:
+            raise EventError(f"two parts of {header.part}: {seen[header.part]} and this one", file=source,
+                             line=1, field="part")
+        seen[header.part] = source
+        for event in events:
+            if event.time is None:
+                raise EventError("an event of a run in parts has its time (the parts merge by it)", file=source,
+                                 line=event.line, field="time")
+    merged = sorted((e for _, events in parts for e in events), key=lambda e: e.time)
+    return replace(first, part=None), merged
 
 
 def dumps(header: Header, events: Iterable[Event]) -> str:
