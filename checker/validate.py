@@ -101,7 +101,6 @@ class Verdict:
     discrepancy: Discrepancy | None = None
     candidates: int = 0  # model states consistent with the whole run (valid runs)
     steps: int = 0  # model steps explored
-    visited: set = field(default_factory=set)  # model states some explanation passes through (coverage)
 
 
 def _position_map(header: Header) -> dict[str, int]:
@@ -143,21 +142,15 @@ class Validator:
         self.number = 0
         self.steps = 0
         self.discrepancy: Discrepancy | None = None
-        # coverage(state) -> a key or None: the states the run visits, as the caller counts them.
+        # What the run's explanations pass through (checker/coverage.py RunCoverage), or None.
         self.coverage = coverage
-        self.visited: set = set()
         if coverage is not None:
-            self._visit(initial)
+            coverage.state(initial)
 
     def _observed_initial(self) -> Observed:
         logged = self.logged
         return Observed(0 if "generation" in logged else None, FOLLOWER if "role" in logged else None,
                         () if "log" in logged else None, 0 if "hwm" in logged else None, True)
-
-    def _visit(self, state) -> None:
-        key = self.coverage(state)
-        if key is not None:
-            self.visited.add(key)
 
     # ------------------------------------------------------------ observation
     def _observe(self, event: Event, k: int) -> Observed:
@@ -317,7 +310,7 @@ class Validator:
             return [done]
         frontier = [cand]
         seen_states = {cand}
-        model = self.model
+        parents: dict = {}  # candidate -> (the one before it, the action between them)
         for _ in range(self.depth):
             found: list[Candidate] = []
             following: list[Candidate] = []
@@ -330,11 +323,12 @@ class Validator:
                     if nxt is None or nxt in seen_states:
                         continue
                     seen_states.add(nxt)
-                    if self.coverage is not None:
-                        self._visit(after)
+                    parents[nxt] = (c, action)
                     ok = self._confirm(nxt, k, seen, event)
                     if ok is not None:
                         found.append(ok)
+                        if self.coverage is not None:
+                            self._cover(nxt, parents)
                     following.append(nxt)
             if found:
                 return found
@@ -342,6 +336,12 @@ class Validator:
             if not frontier:
                 break
         return []
+
+    def _cover(self, cand: Candidate, parents: dict) -> None:
+        while cand in parents:
+            before, action = parents[cand]
+            self.coverage.transition(before.state, action, cand.state)
+            cand = before
 
     # ------------------------------------------------------------- interface
     def feed(self, event: Event) -> Discrepancy | None:
@@ -404,7 +404,7 @@ class Validator:
 
     def verdict(self) -> Verdict:
         return Verdict(self.discrepancy is None, self.number, self.discrepancy,
-                       0 if self.discrepancy else len(self.candidates), self.steps, self.visited)
+                       0 if self.discrepancy else len(self.candidates), self.steps)
 
     # -------------------------------------------------------------- findings
     def _why(self, k: int, seen: Observed, event: Event) -> str:

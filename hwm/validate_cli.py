@@ -14,7 +14,8 @@ from pathlib import Path
 import click
 
 from checker.validate import Validator
-from hwm.params import ProtocolParam
+from hwm.params import OutputFile, ProtocolParam
+from model.state import Config
 from properties.events import EventError, load, merge_parts
 from properties.protocol import ProtocolError, resolve
 
@@ -75,11 +76,27 @@ def validate_files(files: list[Path], protocol_spec, depth: int):
               help="The protocol whose model judges the runs (default: each header's protocol).")
 @click.option("--depth", type=click.IntRange(1, 6), default=2, show_default=True,
               help="The most model steps that may explain one event.")
-@click.option("--engine", type=click.Choice(["local"]), default="local", show_default=True)
+@click.option("--engine", type=click.Choice(["local", "spark"]), default="local", show_default=True,
+              help="spark: validate the runs in parallel on Spark and print the coverage table.")
+@click.option("--spark-master", default="local[*]", show_default=True, help="Spark master URL (--engine spark).")
+@click.option("--coverage", "with_coverage", is_flag=True,
+              help="Print the model coverage table: which reachable states (at the bounds below) the runs visit.")
+@click.option("--max-generation", type=click.IntRange(1, 99), default=Config.max_generation, show_default=True,
+              help="Coverage bound.")
+@click.option("--max-log", type=click.IntRange(0, 99), default=Config.max_log, show_default=True,
+              help="Coverage bound.")
+@click.option("--max-crashes", type=click.IntRange(0, 99), default=Config.max_crashes, show_default=True,
+              help="Coverage bound.")
+@click.option("--table", "table_out", type=OutputFile((".json",)), default=None,
+              help="Write the table (per run verdict, coverage, never-reached states) as JSON.")
 @click.option("--json", "as_json", is_flag=True, help="One JSON object per run instead of text.")
-def validate(paths, protocol, depth, engine, as_json) -> None:
+def validate(paths, protocol, depth, engine, spark_master, with_coverage, max_generation, max_log, max_crashes,
+             table_out, as_json) -> None:
     """Validate recorded runs (hwm-events/1 JSON lines) against a protocol's model."""
     try:
+        if engine == "spark" or with_coverage or table_out is not None:
+            bounds = {"max_generation": max_generation, "max_log": max_log, "max_crashes": max_crashes}
+            _coverage(run_files(paths), protocol, depth, engine, spark_master, bounds, table_out)
         results = validate_files(run_files(paths), protocol, depth)
     except EventError as e:
         click.echo(f"hwm validate: {e}", err=True)
@@ -101,6 +118,41 @@ def validate(paths, protocol, depth, engine, as_json) -> None:
     if not as_json and len(results) > 1:
         click.echo(f"{len(results) - bad} of {len(results)} runs valid")
     sys.exit(EXIT_FOUND if bad else EXIT_OK)
+
+
+def _coverage(files, protocol_spec, depth, engine, spark_master, bounds, table_out) -> None:
+    """Validate on `engine` and print the coverage table; exits as `hwm validate` does."""
+    from checker.validate_spark import coverage_table
+    from properties.events import dumps
+
+    runs = load_runs(files)
+    specs = {json.dumps(protocol_spec if protocol_spec is not None else h.protocol, sort_keys=True) for _, h, _ in runs}
+    servers = {len(h.servers) for _, h, _ in runs}
+    if len(specs) != 1 or None in (json.loads(s) for s in specs):
+        raise EventError("the coverage table judges every run under one protocol: give --protocol")
+    if len(servers) != 1:
+        raise EventError("the coverage table compares runs of one cluster size; these declare "
+                         + ", ".join(map(str, sorted(servers))) + " servers")
+    spec = json.loads(specs.pop())
+    try:
+        _, protocol = resolve(spec)
+    except ProtocolError as e:
+        raise EventError(str(e), field="protocol") from None
+    bounds = dict(bounds, servers=servers.pop())
+    spark = None
+    if engine == "spark":
+        from model.spark_engine import SparkUnavailable, get_spark
+        try:
+            spark = get_spark(spark_master)
+        except SparkUnavailable as e:
+            raise click.ClickException(str(e))
+    texts = [(str(name), dumps(header, events)) for name, header, events in runs]
+    result = coverage_table(texts, spec, bounds, depth=depth, engine=engine, spark=spark)
+    click.echo(result.describe())
+    if table_out is not None:
+        table_out.write_text(json.dumps(result.to_json(), indent=1) + "\n")
+        click.echo(f"wrote {table_out}")
+    sys.exit(EXIT_OK if all(r["valid"] for r in result.runs) else EXIT_FOUND)
 
 
 def verdict_json(path: Path, verdict) -> dict:
