@@ -25,7 +25,66 @@ import time
 from impl.fs import OS_FILESYSTEM, FileSystem, make_directories
 from properties.events import FORMAT, log_edit
 
-__all__ = ["Recorder"]
+__all__ = ["Recorder", "RunRecorder", "ServerChanges"]
+
+
+class ServerChanges:
+    """The last recorded state of one server, and the event fields of what changed since."""
+
+    def __init__(self) -> None:
+        self.generation, self.role, self.log, self.hwm = 0, "follower", (), 0
+        self.named = True  # whether the validator knows this server's current generation
+        self.restarting = False
+
+    def changes(self, generation: int, role: str, log: tuple[int, ...], hwm: int, knows_leader: bool) -> dict:
+        event: dict = {}
+        if self.restarting:
+            event["restart"] = True
+        # A generation is named where the server knows it as a leader's; else it changed to one the
+        # model does not name (a candidate's, a voter's), recorded as null until it is known.
+        named = knows_leader or role == "leader"
+        if generation != self.generation:
+            event["generation"] = generation if named else None
+            self.generation, self.named = generation, named
+        elif named and not self.named:
+            event["generation"] = generation
+            self.named = True
+        if role != self.role:
+            event["role"] = role
+            self.role = role
+        if log != self.log:
+            edit = log_edit(self.log, log)
+            event.update({k: [list(e) for e in v] if k == "append" else v for k, v in edit.items()})
+            self.log = log
+        if hwm != self.hwm or self.restarting:
+            event["hwm"] = hwm
+            self.hwm = hwm
+        self.restarting = False
+        return event
+
+    def crashed(self) -> None:
+        self.role = "follower"
+        self.restarting = True
+
+    def replay(self, event: dict) -> None:
+        """Follow one recorded event (a restarted server reads its own part back)."""
+        if "generation" in event:
+            # null: changed to a generation the part does not name; a restart records it anew.
+            self.generation = event["generation"] if isinstance(event["generation"], int) else -1
+            self.named = isinstance(event["generation"], int)
+        if event.get("role") in ("leader", "follower"):
+            self.role = event["role"]
+        if "log" in event:
+            self.log = tuple(g for _, g in event["log"])
+        if "truncate_from" in event:
+            self.log = self.log[: event["truncate_from"] - 1]
+        if "append" in event:
+            first = event["append"][0][0]
+            self.log = self.log[: first - 1] + tuple(g for _, g in event["append"])
+        if "hwm" in event:
+            self.hwm = event["hwm"]
+        if event.get("crash"):
+            self.role = "follower"
 
 
 class Recorder:
@@ -37,15 +96,14 @@ class Recorder:
         directory = os.path.dirname(os.path.abspath(path))
         make_directories(fs, directory)
         existed = os.path.exists(path) and fs.getsize(path) > 0
-        # The last recorded state: (generation, role, log, hwm); replayed from the part on a restart.
-        self.generation, self.role, self.log, self.hwm = 0, "follower", (), 0
+        self.last = ServerChanges()
         self._buffered: list[dict] = []
         if existed:
             self._recover(fs.read_file(path))
         self._fd = fs.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
-        self._restarting = existed
         if existed:
             self._write({"server": server_id, "crash": True})
+            self.last.crashed()
         else:
             header = {"format": FORMAT, "servers": sorted(servers), "protocol": protocol, "part": server_id}
             self._write(header, stamp=False)
@@ -56,25 +114,8 @@ class Recorder:
                 event = json.loads(line)
             except json.JSONDecodeError:
                 continue  # a torn last line (a crash in mid-write): ignored
-            if not isinstance(event, dict) or "format" in event:
-                continue
-            if "generation" in event:
-                # null: changed to a generation the part does not name; a restart records it anew.
-                self.generation = event["generation"] if isinstance(event["generation"], int) else -1
-                self._named = isinstance(event["generation"], int)
-            if event.get("role") in ("leader", "follower"):
-                self.role = event["role"]
-            if "log" in event:
-                self.log = tuple(g for _, g in event["log"])
-            if "truncate_from" in event:
-                self.log = self.log[: event["truncate_from"] - 1]
-            if "append" in event:
-                first = event["append"][0][0]
-                self.log = self.log[: first - 1] + tuple(g for _, g in event["append"])
-            if "hwm" in event:
-                self.hwm = event["hwm"]
-            if event.get("crash"):
-                self.role = "follower"
+            if isinstance(event, dict) and "format" not in event:
+                self.last.replay(event)
 
     def _write(self, event: dict, stamp: bool = True) -> None:
         if stamp:
@@ -84,36 +125,12 @@ class Recorder:
     def state(self, generation: int, role: str, log: tuple[int, ...], hwm: int, knows_leader: bool) -> None:
         """Record what changed since the last call (role: "leader" or "follower"; a candidate is a
         follower), then the client reads and acknowledgements that waited for it."""
-        event: dict = {"server": self.server_id}
-        if self._restarting:
-            event["restart"] = True
-        # A generation is named where the server knows it as a leader's; else it changed to one the
-        # model does not name (a candidate's, a voter's), recorded as null until it is known.
-        named = knows_leader or role == "leader"
-        if generation != self.generation:
-            event["generation"] = generation if named else None
-            self.generation, self._named = generation, named
-        elif named and not self._named:
-            event["generation"] = generation
-            self._named = True
-        if role != self.role:
-            event["role"] = role
-            self.role = role
-        if log != self.log:
-            edit = log_edit(self.log, log)
-            event.update({k: [list(e) for e in v] if k == "append" else v for k, v in edit.items()})
-            self.log = log
-        if hwm != self.hwm or self._restarting:
-            event["hwm"] = hwm
-            self.hwm = hwm
-        self._restarting = False
-        if len(event) > 1:
-            self._write(event)
+        event = self.last.changes(generation, role, log, hwm, knows_leader)
+        if event:
+            self._write({"server": self.server_id, **event})
         for client_event in self._buffered:
             self._write(client_event)
         self._buffered.clear()
-
-    _named = True  # whether the validator knows this server's current generation
 
     def read(self, index: int, generation: int) -> None:
         """A client read entry (index, generation) here; written after the state that allowed it."""
@@ -127,6 +144,39 @@ class Recorder:
     def waiting(self) -> bool:
         """Client reads or acknowledgements not yet written."""
         return bool(self._buffered)
+
+    def close(self) -> None:
+        if self._fd is not None:
+            self.fs.close(self._fd)
+            self._fd = None
+
+
+class RunRecorder:
+    """A whole cluster's run in one file, from one process that sees every server (the simulated
+    cluster): `state(server, ...)` after each step, `crash`, `read`."""
+
+    def __init__(self, path: str, servers: list[str], protocol: str, fs: FileSystem = OS_FILESYSTEM):
+        self.fs = fs
+        make_directories(fs, os.path.dirname(os.path.abspath(path)))
+        self._fd = fs.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+        self.servers = {name: ServerChanges() for name in servers}
+        self._write({"format": FORMAT, "servers": list(servers), "protocol": protocol})
+
+    def _write(self, event: dict) -> None:
+        self.fs.write(self._fd, (json.dumps(event) + "\n").encode())
+
+    def state(self, server: str, generation: int, role: str, log: tuple[int, ...], hwm: int,
+              knows_leader: bool) -> None:
+        event = self.servers[server].changes(generation, role, log, hwm, knows_leader)
+        if event:
+            self._write({"server": server, **event})
+
+    def crash(self, server: str) -> None:
+        self._write({"server": server, "crash": True})
+        self.servers[server].crashed()
+
+    def read(self, server: str, index: int, generation: int) -> None:
+        self._write({"server": server, "read": [[index, generation]]})
 
     def close(self) -> None:
         if self._fd is not None:

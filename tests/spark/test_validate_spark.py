@@ -14,13 +14,13 @@ from properties.trace import load
 
 pytestmark = pytest.mark.spark
 
-BOUNDS = {"servers": 3, "max_generation": 3, "max_log": 1, "max_crashes": 1}
+BOUNDS = {"servers": 3, "max_generation": 2, "max_log": 1, "max_crashes": 1}
 
 
 def runs():
     _, raft = resolve("raft")
     model = build_model(raft, Config(**BOUNDS))
-    out = [(f"raft-{seed:02}", dumps(*run_events(model, list(random_actions(model, 20, seed))))) for seed in range(12)]
+    out = [(f"raft-{seed:02}", dumps(*run_events(model, list(random_actions(model, 20, seed))))) for seed in range(6)]
     trace = load("counterexamples/raft-truncate-to-own-hwm.json")
     mutant = build_model(resolve(trace.protocol)[1], Config.from_mapping(trace.config))
     out.append(("mutant", dumps(*run_events(mutant, [from_step(s) for s in trace.steps]))))
