@@ -280,10 +280,20 @@ class Validator:
         for action in model.actions(state):
             after = model.apply(state, action)
             yield action, after
-            if action[0] == "replicate" and action[2] == k and hasattr(model, "_with_match"):
-                older = self._older_replication(state, action, seen, after)
+            if action[0] == "replicate" and action[2] == k:
+                if hasattr(model, "_with_match"):
+                    older = self._older_replication(state, action, seen, after)
+                else:  # another system's model: only the HWM the follower learns may be older
+                    older = self._older_hwm(state, action, seen, after)
                 if older is not None:
                     yield action, older
+
+    def _older_hwm(self, state, action, seen: Observed, after):
+        f = action[2]
+        if seen.hwm is None or not state.servers[f].hwm <= seen.hwm < after.servers[f].hwm:
+            return None
+        servers = after.servers
+        return after._replace(servers=servers[:f] + (servers[f]._replace(hwm=seen.hwm),) + servers[f + 1:])
 
     def _older_replication(self, state, action, seen: Observed, after):
         l, f = action[1], action[2]
