@@ -1,6 +1,7 @@
 """Trace validation (`hwm validate`): recorded runs against the model, partial logs, bad input."""
 
 import json
+from pathlib import Path
 import subprocess
 import sys
 
@@ -186,3 +187,29 @@ def test_a_directory_of_runs_with_one_bad_run_exits_1_as_a_process(tmp_path):
     assert "the run breaks ReadNeverTruncated" in done.stdout
     _, events = parse_lines((tmp_path / "ok0.jsonl").read_text().splitlines())
     assert list(events)
+
+
+def test_the_documented_tiny_node_records_valid_runs_and_the_validator_finds_its_mistake(tmp_path):
+    # docs/validation.md's instrumented node, run as written: a leader and a follower in parts.
+    text = Path("docs/validation.md").read_text()
+    example = text.split("```python\n", 1)[1].split("```", 1)[0]
+    scope: dict = {}
+    exec(example, scope)
+    node = scope["RecordedNode"]
+    servers = ["n1", "n2", "n3"]
+    leader, follower = (node(n, servers, str(tmp_path / f"{n}.jsonl")) for n in ("n1", "n2"))
+    node("n3", servers, str(tmp_path / "n3.jsonl"))
+    leader.become_leader(4)
+    leader.log.append(4)
+    leader.emit({"append": [[1, 4]]})
+    follower.accept_append(4, 0, [4], 0)
+    leader.hwm = 1
+    leader.emit({"hwm": 1})
+    follower.accept_append(4, 1, [], 1)
+    code, out = hwm("validate", tmp_path, "--protocol", "raft")
+    assert code == 0, out
+    # A follower that claims an HWM beyond what the leader sent is caught.
+    follower.hwm = 2
+    follower.emit({"hwm": 2})
+    code, out = hwm("validate", tmp_path, "--protocol", "raft")
+    assert code == 1 and '"server": "n2", "hwm": 2' in out
