@@ -81,6 +81,7 @@ def test_a_recorded_run_of_the_tcp_cluster_under_kill_9_is_a_behaviour_of_raft(t
     assert f"valid: {len(events)} events" in done.stdout
 
 
+@pytest.mark.deep  # the same bug on the simulated cluster runs by default (tests/conformance/test_recorded_simcluster.py)
 def test_a_follower_that_truncates_to_its_own_hwm_fails_validation_at_its_restart(tmp_path):
     # The implementation runs with the planted rule; raft's model judges the recording.
     processes, _ = run_with_a_kill(tmp_path, "raft-truncate-to-own-hwm", writes=4)
