@@ -146,6 +146,7 @@ class Validator:
         self.coverage = coverage
         if coverage is not None:
             coverage.state(initial)
+        self._mapped_cache: dict = {}
 
     def _observed_initial(self) -> Observed:
         logged = self.logged
@@ -203,11 +204,31 @@ class Validator:
             log = server.log
             if len(log) != len(seen.log):
                 return None
+            mapped = self._mapped(seen.log, generations)
+            if mapped is not None:  # every generation of the log already renamed: compare at C speed
+                return generations if mapped == log else None
             for run, model in zip(seen.log, log):
                 generations = bind(generations, run, model)
                 if generations is None:
                     return None
         return generations
+
+    def _mapped(self, log: tuple, generations) -> tuple | None:
+        """The run's `log` in the model's generations, if the renaming names all of them (cached: long
+        logs are compared against many candidates)."""
+        key = (id(log), generations)
+        cached = self._mapped_cache.get(key)
+        if cached is not None and cached[0] is log:
+            return cached[1]
+        to_model = dict(generations)
+        try:
+            mapped = tuple(to_model[g] for g in log)
+        except KeyError:
+            mapped = None
+        if len(self._mapped_cache) > 64:
+            self._mapped_cache.clear()
+        self._mapped_cache[key] = (log, mapped)
+        return mapped
 
     def _satisfies(self, state, k: int, event: Event, generations) -> tuple | None:
         """Reads and acknowledged writes: what the event asks of the state beyond server k's variables."""
@@ -270,14 +291,18 @@ class Validator:
     def _explain(self, cand: Candidate, k: int, seen: Observed, event: Event) -> list[Candidate]:
         return self._fewest(cand, k, seen, event)
 
-    def _successors(self, state, k: int, seen: Observed):
+    def _successors(self, state, k: int, seen: Observed, event_reads: bool = False):
         """The model's steps from `state`; and a replication to server k as the run shows it, sent
         when the leader's log and HWM were shorter. A real leader sends an append as soon as it has
         entries, to every follower at once, with the log and HWM of that moment; the model
         replicates to one follower after the other with the leader's log and HWM of the moment (as
         a message that waited on the async network would)."""
         model = self.model
-        for action in model.actions(state):
+        # Read steps are taken only where the run logs a read, and need no exact enabling here:
+        # with the ghost read set emptied, the model does not scan every entry read so far.
+        for action in model.actions(state._replace(reads=frozenset())):
+            if action[0] == "read" and not event_reads:
+                continue
             after = model.apply(state, action)
             yield action, after
             if action[0] == "replicate" and action[2] == k:
@@ -319,30 +344,35 @@ class Validator:
         if done is not None:
             return [done]
         frontier = [cand]
-        seen_states = {cand}
         parents: dict = {}  # candidate -> (the one before it, the action between them)
-        for _ in range(self.depth):
+        reads = bool(event.read)
+        for level in range(self.depth):
             found: list[Candidate] = []
-            following: list[Candidate] = []
+            following: list[tuple] = []
             for c in frontier:
-                for action, after in self._successors(c.state, k, seen):
+                for action, after in self._successors(c.state, k, seen, reads):
                     if not self._allowed(action, k, event):
                         continue
                     self.steps += 1
                     nxt = self._step(c, action, after)
-                    if nxt is None or nxt in seen_states:
+                    if nxt is None:
                         continue
-                    seen_states.add(nxt)
-                    parents[nxt] = (c, action)
+                    following.append((c, action, nxt))
                     ok = self._confirm(nxt, k, seen, event)
                     if ok is not None:
                         found.append(ok)
                         if self.coverage is not None:
+                            parents.setdefault(nxt, (c, action))
                             self._cover(nxt, parents)
-                    following.append(nxt)
-            if found:
+            if found or level + 1 == self.depth:
                 return found
-            frontier = following
+            # Deeper only when nothing explains the event at this depth: deduplicated (hashing long
+            # logs is what costs on a long run, so it is done only here).
+            frontier = []
+            for c, action, nxt in following:
+                if nxt not in parents and nxt != cand:
+                    parents[nxt] = (c, action)
+                    frontier.append(nxt)
             if not frontier:
                 break
         return []
