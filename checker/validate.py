@@ -22,13 +22,13 @@ observations as they come), `validate(events)` a whole run.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass
 from typing import Iterable, NamedTuple
 
 from model.actions import build_model
 from model.state import Config
 from properties.catalogue import violations
-from properties.events import LOGGABLE, UNNAMED, Event, Header
+from properties.events import UNNAMED, Event, Header
 from properties.protocol import Protocol
 from properties.snapshot import FOLLOWER, LEADER, ServerSnapshot, Snapshot
 
@@ -554,4 +554,4 @@ def validate(protocol: Protocol, header: Header, events: Iterable[Event], **opti
     return Validator(protocol, header, **options).validate(events)
 
 
-__all__ = ["Validator", "Verdict", "Discrepancy", "Candidate", "Observed", "validate", "bind", "LOGGABLE", "LEADER"]
+__all__ = ["Validator", "Verdict", "Discrepancy", "Candidate", "Observed", "validate", "bind"]
