@@ -533,8 +533,10 @@ class Validator:
         would read variables the run does not record)."""
         if self.compare != ("generation", "role", "log", "hwm"):
             return None
-        # A server's HWM is unknown from its crash to its next logged HWM: it holds none.
-        return Snapshot(tuple(ServerSnapshot(o.generation, o.role if o.alive else FOLLOWER, o.log,
+        # A server's HWM is unknown from its crash to its next logged HWM: it holds none. An unnamed
+        # generation (a candidate's) is below every leader's the run names.
+        return Snapshot(tuple(ServerSnapshot(-1 if o.generation is None else o.generation,
+                                             o.role if o.alive else FOLLOWER, o.log,
                                              0 if o.hwm is None else o.hwm, o.alive)
                               for o in observed), frozenset(reads))
 

@@ -213,3 +213,17 @@ def test_the_documented_tiny_node_records_valid_runs_and_the_validator_finds_its
     follower.emit({"hwm": 2})
     code, out = hwm("validate", tmp_path, "--protocol", "raft")
     assert code == 1 and '"server": "n2", "hwm": 2' in out
+
+
+def test_a_candidates_unnamed_generation_is_free_until_the_run_names_it(tmp_path):
+    # n2 and n3 campaign (null: the model has no candidates), n3 then leads generation 9.
+    run = lines(header(), '{"server": "n2", "generation": null}', '{"server": "n3", "generation": null}',
+                '{"server": "n3", "generation": 9, "role": "leader"}', '{"server": "n3", "append": [[1, 9]]}',
+                '{"server": "n2", "generation": 9, "append": [[1, 9]]}', '{"server": "n3", "hwm": 1}')
+    (tmp_path / "run.jsonl").write_text(run)
+    code, out = hwm("validate", tmp_path / "run.jsonl", "--protocol", "raft")
+    assert code == 0, out
+    # Named, a follower's generation cannot go back below the leader it followed.
+    (tmp_path / "run.jsonl").write_text(run + '{"server": "n2", "generation": 2}\n')
+    code, out = hwm("validate", tmp_path / "run.jsonl", "--protocol", "raft")
+    assert code == 1 and "line 8: no model step explains event 7" in out
