@@ -54,7 +54,7 @@ def coverage_table(runs: list[tuple[str, str]], protocol_spec, bounds: dict, *, 
 def _on_spark(spark, runs, protocol_spec, bounds, depth):
     _ship(spark)
     sc = spark.sparkContext
-    slices = max(1, min(len(runs), sc.defaultParallelism * 4))
+    slices = max(1, min(len(runs), sc.defaultParallelism))  # one Python worker per core: few imports
 
     def one(item):
         from checker.validate_spark import validate_one as run_one  # in the executor, from the shipped zip
