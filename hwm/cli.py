@@ -357,6 +357,11 @@ def replay(files, on, protocol, quiet, brief, html_out, svg_dir, compare, itf_ou
     for path in files:
         try:
             trace = load_any(path, protocol)
+            if itf_out is not None:
+                from hwm.itf_cli import refusal
+                if refusal(protocol if protocol is not None else trace.protocol):
+                    raise TraceError(refusal(protocol if protocol is not None else trace.protocol), file=str(path),
+                                     field="protocol")
             for target in targets:
                 unavailable = model_only(resolve(protocol if protocol is not None else trace.protocol)[1])
                 if target == "impl" and unavailable and on == "both":

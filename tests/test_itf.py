@@ -84,3 +84,9 @@ def test_bad_itf_exits_2_naming_the_state_and_variable(tmp_path, edit, message):
 def test_itf_refuses_what_it_does_not_carry():
     with pytest.raises(ValueError, match="raft family's variables; kafka"):
         itf_of_trace(load("counterexamples/kafka-kip101.json"))
+
+
+def test_replay_refuses_to_write_itf_for_another_system_before_replaying(tmp_path):
+    code, out = hwm("replay", "counterexamples/kafka-kip101.json", "-q", "--itf", tmp_path / "k.itf.json")
+    assert code == 2 and "ITF here carries the raft family's variables, not kafka's" in out
+    assert "[model]" not in out and not (tmp_path / "k.itf.json").exists()
