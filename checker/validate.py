@@ -101,6 +101,7 @@ class Verdict:
     discrepancy: Discrepancy | None = None
     candidates: int = 0  # model states consistent with the whole run (valid runs)
     steps: int = 0  # model steps explored
+    capped: int = 0  # events after which explanations beyond max_candidates were dropped (a bound)
 
 
 def _position_map(header: Header) -> dict[str, int]:
@@ -141,6 +142,7 @@ class Validator:
         self.candidates: list[Candidate] = [Candidate(initial, ((0, 0),), ((),) * n)]
         self.number = 0
         self.steps = 0
+        self.capped = 0  # events after which candidates beyond max_candidates were dropped
         self.discrepancy: Discrepancy | None = None
         # What the run's explanations pass through (checker/coverage.py RunCoverage), or None.
         self.coverage = coverage
@@ -404,8 +406,9 @@ class Validator:
         self.reads |= set(event.read or ())
         candidates = list(nxt)
         if len(candidates) > self.max_candidates:
-            # A bound, said out loud in the verdict's numbers: the oldest explanations are kept.
+            # A bound, said out loud in the verdict: the first explanations are kept.
             candidates = candidates[: self.max_candidates]
+            self.capped += 1
         self.candidates = candidates
         return None
 
@@ -444,7 +447,7 @@ class Validator:
 
     def verdict(self) -> Verdict:
         return Verdict(self.discrepancy is None, self.number, self.discrepancy,
-                       0 if self.discrepancy else len(self.candidates), self.steps)
+                       0 if self.discrepancy else len(self.candidates), self.steps, self.capped)
 
     # -------------------------------------------------------------- findings
     def _why(self, k: int, seen: Observed, event: Event) -> str:

@@ -115,6 +115,9 @@ def validate(paths, protocol, depth, engine, spark_master, with_coverage, max_ge
                        f"{'s' if verdict.candidates != 1 else ''} consistent with the run")
         else:
             click.echo(verdict.discrepancy.describe(str(path)))
+        if not as_json and verdict.capped:
+            click.echo(f"  (bounded: after {verdict.capped} events more explanations than the validator keeps "
+                       "were open; some were dropped)")
     if not as_json and len(results) > 1:
         click.echo(f"{len(results) - bad} of {len(results)} runs valid")
     sys.exit(EXIT_FOUND if bad else EXIT_OK)
