@@ -149,6 +149,7 @@ class Validator:
         if coverage is not None:
             coverage.state(initial)
         self._mapped_cache: dict = {}
+        self._last_mapped: dict = {}  # renaming -> (the last log mapped under it, its mapping)
 
     def _observed_initial(self) -> Observed:
         logged = self.logged
@@ -223,13 +224,21 @@ class Validator:
         if cached is not None and cached[0] is log:
             return cached[1]
         to_model = dict(generations)
+        # A log mostly grows: extend the last mapping made under the same renaming.
+        start, head = 0, ()
+        last = self._last_mapped.get(generations)
+        if last is not None and last[1] is not None and len(last[0]) <= len(log) \
+                and log[:len(last[0])] == last[0]:
+            start, head = len(last[0]), last[1]
         try:
-            mapped = tuple(to_model[g] for g in log)
+            mapped = head + tuple(to_model[g] for g in log[start:])
         except KeyError:
             mapped = None
         if len(self._mapped_cache) > 64:
             self._mapped_cache.clear()
+            self._last_mapped.clear()
         self._mapped_cache[key] = (log, mapped)
+        self._last_mapped[generations] = (log, mapped)
         return mapped
 
     def _satisfies(self, state, k: int, event: Event, generations) -> tuple | None:
@@ -247,11 +256,12 @@ class Validator:
                 return None
         return generations
 
-    def _project(self, server):
-        """What a pending change records of a model server: the logged variables and alive."""
-        return (server.alive, server.generation if "generation" in self.logged else None,
-                server.role if "role" in self.logged else None, server.log if "log" in self.logged else None,
-                server.hwm if "hwm" in self.logged else None)
+    def _same(self, a, b) -> bool:
+        """Whether two model servers look alike in the run's logged variables (logs last: they are long)."""
+        logged = self.logged
+        return (a.alive == b.alive and ("generation" not in logged or a.generation == b.generation)
+                and ("role" not in logged or a.role == b.role) and ("hwm" not in logged or a.hwm == b.hwm)
+                and ("log" not in logged or a.log is b.log or a.log == b.log))
 
     # ---------------------------------------------------------------- search
     def _confirm(self, cand: Candidate, k: int, seen: Observed, event: Event):
@@ -283,7 +293,7 @@ class Validator:
         pending = list(cand.pending)
         for j, server in enumerate(after.servers):
             old = before[j]
-            if server is old or self._project(server) == self._project(old):
+            if server is old or self._same(server, old):
                 continue
             if len(pending[j]) >= self.max_pending:
                 return None
