@@ -34,7 +34,7 @@ class _Commands(click.Group):
 
     LAZY = {"node": "hwm.cluster_cli", "cluster": "hwm.cluster_cli", "put": "hwm.cluster_cli",
             "get": "hwm.cluster_cli", "status": "hwm.cluster_cli", "prove": "hwm.prove_cli",
-            "controller": "hwm.cluster_cli"}
+            "controller": "hwm.cluster_cli", "validate": "hwm.validate_cli"}
 
     def list_commands(self, ctx):
         return sorted({*super().list_commands(ctx), *self.LAZY})
@@ -83,6 +83,8 @@ def main() -> None:
                    "(small configurations, rpc network; lassos are saved with --save).")
 @click.option("--liveness-max-states", type=click.IntRange(1), default=50_000, show_default=True,
               help="State limit of the liveness graph (--liveness).")
+@click.option("--itf", "itf_too", is_flag=True,
+              help="Also write each saved counterexample as an ITF trace (FILE.itf.json, for the TLA+ tools).")
 @click.option("--successors", type=click.Choice(["reference", "fast"]), default="reference", show_default=True,
               help="How states are expanded (--engine local or spark): reference runs the readable model; fast "
                    "the same model compiled (faster on large state spaces; the first run on a machine compiles "
@@ -99,7 +101,7 @@ def main() -> None:
 def check(protocol, servers, max_generation, max_log, max_crashes, network, channel_capacity, no_symmetry,
           engine, spark_master, walks, seed, jobs, as_json, save, workers, liveness=False,
           liveness_max_states=50_000, successors="reference", junit_out=None, progress_mode="auto",
-          progress_interval=10.0) -> None:
+          progress_interval=10.0, itf_too=False) -> None:
     """Explore the model exhaustively and report every property's verdict.
 
     Exit status: 0 when every always property holds and every sometimes witness
@@ -133,7 +135,7 @@ def check(protocol, servers, max_generation, max_log, max_crashes, network, chan
         else:
             directories = {name: save for name in PRESETS}
         _tour(config, symmetry, jobs or checking.default_jobs(), as_json, directories, engine, successors, junit_out,
-              progress_mode != "never")
+              progress_mode != "never", itf_too)
         return
     if liveness:
         from hwm import liveness_report
@@ -176,6 +178,8 @@ def check(protocol, servers, max_generation, max_log, max_crashes, network, chan
     with _output_errors():
         if saved:
             _save_pages(checking.save_counterexamples(report, protocol, save))
+            if itf_too:
+                _save_itf(saved.values())
         if junit_out is not None:
             from hwm.checker import junit
             junit.write(junit_out, [junit.suite(report, protocol, saved)])
@@ -186,7 +190,8 @@ def check(protocol, servers, max_generation, max_log, max_crashes, network, chan
 
 
 def _tour(config: Config, symmetry: bool, jobs: int, as_json: bool, directories: dict[str, Path], engine: str,
-          successors: str = "reference", junit_out: Path | None = None, progress: bool = True) -> None:
+          successors: str = "reference", junit_out: Path | None = None, progress: bool = True,
+          itf_too: bool = False) -> None:
     if engine != "local":
         raise click.UsageError("the tour runs on the local engine; give --protocol to use another engine")
     click.echo(f"Checking every preset at {config.describe()} (symmetry {'on' if symmetry else 'off'}, "
@@ -257,7 +262,10 @@ def _tour(config: Config, symmetry: bool, jobs: int, as_json: bool, directories:
                        f"({judgement.seen} of {judgement.expected} expected violations seen)")
     with _output_errors():  # the table is out: a path that fails now costs one line, not the tour
         for name, report in results:
-            _save_pages(checking.save_counterexamples(report, name, directories[name]))
+            written = checking.save_counterexamples(report, name, directories[name])
+            _save_pages(written)
+            if itf_too:
+                _save_itf(written)
         if junit_out is not None:
             from hwm.checker import junit
             junit.write(junit_out, [junit.suite(r, name, checking.counterexample_paths(r, directories[name]),
@@ -375,7 +383,9 @@ def graph(protocol, servers, max_generation, max_log, max_crashes, network, no_s
               help="Write one SVG picture per step into DIR (step-00.svg is the initial state).")
 @click.option("--compare", "compare", type=ProtocolParam(), default=None,
               help="With --html: the same steps under this protocol too, side by side (e.g. the fix).")
-def replay(files, on, protocol, quiet, brief, html_out, svg_dir, compare) -> None:
+@click.option("--itf", "itf_out", type=click.Path(dir_okay=False, path_type=Path), default=None,
+              help="Write the states the trace goes through on the model as an ITF trace (for the TLA+ tools).")
+def replay(files, on, protocol, quiet, brief, html_out, svg_dir, compare, itf_out=None) -> None:
     """Replay saved counterexample traces and compare each outcome with its `expect`.
 
     Prints the file's explanation, the step table, then every step with why it
@@ -386,16 +396,27 @@ def replay(files, on, protocol, quiet, brief, html_out, svg_dir, compare) -> Non
     no violation), 1 when one differs, 2 on invalid input.
     """
     from hwm.replay import REPLAYERS, judge  # here: the simulated cluster is not needed by `hwm check`
+    from hwm.itf_cli import load_any
+    from hwm.properties.itf import ItfError
 
     targets = ["model", "impl"] if on == "both" else [on]
     missing = [t for t in targets if t not in REPLAYERS]
     if missing:
         raise click.UsageError(f"replay on {missing[0]} is not available in this build")
     _check_picture_options(files, html_out, svg_dir, compare)
+    if itf_out is not None and len(files) != 1:
+        raise click.UsageError("--itf writes one trace: give exactly one FILE")
+    if itf_out is not None and not itf_out.parent.is_dir():
+        raise click.UsageError(f"--itf {itf_out}: directory {itf_out.parent} does not exist")
     status = EXIT_OK
     for path in files:
         try:
-            trace = load(path)
+            trace = load_any(path, protocol)
+            if itf_out is not None:
+                from hwm.itf_cli import refusal
+                if refusal(protocol if protocol is not None else trace.protocol):
+                    raise TraceError(refusal(protocol if protocol is not None else trace.protocol), file=str(path),
+                                     field="protocol")
             for target in targets:
                 unavailable = model_only(resolve(protocol if protocol is not None else trace.protocol)[1])
                 if target == "impl" and unavailable and on == "both":
@@ -459,6 +480,15 @@ def _output_errors():
         where = e.filename or "an output file"
         click.echo(f"error: cannot write {where}: {e.strerror or e}", err=True)
         sys.exit(EXIT_USAGE)
+
+
+def _save_itf(paths) -> None:
+    """Beside each saved counterexample FILE.json, its ITF trace FILE.itf.json (raft family)."""
+    from hwm.itf_cli import save_beside
+
+    written, skipped = save_beside(list(paths))
+    click.echo(f"wrote {len(written)} ITF traces" + (f"; not as ITF: {'; '.join(skipped)}" if skipped else ""),
+               err=True)
 
 
 def _save_pages(paths) -> None:

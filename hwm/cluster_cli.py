@@ -137,7 +137,10 @@ def _show_value(value: bytes) -> str:
 @click.option("--controller", callback=_address, default=None, metavar="HOST:PORT",
               help="Kafka only: where the partition's controller (`hwm controller`) listens.")
 @click.option("--quiet", "-q", is_flag=True, help="Only warnings and errors on stderr.")
-def node(server_id, listen, peers, data, protocol, tick_ms, controller, quiet) -> None:
+@click.option("--record", type=click.Path(dir_okay=False, path_type=Path), default=None,
+              help="Record this server's part of the run as hwm-events/1 lines in FILE (for `hwm validate`); "
+                   "a restart on the same FILE records the crash and the restart.")
+def node(server_id, listen, peers, data, protocol, tick_ms, controller, quiet, record=None) -> None:
     """Run one server of a replicated log until SIGTERM or Ctrl-C.
 
     Exit status: 0 after a clean stop; 1 when it cannot start (a damaged
@@ -148,7 +151,7 @@ def node(server_id, listen, peers, data, protocol, tick_ms, controller, quiet) -
 
     try:
         config = NodeConfig(server_id, listen, peers, str(data), protocol, tick_seconds=tick_ms / 1000,
-                            controller=controller)
+                            controller=controller, record=None if record is None else str(record))
     except ValueError as error:
         raise click.UsageError(str(error)) from None
     if listen in peers.values() or listen == controller:
@@ -297,7 +300,9 @@ def _die_with_parent() -> None:
 @click.option("--restart-after", type=click.FloatRange(0, 3600), default=None,
               help="Restart a server that exits, after this many seconds [default: leave it down].")
 @click.option("--quiet", "-q", is_flag=True, help="Pass --quiet to every server.")
-def cluster(servers, data, base_port, host, protocol, restart_after, quiet) -> None:
+@click.option("--record", type=click.Path(file_okay=False, path_type=Path), default=None,
+              help="Each server records its part of the run in DIR/<server>.jsonl (`hwm validate DIR`).")
+def cluster(servers, data, base_port, host, protocol, restart_after, quiet, record=None) -> None:
     """Start a local cluster of `hwm node` processes and supervise it until Ctrl-C or SIGTERM.
 
     Prints where each server listens and the --cluster string, and writes it to
@@ -323,7 +328,9 @@ def cluster(servers, data, base_port, host, protocol, restart_after, quiet) -> N
         document["controller"] = format_address(controller_address)
     cluster_file.write_text(json.dumps(document, indent=2) + "\n")
     extra = ("--quiet",) if quiet else ()
-    commands = {s: node_command(s, addresses, data, protocol, extra, controller_address) for s in ids}
+    commands = {s: node_command(s, addresses, data, protocol,
+                                extra + (("--record", str(record / f"{s}.jsonl")) if record is not None else ()),
+                                controller_address) for s in ids}
     if kafka:
         # Kafka's controller (hwm controller): started first, supervised like the brokers.
         commands = {CONTROLLER_ID: controller_command(controller_address, addresses, data, protocol, extra),

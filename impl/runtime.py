@@ -148,6 +148,8 @@ class NodeConfig:
     # follower lag after which the leader drops a follower from the ISR (replica.lag.time.max.ms).
     controller: Address | None = None
     replica_lag_ticks: int = 30
+    # Where this server records its part of the run as hwm-events/1 (impl/recorder.py), or None.
+    record: str | None = None
 
     def __post_init__(self) -> None:
         m.check_server_id(self.server_id, "server_id")
@@ -429,6 +431,7 @@ class Node:
         self._stopping = False
         self._stopped: asyncio.Event | None = None
         self._shown: tuple | None = None
+        self.recorder = None
 
     # ------------------------------------------------------------------ lifecycle
     @property
@@ -471,6 +474,12 @@ class Node:
                             f"{_reason(error)}") from None
         for index, (_, payload) in enumerate(durable.log, start=1):
             self._remember(index, payload)
+        if config.record is not None:
+            from hwm.impl.recorder import Recorder
+
+            self.recorder = Recorder(config.record, self.server_id, [self.server_id, *config.peers],
+                                     _protocol_name(config.protocol))
+            self._record()
         log.info("%s: listening on %s; %d entries recovered (generation %d, HWM %d), protocol %s",
                  self.server_id, format_address(self.address), self.replica.last_index, self.replica.generation,
                  self.replica.hwm, _protocol_name(config.protocol))
@@ -522,6 +531,8 @@ class Node:
                 link.writer.close()
         try:
             await asyncio.to_thread(self.storage.close)
+            if self.recorder is not None:
+                self.recorder.close()
         except (OSError, StorageError) as error:
             log.error("%s: closing storage failed: %s", self.server_id, error)
         if self._stopped is not None:
@@ -668,6 +679,8 @@ class Node:
             try:
                 generation, payload = replica.read(request.index)
                 answer: m.Message = m.GetReply(request.index, generation, decode_entry(payload)[0])
+                if self.recorder is not None:
+                    self.recorder.read(request.index, generation)
             except NotCommitted as error:
                 answer = m.GetReply(request.index, None, None, str(error), m.NOT_COMMITTED)
             self._answers.append((connection, slot, answer, False))
@@ -803,6 +816,8 @@ class Node:
             pending.done = True
             if (pending.generation, pending.value) == (entry.generation, entry.payload):
                 answer = m.PutReply(entry.index)
+                if self.recorder is not None:
+                    self.recorder.ack(entry.index, entry.generation)
             else:
                 answer = m.PutReply(None, f"entry {entry.index} was overwritten by the leader of generation "
                                           f"{entry.generation}; write the value again", code=m.NOT_WRITTEN)
@@ -834,6 +849,8 @@ class Node:
                     or getattr(ready, "current_epoch", None) is not None):
                 self.stats.persists += 1
                 await asyncio.to_thread(self._persist, ready, self.storage)
+            if self.recorder is not None:
+                self._record()  # persisted, not yet announced: a peer never logs the consequence first
             if ready.truncate_from is not None:
                 self._forget_from(ready.truncate_from)
             for entry in ready.entries:
@@ -846,11 +863,19 @@ class Node:
                 if entry.index in self._pending:
                     self._confirm(entry)
         self._apply_committed()
+        if self.recorder is not None and self.recorder.waiting:
+            self._record()  # acknowledgements and reads, after the state that allowed them
         if self._answers:
             answers, self._answers = self._answers, []
             for connection, slot, message, close in answers:
                 connection.answer(slot, message, close)
         self._show_role()
+
+    def _record(self) -> None:
+        replica = self.replica
+        snapshot = replica.snapshot()
+        self.recorder.state(snapshot.generation, snapshot.role, snapshot.log, snapshot.hwm,
+                            replica.leader_id is not None)
 
     def describe(self) -> dict:
         """The replica's state (`Replica.describe`) and the node's: puts waiting to commit, the

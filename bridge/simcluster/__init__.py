@@ -157,9 +157,11 @@ class SimCluster:
         return super().__new__(cls)
 
     def __init__(self, protocol: Protocol, config: Config, *, replica_factory: ReplicaFactory = Replica,
-                 storages: Mapping[str, MemoryStorage] | None = None, **replica_options):
+                 storages: Mapping[str, MemoryStorage] | None = None, record: str | None = None,
+                 **replica_options):
         """`storages` may give a server a storage that already holds a log (closed: not loaded);
-        `replica_options` go to every Replica (election_ticks, heartbeat_ticks ...)."""
+        `record` a file where the run is recorded as hwm-events/1 (impl/recorder.py) for `hwm
+        validate`; `replica_options` go to every Replica (election_ticks, heartbeat_ticks ...)."""
         if not isinstance(protocol, Protocol):
             raise TypeError(f"protocol: expected a properties.protocol.Protocol, got {type(protocol).__name__}")
         if model_only(protocol):
@@ -186,6 +188,11 @@ class SimCluster:
             self.start(name)
         for name in self.names:  # a first start is a restart
             self._rejoin(name)
+        self.recorder = None
+        if record is not None:
+            from bridge.simcluster.record import start_recording
+
+            self.recorder = start_recording(self, record)
 
     # ------------------------------------------------------------------ views
     def __getitem__(self, name: str) -> Replica:
@@ -241,6 +248,7 @@ class SimCluster:
         """
         kind, *args = action
         names = [self.names[a] for a in args if isinstance(a, int)]
+        heard = len(self.history)
         try:
             if kind == "elect":
                 return self.elect(names[0], [self.names[v] for v in args[1]])
@@ -254,6 +262,8 @@ class SimCluster:
             return f"{kind} is not an action of the implementation, which follows the raft family's rules"
         finally:
             self._settle()
+            if self.recorder is not None:
+                self.recorder.step(kind, names, self.history[heard:])
 
     def elect(self, candidate: str, voters: list[str]) -> str | None:
         """The real vote exchange (impl.core.elect) between `candidate` and `voters` only."""

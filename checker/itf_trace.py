@@ -1,0 +1,113 @@
+"""hwm-trace/1 <-> ITF through the model: the states of a trace's steps, and the steps behind an ITF
+trace's states (each found as the model action whose successor is the next state).
+
+ITF carries the raft family's variables on the rpc network (properties/itf.py); other systems'
+models and the async network have variables ITF here does not name, and are refused.
+"""
+
+from __future__ import annotations
+
+from hwm.model.actions import from_step, to_step
+from hwm.model.registry import build_model
+from hwm.model.state import Config, Server, State
+from hwm.properties.itf import ItfError, ItfState, ItfTrace, to_json
+from hwm.properties.protocol import ProtocolError, resolve
+from hwm.properties.trace import Trace, TraceError, full_config
+
+
+def _supported(protocol, config: Config, *, source: str | None) -> None:
+    if protocol.system != "raft":
+        raise TraceError(f"ITF here carries the raft family's variables; {protocol.system}'s model has others",
+                         file=source, field="protocol")
+    if config.network != "rpc":
+        raise TraceError("ITF here carries the rpc network's variables; this trace uses async (its channels "
+                         "are not exported)", file=source, field="config.network")
+
+
+def itf_of_trace(trace: Trace, protocol_spec=None) -> dict:
+    """The ITF document of the states `trace` goes through on the model (up to a step that is not enabled)."""
+    spec = protocol_spec if protocol_spec is not None else trace.protocol
+    _, protocol = resolve(spec)
+    config = Config.from_mapping(trace.config, where=trace.source)
+    _supported(protocol, config, source=trace.source)
+    model = build_model(protocol, config)
+    state = model.initial_state()
+    states, actions = [state], [None]
+    for step in trace.steps:
+        action = from_step(step)
+        if model.why_not(state, action) is not None:
+            break
+        state = model.apply(state, action)
+        states.append(state)
+        actions.append(str(step))
+    meta = {"protocol": spec, "config": dict(trace.config), "property": trace.property, "expect": trace.expect,
+            "title": trace.title, "explanation": trace.explanation}
+    loop = trace.loop - 1 if trace.loop is not None else None  # ITF's loop is a state index
+    return to_json(states, actions, meta, trace.title, loop)
+
+
+def _model_state(s: ItfState) -> State:
+    return State(tuple(Server(*server) for server in s.servers), s.reads, s.crashes, ())
+
+
+def _inferred_config(itf: ItfTrace) -> dict:
+    """Bounds that admit every state of a trace from another tool."""
+    states = itf.states
+    return {"servers": len(states[0].servers),
+            "max_generation": max(1, max(srv.generation for s in states for srv in s.servers)),
+            "max_log": max(len(srv.log) for s in states for srv in s.servers),
+            "max_crashes": max(s.crashes for s in states), "network": "rpc"}
+
+
+def trace_of_itf(itf: ItfTrace, protocol_spec=None, *, source: str | None = None) -> Trace:
+    """The hwm-trace/1 trace whose steps lead the model through the ITF trace's states."""
+    meta = itf.hwm
+    spec = protocol_spec if protocol_spec is not None else meta.get("protocol")
+    if spec is None:
+        raise TraceError("this ITF trace names no protocol (no #meta.hwm): give --protocol", file=source,
+                         field="protocol")
+    try:
+        _, protocol = resolve(spec)
+    except ProtocolError as e:
+        raise TraceError(str(e), file=source, field="protocol") from None
+    raw_config = meta.get("config") or _inferred_config(itf)
+    if not isinstance(raw_config, dict):
+        raise TraceError("#meta.hwm.config is an object", file=source, field="config")
+    full = full_config(raw_config, where=source)
+    config = Config(**full)
+    _supported(protocol, config, source=source)
+    if config.servers != len(itf.states[0].servers):
+        raise ItfError(f"the states have {len(itf.states[0].servers)} servers, the config {config.servers}",
+                       file=source, state=0)
+    model = build_model(protocol, config)
+    state = model.initial_state()
+    if _model_state(itf.states[0]) != state:
+        raise ItfError("the first state is not the model's initial state (every server a follower of "
+                       "generation 0 with an empty log)", file=source, state=0)
+    steps = []
+    for index, target in enumerate(itf.states[1:], 1):
+        wanted = _model_state(target)
+        found = [a for a in model.actions(state) if model.apply(state, a) == wanted]
+        if not found:
+            raise ItfError(f"no step of the model leads from state {index - 1} to this one", file=source,
+                           state=index)
+        named = [a for a in found if str(to_step(a)).split("(")[0] == (target.action or "").split("(")[0]
+                 and _same_servers(str(to_step(a)), target.action)]
+        action = (named or found)[0]
+        steps.append(to_step(action))
+        state = wanted
+    prop = meta.get("property")
+    expect = meta.get("expect", "violation" if prop else "holds")
+    loop = itf.loop + 1 if itf.loop is not None else None
+    return Trace(protocol=spec, config=full, property=prop, expect=expect, steps=steps,
+                 title=str(meta.get("title", itf.description)), explanation=str(meta.get("explanation", "")),
+                 source=source, loop=loop)
+
+
+def _same_servers(step: str, named: str | None) -> bool:
+    """Whether a step's servers are the ones the ITF state names (values of writes aside)."""
+    if named is None:
+        return False
+    import re
+    servers = re.compile(r"S\d+")
+    return servers.findall(step) == servers.findall(named)

@@ -1,0 +1,572 @@
+"""Trace validation: is a recorded run (`hwm-events/1`) a behaviour of a protocol's model?
+
+The validator keeps the set of model states consistent with the events so far and
+advances it event by event with the model's own successor function (as in Cirstea et
+al., "Validating Traces of Distributed Programs Against TLA+ Specifications", 2024):
+
+- An event is one server's atomic change. It is explained from a candidate by the fewest
+  model steps (at most `depth`) after which that server looks as the events say. The other
+  servers a step changes may be logged later: their changes wait, in order, in the
+  candidate's `pending` list, and a later event of theirs may confirm any of them (the
+  values before it were not logged: partial logging of intermediate states).
+- A variable the header does not log is not compared (it takes whatever the model gives).
+- Generations are compared by order, not by number: a real system skips generations (a
+  failed election spends one), the model numbers them 1, 2, 3; each candidate carries the
+  order-preserving renaming of the run's generations to the model's.
+- Reads, crashes and restarts happen in the model only where the run logs them.
+
+The model's bounds are lifted (the run decides how long logs grow); states are deduplicated
+by value within the run. `feed(event)` takes one event at a time (a harness feeds node
+observations as they come), `validate(events)` a whole run.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Iterable, NamedTuple
+
+from hwm.model.registry import build_model
+from hwm.model.state import Config
+from hwm.properties.catalogue import violations
+from hwm.properties.events import UNNAMED, Event, Header
+from hwm.properties.protocol import Protocol
+from hwm.properties.snapshot import FOLLOWER, LEADER, ServerSnapshot, Snapshot
+
+# Lifted bounds: a recorded run, not the model's configuration, decides how far it goes.
+UNBOUNDED = 1 << 30
+# Actions the model takes only where the run logs them.
+LOGGED_ACTIONS = ("read", "crash", "restart")
+
+
+class Observed(NamedTuple):
+    """What the events say of one server so far (None: a variable the header does not log)."""
+
+    generation: int | None
+    role: str | None
+    log: tuple[int, ...] | None  # generations of entries 1..n, in the run's own numbering
+    hwm: int | None
+    alive: bool
+
+
+class Candidate(NamedTuple):
+    """One model state consistent with the run, with the run's generations renamed into the model's
+    (sorted (run, model) pairs) and, per server, the model's changes not yet logged."""
+
+    state: object
+    generations: tuple[tuple[int, int], ...]
+    pending: tuple[tuple[object, ...], ...]
+
+
+@dataclass
+class Discrepancy:
+    """The first event that no model step explains."""
+
+    number: int  # 1-based event number in the run
+    event: Event | None  # None: the run ended with changes no event logged
+    before: list[str]  # the model states possible just before it (described)
+    candidates: int  # how many there were
+    nearest: str  # the nearest step the model could take instead, and what it gives
+    properties: dict[str, str]  # catalogue properties the run breaks at this event
+    reason: str
+
+    def describe(self, source: str | None = None) -> str:
+        if self.event is None:
+            lines = [f"{source + ': ' if source else ''}end of run, after event {self.number - 1}: {self.reason}"]
+        else:
+            where = f"line {self.event.line}" if self.event.line is not None else f"event {self.number}"
+            lines = [f"{source + ': ' if source else ''}{where}: no model step explains event {self.number}: "
+                     f"{self.event}", f"  why: {self.reason}"]
+        lines.append(f"  model states possible just before it ({self.candidates}"
+                     + (", first 3 shown" if self.candidates > 3 else "") + "):")
+        for text in self.before[:3]:
+            lines += ["    " + row for row in text.splitlines()]
+            lines.append("    --")
+        if lines[-1].strip() == "--":
+            lines.pop()
+        if self.event is None:
+            return "\n".join(lines)
+        lines.append(f"  nearest model step: {self.nearest}")
+        if self.properties:
+            for name, finding in self.properties.items():
+                lines.append(f"  the run breaks {name}: {finding}")
+        else:
+            lines.append("  the run breaks no catalogue property at this event")
+        return "\n".join(lines)
+
+
+@dataclass
+class Verdict:
+    valid: bool
+    events: int  # events validated (up to and including a discrepancy)
+    discrepancy: Discrepancy | None = None
+    candidates: int = 0  # model states consistent with the whole run (valid runs)
+    steps: int = 0  # model steps explored
+    capped: int = 0  # events after which explanations beyond max_candidates were dropped (a bound)
+
+
+def _position_map(header: Header) -> dict[str, int]:
+    return {name: k for k, name in enumerate(header.servers)}
+
+
+def bind(generations: tuple[tuple[int, int], ...], run: int, model: int):
+    """`generations` extended with run -> model if that keeps the renaming one-to-one and
+    order-preserving; None if it cannot."""
+    for r, m in generations:
+        if r == run:
+            return generations if m == model else None
+        if (r < run) != (m < model) or m == model:
+            return None
+    return tuple(sorted(generations + ((run, model),)))
+
+
+class Validator:
+    """Advances the candidate model states with each event of one run."""
+
+    def __init__(self, protocol: Protocol, header: Header, *, depth: int = 2, max_candidates: int = 2000,
+                 max_pending: int = 8, coverage=None):
+        self.protocol = protocol
+        self.header = header
+        self.depth = depth
+        self.max_candidates = max_candidates
+        self.max_pending = max_pending
+        n = len(header.servers)
+        self.config = Config(servers=n, max_generation=UNBOUNDED, max_log=UNBOUNDED, max_crashes=UNBOUNDED,
+                             network=header.network)
+        self.model = build_model(protocol, self.config)
+        self.positions = _position_map(header)
+        self.logged = header.logged
+        self.compare = tuple(v for v in ("generation", "role", "log", "hwm") if v in self.logged)
+        initial = self.model.initial_state()
+        self.observed = [self._observed_initial() for _ in range(n)]
+        self.reads: set[tuple[int, int]] = set()  # in the run's numbering
+        self.candidates: list[Candidate] = [Candidate(initial, ((0, 0),), ((),) * n)]
+        self.number = 0
+        self.steps = 0
+        self.capped = 0  # events after which candidates beyond max_candidates were dropped
+        self.discrepancy: Discrepancy | None = None
+        # What the run's explanations pass through (checker/coverage.py RunCoverage), or None.
+        self.coverage = coverage
+        if coverage is not None:
+            coverage.state(initial)
+        self._mapped_cache: dict = {}
+        self._last_mapped: dict = {}  # renaming -> (the last log mapped under it, its mapping)
+
+    def _observed_initial(self) -> Observed:
+        logged = self.logged
+        return Observed(0 if "generation" in logged else None, FOLLOWER if "role" in logged else None,
+                        () if "log" in logged else None, 0 if "hwm" in logged else None, True)
+
+    # ------------------------------------------------------------ observation
+    def _observe(self, event: Event, k: int) -> Observed:
+        """Server k as the run says it is after `event` (raises ValueError for an impossible log edit)."""
+        o = self.observed[k]
+        log = o.log
+        if event.log is not None:
+            log = tuple(g for _, g in event.log)
+        if event.truncate_from is not None and log is not None:
+            log = log[: event.truncate_from - 1]
+        if event.append is not None and log is not None:
+            first = event.append[0][0]
+            if first > len(log) + 1:
+                raise ValueError(f"append at index {first} leaves a gap: the log holds {len(log)} entries")
+            written = tuple(g for _, g in event.append)
+            rest = log[first - 1 + len(written):]
+            kept = rest if log[first - 1: first - 1 + len(written)] == written else ()
+            log = log[: first - 1] + written + kept
+        alive, role, hwm = o.alive, o.role, o.hwm
+        if event.crash:
+            # A crash loses the role and, in most systems, the HWM: unknown until logged again.
+            alive, hwm = False, None
+            role = FOLLOWER if role is not None else None
+        if event.restart:
+            alive = True
+        generation = o.generation if event.generation is None else event.generation
+        if generation == UNNAMED:
+            generation = None
+        return Observed(generation,
+                        role if event.role is None else event.role, log,
+                        hwm if event.hwm is None else event.hwm, alive)
+
+    def _match(self, server, seen: Observed, generations):
+        """The renaming under which model `server` looks as `seen`, or None."""
+        if server.alive != seen.alive:
+            return None
+        if not seen.alive:
+            # A down server logs nothing: its role and (unless durable) HWM are gone; the next
+            # event after its restart says what it recovered.
+            return generations
+        if seen.role is not None and server.alive and server.role != seen.role:
+            return None
+        if seen.hwm is not None and server.hwm != seen.hwm:
+            return None
+        if seen.generation is not None:
+            generations = bind(generations, seen.generation, server.generation)
+            if generations is None:
+                return None
+        if seen.log is not None:
+            log = server.log
+            if len(log) != len(seen.log):
+                return None
+            mapped = self._mapped(seen.log, generations)
+            if mapped is not None:  # every generation of the log already renamed: compare at C speed
+                return generations if mapped == log else None
+            for run, model in zip(seen.log, log):
+                generations = bind(generations, run, model)
+                if generations is None:
+                    return None
+        return generations
+
+    def _mapped(self, log: tuple, generations) -> tuple | None:
+        """The run's `log` in the model's generations, if the renaming names all of them (cached: long
+        logs are compared against many candidates)."""
+        key = (id(log), generations)
+        cached = self._mapped_cache.get(key)
+        if cached is not None and cached[0] is log:
+            return cached[1]
+        to_model = dict(generations)
+        # A log mostly grows: extend the last mapping made under the same renaming.
+        start, head = 0, ()
+        last = self._last_mapped.get(generations)
+        if last is not None and last[1] is not None and len(last[0]) <= len(log) \
+                and log[:len(last[0])] == last[0]:
+            start, head = len(last[0]), last[1]
+        try:
+            mapped = head + tuple(to_model[g] for g in log[start:])
+        except KeyError:
+            mapped = None
+        if len(self._mapped_cache) > 64:
+            self._mapped_cache.clear()
+            self._last_mapped.clear()
+        self._mapped_cache[key] = (log, mapped)
+        self._last_mapped[generations] = (log, mapped)
+        return mapped
+
+    def _satisfies(self, state, k: int, event: Event, generations) -> tuple | None:
+        """Reads and acknowledged writes: what the event asks of the state beyond server k's variables."""
+        server = state.servers[k]
+        for index, run in (event.read or ()) + (event.ack or ()):
+            if index > min(server.hwm, len(server.log)):
+                return None
+            generations = bind(generations, run, server.log[index - 1])
+            if generations is None:
+                return None
+        if event.read:
+            model_of = dict(generations)
+            if "reads" in self.logged and not all((i, model_of[g]) in state.reads for i, g in event.read):
+                return None
+        return generations
+
+    def _same(self, a, b) -> bool:
+        """Whether two model servers look alike in the run's logged variables (logs last: they are long)."""
+        logged = self.logged
+        return (a.alive == b.alive and ("generation" not in logged or a.generation == b.generation)
+                and ("role" not in logged or a.role == b.role) and ("hwm" not in logged or a.hwm == b.hwm)
+                and ("log" not in logged or a.log is b.log or a.log == b.log))
+
+    # ---------------------------------------------------------------- search
+    def _confirm(self, cand: Candidate, k: int, seen: Observed, event: Event):
+        """Candidate with server k's change confirmed by `seen`, or None: the earliest pending
+        change of k that matches (the ones before it were not logged), else its current state."""
+        options = cand.pending[k] or (cand.state.servers[k],)
+        for at, server in enumerate(options):
+            generations = self._match(server, seen, cand.generations)
+            if generations is None:
+                continue
+            generations = self._satisfies(cand.state, k, event, generations)
+            if generations is None:
+                continue
+            pending = cand.pending[:k] + (cand.pending[k][at + 1:],) + cand.pending[k + 1:]
+            return Candidate(cand.state, generations, pending)
+        return None
+
+    def _allowed(self, action, k: int, event: Event) -> bool:
+        name = action[0]
+        if name not in LOGGED_ACTIONS:
+            return True
+        if action[1] != k:
+            return False
+        return (name == "read" and bool(event.read)) or (name == "crash" and event.crash) or (
+            name == "restart" and event.restart)
+
+    def _step(self, cand: Candidate, action, after) -> Candidate | None:
+        before = cand.state.servers
+        pending = list(cand.pending)
+        for j, server in enumerate(after.servers):
+            old = before[j]
+            if server is old or self._same(server, old):
+                continue
+            if len(pending[j]) >= self.max_pending:
+                return None
+            pending[j] = pending[j] + (server,)
+        return Candidate(after, cand.generations, tuple(pending))
+
+    def _explain(self, cand: Candidate, k: int, seen: Observed, event: Event) -> list[Candidate]:
+        return self._fewest(cand, k, seen, event)
+
+    def _successors(self, state, k: int, seen: Observed, event_reads: bool = False):
+        """The model's steps from `state`; and a replication to server k as the run shows it, sent
+        when the leader's log and HWM were shorter. A real leader sends an append as soon as it has
+        entries, to every follower at once, with the log and HWM of that moment; the model
+        replicates to one follower after the other with the leader's log and HWM of the moment (as
+        a message that waited on the async network would)."""
+        model = self.model
+        # Read steps are taken only where the run logs a read, and need no exact enabling here:
+        # with the ghost read set emptied, the model does not scan every entry read so far.
+        for action in model.actions(state._replace(reads=frozenset())):
+            if action[0] == "read" and not event_reads:
+                continue
+            after = model.apply(state, action)
+            yield action, after
+            if action[0] == "replicate" and action[2] == k:
+                if hasattr(model, "_with_match"):
+                    older = self._older_replication(state, action, seen, after)
+                else:  # another system's model: only the HWM the follower learns may be older
+                    older = self._older_hwm(state, action, seen, after)
+                if older is not None:
+                    yield action, older
+
+    def _older_hwm(self, state, action, seen: Observed, after):
+        f = action[2]
+        if seen.hwm is None or not state.servers[f].hwm <= seen.hwm < after.servers[f].hwm:
+            return None
+        servers = after.servers
+        return after._replace(servers=servers[:f] + (servers[f]._replace(hwm=seen.hwm),) + servers[f + 1:])
+
+    def _older_replication(self, state, action, seen: Observed, after):
+        l, f = action[1], action[2]
+        leader = state.servers[l]
+        length = len(leader.log) if seen.log is None else len(seen.log)
+        hwm = leader.hwm if seen.hwm is None else min(seen.hwm, leader.hwm, length)
+        if not 0 <= length <= len(leader.log) or (length, hwm) == (len(leader.log), leader.hwm):
+            return None
+        servers = state.servers
+        sent = servers[:l] + (leader._replace(log=leader.log[:length], hwm=hwm),) + servers[l + 1:]
+        then = self.model.apply(state._replace(servers=sent), action)
+        replied = then.servers[l]
+        if replied.role != LEADER:
+            return None  # the follower's generation deposed the leader: the same as the full step
+        now = self.model._with_match(leader, l, f, replied.match[f])
+        servers = after.servers
+        servers = tuple(now if j == l else then.servers[f] if j == f else servers[j] for j in range(len(servers)))
+        return after._replace(servers=servers)
+
+    def _fewest(self, cand: Candidate, k: int, seen: Observed, event: Event) -> list[Candidate]:
+        """Every candidate that the fewest model steps (<= depth) from `cand` give with the event confirmed."""
+        done = self._confirm(cand, k, seen, event)
+        if done is not None:
+            return [done]
+        frontier = [cand]
+        parents: dict = {}  # candidate -> (the one before it, the action between them)
+        reads = bool(event.read)
+        for level in range(self.depth):
+            found: list[Candidate] = []
+            following: list[tuple] = []
+            for c in frontier:
+                for action, after in self._successors(c.state, k, seen, reads):
+                    if not self._allowed(action, k, event):
+                        continue
+                    self.steps += 1
+                    nxt = self._step(c, action, after)
+                    if nxt is None:
+                        continue
+                    following.append((c, action, nxt))
+                    ok = self._confirm(nxt, k, seen, event)
+                    if ok is not None:
+                        found.append(ok)
+                        if self.coverage is not None:
+                            parents.setdefault(nxt, (c, action))
+                            self._cover(nxt, parents)
+            if found or level + 1 == self.depth:
+                return found
+            # Deeper only when nothing explains the event at this depth: deduplicated (hashing long
+            # logs is what costs on a long run, so it is done only here).
+            frontier = []
+            for c, action, nxt in following:
+                if nxt not in parents and nxt != cand:
+                    parents[nxt] = (c, action)
+                    frontier.append(nxt)
+            if not frontier:
+                break
+        return []
+
+    def _cover(self, cand: Candidate, parents: dict) -> None:
+        while cand in parents:
+            before, action = parents[cand]
+            self.coverage.transition(before.state, action, cand.state)
+            cand = before
+
+    # ------------------------------------------------------------- interface
+    def feed(self, event: Event) -> Discrepancy | None:
+        """Advance by one event; the discrepancy when no model step explains it (and on every later call)."""
+        if self.discrepancy is not None:
+            return self.discrepancy
+        self.number += 1
+        k = self.positions[event.server]
+        try:
+            seen = self._observe(event, k)
+        except ValueError as e:
+            return self._fail(event, k, self.observed[k], str(e))
+        nxt: dict[Candidate, None] = {}
+        for cand in self.candidates:
+            for c in self._explain(cand, k, seen, event):
+                nxt[c] = None
+        if not nxt:
+            return self._fail(event, k, seen, self._why(k, seen, event))
+        self.observed[k] = seen
+        self.reads |= set(event.read or ())
+        candidates = list(nxt)
+        if len(candidates) > self.max_candidates:
+            # A bound, said out loud in the verdict: the first explanations are kept.
+            candidates = candidates[: self.max_candidates]
+            self.capped += 1
+        self.candidates = candidates
+        return None
+
+    def finish(self) -> Discrepancy | None:
+        """The end of the run: some explanation must have every model change logged by now (a change
+        the model needs but no server ever logged, like a follower's append behind a leader's HWM,
+        is a discrepancy)."""
+        if self.discrepancy is not None:
+            return self.discrepancy
+        complete = [c for c in self.candidates if not any(c.pending)]
+        if complete:
+            self.candidates = complete
+            return None
+        unlogged = []
+        for cand in self.candidates[:1]:
+            for name, changes in zip(self.header.servers, cand.pending):
+                if changes:
+                    row = self.describe_state(Candidate(cand.state, cand.generations, cand.pending))
+                    unlogged.append(dict(line.split(" ", 1) for line in row.splitlines())[name])
+                    unlogged[-1] = f"{name} {unlogged[-1]}"
+        self.discrepancy = Discrepancy(self.number + 1, None, [self.describe_state(c) for c in self.candidates[:3]],
+                                       len(self.candidates), "none",
+                                       {}, "the run ends, but every explanation needs a change no event logged: "
+                                       + "; ".join(unlogged))
+        return self.discrepancy
+
+    def validate(self, events: Iterable[Event], *, complete: bool = True) -> Verdict:
+        """The verdict on a whole run; `complete` False for a run cut off, whose last changes may be unlogged."""
+        for event in events:
+            if self.feed(event) is not None:
+                break
+        else:
+            if complete:
+                self.finish()
+        return self.verdict()
+
+    def verdict(self) -> Verdict:
+        return Verdict(self.discrepancy is None, self.number, self.discrepancy,
+                       0 if self.discrepancy else len(self.candidates), self.steps, self.capped)
+
+    # -------------------------------------------------------------- findings
+    def _why(self, k: int, seen: Observed, event: Event) -> str:
+        name = event.server
+        if event.crash:
+            return f"{name} cannot crash here"
+        if event.restart:
+            return (f"{name} restarts, but no model state within {self.depth} steps has it as the run says: "
+                    + self._describe_observed(seen))
+        if event.read:
+            return f"no model state within {self.depth} steps lets a client read " + ", ".join(
+                f"{i}@g{g}" for i, g in event.read) + f" from {name}"
+        return (f"no model state within {self.depth} steps has {name} as the run says: "
+                + self._describe_observed(seen))
+
+    def _describe_observed(self, o: Observed) -> str:
+        parts = ["down" if not o.alive else (o.role or "?")]
+        if o.generation is not None:
+            parts.append(f"g{o.generation}")
+        if o.log is not None:
+            parts.append("log=[" + ",".join(map(str, o.log)) + "]")
+        if o.hwm is not None:
+            parts.append(f"hwm={o.hwm}")
+        return " ".join(parts)
+
+    def describe_state(self, cand: Candidate) -> str:
+        """A candidate in the run's server names and the run's generations where the renaming knows them."""
+        to_run = {m: r for r, m in cand.generations}
+
+        def gen(m: int) -> str:
+            return str(to_run[m]) if m in to_run else f"{m}'"  # ' : a model generation the run has not named
+
+        lines = []
+        for name, s in zip(self.header.servers, cand.state.servers):
+            state = s.role if s.alive else "down"
+            lines.append(f"{name} {state:<8} g{gen(s.generation)} log=[{','.join(gen(g) for g in s.log)}] "
+                         f"hwm={s.hwm}")
+        return "\n".join(lines)
+
+    def _action_text(self, action) -> str:
+        names = self.header.servers
+
+        def one(x):
+            return "{" + ",".join(names[v] for v in x) + "}" if isinstance(x, tuple) else names[x]
+        return f"{action[0]}(" + ", ".join(one(x) for x in action[1:]) + ")"
+
+    def _distance(self, server, seen: Observed, generations) -> int:
+        to_model = dict(generations)
+        d = 0
+        if server.alive != seen.alive:
+            d += 4
+        if seen.role is not None and server.role != seen.role:
+            d += 1
+        if seen.hwm is not None and server.hwm != seen.hwm:
+            d += 1
+        if seen.generation is not None and to_model.get(seen.generation, server.generation) != server.generation:
+            d += 1
+        if seen.log is not None:
+            mapped = tuple(to_model.get(g, -1) for g in seen.log)
+            common = 0
+            for a, b in zip(mapped, server.log):
+                if a != b and b is not None and a != -1:
+                    break
+                common += 1
+            d += (len(seen.log) - common) + (len(server.log) - common)
+        return d
+
+    def _nearest(self, k: int, seen: Observed) -> str:
+        best = None
+        for cand in self.candidates[:50]:
+            options = [(None, cand.state)]
+            options += [(a, self.model.apply(cand.state, a)) for a in self.model.actions(cand.state)]
+            for action, state in options:
+                d = self._distance(state.servers[k], seen, cand.generations)
+                if best is None or d < best[0]:
+                    best = (d, action, state, cand)
+        if best is None:
+            return "none"
+        _, action, state, cand = best
+        row = self.describe_state(Candidate(state, cand.generations, cand.pending)).splitlines()[k]
+        what = "no step (the state as it is)" if action is None else self._action_text(action)
+        return f"{what}, giving {row.split(' ', 1)[1]} where the run has {self._describe_observed(seen)}"
+
+    def _snapshot(self, observed: list[Observed], reads) -> Snapshot | None:
+        """The run's cluster as the properties see it; None under partial logging (a property
+        would read variables the run does not record)."""
+        if self.compare != ("generation", "role", "log", "hwm"):
+            return None
+        # A server's HWM is unknown from its crash to its next logged HWM: it holds none. An unnamed
+        # generation (a candidate's) is below every leader's the run names.
+        return Snapshot(tuple(ServerSnapshot(-1 if o.generation is None else o.generation,
+                                             o.role if o.alive else FOLLOWER, o.log,
+                                             0 if o.hwm is None else o.hwm, o.alive)
+                              for o in observed), frozenset(reads))
+
+    def _fail(self, event: Event, k: int, seen: Observed, reason: str) -> Discrepancy:
+        before = self._snapshot(self.observed, self.reads)
+        after_servers = list(self.observed)
+        after_servers[k] = seen
+        after = self._snapshot(after_servers, self.reads | set(event.read or ()))
+        broken = violations(before, after) if before is not None and after is not None else {}
+        self.discrepancy = Discrepancy(self.number, event, [self.describe_state(c) for c in self.candidates[:3]],
+                                       len(self.candidates), self._nearest(k, seen), broken, reason)
+        return self.discrepancy
+
+
+def validate(protocol: Protocol, header: Header, events: Iterable[Event], **options) -> Verdict:
+    """Validate one whole run: the verdict, with the first discrepancy if there is one."""
+    return Validator(protocol, header, **options).validate(events)
+
+
+__all__ = ["Validator", "Verdict", "Discrepancy", "Candidate", "Observed", "validate", "bind"]

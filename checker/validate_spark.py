@@ -1,0 +1,86 @@
+"""Validating a directory of recorded runs, in this process or in parallel on Spark, into one table:
+per run its verdict and first bad event; over all runs the model coverage (checker/coverage.py).
+
+Both engines run the same function on each run (`validate_one`: text in, verdict row and
+coverage fingerprints out); Spark maps it over the runs and the driver joins the results with
+the reachable state space, so the two engines give the same table.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import tempfile
+import zipfile
+from pathlib import Path
+
+from hwm.checker.coverage import CoverageTable, Reachable, RunCoverage, reachable, table
+from hwm.checker.validate import Validator
+from hwm.model.registry import build_model
+from hwm.model.state import Config
+from hwm.properties.events import parse_lines
+from hwm.properties.protocol import resolve
+
+
+def validate_one(name: str, text: str, protocol_spec, bounds: dict, depth: int):
+    """(name, verdict row, state fingerprints, transition fingerprints) of one run's text."""
+    _, protocol = resolve(protocol_spec)
+    header, events = parse_lines(text.splitlines(), source=name)
+    config = Config(**bounds)
+    coverage = RunCoverage(build_model(protocol, config), config)
+    verdict = Validator(protocol, header, depth=depth, coverage=coverage).validate(events)
+    row = {"valid": verdict.valid, "events": verdict.events}
+    d = verdict.discrepancy
+    if d is not None:
+        row.update(event=d.number, line=d.event.line if d.event is not None else None, reason=d.reason,
+                   properties=sorted(d.properties))
+    return name, row, coverage.states, coverage.transitions
+
+
+def coverage_table(runs: list[tuple[str, str]], protocol_spec, bounds: dict, *, depth: int = 2,
+                   engine: str = "local", spark=None, space: Reachable | None = None) -> CoverageTable:
+    """The table of `runs` ((name, hwm-events/1 text) each) at `bounds` (a Config mapping)."""
+    if space is None:
+        space = reachable(resolve(protocol_spec)[1], Config(**bounds))
+    if engine == "local":
+        results = [validate_one(name, text, protocol_spec, bounds, depth) for name, text in runs]
+    elif engine == "spark":
+        results = _on_spark(spark, runs, protocol_spec, bounds, depth)
+    else:
+        raise ValueError(f"engine is local or spark, not {engine!r}")
+    return table(results, space)
+
+
+def _on_spark(spark, runs, protocol_spec, bounds, depth):
+    _ship(spark)
+    sc = spark.sparkContext
+    slices = max(1, min(len(runs), sc.defaultParallelism))  # one Python worker per core: few imports
+
+    def one(item):
+        from hwm.checker.validate_spark import validate_one as run_one  # in the executor, from the shipped zip
+        return run_one(item[0], item[1], protocol_spec, bounds, depth)
+
+    # Fingerprints leave the executors as lists (sets of 64-bit ints pickle as they are).
+    rows = sc.parallelize(runs, slices).map(one).map(lambda r: (r[0], r[1], list(r[2]), list(r[3]))).collect()
+    return [(name, row, set(states), {tuple(t) for t in transitions}) for name, row, states, transitions in rows]
+
+
+_shipped: set[str] = set()
+
+
+def _ship(spark) -> None:
+    """Executors import `checker`, `model` and `properties`: sent as one zip (works on any cluster)."""
+    sc = spark.sparkContext
+    if sc.applicationId in _shipped:
+        return
+    root = Path(__file__).resolve().parent.parent
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as z:
+        for package in ("checker", "model", "properties"):
+            for path in sorted((root / package).rglob("*.py")):
+                z.write(path, path.relative_to(root).as_posix())
+    data = buffer.getvalue()
+    target = Path(tempfile.mkdtemp(prefix="hwm-validate-")) / f"hwm-{hashlib.sha256(data).hexdigest()[:12]}.zip"
+    target.write_bytes(data)
+    sc.addPyFile(str(target))
+    _shipped.add(sc.applicationId)
