@@ -10,6 +10,7 @@ minimal elements of the grid below the default bounds are all the table needs.""
 from __future__ import annotations
 
 import itertools
+import sys
 import time
 
 from hwm.checker.report import bfs
@@ -23,9 +24,10 @@ def minimal(shown: list[tuple[int, int, int]]) -> list[tuple[int, int, int]]:
     return sorted(b for b in shown if not any(o != b and all(x <= y for x, y in zip(o, b)) for o in shown))
 
 
-def main() -> None:
+def main(names: list[str]) -> None:
+    """Every broken preset's rows, or those of the presets named on the command line."""
     for name, preset in PRESETS.items():
-        if not preset.broken:
+        if not preset.broken or (names and name not in names):
             continue
         servers = preset.caught_at.get("servers", DEFAULT_CONFIG.servers)
         top = tour_config(name, DEFAULT_CONFIG)
@@ -40,11 +42,12 @@ def main() -> None:
                 continue
             for p in report.violated:
                 found.setdefault(p, []).append((g, l, c))
-        print(f"    {name!r}: {{  # {time.perf_counter() - started:.0f} s, servers={servers}")
+        # In NEEDS's own form, to paste into checker/expectations.py.
+        print(f"    ({name!r}, {servers}): {{  # {time.perf_counter() - started:.0f} s")
         for p, shown in found.items():
-            print(f"        {p!r}: {minimal(shown)},")
+            print(f"        {p!r}: {tuple(minimal(shown))!r},")
         print("    },")
 
 
 if __name__ == "__main__":
-    main()
+    main(sys.argv[1:])

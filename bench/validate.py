@@ -35,7 +35,7 @@ from hwm.checker.coverage import reachable  # noqa: E402
 from hwm.checker.model_events import random_actions  # noqa: E402
 from hwm.checker.validate import Validator  # noqa: E402
 from hwm.checker.validate_spark import coverage_table  # noqa: E402
-from hwm.validate_cli import load_runs  # noqa: E402
+from hwm.properties.events import load_runs  # noqa: E402
 from hwm.impl.client import Client, format_address  # noqa: E402
 from hwm.model.registry import build_model  # noqa: E402
 from hwm.model.state import Config  # noqa: E402

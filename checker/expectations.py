@@ -130,6 +130,11 @@ NEEDS: dict[tuple[str, int], dict[str, tuple[tuple[int, int, int], ...]]] = {
         'ReadsAgree': ((3, 1, 0),),
         'CommittedOnQuorum': ((3, 1, 0),),
     },
+    ('kafka-min-insync-1', 3): {
+        'ReadNeverTruncated': ((3, 1, 0),),
+        'AckedWriteNeverLost': ((1, 1, 0),),
+        'CommittedOnQuorum': ((1, 1, 0),),
+    },
 }
 
 

@@ -443,7 +443,10 @@ def replay(files, on, protocol, quiet, brief, html_out, svg_dir, compare, itf_ou
                 status = max(status, code)
             with _output_errors():  # the replay's verdict is out already
                 _write_pictures(trace, protocol, compare, targets, html_out, svg_dir)
-        except TraceError as e:
+                if itf_out is not None:
+                    from hwm.itf_cli import write as write_itf
+                    click.echo(f"wrote {write_itf(trace, protocol, itf_out)}")
+        except (TraceError, ItfError) as e:
             click.echo(f"error: {e}", err=True)
             sys.exit(EXIT_USAGE)
         except ProtocolError as e:

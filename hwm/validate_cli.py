@@ -16,7 +16,7 @@ import click
 from hwm.checker.validate import Validator
 from hwm.params import OutputFile, ProtocolParam
 from hwm.model.state import Config
-from hwm.properties.events import EventError, load, merge_parts
+from hwm.properties.events import EventError, load_runs
 from hwm.properties.protocol import ProtocolError, resolve
 
 EXIT_OK, EXIT_FOUND, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
@@ -35,22 +35,6 @@ def run_files(paths: tuple[Path, ...]) -> list[Path]:
         else:
             files.append(path)
     return files
-
-
-def load_runs(files: list[Path]) -> list[tuple[Path, object, list]]:
-    """(name, header, events) per run: a file, or the parts of one run (files whose header names
-    their server's `part`), merged per directory."""
-    runs, parts = [], {}
-    for f in files:
-        header, events = load(f)
-        if header.part is None:
-            runs.append((f, header, events))
-        else:
-            parts.setdefault(f.parent, []).append((f, header, events))
-    for directory, found in parts.items():
-        header, events = merge_parts([(h, e) for _, h, e in found], sources=[str(f) for f, _, _ in found])
-        runs.append((directory, header, events))
-    return runs
 
 
 def validate_files(files: list[Path], protocol_spec, depth: int):

@@ -350,3 +350,19 @@ def from_observation(observation: Mapping[str, Any], header: Header) -> Event:
     as an event (a harness that polls nodes feeds these to the validator)."""
     data = {("server" if k == "node" else k): v for k, v in observation.items()}
     return parse_event(data, header)
+
+
+def load_runs(files: list[Path]) -> list[tuple[Path, object, list]]:
+    """(name, header, events) per run: a file, or the parts of one run (files whose header names
+    their server's `part`), merged per directory."""
+    runs, parts = [], {}
+    for f in files:
+        header, events = load(f)
+        if header.part is None:
+            runs.append((f, header, events))
+        else:
+            parts.setdefault(f.parent, []).append((f, header, events))
+    for directory, found in parts.items():
+        header, events = merge_parts([(h, e) for _, h, e in found], sources=[str(f) for f, _, _ in found])
+        runs.append((directory, header, events))
+    return runs

@@ -190,7 +190,7 @@ class SimCluster:
             self._rejoin(name)
         self.recorder = None
         if record is not None:
-            from bridge.simcluster.record import start_recording
+            from hwm.bridge.simcluster.record import start_recording
 
             self.recorder = start_recording(self, record)
 

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from hwm.validate_cli import load_runs
+from hwm.properties.events import load_runs
 from hwm.impl.client import Client
 from tests.impl.ports import free_ports
 from tests.impl.test_e2e import Processes, overall_timeout, statuses, wait_caught_up, wait_for  # noqa: F401
