@@ -152,6 +152,8 @@ def _messages(frame: Frame, layout: Layout, top: float) -> tuple[list[str], list
         arrow = f"{server_name(m['from'])}->{server_name(m['to'])}"
         if waiting:
             key.append(f"({number}) in flight: {arrow}: {m['label']}")
+        elif m["kind"] == "send" and not m["lost"]:
+            key.append(f"({number}) in flight: {arrow}: {m['label']} (just sent)")
         else:
             key.append(f"({number}) {arrow}: {m['label']}")
     return out, key
