@@ -92,7 +92,7 @@ def _cycle_badge(frame: Frame, layout: Layout, y: float, top: float) -> list[str
         text, cls = "\u21bb the cycle returns to this state", "cycle-home"
     else:
         text, cls = f"stem (the cycle starts at step {loop})", "stem"
-    box = (f'<rect x="{LEFT - 6}" y="{top - 12}" width="{layout.width - LEFT}" height="{layout.servers * ROW_H}" '
+    box = (f'<rect x="{LEFT - 6}" y="{top - 20}" width="{layout.width - LEFT}" height="{layout.servers * ROW_H + 8}" '
            f'rx="6" fill="none" stroke="{CYCLE}" stroke-width="2" stroke-dasharray="8 4"/>'
            if frame.cycle or cls == "cycle-home" else "")
     return [f'<g class="{cls}" data-loop="{loop}">{box}' + _text(10, y, text, "cycle-note", "start", 12, "bold", CYCLE)
@@ -236,10 +236,9 @@ def draw(frame: Frame, layout: Layout, *, title: str = "", with_lines: bool = Fa
         body.append("</g>")
         y += 2
     if frame.loop is not None:
-        top_guess = y + 18 + 14
-        body += _cycle_badge(frame, layout, y, top_guess)
-        y += 18
-    top = y + 14  # the first row; the index ruler sits just above it
+        body += _cycle_badge(frame, layout, y, y + 26)
+        y += 12
+    top = y + 14  # the first row; the index ruler sits just above it (a lasso's cycle frame above that)
     # Index ruler.
     for i in range(1, layout.columns + 1):
         body.append(_text(LEFT + (i - 0.5) * BOX_W, top - 4, i, "index", "middle", 10, fill="#777"))
