@@ -193,3 +193,58 @@ def test_stepping_forward_moves_the_messages_and_pause_freezes_them(browser, fig
 def test_no_label_overlaps_another_on_a_two_column_page(browser, figure_8):
     browser.get(figure_8.joinpath("page.html").as_uri())
     assert label_overlaps(browser) == []
+
+
+@pytest.fixture(scope="module")
+def explorer():
+    from hwm.teach.explorer import serve_in_thread
+
+    server, url = serve_in_thread("127.0.0.1", 0)
+    yield url
+    server.shutdown()
+    server.server_close()
+
+
+@pytest.mark.browser
+def test_the_explorer_plays_a_step_taken_and_marks_where_a_switched_flag_parts(browser, explorer):
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support.ui import Select
+
+    from tests.teach.test_explorer import click_steps
+    from properties.trace import load
+
+    import json
+    from urllib.parse import quote
+
+    steps = load(FIGURE_8).steps
+    # A link to the path's first 6 steps (what the explorer puts in its address), then step 7 by hand.
+    link = {"protocol": "raft-any-generation-commit", "steps": [s.to_json() for s in steps[:6]]}
+    browser.get(explorer + "#" + quote(json.dumps(link)))
+    body = browser.find_element(By.TAG_NAME, "body")
+    _wait(lambda: body.get_attribute("data-ready") == "1")
+    assert body.get_attribute("data-steps") == "6"
+    Select(browser.find_element(By.ID, "speed")).select_by_value("0.25")
+    click_steps(browser, steps[6:7], lambda k: _wait(lambda: body.get_attribute("data-steps") == "7"))
+    # Step 7 was just taken: S1's append to S3 is on its way.
+    assert body.get_attribute("data-animating") == "1"
+    first = _dot(browser)
+    _wait(lambda: _dot(browser) != first, 3)
+    # Switch the commit rule: both columns mark step 7, where the fix keeps S1's HWM at 0.
+    Select(browser.find_element(By.ID, "flag-commit")).select_by_value("current-generation")
+    _wait(lambda: len(browser.find_elements(By.CSS_SELECTOR, "#columns .column g.departs")) == 2)
+    assert "departs" in browser.find_element(By.CSS_SELECTOR, '#steps li[data-step="7"]').get_attribute("class")
+    # Play from the end starts again at step 0 and walks the path, messages moving.
+    Select(browser.find_element(By.ID, "speed")).select_by_value("4")
+    browser.find_element(By.ID, "play").click()
+    _wait(lambda: int(body.get_attribute("data-view")) >= 2)
+    browser.find_element(By.ID, "play").click()
+    assert body.get_attribute("data-playing") == "0"
+    screenshot(browser, "explorer-figure8-departs")
+    # Every picture the explorer drew for this path: no label overlaps another.
+    data = browser.execute_script(
+        "return fetch('/api/state', {method: 'POST', headers: {'Content-Type': 'application/json'},"
+        " body: JSON.stringify(arguments[0])}).then((r) => r.json())",
+        {"protocol": "raft-any-generation-commit", "steps": [s.to_json() for s in steps],
+         "compare": "raft", "until_blocked": True})
+    assert label_overlaps(browser, data) == []
+    assert console_errors(browser) == []

@@ -69,7 +69,7 @@
   let violating = -1;
   frames0.forEach((f, k) => { if (Object.keys(f.violations).length || f.blocked) violating = k; });
   const controls = HWM.playControls(document.getElementById("play"), document.getElementById("speed"),
-    (done) => go(current + 1, true, done), () => !lasso && current >= length - 1);
+    (done) => go(current + 1, true, done), () => !lasso && current >= length - 1, () => go(0));
   document.getElementById("first").addEventListener("click", () => user(0));
   document.getElementById("back").addEventListener("click", () => user(current - 1));
   document.getElementById("forward").addEventListener("click", () => user(current + 1, true));

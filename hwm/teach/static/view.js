@@ -121,7 +121,8 @@ HWM.animate = function (root, onDone) {
 
 // The play/pause button and the speed menu: play steps forward by itself, each step's messages
 // travelling before the next; pause stops there, messages frozen mid-way.
-HWM.playControls = function (playButton, speedSelect, stepForward, atEnd) {
+// `rewind` (optional): where play starts when pressed at the end.
+HWM.playControls = function (playButton, speedSelect, stepForward, atEnd, rewind) {
   let playing = false;
   let timer = null;
   function label() {
@@ -145,6 +146,7 @@ HWM.playControls = function (playButton, speedSelect, stepForward, atEnd) {
       HWM.player.paused = false;
       playing = true;
       const run = HWM.player.run;
+      if ((!run || run.done) && atEnd() && rewind) rewind();
       if (!run || run.done) next();
       else waitThenNext(run);
     }
