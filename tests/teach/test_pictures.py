@@ -248,3 +248,20 @@ def test_the_explorer_plays_a_step_taken_and_marks_where_a_switched_flag_parts(b
          "compare": "raft", "until_blocked": True})
     assert label_overlaps(browser, data) == []
     assert console_errors(browser) == []
+
+
+@pytest.mark.parametrize("trace, step, expected", [
+    ("kafka-kip279.json", 3, [("fetch", "S2", "S1"), ("reply", "S1", "S2")]),  # the follower fetches
+    ("bookkeeper-recovery-without-fencing.json", 2, [("append", "S4", "S1"), ("reply", "S1", "S4")]),
+    ("zab-ack-before-persist.json", 2, [("append", "S1", "S2"), ("reply", "S2", "S1")]),
+])
+def test_each_system_draws_its_own_messages_and_each_hwm_beside_its_own_server(tmp_path, trace, step, expected):
+    hwm("replay", "-q", CATALOGUE / trace, "--svg", tmp_path)
+    root = ET.parse(tmp_path / f"step-{step:02d}.svg").getroot()
+    assert [(g.get("data-kind"), g.get("data-from"), g.get("data-to")) for g in groups(root, "message")] == expected
+    for picture in sorted(tmp_path.glob("step-*.svg")):
+        for server in groups(ET.parse(picture).getroot(), "server"):
+            name = next(t for t in server.iter(SVG + "text") if t.get("class") == "name")
+            label = next(t for t in server.iter(SVG + "text") if t.get("class") == "hwm-label")
+            # Kafka's HW and BookKeeper's LAC on their own server's row, not the next one's.
+            assert 0 <= float(label.get("y")) - float(name.get("y")) <= 10, (picture.name, server.get("data-server"))
