@@ -131,23 +131,28 @@ def _messages(frame: Frame, layout: Layout, top: float) -> tuple[list[str], list
         d = f"M{x0},{ya:g} C{x0 + bulge},{ya:g} {x0 + bulge},{yb:g} {x0},{yb:g}"
         waiting = m["kind"] == "in-flight"
         colour_ = BAD if m["lost"] else ("#888" if waiting else MESSAGE)
-        # Where the dot rests in the static picture: at the arrow's end, or in its channel half way.
-        t = m["stop"]
-        px = (1 - t) ** 3 * x0 + 3 * (1 - t) ** 2 * t * (x0 + bulge) + 3 * (1 - t) * t ** 2 * (x0 + bulge) + t ** 3 * x0
-        py = (1 - t) ** 3 * ya + 3 * (1 - t) ** 2 * t * ya + 3 * (1 - t) * t ** 2 * yb + t ** 3 * yb
-        ax, ay = x0 + 0.75 * bulge, (ya + yb) / 2
+
+        def point(t):  # on the arrow (a cubic Bezier curve), t from 0 (sender) to 1 (receiver)
+            return (x0 + 3 * (1 - t) * t * bulge,
+                    (1 - t) ** 3 * ya + 3 * (1 - t) ** 2 * t * ya + 3 * (1 - t) * t ** 2 * yb + t ** 3 * yb)
+
+        # The number sits at the bend, where each arrow bends out further than the one before, so
+        # no two numbers meet. Filled: the message is there, waiting in its channel (or lost there);
+        # hollow: it has arrived. The dot is drawn only while the page plays the step.
+        ax, ay = point(0.5)
+        resting = m["stop"] < 1
+        fill, ink = (colour_, "#fff") if resting else ("#fff", colour_)
+        px, py = point(m["start"])
         out.append(f'<g class="message{" in-flight" if waiting else ""}{" lost" if m["lost"] else ""}" '
                    f'data-kind="{m["kind"]}" data-from="{server_name(m["from"])}" data-to="{server_name(m["to"])}" '
                    f'data-order="{m["order"]}" data-start="{m["start"]}" data-stop="{m["stop"]}">'
                    f'<path class="message-path" d="{d}" fill="none" stroke="{colour_}" stroke-width="1.6"'
                    + (' stroke-dasharray="4 3"' if waiting or m["lost"] else "")
                    + f' marker-end="url(#hwm-arrowhead)"/>'
-                   f'<circle class="message-badge" cx="{ax:g}" cy="{ay:g}" r="7" fill="#fff" stroke="{colour_}"/>'
-                   + _text(ax, ay + 3.5, number, "message-number", "middle", 9, "bold", colour_)
-                   # A delivered message has arrived: its dot shows only while the page plays the step.
-                   + f'<circle class="message-dot" cx="{px:g}" cy="{py:g}" r="5" fill="{colour_}"'
-                   + (' opacity="0"/>' if t >= 1 else "/>")
-                   + (_text(px + 7, py + 4, "\u2717", "lost-mark", "start", 12, "bold", BAD) if m["lost"] else "")
+                   f'<circle class="message-badge" cx="{ax:g}" cy="{ay:g}" r="7" fill="{fill}" stroke="{colour_}"/>'
+                   + _text(ax, ay + 3.5, number, "message-number", "middle", 9, "bold", ink)
+                   + f'<circle class="message-dot" cx="{px:g}" cy="{py:g}" r="5" fill="{colour_}" opacity="0"/>'
+                   + (_text(ax + 6, ay - 6, "\u2717", "lost-mark", "start", 12, "bold", BAD) if m["lost"] else "")
                    + "</g>")
         arrow = f"{server_name(m['from'])}->{server_name(m['to'])}"
         if waiting:
@@ -187,8 +192,9 @@ def _legend(layout: Layout, y: float) -> tuple[list[str], float]:
                 f'stroke-width="3"/>'), 24
 
     def message(x, y):
-        return (f'<line x1="{x}" y1="{y - 4}" x2="{x + 22}" y2="{y - 4}" stroke="{MESSAGE}" stroke-width="1.6" '
-                f'marker-end="url(#hwm-arrowhead)"/><circle cx="{x + 8}" cy="{y - 4}" r="4" fill="{MESSAGE}"/>'), 26
+        return (f'<line x1="{x}" y1="{y - 4}" x2="{x + 40}" y2="{y - 4}" stroke="{MESSAGE}" stroke-width="1.6" '
+                f'marker-end="url(#hwm-arrowhead)"/><circle cx="{x + 10}" cy="{y - 4}" r="6" fill="#fff" '
+                f'stroke="{MESSAGE}"/><circle cx="{x + 26}" cy="{y - 4}" r="6" fill="#888" stroke="#888"/>'), 44
 
     def memory(x, y):
         return (f'<rect x="{x}" y="{y - 10}" width="22" height="13" rx="2" fill="#E69F00" fill-opacity="0.45" '
@@ -198,7 +204,7 @@ def _legend(layout: Layout, y: float) -> tuple[list[str], float]:
     items = [(generations, "colour: the entry's generation"), (read, "R, thick border: read by a client"),
              (hwm, f"{HWM_WORDS.get(name, name)}: clients read up to it"),
              (removed, "x i@gN: entry removed from the log"),
-             (quorum, f"the quorum behind a new {name}"), (message, "message (dot: where it is; numbered below)")]
+             (quorum, f"the quorum behind a new {name}"), (message, "message, numbered below (filled: waiting in its channel)")]
     if layout.memory:
         items.append((memory, "acknowledged, only in memory"))
     out = [f'<g class="legend">' + _text(10, y, "Legend", "legend-title", size=11, weight="bold")]

@@ -2,7 +2,7 @@
 
 `label_overlaps` draws every picture the page holds (every step of every column, from the
 page's own data, or the explorer's last answer) in a hidden box of the same page, with the
-page's fonts, and compares the bounding boxes of every label (`text`) and message badge, in
+page's fonts, and compares the bounding boxes of every label (`text`), message badge and visible message dot, in
 the picture's own units, so scaling to the column's width changes nothing.
 """
 
@@ -13,17 +13,23 @@ const out = [];
 const seen = new Set();
 function boxes(svg) {
   const items = [];
-  for (const el of svg.querySelectorAll("text, circle.message-badge")) {
+  for (const el of svg.querySelectorAll("text, circle.message-badge, circle.message-dot")) {
     if (el.tagName === "text" && !el.textContent.trim()) continue;
+    if (el.getAttribute("opacity") === "0") continue;  // a delivered message's dot: not drawn
     const b = el.getBBox();
     if (!b.width || !b.height) continue;
-    const name = el.tagName === "text" ? el.textContent : "badge " + el.parentNode.querySelector("text").textContent;
+    const number = el.parentNode.querySelector("text.message-number");
+    const name = el.tagName === "text" ? el.textContent
+      : (el.classList.contains("message-dot") ? "dot of message " : "badge of message ") + number.textContent;
     items.push({ el, name, x: b.x, y: b.y, w: b.width, h: b.height });
   }
   return items;
 }
-function inside(a, b) {  // a message number drawn on its own badge
-  return a.el.parentNode === b.el.parentNode && a.el.parentNode.classList.contains("message");
+function inside(a, b) {  // a message's number drawn on its own badge, a lost message's mark by its dot
+  if (a.el.parentNode !== b.el.parentNode || !a.el.parentNode.classList.contains("message")) return false;
+  const kinds = new Set([a.el.getAttribute("class"), b.el.getAttribute("class")]);
+  return (kinds.has("message-number") && kinds.has("message-badge")) ||
+    (kinds.has("lost-mark") && kinds.has("message-dot"));
 }
 const data = arguments[0] || JSON.parse(document.getElementById("hwm-data").textContent);
 const box = document.createElement("div");

@@ -97,7 +97,7 @@ HWM.animate = function (root, onDone) {
     if (run.done) return;
     run.done = true;
     show(phases);
-    for (const p of parts) if (p.stop >= 1) p.dot.setAttribute("opacity", "0"); // arrived
+    for (const p of parts) p.dot.setAttribute("opacity", "0"); // at rest the numbered badge shows where it is
     document.body.dataset.animating = "0";
     if (onDone) onDone();
   };
