@@ -86,11 +86,14 @@ def test_the_messages_of_a_step_are_arrows_between_servers(figure_8):
         ("vote", "S2", "S1")]
 
 
+ASYNC_PATH = [{"action": "elect", "server": "S1", "voters": ["S1", "S2"]}, {"action": "write", "server": "S1"},
+              {"action": "send", "from": "S1", "to": "S2"}, {"action": "send", "from": "S1", "to": "S3"},
+              {"action": "deliver", "from": "S1", "to": "S2"}, {"action": "drop", "from": "S1", "to": "S3"},
+              {"action": "send", "from": "S1", "to": "S2"}, {"action": "send", "from": "S1", "to": "S3"}]
+
+
 def test_on_the_async_network_each_message_is_drawn_sent_waiting_delivered_or_lost():
-    path = [{"action": "elect", "server": "S1", "voters": ["S1", "S2"]}, {"action": "write", "server": "S1"},
-            {"action": "send", "from": "S1", "to": "S2"}, {"action": "send", "from": "S1", "to": "S3"},
-            {"action": "deliver", "from": "S1", "to": "S2"}, {"action": "drop", "from": "S1", "to": "S3"}]
-    frames = state({"protocol": "raft", "config": {"network": "async"}, "steps": path})["columns"][0]["frames"]
+    frames = state({"protocol": "raft", "config": {"network": "async"}, "steps": ASYNC_PATH[:6]})["columns"][0]["frames"]
 
     def drawn(k):
         root = ET.fromstring(frames[k]["svg"])
@@ -247,6 +250,9 @@ def test_the_explorer_plays_a_step_taken_and_marks_where_a_switched_flag_parts(b
         {"protocol": "raft-any-generation-commit", "steps": [s.to_json() for s in steps],
          "compare": "raft", "until_blocked": True})
     assert label_overlaps(browser, data) == []
+    # And on the async network, where several messages wait in their channels at once.
+    assert label_overlaps(browser, state({"protocol": "raft", "config": {"network": "async", "channel_capacity": 2},
+                                          "steps": ASYNC_PATH})) == []
     assert console_errors(browser) == []
 
 
