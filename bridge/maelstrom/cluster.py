@@ -277,9 +277,11 @@ class Run:
 
     # ---- steps -----------------------------------------------------------------------------
     def run_step(self, step: dict, number: int | None) -> None:
-        self.step_number, self.cause = number, describe(step)
-        self.events.append([])
-        self.lines_this_step = {}
+        inner = self.step_number == number and number is not None and self.cause.startswith("settle")
+        self.step_number, self.cause = number, describe(step) if not inner else self.cause
+        if not inner:
+            self.events.append([])
+            self.lines_this_step = {}
         op = step["op"]
         if op in REPLIES:
             self._client_request(step)
@@ -325,6 +327,11 @@ class Run:
                     self._input(node, self._line(HWM_CLIENT, node, {"type": "hwm_tick"}))
         elif op == "wait":
             self.drain(step["ms"] / 1000)
+        elif op == "settle":
+            for _ in range(step["rounds"]):
+                self.run_step({"op": "tick"}, number)
+                self.run_step({"op": "deliver_all"}, number)
+            self.step_number, self.cause = number, describe(step)
         self.drain()
 
     def _deliver(self, msg: dict) -> None:
@@ -431,9 +438,20 @@ def _brief(body: dict) -> str:
     return f"{body.get('type')} {text if len(text) < 120 else text[:117] + '...'}"
 
 
+def result_of(run: Run, result: RunResult) -> RunResult:
+    """Fill `result` with what `run` saw (findings, history, observations, per-step events)."""
+    result.findings = run.checker.findings + run.observer.findings
+    result.history = [{k: v for k, v in op.items() if k != "msg_id"} for op in run.ops]
+    result.observations = run.observer.observations
+    result.events = run.events
+    return result
+
+
 def run_schedule(command: list[str], schedule: Schedule, limits: Limits | None = None,
                  data_root: Path | None = None, on_step=None) -> RunResult:
-    """Run `schedule` against `command`; every process is gone when this returns (or raises)."""
+    """Run `schedule` against `command`; every process is gone when this returns (or raises).
+
+    `on_step(number, step, run)` is called after each step (the replay narrates with it)."""
     began = time.monotonic()
     run = Run(command, schedule, limits, data_root)
     result = RunResult(schedule)
@@ -451,9 +469,6 @@ def run_schedule(command: list[str], schedule: Schedule, limits: Limits | None =
             result.protocol_error = e
     finally:
         run.close()
-    result.findings = run.checker.findings + run.observer.findings
-    result.history = [{k: v for k, v in op.items() if k != "msg_id"} for op in run.ops]
-    result.observations = run.observer.observations
-    result.events = run.events
+    result_of(run, result)
     result.seconds = time.monotonic() - began
     return result

@@ -13,7 +13,7 @@ workload; `log_append`, `log_read` for the log workload), each sent by the node'
 n1, ...); the network's `deliver` / `drop` / `duplicate` (the oldest message from `from` to `to`, or
 the `nth`, which reorders), `deliver_all`, `partition` (`groups` of nodes), `heal`; faults `kill`
 (SIGKILL), `restart`, `pause` (SIGSTOP), `resume`; the clock's `tick` (one node, or all) and
-`wait` (`ms` of wall-clock time). `findings`, `history` and `observations` record what the saved
+`wait` (`ms` of wall-clock time); `settle` is `rounds` rounds of a tick of every node and deliver_all. `findings`, `history` and `observations` record what the saved
 run saw; a replay runs `steps` and compares.
 """
 
@@ -47,6 +47,7 @@ STEP_FIELDS: dict[str, dict[str, type | tuple]] = {
     "resume": {"node": str},
     "tick": {},
     "wait": {"ms": int},
+    "settle": {"rounds": int},
 }
 CLIENT_OPS = {"kafka": ("send", "poll", "commit_offsets", "list_committed_offsets"),
               "log": ("log_append", "log_read")}
