@@ -102,8 +102,11 @@ class HistoryChecker:
                     self._saw(key, offset, msg, op, "read", step)
                 self._missing(key, request["offsets"].get(key, 0), offsets, op, step)
         elif kind == "commit_offsets":
+            # An acknowledged commit sets a floor; a client may commit a lower offset later, but the
+            # committed offset a node lists must never go below what it acknowledged.
             for key, offset in request["offsets"].items():
-                self._committed(key, offset, op, step)
+                if key not in self.committed or offset > self.committed[key][0]:
+                    self.committed[key] = (offset, op)
         elif kind == "list_committed_offsets":
             for key, offset in (reply.get("offsets") or {}).items():
                 self._committed(key, offset, op, step)
