@@ -400,6 +400,35 @@ def _save_pages(paths) -> None:
         write_trace_page(load_trace(path), path.with_suffix(".html"))
 
 
+def _explore_node(command: list[str], nodes: int, save_dir: Path, host: str, port: int, verbose: bool) -> None:
+    from bridge.maelstrom.protocol import NodeProtocolError
+    from hwm.teach.explorer import url_of
+    from hwm.teach.node_explorer import NodeSession, make_server
+
+    try:
+        session = NodeSession(command, nodes, save_dir=save_dir)
+    except NodeProtocolError as e:
+        click.echo(f"hwm explore: the node program did not start: {e}", err=True)
+        sys.exit(2)
+    except OSError as e:
+        click.echo(f"hwm explore: cannot run {command[0]}: {e.strerror}", err=True)
+        sys.exit(2)
+    try:
+        try:
+            server = make_server(session, host, port, verbose)
+        except OSError as e:
+            raise click.UsageError(f"cannot listen on {host}:{port}: {e.strerror}")
+        click.echo(f"hwm explorer of {' '.join(command)} at {url_of(server)}  (Ctrl-C stops it)")
+        try:
+            server.serve_forever()
+        except KeyboardInterrupt:
+            click.echo("stopped")
+        finally:
+            server.server_close()
+    finally:
+        session.close()
+
+
 def _write_pictures(trace, protocol, compare, targets, html_out, svg_dir) -> None:
     from hwm.teach.page import trace_columns, write_svgs, write_trace_page
 
@@ -421,7 +450,12 @@ def _write_pictures(trace, protocol, compare, targets, html_out, svg_dir) -> Non
 @click.option("--port", type=click.IntRange(0, 65535), default=8765, show_default=True,
               help="Port to listen on (0: any free port).")
 @click.option("--verbose", is_flag=True, help="Log every request to stderr.")
-def explore(protocol, host, port, verbose) -> None:
+@click.option("--nodes", type=click.IntRange(1, 9), default=3, show_default=True,
+              help="With -- CMD: how many copies of the node program to run.")
+@click.option("--save-dir", type=click.Path(file_okay=False, path_type=Path), default=Path("hwm-out/explore"),
+              show_default=True, help="With -- CMD: the folder the page saves paths to.")
+@click.argument("command", nargs=-1, type=click.UNPROCESSED)
+def explore(protocol, host, port, verbose, nodes, save_dir, command) -> None:
     """Serve the explorer: click the model's actions, see each state drawn and explained.
 
     Pick a preset and bounds, click any enabled step, go back, jump to every
@@ -429,10 +463,18 @@ def explore(protocol, host, port, verbose) -> None:
     protocol side by side, or switch a flag mid-trace and see the step where the
     fix blocks the bug. Everything is served from the installed package; Ctrl-C
     stops it.
+
+    With `-- CMD ...` the page steps your own node program instead (the log
+    workload over stdin/stdout, hwm's virtual clock): deliver or drop each
+    message, crash and restart nodes, send client requests, go back to any
+    step, and save the path for `hwm replay FILE -- CMD`.
     """
     from urllib.parse import quote
 
     from hwm.teach.explorer import make_server, url_of
+
+    if command:
+        return _explore_node(list(command), nodes, save_dir, host, port, verbose)
 
     try:
         server = make_server(host, port, verbose)

@@ -1,0 +1,138 @@
+"""`hwm explore -- CMD`: a student steps the example node program (real processes, real pipes)
+in a real browser, goes back, branches, saves the path, and `hwm replay` runs the file again."""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from hwm.cli import main
+from hwm.teach.node_explorer import BadRequest, NodeSession, serve_in_thread
+from tests.teach.conftest import console_errors, screenshot
+
+ROOT = Path(__file__).resolve().parents[2]
+NODE = [sys.executable, str(ROOT / "examples" / "nodes" / "log_node.py")]
+
+
+def _wait(condition, seconds=20.0):
+    deadline = time.monotonic() + seconds
+    while not condition():
+        assert time.monotonic() < deadline, "timed out"
+        time.sleep(0.05)
+
+
+@pytest.fixture
+def session(tmp_path):
+    session = NodeSession(NODE, save_dir=tmp_path / "saved")
+    yield session
+    session.close()
+
+
+def test_bad_steps_names_and_jumps_are_refused_with_the_reason(session):
+    with pytest.raises(BadRequest, match="unknown op 'fly'"):
+        session.take({"op": "fly"})
+    with pytest.raises(BadRequest, match="no node 'n9'"):
+        session.take({"op": "kill", "node": "n9"})
+    with pytest.raises(BadRequest, match=r"'to' must be a step number 0\.\.0, not 3"):
+        session.back(3)
+    with pytest.raises(BadRequest, match="letters, digits"):
+        session.save("../outside.json")
+    assert session.steps == []  # nothing refused was taken
+
+
+def test_a_node_program_that_does_not_start_is_bad_input(tmp_path):
+    result = CliRunner().invoke(main, ["explore", "--save-dir", str(tmp_path), "--", sys.executable, "-c",
+                                       "import sys; sys.exit(3)"])
+    assert result.exit_code == 2
+    assert "did not start" in result.output and "exit" in result.output
+
+
+@pytest.mark.browser
+def test_a_student_steps_the_example_node_goes_back_branches_and_saves_a_replayable_file(
+        browser, session, tmp_path, capsys):
+    from selenium.webdriver.common.by import By
+
+    server, url = serve_in_thread(session)
+    try:
+        browser.get(url)
+        body = browser.find_element(By.TAG_NAME, "body")
+        _wait(lambda: body.get_attribute("data-ready") == "1")
+
+        def steps() -> int:
+            return int(body.get_attribute("data-steps"))
+
+        def take(op: str, **fields) -> None:
+            """Click the one offered button for this step."""
+            before = steps()
+            for b in browser.find_elements(By.CSS_SELECTOR, "#offered button.action"):
+                step = json.loads(b.get_attribute("data-step"))
+                if step["op"] == op and all(step.get(k) == v for k, v in fields.items()):
+                    b.click()
+                    _wait(lambda: steps() == before + 1 and body.get_attribute("data-busy") == "0")
+                    return
+            raise AssertionError(f"{op} {fields} is not offered")
+
+        def role(node: str) -> str:
+            return browser.find_element(By.CSS_SELECTOR, f'#picture g.server[data-server="{node}"]').get_attribute(
+                "data-role")
+
+        # The virtual clock: n1 times out first and asks for votes; deliver until it leads.
+        for _ in range(3):
+            take("tick")
+        while role("n1") != "leader":
+            assert int(body.get_attribute("data-in-flight")) > 0, "n1 never became leader"
+            take("deliver_all")
+        take("log_append", node="n1")
+        assert "pending" in browser.find_element(By.ID, "history").text
+        # n1's two appends to n3 (its no-op's, then the client's entry) are lost; n2's copies and
+        # replies make a majority: n1's HWM rises and the client is told.
+        for _ in range(2):
+            take("drop", **{"from": "n1", "to": "n3"})
+        for _ in range(2):
+            take("deliver", **{"from": "n1", "to": "n2"})
+        for _ in range(2):
+            take("deliver", **{"from": "n2", "to": "n1"})
+        _wait(lambda: "log_append_ok" in browser.find_element(By.ID, "history").text)
+        hwm = browser.find_element(By.CSS_SELECTOR, '#picture g.server[data-server="n1"] text.hwm-label').text
+        assert hwm == "hwm 2"  # its no-op and the client's entry
+        at_commit = steps()
+        # Crash n2 (SIGKILL) and restart it: its log is on disk.
+        take("kill", node="n2")
+        assert role("n2") == "down"
+        take("restart", node="n2")
+        screenshot(browser, "node-explorer-example-node")
+        # Back in time to just after the commit, then another branch: a client reads entry 2 from n1.
+        browser.find_element(By.CSS_SELECTOR, f'#steps li[data-step="{at_commit}"]').click()
+        _wait(lambda: steps() == at_commit and body.get_attribute("data-busy") == "0")
+        assert role("n2") == "follower"
+        take("log_read", node="n1", index=2)
+        _wait(lambda: "log_read_ok" in browser.find_element(By.ID, "history").text)
+        assert body.get_attribute("data-findings") == "0"
+        # Save the path; the file is a schedule of exactly the steps the page shows.
+        name = browser.find_element(By.ID, "name")
+        name.clear()
+        name.send_keys("branch.json")
+        browser.find_element(By.ID, "save").click()
+        _wait(lambda: body.get_attribute("data-saved"))
+        saved = Path(body.get_attribute("data-saved"))
+        assert saved == tmp_path / "saved" / "branch.json"
+        data = json.loads(saved.read_text())
+        assert data["format"] == "hwm-schedule/1" and len(data["steps"]) == at_commit + 1
+        assert data["steps"][-1] == {"op": "log_read", "node": "n1", "index": 2}
+        assert "hwm replay " + str(saved) + " -- " in browser.find_element(By.ID, "saved").text
+        assert console_errors(browser) == []
+    finally:
+        server.shutdown()
+        server.server_close()
+    # `hwm replay FILE -- CMD` runs the saved path again: the same history, no finding.
+    from hwm.nodes_cli import replay_schedule
+
+    capsys.readouterr()
+    assert replay_schedule(saved, NODE, True) == 0
+    out = capsys.readouterr().out
+    assert f"{saved}: no finding" in out and f"{at_commit + 1} steps" in out
