@@ -59,6 +59,7 @@ class NodeSession:
         self.save_dir = Path(save_dir)
         self.limits = limits or Limits()
         self.steps: list[dict] = []
+        self.moved: tuple[str, str, str, str] | None = None  # the message the last step delivered or dropped
         self.error: str | None = None  # the node broke the protocol: what it did (going back recovers)
         self.lock = threading.Lock()
         self.run: Run | None = None
@@ -90,6 +91,12 @@ class NodeSession:
             check_step(step, self.run.node_ids, self.workload, number)
         except ScheduleError as e:
             raise BadRequest(str(e)) from None
+        self.moved = None
+        if step["op"] in ("deliver", "drop"):  # the message it takes out of its channel, to draw it moving
+            waiting = [m for m in self.run.in_flight if (m["src"], m["dest"]) == (step["from"], step["to"])]
+            if waiting:
+                m = waiting[min(step.get("nth", 0), len(waiting) - 1)]
+                self.moved = (m["src"], m["dest"], _brief(m["body"]), step["op"])
         self.steps.append(step)
         try:
             self.run.run_step(step, number)
@@ -99,7 +106,7 @@ class NodeSession:
     def back(self, to: Any) -> None:
         if not isinstance(to, int) or isinstance(to, bool) or not 0 <= to <= len(self.steps):
             raise BadRequest(f"'to' must be a step number 0..{len(self.steps)}, not {to!r}")
-        path, self.steps, self.error = self.steps[:to], [], None
+        path, self.steps, self.error, self.moved = self.steps[:to], [], None, None
         self._fresh()
         for step in path:
             self.take(step)
@@ -184,9 +191,16 @@ class NodeSession:
         state = Snapshot(servers, frozenset(self.run.observer.reads))
         label = describe(self.steps[-1]) if self.steps else "(started)"
         frame = Frame(len(self.steps), label, state)
-        frame.messages = [{"from": names.index(m["from"]), "to": names.index(m["to"]), "label": m["text"],
-                           "kind": "in-flight", "order": 0, "start": 0.5, "stop": 0.5, "lost": False}
-                          for m in in_flight if m["from"] in names and m["to"] in names]
+        frame.messages = []
+        if self.moved is not None:  # leaves its channel for its receiver, or is lost there
+            src, dest, text, op = self.moved
+            lost = op == "drop"
+            frame.messages.append({"from": names.index(src), "to": names.index(dest), "label": ("lost: " if lost else "")
+                                   + text, "kind": op, "order": 0, "start": 0.5, "stop": 0.5 if lost else 1.0,
+                                   "lost": lost})
+        frame.messages += [{"from": names.index(m["from"]), "to": names.index(m["to"]), "label": m["text"],
+                            "kind": "in-flight", "order": 0, "start": 0.5, "stop": 0.5, "lost": False}
+                           for m in in_flight if m["from"] in names and m["to"] in names]
         layout = Layout(len(servers), max([3] + [len(s.log) for s in servers]), max(2, len(frame.messages)))
         svg = draw(frame, layout)
         # The catalogue's names are S1..Sn; this cluster's nodes are n1..nN.

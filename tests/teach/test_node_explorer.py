@@ -93,8 +93,12 @@ def test_a_student_steps_the_example_node_goes_back_branches_and_saves_a_replaya
         # replies make a majority: n1's HWM rises and the client is told.
         for _ in range(2):
             take("drop", **{"from": "n1", "to": "n3"})
+        lost = browser.find_elements(By.CSS_SELECTOR, '#picture g.message.lost[data-kind="drop"]')
+        assert [(g.get_attribute("data-from"), g.get_attribute("data-to")) for g in lost] == [("n1", "n3")]
         for _ in range(2):
             take("deliver", **{"from": "n1", "to": "n2"})
+        moving = browser.find_elements(By.CSS_SELECTOR, '#picture g.message[data-kind="deliver"]')
+        assert [(g.get_attribute("data-from"), g.get_attribute("data-to")) for g in moving] == [("n1", "n2")]
         for _ in range(2):
             take("deliver", **{"from": "n2", "to": "n1"})
         _wait(lambda: "log_append_ok" in browser.find_element(By.ID, "history").text)

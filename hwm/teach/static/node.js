@@ -24,6 +24,8 @@
     document.body.dataset.busy = "1";
     try {
       draw(await api(route, body));
+      // A message delivered (or dropped) travels from its channel; going back draws at once.
+      if (route === "/api/node/step") HWM.animate($("picture"));
     } catch (e) {
       $("error").textContent = e.message;
     } finally {
