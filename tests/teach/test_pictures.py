@@ -155,7 +155,7 @@ def _wait(condition, seconds=10.0):
     deadline = time.monotonic() + seconds
     while not condition():
         assert time.monotonic() < deadline, "timed out"
-        time.sleep(0.05)
+        time.sleep(0.02)
 
 
 @pytest.mark.browser
@@ -170,13 +170,13 @@ def test_stepping_forward_moves_the_messages_and_pause_freezes_them(browser, fig
     body.send_keys(Keys.ARROW_RIGHT)  # step 7: S1's append travels to S3, then S3's ack back
     assert body.get_attribute("data-step") == "7" and body.get_attribute("data-animating") == "1"
     first = _dot(browser)
-    time.sleep(0.4)
+    time.sleep(0.25)
     moved = _dot(browser)
     assert moved != first
     browser.find_element(By.ID, "play").click()  # pause, mid-way
     assert body.get_attribute("data-paused") == "1"
     frozen = _dot(browser)
-    time.sleep(0.4)
+    time.sleep(0.25)
     assert _dot(browser) == frozen and body.get_attribute("data-animating") == "1"
     screenshot(browser, "page-figure8-message-in-flight")
     # Play: the messages arrive, then the page steps on by itself.
