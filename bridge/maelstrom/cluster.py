@@ -41,7 +41,7 @@ class Limits:
     barrier_seconds: float = 2.0  # longest wait for a node's answer to hwm_state
     quiet_seconds: float = 0.03  # for a node that ignores hwm_state: this long without output = done
     lines_per_step: int = 10_000  # more lines than this from one node in one step is a flood
-    final_rounds: int = 20  # tick + deliver-all rounds after healing, before the final reads
+    final_rounds: int = 12  # tick + deliver-all rounds after healing, before the final reads
 
 
 @dataclass
