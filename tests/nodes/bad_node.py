@@ -31,6 +31,17 @@ for line in sys.stdin:
             print(os.getpid(), child.pid, file=sys.stderr, flush=True)
         continue
     me = msg["dest"]
+    if mode == "kv" and msg["src"] == "lin-kv":  # a node that keeps its log's length in lin-kv
+        if body["type"] in ("read_ok", "error"):
+            pending.append(body.get("value", 0))
+            out({"src": me, "dest": "lin-kv", "body": {"type": "cas", "key": "length", "from": pending[2],
+                                                       "to": pending[2] + 1, "create_if_not_exists": True,
+                                                       "msg_id": pending[0]}})
+        elif body["type"] == "cas_ok":
+            msg_id, client, length = pending
+            out({"src": me, "dest": client, "body": {"type": "log_append_ok", "index": length + 1,
+                                                     "in_reply_to": msg_id}})
+        continue
     if body["type"] == "hwm_state":
         out({"src": me, "dest": msg["src"], "body": {"type": "error", "code": 10, "in_reply_to": body["msg_id"]}})
     elif body["type"] == "log_append":
@@ -44,5 +55,8 @@ for line in sys.stdin:
                 out({"src": me, "dest": "n1" if me != "n1" else "n2", "body": {"type": "gossip", "k": k}})
         elif mode == "hang":
             pass  # never answers a client: an availability finding, not a hang of hwm
+        elif mode == "kv":
+            pending = [body["msg_id"], msg["src"]]
+            out({"src": me, "dest": "lin-kv", "body": {"type": "read", "key": "length", "msg_id": body["msg_id"]}})
         elif mode == "child":
             out({"src": me, "dest": msg["src"], "body": {"type": "error", "code": 11, "in_reply_to": body["msg_id"]}})
