@@ -335,7 +335,7 @@ def replay(files, on, protocol, quiet, brief, html_out, svg_dir, compare) -> Non
     from bridge.maelstrom.schedule import is_schedule_file
     if is_schedule_file(files[0]):  # a node schedule: hwm replay FILE -- CMD ... (hwm/nodes_cli.py)
         from hwm.nodes_cli import replay_schedule
-        sys.exit(replay_schedule(files[0], list(files[1:]), brief))
+        sys.exit(replay_schedule(files[0], [str(f) for f in files[1:]], brief))
     from hwm.replay import REPLAYERS, judge  # here: the simulated cluster is not needed by `hwm check`
 
     targets = ["model", "impl"] if on == "both" else [on]

@@ -55,6 +55,7 @@ def test(command, nodes, workload, clock, schedules, steps, seed, protocol, save
     130 on Ctrl-C. Every process started is killed before hwm exits.
     """
     from bridge.maelstrom.hunt import HypothesisMissing, hunt, saved_schedule
+    from bridge.maelstrom.process import kill_all
 
     command = list(command)
     save = save or _default_save(command)
@@ -79,6 +80,7 @@ def test(command, nodes, workload, clock, schedules, steps, seed, protocol, save
         click.echo(f"error: {e}", err=True)
         sys.exit(EXIT_USAGE)
     except KeyboardInterrupt:
+        kill_all()
         click.echo("\ninterrupted: every node process has been killed", err=True)
         sys.exit(EXIT_INTERRUPTED)
     if not as_json:
@@ -115,6 +117,7 @@ def test(command, nodes, workload, clock, schedules, steps, seed, protocol, save
 
 def replay_schedule(path: Path, command: list[str], brief: bool) -> int:
     """`hwm replay FILE -- CMD ...` for an hwm-schedule/1 FILE: the exit status (0, 1 or 2)."""
+    from bridge.maelstrom.process import kill_all
     from bridge.maelstrom.replay import replay
     from bridge.maelstrom.schedule import ScheduleError, load
 
@@ -133,6 +136,7 @@ def replay_schedule(path: Path, command: list[str], brief: bool) -> int:
     try:
         result, comparison = replay(command, schedule, echo=click.echo, brief=brief)
     except KeyboardInterrupt:
+        kill_all()
         click.echo("\ninterrupted: every node process has been killed", err=True)
         return EXIT_INTERRUPTED
     except ScheduleError as e:

@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from bridge.maelstrom.history import Finding, HistoryChecker, describe_op, final_read_requests
-from bridge.maelstrom.observe import ObservationError, Observer, parse_state
+from bridge.maelstrom.observe import ObservationError, Observer, describe_observation, parse_state
 from bridge.maelstrom.process import EOF_LINE, NodeProcess
 from bridge.maelstrom.protocol import (INDEFINITE, MAX_LINE_BYTES, NOT_SUPPORTED, REPLIES, SERVICES,
                                        NodeProtocolError, parse_line)
@@ -41,7 +41,7 @@ class Limits:
     barrier_seconds: float = 2.0  # longest wait for a node's answer to hwm_state
     quiet_seconds: float = 0.03  # for a node that ignores hwm_state: this long without output = done
     lines_per_step: int = 10_000  # more lines than this from one node in one step is a flood
-    final_rounds: int = 20  # tick + deliver-all rounds after healing, before the final reads
+    final_rounds: int = 12  # tick + deliver-all rounds after healing, before the final reads
 
 
 @dataclass
@@ -235,7 +235,7 @@ class Run:
             except ObservationError as e:
                 raise NodeProtocolError(node, str(e), raw.decode(errors="replace"))
             self.introspects[node] = True
-            self.observer.observe(node, self.step_number, self.cause, state)
+            self._observed(lambda: self.observer.observe(node, self.step_number, self.cause, state))
         elif body["type"] == "error" and body.get("code") == NOT_SUPPORTED:
             self.introspects[node] = False
         elif body["type"] != "error":
@@ -268,9 +268,19 @@ class Run:
             before = len(self.checker.findings)
             self.checker.on_reply(op, self.step_number)
             if op["type"] == "log_read" and isinstance(body.get("index"), int):
-                self.observer.read_served(node, body["index"], self.step_number, f"{self.cause}: {describe_op(op)}")
+                self._observed(lambda: self.observer.read_served(node, body["index"], self.step_number,
+                                                                 f"{self.cause}: {describe_op(op)}"))
             for finding in self.checker.findings[before:]:
                 self._event(f"FINDING {finding}")
+
+    def _observed(self, observe) -> None:
+        """Run one observer call; what it adds (a changed state, a finding) goes into the step's events."""
+        seen, found = len(self.observer.observations), len(self.observer.findings)
+        observe()
+        for observation in self.observer.observations[seen:]:
+            self._event(f"now {describe_observation(observation)}")
+        for finding in self.observer.findings[found:]:
+            self._event(f"FINDING {finding}")
 
     def _event(self, text: str) -> None:
         self.events[-1].append(text)
@@ -375,8 +385,8 @@ class Run:
         for op in self.ops:
             if op["node"] == node and op["status"] == "pending":
                 op["status"], op["reply"] = "info", {"note": f"{node} was killed before it answered"}
-        self.observer.observe(node, self.step_number, self.cause, None, alive=False)
         self._event(f"{node} killed (SIGKILL); its data directory stays")
+        self._observed(lambda: self.observer.observe(node, self.step_number, self.cause, None, alive=False))
 
     def _restart(self, node: str) -> None:
         proc = self.procs[node]

@@ -55,6 +55,15 @@ def _node_names(text: str) -> str:
     return re.sub(r"\bS(\d+)\b", r"n\1", text)
 
 
+def describe_observation(seen: dict) -> str:
+    """`n2 follower  g1 log=[1,1] hwm=1` (log by generation, as in hwm's step tables), or `n2 down`."""
+    if not seen["alive"]:
+        return f"{seen['node']} down"
+    log = ",".join(str(g) for _, g in seen["log"])
+    isr = f" isr={','.join(seen['isr'])}" if seen.get("isr") else ""
+    return f"{seen['node']} {seen['role']:<9} g{seen['generation']} log=[{log}] hwm={seen['hwm']}{isr}"
+
+
 class Observer:
     def __init__(self, node_ids: list[str]):
         self.node_ids = node_ids

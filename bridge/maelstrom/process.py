@@ -9,6 +9,7 @@ so a node started through a shell script or `go run` is stopped whole.
 
 from __future__ import annotations
 
+import atexit
 import os
 import queue
 import signal
@@ -19,6 +20,16 @@ from pathlib import Path
 from bridge.maelstrom.protocol import MAX_LINE_BYTES
 
 EOF_LINE = None  # what a reader thread queues when the node's stdout closes
+_STARTED: "set[NodeProcess]" = set()  # every node process not yet killed, for kill_all
+
+
+def kill_all() -> None:
+    """SIGKILL every node process group still running (Ctrl-C, an exception, interpreter exit)."""
+    for proc in list(_STARTED):
+        proc.kill()
+
+
+atexit.register(kill_all)
 
 
 class NodeProcess:
@@ -45,6 +56,7 @@ class NodeProcess:
                 from bridge.maelstrom.protocol import NodeProtocolError
                 raise NodeProtocolError(self.node, f"could not start {' '.join(self.command)!r}: {e.strerror}")
         self.paused = False
+        _STARTED.add(self)
         threading.Thread(target=self._read, args=(self.proc, self.incarnation), daemon=True,
                          name=f"hwm-{self.node}-stdout").start()
 
@@ -78,11 +90,12 @@ class NodeProcess:
 
     def kill(self) -> None:
         """SIGKILL the node's whole process group and reap it; its data directory stays."""
+        _STARTED.discard(self)
         if self.proc is None:
             return
-        if self.paused:
-            self.signal_group(signal.SIGCONT)
         self.signal_group(signal.SIGKILL)
+        if self.paused:
+            self.signal_group(signal.SIGCONT)  # a stopped process dies of SIGKILL only once continued
         try:
             self.proc.wait(timeout=10)
         except subprocess.TimeoutExpired:

@@ -50,36 +50,26 @@ def compare_histories(saved: list[dict], replayed: list[dict]) -> Comparison:
     return Comparison(True, agreeing, len(saved), len(replayed))
 
 
-def _state_line(seen: dict) -> str:
-    if not seen["alive"]:
-        return "down"
-    log = ",".join(str(g) for _, g in seen["log"])
-    isr = f" isr={','.join(seen['isr'])}" if seen.get("isr") else ""
-    return f"{seen['role']:<9} g{seen['generation']} log=[{log}] hwm={seen['hwm']}{isr}"
-
-
-def narrate_step(number, step: dict, run: Run, echo, shown: dict) -> None:
-    """Print one step: what it was, every message and reply it caused, the states it changed, findings."""
+def narrate_step(number, step: dict, run: Run, echo) -> None:
+    """Print one step: what it was, then every message, reply, changed state and finding it caused."""
     echo(f"step {number}: {describe(step)}")
     for event in run.events[-1]:
         echo(f"    {event}")
-    for observation in run.observer.observations[shown["observations"]:]:
-        echo(f"    {observation['node']} is now {_state_line(observation)}")
-    shown["observations"] = len(run.observer.observations)
-    for finding in (run.observer.findings)[shown["findings"]:]:
-        echo(f"    FINDING {finding}")
-    shown["findings"] = len(run.observer.findings)
 
 
 def replay(command: list[str], schedule: Schedule, echo=print, limits: Limits | None = None,
            brief: bool = False) -> tuple[RunResult, Comparison | None]:
     """Run the saved schedule against `command`, narrating each step through `echo`."""
-    shown = {"observations": 0, "findings": 0}
-
     def on_step(number, step, run):
         if not brief:
-            narrate_step(number, step, run, echo, shown)
+            narrate_step(number, step, run, echo)
 
     result = run_schedule(command, schedule, limits, on_step=on_step)
+    if not brief and result.steps_run == len(schedule.steps) and result.protocol_error is None:
+        echo("the final phase: heal, resume, restart, rounds of tick + deliver_all, then every node is read")
+        for events in result.events[len(schedule.steps) + 1:]:
+            for event in events:
+                if event.startswith(("now ", "FINDING")) or "→c" in event.split(" ")[0]:
+                    echo(f"    {event}")
     comparison = compare_histories(schedule.history, result.history) if schedule.history else None
     return result, comparison

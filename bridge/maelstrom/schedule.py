@@ -174,7 +174,7 @@ def describe(step: dict) -> str:
         return f"{op}({step['from']}→{step['to']}{nth})"
     if op == "partition":
         return "partition(" + " | ".join(" ".join(g) for g in step["groups"]) + ")"
-    args = [str(step[k]) for k in ("node", "key", "msg", "value", "index", "ms") if k in step]
+    args = [str(step[k]) for k in ("node", "key", "msg", "value", "index", "ms", "rounds") if k in step]
     for k in ("offsets", "keys"):
         if k in step:
             args.append(json.dumps(step[k], separators=(",", ":")))
