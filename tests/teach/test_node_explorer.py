@@ -54,7 +54,7 @@ def test_a_node_program_that_does_not_start_is_bad_input(tmp_path):
 
 @pytest.mark.browser
 def test_a_student_steps_the_example_node_goes_back_branches_and_saves_a_replayable_file(
-        browser, session, tmp_path, capsys):
+        browser, session, tmp_path):
     from selenium.webdriver.common.by import By
 
     server, url = serve_in_thread(session)
@@ -138,9 +138,6 @@ def test_a_student_steps_the_example_node_goes_back_branches_and_saves_a_replaya
         server.shutdown()
         server.server_close()
     # `hwm replay FILE -- CMD` runs the saved path again: the same history, no finding.
-    from hwm.nodes_cli import replay_schedule
-
-    capsys.readouterr()
-    assert replay_schedule(saved, NODE, True) == 0
-    out = capsys.readouterr().out
-    assert f"{saved}: no finding" in out and f"{at_commit + 1} steps" in out
+    result = CliRunner().invoke(main, ["replay", "--brief", str(saved), "--", *NODE])
+    assert result.exit_code == 0, result.output
+    assert f"{saved}: no finding" in result.output and f"{at_commit + 1} steps" in result.output
