@@ -145,10 +145,15 @@ def annotate(frames: Sequence[Frame]) -> Sequence[Frame]:
         if frame.blocked:
             frame.messages, frame.quorum = channel_messages(frame, None), None
             continue
-        moving = step_messages(before, frame)
-        sent = next(((m["from"], m["to"]) for m in moving if m["kind"] == "send" and not m["lost"]), None)
-        frame.messages = moving + channel_messages(frame, sent)
-        frame.quorum = quorum(before, frame)
+        try:
+            moving = step_messages(before, frame)
+            sent = next(((m["from"], m["to"]) for m in moving if m["kind"] == "send" and not m["lost"]), None)
+            frame.messages = moving + channel_messages(frame, sent)
+            frame.quorum = quorum(before, frame)
+        except (IndexError, AttributeError, TypeError, KeyError, ValueError):
+            # A state of another shape (another system's model, an implementation's snapshot): the
+            # picture is drawn without the additions rather than not at all.
+            frame.messages, frame.quorum = [], None
     if frames:
         frames[0].messages = channel_messages(frames[0], None)
     return frames
