@@ -107,4 +107,5 @@ if __name__ == "__main__" and sys.argv[1:] == ["--update"]:
 
     with tempfile.TemporaryDirectory() as scratch:
         update(Path(scratch))
-    print(f"rewrote {TUTORIAL} and its pictures")
+    print(f"rewrote {TUTORIAL} and its pictures (a new step picture needs `git add -f`: .gitignore hides "
+          "the step pictures the tutorial does not show)")
