@@ -140,6 +140,7 @@ class NodeSession:
             proc = run.procs[node]
             seen = run.observer.latest.get(node)
             nodes.append({"node": node, "alive": proc.alive, "paused": proc.paused,
+                          "pid": proc.proc.pid if proc.alive else None,
                           "role": seen["role"] if seen else None, "generation": seen["generation"] if seen else None,
                           "hwm": seen["hwm"] if seen else None,
                           "log": [g for _, g in seen["log"]] if seen else None})

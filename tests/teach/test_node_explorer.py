@@ -141,3 +141,35 @@ def test_a_student_steps_the_example_node_goes_back_branches_and_saves_a_replaya
     result = CliRunner().invoke(main, ["replay", "--brief", str(saved), "--", *NODE])
     assert result.exit_code == 0, result.output
     assert f"{saved}: no finding" in result.output and f"{at_commit + 1} steps" in result.output
+
+
+def test_hwm_explore_of_a_node_serves_on_loopback_and_ctrl_c_kills_every_node(tmp_path):
+    import os
+    import signal
+    import subprocess
+    import urllib.request
+
+    process = subprocess.Popen([sys.executable, "-m", "hwm.cli", "explore", "--port", "0", "--save-dir",
+                                str(tmp_path), "--", *NODE], cwd=ROOT, stdout=subprocess.PIPE,
+                               stderr=subprocess.PIPE, text=True)
+    try:
+        line = process.stdout.readline()
+        assert "hwm explorer of" in line and "http://127.0.0.1:" in line, line
+        url = line.split(" at ", 1)[1].split()[0]
+        with urllib.request.urlopen(url + "api/node", timeout=30) as response:
+            view = json.load(response)
+        pids = [n["pid"] for n in view["nodes"]]
+        assert len(pids) == 3 and all(pids)
+    finally:
+        process.send_signal(signal.SIGINT)
+        out, err = process.communicate(timeout=30)
+    assert process.returncode == 0 and "stopped" in out and "Traceback" not in err
+
+    def gone(pid: int) -> bool:
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return True
+        return False
+
+    _wait(lambda: all(gone(pid) for pid in pids), 10)
