@@ -173,7 +173,10 @@ def test_stepping_forward_moves_the_messages_and_pause_freezes_them(browser, fig
     time.sleep(0.25)
     moved = _dot(browser)
     assert moved != first
-    browser.find_element(By.ID, "play").click()  # pause, mid-way
+    play = browser.find_element(By.ID, "play")
+    assert play.text.endswith("pause")  # while messages travel, the button pauses them
+    play.click()  # pause, mid-way
+    assert play.text.endswith("play")
     assert body.get_attribute("data-paused") == "1"
     frozen = _dot(browser)
     time.sleep(0.25)

@@ -61,7 +61,8 @@ const HWM = {
 // then its reply), at the chosen speed; pause freezes them where they are. One animation at a
 // time, shared by the trace page and the explorer. `document.body.dataset.animating` is "1"
 // while messages travel (the browser tests wait on it).
-HWM.player = { speed: 1, paused: false, run: null, phase: 900 /* ms per phase at speed 1 */ };
+HWM.player = { speed: 1, paused: false, run: null, phase: 900 /* ms per phase at speed 1 */,
+               changed() {} /* the play button's label follows: set by playControls */ };
 
 HWM.stopAnimation = function () {
   const run = HWM.player.run;
@@ -99,10 +100,12 @@ HWM.animate = function (root, onDone) {
     show(phases);
     for (const p of parts) p.dot.setAttribute("opacity", "0"); // at rest the numbered badge shows where it is
     document.body.dataset.animating = "0";
+    HWM.player.changed();
     if (onDone) onDone();
   };
   if (!parts.length) { run.finish(); return run; }
   document.body.dataset.animating = "1";
+  HWM.player.changed();
   let elapsed = 0;
   let last = null;
   show(0);
@@ -125,8 +128,12 @@ HWM.animate = function (root, onDone) {
 HWM.playControls = function (playButton, speedSelect, stepForward, atEnd, rewind) {
   let playing = false;
   let timer = null;
+  function moving() {
+    return HWM.player.run && !HWM.player.run.done && !HWM.player.paused;
+  }
+  // "pause" while the page plays by itself or a step's messages travel; "play" otherwise.
   function label() {
-    playButton.textContent = playing ? "\u275a\u275a pause" : "\u25b6\u25b6 play";
+    playButton.textContent = playing || moving() ? "\u275a\u275a pause" : "\u25b6\u25b6 play";
     document.body.dataset.playing = playing ? "1" : "0";
     document.body.dataset.paused = HWM.player.paused ? "1" : "0";
   }
@@ -137,7 +144,7 @@ HWM.playControls = function (playButton, speedSelect, stepForward, atEnd, rewind
     stepForward(() => { if (playing) timer = setTimeout(next, 500 / HWM.player.speed); });
   }
   playButton.addEventListener("click", () => {
-    if (playing || (HWM.player.run && !HWM.player.run.done && !HWM.player.paused)) {
+    if (playing || moving()) {
       playing = false;
       HWM.player.paused = true;
       if (timer) clearTimeout(timer);
@@ -160,6 +167,7 @@ HWM.playControls = function (playButton, speedSelect, stepForward, atEnd, rewind
   }
   speedSelect.addEventListener("change", () => { HWM.player.speed = Number(speedSelect.value) || 1; });
   HWM.player.speed = Number(speedSelect.value) || 1;
+  HWM.player.changed = label;
   label();
   return { stop() { playing = false; if (timer) clearTimeout(timer); timer = null; HWM.player.paused = false; label(); } };
 };
