@@ -400,8 +400,10 @@ def _save_pages(paths) -> None:
         write_trace_page(load_trace(path), path.with_suffix(".html"))
 
 
-def _explore_node(command: list[str], nodes: int, save_dir: Path, host: str, port: int, verbose: bool) -> None:
+def _explore_node(command: list[str], nodes: int, save_dir: Path, host: str, port: int, verbose: bool,
+                  schedule: Path | None) -> None:
     from bridge.maelstrom.protocol import NodeProtocolError
+    from bridge.maelstrom.schedule import ScheduleError
     from hwm.teach.explorer import url_of
     from hwm.teach.node_explorer import NodeSession, make_server
 
@@ -413,6 +415,13 @@ def _explore_node(command: list[str], nodes: int, save_dir: Path, host: str, por
     except OSError as e:
         click.echo(f"hwm explore: cannot run {command[0]}: {e.strerror}", err=True)
         sys.exit(2)
+    if schedule is not None:
+        try:
+            session.open_schedule(schedule)
+        except (ScheduleError, NodeProtocolError) as e:
+            session.close()
+            click.echo(f"hwm explore: {e}", err=True)
+            sys.exit(2)
     try:
         try:
             server = make_server(session, host, port, verbose)
@@ -454,8 +463,10 @@ def _write_pictures(trace, protocol, compare, targets, html_out, svg_dir) -> Non
               help="With -- CMD: how many copies of the node program to run.")
 @click.option("--save-dir", type=click.Path(file_okay=False, path_type=Path), default=Path("hwm-out/explore"),
               show_default=True, help="With -- CMD: the folder the page saves paths to.")
+@click.option("--open", "schedule", type=click.Path(exists=True, dir_okay=False, path_type=Path), default=None,
+              help="With -- CMD: start from a saved schedule (hwm-schedule/1, e.g. what hwm test found), at its end.")
 @click.argument("command", nargs=-1, type=click.UNPROCESSED)
-def explore(protocol, host, port, verbose, nodes, save_dir, command) -> None:
+def explore(protocol, host, port, verbose, nodes, save_dir, schedule, command) -> None:
     """Serve the explorer: click the model's actions, see each state drawn and explained.
 
     Pick a preset and bounds, click any enabled step, go back, jump to every
@@ -474,7 +485,10 @@ def explore(protocol, host, port, verbose, nodes, save_dir, command) -> None:
     from hwm.teach.explorer import make_server, url_of
 
     if command:
-        return _explore_node(list(command), nodes, save_dir, host, port, verbose)
+        return _explore_node(list(command), nodes, save_dir, host, port, verbose, schedule)
+    if schedule is not None:
+        raise click.UsageError("--open FILE explores a node program: give its command after --, "
+                               "e.g. hwm explore --open FILE -- python3 mynode.py")
 
     try:
         server = make_server(host, port, verbose)

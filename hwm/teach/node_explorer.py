@@ -183,6 +183,24 @@ class NodeSession:
                 out.append({"group": "clock", "step": step, "label": describe(step)})
         return out
 
+    def open_schedule(self, path: Path) -> None:
+        """Take a saved schedule's steps (what `hwm test` found, or a path saved here) one by one:
+        the page opens at its end, and any step can be gone back to. ScheduleError names what is wrong."""
+        from bridge.maelstrom.schedule import load
+
+        schedule = load(path)
+        if schedule.workload != self.workload:
+            raise ScheduleError(f"the explorer drives the {self.workload} workload; this schedule's is "
+                                f"{schedule.workload}", file=path, field="workload")
+        if schedule.nodes != self.nodes:
+            self.nodes = schedule.nodes
+            self._fresh()
+        for number, step in enumerate(schedule.steps, 1):
+            try:
+                self.take(step)
+            except BadRequest as e:
+                raise ScheduleError(str(e), file=path, step=number) from None
+
     def picture(self, in_flight: list[dict], nodes: list[dict], findings: list[str]) -> str:
         """The cluster as the nodes report it (`hwm_state`), drawn as the model's states are, with
         each message in flight an arrow waiting in its channel; node k is drawn in row k."""
@@ -191,7 +209,10 @@ class NodeSession:
                                        n["hwm"] or 0, n["alive"]) for n in nodes)
         state = Snapshot(servers, frozenset(self.run.observer.reads))
         label = describe(self.steps[-1]) if self.steps else "(started)"
-        frame = Frame(len(self.steps), label, state)
+        # A property the nodes' reports break at this step: the picture's banner turns red, as the model's does.
+        broken = {f.name: f.text for f in self.run.checker.findings + self.run.observer.findings
+                  if f.step == len(self.steps) and self.steps}
+        frame = Frame(len(self.steps), label, state, violations=broken)
         frame.messages = []
         if self.moved is not None:  # leaves its channel for its receiver, or is lost there
             src, dest, text, op = self.moved

@@ -173,3 +173,28 @@ def test_hwm_explore_of_a_node_serves_on_loopback_and_ctrl_c_kills_every_node(tm
         return False
 
     _wait(lambda: all(gone(pid) for pid in pids), 10)
+
+
+def test_a_failing_schedule_opens_at_its_end_with_the_broken_property_on_the_picture(tmp_path):
+    naive = [sys.executable, str(ROOT / "examples" / "nodes" / "naive_node.py"), "--mistakes", "poll-above-hwm"]
+    session = NodeSession(naive, save_dir=tmp_path)
+    try:
+        session.open_schedule(ROOT / "examples" / "nodes" / "schedules" / "poll-above-hwm.json")
+        view = session.view()
+        assert len(view["steps"]) == 5
+        assert any(f.startswith("ReadNeverLost (step 5)") for f in view["findings"])
+        assert "VIOLATION" in view["svg"] and "ReadNeverLost violated" in view["svg"]
+        # Going back one step: the property holds again there.
+        session.back(4)
+        view = session.view()
+        assert not view["findings"] and "VIOLATION" not in view["svg"]
+    finally:
+        session.close()
+    from bridge.maelstrom.schedule import ScheduleError
+
+    with pytest.raises(ScheduleError, match="poll-above-hwm.json.*field 'workload'"):
+        other = NodeSession(NODE, workload="kafka", save_dir=tmp_path)
+        try:
+            other.open_schedule(ROOT / "examples" / "nodes" / "schedules" / "poll-above-hwm.json")
+        finally:
+            other.close()
