@@ -169,6 +169,12 @@ class NodeSession:
         for n in nodes:
             fault = {"op": "kill" if n["alive"] else "restart", "node": n["node"]}
             out.append({"group": "faults", "step": fault, "label": describe(fault)})
+        if self.run.group is not None:
+            out.append({"group": "faults", "step": {"op": "heal"}, "label": "heal() the partition"})
+        elif len(nodes) > 2:  # cut one node off from the others; messages across the cut are lost
+            for n in nodes:
+                cut = {"op": "partition", "groups": [[n["node"]]]}
+                out.append({"group": "faults", "step": cut, "label": f"partition({n['node']} | the others)"})
         for n in nodes:
             if not n["alive"]:
                 continue

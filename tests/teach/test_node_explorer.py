@@ -198,3 +198,12 @@ def test_a_failing_schedule_opens_at_its_end_with_the_broken_property_on_the_pic
             other.open_schedule(ROOT / "examples" / "nodes" / "schedules" / "poll-above-hwm.json")
         finally:
             other.close()
+
+
+def test_a_partition_is_offered_as_a_fault_and_healed(session):
+    faults = lambda: [o["label"] for o in session.view()["offered"] if o["group"] == "faults"]  # noqa: E731
+    assert "partition(n3 | the others)" in faults() and "heal() the partition" not in faults()
+    session.take({"op": "partition", "groups": [["n3"]]})
+    assert "heal() the partition" in faults() and not any(f.startswith("partition") for f in faults())
+    session.take({"op": "heal"})
+    assert "partition(n3 | the others)" in faults()

@@ -40,7 +40,9 @@
     $("findings").textContent = data.findings.length ? "Found: " + data.findings.join("; ") : "";
     if (data.error) $("error").textContent = "The cluster stopped: " + data.error;
     const events = $("events");
-    events.replaceChildren(...data.events.map((e) => HWM.el("li", {}, e)));
+    const shown = data.events.slice(0, 12);  // a settle can say hundreds of things
+    if (data.events.length > shown.length) shown.push("... and " + (data.events.length - shown.length) + " more");
+    events.replaceChildren(...shown.map((e) => HWM.el("li", {}, e)));
     const offered = $("offered");
     offered.replaceChildren();
     for (const [group, heading] of Object.entries(GROUPS)) {
