@@ -400,44 +400,6 @@ def _save_pages(paths) -> None:
         write_trace_page(load_trace(path), path.with_suffix(".html"))
 
 
-def _explore_node(command: list[str], nodes: int, save_dir: Path, host: str, port: int, verbose: bool,
-                  schedule: Path | None) -> None:
-    from bridge.maelstrom.protocol import NodeProtocolError
-    from bridge.maelstrom.schedule import ScheduleError
-    from hwm.teach.explorer import url_of
-    from hwm.teach.node_explorer import NodeSession, make_server
-
-    try:
-        session = NodeSession(command, nodes, save_dir=save_dir)
-    except NodeProtocolError as e:
-        click.echo(f"hwm explore: the node program did not start: {e}", err=True)
-        sys.exit(2)
-    except OSError as e:
-        click.echo(f"hwm explore: cannot run {command[0]}: {e.strerror}", err=True)
-        sys.exit(2)
-    if schedule is not None:
-        try:
-            session.open_schedule(schedule)
-        except (ScheduleError, NodeProtocolError) as e:
-            session.close()
-            click.echo(f"hwm explore: {e}", err=True)
-            sys.exit(2)
-    try:
-        try:
-            server = make_server(session, host, port, verbose)
-        except OSError as e:
-            raise click.UsageError(f"cannot listen on {host}:{port}: {e.strerror}")
-        click.echo(f"hwm explorer of {' '.join(command)} at {url_of(server)}  (Ctrl-C stops it)")
-        try:
-            server.serve_forever()
-        except KeyboardInterrupt:
-            click.echo("stopped")
-        finally:
-            server.server_close()
-    finally:
-        session.close()
-
-
 def _write_pictures(trace, protocol, compare, targets, html_out, svg_dir) -> None:
     from hwm.teach.page import trace_columns, write_svgs, write_trace_page
 
@@ -485,7 +447,9 @@ def explore(protocol, host, port, verbose, nodes, save_dir, schedule, command) -
     from hwm.teach.explorer import make_server, url_of
 
     if command:
-        return _explore_node(list(command), nodes, save_dir, host, port, verbose, schedule)
+        from hwm.teach.node_explorer import serve_from_command_line
+
+        sys.exit(serve_from_command_line(list(command), nodes, save_dir, host, port, verbose, schedule))
     if schedule is not None:
         raise click.UsageError("--open FILE explores a node program: give its command after --, "
                                "e.g. hwm explore --open FILE -- python3 mynode.py")

@@ -320,3 +320,43 @@ def serve_in_thread(session: NodeSession, host: str = "127.0.0.1", port: int = 0
     server = make_server(session, host, port)
     threading.Thread(target=server.serve_forever, name="hwm-node-explorer", daemon=True).start()
     return server, url_of(server)
+
+
+def serve_from_command_line(command: list[str], nodes: int, save_dir: Path, host: str, port: int, verbose: bool,
+                            schedule: Path | None) -> int:
+    """`hwm explore [--open FILE] -- CMD`: serve until Ctrl-C; the exit status (0, or 2 for bad input:
+    a node program that does not start, a schedule it cannot run, a port it cannot listen on)."""
+    import click
+
+    from hwm.teach.explorer import url_of
+
+    try:
+        session = NodeSession(command, nodes, save_dir=save_dir)
+    except NodeProtocolError as e:
+        click.echo(f"hwm explore: the node program did not start: {e}", err=True)
+        return 2
+    except OSError as e:
+        click.echo(f"hwm explore: cannot run {command[0]}: {e.strerror}", err=True)
+        return 2
+    try:
+        if schedule is not None:
+            try:
+                session.open_schedule(schedule)
+            except (ScheduleError, NodeProtocolError) as e:
+                click.echo(f"hwm explore: {e}", err=True)
+                return 2
+        try:
+            server = make_server(session, host, port, verbose)
+        except OSError as e:
+            click.echo(f"hwm explore: cannot listen on {host}:{port}: {e.strerror}", err=True)
+            return 2
+        click.echo(f"hwm explorer of {' '.join(command)} at {url_of(server)}  (Ctrl-C stops it)")
+        try:
+            server.serve_forever()
+        except KeyboardInterrupt:
+            click.echo("stopped")
+        finally:
+            server.server_close()
+        return 0
+    finally:
+        session.close()
