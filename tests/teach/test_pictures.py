@@ -196,9 +196,15 @@ def test_stepping_forward_moves_the_messages_and_pause_freezes_them(browser, fig
 
 
 @pytest.mark.browser
-def test_no_label_overlaps_another_on_a_two_column_page(browser, figure_8):
+def test_no_label_overlaps_another_on_a_two_column_page_nor_in_the_svg_files_with_their_titles(browser, figure_8):
     browser.get(figure_8.joinpath("page.html").as_uri())
     assert label_overlaps(browser) == []
+    # The files `--svg` writes carry the trace's title, wrapped to the picture's width (it was cut at 560 px).
+    files = sorted((figure_8 / "svg").glob("step-*.svg"))
+    titles = [t for t in ET.parse(files[-1]).getroot().iter(SVG + "text") if t.get("class") == "title"]
+    assert len(titles) >= 2 and " ".join(t.text for t in titles).startswith("raft-any-generation-commit on the model")
+    frames = [{"number": k, "svg": f.read_text()} for k, f in enumerate(files)]
+    assert label_overlaps(browser, {"columns": [{"frames": frames}]}) == []
 
 
 @pytest.fixture(scope="module")
