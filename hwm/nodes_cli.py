@@ -67,7 +67,7 @@ def test(command, nodes, workload, clock, schedules, steps, seed, protocol, save
     name = protocol  # a preset name or {"preset", "flags"}: JSON either way
 
     def progress(report, result):
-        if not as_json:
+        if not as_json and sys.stderr.isatty():  # a progress line for people, not for logs
             mark = "✗" if result.failed else "·"
             click.echo(f"\r  schedules {report.schedules:>4} {mark} operations {report.operations:>6}  "
                        f"{report.schedules / max(1e-9, time.monotonic() - began):.1f} schedules/s", nl=False, err=True)
@@ -83,7 +83,7 @@ def test(command, nodes, workload, clock, schedules, steps, seed, protocol, save
         kill_all()
         click.echo("\ninterrupted: every node process has been killed", err=True)
         sys.exit(EXIT_INTERRUPTED)
-    if not as_json:
+    if not as_json and sys.stderr.isatty():
         click.echo("", err=True)
     shortest = report.shortest
     saved = saved_schedule(shortest, command, save) if shortest is not None else None
