@@ -9,6 +9,7 @@ schedule and saves it for `hwm replay FILE -- CMD ...`. docs/tutorial-your-node.
 from __future__ import annotations
 
 import json
+import signal
 import sys
 import time
 from pathlib import Path
@@ -72,6 +73,10 @@ def test(command, nodes, workload, clock, schedules, steps, seed, protocol, save
             click.echo(f"\r  schedules {report.schedules:>4} {mark} operations {report.operations:>6}  "
                        f"{report.schedules / max(1e-9, time.monotonic() - began):.1f} schedules/s", nl=False, err=True)
 
+    def terminated(signum, frame):  # SIGTERM (a CI job cancelled): kill the nodes, as on Ctrl-C
+        raise KeyboardInterrupt
+
+    signal.signal(signal.SIGTERM, terminated)
     began = time.monotonic()
     try:
         report = hunt(command, workload=workload, nodes=nodes, clock=clock, schedules=schedules, steps=steps,
