@@ -45,8 +45,9 @@ class HuntReport:
 
     @property
     def shortest(self) -> RunResult | None:
-        """The shrunk schedule: the shortest of the failing ones (Hypothesis ends on the minimal one)."""
-        return min(self.failures, key=lambda r: (len(r.schedule.steps), r.protocol_error is None)) \
+        """The shrunk schedule: the shortest of the failing ones (Hypothesis ends on the minimal one);
+        a node that broke the protocol is reported before any finding its broken answers caused."""
+        return min(self.failures, key=lambda r: (r.protocol_error is None, len(r.schedule.steps))) \
             if self.failures else None
 
 
