@@ -22,7 +22,8 @@ EXIT_OK, EXIT_FOUND, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
 
 
 def _default_save(command: list[str]) -> Path:
-    name = Path(command[-1]).stem if command else "node"
+    # Name it after the program: the first argument that is a file (python3 mynode.py), else the command.
+    name = next((Path(a).stem for a in command if Path(a).is_file()), Path(command[0]).name)
     return Path("hwm-out") / "nodes" / f"{name}-{time.strftime('%Y%m%d-%H%M%S')}.json"
 
 
