@@ -21,6 +21,11 @@ from hwm.params import ProtocolParam
 EXIT_OK, EXIT_FOUND, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
 
 
+def _terminated(signum, frame):
+    """SIGTERM (a CI job cancelled) ends a run as Ctrl-C does: every node process is killed."""
+    raise KeyboardInterrupt
+
+
 def _default_save(command: list[str]) -> Path:
     # Name it after the program: the first argument that is a file (python3 mynode.py), else the command.
     name = next((Path(a).stem for a in command if Path(a).is_file()), Path(command[0]).name)
@@ -74,10 +79,7 @@ def test(command, nodes, workload, clock, schedules, steps, seed, protocol, save
             click.echo(f"\r  schedules {report.schedules:>4} {mark} operations {report.operations:>6}  "
                        f"{report.schedules / max(1e-9, time.monotonic() - began):.1f} schedules/s", nl=False, err=True)
 
-    def terminated(signum, frame):  # SIGTERM (a CI job cancelled): kill the nodes, as on Ctrl-C
-        raise KeyboardInterrupt
-
-    signal.signal(signal.SIGTERM, terminated)
+    signal.signal(signal.SIGTERM, _terminated)
     began = time.monotonic()
     try:
         report = hunt(command, workload=workload, nodes=nodes, clock=clock, schedules=schedules, steps=steps,
@@ -139,6 +141,7 @@ def replay_schedule(path: Path, command: list[str], brief: bool) -> int:
     click.echo(f"== {path} against {' '.join(command)}" + (f": {schedule.title}" if schedule.title else ""))
     click.echo(f"   {schedule.nodes} nodes, {schedule.workload} workload, {schedule.clock} clock, "
                f"{len(schedule.steps)} steps")
+    signal.signal(signal.SIGTERM, _terminated)
     try:
         result, comparison = replay(command, schedule, echo=click.echo, brief=brief)
     except KeyboardInterrupt:
