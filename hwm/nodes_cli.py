@@ -9,6 +9,7 @@ schedule and saves it for `hwm replay FILE -- CMD ...`. docs/tutorial-your-node.
 from __future__ import annotations
 
 import json
+import signal
 import sys
 import time
 from pathlib import Path
@@ -20,8 +21,14 @@ from hwm.params import ProtocolParam
 EXIT_OK, EXIT_FOUND, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
 
 
+def _terminated(signum, frame):
+    """SIGTERM (a CI job cancelled) ends a run as Ctrl-C does: every node process is killed."""
+    raise KeyboardInterrupt
+
+
 def _default_save(command: list[str]) -> Path:
-    name = Path(command[-1]).stem if command else "node"
+    # Name it after the program: the first argument that is a file (python3 mynode.py), else the command.
+    name = next((Path(a).stem for a in command if Path(a).is_file()), Path(command[0]).name)
     return Path("hwm-out") / "nodes" / f"{name}-{time.strftime('%Y%m%d-%H%M%S')}.json"
 
 
@@ -67,11 +74,12 @@ def test(command, nodes, workload, clock, schedules, steps, seed, protocol, save
     name = protocol  # a preset name or {"preset", "flags"}: JSON either way
 
     def progress(report, result):
-        if not as_json:
+        if not as_json and sys.stderr.isatty():  # a progress line for people, not for logs
             mark = "✗" if result.failed else "·"
             click.echo(f"\r  schedules {report.schedules:>4} {mark} operations {report.operations:>6}  "
                        f"{report.schedules / max(1e-9, time.monotonic() - began):.1f} schedules/s", nl=False, err=True)
 
+    signal.signal(signal.SIGTERM, _terminated)
     began = time.monotonic()
     try:
         report = hunt(command, workload=workload, nodes=nodes, clock=clock, schedules=schedules, steps=steps,
@@ -83,7 +91,7 @@ def test(command, nodes, workload, clock, schedules, steps, seed, protocol, save
         kill_all()
         click.echo("\ninterrupted: every node process has been killed", err=True)
         sys.exit(EXIT_INTERRUPTED)
-    if not as_json:
+    if not as_json and sys.stderr.isatty():
         click.echo("", err=True)
     shortest = report.shortest
     saved = saved_schedule(shortest, command, save) if shortest is not None else None
@@ -133,6 +141,7 @@ def replay_schedule(path: Path, command: list[str], brief: bool) -> int:
     click.echo(f"== {path} against {' '.join(command)}" + (f": {schedule.title}" if schedule.title else ""))
     click.echo(f"   {schedule.nodes} nodes, {schedule.workload} workload, {schedule.clock} clock, "
                f"{len(schedule.steps)} steps")
+    signal.signal(signal.SIGTERM, _terminated)
     try:
         result, comparison = replay(command, schedule, echo=click.echo, brief=brief)
     except KeyboardInterrupt:

@@ -111,6 +111,8 @@ def check_step(step, nodes: list[str], workload: str, number: int | None = None,
             bad(f"{op} needs field {name!r}", name)
         if not isinstance(step[name], kind) or isinstance(step[name], bool):
             bad(f"{name!r} must be {getattr(kind, '__name__', kind)}, got {step[name]!r}", name)
+    if op == "tick" and "node" in step and not isinstance(step["node"], str):
+        bad("'node' must be str", "node")
     for name in ("node", "from", "to"):
         if name in step and step[name] not in nodes:
             bad(f"no node {step[name]!r}; this run has {', '.join(nodes)}", name)

@@ -273,6 +273,11 @@ class Node:
         self.reply(msg, {"type": "poll_ok", "msgs": msgs})
 
     def on_list_committed_offsets(self, msg):
+        # Committed offsets must never go back, so only a leader whose own generation has committed
+        # (its high-water mark is at least as high as any earlier leader's) answers.
+        if self.role != "leader" or not self.hwm or self.log[self.hwm - 1][0] != self.generation:
+            self.error(msg, 11, f"{self.node_id} cannot list committed offsets now (not a settled leader)")
+            return
         committed = {}
         for _, p in self.log[:self.hwm]:
             for key, offset in ((p or {}).get("c") or {}).items():

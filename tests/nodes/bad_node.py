@@ -44,8 +44,13 @@ for line in sys.stdin:
         continue
     if body["type"] == "hwm_state":
         out({"src": me, "dest": msg["src"], "body": {"type": "error", "code": 10, "in_reply_to": body["msg_id"]}})
+    elif body["type"] == "log_read" and mode != "hang":
+        out({"src": me, "dest": msg["src"], "body": {"type": "error", "code": 11, "in_reply_to": body["msg_id"]}})
     elif body["type"] == "log_append":
-        if mode == "not-json":
+        if mode == "one-index":  # every append acknowledged at index 1: two values at one index
+            out({"src": me, "dest": msg["src"], "body": {"type": "log_append_ok", "index": 1,
+                                                         "in_reply_to": body["msg_id"]}})
+        elif mode == "not-json":
             sys.stdout.write("appended it!\n")
             sys.stdout.flush()
         elif mode == "unknown-type":

@@ -17,12 +17,12 @@ def _own_node(protocol: str) -> list[str]:
     return [sys.executable, "-m", "hwm.cli", "node", "--stdio", "--protocol", protocol]
 
 
-def _has_stdio() -> bool:
+@pytest.fixture(scope="module", autouse=True)
+def has_stdio():
+    # Asked when these tests run, not at collection: a subprocess costs a second.
     done = subprocess.run([sys.executable, "-m", "hwm.cli", "node", "--help"], capture_output=True, text=True)
-    return "--stdio" in done.stdout
-
-
-pytestmark = pytest.mark.skipif(not _has_stdio(), reason="this build's `hwm node` has no --stdio")
+    if "--stdio" not in done.stdout:
+        pytest.skip("this build's `hwm node` has no --stdio")
 
 
 @pytest.mark.parametrize("mistake", ["ack-on-write", "poll-above-hwm", "truncate-to-own-hwm"])
