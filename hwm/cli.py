@@ -34,7 +34,8 @@ class _Commands(click.Group):
 
     LAZY = {"node": "hwm.cluster_cli", "cluster": "hwm.cluster_cli", "put": "hwm.cluster_cli",
             "get": "hwm.cluster_cli", "status": "hwm.cluster_cli", "prove": "hwm.prove_cli",
-            "controller": "hwm.cluster_cli", "validate": "hwm.validate_cli"}
+            "controller": "hwm.cluster_cli", "validate": "hwm.validate_cli",
+            "test": "hwm.nodes_cli"}
 
     def list_commands(self, ctx):
         return sorted({*super().list_commands(ctx), *self.LAZY})
@@ -395,6 +396,10 @@ def replay(files, on, protocol, quiet, brief, html_out, svg_dir, compare, itf_ou
     Exit status: 0 when every file's outcome equals its expect (with --protocol:
     no violation), 1 when one differs, 2 on invalid input.
     """
+    from hwm.bridge.maelstrom.schedule import is_schedule_file
+    if is_schedule_file(files[0]):  # a node schedule: hwm replay FILE -- CMD ... (hwm/nodes_cli.py)
+        from hwm.nodes_cli import replay_schedule
+        sys.exit(replay_schedule(files[0], [str(f) for f in files[1:]], brief))
     from hwm.replay import REPLAYERS, judge  # here: the simulated cluster is not needed by `hwm check`
     from hwm.itf_cli import load_any
     from hwm.properties.itf import ItfError
@@ -524,7 +529,14 @@ def _write_pictures(trace, protocol, compare, targets, html_out, svg_dir) -> Non
 @click.option("--port", type=click.IntRange(0, 65535), default=8765, show_default=True,
               help="Port to listen on (0: any free port).")
 @click.option("--verbose", is_flag=True, help="Log every request to stderr.")
-def explore(protocol, host, port, verbose) -> None:
+@click.option("--nodes", type=click.IntRange(1, 9), default=3, show_default=True,
+              help="With -- CMD: how many copies of the node program to run.")
+@click.option("--save-dir", type=click.Path(file_okay=False, path_type=Path), default=Path("hwm-out/explore"),
+              show_default=True, help="With -- CMD: the folder the page saves paths to.")
+@click.option("--open", "schedule", type=click.Path(exists=True, dir_okay=False, path_type=Path), default=None,
+              help="With -- CMD: start from a saved schedule (hwm-schedule/1, e.g. what hwm test found), at its end.")
+@click.argument("command", nargs=-1, type=click.UNPROCESSED)
+def explore(protocol, host, port, verbose, nodes, save_dir, schedule, command) -> None:
     """Serve the explorer: click the model's actions, see each state drawn and explained.
 
     Pick a preset and bounds, click any enabled step, go back, jump to every
@@ -532,10 +544,23 @@ def explore(protocol, host, port, verbose) -> None:
     protocol side by side, or switch a flag mid-trace and see the step where the
     fix blocks the bug. Everything is served from the installed package; Ctrl-C
     stops it.
+
+    With `-- CMD ...` the page steps your own node program instead (the log
+    workload over stdin/stdout, hwm's virtual clock): deliver or drop each
+    message, crash and restart nodes, send client requests, go back to any
+    step, and save the path for `hwm replay FILE -- CMD`.
     """
     from urllib.parse import quote
 
     from hwm.teach.explorer import make_server, url_of
+
+    if command:
+        from hwm.teach.node_explorer import serve_from_command_line
+
+        sys.exit(serve_from_command_line(list(command), nodes, save_dir, host, port, verbose, schedule))
+    if schedule is not None:
+        raise click.UsageError("--open FILE explores a node program: give its command after --, "
+                               "e.g. hwm explore --open FILE -- python3 mynode.py")
 
     try:
         server = make_server(host, port, verbose)

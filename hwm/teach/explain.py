@@ -47,6 +47,11 @@ class Frame:
     loop: int | None = None
     loop_end: int | None = None  # the cycle's last step
     cycle: bool = False
+    # What the pictures add (`hwm.teach.motion.annotate`): the messages the step sends, the
+    # quorum behind a leader's new high-water mark, where two protocols on one path part.
+    messages: list[dict] = field(default_factory=list)
+    quorum: dict | None = None
+    departs: str | None = None
 
 
 # ------------------------------------------------------------------ entries
@@ -431,6 +436,9 @@ def frames_of(model: Any, steps: Sequence, states: Sequence, values: Values | No
                             values=values))
     elif loop is not None and 1 <= loop < len(frames) == len(steps) + 1:
         mark_cycle(frames, loop)
+    from hwm.teach.motion import annotate  # that module builds on this one
+
+    annotate(frames)
     return frames
 
 

@@ -35,6 +35,7 @@ from pathlib import Path
 from typing import Any
 
 from hwm.teach.explain import frames_of
+from hwm.teach.motion import mark_departure
 from hwm.teach.page import column
 from hwm.teach.svg import Layout
 from hwm.model.actions import BoundHit, from_step, to_step
@@ -170,6 +171,8 @@ def state(body: dict) -> dict:
         heading = other_name + (f": blocked at step {len(other_states)}" if other_blocked else ": every step enabled")
         columns.append((heading, frames_of(other_model, steps, other_states, blocked=other_blocked,
                                            loop=None if other_blocked else loop)))
+    if len(columns) == 2:  # both columns mark the step where the two protocols part
+        mark_departure(columns[0][1], columns[1][1], (name, other_name))
     layout = Layout.of([f for _, fs in columns for f in fs], model.config.max_log)
     last = states[-1]
     value = _next_value(steps[:len(states) - 1])

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Sequence
 
 from hwm.teach.explain import Frame
+from hwm.teach.motion import mark_departure
 from hwm.teach.svg import Layout, draw
 
 
@@ -29,7 +30,8 @@ def frame_payload(frame: Frame, layout: Layout) -> dict:
     return {"number": frame.number, "label": frame.label, "svg": draw(frame, layout),
             "lines": frame.lines, "violations": frame.violations, "witnesses": frame.witnesses,
             "blocked": frame.blocked, "in_flight": frame.in_flight, "step": frame.step,
-            "removed": len(frame.removed), "loop": frame.loop, "cycle": frame.cycle}
+            "removed": len(frame.removed), "loop": frame.loop, "cycle": frame.cycle, "departs": frame.departs,
+            "messages": len(frame.messages)}
 
 
 def column(heading: str, frames: Sequence[Frame], layout: Layout) -> dict:
@@ -63,8 +65,13 @@ def page(title: str, explanation: str, meta: str, columns: Sequence[dict]) -> st
   <button id="forward" title="step forward (right arrow)">&#x25B6;</button>
   <button id="last" title="last step (End)">last &raquo;</button>
   <button id="jump" title="the violating or blocked step (v)">violation</button>
+  <button id="play" title="play the steps one after another, messages moving (space)">play</button>
+  <label>speed <select id="speed" aria-label="speed">
+    <option value="0.25">0.25x</option><option value="0.5">0.5x</option><option value="1" selected>1x</option>
+    <option value="2">2x</option><option value="4">4x</option></select></label>
   <span id="counter"></span>
-  <span class="meta"><kbd>&larr;</kbd> <kbd>&rarr;</kbd> step, <kbd>v</kbd> violation</span>
+  <span class="meta"><kbd>&larr;</kbd> <kbd>&rarr;</kbd> step, <kbd>v</kbd> violation, <kbd>space</kbd> play/pause;
+  the address ends in <code>#step=N</code>: a link to this step</span>
 </div>
 <div id="cycle" class="cycle-bar" hidden></div>
 <div id="columns" class="columns"></div>
@@ -85,6 +92,8 @@ def page(title: str, explanation: str, meta: str, columns: Sequence[dict]) -> st
 def write_page(path: Path, title: str, explanation: str, meta: str,
                columns: Sequence[tuple[str, Sequence[Frame]]], max_log: int = 0) -> Path:
     """Write the page of one or more columns of frames (the same steps under different protocols)."""
+    if len(columns) == 2:  # the same steps under two protocols: mark where they part, on both
+        mark_departure(columns[0][1], columns[1][1], tuple(_protocol_name(h) for h, _ in columns))
     layout = Layout.of([f for _, frames in columns for f in frames], max_log)
     text = page(title, explanation, meta, [column(h, frames, layout) for h, frames in columns])
     path = Path(path)
@@ -92,6 +101,11 @@ def write_page(path: Path, title: str, explanation: str, meta: str,
     tmp.write_text(text, encoding="utf-8")
     tmp.replace(path)
     return path
+
+
+def _protocol_name(heading: str) -> str:
+    """`raft` of the heading `raft on the model: holds`."""
+    return heading.split(" on the ", 1)[0].split(": ", 1)[0]
 
 
 def write_svgs(directory: Path, frames: Sequence[Frame], title: str = "", max_log: int = 0) -> list[Path]:

@@ -13,6 +13,7 @@ from hwm.cli import main
 from hwm.checker.replay import replay_on_model
 from hwm.teach.explain import frames_of_outcome
 from hwm.properties.trace import load
+from tests.teach.layout import label_overlaps
 from tests.teach.conftest import console_errors, screenshot
 
 CATALOGUE = Path(__file__).resolve().parents[2] / "counterexamples"
@@ -172,4 +173,6 @@ def test_every_catalogue_page_steps_to_its_end_in_a_browser_without_errors(brows
         assert "violating" in column.get_attribute("class"), path.stem  # every catalogue trace is a bug's
         servers = len(replay_on_model(trace).rows[0][1].servers)
         assert len(column.find_elements(By.CSS_SELECTOR, "g.server")) == servers, path.stem
+        # Measured, not judged by eye: at every step, no label overlaps another or leaves the picture.
+        assert label_overlaps(browser) == [], path.stem
         assert console_errors(browser) == [], path.stem

@@ -3,7 +3,8 @@
 Every ```console block holds `$ hwm ...` lines, each followed by its output. The
 test runs each command (in a scratch copy of the traces, so the checkout is not
 written) and compares its output with the block, then compares every picture the
-tutorial shows with the one the commands drew. After a deliberate change,
+tutorial shows (`docs/tutorial/X`) with the one the commands drew (`hwm-out/tutorial/X`: the
+commands write pictures to the output folder, never into the repository). After a deliberate change,
 `python -m tests.teach.test_tutorial --update` rewrites the outputs and pictures.
 """
 
@@ -73,10 +74,11 @@ def test_tutorial_commands_print_what_the_tutorial_shows(tmp_path):
             for command, expected in commands(block):
                 assert run(command) == expected, (f"`{command}` no longer prints what docs/tutorial.md shows; after a "
                                                   "deliberate change: python -m tests.teach.test_tutorial --update")
+        assert not sorted((tmp_path / "docs").rglob("*.svg")), "a tutorial command wrote a picture into docs/"
         pictures = PICTURE.findall(text)
         assert len(pictures) >= 5
         for picture in pictures:
-            drawn = tmp_path / "docs" / picture
+            drawn = tmp_path / "hwm-out" / picture
             assert drawn.exists(), f"no command in the tutorial draws {picture}"
             assert drawn.read_text() == (ROOT / "docs" / picture).read_text(), (
                 f"docs/{picture} is out of date: python -m tests.teach.test_tutorial --update")
@@ -96,7 +98,7 @@ def update(tmp: Path) -> None:
         for picture in PICTURE.findall(text):
             target = ROOT / "docs" / picture
             target.parent.mkdir(parents=True, exist_ok=True)
-            shutil.copy(tmp / "docs" / picture, target)
+            shutil.copy(tmp / "hwm-out" / picture, target)
     TUTORIAL.write_text(text, encoding="utf-8")
 
 
@@ -105,4 +107,5 @@ if __name__ == "__main__" and sys.argv[1:] == ["--update"]:
 
     with tempfile.TemporaryDirectory() as scratch:
         update(Path(scratch))
-    print(f"rewrote {TUTORIAL} and its pictures")
+    print(f"rewrote {TUTORIAL} and its pictures (a new step picture needs `git add -f`: .gitignore hides "
+          "the step pictures the tutorial does not show)")

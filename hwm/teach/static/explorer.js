@@ -11,6 +11,8 @@
   let view = 0; // the step both columns show: the path's end, or where a switched flag blocks the bug
   let loop = null; // a loaded lasso's first cycle step; any change to the path ends the lasso
   let saved = []; // the checkout's saved traces (GET /api/catalogue)
+  let forwardTaken = false; // the next drawing follows a step taken forward: play its messages
+  let controls = null; // play/pause and speed (HWM.playControls)
 
   async function api(route, body) {
     const response = await fetch(route, {
@@ -71,6 +73,7 @@
       last = await api("/api/state", request());
     } catch (e) {
       $("error").textContent = e.message;
+      forwardTaken = false;
       return false;
     }
     const divergence = last.divergence;
@@ -114,7 +117,8 @@
     loop = Number.isInteger(saved.loop) ? saved.loop : null;
   }
 
-  function drawColumns() {
+  // `animate`: the step viewed was just taken (or played) forward: its messages travel.
+  function drawColumns(animate, done) {
     const columns = $("columns");
     columns.replaceChildren();
     for (const column of last.columns) {
@@ -133,6 +137,12 @@
     document.body.dataset.divergence = divergence ? String(divergence.step) : "";
     for (const li of document.querySelectorAll("#steps li")) {
       li.classList.toggle("current", Number(li.dataset.step) === view);
+    }
+    if (animate && view > 0) HWM.animate(columns, done);
+    else {
+      HWM.stopAnimation();
+      document.body.dataset.animating = "0";
+      if (done) done();
     }
   }
 
@@ -155,7 +165,8 @@
       const li = document.querySelector('#steps li[data-step="' + last.divergence.step + '"]');
       if (li) li.classList.add("fix-blocked");
     }
-    drawColumns();
+    drawColumns(forwardTaken && view === path.length);
+    forwardTaken = false;
     $("status").textContent = last.protocol + ", " + path.length + " steps" +
       (last.reachable < path.length ? " (step " + (last.reachable + 1) + " is not enabled under it; a step " +
         "taken now replaces the rest)" : "");
@@ -164,6 +175,8 @@
   }
 
   async function take(step) {
+    if (controls) controls.stop();
+    forwardTaken = true;
     loop = null;
     path = path.slice(0, last.reachable); // past a step the protocol forbids, the path goes on from here
     path.push(step);
@@ -186,6 +199,8 @@
 
   async function forward() {
     if (!redo.length) return;
+    if (controls) controls.stop();
+    forwardTaken = true;
     loop = null;
     path.push(redo.pop());
     if (!(await refresh())) redo.push(path.pop());
@@ -298,7 +313,10 @@
       path = []; redo = []; loop = null; $("found").replaceChildren(); fitToSystem(); offerSaved(); refresh();
     });
     compare.addEventListener("change", () => refresh(true));
-    $("view").addEventListener("input", () => { view = Number($("view").value); drawColumns(); });
+    $("view").addEventListener("input", () => { controls.stop(); view = Number($("view").value); drawColumns(); });
+    // Play the path from the step viewed to its end, each step's messages travelling.
+    controls = HWM.playControls($("play"), $("speed"), (done) => { view += 1; drawColumns(true, done); },
+      () => view >= path.length, () => { view = 0; drawColumns(); });
     $("reset").addEventListener("click", () => { path = []; redo = []; loop = null; refresh(); });
     $("saved").addEventListener("change", loadSaved);
     $("back").addEventListener("click", back);

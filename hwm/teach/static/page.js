@@ -1,6 +1,7 @@
 // The trace page: a slider and keys (left/right, home/end, v for the violation) over the frames.
 // A lasso (a liveness counterexample) wraps: forward from its last step goes back to the step
-// its cycle starts at, as the cluster does for ever.
+// its cycle starts at, as the cluster does for ever. Stepping forward plays the step's messages;
+// play steps on by itself. The address ends in #step=N, so a link opens that step.
 "use strict";
 
 (function () {
@@ -22,22 +23,44 @@
       "before step " + loop + "); stepping forward from the last step wraps to step " + loop + ", c jumps there";
   }
 
-  function go(i) {
+  // `animate`: the step was taken forward, so its messages travel; `done` runs once they arrived.
+  function go(i, animate, done) {
     if (lasso && i > length - 1) i = loop; // the cycle repeats
-    current = Math.max(0, Math.min(length - 1, i));
+    const target = Math.max(0, Math.min(length - 1, i));
+    const forward = target === current + 1 || (lasso && current === length - 1 && target === loop);
+    current = target;
     slider.value = String(current);
     const frame = data.columns[0].frames[Math.min(current, data.columns[0].frames.length - 1)];
     counter.textContent = "step " + current + " / " + (length - 1) +
       (lasso ? (frame.cycle ? "  (cycle " + (current - loop + 1) + " of " + (length - loop) + ")" : "  (stem)") : "");
+    HWM.stopAnimation();
     columns.replaceChildren();
     for (const column of data.columns) {
       const el = HWM.el("div", {});
       HWM.showColumn(el, column, current);
       columns.appendChild(el);
     }
-    steps.replaceChildren(HWM.stepList(data.columns[0].frames, current, go));
+    steps.replaceChildren(HWM.stepList(data.columns[0].frames, current, (k) => user(k)));
     document.body.dataset.step = String(current);
     document.body.dataset.cycle = lasso && frame.cycle ? "1" : "0";
+    if (location.hash !== "#step=" + current) history.replaceState(null, "", "#step=" + current);
+    if (animate && forward) HWM.animate(columns, done);
+    else {
+      document.body.dataset.animating = "0";
+      if (done) done();
+    }
+  }
+
+  // The step a link names: #step=N (out of range: the nearest step).
+  function linked() {
+    const m = /^#step=(\d+)$/.exec(location.hash);
+    return m ? Number(m[1]) : null;
+  }
+
+  // A step the reader chose (key, button, slider, list): it ends a play.
+  function user(k, animate) {
+    controls.stop();
+    go(k, animate);
   }
 
   // A replay stops at the violation of the trace's property (or the blocked step): the last
@@ -45,23 +68,28 @@
   const frames0 = data.columns[0].frames;
   let violating = -1;
   frames0.forEach((f, k) => { if (Object.keys(f.violations).length || f.blocked) violating = k; });
-  document.getElementById("first").addEventListener("click", () => go(0));
-  document.getElementById("back").addEventListener("click", () => go(current - 1));
-  document.getElementById("forward").addEventListener("click", () => go(current + 1));
-  document.getElementById("last").addEventListener("click", () => go(length - 1));
+  const controls = HWM.playControls(document.getElementById("play"), document.getElementById("speed"),
+    (done) => go(current + 1, true, done), () => !lasso && current >= length - 1, () => go(0));
+  document.getElementById("first").addEventListener("click", () => user(0));
+  document.getElementById("back").addEventListener("click", () => user(current - 1));
+  document.getElementById("forward").addEventListener("click", () => user(current + 1, true));
+  document.getElementById("last").addEventListener("click", () => user(length - 1));
   const jump = document.getElementById("jump");
   if (violating < 0) jump.disabled = true;
-  jump.addEventListener("click", () => go(violating));
-  slider.addEventListener("input", () => go(Number(slider.value)));
+  jump.addEventListener("click", () => user(violating));
+  slider.addEventListener("input", () => user(Number(slider.value)));
+  window.addEventListener("hashchange", () => { const k = linked(); if (k !== null && k !== current) user(k); });
   document.addEventListener("keydown", (e) => {
-    if (e.key === "ArrowRight" || e.key === "l") go(current + 1);
-    else if (e.key === "ArrowLeft" || e.key === "h") go(current - 1);
-    else if (e.key === "Home") go(0);
-    else if (e.key === "End") go(length - 1);
-    else if (e.key === "v" && violating >= 0) go(violating);
-    else if (e.key === "c" && lasso) go(loop);
+    if (e.target.tagName === "SELECT" || e.target.tagName === "BUTTON" && e.key === " ") return;
+    if (e.key === "ArrowRight" || e.key === "l") user(current + 1, true);
+    else if (e.key === "ArrowLeft" || e.key === "h") user(current - 1);
+    else if (e.key === "Home") user(0);
+    else if (e.key === "End") user(length - 1);
+    else if (e.key === "v" && violating >= 0) user(violating);
+    else if (e.key === "c" && lasso) user(loop);
+    else if (e.key === " ") document.getElementById("play").click();
     else return;
     e.preventDefault();
   });
-  go(0);
+  go(linked() === null ? 0 : linked());
 })();
