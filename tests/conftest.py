@@ -32,9 +32,11 @@ def pytest_configure(config):
 # Which tests share a worker under pytest-xdist (`--dist loadgroup`): by default a file's tests stay
 # together (their module fixtures start once); these groups join files that share costly state in
 # one process: the Spark session, the browser, and the compiled kernels with the memoised searches
-# (tests/explored.py) that the engine, backend and catalogue tests all compare against.
-_GROUPS = {"tests/spark/": "spark", "tests/teach/": "browser", "tests/checker/test_engine.py": "explored",
-           "tests/checker/test_fast.py": "explored", "tests/properties/test_catalogue.py": "explored"}
+# (tests/explored.py) that the engine, backend and catalogue tests all compare against; and the
+# node programs of tests/nodes, whose timed process checks would otherwise share the cores with each other.
+_GROUPS = {"tests/spark/": "spark", "tests/teach/": "browser", "tests/nodes/": "nodes",
+           "tests/checker/test_engine.py": "explored", "tests/checker/test_fast.py": "explored",
+           "tests/properties/test_catalogue.py": "explored"}
 
 
 # tryfirst: xdist's own hook turns the marker into the node id's "@group" suffix, so the marker must

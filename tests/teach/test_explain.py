@@ -113,9 +113,9 @@ def test_cli_replay_explains_by_default_and_brief_is_the_table(tmp_path):
 
 
 def test_a_model_that_changes_an_action_gets_the_difference_not_wrong_words():
-    from hwm.model.actions import Model
+    from hwm.model.raft import RaftModel
 
-    class MinimumHwm(Model):  # another system's HWM rule behind the same action names
+    class MinimumHwm(RaftModel):  # another system's HWM rule behind the same action names
         def _advance_hwm(self, leader, position):
             return leader
 
