@@ -267,6 +267,8 @@ class Run:
         if op["status"] == "ok":
             before = len(self.checker.findings)
             self.checker.on_reply(op, self.step_number)
+            if op["type"] == "log_append" and isinstance(body.get("index"), int):
+                self.observer.acknowledge(node, body["index"], describe_op(op))
             if op["type"] == "log_read" and isinstance(body.get("index"), int):
                 self._observed(lambda: self.observer.read_served(node, body["index"], self.step_number,
                                                                  f"{self.cause}: {describe_op(op)}"))
