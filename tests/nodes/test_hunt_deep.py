@@ -13,7 +13,7 @@ pytestmark = pytest.mark.deep
 
 @pytest.mark.parametrize("mistake", ["ack-on-write", "poll-above-hwm", "truncate-to-own-hwm"])
 def test_the_hunt_catches_and_shrinks_each_mistake(mistake, tmp_path):
-    report = hunt(naive_node(mistake), workload="kafka", schedules=300, steps=30, seed=0, shrink_seconds=120)
+    report = hunt(naive_node(mistake), workload="log", schedules=300, steps=30, seed=0, shrink_seconds=120)
     assert report.failures, f"{mistake} not caught in {report.schedules} schedules"
     shortest = report.shortest
     assert shortest.protocol_error is None
