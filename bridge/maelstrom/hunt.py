@@ -37,6 +37,7 @@ def _hypothesis():
 class HuntReport:
     schedules: int = 0  # schedules run to the end (or to their failure)
     operations: int = 0  # client operations sent, over all schedules
+    answered_ok: int = 0  # of which the node answered with success: a clean hunt where none did says little
     seconds: float = 0.0
     first_failure_at: int | None = None  # how many schedules until the first failure
     first_failure_seconds: float | None = None
@@ -176,6 +177,7 @@ def hunt(command: list[str], workload: str = "log", nodes: int = 3, clock: str =
             result.protocol_error, result.steps_run = self.error, len(self.schedule.steps)
             report.schedules += 1
             report.operations += result.operations()
+            report.answered_ok += sum(1 for op in result.history if op["step"] is not None and op["status"] == "ok")
             if on_schedule is not None:
                 on_schedule(report, result)
             if result.failed:
