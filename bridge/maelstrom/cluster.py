@@ -120,7 +120,8 @@ class Run:
         self.init_waiting = (node, msg_id)
         deadline = time.monotonic() + self.limits.init_seconds
         while self.init_waiting is not None:
-            if not self._route_next(deadline - time.monotonic()):
+            # Lines from other nodes keep coming on the wall clock: the deadline is checked apart.
+            if time.monotonic() > deadline or not self._route_next(deadline - time.monotonic()):
                 raise NodeProtocolError(node, f"did not answer init within {self.limits.init_seconds:g} s "
                                               "(it must reply {\"type\": \"init_ok\", \"in_reply_to\": "
                                               f"{msg_id}}})" + self._log_note(node))
@@ -157,7 +158,7 @@ class Run:
             proc.write(self._line(HWM_CLIENT, node, {"type": "hwm_state", "msg_id": msg_id}))
             deadline = time.monotonic() + self.limits.barrier_seconds
             while self.awaiting[node] == msg_id and proc.alive:
-                if not self._route_next(deadline - time.monotonic()):
+                if time.monotonic() > deadline or not self._route_next(deadline - time.monotonic()):
                     self.barrier_ok[node] = False  # it ignores hwm_state: fall back to quiet periods
                     self.awaiting[node] = None
                     break
