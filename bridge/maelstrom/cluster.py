@@ -96,6 +96,7 @@ class Run:
         self.final_ops: list[dict] = []
         self.init_waiting: tuple[str, int] | None = None
         self.initialised: set[str] = set()
+        self.last_line_at: dict[str, float] = {}
 
     # ---- life cycle ------------------------------------------------------------------------
     def start(self) -> None:
@@ -164,8 +165,14 @@ class Run:
                     break
             if self.barrier_ok[node]:
                 return
-        while self._route_next(self.limits.quiet_seconds):
-            pass
+        # No barrier: wait until this node has been quiet for a while (others may go on talking),
+        # and never longer than a barrier would have waited.
+        began = time.monotonic()
+        while time.monotonic() - began < self.limits.barrier_seconds:
+            quiet_for = time.monotonic() - max(self.last_line_at.get(node, 0.0), began)
+            if quiet_for >= self.limits.quiet_seconds:
+                break
+            self._route_next(self.limits.quiet_seconds - quiet_for)
 
     # ---- reading from nodes ----------------------------------------------------------------
     def _route_next(self, timeout: float) -> bool:
@@ -196,6 +203,7 @@ class Run:
                 raise NodeProtocolError(node, f"{proc.exit_description()} on its own {at} "
                                               "(hwm did not kill it)" + self._log_note(node))
             return
+        self.last_line_at[node] = time.monotonic()
         count = self.lines_this_step.get(node, 0) + 1
         self.lines_this_step[node] = count
         if count > self.limits.lines_per_step or len(raw) > MAX_LINE_BYTES:
