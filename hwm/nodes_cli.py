@@ -97,6 +97,7 @@ def test(command, nodes, workload, clock, schedules, steps, seed, protocol, save
     saved = saved_schedule(shortest, command, save) if shortest is not None else None
     if as_json:
         click.echo(json.dumps({"schedules": report.schedules, "operations": report.operations,
+                               "succeeded": report.answered_ok,
                                "seconds": round(report.seconds, 3),
                                "first_failure_at": report.first_failure_at,
                                "findings": shortest.schedule.findings if shortest else [],
@@ -109,7 +110,10 @@ def test(command, nodes, workload, clock, schedules, steps, seed, protocol, save
                    f"{report.operations / max(1e-9, report.seconds):.1f} operations/s)")
         if shortest is None:
             note = " (stopped by --time-limit)" if report.out_of_time else ""
-            click.echo(f"no finding in {report.schedules} schedules of up to {steps} steps{note}")
+            click.echo(f"no finding in {report.schedules} schedules of up to {steps} steps{note}; "
+                       f"{report.answered_ok} of the {report.operations} operations succeeded")
+            if report.operations and not report.answered_ok:
+                click.echo("  (no operation succeeded: the node never served a client, so this says little)")
         else:
             if shortest.protocol_error:
                 click.echo(f"error: {shortest.protocol_error}", err=True)

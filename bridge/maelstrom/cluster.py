@@ -96,6 +96,7 @@ class Run:
         self.final_ops: list[dict] = []
         self.init_waiting: tuple[str, int] | None = None
         self.initialised: set[str] = set()
+        self.last_line_at: dict[str, float] = {}
 
     # ---- life cycle ------------------------------------------------------------------------
     def start(self) -> None:
@@ -120,7 +121,8 @@ class Run:
         self.init_waiting = (node, msg_id)
         deadline = time.monotonic() + self.limits.init_seconds
         while self.init_waiting is not None:
-            if not self._route_next(deadline - time.monotonic()):
+            # Lines from other nodes keep coming on the wall clock: the deadline is checked apart.
+            if time.monotonic() > deadline or not self._route_next(deadline - time.monotonic()):
                 raise NodeProtocolError(node, f"did not answer init within {self.limits.init_seconds:g} s "
                                               "(it must reply {\"type\": \"init_ok\", \"in_reply_to\": "
                                               f"{msg_id}}})" + self._log_note(node))
@@ -157,14 +159,20 @@ class Run:
             proc.write(self._line(HWM_CLIENT, node, {"type": "hwm_state", "msg_id": msg_id}))
             deadline = time.monotonic() + self.limits.barrier_seconds
             while self.awaiting[node] == msg_id and proc.alive:
-                if not self._route_next(deadline - time.monotonic()):
+                if time.monotonic() > deadline or not self._route_next(deadline - time.monotonic()):
                     self.barrier_ok[node] = False  # it ignores hwm_state: fall back to quiet periods
                     self.awaiting[node] = None
                     break
             if self.barrier_ok[node]:
                 return
-        while self._route_next(self.limits.quiet_seconds):
-            pass
+        # No barrier: wait until this node has been quiet for a while (others may go on talking),
+        # and never longer than a barrier would have waited.
+        began = time.monotonic()
+        while time.monotonic() - began < self.limits.barrier_seconds:
+            quiet_for = time.monotonic() - max(self.last_line_at.get(node, 0.0), began)
+            if quiet_for >= self.limits.quiet_seconds:
+                break
+            self._route_next(self.limits.quiet_seconds - quiet_for)
 
     # ---- reading from nodes ----------------------------------------------------------------
     def _route_next(self, timeout: float) -> bool:
@@ -195,6 +203,7 @@ class Run:
                 raise NodeProtocolError(node, f"{proc.exit_description()} on its own {at} "
                                               "(hwm did not kill it)" + self._log_note(node))
             return
+        self.last_line_at[node] = time.monotonic()
         count = self.lines_this_step.get(node, 0) + 1
         self.lines_this_step[node] = count
         if count > self.limits.lines_per_step or len(raw) > MAX_LINE_BYTES:
@@ -267,6 +276,8 @@ class Run:
         if op["status"] == "ok":
             before = len(self.checker.findings)
             self.checker.on_reply(op, self.step_number)
+            if op["type"] == "log_append" and isinstance(body.get("index"), int):
+                self.observer.acknowledge(node, body["index"], describe_op(op))
             if op["type"] == "log_read" and isinstance(body.get("index"), int):
                 self._observed(lambda: self.observer.read_served(node, body["index"], self.step_number,
                                                                  f"{self.cause}: {describe_op(op)}"))

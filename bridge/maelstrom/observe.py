@@ -12,6 +12,8 @@ a plain dict, in the order they happened:
 trace a validator steps against the model. Here every observation also updates the cluster's
 snapshot (properties/snapshot.py: node k is server S(k)), and the whole catalogue's `always`
 properties are checked on each observed change; a finding names the node (n2, not S2) and the step.
+With the log workload, where an index is a log index, a node's answer after it acknowledged
+`log_append` must show its high-water mark at or past that index (`AckedAtOrBelowHwm`).
 """
 
 from __future__ import annotations
@@ -73,6 +75,7 @@ class Observer:
         self.reads: set[tuple[int, int]] = set()  # (index, generation) clients were served
         self.snapshot: Snapshot | None = None
         self.reported: set[str] = set()  # one finding per property is enough to act on
+        self.acknowledged: dict[str, list[tuple[int, str]]] = {}  # node -> (index, op) awaiting its state
 
     def _snapshot(self) -> Snapshot | None:
         if len(self.latest) != len(self.node_ids):
@@ -87,6 +90,8 @@ class Observer:
     def observe(self, node: str, step, cause: str, state: dict | None, alive: bool = True) -> None:
         """Record `node`'s answer (or, with state None, its death) and check the catalogue on the change."""
         previous = self.latest.get(node)
+        if state is not None:
+            self._check_acknowledged(node, state, step)
         if state is None:
             if previous is None or not previous["alive"]:
                 return
@@ -97,6 +102,17 @@ class Observer:
         self.latest[node] = current
         self.observations.append(dict(current, step=step, cause=cause, node=node))
         self._check(step, f"{cause}, seen at {node}")
+
+    def acknowledge(self, node: str, index: int, op: str) -> None:
+        """`node` acknowledged a log_append at `index`; its next answer must show a HWM at or past it."""
+        self.acknowledged.setdefault(node, []).append((index, op))
+
+    def _check_acknowledged(self, node: str, state: dict, step) -> None:
+        for index, op in self.acknowledged.pop(node, []):
+            if state["hwm"] < index and "AckedAtOrBelowHwm" not in self.reported:
+                self.reported.add("AckedAtOrBelowHwm")
+                self.findings.append(Finding("AckedAtOrBelowHwm", f"{op} was acknowledged at index {index}, but "
+                                                                  f"{node}'s high-water mark was {state['hwm']}", step))
 
     def read_served(self, node: str, index: int, step, cause: str) -> None:
         """A client read `index` from `node`: the entry, as that node last showed its log, is read."""

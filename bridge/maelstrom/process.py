@@ -15,6 +15,7 @@ import queue
 import signal
 import subprocess
 import threading
+import time
 from pathlib import Path
 
 from hwm.bridge.maelstrom.protocol import MAX_LINE_BYTES
@@ -30,6 +31,25 @@ def kill_all() -> None:
 
 
 atexit.register(kill_all)
+
+
+def _group_running(pgid: int) -> bool:
+    """Whether a process of group `pgid` exists that is not a zombie (Linux /proc; elsewhere: no)."""
+    try:
+        entries = os.listdir("/proc")
+    except OSError:
+        return False
+    for entry in entries:
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat") as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+        except (OSError, IndexError):
+            continue
+        if len(fields) > 2 and fields[2] == str(pgid) and fields[0] != "Z":
+            return True
+    return False
 
 
 class NodeProcess:
@@ -100,6 +120,12 @@ class NodeProcess:
             self.proc.wait(timeout=10)
         except subprocess.TimeoutExpired:
             pass
+        # SIGKILL is delivered asynchronously: wait (briefly) until no member of the group still runs,
+        # so that "the run is over" means its processes are gone, children of the node included.
+        deadline = time.monotonic() + 5
+        while _group_running(self.proc.pid) and time.monotonic() < deadline:
+            self.signal_group(signal.SIGKILL)
+            time.sleep(0.005)
         for stream in (self.proc.stdin, self.proc.stdout):
             try:
                 stream.close()

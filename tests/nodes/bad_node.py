@@ -3,9 +3,9 @@
 import json
 import os
 import sys
-import time
 
 mode = sys.argv[1]
+pending = []  # kv mode: the request being served, then the length read from lin-kv
 
 
 def out(obj):

@@ -24,6 +24,10 @@ def test_each_mistake_is_caught_by_its_short_schedule_and_the_correct_node_passe
     comparison = compare_histories(schedule.history, naive.history)
     assert comparison.same, comparison.summary()
     assert naive.observations == schedule.observations
+    if mistake == "ack-on-write":
+        # Inside the node: its answer right after the acknowledgement shows its HWM still below it.
+        early = [f for f in naive.findings if f.name == "AckedAtOrBelowHwm"]
+        assert early and early[0].step == 2 and "n1's high-water mark was 1" in early[0].text
     if mistake == "truncate-to-own-hwm":
         # The catalogue on the observed states names the node and the step: n2's restart (step 6)
         # cut its log to its own HWM, under entry 2 that n1 counts as committed.

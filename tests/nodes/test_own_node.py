@@ -2,7 +2,6 @@
 
 Skipped in a build whose `hwm node` has no `--stdio`."""
 
-import subprocess
 import sys
 
 import pytest
@@ -19,9 +18,12 @@ def _own_node(protocol: str) -> list[str]:
 
 @pytest.fixture(scope="module", autouse=True)
 def has_stdio():
-    # Asked when these tests run, not at collection: a subprocess costs a second.
-    done = subprocess.run([sys.executable, "-m", "hwm.cli", "node", "--help"], capture_output=True, text=True)
-    if "--stdio" not in done.stdout:
+    import click
+
+    from hwm.cli import main
+
+    node = main.get_command(click.Context(main), "node")
+    if node is None or "stdio" not in {p.name for p in node.params}:
         pytest.skip("this build's `hwm node` has no --stdio")
 
 

@@ -1,7 +1,6 @@
 """A node that breaks the protocol gets an error naming it and the offending line; the history so
 far is kept; every process hwm started is gone afterwards, also on Ctrl-C."""
 
-import os
 import signal
 import subprocess
 import sys
