@@ -283,7 +283,7 @@ def test_every_preset_and_flag_value_has_a_fast_path():
 
 
 def test_unknown_models_and_flags_are_refused_by_name():
-    class Product(Model):
+    class Product(RaftModel):
         pass
 
     with pytest.raises(BackendUnavailable,

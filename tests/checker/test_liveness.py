@@ -11,7 +11,7 @@ from hwm.cli import main
 from hwm.liveness_report import lasso_trace
 from hwm.checker.replay import judge, replay_on_model
 from hwm.bridge.replay import replay_on_impl
-from hwm.model.actions import Model
+from hwm.model.raft import RaftModel
 from hwm.model.registry import build_model
 from hwm.checker.liveness import LivenessRefused, check_liveness, lasso_verdict
 from hwm.model.state import Config
@@ -64,7 +64,7 @@ def test_pinned_lassos_and_raft_holds_deep(key):
 
 
 # ---------------------------------------------------------------- the checker can fail
-class NeverCounts(Model):
+class NeverCounts(RaftModel):
     """A leader that never counts acknowledgements: its HWM never moves (planted bug)."""
 
     def _advance_hwm(self, leader, position):

@@ -213,7 +213,7 @@ def test_the_epoch_is_durable_before_the_ack_is_sent():
 def test_the_raft_core_refuses_a_zab_protocol_and_names_the_zab_replica():
     with pytest.raises(ValueError, match="ZabReplica runs zab"):
         Replica("S1", ["S2"], ZAB, ZabDurable(0, None, 0, ()))
-    with pytest.raises(ValueError, match="ZabReplica runs zab; impl.core.Replica runs raft"):
+    with pytest.raises(ValueError, match="ZabReplica runs zab; hwm.impl.core.Replica runs raft"):
         ZabReplica("S1", ["S2"], PRESETS["raft"].protocol, ZabDurable(0, None, 0, ()))
 
 

@@ -27,7 +27,7 @@ def test_a_finding_exits_1_and_names_the_replay_command(tmp_path):
     saved = tmp_path / "found.json"
     done = CliRunner().invoke(main, ["test", "--workload", "log", "--clock", "virtual", "--schedules", "20",
                                      "--no-shrink", "--save", str(saved), "--json", "--", *bad_node("one-index")])
-    assert done.exit_code == 1, done.output
+    assert done.exit_code == 1 and not isinstance(done.exception, Exception), (done.output, repr(done.exception))
     report = json.loads(done.output)
     assert report["saved"] == str(saved) and report["findings"] and report["first_failure_at"] >= 1
     assert report["findings"][0].split(" ")[0].rstrip(":") in ("AckedNeverLost", "OneValuePerOffset")

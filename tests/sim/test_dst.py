@@ -1,6 +1,6 @@
 """The real runtime under the deterministic simulation (bridge/dst/): crash/restart schedules.
 
-The default run draws 1,010 schedules (derandomized, so every run draws the same ones), each with a
+The default run draws 1,030 schedules (derandomized, so every run draws the same ones), each with a
 process crash, power failure or outage step and a restart of every machine at the end; at least
 1,000 of them must really crash a machine (a crash of a machine already down does nothing). It
 requires every check to hold; then it asserts that the schedules really exercised what the checks
@@ -21,7 +21,7 @@ from hwm.bridge.dst import Schedule, Step, run_schedule, schedules
 DEFAULT_SCHEDULES = 1000
 # Every schedule has a crash step, but crashing a machine that is already down does nothing: a few
 # more are drawn so that at least DEFAULT_SCHEDULES really crash one.
-DRAWN = 1010
+DRAWN = 1030
 
 
 def run_schedules(examples: int, derandomize: bool) -> Counter:
