@@ -1,0 +1,298 @@
+"""`hwm node --stdio`: three real node processes on real pipes, routed by a small driver here.
+
+The driver is the network and the clock: it writes each line to one node, then a `hwm_state`
+request as a barrier, and reads that node's output up to the barrier's answer: everything before
+it is what the node said in answer to the line (the node handles its input in order). Peer
+messages go into one FIFO queue, delivered in order; messages to a killed node are lost. Under
+the virtual clock a run is a function of this schedule alone.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import select
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+NODE_IDS = ["n1", "n2", "n3"]
+READ_TIMEOUT = 20.0  # seconds for a node to answer the barrier: a generous bound on a busy machine
+
+
+class NodeProcess:
+    def __init__(self, node_id: str, data: Path, protocol: str):
+        self.node_id = node_id
+        data.mkdir(parents=True, exist_ok=True)
+        env = dict(os.environ, HWM_DATA_DIR=str(data), HWM_NODE_ID=node_id)
+        self.stderr_path = data.parent / f"{node_id}.stderr"
+        self.stderr = open(self.stderr_path, "ab")
+        self.process = subprocess.Popen(
+            [sys.executable, "-m", "hwm.cli", "node", "--stdio", "--clock", "virtual", "--protocol", protocol],
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self.stderr, cwd=data, env=env)
+        self.buffer = b""
+        self.msg_id = 0
+
+    def write(self, envelope: dict | bytes) -> None:
+        line = envelope if isinstance(envelope, bytes) else json.dumps(envelope).encode() + b"\n"
+        self.process.stdin.write(line)
+        self.process.stdin.flush()
+
+    def request(self, body: dict, src: str = "c1") -> dict:
+        self.msg_id += 1
+        body = dict(body, msg_id=self.msg_id)
+        self.write({"src": src, "dest": self.node_id, "body": body})
+        return body
+
+    def barrier(self) -> tuple[list[dict], dict]:
+        """(the lines the node wrote since the last barrier, its hwm_state_ok now)."""
+        sent = self.request({"type": "hwm_state"}, src="driver")
+        lines = []
+        deadline = time.monotonic() + READ_TIMEOUT
+        fd = self.process.stdout.fileno()
+        while True:
+            while b"\n" in self.buffer:
+                line, self.buffer = self.buffer.split(b"\n", 1)
+                message = json.loads(line)
+                body = message["body"]
+                if message["dest"] == "driver" and body.get("in_reply_to") == sent["msg_id"]:
+                    assert body["type"] == "hwm_state_ok", body
+                    return lines, body
+                lines.append(message)
+            ready, _, _ = select.select([fd], [], [], max(0.0, deadline - time.monotonic()))
+            assert ready, f"{self.node_id} did not answer within {READ_TIMEOUT} s: {self.stderr_text()}"
+            data = os.read(fd, 65536)
+            assert data, f"{self.node_id} exited ({self.process.poll()}): {self.stderr_text()}"
+            self.buffer += data
+
+    def stderr_text(self) -> str:
+        self.stderr.flush()
+        return self.stderr_path.read_text(errors="replace")[-2000:]
+
+    def kill(self) -> None:
+        self.process.send_signal(signal.SIGKILL)
+        self.process.wait()
+        self.stderr.close()
+
+    def stop(self) -> int:
+        if self.process.poll() is None:
+            self.process.stdin.close()
+            try:
+                return self.process.wait(timeout=10)
+            finally:
+                self.stderr.close()
+        self.stderr.close()
+        return self.process.returncode
+
+
+class Cluster:
+    """Three nodes, a FIFO network between them, client answers collected per msg_id."""
+
+    def __init__(self, root: Path, protocol: str):
+        self.root, self.protocol = root, protocol
+        self.nodes: dict[str, NodeProcess] = {}
+        self.states: dict[str, dict] = {}
+        self.network: list[dict] = []
+        self.answers: dict[tuple[str, int], dict] = {}  # (node, msg_id) -> answer body
+        for node_id in NODE_IDS:
+            self.start(node_id)
+
+    def start(self, node_id: str) -> None:
+        node = NodeProcess(node_id, self.root / node_id, self.protocol)
+        self.nodes[node_id] = node
+        node.request({"type": "init", "node_id": node_id, "node_ids": NODE_IDS})
+        self.collect(node)
+
+    def collect(self, node: NodeProcess) -> None:
+        lines, state = node.barrier()
+        self.states[node.node_id] = state
+        for message in lines:
+            if message["dest"] in NODE_IDS:
+                self.network.append(message)
+            else:
+                self.answers[(node.node_id, message["body"]["in_reply_to"])] = message["body"]
+
+    def send(self, node_id: str, body: dict) -> tuple[str, int]:
+        node = self.nodes[node_id]
+        sent = node.request(body)
+        self.collect(node)
+        return node_id, sent["msg_id"]
+
+    def deliver_all(self, limit: int = 500) -> None:
+        for _ in range(limit):
+            if not self.network:
+                return
+            message = self.network.pop(0)
+            node = self.nodes.get(message["dest"])
+            if node is None or node.process.poll() is not None:
+                continue  # lost: the node is down
+            node.write(message)
+            self.collect(node)
+        raise AssertionError(f"the network did not quiesce in {limit} deliveries")
+
+    def tick(self, ticks: int = 1) -> None:
+        for node_id, node in self.nodes.items():
+            if node.process.poll() is None:
+                for _ in range(ticks):
+                    node.write({"src": "driver", "dest": node_id, "body": {"type": "hwm_tick"}})
+                self.collect(node)
+        self.deliver_all()
+
+    def leader(self) -> str | None:
+        leaders = [n for n, s in self.states.items() if s["role"] == "leader" and self.nodes[n].process.poll() is None]
+        assert len(leaders) <= 1 or len({self.states[n]["generation"] for n in leaders}) == len(leaders), self.states
+        return max(leaders, key=lambda n: self.states[n]["generation"]) if leaders else None
+
+    def wait_for(self, condition, what: str, rounds: int = 200, ticks: int = 5):
+        for _ in range(rounds):
+            result = condition()
+            if result:
+                return result
+            self.tick(ticks)
+        raise AssertionError(f"no {what} after {rounds * ticks} ticks: {self.states}")
+
+    def kill(self, node_id: str) -> None:
+        self.nodes[node_id].kill()
+        del self.nodes[node_id]
+        del self.states[node_id]
+
+    def stop(self) -> None:
+        for node in self.nodes.values():
+            assert node.stop() == 0, node.stderr_text()
+
+
+@pytest.fixture
+def cluster_factory(tmp_path):
+    made = []
+
+    def make(protocol: str) -> Cluster:
+        cluster = Cluster(tmp_path, protocol)
+        made.append(cluster)
+        return cluster
+
+    yield make
+    for cluster in made:
+        for node in cluster.nodes.values():
+            if node.process.poll() is None:
+                node.process.kill()
+                node.process.wait()
+
+
+def _append_until_acknowledged(cluster: Cluster, values: list[str]) -> dict[str, int]:
+    """Append each value on the leader; the index each was acknowledged at."""
+    acknowledged = {}
+    for value in values:
+        leader = cluster.wait_for(cluster.leader, "leader")
+        key = cluster.send(leader, {"type": "log_append", "value": value})
+        cluster.wait_for(lambda: key in cluster.answers, f"answer to the append of {value}")
+        answer = cluster.answers[key]
+        if answer["type"] == "log_append_ok":
+            acknowledged[value] = answer["index"]
+    return acknowledged
+
+
+def _read_everywhere(cluster: Cluster, acknowledged: dict[str, int]) -> None:
+    """Every node serves each acknowledged entry at or below its HWM, and refuses above it."""
+    for node_id in cluster.nodes:
+        hwm = cluster.states[node_id]["hwm"]
+        for value, index in acknowledged.items():
+            key = cluster.send(node_id, {"type": "log_read", "index": index})
+            answer = cluster.answers[key]
+            if index <= hwm:
+                assert answer == {"type": "log_read_ok", "index": index, "value": value,
+                                  "in_reply_to": key[1], "msg_id": answer["msg_id"]}, (node_id, answer)
+            else:
+                assert answer["type"] == "error" and answer["code"] == 20, (node_id, index, hwm, answer)
+        above = cluster.send(node_id, {"type": "log_read", "index": hwm + 1})
+        assert cluster.answers[above]["code"] == 20, cluster.answers[above]
+
+
+@pytest.mark.parametrize("protocol", ["raft", "zab", "kafka"])
+def test_elect_append_kill_the_leader_restart_and_nothing_acknowledged_is_lost(cluster_factory, protocol):
+    cluster = cluster_factory(protocol)
+    first = _append_until_acknowledged(cluster, ["a", "b", "c"])
+    assert set(first) == {"a", "b", "c"}, first
+    cluster.wait_for(lambda: all(s["hwm"] >= max(first.values()) for s in cluster.states.values()), "HWM everywhere")
+    _read_everywhere(cluster, first)
+
+    old_leader = cluster.leader()
+    old_generation = cluster.states[old_leader]["generation"]
+    cluster.kill(old_leader)
+    if protocol == "kafka" and old_leader == NODE_IDS[0]:
+        cluster.start(old_leader)  # the controller lives in n1: nothing is elected without it
+    second = _append_until_acknowledged(cluster, ["d", "e"])
+    assert set(second) == {"d", "e"}, second
+    assert cluster.states[cluster.leader()]["generation"] > old_generation
+    if old_leader not in cluster.nodes:
+        cluster.start(old_leader)  # kill -9, then back on the same data directory
+    acknowledged = {**first, **second}
+    last = max(acknowledged.values())
+    cluster.wait_for(lambda: all(s["hwm"] >= last for s in cluster.states.values()), "the restarted node caught up")
+    _read_everywhere(cluster, acknowledged)
+    logs = {n: s["log"] for n, s in cluster.states.items()}
+    assert all(log[:last] == logs[old_leader][:last] for log in logs.values()), logs
+    cluster.stop()
+
+
+def test_a_restarted_node_recovers_its_log_from_its_data_directory(cluster_factory):
+    cluster = cluster_factory("raft")
+    acknowledged = _append_until_acknowledged(cluster, ["x", "y"])
+    cluster.wait_for(lambda: all(s["hwm"] >= acknowledged["y"] for s in cluster.states.values()), "HWM everywhere")
+    before = {n: s["log"] for n, s in cluster.states.items()}
+    for node_id in NODE_IDS:
+        cluster.kill(node_id)
+    cluster.network.clear()
+    for node_id in NODE_IDS:
+        cluster.start(node_id)  # no peer has spoken yet: what they show is their own disk
+        assert cluster.states[node_id]["log"] == before[node_id], node_id
+        assert cluster.states[node_id]["generation"] >= 1
+    cluster.stop()
+
+
+def test_garbage_and_bad_requests_get_a_log_line_or_an_error_never_a_crash(cluster_factory):
+    cluster = cluster_factory("raft")
+    node = cluster.nodes["n1"]
+    node.write(b"this is not json\n")
+    node.write(b"[1, 2, 3]\n")
+    node.write(b"\xff\xfe\n")
+    node.write(b'{"src": "c1", "dest": "n2", "body": {"type": "log_read", "msg_id": 99, "index": 1}}\n')
+    node.write(b'{"src": "n2", "dest": "n1", "body": {"type": "hwm_peer", "frame": "bm90IGEgZnJhbWU="}}\n')
+    node.write(b'{"src": "n3", "dest": "n1", "body": {"type": "hwm_peer", "frame": "%%%"}}\n')
+    unknown = cluster.send("n1", {"type": "frobnicate"})
+    bad_index = cluster.send("n1", {"type": "log_read", "index": "one"})
+    missing_value = cluster.send("n1", {"type": "log_append"})
+    assert cluster.answers[unknown]["code"] == 10
+    assert cluster.answers[bad_index]["code"] == 12 and "'index'" in cluster.answers[bad_index]["text"]
+    assert cluster.answers[missing_value]["code"] == 12
+    not_leader = cluster.send("n1", {"type": "send", "key": "k", "msg": 1})
+    assert cluster.answers[not_leader]["code"] == 11, cluster.answers[not_leader]
+    log = node.stderr_text()
+    for expected in ("not JSON", "not a message", "for 'n2'", "not a valid frame"):
+        assert expected in log, (expected, log)
+    cluster.wait_for(cluster.leader, "leader")  # still serving
+    cluster.stop()
+
+
+def test_the_kafka_workload_on_one_replicated_log(cluster_factory):
+    cluster = cluster_factory("raft")
+    leader = cluster.wait_for(cluster.leader, "leader")
+    offsets = {}
+    for key, msg in [("k1", 10), ("k2", 20), ("k1", 11)]:
+        sent = cluster.send(leader, {"type": "send", "key": key, "msg": msg})
+        cluster.wait_for(lambda: sent in cluster.answers, "send_ok")
+        assert cluster.answers[sent]["type"] == "send_ok", cluster.answers[sent]
+        offsets[(key, msg)] = cluster.answers[sent]["offset"]
+    assert offsets[("k1", 10)] < offsets[("k1", 11)]
+    polled = cluster.send(leader, {"type": "poll", "offsets": {"k1": 0, "k2": 0, "k3": 0}})
+    assert cluster.answers[polled]["msgs"] == {"k1": [[offsets[("k1", 10)], 10], [offsets[("k1", 11)], 11]],
+                                              "k2": [[offsets[("k2", 20)], 20]], "k3": []}
+    committed = cluster.send(leader, {"type": "commit_offsets", "offsets": {"k1": offsets[("k1", 11)]}})
+    cluster.wait_for(lambda: committed in cluster.answers, "commit_offsets_ok")
+    assert cluster.answers[committed]["type"] == "commit_offsets_ok"
+    listed = cluster.send(leader, {"type": "list_committed_offsets", "keys": ["k1", "k2"]})
+    assert cluster.answers[listed]["offsets"] == {"k1": offsets[("k1", 11)]}
+    cluster.stop()
