@@ -277,7 +277,7 @@ def test_garbage_and_bad_requests_get_a_log_line_or_an_error_never_a_crash(clust
     cluster.stop()
 
 
-def test_the_kafka_workload_on_one_replicated_log(cluster_factory):
+def test_the_kafka_workload_on_one_replicated_log_and_nothing_above_the_hwm(cluster_factory):
     cluster = cluster_factory("raft")
     leader = cluster.wait_for(cluster.leader, "leader")
     offsets = {}
@@ -295,4 +295,22 @@ def test_the_kafka_workload_on_one_replicated_log(cluster_factory):
     assert cluster.answers[committed]["type"] == "commit_offsets_ok"
     listed = cluster.send(leader, {"type": "list_committed_offsets", "keys": ["k1", "k2"]})
     assert cluster.answers[listed]["offsets"] == {"k1": offsets[("k1", 11)]}
+
+    # A send the followers have not seen: on the leader's log, above its HWM. Not acknowledged,
+    # not polled, not readable, until a quorum holds it.
+    cluster.wait_for(lambda: not cluster.network and cluster.states[leader]["hwm"] == len(cluster.states[leader]["log"]),
+                     "a quiet network")
+    unreplicated = cluster.send(leader, {"type": "send", "key": "k1", "msg": 12})
+    index = len(cluster.states[leader]["log"])
+    assert cluster.states[leader]["hwm"] == index - 1
+    assert unreplicated not in cluster.answers, cluster.answers[unreplicated]
+    polled = cluster.send(leader, {"type": "poll", "offsets": {"k1": index}})
+    assert cluster.answers[polled]["msgs"] == {"k1": []}
+    read = cluster.send(leader, {"type": "log_read", "index": index})
+    assert cluster.answers[read]["code"] == 20, cluster.answers[read]
+    cluster.deliver_all()
+    cluster.wait_for(lambda: unreplicated in cluster.answers, "send_ok")
+    assert cluster.answers[unreplicated]["offset"] == index
+    polled = cluster.send(leader, {"type": "poll", "offsets": {"k1": index}})
+    assert cluster.answers[polled]["msgs"] == {"k1": [[index, 12]]}
     cluster.stop()
