@@ -221,14 +221,21 @@ def test_elect_append_kill_the_leader_restart_and_nothing_acknowledged_is_lost(c
 
     old_leader = cluster.leader()
     old_generation = cluster.states[old_leader]["generation"]
+    old_log = cluster.states[old_leader]["log"]
+
+    def restart() -> None:
+        cluster.start(old_leader)  # kill -9, then back on the same data directory
+        # Before any peer has spoken, what it shows is what it recovered from its disk.
+        assert cluster.states[old_leader]["log"] == old_log
+
     cluster.kill(old_leader)
     if protocol == "kafka" and old_leader == NODE_IDS[0]:
-        cluster.start(old_leader)  # the controller lives in n1: nothing is elected without it
+        restart()  # the controller lives in n1: nothing is elected without it
     second = _append_until_acknowledged(cluster, ["d", "e"])
     assert set(second) == {"d", "e"}, second
     assert cluster.states[cluster.leader()]["generation"] > old_generation
     if old_leader not in cluster.nodes:
-        cluster.start(old_leader)  # kill -9, then back on the same data directory
+        restart()
     acknowledged = {**first, **second}
     last = max(acknowledged.values())
     cluster.wait_for(lambda: all(s["hwm"] >= last for s in cluster.states.values()), "the restarted node caught up")
@@ -238,22 +245,7 @@ def test_elect_append_kill_the_leader_restart_and_nothing_acknowledged_is_lost(c
     cluster.stop()
 
 
-def test_a_restarted_node_recovers_its_log_from_its_data_directory(cluster_factory):
-    cluster = cluster_factory("raft")
-    acknowledged = _append_until_acknowledged(cluster, ["x", "y"])
-    cluster.wait_for(lambda: all(s["hwm"] >= acknowledged["y"] for s in cluster.states.values()), "HWM everywhere")
-    before = {n: s["log"] for n, s in cluster.states.items()}
-    for node_id in NODE_IDS:
-        cluster.kill(node_id)
-    cluster.network.clear()
-    for node_id in NODE_IDS:
-        cluster.start(node_id)  # no peer has spoken yet: what they show is their own disk
-        assert cluster.states[node_id]["log"] == before[node_id], node_id
-        assert cluster.states[node_id]["generation"] >= 1
-    cluster.stop()
-
-
-def test_garbage_and_bad_requests_get_a_log_line_or_an_error_never_a_crash(cluster_factory):
+def test_garbage_bad_requests_and_a_held_data_directory_get_a_log_line_or_an_error_never_a_crash(cluster_factory):
     cluster = cluster_factory("raft")
     node = cluster.nodes["n1"]
     node.write(b"this is not json\n")
@@ -274,6 +266,19 @@ def test_garbage_and_bad_requests_get_a_log_line_or_an_error_never_a_crash(clust
     for expected in ("not JSON", "not a message", "for 'n2'", "not a valid frame"):
         assert expected in log, (expected, log)
     cluster.wait_for(cluster.leader, "leader")  # still serving
+
+    # A second node on n1's data directory: refused (error 13 to init, exit 2), n1 unharmed.
+    second = NodeProcess("n1", cluster.root / "n1", "raft")
+    try:
+        second.request({"type": "init", "node_id": "n1", "node_ids": NODE_IDS})
+        answer = json.loads(second.process.stdout.readline())["body"]
+        assert answer["type"] == "error" and answer["code"] == 13 and "in use" in answer["text"], answer
+        assert second.process.wait(timeout=10) == 2
+    finally:
+        if second.process.poll() is None:
+            second.process.kill()
+            second.process.wait()
+    cluster.tick()
     cluster.stop()
 
 
@@ -314,3 +319,59 @@ def test_the_kafka_workload_on_one_replicated_log_and_nothing_above_the_hwm(clus
     polled = cluster.send(leader, {"type": "poll", "offsets": {"k1": index}})
     assert cluster.answers[polled]["msgs"] == {"k1": [[index, 12]]}
     cluster.stop()
+
+
+def test_the_real_clock_elects_and_commits_with_the_nodes_own_timers(tmp_path):
+    """No hwm_tick: the nodes' own timers elect a leader; the driver only forwards lines as they come."""
+    nodes = {}
+    try:
+        for node_id in NODE_IDS:
+            data = tmp_path / node_id
+            data.mkdir()
+            nodes[node_id] = subprocess.Popen(
+                [sys.executable, "-m", "hwm.cli", "node", "--stdio", "--protocol", "raft"],
+                stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, cwd=data,
+                env=dict(os.environ, HWM_DATA_DIR=str(data), HWM_NODE_ID=node_id))
+        buffers = {node_id: b"" for node_id in nodes}
+        client_id = 0
+
+        def write(node_id: str, body: dict, src: str = "c1") -> None:
+            line = json.dumps({"src": src, "dest": node_id, "body": body}).encode() + b"\n"
+            nodes[node_id].stdin.write(line)
+            nodes[node_id].stdin.flush()
+
+        for node_id in nodes:
+            write(node_id, {"type": "init", "msg_id": 0, "node_id": node_id, "node_ids": NODE_IDS})
+        acknowledged = None
+        next_try = 0.0
+        deadline = time.monotonic() + 20
+        fds = {process.stdout.fileno(): node_id for node_id, process in nodes.items()}
+        while acknowledged is None:
+            assert time.monotonic() < deadline, "no log_append_ok within 20 s"
+            if time.monotonic() >= next_try:  # the client tries every node in turn until one leads
+                client_id += 1
+                write(NODE_IDS[client_id % 3], {"type": "log_append", "msg_id": client_id, "value": "v"})
+                next_try = time.monotonic() + 0.2
+            ready, _, _ = select.select(list(fds), [], [], 0.05)
+            for fd in ready:
+                node_id = fds[fd]
+                data = os.read(fd, 65536)
+                assert data, f"{node_id} exited"
+                buffers[node_id] += data
+                *lines, buffers[node_id] = buffers[node_id].split(b"\n")
+                for line in lines:
+                    message = json.loads(line)
+                    if message["dest"] in nodes:
+                        nodes[message["dest"]].stdin.write(line + b"\n")
+                        nodes[message["dest"]].stdin.flush()
+                    elif message["body"]["type"] == "log_append_ok":
+                        acknowledged = message["body"]["index"]
+        assert acknowledged >= 1
+        for process in nodes.values():
+            process.send_signal(signal.SIGTERM)
+        assert [process.wait(timeout=10) for process in nodes.values()] == [0, 0, 0]
+    finally:
+        for process in nodes.values():
+            if process.poll() is None:
+                process.kill()
+                process.wait()
