@@ -19,11 +19,13 @@ What it answers (requests carry ``msg_id``; answers ``in_reply_to`` it):
 - ``hwm_state`` -> ``hwm_state_ok {generation, role, log, hwm[, isr]}``.
 - ``hwm_tick`` (no answer): one tick of a virtual clock. From the first one on (or from the start
   with ``clock="virtual"``) the node uses no timer of its own, so what it does depends only on the
-  lines it reads.
+  lines it reads. A virtual tick is a step of a schedule, not 10 ms: with ``clock="virtual"`` or
+  ``"hwm_clock": "virtual"`` in init the node takes `VIRTUAL_TIMING` (elections after 3-6 ticks);
+  a node that learns of the virtual clock only from its first tick keeps `REAL_TIMING`'s counts.
 
 Writes go to the leader only: any other node answers error 11 (temporarily unavailable, a definite
 "not done") naming the leader it knows. A write the leader accepted and that is not committed within
-`REQUEST_TIMEOUT_TICKS` is answered error 0 (timeout: it may still commit); one whose index is
+`Timing.request_timeout` ticks is answered error 0 (timeout: it may still commit); one whose index is
 committed with another entry is answered error 14 (abort: it is not in the log).
 
 Peers talk in ``hwm_peer`` bodies: the runtime's validated binary frame (`impl.codec`) in base64,
@@ -61,7 +63,7 @@ from impl.storage import DataDirectoryInUse, DiskStorage, StorageError
 from properties.protocol import Protocol
 
 __all__ = [
-    "CLOCKS", "EmbeddedController", "PEER_TYPE", "StdioNode", "serve",
+    "CLOCKS", "EmbeddedController", "PEER_TYPE", "REAL_TIMING", "StdioNode", "Timing", "VIRTUAL_TIMING", "serve",
     "TIMEOUT", "NODE_NOT_FOUND", "NOT_SUPPORTED", "TEMPORARILY_UNAVAILABLE", "MALFORMED_REQUEST", "CRASH",
     "ABORT", "KEY_DOES_NOT_EXIST",
 ]
@@ -73,18 +75,32 @@ MALFORMED_REQUEST, CRASH, ABORT, KEY_DOES_NOT_EXIST = 12, 13, 14, 20
 CLOCKS = ("real", "virtual")
 PEER_TYPE = "hwm_peer"
 HEARTBEAT_TYPE = "hwm_broker_heartbeat"
-# Elections time out after 30-60 ticks, the leader heartbeats every 5 (the TCP runtime's numbers).
-ELECTION_TICKS = (30, 60)
-HEARTBEAT_TICKS = 5
-REQUEST_TIMEOUT_TICKS = 1000  # 10 s of the real clock
 MAX_CATCH_UP_TICKS = 50  # after a stall (a slow fsync, SIGSTOP) tick at most this many at once
 MAX_LINE_BYTES = 16 * 1024 * 1024  # a longer line is dropped (and logged) without being buffered whole
-# Kafka's embedded controller: a broker heartbeats every BROKER_HEARTBEAT_TICKS; one silent for
-# BROKER_SESSION_TICKS is down (zookeeper.session.timeout); the first election waits up to
-# CONTROLLER_STARTUP_TICKS for every broker (as `hwm controller` does).
-BROKER_HEARTBEAT_TICKS = 10
-BROKER_SESSION_TICKS = 60
-CONTROLLER_STARTUP_TICKS = 100
+
+
+@dataclass(frozen=True)
+class Timing:
+    """The node's timers, in ticks. Kafka's embedded controller: a broker heartbeats every
+    `broker_heartbeat`; one silent for `broker_session` is down (zookeeper.session.timeout); the
+    first election waits up to `controller_startup` for every broker (as `hwm controller` does)."""
+
+    election: tuple[int, int]
+    heartbeat: int
+    replica_lag: int  # Kafka's replica.lag.time.max.ms
+    request_timeout: int  # a write accepted and not committed is answered error 0 after this
+    broker_heartbeat: int
+    broker_session: int
+    controller_startup: int
+
+
+# The real clock: the TCP runtime's numbers for 10 ms ticks (elections after 300-600 ms, heartbeats
+# every 50 ms, 10 s for a write). The virtual clock's tick is a step of a schedule: a leader is
+# elected within a few of them, as hwm's example nodes are.
+REAL_TIMING = Timing(election=(30, 60), heartbeat=5, replica_lag=30, request_timeout=1000,
+                     broker_heartbeat=10, broker_session=60, controller_startup=100)
+VIRTUAL_TIMING = Timing(election=(3, 6), heartbeat=1, replica_lag=4, request_timeout=100,
+                        broker_heartbeat=1, broker_session=6, controller_startup=6)
 PARTITION_STATE_FILE = "partition-state.json"  # in the controller's node's data directory
 
 
@@ -140,6 +156,7 @@ class StdioNode:
         self._persist = persist
         self.controller: EmbeddedController | None = None
         self.ticks = 0
+        self.timing = VIRTUAL_TIMING if clock == "virtual" else REAL_TIMING  # fixed at init
         self._next_msg_id = 0
         self._out: list[bytes] = []  # peer messages and answers of the batch, written after persist
         self._answers: list[bytes] = []
@@ -229,7 +246,7 @@ class StdioNode:
         self.replica.tick()
         if self.controller is not None:
             self.controller.tick(self.ticks)
-        if self.protocol.system == "kafka" and self.ticks % BROKER_HEARTBEAT_TICKS == 0:
+        if self.protocol.system == "kafka" and self.ticks % self.timing.broker_heartbeat == 0:
             self._heartbeat()
         self._expire()
 
@@ -253,6 +270,8 @@ class StdioNode:
         if not isinstance(directory, str):
             self._error(envelope, MALFORMED_REQUEST, f"init: hwm_data_dir must be a str, got {directory!r}")
             return
+        if body.get("hwm_clock") == "virtual" and self.clock != "virtual":
+            self.clock = "virtual"  # hwm's hint: ticks will come; take the virtual clock's timers now
         self.node_id, self.node_ids = node_id, tuple(node_ids)
         peers = tuple(k for k in node_ids if k != node_id)
         try:
@@ -277,7 +296,8 @@ class StdioNode:
         self.node_id = None
 
     def _open(self, directory: str, peers: tuple[str, ...]) -> None:
-        options: dict = {"election_ticks": ELECTION_TICKS, "heartbeat_ticks": HEARTBEAT_TICKS}
+        timing = self.timing = VIRTUAL_TIMING if self.clock == "virtual" else REAL_TIMING
+        options: dict = {"election_ticks": timing.election, "heartbeat_ticks": timing.heartbeat}
         if self.clock == "real":
             options["rng_seed"] = int.from_bytes(os.urandom(4), "big")  # else: from the node id, repeatable
         storage = DiskStorage(directory, owner=f"node {self.node_id} (hwm node --stdio, pid {os.getpid()})",
@@ -293,7 +313,7 @@ class StdioNode:
             from impl.kafka import KafkaReplica
 
             replica_class = KafkaReplica
-            options["replica_lag_ticks"] = 30
+            options["replica_lag_ticks"] = timing.replica_lag
         durable = storage.load()
         try:
             self.replica = replica_class(self.node_id, peers, self.protocol, durable, **options)
@@ -410,7 +430,7 @@ class StdioNode:
             return
         generation = self.replica.entry(index)[0]
         pending = _Pending(index, generation, payload, envelope["src"], envelope["body"].get("msg_id"), answer,
-                           self.ticks + REQUEST_TIMEOUT_TICKS)
+                           self.ticks + self.timing.request_timeout)
         self._pending.setdefault(index, []).append(pending)
 
     def _on_log_append(self, envelope: dict) -> None:
@@ -520,7 +540,7 @@ class StdioNode:
                 del self._pending[index]
             for pending in late:
                 self._answer(pending, {"type": "error", "code": TIMEOUT,
-                                       "text": f"entry {index} was not committed within {REQUEST_TIMEOUT_TICKS} ticks "
+                                       "text": f"entry {index} was not committed within {self.timing.request_timeout} ticks "
                                                "(no quorum reachable?); it may still be committed"})
 
     def _answer(self, pending: _Pending, body: dict) -> None:
@@ -635,10 +655,10 @@ class EmbeddedController:
             self._publish()
 
     def tick(self, now: int) -> None:
-        c = self.controller
+        c, timing = self.controller, self.node.timing
         self._heard[self.node.node_id] = now  # our own broker is live while we run
-        for broker in [b for b in c.replicas if b in c.live and now - self._heard.get(b, 0) > BROKER_SESSION_TICKS]:
-            self.node.log(f"controller: {broker} is down (no heartbeat for {BROKER_SESSION_TICKS} ticks)")
+        for broker in [b for b in c.replicas if b in c.live and now - self._heard.get(b, 0) > timing.broker_session]:
+            self.node.log(f"controller: {broker} is down (no heartbeat for {timing.broker_session} ticks)")
             c.broker_failed(broker)
             self._publish()
         self._elect(now)
@@ -649,7 +669,7 @@ class EmbeddedController:
         c = self.controller
         if c.leader is not None and c.leader in c.live:
             return
-        if now < CONTROLLER_STARTUP_TICKS and len(c.live) < len(c.replicas):
+        if now < self.node.timing.controller_startup and len(c.live) < len(c.replicas):
             return
         live = [s for s in c.replicas if s in c.live]
         candidates = [s for s in c.isr if s in c.live] or (live if self.node.protocol.unclean_election else [])
