@@ -163,6 +163,7 @@ class StdioNode:
         self._pending: dict[int, list[_Pending]] = {}
         self._records: dict[int, tuple[bytes, dict | None]] = {}  # index -> (payload, record) cache
         self.failure: str | None = None  # why the node must stop (storage)
+        self._shown: tuple | None = None  # the role, generation and leader last logged
         self.exit_code = 0
 
     # ------------------------------------------------------------------ output
@@ -566,9 +567,25 @@ class StdioNode:
                         self._answer(pending, {"type": "error", "code": ABORT,
                                                "text": f"entry {entry.index} was overwritten by the leader of "
                                                        f"generation {entry.generation}; it is not in the log"})
+        if replica is not None:
+            self._show_role()
         out = self._out + self._answers
         self._out, self._answers = [], []
         return out
+
+    def _show_role(self) -> None:
+        """A line on stderr when the node's role, generation or leader changes: the log a person reads."""
+        replica = self.replica
+        shown = (replica.role, replica.generation, replica.leader_id)
+        if shown == self._shown:
+            return
+        self._shown = shown
+        if replica.role == "leader":
+            self.log(f"leader of generation {replica.generation} (last index {replica.last_index}, HWM {replica.hwm})")
+        elif replica.role == "candidate":
+            self.log(f"candidate in generation {replica.generation}")
+        elif replica.leader_id is not None:
+            self.log(f"follower of {replica.leader_id} in generation {replica.generation}")
 
 
 class EmbeddedController:
