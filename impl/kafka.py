@@ -162,6 +162,11 @@ class KafkaReplica(Replica):
         self._isr_sent = 0  # tick the AlterIsr in flight was sent
         self._parked: dict[str, tuple[int, int, int]] = {}  # held fetches: follower -> (offset, HW read, tick)
 
+    @property
+    def partition_epoch(self) -> int | None:
+        """The epoch of the last LeaderAndIsr this process took (None: none since it started)."""
+        return self._partition_epoch
+
     # -------------------------------------------------------------- inputs the raft core has
     def tick(self) -> None:
         """Without `replica_lag_ticks` (the simulation) time does nothing: the controller elects, and

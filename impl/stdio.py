@@ -102,6 +102,11 @@ REAL_TIMING = Timing(election=(30, 60), heartbeat=5, replica_lag=30, request_tim
 VIRTUAL_TIMING = Timing(election=(3, 6), heartbeat=1, replica_lag=4, request_timeout=100,
                         broker_heartbeat=1, broker_session=6, controller_startup=6)
 PARTITION_STATE_FILE = "partition-state.json"  # in the controller's node's data directory
+# The systems whose servers assume FIFO links (TCP): ZAB (its broadcast is defined over FIFO
+# channels) and Kafka (a fetch response is taken as the answer to the last fetch). Their peer
+# messages carry link numbers; the raft family's take the network as it is (Raft assumes nothing).
+FIFO_SYSTEMS = ("zab", "kafka")
+INCARNATION_FILE = "stdio-incarnation"  # how many times a node started in this data directory
 
 
 class _Malformed(Exception):
@@ -164,6 +169,11 @@ class StdioNode:
         self._records: dict[int, tuple[bytes, dict | None]] = {}  # index -> (payload, record) cache
         self.failure: str | None = None  # why the node must stop (storage)
         self._shown: tuple | None = None  # the role, generation and leader last logged
+        # ZAB's and Kafka's FIFO links: this process's incarnation, the last number sent to each
+        # peer, and the last (incarnation, number) taken from each.
+        self.incarnation = 0
+        self._link_sent: dict[str, int] = {}
+        self._link_received: dict[str, tuple[int, int]] = {}
         self.exit_code = 0
 
     # ------------------------------------------------------------------ output
@@ -317,6 +327,8 @@ class StdioNode:
             options["replica_lag_ticks"] = timing.replica_lag
         durable = storage.load()
         try:
+            if system in FIFO_SYSTEMS:
+                self._start_incarnation(directory)
             self.replica = replica_class(self.node_id, peers, self.protocol, durable, **options)
             if system == "kafka" and self.node_id == self.node_ids[0]:
                 self.controller = EmbeddedController(self, directory)
@@ -325,6 +337,18 @@ class StdioNode:
             self.replica = None
             raise
         self.storage = storage
+
+    def _start_incarnation(self, directory: str) -> None:
+        """Count this start in INCARNATION_FILE: what a peer tells this process's links from the last one's."""
+        path = os.path.join(directory, INCARNATION_FILE)
+        try:
+            text = self.fs.read_file(path).decode("ascii").strip()
+        except FileNotFoundError:
+            text = "0"
+        if not text.isdigit():
+            raise StorageError(f"{path}: expected a non-negative integer, got {text[:40]!r}")
+        self.incarnation = int(text) + 1
+        _replace_file(self.fs, path, f"{self.incarnation}\n".encode())
 
     def close(self) -> None:
         if self.storage is not None:
@@ -348,13 +372,19 @@ class StdioNode:
                 self.replica.step(message)
                 return
         frame = base64.b64encode(codec.encode_payload(message)).decode("ascii")
-        self._out.append(self._line(to, {"type": PEER_TYPE, "message": type(message).__name__, "frame": frame}))
+        body = {"type": PEER_TYPE, "message": type(message).__name__, "frame": frame}
+        if self.protocol.system in FIFO_SYSTEMS:
+            self._link_sent[to] = self._link_sent.get(to, 0) + 1
+            body["link"] = [self.incarnation, self._link_sent[to]]
+        self._out.append(self._line(to, body))
 
     def _on_peer(self, envelope: dict) -> None:
         source = envelope["src"]
         frame = envelope["body"].get("frame")
         if source not in self.node_ids or source == self.node_id:
             self.log(f"dropped a peer message from {source!r}, not one of the peers")
+            return
+        if self.protocol.system in FIFO_SYSTEMS and not self._in_order(source, envelope["body"].get("link")):
             return
         try:
             message = codec.decode(base64.b64decode(frame, validate=True))
@@ -381,20 +411,39 @@ class StdioNode:
         except ReplicaError as error:
             self.log(f"refused a {type(message).__name__} from {source}: {error}")
 
+    def _in_order(self, source: str, link: object) -> bool:
+        """ZAB and Kafka assume TCP between servers: per link, messages arrive at most once and in
+        the order sent, and a restarted sender's new connection supersedes the old one. A message
+        whose (incarnation, number) is not past the last one taken from `source` is a duplicate or
+        overtook a later one: dropped, as if lost (which both protocols tolerate)."""
+        if (not isinstance(link, list) or len(link) != 2 or not all(type(k) is int and k >= 1 for k in link)):
+            self.log(f"dropped a peer message from {source} without its link numbers (expected [incarnation, n])")
+            return False
+        last = self._link_received.get(source, (0, 0))
+        if tuple(link) <= last:
+            self.log(f"dropped a peer message from {source} numbered {link}, not after {list(last)}: "
+                     f"a duplicate, or it overtook a later one ({self.protocol.system} runs over FIFO links)")
+            return False
+        self._link_received[source] = tuple(link)
+        return True
+
     def _heartbeat(self, started: bool = False) -> None:
         """A Kafka broker's session with the controller (on the first node)."""
         host = self.node_ids[0]
+        epoch = self.replica.partition_epoch
         if host == self.node_id:
-            self.controller.heard(self.node_id, started, self.ticks)
+            self.controller.heard(self.node_id, started, epoch, self.ticks)
         else:
-            self._out.append(self._line(host, {"type": HEARTBEAT_TYPE, "started": started}))
+            self._out.append(self._line(host, {"type": HEARTBEAT_TYPE, "started": started, "epoch": epoch}))
 
     def _on_heartbeat(self, envelope: dict) -> None:
         source = envelope["src"]
         if self.controller is None or source not in self.node_ids:
             self.log(f"dropped a broker heartbeat from {source!r}: no controller here, or not a broker")
             return
-        self.controller.heard(source, envelope["body"].get("started") is True, self.ticks)
+        epoch = envelope["body"].get("epoch")
+        self.controller.heard(source, envelope["body"].get("started") is True,
+                              epoch if type(epoch) is int else None, self.ticks)
 
     def _on_tick(self, envelope: dict) -> None:
         if self.clock != "virtual":
@@ -632,20 +681,8 @@ class EmbeddedController:
         state = (c.leader_epoch, c.leader, c.isr)
         if state == self._saved:
             return
-        fs = self.node.fs
         data = json.dumps({"leader_epoch": c.leader_epoch, "leader": c.leader, "isr": list(c.isr)}).encode()
-        temporary = self.path + ".tmp"
-        make_directories(fs, os.path.dirname(self.path))
-        fd = fs.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
-        try:
-            view = memoryview(data)
-            while view:
-                view = view[fs.write(fd, view):]
-            fs.fsync(fd)
-        finally:
-            fs.close(fd)
-        fs.replace(temporary, self.path)
-        fs.fsync_directory(os.path.dirname(self.path))
+        _replace_file(self.node.fs, self.path, data)
         self._saved = state
 
     def _publish(self) -> None:
@@ -660,15 +697,22 @@ class EmbeddedController:
         self.controller.step(message)
         self._publish()
 
-    def heard(self, broker: str, started: bool, now: int) -> None:
+    def heard(self, broker: str, started: bool, epoch: int | None, now: int) -> None:
+        """A heartbeat: `started` on the first one of a process, `epoch` the last LeaderAndIsr it took."""
         self._heard[broker] = now
         if started and broker in self.controller.live:
             # Restarted before its session expired: it lost what it led (a broker's bounce).
             self.node.log(f"controller: {broker} restarted")
             self.controller.broker_failed(broker)
-        if started or broker not in self.controller.live:
+        c = self.controller
+        if started or broker not in c.live:
             self.node.log(f"controller: {broker} is live")
-            self.controller.broker_started(broker)
+            c.broker_started(broker)
+            self._publish()
+        elif c.leader_epoch > 0 and (epoch is None or epoch < c.leader_epoch):
+            # It missed the current LeaderAndIsr (lost on the way, as when a connection drops):
+            # send it again, as the controller does to a broker whose connection comes back.
+            c.broker_started(broker)
             self._publish()
 
     def tick(self, now: int) -> None:
@@ -704,6 +748,22 @@ class EmbeddedController:
         self._offline = None
         self.node.log(f"controller: elected {c.leader} for leader epoch {c.leader_epoch}, ISR {{{','.join(c.isr)}}}")
         self._publish()
+
+
+def _replace_file(fs: FileSystem, path: str, data: bytes) -> None:
+    """Atomically replace a small file: temporary file, fsync, rename, fsync the directory."""
+    make_directories(fs, os.path.dirname(path))
+    temporary = path + ".tmp"
+    fd = fs.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+    try:
+        view = memoryview(data)
+        while view:
+            view = view[fs.write(fd, view):]
+        fs.fsync(fd)
+    finally:
+        fs.close(fd)
+    fs.replace(temporary, path)
+    fs.fsync_directory(os.path.dirname(path))
 
 
 def _origin(message) -> str | None:
