@@ -25,8 +25,9 @@ What it answers (requests carry ``msg_id``; answers ``in_reply_to`` it):
 
 Writes go to the leader only: any other node answers error 11 (temporarily unavailable, a definite
 "not done") naming the leader it knows. A write the leader accepted and that is not committed within
-`Timing.request_timeout` ticks is answered error 0 (timeout: it may still commit); one whose index is
-committed with another entry is answered error 14 (abort: it is not in the log).
+`Timing.request_timeout` ticks, or before the leader steps down, is answered error 0 (timeout: it
+may still commit); one whose index is committed with another entry is answered error 14 (abort: it
+is not in the log).
 
 Peers talk in ``hwm_peer`` bodies: the runtime's validated binary frame (`impl.codec`) in base64,
 so that a peer message is checked exactly as one from a TCP connection. A line that is not JSON,
@@ -617,10 +618,32 @@ class StdioNode:
                                                "text": f"entry {entry.index} was overwritten by the leader of "
                                                        f"generation {entry.generation}; it is not in the log"})
         if replica is not None:
+            self._orphan_pending()
             self._show_role()
         out = self._out + self._answers
         self._out, self._answers = [], []
         return out
+
+    def _orphan_pending(self) -> None:
+        """A leader that stepped down (or moved to a later generation) will not see its writes through:
+        nobody may ever commit or overwrite their indexes (a raft leader without a no-op writes
+        nothing until a client does). Answer them now, indefinitely: they may still be committed."""
+        replica = self.replica
+        if not self._pending:
+            return
+        leading = replica.role == "leader"
+        for index in list(self._pending):
+            waiting = self._pending[index]
+            orphans = [p for p in waiting if not leading or p.generation != replica.generation]
+            if not orphans:
+                continue
+            self._pending[index] = [p for p in waiting if p not in orphans]
+            if not self._pending[index]:
+                del self._pending[index]
+            for pending in orphans:
+                self._answer(pending, {"type": "error", "code": TIMEOUT,
+                                       "text": f"{self.node_id} stopped leading generation {pending.generation} "
+                                               f"before entry {index} was committed; it may still be committed"})
 
     def _show_role(self) -> None:
         """A line on stderr when the node's role, generation or leader changes: the log a person reads."""
