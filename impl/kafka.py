@@ -410,6 +410,11 @@ class KafkaReplica(Replica):
     def _on_fetch_reply(self, reply: FetchReply) -> None:
         if not self._from_my_leader(reply.leader):
             return
+        if reply.error == KAFKA_NONE and reply.log_end_offset - len(reply.entries) != len(self._log):
+            # The answer to an earlier fetch, from another offset (a fetch resent after replica_lag_ticks
+            # while the first answer was delayed): AbstractFetcherThread drops a response whose fetch
+            # offset is not the partition's current one. Appending it would write its entries twice.
+            return
         self._request_sent = None
         if reply.error == OFFSET_OUT_OF_RANGE:
             # ReplicaFetcherThread.handleOffsetOutOfRange: our log end is past the leader's.

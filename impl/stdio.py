@@ -76,6 +76,7 @@ MALFORMED_REQUEST, CRASH, ABORT, KEY_DOES_NOT_EXIST = 12, 13, 14, 20
 CLOCKS = ("real", "virtual")
 PEER_TYPE = "hwm_peer"
 HEARTBEAT_TYPE = "hwm_broker_heartbeat"
+LINK_TYPE = "hwm_link"  # ZAB and Kafka: a node's new incarnation, announced to a peer
 MAX_CATCH_UP_TICKS = 50  # after a stall (a slow fsync, SIGSTOP) tick at most this many at once
 MAX_LINE_BYTES = 16 * 1024 * 1024  # a longer line is dropped (and logged) without being buffered whole
 
@@ -175,6 +176,7 @@ class StdioNode:
         self.incarnation = 0
         self._link_sent: dict[str, int] = {}
         self._link_received: dict[str, tuple[int, int]] = {}
+        self._peer_incarnation: dict[str, int] = {}
         self.exit_code = 0
 
     # ------------------------------------------------------------------ output
@@ -223,7 +225,7 @@ class StdioNode:
             self._init(envelope)
             return
         if self.replica is None:
-            if kind not in (PEER_TYPE, HEARTBEAT_TYPE, "hwm_tick") and "msg_id" in body:
+            if kind not in (PEER_TYPE, HEARTBEAT_TYPE, LINK_TYPE, "hwm_tick") and "msg_id" in body:
                 self._error(envelope, TEMPORARILY_UNAVAILABLE, "not initialised: init first")
             else:
                 self.log(f"dropped a {kind} that came before init")
@@ -298,6 +300,9 @@ class StdioNode:
         self.log(f"started in {directory}: {replica.last_index} entries recovered (generation {replica.generation}, "
                  f"HWM {replica.hwm}), peers {', '.join(peers) or 'none'}, {self.clock} clock")
         self._reply(envelope, {"type": "init_ok"})
+        if self.protocol.system in FIFO_SYSTEMS:
+            for peer in peers:
+                self._announce(peer)
         if self.protocol.system == "kafka":
             self._heartbeat(started=True)
 
@@ -373,11 +378,16 @@ class StdioNode:
                 self.replica.step(message)
                 return
         frame = base64.b64encode(codec.encode_payload(message)).decode("ascii")
-        body = {"type": PEER_TYPE, "message": type(message).__name__, "frame": frame}
+        self._out.append(self._line(to, self._linked(to, {"type": PEER_TYPE, "message": type(message).__name__,
+                                                           "frame": frame})))
+
+    def _linked(self, to: str, body: dict) -> dict:
+        """Under ZAB and Kafka, number the body on its link: [our incarnation, n, the incarnation of
+        `to` we last heard from (0: none yet)]."""
         if self.protocol.system in FIFO_SYSTEMS:
             self._link_sent[to] = self._link_sent.get(to, 0) + 1
-            body["link"] = [self.incarnation, self._link_sent[to]]
-        self._out.append(self._line(to, body))
+            body["link"] = [self.incarnation, self._link_sent[to], self._peer_incarnation.get(to, 0)]
+        return body
 
     def _on_peer(self, envelope: dict) -> None:
         source = envelope["src"]
@@ -413,20 +423,40 @@ class StdioNode:
             self.log(f"refused a {type(message).__name__} from {source}: {error}")
 
     def _in_order(self, source: str, link: object) -> bool:
-        """ZAB and Kafka assume TCP between servers: per link, messages arrive at most once and in
-        the order sent, and a restarted sender's new connection supersedes the old one. A message
-        whose (incarnation, number) is not past the last one taken from `source` is a duplicate or
-        overtook a later one: dropped, as if lost (which both protocols tolerate)."""
-        if (not isinstance(link, list) or len(link) != 2 or not all(type(k) is int and k >= 1 for k in link)):
-            self.log(f"dropped a peer message from {source} without its link numbers (expected [incarnation, n])")
+        """ZAB and Kafka assume TCP between servers: a connection joins two incarnations of two
+        servers, delivers at most once and in order, and a restarted sender's new connection
+        supersedes the old one. A message whose (incarnation, number) is not past the last one taken
+        from `source` is a duplicate or overtook a later one; one sent to an earlier incarnation of
+        this node went down with it. Either is dropped, as if lost (which both protocols tolerate)."""
+        if (not isinstance(link, list) or len(link) != 3 or not all(type(k) is int and k >= 0 for k in link)
+                or link[0] < 1 or link[1] < 1):
+            self.log(f"dropped a message from {source} without its link numbers (expected [incarnation, n, "
+                     "the receiver's incarnation])")
+            return False
+        if link[2] not in (0, self.incarnation):
+            self.log(f"dropped a message from {source} sent to incarnation {link[2]} of {self.node_id}, "
+                     f"not to this one ({self.incarnation})")
+            self._announce(source)  # as a reset tells a TCP peer to connect again
             return False
         last = self._link_received.get(source, (0, 0))
-        if tuple(link) <= last:
-            self.log(f"dropped a peer message from {source} numbered {link}, not after {list(last)}: "
+        if tuple(link[:2]) <= last:
+            self.log(f"dropped a message from {source} numbered {link[:2]}, not after {list(last)}: "
                      f"a duplicate, or it overtook a later one ({self.protocol.system} runs over FIFO links)")
             return False
-        self._link_received[source] = tuple(link)
+        self._link_received[source] = tuple(link[:2])
+        self._peer_incarnation[source] = link[0]
         return True
+
+    def _announce(self, peer: str) -> None:
+        """Tell `peer` this node's incarnation (a new connection): it addresses this one from now on."""
+        self._out.append(self._line(peer, self._linked(peer, {"type": LINK_TYPE})))
+
+    def _on_link(self, envelope: dict) -> None:
+        source = envelope["src"]
+        if source not in self.node_ids or source == self.node_id:
+            self.log(f"dropped a link announcement from {source!r}, not one of the peers")
+        elif self.protocol.system in FIFO_SYSTEMS:
+            self._in_order(source, envelope["body"].get("link"))  # takes note of its incarnation
 
     def _heartbeat(self, started: bool = False) -> None:
         """A Kafka broker's session with the controller (on the first node)."""
@@ -435,12 +465,15 @@ class StdioNode:
         if host == self.node_id:
             self.controller.heard(self.node_id, started, epoch, self.ticks)
         else:
-            self._out.append(self._line(host, {"type": HEARTBEAT_TYPE, "started": started, "epoch": epoch}))
+            self._out.append(self._line(host, self._linked(host, {"type": HEARTBEAT_TYPE, "started": started,
+                                                                   "epoch": epoch})))
 
     def _on_heartbeat(self, envelope: dict) -> None:
         source = envelope["src"]
         if self.controller is None or source not in self.node_ids:
             self.log(f"dropped a broker heartbeat from {source!r}: no controller here, or not a broker")
+            return
+        if not self._in_order(source, envelope["body"].get("link")):
             return
         epoch = envelope["body"].get("epoch")
         self.controller.heard(source, envelope["body"].get("started") is True,
@@ -568,6 +601,7 @@ class StdioNode:
 
     _HANDLERS: dict[str, Callable[["StdioNode", dict], None]] = {
         PEER_TYPE: _on_peer,
+        LINK_TYPE: _on_link,
         HEARTBEAT_TYPE: _on_heartbeat,
         "hwm_tick": _on_tick,
         "log_append": _on_log_append,
