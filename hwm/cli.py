@@ -30,7 +30,7 @@ class _Commands(click.Group):
 
     LAZY = {"node": "hwm.cluster_cli", "cluster": "hwm.cluster_cli", "put": "hwm.cluster_cli",
             "get": "hwm.cluster_cli", "status": "hwm.cluster_cli", "prove": "hwm.prove_cli",
-            "controller": "hwm.cluster_cli"}
+            "controller": "hwm.cluster_cli", "test": "hwm.nodes_cli"}
 
     def list_commands(self, ctx):
         return sorted({*super().list_commands(ctx), *self.LAZY})
@@ -332,6 +332,10 @@ def replay(files, on, protocol, quiet, brief, html_out, svg_dir, compare) -> Non
     Exit status: 0 when every file's outcome equals its expect (with --protocol:
     no violation), 1 when one differs, 2 on invalid input.
     """
+    from bridge.maelstrom.schedule import is_schedule_file
+    if is_schedule_file(files[0]):  # a node schedule: hwm replay FILE -- CMD ... (hwm/nodes_cli.py)
+        from hwm.nodes_cli import replay_schedule
+        sys.exit(replay_schedule(files[0], [str(f) for f in files[1:]], brief))
     from hwm.replay import REPLAYERS, judge  # here: the simulated cluster is not needed by `hwm check`
 
     targets = ["model", "impl"] if on == "both" else [on]

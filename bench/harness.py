@@ -1,0 +1,118 @@
+"""The node harness (`hwm test`): its speed, and how fast it catches each naive mistake.
+
+    python bench/harness.py [--seeds 20] [--schedules 200] [--rate-schedules 30] [--quick]
+
+1. Schedules per second and client operations per second of Hypothesis-chosen schedules (up to 30
+   rules each, no failure, so every schedule runs to its end: start 3 processes, the steps, the
+   final phase of healing and reads), with the virtual clock, 3 nodes, on each workload:
+   examples/nodes/log_node.py, and hwm's own node (`hwm node --stdio --protocol raft`) when this
+   build has it.
+2. For each mistake of examples/nodes/naive_node.py (switched on alone), over `--seeds` seeded hunts
+   on the log workload: the median number of schedules and seconds until the first failing
+   schedule, and the median length of the shrunk schedule (shrinking capped at about 120 s a hunt).
+
+Beside Maelstrom: its documentation runs the kafka workload (Gossip Glomers' challenge 5) as
+`maelstrom test -w kafka --node-count 1..2 --concurrency 2n --time-limit 20 --rate 1000`: up to
+1,000 requests a second of wall-clock time, some 20,000 in one run, then one check of the history.
+hwm delivers every message itself and waits for the node after each, so it runs two orders of
+magnitude fewer operations per second; what it gets for them is a schedule per run that shrinks
+(to 2 to 5 steps for the mistakes here), replays with the same history (virtual clock), faults on
+single messages (drop, duplicate, reorder one), restarts on the same data directory, and, for a
+node that answers `hwm_state`, the high-water mark checked on every change of every node's state
+(a committed entry on a minority, a truncation at or below a node's own HWM), which no client
+history shows.
+
+Measured (a shared 2-core machine, Python 3.11, `python bench/harness.py --seeds 4 --schedules 120
+--rate-schedules 20`, November 2026):
+
+    1. examples/nodes/log_node.py  kafka  20 schedules  110 ops  8.3 s  2.40 schedules/s  13.2 ops/s
+       examples/nodes/log_node.py  log    21 schedules  273 ops  9.7 s  2.16 schedules/s  28.0 ops/s
+       (hwm node --stdio: not in that build)
+    2. ack-on-write         caught by 4/4 seeds: median 5 schedules, 1.4 s; shrunk to 2 steps
+       poll-above-hwm       caught by 2/4 seeds: median 78 schedules, 45.0 s; shrunk to 5 steps
+       truncate-to-own-hwm  caught by 1/4 seeds: 46 schedules, 8.5 s; shrunk to 3 steps
+
+ack-on-write is caught at once by the introspection check (`AckedAtOrBelowHwm`); the two others
+need a rarer combination (a read of the newest entry, then the leader cut off before it replicates;
+a restart between replication and the HWM's propagation, then the leader lost), which the random
+schedules reach within 120 schedules for only some seeds. The examples' fixed schedules
+(`examples/nodes/schedules/`, 4, 5 and 8 steps) catch each at once.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import subprocess
+import sys
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+
+from bridge.maelstrom.hunt import hunt  # noqa: E402
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+EXAMPLE = [sys.executable, os.path.join(ROOT, "examples", "nodes", "log_node.py")]
+NAIVE = os.path.join(ROOT, "examples", "nodes", "naive_node.py")
+OWN_NODE = [sys.executable, "-m", "hwm.cli", "node", "--stdio", "--protocol", "raft"]
+MISTAKES = ("ack-on-write", "poll-above-hwm", "truncate-to-own-hwm")
+
+
+def own_node_available() -> bool:
+    done = subprocess.run([sys.executable, "-m", "hwm.cli", "node", "--help"], capture_output=True, text=True)
+    return "--stdio" in done.stdout
+
+
+def rates(name: str, command: list[str], schedules: int) -> None:
+    for workload in ("kafka", "log"):
+        report = hunt(command, workload=workload, schedules=schedules, steps=30, seed=0, shrink=False)
+        status = f"FAILED after {report.first_failure_at}" if report.failures else "clean"
+        print(f"  {name:<28} {workload:<6} {report.schedules:>4} schedules {report.operations:>6} ops "
+              f"{report.seconds:7.1f} s  {report.schedules / report.seconds:6.2f} schedules/s "
+              f"{report.operations / report.seconds:7.1f} ops/s  ({status})", flush=True)
+
+
+def catch(mistake: str, seeds: int, schedules: int) -> None:
+    found, seconds, shrunk = [], [], []
+    for seed in range(seeds):
+        report = hunt([sys.executable, NAIVE, "--mistakes", mistake], workload="log", schedules=schedules,
+                      steps=30, seed=seed, shrink_seconds=120)
+        if report.failures:
+            found.append(report.first_failure_at)
+            seconds.append(report.first_failure_seconds)
+            shrunk.append(len(report.shortest.schedule.steps))
+        print(f"    seed {seed:>2}: " + (f"caught after {report.first_failure_at} schedules, "
+                                         f"{report.first_failure_seconds:.1f} s; shrunk to {shrunk[-1]} steps "
+                                         f"({report.seconds:.0f} s with shrinking)"
+                                         if report.failures else f"not caught in {report.schedules} schedules"),
+              flush=True)
+    if found:
+        print(f"  {mistake:<22} caught by {len(found)}/{seeds} seeds: median {statistics.median(found):.0f} schedules, "
+              f"{statistics.median(seconds):.1f} s; shrunk to a median {statistics.median(shrunk):.0f} steps "
+              f"(min {min(shrunk)}, max {max(shrunk)})", flush=True)
+    else:
+        print(f"  {mistake:<22} not caught by any of {seeds} seeds in {schedules} schedules", flush=True)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--seeds", type=int, default=20)
+    parser.add_argument("--schedules", type=int, default=200, help="budget of schedules per hunt")
+    parser.add_argument("--rate-schedules", type=int, default=30)
+    parser.add_argument("--quick", action="store_true", help="3 seeds, 10 schedules for the rates")
+    args = parser.parse_args()
+    if args.quick:
+        args.seeds, args.rate_schedules = 3, 10
+    print("1. speed (virtual clock, 3 nodes, up to 30 rules a schedule)")
+    rates("examples/nodes/log_node.py", EXAMPLE, args.rate_schedules)
+    if own_node_available():
+        rates("hwm node --stdio (raft)", OWN_NODE, args.rate_schedules)
+    else:
+        print("  hwm node --stdio: not in this build")
+    print(f"2. each naive mistake alone, {args.seeds} seeds, at most {args.schedules} schedules a hunt")
+    for mistake in MISTAKES:
+        catch(mistake, args.seeds, args.schedules)
+
+
+if __name__ == "__main__":
+    main()

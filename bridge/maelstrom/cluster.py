@@ -1,0 +1,495 @@
+"""One run of a schedule against N copies of a node program: hwm is the network, the clients and the clock.
+
+Every node-to-node message goes into hwm's in-flight list and reaches its destination only when a
+step delivers it, one at a time, in the schedule's order. After each input hwm writes to a node it
+sends `hwm_state` and waits for the answer (an answer of any kind, even error 10, tells hwm the node
+has handled everything before it); a node that ignores it is given a short quiet period instead.
+Services' requests are answered at once. So with the virtual clock and a node whose behaviour
+depends only on its inputs, a schedule yields the same history every time.
+
+Every wait is bounded (`Limits`), a run ends after its steps and a final phase (heal, resume,
+restart, `final_rounds` of tick + deliver-all, then the final reads), and every process is killed
+when the run closes, whatever ends it.
+"""
+
+from __future__ import annotations
+
+import json
+import queue
+import random
+import shutil
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from bridge.maelstrom.history import Finding, HistoryChecker, describe_op, final_read_requests
+from bridge.maelstrom.observe import ObservationError, Observer, describe_observation, parse_state
+from bridge.maelstrom.process import EOF_LINE, NodeProcess
+from bridge.maelstrom.protocol import (INDEFINITE, MAX_LINE_BYTES, NOT_SUPPORTED, REPLIES, SERVICES,
+                                       NodeProtocolError, parse_line)
+from bridge.maelstrom.schedule import Schedule, check_step, describe
+from bridge.maelstrom.services import services
+
+HWM_CLIENT = "c0"  # hwm's own client id: init, hwm_state and hwm_tick come from it
+WALL_TICK_MS = 50
+
+
+@dataclass
+class Limits:
+    init_seconds: float = 10.0  # a node that has not answered init by then is broken
+    barrier_seconds: float = 2.0  # longest wait for a node's answer to hwm_state
+    quiet_seconds: float = 0.03  # for a node that ignores hwm_state: this long without output = done
+    lines_per_step: int = 10_000  # more lines than this from one node in one step is a flood
+    final_rounds: int = 12  # tick + deliver-all rounds after healing, before the final reads
+
+
+@dataclass
+class RunResult:
+    schedule: Schedule
+    findings: list[Finding] = field(default_factory=list)
+    history: list[dict] = field(default_factory=list)
+    observations: list[dict] = field(default_factory=list)
+    protocol_error: NodeProtocolError | None = None
+    steps_run: int = 0
+    events: list[list[str]] = field(default_factory=list)  # per step (index 0: start-up), what happened
+    seconds: float = 0.0
+
+    @property
+    def failed(self) -> bool:
+        return bool(self.findings) or self.protocol_error is not None
+
+    def operations(self) -> int:
+        return sum(1 for op in self.history if op.get("step") is not None)
+
+
+class Run:
+    def __init__(self, command: list[str], schedule: Schedule, limits: Limits | None = None,
+                 data_root: Path | None = None):
+        self.command, self.schedule = absolute_paths(command), schedule
+        self.limits = limits or Limits()
+        self.node_ids = schedule.node_ids()
+        self.own_root = data_root is None
+        self.root = Path(tempfile.mkdtemp(prefix="hwm-nodes-")) if data_root is None else Path(data_root)
+        self.lines: queue.Queue = queue.Queue()
+        self.procs = {n: NodeProcess(n, self.command, self.root / n, self.lines) for n in self.node_ids}
+        self.clients = [f"c{k}" for k in range(1, len(self.node_ids) + 1)]
+        self.known = {*self.node_ids, *self.clients, HWM_CLIENT, *SERVICES}
+        self.rng = random.Random(schedule.seed)
+        self.services = services(self.rng)
+        self.in_flight: list[dict] = []  # node-to-node messages, in the order they were sent
+        self.held: dict[str, list[str]] = {n: [] for n in self.node_ids}  # input for a paused node
+        self.group: dict[str, int] | None = None  # partition: node -> its side
+        self.ops: list[dict] = []
+        self.op_by_request: dict[tuple[str, int], dict] = {}
+        self.next_msg_id = 0
+        self.awaiting: dict[str, int | None] = {n: None for n in self.node_ids}  # hwm_state id awaited
+        self.introspects: dict[str, bool | None] = {n: None for n in self.node_ids}
+        self.barrier_ok: dict[str, bool] = {n: True for n in self.node_ids}
+        self.lines_this_step: dict[str, int] = {}
+        self.killed_by_us: set[str] = set()
+        self.checker = HistoryChecker()
+        self.observer = Observer(self.node_ids)
+        self.step_number: int | None = 0
+        self.cause = "start-up"
+        self.events: list[list[str]] = [[]]
+        self.final_ops: list[dict] = []
+        self.init_waiting: tuple[str, int] | None = None
+        self.initialised: set[str] = set()
+        self.last_line_at: dict[str, float] = {}
+
+    # ---- life cycle ------------------------------------------------------------------------
+    def start(self) -> None:
+        for node in self.node_ids:
+            self.procs[node].start()
+        for node in self.node_ids:
+            self._init(node)
+
+    def close(self) -> None:
+        for proc in self.procs.values():
+            proc.kill()
+        if self.own_root:
+            shutil.rmtree(self.root, ignore_errors=True)
+
+    def _init(self, node: str) -> None:
+        msg_id = self._msg_id()
+        body = {"type": "init", "msg_id": msg_id, "node_id": node, "node_ids": self.node_ids,
+                "hwm_data_dir": str(self.procs[node].data_dir.resolve())}
+        if self.schedule.clock == "virtual":
+            body["hwm_clock"] = "virtual"  # a hint; a node may also wait for the first hwm_tick
+        self.procs[node].write(self._line(HWM_CLIENT, node, body))
+        self.init_waiting = (node, msg_id)
+        deadline = time.monotonic() + self.limits.init_seconds
+        while self.init_waiting is not None:
+            # Lines from other nodes keep coming on the wall clock: the deadline is checked apart.
+            if time.monotonic() > deadline or not self._route_next(deadline - time.monotonic()):
+                raise NodeProtocolError(node, f"did not answer init within {self.limits.init_seconds:g} s "
+                                              "(it must reply {\"type\": \"init_ok\", \"in_reply_to\": "
+                                              f"{msg_id}}})" + self._log_note(node))
+        self._barrier(node)
+
+    # ---- writing to nodes ------------------------------------------------------------------
+    def _msg_id(self) -> int:
+        self.next_msg_id += 1
+        return self.next_msg_id
+
+    @staticmethod
+    def _line(src: str, dest: str, body: dict) -> str:
+        return json.dumps({"src": src, "dest": dest, "body": body}, separators=(",", ":"))
+
+    def _input(self, node: str, line: str) -> bool:
+        """Give `node` one line and wait until it has handled it; False when the node is down."""
+        proc = self.procs[node]
+        if not proc.alive:
+            return False
+        if proc.paused:
+            self.held[node].append(line)
+            return True
+        proc.write(line)
+        self._barrier(node)
+        return True
+
+    def _barrier(self, node: str) -> None:
+        proc = self.procs[node]
+        if not proc.alive or proc.paused:
+            return
+        if self.barrier_ok[node]:
+            msg_id = self._msg_id()
+            self.awaiting[node] = msg_id
+            proc.write(self._line(HWM_CLIENT, node, {"type": "hwm_state", "msg_id": msg_id}))
+            deadline = time.monotonic() + self.limits.barrier_seconds
+            while self.awaiting[node] == msg_id and proc.alive:
+                if time.monotonic() > deadline or not self._route_next(deadline - time.monotonic()):
+                    self.barrier_ok[node] = False  # it ignores hwm_state: fall back to quiet periods
+                    self.awaiting[node] = None
+                    break
+            if self.barrier_ok[node]:
+                return
+        # No barrier: wait until this node has been quiet for a while (others may go on talking),
+        # and never longer than a barrier would have waited.
+        began = time.monotonic()
+        while time.monotonic() - began < self.limits.barrier_seconds:
+            quiet_for = time.monotonic() - max(self.last_line_at.get(node, 0.0), began)
+            if quiet_for >= self.limits.quiet_seconds:
+                break
+            self._route_next(self.limits.quiet_seconds - quiet_for)
+
+    # ---- reading from nodes ----------------------------------------------------------------
+    def _route_next(self, timeout: float) -> bool:
+        """Route one line from any node; False when none came within `timeout` seconds."""
+        try:
+            node, incarnation, raw = self.lines.get(timeout=max(0.0, timeout))
+        except queue.Empty:
+            return False
+        self._route(node, incarnation, raw)
+        return True
+
+    def drain(self, seconds: float = 0.0) -> None:
+        """Route everything the nodes print in the next `seconds` (at least what is already there)."""
+        deadline = time.monotonic() + seconds
+        while self._route_next(max(0.0, deadline - time.monotonic())):
+            pass
+
+    def _log_note(self, node: str) -> str:
+        tail = self.procs[node].log_tail()
+        return f"\n  its log (stderr) ends:\n{tail}" if tail else ""
+
+    def _route(self, node: str, incarnation: int, raw) -> None:
+        proc = self.procs[node]
+        if raw is EOF_LINE:
+            if incarnation == proc.incarnation and node not in self.killed_by_us:
+                proc.proc.wait()
+                at = f"at step {self.step_number}" if node in self.initialised else "at start-up, before init_ok"
+                raise NodeProtocolError(node, f"{proc.exit_description()} on its own {at} "
+                                              "(hwm did not kill it)" + self._log_note(node))
+            return
+        self.last_line_at[node] = time.monotonic()
+        count = self.lines_this_step.get(node, 0) + 1
+        self.lines_this_step[node] = count
+        if count > self.limits.lines_per_step or len(raw) > MAX_LINE_BYTES:
+            what = (f"more than {self.limits.lines_per_step} lines in one step" if count > self.limits.lines_per_step
+                    else f"a line longer than {MAX_LINE_BYTES} bytes")
+            raise NodeProtocolError(node, f"flooded stdout: {what}",
+                                    raw.decode("utf-8", errors="replace")[:300])
+        msg = parse_line(node, raw, self.known)
+        dest, body = msg["dest"], msg["body"]
+        if dest in self.procs:
+            self.in_flight.append(msg)
+            self._event(f"{node}→{dest} {body['type']} (in flight)")
+        elif dest in self.services:
+            reply = self.services[dest].handle(node, body)
+            reply = dict(reply, msg_id=self._msg_id(), in_reply_to=body.get("msg_id"))
+            self._event(f"{node}→{dest} {_brief(body)}; {dest} answers {_brief(reply)}")
+            self._input(node, self._line(dest, node, reply))
+        elif dest == HWM_CLIENT:
+            self._own_reply(node, body, raw)
+        else:
+            self._client_reply(node, dest, body, raw)
+
+    def init_waiting_for(self, node: str) -> bool:
+        return self.init_waiting is not None and self.init_waiting[0] == node
+
+    def _own_reply(self, node: str, body: dict, raw) -> None:
+        reply_to = body.get("in_reply_to")
+        if self.init_waiting_for(node) and reply_to == self.init_waiting[1]:
+            if body["type"] != "init_ok":
+                raise NodeProtocolError(node, f"answered init with {body['type']!r}; expected 'init_ok'",
+                                        raw.decode(errors="replace"))
+            self.init_waiting = None
+            self.initialised.add(node)
+            return
+        if body["type"] == "hwm_state_ok":
+            try:
+                state = parse_state(body)
+            except ObservationError as e:
+                raise NodeProtocolError(node, str(e), raw.decode(errors="replace"))
+            self.introspects[node] = True
+            self._observed(lambda: self.observer.observe(node, self.step_number, self.cause, state))
+        elif body["type"] == "error" and body.get("code") == NOT_SUPPORTED:
+            self.introspects[node] = False
+        elif body["type"] != "error":
+            raise NodeProtocolError(node, f"answered hwm's request with unknown type {body['type']!r} "
+                                          "(expected init_ok, hwm_state_ok or an error)", raw.decode(errors="replace"))
+        if reply_to is not None and reply_to == self.awaiting[node]:
+            self.awaiting[node] = None
+            self.barrier_ok[node] = True
+
+    def _client_reply(self, node: str, client: str, body: dict, raw) -> None:
+        op = self.op_by_request.get((client, body.get("in_reply_to")))
+        line = raw.decode(errors="replace")
+        if op is None:
+            raise NodeProtocolError(node, f"sent {client} a {body['type']!r} in reply to a request it was never "
+                                          f"sent (in_reply_to {body.get('in_reply_to')!r})", line)
+        expected = REPLIES[op["type"]]
+        if body["type"] not in (expected, "error"):
+            raise NodeProtocolError(node, f"answered {op['type']} with unknown type {body['type']!r} "
+                                          f"(expected {expected!r} or 'error')", line)
+        if op["status"] != "pending":
+            self._event(f"{node}→{client} answered op {op['id']} a second time (ignored)")
+            return
+        op["reply"], op["reply_step"] = body, self.step_number
+        if body["type"] == "error":
+            op["status"] = "info" if body.get("code") in INDEFINITE else "fail"
+        else:
+            op["status"] = "ok"
+        self._event(f"{node}→{client} {_brief(body)} (op {op['id']})")
+        if op["status"] == "ok":
+            before = len(self.checker.findings)
+            self.checker.on_reply(op, self.step_number)
+            if op["type"] == "log_append" and isinstance(body.get("index"), int):
+                self.observer.acknowledge(node, body["index"], describe_op(op))
+            if op["type"] == "log_read" and isinstance(body.get("index"), int):
+                self._observed(lambda: self.observer.read_served(node, body["index"], self.step_number,
+                                                                 f"{self.cause}: {describe_op(op)}"))
+            for finding in self.checker.findings[before:]:
+                self._event(f"FINDING {finding}")
+
+    def _observed(self, observe) -> None:
+        """Run one observer call; what it adds (a changed state, a finding) goes into the step's events."""
+        seen, found = len(self.observer.observations), len(self.observer.findings)
+        observe()
+        for observation in self.observer.observations[seen:]:
+            self._event(f"now {describe_observation(observation)}")
+        for finding in self.observer.findings[found:]:
+            self._event(f"FINDING {finding}")
+
+    def _event(self, text: str) -> None:
+        self.events[-1].append(text)
+
+    # ---- steps -----------------------------------------------------------------------------
+    def run_step(self, step: dict, number: int | None) -> None:
+        inner = self.step_number == number and number is not None and self.cause.startswith("settle")
+        self.step_number, self.cause = number, describe(step) if not inner else self.cause
+        if not inner:
+            self.events.append([])
+            self.lines_this_step = {}
+        op = step["op"]
+        if op in REPLIES:
+            self._client_request(step)
+        elif op in ("deliver", "drop", "duplicate"):
+            matching = [m for m in self.in_flight if m["src"] == step["from"] and m["dest"] == step["to"]]
+            if not matching:
+                self._event(f"nothing in flight from {step['from']} to {step['to']}")
+            else:
+                msg = matching[min(step.get("nth", 0), len(matching) - 1)]
+                if op != "duplicate":
+                    self.in_flight.remove(msg)
+                if op == "drop":
+                    self._event(f"dropped {msg['src']}→{msg['dest']} {msg['body']['type']}")
+                else:
+                    self._deliver(msg)
+        elif op == "deliver_all":
+            for msg in list(self.in_flight):
+                if msg in self.in_flight:
+                    self.in_flight.remove(msg)
+                    self._deliver(msg)
+        elif op == "partition":
+            self.group = {}
+            for side, nodes in enumerate(step["groups"]):
+                for node in nodes:
+                    self.group[node] = side
+            for node in self.node_ids:
+                self.group.setdefault(node, len(step["groups"]))
+        elif op == "heal":
+            self.group = None
+        elif op == "kill":
+            self._kill(step["node"])
+        elif op == "restart":
+            self._restart(step["node"])
+        elif op == "pause":
+            self.procs[step["node"]].pause()
+        elif op == "resume":
+            self._resume(step["node"])
+        elif op == "tick":
+            if self.schedule.clock == "wall":
+                self.drain(WALL_TICK_MS / 1000)
+            else:
+                for node in [step["node"]] if "node" in step else self.node_ids:
+                    self._input(node, self._line(HWM_CLIENT, node, {"type": "hwm_tick"}))
+        elif op == "wait":
+            self.drain(step["ms"] / 1000)
+        elif op == "settle":
+            for _ in range(step["rounds"]):
+                self.run_step({"op": "tick"}, number)
+                self.run_step({"op": "deliver_all"}, number)
+            self.step_number, self.cause = number, describe(step)
+        self.drain()
+
+    def _deliver(self, msg: dict) -> None:
+        src, dest = msg["src"], msg["dest"]
+        if self.group is not None and self.group[src] != self.group[dest]:
+            self._event(f"{src}→{dest} {msg['body']['type']} lost to the partition")
+            return
+        if not self.procs[dest].alive:
+            self._event(f"{src}→{dest} {msg['body']['type']} lost: {dest} is down")
+            return
+        self._event(f"{src}→{dest} {msg['body']['type']} delivered")
+        self._input(dest, json.dumps(msg, separators=(",", ":")))
+
+    def _client_request(self, step: dict) -> dict:
+        node = step["node"]
+        request = {k: v for k, v in step.items() if k not in ("op", "node")}
+        op = self._new_op(node, step["op"], request, self.step_number)
+        if not self._input(node, self._line(op["client"], node, dict(request, type=op["type"], msg_id=op["msg_id"]))):
+            op["status"], op["reply"] = "info", {"note": f"{node} is down"}
+            self._event(f"op {op['id']}: {node} is down")
+        return op
+
+    def _new_op(self, node: str, kind: str, request: dict, step) -> dict:
+        client = self.clients[self.node_ids.index(node)]
+        op = {"id": len(self.ops) + 1, "client": client, "node": node, "step": step, "type": kind,
+              "request": request, "status": "pending", "reply": None, "reply_step": None,
+              "msg_id": self._msg_id()}
+        self.ops.append(op)
+        self.op_by_request[(client, op["msg_id"])] = op
+        self._event(f"{client}→{node} {kind} {json.dumps(request, separators=(',', ':'))} (op {op['id']})")
+        return op
+
+    def _kill(self, node: str) -> None:
+        proc = self.procs[node]
+        if not proc.alive:
+            return
+        self.killed_by_us.add(node)
+        proc.kill()
+        self.held[node].clear()
+        self.awaiting[node] = None
+        for op in self.ops:
+            if op["node"] == node and op["status"] == "pending":
+                op["status"], op["reply"] = "info", {"note": f"{node} was killed before it answered"}
+        self._event(f"{node} killed (SIGKILL); its data directory stays")
+        self._observed(lambda: self.observer.observe(node, self.step_number, self.cause, None, alive=False))
+
+    def _restart(self, node: str) -> None:
+        proc = self.procs[node]
+        if proc.alive:
+            return
+        self.killed_by_us.discard(node)
+        proc.start()
+        self._event(f"{node} restarted on {proc.data_dir}")
+        self._init(node)
+
+    def _resume(self, node: str) -> None:
+        proc = self.procs[node]
+        if not proc.paused:
+            return
+        proc.resume()
+        for line in self.held[node]:
+            proc.write(line)
+        self.held[node].clear()
+        self._barrier(node)
+
+    # ---- the whole run ---------------------------------------------------------------------
+    def finish(self) -> None:
+        """Heal, resume, restart, let the cluster settle, read everything back, then judge."""
+        self.step_number, self.cause = None, "the final phase"
+        self.events.append([])
+        self.lines_this_step = {}
+        self.group = None
+        for node in self.node_ids:
+            self._resume(node)
+            self._restart(node)
+        for _ in range(self.limits.final_rounds):
+            self.run_step({"op": "tick"}, None)
+            self.run_step({"op": "deliver_all"}, None)
+        self.step_number, self.cause = None, "the final reads"
+        for request in final_read_requests(self.schedule.workload, self.checker):
+            for node in self.node_ids:
+                op = self._new_op(node, request["type"], {k: v for k, v in request.items() if k != "type"}, None)
+                self.final_ops.append(op)
+                self._input(node, self._line(op["client"], node, dict(request, msg_id=op["msg_id"])))
+        self.run_step({"op": "deliver_all"}, None)
+        self.checker.at_end(self.final_ops)
+        for op in self.ops:
+            if op["status"] == "pending":
+                self.checker.findings.append(Finding(
+                    "NoReply", f"{describe_op(op)} got no reply by the end of the run (after healing, "
+                               f"{self.limits.final_rounds} rounds of ticks and deliveries)", op["step"]))
+
+
+def absolute_paths(command: list[str]) -> list[str]:
+    """The command with each argument that names an existing relative path made absolute: nodes
+    run in their data directories, so `./mynode` or `examples/nodes/log_node.py` would not resolve."""
+    return [str(Path(arg).resolve()) if not Path(arg).is_absolute() and ("/" in arg or Path(arg).is_file())
+            and Path(arg).exists() else arg for arg in command]
+
+
+def _brief(body: dict) -> str:
+    shown = {k: v for k, v in body.items() if k not in ("type", "msg_id", "in_reply_to")}
+    text = json.dumps(shown, separators=(",", ":"))
+    return f"{body.get('type')} {text if len(text) < 120 else text[:117] + '...'}"
+
+
+def result_of(run: Run, result: RunResult) -> RunResult:
+    """Fill `result` with what `run` saw (findings, history, observations, per-step events)."""
+    result.findings = run.checker.findings + run.observer.findings
+    result.history = [{k: v for k, v in op.items() if k != "msg_id"} for op in run.ops]
+    result.observations = run.observer.observations
+    result.events = run.events
+    return result
+
+
+def run_schedule(command: list[str], schedule: Schedule, limits: Limits | None = None,
+                 data_root: Path | None = None, on_step=None) -> RunResult:
+    """Run `schedule` against `command`; every process is gone when this returns (or raises).
+
+    `on_step(number, step, run)` is called after each step (the replay narrates with it)."""
+    began = time.monotonic()
+    run = Run(command, schedule, limits, data_root)
+    result = RunResult(schedule)
+    try:
+        try:
+            run.start()
+            for number, step in enumerate(schedule.steps, 1):
+                check_step(step, run.node_ids, schedule.workload, number)
+                run.run_step(step, number)
+                result.steps_run = number
+                if on_step is not None:
+                    on_step(number, step, run)
+            run.finish()
+        except NodeProtocolError as e:
+            result.protocol_error = e
+    finally:
+        run.close()
+    result_of(run, result)
+    result.seconds = time.monotonic() - began
+    return result

@@ -1,0 +1,283 @@
+"""Schedules chosen by Hypothesis: a state machine whose rules are client requests, deliveries,
+faults and ticks, each applied at once to a live cluster of node processes.
+
+A failing schedule (a finding, or a node breaking the protocol) is shrunk by Hypothesis; every
+failing schedule it tries is kept, and the shortest is the one reported and saved. Hypothesis is a
+test-time dependency of hwm: this module imports it when a hunt starts and says how to install it
+when it is missing.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from bridge.maelstrom.cluster import Limits, Run, RunResult, result_of
+from bridge.maelstrom.protocol import NodeProtocolError
+from bridge.maelstrom.schedule import Schedule
+
+
+class HypothesisMissing(RuntimeError):
+    pass
+
+
+def _hypothesis():
+    try:
+        import hypothesis
+        import hypothesis.stateful
+        import hypothesis.strategies
+    except ImportError:
+        raise HypothesisMissing("choosing schedules needs Hypothesis: pip install 'hypothesis>=6.100' "
+                                "(or install hwm with its test extra: pip install -e '.[test]')")
+    return hypothesis
+
+
+@dataclass
+class HuntReport:
+    schedules: int = 0  # schedules run to the end (or to their failure)
+    operations: int = 0  # client operations sent, over all schedules
+    answered_ok: int = 0  # of which the node answered with success: a clean hunt where none did says little
+    seconds: float = 0.0
+    first_failure_at: int | None = None  # how many schedules until the first failure
+    first_failure_seconds: float | None = None
+    failures: list[RunResult] = field(default_factory=list)
+    out_of_time: bool = False
+
+    @property
+    def shortest(self) -> RunResult | None:
+        """The shrunk schedule: the shortest of the failing ones (Hypothesis ends on the minimal one);
+        a node that broke the protocol is reported before any finding its broken answers caused."""
+        return min(self.failures, key=lambda r: (r.protocol_error is None, len(r.schedule.steps))) \
+            if self.failures else None
+
+
+def hunt(command: list[str], workload: str = "log", nodes: int = 3, clock: str = "virtual",
+         schedules: int = 20, steps: int = 30, seed: int | None = 0, protocol: str | None = None,
+         limits: Limits | None = None, time_limit: float = 600.0, shrink: bool = True,
+         on_schedule=None, settle_rounds: int = 6, shrink_seconds: float = 120.0) -> HuntReport:
+    """Run up to `schedules` Hypothesis-chosen schedules of up to `steps` steps; stop (and shrink) at
+    the first failure. `seed` None draws fresh randomness; an integer makes the hunt repeatable.
+    The hunt stops starting schedules after `time_limit` seconds. Shrinking takes at most
+    `shrink_seconds` (or a little more): a quarter for Hypothesis's, the rest (at least half) for
+    deleting steps (`shrink_further`), which gains far more per run of the node."""
+    hypothesis = _hypothesis()
+    st = hypothesis.strategies
+    from hypothesis.stateful import RuleBasedStateMachine, rule
+
+    report = HuntReport()
+    began = time.monotonic()
+    node_ids = [f"n{k}" for k in range(1, nodes + 1)]
+    node = st.sampled_from(node_ids)
+    # "leader": the node that, by its last hwm_state answer, leads the highest generation; faults and
+    # requests aimed there find the pattern's bugs far sooner (any node when the node does not say).
+    target = st.one_of(st.just("leader"), node)
+
+    class NodeRun(RuleBasedStateMachine):
+        def __init__(self):
+            super().__init__()
+            self.schedule = Schedule(workload=workload, nodes=nodes, clock=clock, seed=0, protocol=protocol)
+            self.run: Run | None = None
+            self.error: NodeProtocolError | None = None
+            self.values = 0
+            now = time.monotonic()
+            shrinking_too_long = report.first_failure_seconds is not None and \
+                now - began - report.first_failure_seconds > shrink_seconds / 4
+            if now - began > time_limit or shrinking_too_long:
+                report.out_of_time = True  # this and later examples pass at once: Hypothesis ends soon
+                return
+            self.run = Run(command, self.schedule, limits)
+            try:
+                self.run.start()
+            except NodeProtocolError as e:
+                self.error = e
+            # Let the cluster elect a leader first: most schedules are worth more with one.
+            self.apply({"op": "settle", "rounds": settle_rounds})
+
+        def apply(self, step: dict) -> None:
+            if self.run is None or self.error is not None:
+                return
+            self.schedule.steps.append(step)
+            try:
+                self.run.run_step(step, len(self.schedule.steps))
+            except NodeProtocolError as e:
+                self.error = e
+
+        def resolve(self, chosen: str) -> str:
+            if chosen != "leader":
+                return chosen
+            latest = self.run.observer.latest if self.run is not None else {}
+            leaders = [(seen["generation"], n) for n, seen in latest.items() if seen["role"] == "leader" and seen["alive"]]
+            return max(leaders)[1] if leaders else node_ids[0]
+
+        def newest_index(self) -> int:
+            """The end of the longest log a node has shown (else one past the appends so far):
+            reads just below it find the entries that are not yet, or never will be, committed."""
+            latest = self.run.observer.latest if self.run is not None else {}
+            return max((len(seen["log"]) for seen in latest.values()), default=self.values + 1)
+
+        def next_value(self) -> int:
+            self.values += 1
+            return self.values
+
+        if workload == "log":
+            @rule(node=target)
+            def log_append(self, node):
+                self.apply({"op": "log_append", "node": self.resolve(node), "value": self.next_value()})
+
+            @rule(node=target, back=st.integers(0, 2))
+            def log_read(self, node, back):
+                index = max(1, self.newest_index() - back)
+                self.apply({"op": "log_read", "node": self.resolve(node), "index": index})
+        else:
+            @rule(node=target, key=st.sampled_from(["k1", "k2"]))
+            def send(self, node, key):
+                self.apply({"op": "send", "node": self.resolve(node), "key": key, "msg": self.next_value()})
+
+            @rule(node=target, key=st.sampled_from(["k1", "k2"]), offset=st.integers(0, 4))
+            def poll(self, node, key, offset):
+                self.apply({"op": "poll", "node": self.resolve(node), "offsets": {key: offset}})
+
+            @rule(node=node, key=st.sampled_from(["k1", "k2"]), offset=st.integers(0, 4))
+            def commit_offsets(self, node, key, offset):
+                self.apply({"op": "commit_offsets", "node": node, "offsets": {key: offset}})
+
+            @rule(node=node)
+            def list_committed_offsets(self, node):
+                self.apply({"op": "list_committed_offsets", "node": node, "keys": ["k1", "k2"]})
+
+        @rule()
+        def deliver_all(self):
+            self.apply({"op": "deliver_all"})
+
+        @rule(how=st.sampled_from(["deliver", "deliver", "drop", "duplicate"]), src=node, dest=node,
+              nth=st.integers(0, 2))
+        def one_message(self, how, src, dest, nth):
+            step = {"op": how, "from": src, "to": dest}
+            if nth:
+                step["nth"] = nth  # a later message overtakes the oldest: reordering
+            self.apply(step)
+
+        @rule(one=st.one_of(st.none(), node))
+        def tick(self, one):
+            self.apply({"op": "tick"} if one is None else {"op": "tick", "node": one})
+
+        @rule(fault=st.sampled_from(["kill", "restart", "pause", "resume"]), node=target)
+        def fault(self, fault, node):
+            self.apply({"op": fault, "node": self.resolve(node)})
+
+        @rule(isolated=target)
+        def partition(self, isolated):
+            isolated = self.resolve(isolated)
+            self.apply({"op": "partition", "groups": [[isolated], [n for n in node_ids if n != isolated]]})
+
+        @rule(rounds=st.integers(1, 8))
+        def settle(self, rounds):
+            self.apply({"op": "settle", "rounds": rounds})
+
+        @rule()
+        def heal(self):
+            self.apply({"op": "heal"})
+
+        def teardown(self):
+            if self.run is None:
+                return
+            result = RunResult(self.schedule)
+            try:
+                if self.error is None:
+                    try:
+                        self.run.finish()
+                    except NodeProtocolError as e:
+                        self.error = e
+            finally:
+                self.run.close()
+            result_of(self.run, result)
+            result.protocol_error, result.steps_run = self.error, len(self.schedule.steps)
+            report.schedules += 1
+            report.operations += result.operations()
+            report.answered_ok += sum(1 for op in result.history if op["step"] is not None and op["status"] == "ok")
+            if on_schedule is not None:
+                on_schedule(report, result)
+            if result.failed:
+                report.failures.append(result)
+                if report.first_failure_at is None:
+                    report.first_failure_at = report.schedules
+                    report.first_failure_seconds = time.monotonic() - began
+                raise AssertionError(str(result.protocol_error or result.findings[0]))
+
+    phases = list(hypothesis.Phase)
+    if not shrink:
+        phases = [p for p in phases if p != hypothesis.Phase.shrink]
+    settings = hypothesis.settings(max_examples=schedules, stateful_step_count=steps, deadline=None,
+                                   database=None, phases=phases, report_multiple_bugs=False,
+                                   suppress_health_check=list(hypothesis.HealthCheck),
+                                   verbosity=hypothesis.Verbosity.quiet, print_blob=False,
+                                   derandomize=False)
+    from hypothesis.stateful import get_state_machine_test
+    test = get_state_machine_test(NodeRun, settings=settings)
+    if seed is not None:
+        test = hypothesis.seed(seed)(test)
+    try:
+        test()
+    except AssertionError:
+        pass
+    except hypothesis.errors.HypothesisException:
+        if not report.failures:  # Flaky and friends: what failed is in report.failures
+            raise
+    if report.failures and shrink:
+        left = shrink_seconds - (time.monotonic() - began - report.first_failure_seconds)
+        report.failures.append(shrink_further(command, report.shortest, limits, max(shrink_seconds / 2, left)))
+    report.seconds = time.monotonic() - began
+    return report
+
+
+def shrink_further(command: list[str], failure: RunResult, limits: Limits | None = None,
+                   seconds: float = 60.0) -> RunResult:
+    """Delete steps while the schedule still fails the same way (a finding of a property it found
+    before, or a protocol error): halves, then quarters, down to single steps, then fewer settle rounds.
+
+    Hypothesis's own shrinking re-runs whole schedules through its choice sequence; with real
+    processes each try costs a run, so this direct pass over the steps finishes the job."""
+    from bridge.maelstrom.cluster import run_schedule
+
+    began = time.monotonic()
+    wanted = "protocol" if failure.protocol_error else {f.name for f in failure.findings}
+    best = failure
+
+    def still_fails(steps: list[dict]) -> RunResult | None:
+        schedule = Schedule(workload=best.schedule.workload, nodes=best.schedule.nodes, clock=best.schedule.clock,
+                            seed=best.schedule.seed, protocol=best.schedule.protocol, steps=steps)
+        result = run_schedule(command, schedule, limits)
+        same = bool(result.protocol_error) if wanted == "protocol" else \
+            bool(wanted & {f.name for f in result.findings})
+        return result if same else None
+
+    chunk = max(1, len(best.schedule.steps) // 2)
+    while chunk >= 1 and time.monotonic() - began < seconds:
+        steps, start, removed = best.schedule.steps, 0, False
+        while start < len(steps) and time.monotonic() - began < seconds:
+            found = still_fails(steps[:start] + steps[start + chunk:])
+            if found is not None:
+                best, steps, removed = found, found.schedule.steps, True
+            else:
+                start += chunk
+        if not removed:
+            chunk //= 2
+    for k, step in enumerate(best.schedule.steps):  # fewer rounds in each settle, where enough
+        while step["op"] == "settle" and step["rounds"] > 1 and time.monotonic() - began < seconds:
+            found = still_fails(best.schedule.steps[:k] + [dict(step, rounds=step["rounds"] - 1)]
+                                + best.schedule.steps[k + 1:])
+            if found is None:
+                break
+            best, step = found, found.schedule.steps[k]
+    return best
+
+
+def saved_schedule(result: RunResult, command: list[str], path: Path) -> Path:
+    """Save a run as an hwm-schedule/1 file: its steps, findings, history and observations."""
+    schedule = result.schedule
+    schedule.findings = ([str(result.protocol_error)] if result.protocol_error else []) + [str(f) for f in result.findings]
+    schedule.history, schedule.observations = result.history, result.observations
+    if not schedule.title:
+        schedule.title = f"{len(schedule.steps)} steps against {' '.join(command)}"
+    return schedule.save(path)

@@ -1,0 +1,132 @@
+"""What hwm sees inside nodes that answer `hwm_state`, and the property catalogue checked on it.
+
+After each input it delivers, hwm asks the node `hwm_state {}`; the node answers
+`hwm_state_ok {generation, role, log: [[index, generation], ...], hwm, isr?}` (or error 10, and is
+then not asked again). Each answer that differs from the node's previous one is an **observation**,
+a plain dict, in the order they happened:
+
+    {"step": 7, "cause": "deliver(n1→n2)", "node": "n2", "alive": true, "generation": 1,
+     "role": "follower", "log": [[1, 1], [2, 1]], "hwm": 1, "isr": null}
+
+(a kill is an observation with "alive": false and the node's last known state). That list is the
+trace a validator steps against the model. Here every observation also updates the cluster's
+snapshot (properties/snapshot.py: node k is server S(k)), and the whole catalogue's `always`
+properties are checked on each observed change; a finding names the node (n2, not S2) and the step.
+With the log workload, where an index is a log index, a node's answer after it acknowledged
+`log_append` must show its high-water mark at or past that index (`AckedAtOrBelowHwm`).
+"""
+
+from __future__ import annotations
+
+import re
+
+from bridge.maelstrom.history import Finding
+from properties.catalogue import violations
+from properties.snapshot import ServerSnapshot, Snapshot
+
+ROLES = ("leader", "follower", "candidate")
+
+
+class ObservationError(ValueError):
+    pass
+
+
+def parse_state(body: dict) -> dict:
+    """The fields of one hwm_state_ok body; ObservationError naming the field that is malformed."""
+    out = {}
+    for name in ("generation", "hwm"):
+        value = body.get(name)
+        if not isinstance(value, int) or isinstance(value, bool) or value < 0:
+            raise ObservationError(f"hwm_state_ok needs a non-negative integer {name!r}, got {value!r}")
+        out[name] = value
+    if body.get("role") not in ROLES:
+        raise ObservationError(f"hwm_state_ok's role must be one of {', '.join(ROLES)}, got {body.get('role')!r}")
+    out["role"] = body["role"]
+    log = body.get("log")
+    if not isinstance(log, list) or any(not (isinstance(e, list) and len(e) == 2) for e in log) or \
+            [e[0] for e in log] != list(range(1, len(log) + 1)):
+        raise ObservationError("hwm_state_ok's log must be [[index, generation], ...] with indexes 1, 2, 3, ... in order")
+    out["log"] = [[int(i), int(g)] for i, g in log]
+    isr = body.get("isr")
+    out["isr"] = list(isr) if isinstance(isr, list) else None
+    return out
+
+
+def _node_names(text: str) -> str:
+    # The catalogue names servers S1..Sn; a node run names them n1..nN.
+    return re.sub(r"\bS(\d+)\b", r"n\1", text)
+
+
+def describe_observation(seen: dict) -> str:
+    """`n2 follower  g1 log=[1,1] hwm=1` (log by generation, as in hwm's step tables), or `n2 down`."""
+    if not seen["alive"]:
+        return f"{seen['node']} down"
+    log = ",".join(str(g) for _, g in seen["log"])
+    isr = f" isr={','.join(seen['isr'])}" if seen.get("isr") else ""
+    return f"{seen['node']} {seen['role']:<9} g{seen['generation']} log=[{log}] hwm={seen['hwm']}{isr}"
+
+
+class Observer:
+    def __init__(self, node_ids: list[str]):
+        self.node_ids = node_ids
+        self.observations: list[dict] = []
+        self.latest: dict[str, dict] = {}
+        self.findings: list[Finding] = []
+        self.reads: set[tuple[int, int]] = set()  # (index, generation) clients were served
+        self.snapshot: Snapshot | None = None
+        self.reported: set[str] = set()  # one finding per property is enough to act on
+        self.acknowledged: dict[str, list[tuple[int, str]]] = {}  # node -> (index, op) awaiting its state
+
+    def _snapshot(self) -> Snapshot | None:
+        if len(self.latest) != len(self.node_ids):
+            return None  # the catalogue needs every server's state
+        servers = []
+        for node in self.node_ids:
+            seen = self.latest[node]
+            servers.append(ServerSnapshot(seen["generation"], seen["role"], tuple(g for _, g in seen["log"]),
+                                          seen["hwm"], seen["alive"]))
+        return Snapshot(tuple(servers), frozenset(self.reads))
+
+    def observe(self, node: str, step, cause: str, state: dict | None, alive: bool = True) -> None:
+        """Record `node`'s answer (or, with state None, its death) and check the catalogue on the change."""
+        previous = self.latest.get(node)
+        if state is not None:
+            self._check_acknowledged(node, state, step)
+        if state is None:
+            if previous is None or not previous["alive"]:
+                return
+            state = {k: previous[k] for k in ("generation", "role", "log", "hwm", "isr")}
+        current = dict(state, alive=alive)
+        if previous is not None and all(previous[k] == current[k] for k in current):
+            return
+        self.latest[node] = current
+        self.observations.append(dict(current, step=step, cause=cause, node=node))
+        self._check(step, f"{cause}, seen at {node}")
+
+    def acknowledge(self, node: str, index: int, op: str) -> None:
+        """`node` acknowledged a log_append at `index`; its next answer must show a HWM at or past it."""
+        self.acknowledged.setdefault(node, []).append((index, op))
+
+    def _check_acknowledged(self, node: str, state: dict, step) -> None:
+        for index, op in self.acknowledged.pop(node, []):
+            if state["hwm"] < index and "AckedAtOrBelowHwm" not in self.reported:
+                self.reported.add("AckedAtOrBelowHwm")
+                self.findings.append(Finding("AckedAtOrBelowHwm", f"{op} was acknowledged at index {index}, but "
+                                                                  f"{node}'s high-water mark was {state['hwm']}", step))
+
+    def read_served(self, node: str, index: int, step, cause: str) -> None:
+        """A client read `index` from `node`: the entry, as that node last showed its log, is read."""
+        seen = self.latest.get(node)
+        if seen and 1 <= index <= len(seen["log"]):
+            self.reads.add((index, seen["log"][index - 1][1]))
+            self._check(step, cause)
+
+    def _check(self, step, cause: str) -> None:
+        after = self._snapshot()
+        if after is None:
+            return
+        before, self.snapshot = self.snapshot, after
+        for name, finding in violations(before, after).items():
+            if name not in self.reported:
+                self.reported.add(name)
+                self.findings.append(Finding(name, f"{_node_names(finding)} (observed after {cause})", step))

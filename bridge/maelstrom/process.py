@@ -1,0 +1,159 @@
+"""One node process: started in its own process group, in its own data directory.
+
+The node's current directory is its data directory, also given as HWM_DATA_DIR (with HWM_NODE_ID)
+and in `init` as `hwm_data_dir`; the directory outlives a SIGKILL and the restart that follows.
+stdout lines go to one queue shared by the cluster (a reader thread per process); stderr is the
+node's log, appended to `<data dir>/../<node>.log`. Every signal goes to the whole process group,
+so a node started through a shell script or `go run` is stopped whole.
+"""
+
+from __future__ import annotations
+
+import atexit
+import os
+import queue
+import signal
+import subprocess
+import threading
+import time
+from pathlib import Path
+
+from bridge.maelstrom.protocol import MAX_LINE_BYTES
+
+EOF_LINE = None  # what a reader thread queues when the node's stdout closes
+_STARTED: "set[NodeProcess]" = set()  # every node process not yet killed, for kill_all
+
+
+def kill_all() -> None:
+    """SIGKILL every node process group still running (Ctrl-C, an exception, interpreter exit)."""
+    for proc in list(_STARTED):
+        proc.kill()
+
+
+atexit.register(kill_all)
+
+
+def _group_running(pgid: int) -> bool:
+    """Whether a process of group `pgid` exists that is not a zombie (Linux /proc; elsewhere: no)."""
+    try:
+        entries = os.listdir("/proc")
+    except OSError:
+        return False
+    for entry in entries:
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat") as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+        except (OSError, IndexError):
+            continue
+        if len(fields) > 2 and fields[2] == str(pgid) and fields[0] != "Z":
+            return True
+    return False
+
+
+class NodeProcess:
+    def __init__(self, node: str, command: list[str], data_dir: Path, out: "queue.Queue"):
+        self.node, self.command, self.data_dir, self.out = node, list(command), Path(data_dir), out
+        self.data_dir.mkdir(parents=True, exist_ok=True)
+        self.log_path = self.data_dir.parent / f"{node}.log"
+        self.proc: subprocess.Popen | None = None
+        self.incarnation = 0  # bumped by every start: lines of a killed incarnation are stale
+        self.paused = False
+
+    @property
+    def alive(self) -> bool:
+        return self.proc is not None and self.proc.poll() is None
+
+    def start(self) -> None:
+        self.incarnation += 1
+        env = dict(os.environ, HWM_DATA_DIR=str(self.data_dir.resolve()), HWM_NODE_ID=self.node)
+        with open(self.log_path, "ab") as log:
+            try:
+                self.proc = subprocess.Popen(self.command, cwd=self.data_dir, env=env, stdin=subprocess.PIPE,
+                                             stdout=subprocess.PIPE, stderr=log, start_new_session=True)
+            except OSError as e:
+                from bridge.maelstrom.protocol import NodeProtocolError
+                raise NodeProtocolError(self.node, f"could not start {' '.join(self.command)!r}: {e.strerror}")
+        self.paused = False
+        _STARTED.add(self)
+        threading.Thread(target=self._read, args=(self.proc, self.incarnation), daemon=True,
+                         name=f"hwm-{self.node}-stdout").start()
+
+    def _read(self, proc: subprocess.Popen, incarnation: int) -> None:
+        stream = proc.stdout
+        while True:
+            line = stream.readline(MAX_LINE_BYTES + 1)
+            if not line:
+                self.out.put((self.node, incarnation, EOF_LINE))
+                return
+            self.out.put((self.node, incarnation, line))
+
+    def write(self, line: str) -> bool:
+        """Send one line; False when the node is gone (a dead node's pipe swallows nothing)."""
+        if not self.alive:
+            return False
+        try:
+            self.proc.stdin.write(line.encode() + b"\n")
+            self.proc.stdin.flush()
+            return True
+        except (BrokenPipeError, OSError):
+            return False
+
+    def signal_group(self, sig: int) -> None:
+        if self.proc is None:
+            return
+        try:
+            os.killpg(self.proc.pid, sig)
+        except (ProcessLookupError, PermissionError):
+            pass
+
+    def kill(self) -> None:
+        """SIGKILL the node's whole process group and reap it; its data directory stays."""
+        _STARTED.discard(self)
+        if self.proc is None:
+            return
+        self.signal_group(signal.SIGKILL)
+        if self.paused:
+            self.signal_group(signal.SIGCONT)  # a stopped process dies of SIGKILL only once continued
+        try:
+            self.proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            pass
+        # SIGKILL is delivered asynchronously: wait (briefly) until no member of the group still runs,
+        # so that "the run is over" means its processes are gone, children of the node included.
+        deadline = time.monotonic() + 5
+        while _group_running(self.proc.pid) and time.monotonic() < deadline:
+            self.signal_group(signal.SIGKILL)
+            time.sleep(0.005)
+        for stream in (self.proc.stdin, self.proc.stdout):
+            try:
+                stream.close()
+            except OSError:
+                pass
+        self.paused = False
+
+    def pause(self) -> None:
+        if self.alive and not self.paused:
+            self.signal_group(signal.SIGSTOP)
+            self.paused = True
+
+    def resume(self) -> None:
+        if self.paused:
+            self.signal_group(signal.SIGCONT)
+            self.paused = False
+
+    def exit_description(self) -> str:
+        code = self.proc.poll() if self.proc else None
+        if code is None:
+            return "is still running"
+        if code < 0:
+            return f"was killed by signal {signal.Signals(-code).name}"
+        return f"exited with status {code}"
+
+    def log_tail(self, lines: int = 5) -> str:
+        try:
+            text = self.log_path.read_text(errors="replace").splitlines()[-lines:]
+        except OSError:
+            return ""
+        return "\n".join(f"    {t}" for t in text)

@@ -1,0 +1,22 @@
+"""The node commands the tests run: the two examples and the protocol breakers."""
+
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+NODES = ROOT / "examples" / "nodes"
+SCHEDULES = NODES / "schedules"
+
+
+def log_node() -> list[str]:
+    return [sys.executable, str(NODES / "log_node.py")]
+
+
+def naive_node(mistake: str) -> list[str]:
+    return [sys.executable, str(NODES / "naive_node.py"), "--mistakes", mistake]
+
+
+def bad_node(mode: str) -> list[str]:
+    return [sys.executable, str(Path(__file__).parent / "bad_node.py"), mode]
+
+

@@ -1,0 +1,50 @@
+"""`hwm test` on the command line: exit codes, the saved schedule, the error for a broken node."""
+
+import json
+
+from click.testing import CliRunner
+
+from bridge.maelstrom.cluster import run_schedule
+from bridge.maelstrom.hunt import shrink_further
+from bridge.maelstrom.schedule import Schedule
+from hwm.cli import main
+from tests.nodes.commands import bad_node
+
+
+def test_a_node_that_breaks_the_protocol_exits_2_and_the_history_so_far_is_saved(tmp_path):
+    saved = tmp_path / "broken.json"
+    done = CliRunner().invoke(main, ["test", "--workload", "log", "--clock", "virtual", "--schedules", "5",
+                                     "--no-shrink", "--save", str(saved), "--", *bad_node("not-json")])
+    assert done.exit_code == 2, done.output
+    assert "node n" in done.output and "printed a line that is not JSON" in done.output
+    assert "'appended it!'" in done.output
+    schedule = json.loads(saved.read_text())
+    assert schedule["format"] == "hwm-schedule/1" and "not JSON" in schedule["findings"][0]
+    assert schedule["history"][-1]["type"] == "log_append" and schedule["history"][-1]["status"] == "pending"
+
+
+def test_a_finding_exits_1_and_names_the_replay_command(tmp_path):
+    saved = tmp_path / "found.json"
+    done = CliRunner().invoke(main, ["test", "--workload", "log", "--clock", "virtual", "--schedules", "20",
+                                     "--no-shrink", "--save", str(saved), "--json", "--", *bad_node("one-index")])
+    assert done.exit_code == 1, done.output
+    report = json.loads(done.output)
+    assert report["saved"] == str(saved) and report["findings"] and report["first_failure_at"] >= 1
+    assert report["findings"][0].split(" ")[0].rstrip(":") in ("AckedNeverLost", "OneValuePerOffset")
+    assert json.loads(saved.read_text())["steps"][0] == {"op": "settle", "rounds": 6}
+
+
+def test_a_failing_schedule_shrinks_to_the_steps_that_matter():
+    noise = [{"op": "kill", "node": "n2"}, {"op": "restart", "node": "n2"}]
+    append = [{"op": "log_append", "node": "n1", "value": 1}, {"op": "log_append", "node": "n3", "value": 2}]
+    steps = noise + append[:1] + [{"op": "tick"}] + append[1:] + noise
+    failing = run_schedule(bad_node("one-index"), Schedule(workload="log", steps=steps))
+    assert "OneValuePerOffset" in {f.name for f in failing.findings}
+    shrunk = shrink_further(bad_node("one-index"), failing, seconds=60)
+    # One append is enough: it is never served back (AckedNeverLost, a property the run found).
+    assert len(shrunk.schedule.steps) == 1 and shrunk.schedule.steps[0]["op"] == "log_append"
+
+
+def test_bad_options_exit_2():
+    done = CliRunner().invoke(main, ["test", "--workload", "bank", "--", "true"])
+    assert done.exit_code == 2 and "'bank' is not one of" in done.output

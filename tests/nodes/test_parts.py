@@ -1,0 +1,86 @@
+"""The harness's parts without processes: services' weak guarantees, the history checks, schedule files."""
+
+import json
+import random
+
+import pytest
+
+from bridge.maelstrom.history import HistoryChecker
+from bridge.maelstrom.schedule import ScheduleError, load
+from bridge.maelstrom.services import LinKV, LwwKV, SeqKV
+
+
+def test_lin_kv_reads_the_latest_write_and_answers_cas_with_maelstroms_codes():
+    kv = LinKV(random.Random(0))
+    assert kv.handle("n1", {"type": "read", "key": "x"})["code"] == 20
+    assert kv.handle("n1", {"type": "cas", "key": "x", "from": 1, "to": 2})["code"] == 20
+    assert kv.handle("n1", {"type": "cas", "key": "x", "from": 1, "to": 2, "create_if_not_exists": True})["type"] == "cas_ok"
+    assert kv.handle("n2", {"type": "cas", "key": "x", "from": 1, "to": 3})["code"] == 22
+    assert kv.handle("n2", {"type": "read", "key": "x"}) == {"type": "read_ok", "value": 2}
+    assert kv.handle("n2", {"type": "bump", "key": "x"})["code"] == 10
+
+
+def test_seq_kv_serves_stale_reads_but_never_goes_back_for_one_node():
+    kv = SeqKV(random.Random(0))
+    for value in range(10):
+        kv.handle("n1", {"type": "write", "key": "x", "value": value})
+    seen = [kv.handle("n2", {"type": "read", "key": "x"})["value"] for _ in range(30)]
+    assert seen[0] < 9  # stale: another node's latest write is not yet visible
+    assert seen == sorted(seen)  # but one node's reads never go back
+    assert kv.handle("n1", {"type": "read", "key": "x"})["value"] == 9  # a node reads its own writes
+
+
+def test_lww_kv_loses_one_of_two_writes_to_the_larger_stamp():
+    lost = 0
+    for seed in range(20):
+        kv = LwwKV(random.Random(seed))
+        kv.handle("n1", {"type": "write", "key": "x", "value": "first"})
+        kv.handle("n2", {"type": "write", "key": "x", "value": "second"})
+        kv.merge()
+        values = {kv.handle(n, {"type": "read", "key": "x"})["value"] for n in ("n1", "n2")}
+        assert len(values) == 1  # replicas converge
+        lost += values == {"first"}  # the later write lost to an earlier one with a larger stamp
+    assert 0 < lost < 20
+
+
+def _op(id, kind, request, reply, node="n1"):
+    return {"id": id, "client": "c1", "node": node, "step": id, "type": kind, "request": request,
+            "status": "ok", "reply": reply}
+
+
+def test_a_polled_message_missing_from_a_later_poll_that_passes_it_is_a_finding():
+    checker = HistoryChecker()
+    checker.on_reply(_op(1, "send", {"key": "k", "msg": 7}, {"offset": 2}), 1)
+    checker.on_reply(_op(2, "poll", {"offsets": {"k": 0}}, {"msgs": {"k": [[1, 5], [2, 7]]}}), 2)
+    assert checker.findings == []
+    checker.on_reply(_op(3, "poll", {"offsets": {"k": 1}}, {"msgs": {"k": [[1, 5], [3, 9]]}}, node="n2"), 3)
+    names = [f.name for f in checker.findings]
+    assert names == ["AckedNeverLost"]
+    assert "op 1 c1→n1 send(k, 7) at step 1 acknowledged 7 at offset 2" in checker.findings[0].text
+    assert "op 3 c1→n2 poll" in checker.findings[0].text
+
+
+def test_two_messages_at_one_offset_and_committed_offsets_going_back_are_findings():
+    checker = HistoryChecker()
+    checker.on_reply(_op(1, "poll", {"offsets": {"k": 0}}, {"msgs": {"k": [[1, 5], [1, 6]]}}), 1)
+    checker.on_reply(_op(2, "commit_offsets", {"offsets": {"k": 4}}, {}), 2)
+    checker.on_reply(_op(3, "commit_offsets", {"offsets": {"k": 2}}, {}), 3)  # a client may commit lower
+    checker.on_reply(_op(4, "list_committed_offsets", {"keys": ["k"]}, {"offsets": {"k": 3}}), 4)
+    names = [f.name for f in checker.findings]
+    assert names[0] == "OneValuePerOffset" and names[-1] == "CommittedOffsetsMonotonic"
+    assert "says 3" in checker.findings[-1].text and "had committed offset 4" in checker.findings[-1].text
+
+
+@pytest.mark.parametrize("step, message", [
+    ({"op": "fly"}, "step 2, field 'op': unknown op 'fly'"),
+    ({"op": "kill", "node": "n7"}, "step 2, field 'node': no node 'n7'; this run has n1, n2, n3"),
+    ({"op": "log_append", "node": "n1"}, "step 2, field 'value': log_append needs field 'value'"),
+    ({"op": "send", "node": "n1", "key": "k", "msg": 1}, "step 2, field 'op': 'send' belongs to the kafka workload"),
+])
+def test_a_bad_schedule_step_is_named_by_file_step_and_field(tmp_path, step, message):
+    path = tmp_path / "s.json"
+    path.write_text(json.dumps({"format": "hwm-schedule/1", "workload": "log", "nodes": 3,
+                                "steps": [{"op": "tick"}, step]}))
+    with pytest.raises(ScheduleError) as e:
+        load(path)
+    assert str(e.value) == f"{path}, {message}" or str(e.value).startswith(f"{path}, {message}")

@@ -1,0 +1,77 @@
+"""A node that breaks the protocol gets an error naming it and the offending line; the history so
+far is kept; every process hwm started is gone afterwards, also on Ctrl-C."""
+
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+
+from bridge.maelstrom.cluster import Limits, run_schedule
+from bridge.maelstrom.schedule import Schedule
+from tests.nodes.commands import ROOT, bad_node, log_node
+
+APPEND = [{"op": "log_append", "node": "n1", "value": 1}]
+
+
+@pytest.mark.parametrize("mode, words", [
+    ("not-json", ["node n1: printed a line that is not JSON", "'appended it!'"]),
+    ("unknown-type", ["node n1: answered log_append with unknown type 'log_append_done'", '"log_append_done"']),
+    ("exit-at-start", ["exited with status 3 on its own at start-up", "cannot open my config"]),
+    ("flood", ["node n1: flooded stdout: more than 1000 lines in one step", '"gossip"']),
+])
+def test_each_protocol_error_names_the_node_and_the_offending_line(mode, words):
+    result = run_schedule(bad_node(mode), Schedule(nodes=2, steps=APPEND), Limits(lines_per_step=1000))
+    message = str(result.protocol_error)
+    for word in words:
+        assert word in message, message
+    if mode != "exit-at-start":
+        assert result.history[0]["type"] == "log_append"  # the history so far is kept
+
+
+def test_a_node_that_never_answers_init_is_named_after_the_limit():
+    began = time.monotonic()
+    result = run_schedule(bad_node("no-init"), Schedule(nodes=1, steps=APPEND), Limits(init_seconds=0.5))
+    assert "node n1: did not answer init within 0.5 s" in str(result.protocol_error)
+    assert time.monotonic() - began < 5
+
+
+def test_a_request_never_answered_is_an_availability_finding_not_a_hang():
+    result = run_schedule(bad_node("hang"), Schedule(nodes=2, steps=APPEND * 2),
+                          Limits(final_rounds=1))
+    no_reply = [f for f in result.findings if f.name == "NoReply"]
+    assert len(no_reply) == 2 and "op 1 c1→n1 log_append(1) at step 1 got no reply" in no_reply[0].text
+
+
+def test_no_process_survives_a_run_not_even_a_nodes_child(tmp_path, alive):
+    result = run_schedule(bad_node("child"), Schedule(nodes=2, steps=APPEND + [{"op": "kill", "node": "n2"}]),
+                          data_root=tmp_path)
+    assert result.protocol_error is None
+    pids = _group_pids(tmp_path)
+    assert pids and not any(alive(pid) for pid in pids)
+
+
+def _group_pids(root):
+    """Every process hwm started, as the node's log recorded them (the `sleep` children included)."""
+    pids = []
+    for log in root.glob("*.log"):
+        pids += [int(w) for w in log.read_text().split() if w.isdigit()]
+    return pids
+
+
+def test_ctrl_c_kills_every_node_and_exits_130(tmp_path, alive):
+    marker = tmp_path / "pids"
+    # A node that records its pid and its child's, so the test can look for them afterwards.
+    script = f"sleep 300 & echo $$ $! >> {marker}; exec {sys.executable} {log_node()[1]}"
+    proc = subprocess.Popen([sys.executable, "-m", "hwm.cli", "test", "--clock", "virtual", "--schedules", "500",
+                             "--save", str(tmp_path / "s.json"), "--", "sh", "-c", script],
+                            cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 60
+    while not (marker.exists() and len(marker.read_text().split()) >= 6) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    proc.send_signal(signal.SIGINT)
+    out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130, out + err
+    pids = [int(p) for p in marker.read_text().split()]
+    assert len(pids) >= 6 and not any(alive(pid) for pid in pids), err
