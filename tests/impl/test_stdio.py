@@ -440,3 +440,18 @@ def test_random_schedules_of_faults_lose_no_acknowledged_entry(cluster_factory, 
             answer = cluster.answers[cluster.send(node_id, {"type": "log_read", "index": index})]
             assert answer.get("value") == value, (node_id, index, value, answer)
     cluster.stop()
+
+
+@pytest.mark.parametrize("args, message", [
+    (["node", "--stdio", "--id", "S1"], "--id is for the TCP runtime"),
+    (["node", "--stdio", "--peers", "S2=h:1"], "--peers is for the TCP runtime"),
+    (["node", "--stdio", "--protocol", "bookkeeper"], "model-only"),
+    (["node", "--listen", "h:1", "--data", "d"], "Missing option '--id' (required unless --stdio)"),
+])
+def test_stdio_usage_errors_exit_2(args, message):
+    from click.testing import CliRunner
+
+    from hwm.cli import main
+
+    result = CliRunner().invoke(main, args)
+    assert result.exit_code == 2 and message in result.output, result.output
