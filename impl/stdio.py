@@ -652,11 +652,24 @@ class StdioNode:
                                                "text": f"entry {entry.index} was overwritten by the leader of "
                                                        f"generation {entry.generation}; it is not in the log"})
         if replica is not None:
+            if self._needs_noop():
+                replica.propose(b"")
+                return self.flush()
             self._orphan_pending()
             self._show_role()
         out = self._out + self._answers
         self._out, self._answers = [], []
         return out
+
+    def _needs_noop(self) -> bool:
+        """Raft's family under commit=current-generation: a new leader whose log ends with entries of
+        earlier generations above its HWM cannot commit them until it writes one of its own (Raft
+        §5.4.2). Clients of this node may never write again (a run's final phase only reads), so it
+        writes an empty entry (Raft §8's no-op), as the TCP runtime does for a retried put."""
+        replica = self.replica
+        return (self.protocol.system == "raft" and self.protocol.commit == "current-generation"
+                and replica.role == "leader" and replica.last_generation < replica.generation
+                and replica.hwm < replica.last_index)
 
     def _orphan_pending(self) -> None:
         """A leader that stepped down (or moved to a later generation) will not see its writes through:
