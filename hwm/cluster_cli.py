@@ -123,13 +123,14 @@ def _show_value(value: bytes) -> str:
 
 # ------------------------------------------------------------------------------ node
 @click.command()
-@click.option("--id", "server_id", required=True, help="This server's id, e.g. S1.")
-@click.option("--listen", required=True, callback=_address, metavar="HOST:PORT",
-              help="Address for peers and clients.")
+@click.option("--id", "server_id", default=None, help="This server's id, e.g. S1 (not with --stdio).")
+@click.option("--listen", default=None, callback=_address, metavar="HOST:PORT",
+              help="Address for peers and clients (not with --stdio).")
 @click.option("--peers", default="", callback=_peers, metavar="S2=HOST:PORT,...",
               help="The other servers [default: none, a cluster of one].")
-@click.option("--data", required=True, type=click.Path(file_okay=False, path_type=Path),
-              help="Directory of this server's write-ahead log and metadata (created if missing).")
+@click.option("--data", default=None, type=click.Path(file_okay=False, path_type=Path),
+              help="Directory of this server's write-ahead log and metadata (created if missing). With "
+                   "--stdio: init's hwm_data_dir, else $HWM_DATA_DIR, else the current directory.")
 @click.option("--protocol", default="raft", show_default=True, callback=_protocol,
               help="Preset, optionally with flags: raft,noop_on_election=true (see `hwm protocols`).")
 @click.option("--tick-ms", type=click.FloatRange(1, 1000), default=10.0, show_default=True,
@@ -140,14 +141,28 @@ def _show_value(value: bytes) -> str:
 @click.option("--record", type=click.Path(dir_okay=False, path_type=Path), default=None,
               help="Record this server's part of the run as hwm-events/1 lines in FILE (for `hwm validate`); "
                    "a restart on the same FILE records the crash and the restart.")
-def node(server_id, listen, peers, data, protocol, tick_ms, controller, quiet, record=None) -> None:
+@click.option("--stdio", is_flag=True,
+              help="Speak Maelstrom's protocol (JSON lines) on stdin/stdout instead of TCP: the process that "
+                   "starts the node is its network (hwm test, Maelstrom). See docs/cluster.md.")
+@click.option("--clock", type=click.Choice(["real", "virtual"]), default="real", show_default=True,
+              help="With --stdio: virtual uses no timers, only hwm_tick messages (also after the first one).")
+def node(server_id, listen, peers, data, protocol, tick_ms, controller, quiet, stdio, clock, record=None) -> None:
     """Run one server of a replicated log until SIGTERM or Ctrl-C.
 
-    Exit status: 0 after a clean stop; 1 when it cannot start (a damaged
-    write-ahead log, a taken port) or had to stop (storage failure: a full disk,
-    a failed fsync); 2 on bad arguments or a data directory another server holds.
+    Exit status: 0 after a clean stop (with --stdio: also when stdin ends); 1
+    when it cannot start (a damaged write-ahead log, a taken port) or had to stop
+    (storage failure: a full disk, a failed fsync); 2 on bad arguments or a data
+    directory another server holds; 130 on Ctrl-C with --stdio.
     """
     from hwm.impl.runtime import NodeConfig, Node
+
+    if stdio:
+        from hwm.stdio_cli import run_stdio_node
+
+        sys.exit(run_stdio_node(locals()))
+    for name, value in (("--id", server_id), ("--listen", listen), ("--data", data)):
+        if value is None:
+            raise click.UsageError(f"Missing option '{name}' (required unless --stdio).")
 
     try:
         config = NodeConfig(server_id, listen, peers, str(data), protocol, tick_seconds=tick_ms / 1000,

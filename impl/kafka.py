@@ -162,6 +162,11 @@ class KafkaReplica(Replica):
         self._isr_sent = 0  # tick the AlterIsr in flight was sent
         self._parked: dict[str, tuple[int, int, int]] = {}  # held fetches: follower -> (offset, HW read, tick)
 
+    @property
+    def partition_epoch(self) -> int | None:
+        """The epoch of the last LeaderAndIsr this process took (None: none since it started)."""
+        return self._partition_epoch
+
     # -------------------------------------------------------------- inputs the raft core has
     def tick(self) -> None:
         """Without `replica_lag_ticks` (the simulation) time does nothing: the controller elects, and
@@ -404,6 +409,11 @@ class KafkaReplica(Replica):
 
     def _on_fetch_reply(self, reply: FetchReply) -> None:
         if not self._from_my_leader(reply.leader):
+            return
+        if reply.error == KAFKA_NONE and reply.log_end_offset - len(reply.entries) != len(self._log):
+            # The answer to an earlier fetch, from another offset (a fetch resent after replica_lag_ticks
+            # while the first answer was delayed): AbstractFetcherThread drops a response whose fetch
+            # offset is not the partition's current one. Appending it would write its entries twice.
             return
         self._request_sent = None
         if reply.error == OFFSET_OUT_OF_RANGE:

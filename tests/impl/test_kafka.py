@@ -225,6 +225,23 @@ def test_restart_keeps_the_checkpointed_hwm_and_learns_the_leader():
     assert logs(c)[1] == (1,) and c["S2"].truncating and c["S2"].leader_id == "S1"
 
 
+def test_the_answer_to_an_earlier_fetch_is_not_appended_again():
+    # A fetch resent while the first answer was delayed (hwm node --stdio under a schedule that
+    # ticks without delivering): both answers arrive; only the one for the current offset counts.
+    leader = KafkaReplica("S1", ["S2"], KAFKA, storage().load())
+    follower = KafkaReplica("S2", ["S1"], KAFKA, storage().load())
+    for replica in (leader, follower):
+        replica.step(LeaderAndIsr(1, "S1", ("S1", "S2")))
+        replica.ready()
+    leader.propose(b"v")
+    leader.ready()
+    leader.step(FetchRequest("S2", 0, 1))
+    (_, answer), = leader.ready().messages
+    follower.step(answer)
+    follower.step(answer)  # the resent fetch's answer: the same entries, from offset 0 again
+    assert follower.log_generations() == (1,)
+
+
 def test_only_the_leaders_own_epoch_is_acknowledged():
     c = hand_built(KAFKA, (1,), (), (), epoch=1)
     ok(c, ("elect", "S1", ("S1", "S2", "S3")), ("write", "S1"), ("replicate", "S1", "S2"), ("replicate", "S1", "S3"))
