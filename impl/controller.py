@@ -66,6 +66,26 @@ class ControllerConfig:
             m.check_server_id(broker, "brokers")
 
 
+def partition_state_bytes(controller) -> bytes:
+    """The partition-state file's content: the controller's leader epoch, leader and ISR."""
+    document = {"leader_epoch": controller.leader_epoch, "leader": controller.leader, "isr": list(controller.isr)}
+    return json.dumps(document).encode("utf-8")
+
+
+def parse_partition_state(document, brokers) -> tuple[int, str | None, tuple[str, ...]]:
+    """(leader epoch, leader, ISR) from a partition-state document; ValueError naming what does not fit."""
+    try:
+        epoch, leader, isr = document["leader_epoch"], document["leader"], tuple(document["isr"])
+    except (KeyError, TypeError) as error:
+        raise ValueError(f"missing or malformed {error}") from None
+    brokers = set(brokers)
+    if type(epoch) is not int or epoch < 0 or (leader is not None and leader not in brokers) \
+            or not set(isr) <= brokers:
+        raise ValueError(f"epoch {epoch!r}, leader {leader!r}, ISR {list(isr)} do not fit the brokers "
+                         f"{sorted(brokers)}")
+    return epoch, leader, isr
+
+
 class ControllerNode:
     """The controller process. `await start()`, then `await stopped()` (or `await stop()`)."""
 
@@ -99,15 +119,9 @@ class ControllerNode:
         except (OSError, ValueError) as error:
             raise NodeError(f"controller: cannot read {self._path}: {error}") from None
         try:
-            epoch, leader, isr = document["leader_epoch"], document["leader"], tuple(document["isr"])
-            brokers = set(self.config.brokers)
-            if type(epoch) is not int or epoch < 0 or (leader is not None and leader not in brokers) \
-                    or not set(isr) <= brokers:
-                raise ValueError(f"epoch {epoch!r}, leader {leader!r}, ISR {list(isr)} do not fit the brokers "
-                                 f"{sorted(brokers)}")
-        except (KeyError, TypeError, ValueError) as error:
+            return parse_partition_state(document, self.config.brokers)
+        except ValueError as error:
             raise NodeError(f"controller: {self._path} is not a partition state: {error}") from None
-        return epoch, leader, isr
 
     def _save(self) -> None:
         """Make the partition state durable (temporary file, fsync, rename, fsync the directory)."""
@@ -115,8 +129,7 @@ class ControllerNode:
         state = (c.leader_epoch, c.leader, c.isr)
         if state == self._saved:
             return
-        document = {"leader_epoch": c.leader_epoch, "leader": c.leader, "isr": list(c.isr)}
-        replace_file(self.fs, self._path, json.dumps(document).encode("utf-8"))
+        replace_file(self.fs, self._path, partition_state_bytes(c))
         self._saved = state
 
     # ------------------------------------------------------------------ lifecycle

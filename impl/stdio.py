@@ -59,7 +59,8 @@ from typing import Any, Callable, TextIO
 from hwm.impl import codec
 from hwm.impl import messages as m
 from hwm.impl.core import NotCommitted, NotLeader, Replica, ReplicaError, persist
-from hwm.impl.fs import OS_FILESYSTEM, FileSystem, make_directories
+from hwm.impl.controller import parse_partition_state, partition_state_bytes
+from hwm.impl.fs import OS_FILESYSTEM, FileSystem, make_directories, replace_file
 from hwm.impl.storage import DataDirectoryInUse, DiskStorage, StorageError
 from hwm.properties.protocol import Protocol
 
@@ -354,7 +355,8 @@ class StdioNode:
         if not text.isdigit():
             raise StorageError(f"{path}: expected a non-negative integer, got {text[:40]!r}")
         self.incarnation = int(text) + 1
-        _replace_file(self.fs, path, f"{self.incarnation}\n".encode())
+        make_directories(self.fs, os.path.dirname(path))
+        replace_file(self.fs, path, f"{self.incarnation}\n".encode())
 
     def close(self) -> None:
         if self.storage is not None:
@@ -735,24 +737,17 @@ class EmbeddedController:
         except FileNotFoundError:
             return None
         try:
-            document = json.loads(data)
-            epoch, leader, isr = document["leader_epoch"], document["leader"], tuple(document["isr"])
-            brokers = set(self.node.node_ids)
-            if type(epoch) is not int or epoch < 0 or (leader is not None and leader not in brokers) \
-                    or not set(isr) <= brokers:
-                raise ValueError(f"epoch {epoch!r}, leader {leader!r}, ISR {list(isr)} do not fit the brokers "
-                                 f"{sorted(brokers)}")
-        except (KeyError, TypeError, ValueError) as error:
+            return parse_partition_state(json.loads(data), self.node.node_ids)
+        except ValueError as error:
             raise StorageError(f"{self.path} is not a partition state: {error}") from None
-        return epoch, leader, isr
 
     def _save(self) -> None:
         c = self.controller
         state = (c.leader_epoch, c.leader, c.isr)
         if state == self._saved:
             return
-        data = json.dumps({"leader_epoch": c.leader_epoch, "leader": c.leader, "isr": list(c.isr)}).encode()
-        _replace_file(self.node.fs, self.path, data)
+        make_directories(self.node.fs, os.path.dirname(self.path))
+        replace_file(self.node.fs, self.path, partition_state_bytes(c))
         self._saved = state
 
     def _publish(self) -> None:
@@ -818,22 +813,6 @@ class EmbeddedController:
         self._offline = None
         self.node.log(f"controller: elected {c.leader} for leader epoch {c.leader_epoch}, ISR {{{','.join(c.isr)}}}")
         self._publish()
-
-
-def _replace_file(fs: FileSystem, path: str, data: bytes) -> None:
-    """Atomically replace a small file: temporary file, fsync, rename, fsync the directory."""
-    make_directories(fs, os.path.dirname(path))
-    temporary = path + ".tmp"
-    fd = fs.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
-    try:
-        view = memoryview(data)
-        while view:
-            view = view[fs.write(fd, view):]
-        fs.fsync(fd)
-    finally:
-        fs.close(fd)
-    fs.replace(temporary, path)
-    fs.fsync_directory(os.path.dirname(path))
 
 
 def _origin(message) -> str | None:

@@ -26,7 +26,7 @@ import json
 import re
 import threading
 from http import HTTPStatus
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import ThreadingHTTPServer
 from importlib import resources
 from pathlib import Path
 from typing import Any
@@ -36,6 +36,7 @@ from hwm.bridge.maelstrom.history import describe_op
 from hwm.bridge.maelstrom.protocol import NodeProtocolError
 from hwm.bridge.maelstrom.schedule import Schedule, ScheduleError, check_step, describe
 from hwm.teach.explain import Frame
+from hwm.teach.explorer import Handler as ExplorerHandler
 from hwm.teach.svg import Layout, draw
 from hwm.properties.snapshot import FOLLOWER, ServerSnapshot, Snapshot
 
@@ -247,23 +248,8 @@ def _handler(session: NodeSession):
               "/api/node/back": lambda body: session.back(body.get("to")),
               "/api/node/save": lambda body: {"saved": str(session.save(body.get("name")))}}
 
-    class Handler(BaseHTTPRequestHandler):
+    class Handler(ExplorerHandler):  # the model explorer's logging and JSON answers; its own routes
         server_version = "hwm-node-explorer"
-
-        def log_message(self, format, *args):  # noqa: A002 - the stdlib's name
-            if getattr(self.server, "verbose", False):
-                super().log_message(format, *args)
-
-        def _send(self, status: int, body: bytes, content_type: str) -> None:
-            self.send_response(status)
-            self.send_header("Content-Type", content_type + "; charset=utf-8")
-            self.send_header("Content-Length", str(len(body)))
-            self.send_header("Cache-Control", "no-store")
-            self.end_headers()
-            self.wfile.write(body)
-
-        def _json(self, status: int, data: dict) -> None:
-            self._send(status, json.dumps(data).encode(), "application/json")
 
         def do_GET(self) -> None:  # noqa: N802 - the stdlib's name
             path = self.path.split("?", 1)[0]

@@ -32,6 +32,7 @@ PATH_WRITE_METHODS = frozenset({"write_text", "write_bytes", "touch", "mkdir", "
 # simulated disk cannot fault.
 ALLOWED: dict[tuple[str, str, str], str] = {
     ("fs.py", "*", "*"): "the seam itself: the only module that makes the operating system's calls",
+    ("stdio.py", "serve", "os.read"): "reads the node's standard input (the harness's messages), not a data file",
 }
 
 
