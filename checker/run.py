@@ -15,7 +15,6 @@ from hwm.model.registry import build_model
 from hwm.model.state import Config
 from hwm.properties.protocol import PRESETS, resolve
 
-DEFAULT_CONFIG = Config()
 
 
 @dataclass(frozen=True)

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 
 import z3
 
-from hwm.model.actions import Model, to_step
+from hwm.model.actions import to_step
 from hwm.model.raft import RaftModel
 from hwm.proofs.symbolic import ALWAYS_CHECKED, Encoding, Proof, Sym
 from hwm.model.state import Config, State, initial_state
