@@ -32,6 +32,17 @@ Measured (a shared 2-core machine, Python 3.11, `python bench/harness.py --seeds
        poll-above-hwm       caught by 2/4 seeds: median 78 schedules, 45.0 s; shrunk to 5 steps
        truncate-to-own-hwm  caught by 1/4 seeds: 46 schedules, 8.5 s; shrunk to 3 steps
 
+Again on a quiet 2-core machine with hwm's own node in the build (`python bench/harness.py --seeds 20
+--schedules 80 --rate-schedules 10`, November 2026; the run was stopped at 30 minutes, during the third
+mistake):
+
+    1. examples/nodes/log_node.py   kafka  10 schedules  66 ops   2.0 s  5.09 schedules/s  33.6 ops/s
+       examples/nodes/log_node.py   log    10 schedules  47 ops   1.6 s  6.13 schedules/s  28.8 ops/s
+       hwm node --stdio (raft)      kafka  10 schedules  66 ops  14.6 s  0.68 schedules/s   4.5 ops/s
+       hwm node --stdio (raft)      log    10 schedules  47 ops  16.1 s  0.62 schedules/s   2.9 ops/s
+    2. ack-on-write      caught by 20/20 seeds: median 5 schedules, 1.1 s; shrunk to 2 steps (min 2, max 2)
+       poll-above-hwm    caught by 7/20 seeds: median 40 schedules, 7.3 s; shrunk to a median 6 steps (5 to 11)
+
 ack-on-write is caught at once by the introspection check (`AckedAtOrBelowHwm`); the two others
 need a rarer combination (a read of the newest entry, then the leader cut off before it replicates;
 a restart between replication and the HWM's propagation, then the leader lost), which the random
