@@ -287,6 +287,8 @@ ROUTES = {"/api/state": state, "/api/search": search}
 # --------------------------------------------------------------- the server
 class Handler(BaseHTTPRequestHandler):
     server_version = "hwm-explorer"
+    static = STATIC  # the files under /static/ this server gives, with their content types
+    max_body = MAX_BODY
 
     def log_message(self, format, *args):  # noqa: A002 - the stdlib's name
         if getattr(self.server, "verbose", False):
@@ -303,6 +305,27 @@ class Handler(BaseHTTPRequestHandler):
     def _json(self, status: int, data: dict) -> None:
         self._send(status, json.dumps(data).encode(), "application/json")
 
+    def _serve_static(self, path: str) -> bool:
+        """Answer a GET of one of `static`'s files; False when `path` is not one."""
+        name = path[len("/static/"):] if path.startswith("/static/") else None
+        if name not in self.static:
+            return False
+        self._send(HTTPStatus.OK, resources.files("hwm.teach").joinpath("static", name).read_bytes(), self.static[name])
+        return True
+
+    def _read_json(self) -> dict:
+        """The request's body as a JSON object; BadRequest saying why when it is not one."""
+        length = int(self.headers.get("Content-Length") or 0)
+        if length > self.max_body:
+            raise BadRequest(f"a request body of {length} bytes is over the explorer's {self.max_body}")
+        try:
+            body = json.loads(self.rfile.read(length) or b"{}")
+        except (json.JSONDecodeError, UnicodeDecodeError) as e:
+            raise BadRequest(f"the request body is not JSON: {e}") from None
+        if not isinstance(body, dict):
+            raise BadRequest("the request body is a JSON object")
+        return body
+
     def do_GET(self) -> None:  # noqa: N802 - the stdlib's name
         path = self.path.split("?", 1)[0]
         if path == "/":
@@ -311,25 +334,15 @@ class Handler(BaseHTTPRequestHandler):
             return self._json(HTTPStatus.OK, presets())
         if path == "/api/catalogue":
             return self._json(HTTPStatus.OK, catalogue())
-        if path.startswith("/static/") and path[len("/static/"):] in STATIC:
-            name = path[len("/static/"):]
-            text = resources.files("hwm.teach").joinpath("static", name).read_bytes()
-            return self._send(HTTPStatus.OK, text, STATIC[name])
-        self._json(HTTPStatus.NOT_FOUND, {"error": f"no page {path}; the explorer is at /"})
+        if not self._serve_static(path):
+            self._json(HTTPStatus.NOT_FOUND, {"error": f"no page {path}; the explorer is at /"})
 
     def do_POST(self) -> None:  # noqa: N802
         route = ROUTES.get(self.path.split("?", 1)[0])
         if route is None:
             return self._json(HTTPStatus.NOT_FOUND, {"error": f"no API {self.path}; APIs are " + ", ".join(ROUTES)})
         try:
-            length = int(self.headers.get("Content-Length") or 0)
-            if length > MAX_BODY:
-                raise BadRequest(f"a request body of {length} bytes is over the explorer's {MAX_BODY}")
-            try:
-                body = json.loads(self.rfile.read(length) or b"{}")
-            except (json.JSONDecodeError, UnicodeDecodeError) as e:
-                raise BadRequest(f"the request body is not JSON: {e}") from None
-            self._json(HTTPStatus.OK, route(body))
+            self._json(HTTPStatus.OK, route(self._read_json()))
         except BadRequest as e:
             self._json(HTTPStatus.BAD_REQUEST, {"error": str(e)})
         except Exception as e:  # a bug must not stop the server a class is using

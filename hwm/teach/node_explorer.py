@@ -27,7 +27,6 @@ import re
 import threading
 from http import HTTPStatus
 from http.server import ThreadingHTTPServer
-from importlib import resources
 from pathlib import Path
 from typing import Any
 
@@ -36,6 +35,7 @@ from hwm.bridge.maelstrom.history import describe_op
 from hwm.bridge.maelstrom.protocol import NodeProtocolError
 from hwm.bridge.maelstrom.schedule import Schedule, ScheduleError, check_step, describe
 from hwm.teach.explain import Frame
+from hwm.teach.explorer import BadRequest  # noqa: F401 (a request the page gets back as HTTP 400)
 from hwm.teach.explorer import Handler as ExplorerHandler
 from hwm.teach.svg import Layout, draw
 from hwm.properties.snapshot import FOLLOWER, ServerSnapshot, Snapshot
@@ -45,10 +45,6 @@ MAX_BODY = 1 << 16
 STATIC = {"node.html": "text/html", "node.js": "text/javascript", "view.js": "text/javascript",
           "view.css": "text/css"}
 SAVE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,79}")
-
-
-class BadRequest(ValueError):
-    """A request the page gets back as HTTP 400, with the reason."""
 
 
 class NodeSession:
@@ -250,6 +246,7 @@ def _handler(session: NodeSession):
 
     class Handler(ExplorerHandler):  # the model explorer's logging and JSON answers; its own routes
         server_version = "hwm-node-explorer"
+        static, max_body = STATIC, MAX_BODY
 
         def do_GET(self) -> None:  # noqa: N802 - the stdlib's name
             path = self.path.split("?", 1)[0]
@@ -258,26 +255,15 @@ def _handler(session: NodeSession):
             if path == "/api/node":
                 with session.lock:
                     return self._json(HTTPStatus.OK, session.view())
-            if path.startswith("/static/") and path[len("/static/"):] in STATIC:
-                name = path[len("/static/"):]
-                text = resources.files("hwm.teach").joinpath("static", name).read_bytes()
-                return self._send(HTTPStatus.OK, text, STATIC[name])
-            self._json(HTTPStatus.NOT_FOUND, {"error": f"no page {path}; the explorer is at /"})
+            if not self._serve_static(path):
+                self._json(HTTPStatus.NOT_FOUND, {"error": f"no page {path}; the explorer is at /"})
 
         def do_POST(self) -> None:  # noqa: N802
             route = routes.get(self.path.split("?", 1)[0])
             if route is None:
                 return self._json(HTTPStatus.NOT_FOUND, {"error": f"no API {self.path}; APIs are " + ", ".join(routes)})
             try:
-                length = int(self.headers.get("Content-Length") or 0)
-                if length > MAX_BODY:
-                    raise BadRequest(f"a request body of {length} bytes is over the explorer's {MAX_BODY}")
-                try:
-                    body = json.loads(self.rfile.read(length) or b"{}")
-                except (json.JSONDecodeError, UnicodeDecodeError) as e:
-                    raise BadRequest(f"the request body is not JSON: {e}") from None
-                if not isinstance(body, dict):
-                    raise BadRequest("the request body is a JSON object")
+                body = self._read_json()
                 with session.lock:
                     extra = route(body) or {}
                     self._json(HTTPStatus.OK, dict(session.view(), **extra))
