@@ -140,6 +140,7 @@ def check(protocol, servers, max_generation, max_log, max_crashes, network, chan
         return
     if liveness:
         from hwm import liveness_report
+        from hwm.checker.traces import save_lassos
         reason = liveness_report.refused(protocol, config)
         if reason:
             raise click.UsageError(f"--liveness: {reason}")
@@ -164,7 +165,7 @@ def check(protocol, servers, max_generation, max_log, max_crashes, network, chan
             lively = liveness_report.run(protocol, config, liveness_max_states)
         except liveness_report.LivenessRefused as e:
             raise click.UsageError(f"--liveness: {e} (--liveness-max-states)")
-        lively_saved = liveness_report.save_lassos(lively, protocol, save) if save is not None else {}
+        lively_saved = save_lassos(lively, protocol, save) if save is not None else {}
         _save_pages(lively_saved.values())  # a lasso's page too: its stem and its cycle
     _, resolved = resolve(protocol)
     if as_json:

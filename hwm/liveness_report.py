@@ -5,7 +5,6 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from hwm.checker.traces import lasso_trace, save_lassos  # noqa: F401 (the command line's)
 from hwm.model.registry import build_model
 from hwm.checker.liveness import DEFAULT_MAX_STATES, LivenessRefused, LivenessReport, check_liveness, refusal
 from hwm.model.state import Config
@@ -56,4 +55,4 @@ def describe(report: LivenessReport, symmetry_requested: bool, saved: dict[str, 
     return "\n".join(lines)
 
 
-__all__ = ["LivenessRefused", "SYMMETRY_NOTE", "describe", "lasso_trace", "refused", "run", "save_lassos"]
+__all__ = ["LivenessRefused", "SYMMETRY_NOTE", "describe", "refused", "run"]

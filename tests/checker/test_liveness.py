@@ -8,7 +8,7 @@ from click.testing import CliRunner
 
 from hwm.counterexamples.build_liveness import CATALOGUE as LASSOS, HERE as LASSO_DIR
 from hwm.cli import main
-from hwm.liveness_report import lasso_trace
+from hwm.checker.traces import lasso_trace
 from hwm.checker.replay import judge, replay_on_model
 from hwm.bridge.replay import replay_on_impl
 from hwm.model.raft import RaftModel

@@ -80,6 +80,22 @@ def test_nothing_outside_the_command_line_imports_it():
     assert not wrong, "\n".join(wrong)
 
 
+# What the other tests may take from the command line: the commands they run and the renderer whose
+# output they read; library names come from the libraries (tests/cli and tests/teach test hwm/ itself).
+CLI_FOR_TESTS = ("hwm.cli", "hwm.prove_cli", "hwm.render")
+
+
+def test_tests_take_library_names_from_the_libraries():
+    wrong = []
+    for path in sorted(ROOT.joinpath("tests").rglob("*.py")):
+        if path.parent.name in ("cli", "teach"):
+            continue
+        for line, module in imported_modules(path):
+            if project_part(module) == "cli" and module != "hwm" and not module.startswith(CLI_FOR_TESTS):
+                wrong.append(f"{path.relative_to(ROOT)}:{line} imports {module}")
+    assert not wrong, "\n".join(wrong)
+
+
 def test_every_import_of_the_project_goes_through_the_hwm_namespace():
     # `import model` would find the folder only from a checkout, and would load a second copy of it.
     wrong = []
