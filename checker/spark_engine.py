@@ -230,17 +230,19 @@ def _wait_for_executor(session, master: str, timeout: float) -> None:
         time.sleep(0.2)
 
 
-def _ship_packages(spark) -> None:
-    """Executors import `model` and `properties`: send them as a zip (works on any cluster)."""
+def ship_packages(spark) -> None:
+    """Executors import `hwm.checker`, `hwm.model` and `hwm.properties`: send them as one zip laid out
+    as the installed package (`hwm/checker/...`), so it works on any cluster, with or without hwm."""
     sc = spark.sparkContext
     if sc.applicationId in _shipped:
         return
     root = Path(__file__).resolve().parent.parent
     buffer = io.BytesIO()
     with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as z:
-        for package in ("model", "properties"):
+        z.write(root / "hwm" / "__init__.py", "hwm/__init__.py")
+        for package in ("checker", "model", "properties"):
             for path in sorted((root / package).rglob("*.py")):  # subpackages too (checker/fast)
-                z.write(path, path.relative_to(root).as_posix())
+                z.write(path, "hwm/" + path.relative_to(root).as_posix())
     data = buffer.getvalue()
     target = Path(tempfile.mkdtemp(prefix="hwm-pyfiles-")) / f"hwm-{hashlib.sha256(data).hexdigest()[:12]}.zip"
     target.write_bytes(data)
@@ -378,7 +380,7 @@ def spark_bfs(model: Model, protocol_name: str, *, symmetry: bool = True, master
         raise ValueError(f"checkpoint_every must be at least 1, not {checkpoint_every}")
     if spark is None:
         spark = get_spark(master)
-    _ship_packages(spark)
+    ship_packages(spark)
     sc = spark.sparkContext
     partitions = partitions or max(2, sc.defaultParallelism)
     own_dir = None

@@ -8,12 +8,6 @@ the reachable state space, so the two engines give the same table.
 
 from __future__ import annotations
 
-import hashlib
-import io
-import tempfile
-import zipfile
-from pathlib import Path
-
 from hwm.checker.coverage import CoverageTable, Reachable, RunCoverage, reachable, table
 from hwm.checker.validate import Validator
 from hwm.model.registry import build_model
@@ -52,7 +46,9 @@ def coverage_table(runs: list[tuple[str, str]], protocol_spec, bounds: dict, *, 
 
 
 def _on_spark(spark, runs, protocol_spec, bounds, depth):
-    _ship(spark)
+    from hwm.checker.spark_engine import ship_packages  # PySpark's side: only when asked for
+
+    ship_packages(spark)
     sc = spark.sparkContext
     slices = max(1, min(len(runs), sc.defaultParallelism))  # one Python worker per core: few imports
 
@@ -63,24 +59,3 @@ def _on_spark(spark, runs, protocol_spec, bounds, depth):
     # Fingerprints leave the executors as lists (sets of 64-bit ints pickle as they are).
     rows = sc.parallelize(runs, slices).map(one).map(lambda r: (r[0], r[1], list(r[2]), list(r[3]))).collect()
     return [(name, row, set(states), {tuple(t) for t in transitions}) for name, row, states, transitions in rows]
-
-
-_shipped: set[str] = set()
-
-
-def _ship(spark) -> None:
-    """Executors import `checker`, `model` and `properties`: sent as one zip (works on any cluster)."""
-    sc = spark.sparkContext
-    if sc.applicationId in _shipped:
-        return
-    root = Path(__file__).resolve().parent.parent
-    buffer = io.BytesIO()
-    with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as z:
-        for package in ("checker", "model", "properties"):
-            for path in sorted((root / package).rglob("*.py")):
-                z.write(path, path.relative_to(root).as_posix())
-    data = buffer.getvalue()
-    target = Path(tempfile.mkdtemp(prefix="hwm-validate-")) / f"hwm-{hashlib.sha256(data).hexdigest()[:12]}.zip"
-    target.write_bytes(data)
-    sc.addPyFile(str(target))
-    _shipped.add(sc.applicationId)
