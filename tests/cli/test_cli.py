@@ -18,7 +18,8 @@ from tests.pinned import PINNED
 
 def hwm(*args):
     result = CliRunner().invoke(main, [str(a) for a in args], catch_exceptions=False)
-    return result.exit_code, result.output
+    # A JSON report is read from stdout alone: progress lines (a slow run's) go to stderr.
+    return result.exit_code, result.stdout if "--json" in args else result.output
 
 
 def test_tour_matches_the_catalogue_and_saves_every_shortest_counterexample(tmp_path):
