@@ -48,6 +48,10 @@ ACTIONS: dict[str, tuple[tuple[str, str], ...]] = {
     # Kafka (late_leader_and_isr): the LeaderAndIsr request of the epoch `leader` leads reaches
     # `replica` late.
     "leader_and_isr": (("leader", "server"), ("replica", "server")),
+    # Partitions on the rpc network (model/partition.py): cut `server` off from every other
+    # server (no append and no vote crosses the cut), and heal the cut.
+    "partition": (("server", "server"),),
+    "heal": (),
 }
 OPTIONAL_FIELDS = {("write", "value"), ("add", "value")}
 NETWORK_ACTIONS = {"rpc": {"replicate"}, "async": {"send", "deliver", "drop"}}
@@ -62,6 +66,8 @@ CONFIG_KEYS: dict[str, tuple[Any, Any]] = {
     "max_crashes": (1, range(0, 100)),
     "network": ("rpc", NETWORKS),
     "channel_capacity": (1, range(1, 100)),
+    # How many times the rpc network may be partitioned (0: never, as in every model before it).
+    "max_partitions": (0, range(0, 10)),
 }
 
 
