@@ -26,6 +26,9 @@ def _competing_leader(protocol: Protocol, config: Config) -> str | None:
         return "max_generation >= 2"
     if config.servers < 2:
         return "servers >= 2"
+    if (protocol.lease_reads or protocol.check_quorum) and config.max_crashes < 1 and config.max_partitions < 1:
+        # Every server hears from the live leader: none times out, or none votes (model/partition.py).
+        return "max_crashes >= 1 or max_partitions >= 1 (under lease_reads or check_quorum a leader is replaced only once it is down or cut off)"
     if (config.servers < 3 and config.max_generation < 3 and protocol.election == "longest-log"
             and config.network == "rpc"):
         return "servers >= 3 or max_generation >= 3 (or election=any, or the async network)"
