@@ -50,6 +50,10 @@ def unsupported(model) -> str | None:
     if partitions:
         return (f"the fast backend has no compiled partitions (max_partitions={partitions}): the kernels' "
                 f"state layout has no cut; model/partition.py is checked by the reference backend")
+    leases = [flag for flag in ("check_quorum", "lease_reads") if getattr(model.protocol, flag, False)]
+    if leases:
+        return (f"the fast backend has no compiled form of flag {leases[0]}=True (model/partition.py is checked "
+                f"by the reference backend)")
     if system in NOT_COMPILED:
         return f"the fast backend has no compiled {system} model yet ({NOT_COMPILED[system]})"
     compiled = _compiled_models()
