@@ -56,6 +56,9 @@ def witness_needs(name: str, protocol: Protocol, config: Config) -> str | None:
             # A voter that hears from a live leader refuses, and a leader cut off steps down: no older
             # leader is left when a new one is elected (model/partition.py).
             return "check_quorum=false (with check-quorum an older leader has crashed or stepped down first)"
+        if protocol.lease_reads and config.max_partitions < 1:
+            # A server campaigns only when it hears from no live leader: the older one is down, a follower.
+            return "max_partitions >= 1 (under lease_reads a server campaigns only once no live leader reaches it)"
         return _competing_leader(protocol, config)
     if name == "UncommittedTruncated":
         # A conflicting entry from a competing leader, or a restart rule that truncates.

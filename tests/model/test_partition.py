@@ -58,7 +58,7 @@ def renamed(state: PartitionState, order) -> PartitionState:
     return state._replace(servers=servers, cut=tuple(state.cut[old] for old in order))
 
 
-@settings(max_examples=60, deadline=None, derandomize=True)
+@settings(max_examples=40, deadline=None, derandomize=True)
 @given(which=st.integers(0, len(MODELS) - 1), seed=st.integers(0, 2**32), steps=st.integers(0, 30))
 def test_successors_are_exactly_the_actions_the_guards_enable(which, seed, steps):
     model = MODELS[which]
@@ -69,7 +69,7 @@ def test_successors_are_exactly_the_actions_the_guards_enable(which, seed, steps
         assert model.apply(state, action) == successor
 
 
-@settings(max_examples=60, deadline=None, derandomize=True)
+@settings(max_examples=40, deadline=None, derandomize=True)
 @given(which=st.integers(0, len(MODELS) - 1), seed=st.integers(0, 2**32), steps=st.integers(0, 30))
 def test_encoding_round_trips_and_symmetry_keeps_the_cut(which, seed, steps):
     model = MODELS[which]
@@ -263,7 +263,19 @@ def test_witnesses_the_flags_rule_out_are_named():
     assert witness_needs("LeaseHolderPartitioned", LEASES, Config()) == "max_partitions >= 1"
     assert "check_quorum=false" in witness_needs("LeaderChangeWithUncommitted", LEASES, Config(max_partitions=1))
     assert "max_partitions >= 1" in witness_needs("UncommittedTruncated", STALE, Config(max_crashes=0))
+    assert "max_partitions >= 1" in witness_needs("LeaderChangeWithUncommitted", STALE, Config())
+    assert witness_needs("LeaderChangeWithUncommitted", STALE, Config(max_partitions=1)) is None
     assert witness_needs("LeaderChangeWithUncommitted", RAFT, Config(max_crashes=0)) is None
+
+
+@pytest.mark.parametrize("name", ["raft-lease-reads", "raft-lease-reads-without-check-quorum"])
+@pytest.mark.parametrize("config", [Config(max_generation=2, max_log=1), Config(max_generation=2, max_log=1, max_crashes=0),
+                                    Config(max_generation=2, max_log=2, max_crashes=0, max_partitions=1)],
+                         ids=["crash", "nothing", "partition"])
+def test_every_witness_is_reached_or_ruled_out_by_name(name, config):
+    from hwm.checker.verdict import missed_witnesses
+    report = explore(name, config, True)
+    assert missed_witnesses(report, PRESETS[name].protocol, config) == []
 
 
 def test_the_command_line_partitions_and_saves_the_stale_read(tmp_path):
