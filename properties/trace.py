@@ -71,6 +71,11 @@ CONFIG_KEYS: dict[str, tuple[Any, Any]] = {
 }
 
 
+# Keys added after traces were first saved: filled in only when a trace gives them (their default
+# is the behaviour of every older trace).
+LATER_CONFIG_KEYS = frozenset({"max_partitions"})
+
+
 class TraceError(ValueError):
     """A trace that cannot be read: says which file, which step and which field."""
 
@@ -163,6 +168,8 @@ def full_config(config: Mapping[str, Any] | None, *, where: str | None = None) -
                          + ", ".join(CONFIG_KEYS), file=where, field="config")
     out = {}
     for key, (default, valid) in CONFIG_KEYS.items():
+        if key in LATER_CONFIG_KEYS and key not in config:
+            continue  # a trace from before the key reads back as it was written
         value = config.get(key, default)
         ok = value in valid and (isinstance(value, str) or (isinstance(value, int) and not isinstance(value, bool)))
         if not ok:
