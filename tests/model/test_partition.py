@@ -288,3 +288,7 @@ def test_the_command_line_partitions_and_saves_the_stale_read(tmp_path):
     saved = tmp_path / "raft-lease-reads-without-check-quorum.LeaseReadNeverStale.json"
     replay = CliRunner().invoke(main, ["replay", "--brief", str(saved)])
     assert replay.exit_code == 0 and "cut off" in replay.output
+    fixed = CliRunner().invoke(main, ["replay", str(saved), "--protocol", "raft-lease-reads"])
+    assert fixed.exit_code == 0 and "holds" in fixed.output, fixed.output
+    assert "the network cuts S1 off from every other server" in fixed.output
+    assert "S1 steps down (check_quorum): it reaches 1 of 3 servers" in fixed.output
