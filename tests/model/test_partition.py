@@ -292,3 +292,15 @@ def test_the_command_line_partitions_and_saves_the_stale_read(tmp_path):
     assert fixed.exit_code == 0 and "holds" in fixed.output, fixed.output
     assert "the network cuts S1 off from every other server" in fixed.output
     assert "S1 steps down (check_quorum): it reaches 1 of 3 servers" in fixed.output
+
+
+def test_liveness_and_itf_refuse_partitions_with_a_reason(tmp_path):
+    from hwm.checker.itf_trace import itf_of_trace
+    from hwm.checker.liveness import refusal
+    from hwm.properties.trace import TraceError, load
+    assert "heal is not a fair action" in refusal(build_model(RAFT, Config(servers=2, max_partitions=1)))
+    assert refusal(build_model(RAFT, Config(servers=2))) is None
+    trace = load(__import__("pathlib").Path(__file__).parents[2] / "counterexamples"
+                 / "raft-lease-reads-without-check-quorum.json")
+    with pytest.raises(TraceError, match="not a partition's cut"):
+        itf_of_trace(trace)
