@@ -28,7 +28,7 @@ from __future__ import annotations
 from typing import Iterator, NamedTuple
 
 from hwm.model.actions import Action, BoundHit
-from hwm.model.encoding import _reads, _server_bytes, canonical, encode, fingerprint_bytes
+from hwm.model.encoding import _server_bytes, canonical, encode, fingerprint_bytes
 from hwm.model.raft import RaftModel
 from hwm.model.state import FOLLOWER, LEADER, Config, Server, State
 from hwm.properties.catalogue import CATALOGUE
