@@ -1,5 +1,6 @@
 """Derive checker/verdict.py's NEEDS table: for every broken preset and every always property the
-catalogue expects it to violate, the smallest bounds (max_generation, max_log, max_crashes, at the
+catalogue expects it to violate, the smallest bounds (max_generation, max_log, max_crashes, and
+max_partitions for a preset whose tour partitions the network, at the
 preset's catch servers on the rpc network) at which the breadth-first search shows the violation.
 
     python bench/needs.py          # prints the table; paste it into checker/verdict.py
@@ -33,15 +34,17 @@ def main(names: list[str]) -> None:
         top = tour_config(name, DEFAULT_CONFIG)
         found: dict[str, list] = {p: [] for p in preset.breaks or ()}
         started = time.perf_counter()
-        for g, l, c in itertools.product(range(1, top.max_generation + 1), range(0, top.max_log + 1),
-                                         range(0, top.max_crashes + 1)):
-            config = Config(servers, g, l, c, "rpc")
+        # A preset whose tour partitions the network gets a fourth bound, max_partitions.
+        partitions = range(0, top.max_partitions + 1) if top.max_partitions else (None,)
+        for g, l, c, p in itertools.product(range(1, top.max_generation + 1), range(0, top.max_log + 1),
+                                            range(0, top.max_crashes + 1), partitions):
+            config = Config(servers, g, l, c, "rpc", max_partitions=p or 0)
             try:
                 report = bfs(build_model(preset.protocol, config), name)
             except ValueError:
                 continue
-            for p in report.violated:
-                found.setdefault(p, []).append((g, l, c))
+            for prop in report.violated:
+                found.setdefault(prop, []).append((g, l, c) if p is None else (g, l, c, p))
         # In NEEDS's own form, to paste into checker/expectations.py.
         print(f"    ({name!r}, {servers}): {{  # {time.perf_counter() - started:.0f} s")
         for p, shown in found.items():

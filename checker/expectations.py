@@ -17,14 +17,15 @@ from hwm.checker.verdict import DEFAULT_CONFIG, missed_witnesses, tour_config
 from hwm.model.state import Config
 from hwm.properties.protocol import PRESETS
 
-# The bounds a needs-entry names, in Config's (and the command line's) order.
-BOUNDS = ("max_generation", "max_log", "max_crashes")
+# The bounds a needs-entry names, in Config's (and the command line's) order. An entry of three
+# bounds needs no partition (max_partitions any); a preset whose bug needs one names four.
+BOUNDS = ("max_generation", "max_log", "max_crashes", "max_partitions")
 
-# (preset, servers) -> property -> the minimal (max_generation, max_log, max_crashes) alternatives
-# at which the search on the rpc network shows its violation. A property absent from a known
+# (preset, servers) -> property -> the minimal (max_generation, max_log, max_crashes[, max_partitions])
+# alternatives at which the search on the rpc network shows its violation. A property absent from a known
 # entry is not violated up to the tour's bounds for that preset (an empty entry: the preset holds
 # there, as raft-seed-quorum does with an odd number of servers, where its quorum is a majority).
-NEEDS: dict[tuple[str, int], dict[str, tuple[tuple[int, int, int], ...]]] = {
+NEEDS: dict[tuple[str, int], dict[str, tuple[tuple[int, ...], ...]]] = {
     ('seed', 3): {
         'ReadNeverTruncated': ((2, 1, 0),),
         'HwmNeverTruncated': ((2, 1, 0),),
@@ -135,6 +136,9 @@ NEEDS: dict[tuple[str, int], dict[str, tuple[tuple[int, int, int], ...]]] = {
         'AckedWriteNeverLost': ((1, 1, 0),),
         'CommittedOnQuorum': ((1, 1, 0),),
     },
+    ('raft-lease-reads-without-check-quorum', 3): {
+        'LeaseReadNeverStale': ((2, 2, 0, 1),),
+    },
 }
 
 
@@ -152,8 +156,8 @@ class Judgement:
         return not self.problems and not self.not_shown
 
 
-def _describe(bounds: tuple[int, int, int]) -> str:
-    minimum = (1, 0, 0)  # below these nothing runs: not worth naming
+def _describe(bounds: tuple[int, ...]) -> str:
+    minimum = (1, 0, 0, 0)  # below these nothing runs: not worth naming
     named = [f"{k}>={v}" for k, v, low in zip(BOUNDS, bounds, minimum) if v > low]
     return ", ".join(named) or "any bounds"
 

@@ -22,6 +22,10 @@ def _supported(protocol, config: Config, *, source: str | None) -> None:
     if config.network != "rpc":
         raise TraceError("ITF here carries the rpc network's variables; this trace uses async (its channels "
                          "are not exported)", file=source, field="config.network")
+    if config.max_partitions or protocol.check_quorum or protocol.lease_reads:
+        raise TraceError("ITF here carries the raft model's variables, not a partition's cut or the lease rules "
+                         "(model/partition.py)", file=source,
+                         field="config.max_partitions" if config.max_partitions else "protocol")
 
 
 def itf_of_trace(trace: Trace, protocol_spec=None) -> dict:

@@ -262,6 +262,9 @@ def refusal(model: Model) -> str | None:
     if model.config.network != "rpc":
         return ("liveness is checked on the rpc network only: on the async network a channel may drop "
                 "every message, and progress would need strong fairness against loss, which is not modelled")
+    if getattr(model.config, "max_partitions", 0):
+        return ("liveness is not checked with partitions (max_partitions): heal is not a fair action, so a run may "
+                "stay partitioned for ever, and nothing is promised to the servers behind the cut")
     return None
 
 

@@ -32,6 +32,8 @@ def bounds_directory(config: Config, symmetry: bool = True) -> str:
     name = f"s{config.servers}-g{config.max_generation}-l{config.max_log}-c{config.max_crashes}-{config.network}"
     if config.network == "async":
         name += f"-k{config.channel_capacity}"
+    if config.max_partitions:
+        name += f"-p{config.max_partitions}"
     return name + ("" if symmetry else "-nosym")
 
 

@@ -8,7 +8,7 @@ from dataclasses import replace
 
 from hwm.checker.report import Report
 from hwm.model.state import Config
-from hwm.properties.protocol import PRESETS, TOUR_BOUNDS, Protocol
+from hwm.properties.protocol import PRESET_TOUR_BOUNDS, PRESETS, TOUR_BOUNDS, Protocol
 
 DEFAULT_CONFIG = Config()
 
@@ -26,6 +26,9 @@ def _competing_leader(protocol: Protocol, config: Config) -> str | None:
         return "max_generation >= 2"
     if config.servers < 2:
         return "servers >= 2"
+    if (protocol.lease_reads or protocol.check_quorum) and config.max_crashes < 1 and config.max_partitions < 1:
+        # Every server hears from the live leader: none times out, or none votes (model/partition.py).
+        return "max_crashes >= 1 or max_partitions >= 1 (under lease_reads or check_quorum a leader is replaced only once it is down or cut off)"
     if (config.servers < 3 and config.max_generation < 3 and protocol.election == "longest-log"
             and config.network == "rpc"):
         return "servers >= 3 or max_generation >= 3 (or election=any, or the async network)"
@@ -44,7 +47,18 @@ def witness_needs(name: str, protocol: Protocol, config: Config) -> str | None:
         return "max_crashes >= 1" if config.max_crashes < 1 else None
     if name == "EntryRead":
         return None
+    if name == "LeaseHolderPartitioned":
+        if config.servers < 2:
+            return "servers >= 2"
+        return "max_partitions >= 1" if config.max_partitions < 1 else None
     if name == "LeaderChangeWithUncommitted":
+        if protocol.check_quorum and config.servers >= 2:
+            # A voter that hears from a live leader refuses, and a leader cut off steps down: no older
+            # leader is left when a new one is elected (model/partition.py).
+            return "check_quorum=false (with check-quorum an older leader has crashed or stepped down first)"
+        if protocol.lease_reads and config.max_partitions < 1:
+            # A server campaigns only when it hears from no live leader: the older one is down, a follower.
+            return "max_partitions >= 1 (under lease_reads a server campaigns only once no live leader reaches it)"
         return _competing_leader(protocol, config)
     if name == "UncommittedTruncated":
         # A conflicting entry from a competing leader, or a restart rule that truncates.
@@ -102,6 +116,8 @@ def tour_config(preset: str, config: Config) -> Config:
     them (other bounds are the user's and are kept); a preset whose no-op fills the log gets one
     slot more, so that its client entries get the room every other preset's get."""
     protocol = PRESETS[preset].protocol
+    if config == DEFAULT_CONFIG and preset in PRESET_TOUR_BOUNDS:
+        return replace(config, **PRESET_TOUR_BOUNDS[preset])
     lowered = TOUR_BOUNDS.get(protocol.system, {})
     if config == DEFAULT_CONFIG and lowered:
         config = replace(config, **{k: min(v, getattr(config, k)) for k, v in lowered.items()})

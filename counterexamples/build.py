@@ -145,10 +145,30 @@ CATALOGUE = {
         "specification (apache/bookkeeper issue 2614); the fix (pull request 2616) sets the fencing flag on "
         "recovery reads, so every bookie that answers 'no such entry' is fenced and refuses the late add.",
     ),
+    "raft-lease-reads-without-check-quorum": (
+        "LeaseReadNeverStale", {"max_generation": 2, "max_log": 2, "max_crashes": 0, "max_partitions": 1},
+        "Without check-quorum a leader partitioned away keeps serving reads from its lease: a stale read",
+        "S1 wins generation 1, writes entry 1 and replicates it to S2: entry 1, of S1's own generation, is "
+        "committed (HWM 1), so S1 may now serve reads from its lease, answering from its own HWM without a "
+        "round of heartbeats (Raft thesis section 6.4.1). The network then cuts S1 off from S2 and S3. S2 and "
+        "S3 no longer hear from any leader, their election timers fire, and S2 wins generation 2 with S3's "
+        "vote. S2 writes entry 2 and replicates it to S3: committed on 2 of 3 servers, and a client reads it "
+        "from S2. S1 never learnt of generation 2: no append reaches it, and without check-quorum nothing "
+        "makes it step down, so it still leads generation 1 and still serves lease reads up to its HWM 1. A "
+        "client that asks S1 now does not see entry 2, which another client has already read: the read is "
+        "stale, and the history is not linearizable. With check-quorum (the safe preset `raft-lease-reads`) "
+        "S1 steps down in the step that cuts it off, as a leader does once an election timeout passes "
+        "without heartbeat replies from a majority (thesis section 6.2), before S2 and S3 can time out; the "
+        "same steps then hold. etcd refuses the unsafe combination outright: 'CheckQuorum must be enabled "
+        "when ReadOnlyOption is ReadOnlyLeaseBased'.",
+    ),
 }
 
 # Where each entry's bug was published.
 SOURCES = {
+    "raft-lease-reads-without-check-quorum": "Diego Ongaro, Consensus: Bridging Theory and Practice (Stanford "
+                                             "PhD thesis, 2014), sections 6.2 and 6.4.1; etcd-io/raft raft.go, "
+                                             "Config.validate (ReadOnlyLeaseBased requires CheckQuorum)",
     "zab-ack-before-persist": "https://issues.apache.org/jira/browse/ZOOKEEPER-3911 (fix: "
                               "https://github.com/apache/zookeeper/pull/1445; same root cause: ZOOKEEPER-4646)",
     "bookkeeper-recovery-without-fencing": "https://github.com/apache/bookkeeper/issues/2614 (fix: "

@@ -64,6 +64,9 @@ def main() -> None:
 @click.option("--network", type=click.Choice(["rpc", "async"]), default=Config.network, show_default=True)
 @click.option("--channel-capacity", type=click.IntRange(1, 99), default=Config.channel_capacity, show_default=True,
               help="Messages a channel holds (async network).")
+@click.option("--max-partitions", type=click.IntRange(0, 9), default=Config.max_partitions, show_default=True,
+              help="Partitions of the rpc network a run may make (each cuts one server off until healed; "
+                   "the raft system only).")
 @click.option("--no-symmetry", is_flag=True, help="Explore without symmetry reduction over server identities.")
 @click.option("--engine", type=click.Choice(["local", "simulation", "spark"]), default="local", show_default=True,
               help="local: breadth-first, shortest counterexamples; simulation: random walks; spark: "
@@ -102,7 +105,7 @@ def main() -> None:
 def check(protocol, servers, max_generation, max_log, max_crashes, network, channel_capacity, no_symmetry,
           engine, spark_master, walks, seed, jobs, as_json, save, workers, liveness=False,
           liveness_max_states=50_000, successors="reference", junit_out=None, progress_mode="auto",
-          progress_interval=10.0, itf_too=False) -> None:
+          progress_interval=10.0, itf_too=False, max_partitions=0) -> None:
     """Explore the model exhaustively and report every property's verdict.
 
     Exit status: 0 when every always property holds and every sometimes witness
@@ -112,7 +115,7 @@ def check(protocol, servers, max_generation, max_log, max_crashes, network, chan
     2 on bad arguments or an output path that cannot be written, 3 (the tour) when
     the bounds are below those some expected violation needs, 130 on Ctrl-C.
     """
-    config = Config(servers, max_generation, max_log, max_crashes, network, channel_capacity)
+    config = Config(servers, max_generation, max_log, max_crashes, network, channel_capacity, max_partitions)
     symmetry = not no_symmetry
     if workers > 1 and (engine != "local" or protocol is None):
         raise click.UsageError("--workers applies to one protocol on the local engine (the tour runs presets "

@@ -15,7 +15,7 @@ import sys
 
 import click
 
-from hwm.proofs.plan import DEFAULT_BMC_DEPTH, DEFAULT_BMC_PROPERTIES, PARTS, Plan, render, run, violations_found
+from hwm.proofs.plan import DEFAULT_BMC_DEPTH, DEFAULT_BMC_PROPERTIES, PARTS, Plan, render, run, unencoded, violations_found
 from hwm.proofs.symbolic import ALWAYS_CHECKED
 from hwm.model.state import Config
 from hwm.params import ProtocolParam
@@ -67,6 +67,9 @@ def prove(protocol, part, servers, max_log, max_n, depth, max_generation, max_cr
         # The z3 encoding (proofs/symbolic.py) is the raft model's.
         raise click.UsageError(f"hwm prove encodes the raft model; {name} follows the {resolved.system} rules "
                                f"(check it with hwm check --protocol {name})")
+    why = unencoded(resolved)
+    if why:
+        raise click.UsageError(f"hwm prove cannot check {name}: {why} (check it with hwm check --protocol {name})")
     if "all" in properties:
         properties = ALWAYS_CHECKED
     plan = Plan(name, resolved, PARTS if part == "all" else (part,), servers=servers, max_log=max_log,

@@ -160,6 +160,8 @@ def to_step(action: Action, value: str | None = None) -> Step:
         return Step(name, {"leader": server_name(action[1]), "replica": server_name(action[2])})
     if name == "add":
         return Step(name, {"value": value} if value else {})
+    if name == "heal":
+        return Step(name, {})
     if name in ("send_add", "fence", "recovery_read"):
         return Step(name, {"bookie": server_name(action[1])})
     return Step(name, {"server": server_name(action[1])})
@@ -177,8 +179,8 @@ def from_step(step: Step) -> Action:
         return (step.action, pos(a["leader"]), pos(a["follower"]))
     if step.action == "leader_and_isr":
         return ("leader_and_isr", pos(a["leader"]), pos(a["replica"]))
-    if step.action == "add":
-        return ("add",)
+    if step.action in ("add", "heal"):
+        return (step.action,)
     if step.action in ("send_add", "fence", "recovery_read"):
         return (step.action, pos(a["bookie"]))
     if step.action in ("send", "deliver", "drop"):

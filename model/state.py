@@ -60,6 +60,7 @@ class Config:
     max_crashes: int = CONFIG_KEYS["max_crashes"][0]
     network: str = CONFIG_KEYS["network"][0]
     channel_capacity: int = CONFIG_KEYS["channel_capacity"][0]
+    max_partitions: int = CONFIG_KEYS["max_partitions"][0]
 
     @classmethod
     def from_mapping(cls, mapping: dict[str, Any] | None, *, where: str | None = None) -> "Config":
@@ -70,6 +71,8 @@ class Config:
         out = {f.name: getattr(self, f.name) for f in fields(self)}
         if self.network == "rpc":
             del out["channel_capacity"]
+        if not self.max_partitions:  # no partitions: the mapping every trace had before them
+            del out["max_partitions"]
         return out
 
     def describe(self) -> str:
@@ -78,6 +81,8 @@ class Config:
                  f"network={self.network}"]
         if self.network == "async":
             parts.append(f"channel_capacity={self.channel_capacity}")
+        if self.max_partitions:
+            parts.append(f"max_partitions={self.max_partitions}")
         return " ".join(parts)
 
 

@@ -66,6 +66,17 @@ class Plan:
                       max_crashes=self.max_crashes)
 
 
+def unencoded(protocol: Protocol) -> str | None:
+    """Why the z3 encoding (proofs/symbolic.py, the raft model) cannot stand for `protocol`, or None."""
+    if protocol.system != "raft":
+        return f"the z3 encoding is the raft model's; this protocol follows the {protocol.system} rules"
+    flags = [flag for flag in ("check_quorum", "lease_reads") if getattr(protocol, flag)]
+    if flags:
+        return (f"the z3 encoding has no partitions, check-quorum step-down or leases ({', '.join(flags)}; "
+                f"model/partition.py is checked by the explorer only)")
+    return None
+
+
 def expected_broken(protocol: Protocol, servers: int) -> bool:
     """Whether the catalogue expects this protocol to break at `servers` servers.
 

@@ -14,6 +14,7 @@ which a crash or a new leader may forget; `acked` remembers.
 from __future__ import annotations
 
 from hwm.properties.catalogue import CATALOGUE, Finding, Property
+from hwm.properties.leases import LEASES
 from hwm.properties.quorum import majority
 from hwm.properties.snapshot import LEADER, ClusterView, server_name
 
@@ -76,4 +77,4 @@ WITH_ACKED: tuple[Property, ...] = CATALOGUE + ACKED
 KAFKA_PROPERTIES: tuple[Property, ...] = CATALOGUE + (ACKED[0], ACKED_LEADERS, ACKED[1])
 
 # Every property a trace may name.
-ALL_BY_NAME: dict[str, Property] = {p.name: p for p in KAFKA_PROPERTIES}
+ALL_BY_NAME: dict[str, Property] = {p.name: p for p in KAFKA_PROPERTIES + LEASES}

@@ -61,6 +61,15 @@ FLAG_VALUES: dict[str, tuple[Any, ...]] = {
     # write is acknowledged once the ISR has at least that many members and all of them hold it;
     # a leader whose ISR is smaller refuses writes (NotEnoughReplicas).
     "min_insync_replicas": ("majority", 1, 2, 3, 4, 5, 6, 7),
+    # Raft: check-quorum (Raft thesis section 6.2; etcd's CheckQuorum): a leader that cannot reach
+    # a majority steps down, and a server that hears from a live leader refuses to vote (thesis
+    # section 4.2.3). Matters only with partitions (max_partitions) or a majority crashed.
+    "check_quorum": (False, True),
+    # Raft: a leader that has committed an entry of its own generation serves reads from its lease,
+    # without a round of heartbeats (thesis section 6.4.1; etcd's ReadOnlyLeaseBased). A lease
+    # assumes bounded delays and clock drift: a server starts an election only when cut off from
+    # every live leader. The catalogue adds LeaseReadNeverStale.
+    "lease_reads": (False, True),
 }
 
 FLAG_MEANINGS: dict[str, str] = {
@@ -78,6 +87,8 @@ FLAG_MEANINGS: dict[str, str] = {
     "unclean_election": "whether Kafka may elect a replica outside the ISR when no ISR replica is alive",
     "late_leader_and_isr": "whether a Kafka replica may receive a missed epoch's LeaderAndIsr request late",
     "min_insync_replicas": "Kafka's min.insync.replicas: the smallest ISR that acknowledges acks=all writes",
+    "check_quorum": "Raft: a leader that cannot reach a majority steps down (check-quorum)",
+    "lease_reads": "Raft: a leader serves reads from its lease, without a round of heartbeats",
 }
 
 # The systems a flag applies to. A flag not listed here is one of the raft family's rules,
@@ -92,6 +103,8 @@ FLAG_SYSTEMS: dict[str, tuple[str, ...]] = {
     "unclean_election": ("kafka",),
     "late_leader_and_isr": ("kafka",),
     "min_insync_replicas": ("kafka",),
+    "check_quorum": ("raft",),
+    "lease_reads": ("raft",),
 }
 
 
@@ -123,6 +136,8 @@ class Protocol:
     unclean_election: bool = False
     late_leader_and_isr: bool = False
     min_insync_replicas: str | int = "majority"
+    check_quorum: bool = False
+    lease_reads: bool = False
 
     def __post_init__(self) -> None:
         for flag in fields(self):
@@ -431,6 +446,45 @@ PRESETS.update({
     ]
 })
 
+# Leader leases on a partitioned network (model/partition.py). Their bugs need a partition and a
+# second entry: the tour checks them at PRESET_TOUR_BOUNDS.
+PRESETS.update({
+    p.name: p
+    for p in [
+        _safe(
+            "raft-lease-reads",
+            replace(RAFT, lease_reads=True, check_quorum=True),
+            "raft whose leader serves reads from its lease, with check-quorum: a leader cut off from "
+            "a majority steps down before the other side can elect, and a server that hears from a "
+            "leader refuses to vote, so no lease outlives its leadership",
+            "Ongaro, Consensus: Bridging Theory and Practice (PhD thesis, 2014), sections 6.2 ('a leader "
+            "steps down if an election timeout elapses without a successful round of heartbeats to a "
+            "majority'), 4.2.3 and 6.4.1 (leases); etcd-io/raft: 'CheckQuorum must be enabled when "
+            "ReadOnlyOption is ReadOnlyLeaseBased'",
+        ),
+        _broken(
+            "raft-lease-reads-without-check-quorum",
+            replace(RAFT, lease_reads=True),
+            "raft whose leader serves reads from its lease without check-quorum: a leader partitioned "
+            "away keeps leading, the majority elects another that commits a newer entry, and the old "
+            "leader's lease read misses it (a stale read)",
+            "Ongaro, PhD thesis (2014), section 6.4.1: leases 'rely on timing for safety'; section 6.2 "
+            "(check-quorum); etcd-io/raft raft.go, Config.validate: 'CheckQuorum must be enabled when "
+            "ReadOnlyOption is ReadOnlyLeaseBased'",
+            {"LeaseReadNeverStale"},
+            caught_at={"servers": 3, "max_log": 2, "max_partitions": 1},
+        ),
+    ]
+})
+
+# Bounds the tour sets for a preset whose bug needs more than the default bounds give, instead of
+# them (at the default bounds only; other bounds are the user's). The lease presets: a partition and
+# a second entry, which at generation <= 2 and no crash cost about a thousand states each.
+PRESET_TOUR_BOUNDS: dict[str, dict[str, Any]] = {
+    name: {"max_generation": 2, "max_log": 2, "max_crashes": 0, "max_partitions": 1}
+    for name in ("raft-lease-reads", "raft-lease-reads-without-check-quorum")
+}
+
 # The single-flag mutants of raft, for teaching and for the suite's bug catalogue.
 MUTANTS: tuple[str, ...] = tuple(
     name for name, p in PRESETS.items()
@@ -532,6 +586,10 @@ def model_only(protocol: Protocol, hint: str = "use the model (--on model)") -> 
                            "LeaderAndIsr request with its election or never")
         if reasons:
             return "; ".join(reasons) + f"; {hint}"
+    leases = [flag for flag in ("check_quorum", "lease_reads") if getattr(protocol, flag)]
+    if leases:
+        return (f"{' and '.join(f'{flag}=true' for flag in leases)} is model-only: the implementation's leader "
+                f"neither counts the followers it hears from nor serves reads from a lease; {hint}")
     return None
 
 

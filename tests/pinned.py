@@ -145,6 +145,31 @@ PINNED = {
 }
 
 
+# Partitions (model/partition.py), rpc network only: (preset, servers, max_generation, max_log,
+# max_crashes, max_partitions, symmetry). The compiled backend and the z3 encodings refuse them (with a
+# reason); the reference backend, the workers, the simulation and Spark reproduce them. The tour's
+# bounds for the lease presets first, then raft with partitions and no new flag, then the lease presets
+# with a crash (deep).
+PINNED_PARTITIONS = {
+    ('raft-lease-reads', 3, 2, 2, 0, 1, True): {'states': 1338, 'transitions': 4824, 'depth': 13, 'bounds_hit': ['max_crashes', 'max_generation', 'max_log', 'max_partitions'], 'lengths': {'EntryRead': 4, 'UncommittedTruncated': 7, 'LeaseHolderPartitioned': 4}},
+    ('raft-lease-reads-without-check-quorum', 3, 2, 2, 0, 1, True): {'states': 1103, 'transitions': 4509, 'depth': 13, 'bounds_hit': ['max_crashes', 'max_generation', 'max_log', 'max_partitions'], 'lengths': {'EntryRead': 4, 'UncommittedTruncated': 7, 'LeaderChangeWithUncommitted': 4, 'LeaseReadNeverStale': 8, 'LeaseHolderPartitioned': 4}},
+    ('raft', 3, 2, 1, 0, 1, True): {'states': 637, 'transitions': 2483, 'depth': 10, 'bounds_hit': ['max_crashes', 'max_generation', 'max_log', 'max_partitions'], 'lengths': {'EntryRead': 4, 'UncommittedTruncated': 5, 'LeaderChangeWithUncommitted': 3}},
+    # Two servers: small enough for the simulation engine to cover every state.
+    ('raft', 2, 2, 1, 1, 1, True): {'states': 376, 'transitions': 982, 'depth': 11, 'bounds_hit': ['max_crashes', 'max_generation', 'max_log', 'max_partitions'], 'lengths': {'EntryRead': 4, 'CrashAndRejoin': 2}},
+    ('raft-lease-reads-without-check-quorum', 3, 2, 2, 0, 1, False): {'states': 6380, 'transitions': 25998, 'depth': 13, 'bounds_hit': ['max_crashes', 'max_generation', 'max_log', 'max_partitions'], 'lengths': {'EntryRead': 4, 'UncommittedTruncated': 7, 'LeaderChangeWithUncommitted': 4, 'LeaseReadNeverStale': 8, 'LeaseHolderPartitioned': 4}, "deep": True},
+    ('raft-lease-reads', 3, 2, 2, 1, 1, True): {'states': 11443, 'transitions': 39969, 'depth': 15, 'bounds_hit': ['max_crashes', 'max_generation', 'max_log', 'max_partitions'], 'lengths': {'EntryRead': 4, 'UncommittedTruncated': 7, 'CrashAndRejoin': 2, 'LeaseHolderPartitioned': 4}, "deep": True},
+    ('raft-lease-reads-without-check-quorum', 3, 2, 2, 1, 1, True): {'states': 10804, 'transitions': 41435, 'depth': 15, 'bounds_hit': ['max_crashes', 'max_generation', 'max_log', 'max_partitions'], 'lengths': {'EntryRead': 4, 'UncommittedTruncated': 7, 'LeaderChangeWithUncommitted': 4, 'CrashAndRejoin': 2, 'LeaseReadNeverStale': 8, 'LeaseHolderPartitioned': 4}, "deep": True},
+    # raft with partitions at the default bounds: a partition adds states, no violation.
+    ('raft', 3, 4, 1, 1, 1, True): {'states': 34186, 'transitions': 157282, 'depth': 15, 'bounds_hit': ['max_crashes', 'max_generation', 'max_log', 'max_partitions'], 'lengths': {'EntryRead': 4, 'UncommittedTruncated': 5, 'LeaderChangeWithUncommitted': 3, 'CrashAndRejoin': 2}, "deep": True},
+}
+
+
+def partition_config_of(key):
+    """(preset, Config, symmetry) for a PINNED_PARTITIONS key."""
+    preset, servers, max_generation, max_log, max_crashes, max_partitions, symmetry = key
+    return preset, Config(servers, max_generation, max_log, max_crashes, "rpc", max_partitions=max_partitions), symmetry
+
+
 def config_of(key):
     """(preset, Config, symmetry) for a PINNED key."""
     preset, servers, max_generation, max_log, max_crashes, network, symmetry = key

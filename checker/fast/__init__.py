@@ -35,7 +35,7 @@ from hwm.model.actions import Model
 from hwm.checker.backend import Backend, BackendUnavailable, Expansion
 from hwm.properties.protocol import Protocol
 
-__all__ = ["FastBackend", "unsupported", "compile_seconds"]
+__all__ = ["FastBackend", "unsupported", "compile_seconds", "NOT_COMPILED", "NOT_COMPILED_FLAGS"]
 
 _BOUNDS = ("max_generation", "max_log", "max_crashes", "channel_capacity")
 _COMPILE: dict[str, float] = {}
@@ -46,6 +46,13 @@ def unsupported(model) -> str | None:
     from hwm.checker.fast.layout import MAX_SERVERS
 
     system = getattr(getattr(model, "protocol", None), "system", "raft")
+    partitions = getattr(getattr(model, "config", None), "max_partitions", 0)
+    if partitions:
+        return (f"the fast backend has no compiled partitions (max_partitions={partitions}): the kernels' "
+                f"state layout has no cut; model/partition.py is checked by the reference backend")
+    for flag, why in NOT_COMPILED_FLAGS.items():
+        if getattr(model.protocol, flag, False):
+            return f"the fast backend has no compiled form of flag {flag}=True ({why})"
     if system in NOT_COMPILED:
         return f"the fast backend has no compiled {system} model yet ({NOT_COMPILED[system]})"
     compiled = _compiled_models()
@@ -86,6 +93,14 @@ def _compiled_models() -> tuple[type, ...]:
 # user hears why, and so tests/checker/test_fast.py fails for any other preset without a fast path.
 NOT_COMPILED: dict[str, str] = {}
 
+# Flags whose non-default values have no kernels yet, with the reason: the reference backend checks
+# them. Listed, as NOT_COMPILED is, so tests/checker/test_fast.py fails for any other flag without a
+# fast path.
+NOT_COMPILED_FLAGS: dict[str, str] = {
+    flag: "model/partition.py: the kernels' state layout has no cut and no lease rules"
+    for flag in ("check_quorum", "lease_reads")
+}
+
 # The flag values the kernels implement (a new flag or value must be added to the kernels first).
 KNOWN_FLAGS = {
     "quorum": ("seed-index", "majority"),
@@ -103,6 +118,9 @@ KNOWN_FLAGS = {
     "late_leader_and_isr": (False, True),
     "min_insync_replicas": ("majority", 1, 2, 3, 4, 5, 6, 7),  # P[MIN_ISR], the model's min_isr
     "system": ("raft", "zab", "bookkeeper", "kafka"),  # each system's model is transcribed in kernels.py
+    # NOT_COMPILED_FLAGS: their default only (without them the model is the raft model the kernels know).
+    "check_quorum": (False,),
+    "lease_reads": (False,),
 }
 
 

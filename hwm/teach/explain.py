@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any, Iterable, Sequence
 
 from hwm.model.actions import Model, from_step, last_generation, up_to_date
+from hwm.model.partition import PartitionedRaftModel
 from hwm.model.raft import RaftModel
 from hwm.model.state import APPEND, LEADER
 from hwm.properties.catalogue import ALWAYS, SOMETIMES, check_state, check_step
@@ -195,6 +196,8 @@ def explain(model: Any, before: Any, action: tuple, after: Any, values: Values |
             return own(model, before, action, after, values)
         except (IndexError, AttributeError, TypeError):  # a state of another shape: say what changed
             return generic_difference(before, after)
+    if isinstance(model, PartitionedRaftModel):
+        return _partitioned(model, before, action, after, values)
     if not _speaks_for(model, action[0]):
         return generic_difference(before, after)
     try:
@@ -379,6 +382,28 @@ def _restart(model, before, action, after, values):
     return [f"{name} restarts and asks the leader {server_name(k)} for its high-water mark, "
             f"{before.servers[k].hwm}, and truncates its log to it (restart=truncate-to-leader-hwm): "
             f"removes {entries(gone, values)}"]
+
+
+def _partitioned(model, before, action, after, values):
+    """The raft model's words on a network that partitions (model/partition.py), and the cut's own."""
+    name = action[0]
+    n = len(after.servers)
+    if name == "partition":
+        lines = [f"the network cuts {server_name(action[1])} off from every other server: no append and no vote "
+                 f"crosses the cut ({after.partitions} of max_partitions {model.config.max_partitions})"]
+    elif name == "heal":
+        lines = ["the partition heals: every server reaches every other again"]
+    else:
+        raft = model.__dict__.setdefault("_explained_as", RaftModel(model.protocol, model.config))
+        lines = explain(raft, model._base(before), action, model._base(after), values)
+        if lines == ["nothing visible changed"]:
+            lines = []
+    for k, (b, a) in enumerate(zip(before.servers, after.servers)):
+        if name in ("partition", "crash") and b.alive and a.alive and b.role == LEADER and a.role != LEADER:
+            reached = sum(1 for j, other in enumerate(after.servers) if other.alive and after.cut[j] == after.cut[k])
+            lines.append(f"{server_name(k)} steps down (check_quorum): it reaches {reached} of {n} servers, fewer "
+                         f"than a majority, so its lease ends before the other side can elect")
+    return lines or ["nothing visible changed"]
 
 
 _EXPLAINERS = {"elect": _elect, "write": _write, "replicate": _replicate, "send": _send, "deliver": _deliver,

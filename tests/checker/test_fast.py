@@ -23,7 +23,7 @@ from hwm.model.actions import Model
 from hwm.model.raft import RaftModel
 from hwm.model.registry import build_model
 from hwm.checker.backend import BackendUnavailable, make_backend
-from hwm.checker.fast import KNOWN_FLAGS, NOT_COMPILED, FastBackend, compile_seconds, unsupported
+from hwm.checker.fast import KNOWN_FLAGS, NOT_COMPILED, NOT_COMPILED_FLAGS, FastBackend, compile_seconds, unsupported
 from hwm.checker.fast.blake2b import blake2b64_of
 from hwm.checker.fast.checks import compiled_code
 from hwm.checker.fast.properties import state_found, step_found
@@ -43,10 +43,16 @@ RPC4 = Config(servers=4, max_generation=2, max_log=2, max_crashes=1, network="rp
 # test_every_preset_and_flag_value_has_a_fast_path fails naming each of them, once, rather than
 # every test here.
 COMPILED_SYSTEMS = [system for system in FLAG_VALUES["system"] if system not in NOT_COMPILED]
-PROTOCOLS = {name: p.protocol for name, p in PRESETS.items() if p.protocol.system in COMPILED_SYSTEMS}
+def _compiled(protocol: Protocol) -> bool:
+    return protocol.system in COMPILED_SYSTEMS and not any(getattr(protocol, f) for f in NOT_COMPILED_FLAGS)
+
+
+PROTOCOLS = {name: p.protocol for name, p in PRESETS.items() if _compiled(p.protocol)}
 for _system in COMPILED_SYSTEMS:
     for _flag in flags_of(_system):
         for _value in FLAG_VALUES[_flag]:
+            if _flag in NOT_COMPILED_FLAGS:  # true: refused by name (below); false: the system's default
+                continue
             PROTOCOLS[f"{_system}+{_flag}={_value}"] = replace(Protocol(system=_system), **{_flag: _value})
 # Each protocol on each configuration its model accepts (ZAB runs on the rpc network only).
 CASES = []
@@ -264,7 +270,8 @@ def test_every_preset_and_flag_value_has_a_fast_path():
                        if flag != "system" and set(systems) <= set(NOT_COMPILED)}
     missing = [f"flag {flag}={value!r}" for flag, values in FLAG_VALUES.items() for value in values
                if value not in KNOWN_FLAGS.get(flag, ()) and flag not in only_uncompiled
-               and not (flag == "system" and value in NOT_COMPILED)]
+               and not (flag == "system" and value in NOT_COMPILED)
+               and not (flag in NOT_COMPILED_FLAGS and value)]
     assert set(NOT_COMPILED) <= set(FLAG_VALUES["system"])
     for name, preset in PRESETS.items():
         if preset.protocol.system in NOT_COMPILED:
@@ -277,7 +284,10 @@ def test_every_preset_and_flag_value_has_a_fast_path():
             except ValueError:  # the model itself refuses this network: nothing to compile
                 continue
             why = unsupported(model)
-            if why:
+            listed = [f for f in NOT_COMPILED_FLAGS if getattr(preset.protocol, f)]
+            if listed:  # refused, naming the flag and the listed reason
+                assert why and listed[0] in why and NOT_COMPILED_FLAGS[listed[0]] in why, (name, why)
+            elif why:
                 missing.append(f"preset {name} ({config.network}): {why}")
     assert not missing, "no fast path for:\n" + "\n".join(missing)
 

@@ -32,7 +32,7 @@ from hwm.impl.storage import MemoryStorage
 from hwm.model.actions import Model
 from hwm.model.raft import RaftModel
 from hwm.model.state import Config, initial_state
-from hwm.properties.protocol import FLAG_VALUES, PRESETS, RAFT, SEED, Protocol, flags_of, presets_of
+from hwm.properties.protocol import FLAG_VALUES, PRESETS, RAFT, SEED, Protocol, flags_of, model_only, presets_of
 from hwm.properties.snapshot import FOLLOWER, LEADER, snapshot_of
 
 
@@ -622,7 +622,9 @@ def test_a_leader_backs_off_below_an_entry_a_restart_dropped():
 
 
 # ------------------------------------------------------------------ differential test against the model
-flag_values = st.fixed_dictionaries({flag: st.sampled_from(FLAG_VALUES[flag]) for flag in flags_of("raft")})
+# check_quorum and lease_reads are model-only (properties.protocol.model_only): the replicas keep their default.
+flag_values = st.fixed_dictionaries({flag: st.sampled_from(FLAG_VALUES[flag]) for flag in flags_of("raft")
+                                     if flag not in ("check_quorum", "lease_reads")})
 
 
 def run_differential(protocol_, n, data, max_steps, network="rpc", capacity=1):
@@ -655,7 +657,8 @@ def run_differential(protocol_, n, data, max_steps, network="rpc", capacity=1):
 
 
 EXAMPLES = int(os.environ.get("HWM_DIFFERENTIAL_EXAMPLES", "40"))
-PRESET_CASES = [(name, 3) for name in presets_of("raft")] + [("raft-seed-quorum", 4), ("seed", 4)]
+PRESET_CASES = [(name, 3) for name in presets_of("raft") if not model_only(PRESETS[name].protocol)] + [
+    ("raft-seed-quorum", 4), ("seed", 4)]
 
 
 @pytest.mark.parametrize("preset, n", PRESET_CASES)

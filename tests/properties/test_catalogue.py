@@ -25,8 +25,11 @@ MODEL_ONLY = [f for f in FILES if f not in ON_IMPL]
 
 
 def safe_preset(trace) -> str:
-    """The safe preset of the trace's system: the preset named after it (raft, zab, bookkeeper)."""
-    return resolve(trace.protocol)[1].system
+    """The safe preset of the trace's system: the preset named after it (raft, zab, bookkeeper), or
+    raft-lease-reads for a raft whose leader serves reads from its lease (LeaseReadNeverStale is
+    about those reads)."""
+    protocol = resolve(trace.protocol)[1]
+    return "raft-lease-reads" if protocol.lease_reads else protocol.system
 
 
 def test_every_broken_preset_has_an_entry_and_every_entry_a_preset():

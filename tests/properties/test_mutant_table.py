@@ -23,9 +23,12 @@ TABLE = {
     "raft-truncate-to-leader-hwm": (Config(servers=2, max_generation=2, max_log=1, max_crashes=1), {"ReadNeverTruncated": 7}),
     "raft-truncate-to-own-hwm": (Config(servers=2, max_generation=1, max_log=1, max_crashes=1),
                                  {"CommittedOnQuorum": 5, "ReadNeverTruncated": 6}),
+    # A stale lease read needs a partition, a second generation and a second entry (model/partition.py).
+    "raft-lease-reads-without-check-quorum": (Config(servers=3, max_generation=2, max_log=2, max_crashes=0,
+                                                     max_partitions=1), {"LeaseReadNeverStale": 8}),
 }
 SAFE = {"raft-durable-hwm", "raft-noop"}
-LIMITS = {"max_generation": 1, "max_log": 1, "max_crashes": 0}
+LIMITS = {"max_generation": 1, "max_log": 1, "max_crashes": 0, "max_partitions": 0}
 
 
 def violated(preset, config):

@@ -26,7 +26,7 @@ from hwm.checker.spark_engine import (SparkUnavailable, check_java, check_master
                                 spark_bfs, standalone_cluster, to_signed, to_unsigned)
 from hwm.properties.acked import ALL_BY_NAME as BY_NAME
 from hwm.properties.protocol import PRESETS
-from tests.pinned import PINNED, config_of
+from tests.pinned import PINNED, PINNED_PARTITIONS, config_of, partition_config_of
 
 pytestmark = pytest.mark.spark
 
@@ -289,3 +289,17 @@ def test_spark_with_the_fast_backend_equals_local_and_pinned(spark, compiled, ke
             check_case(spark, key, successors="fast")
         return
     check_case(spark, key, successors="fast")
+
+
+@pytest.mark.deep
+def test_spark_reproduces_a_partitioned_pin(spark):
+    # model/partition.py's own state type (the cut, the partitions made) travels as the model's bytes.
+    key = ("raft", 2, 2, 1, 1, 1, True)
+    preset, config, symmetry = partition_config_of(key)
+    model = build_model(PRESETS[preset].protocol, config)
+    report = spark_bfs(model, preset, symmetry=symmetry, spark=spark)
+    expected = PINNED_PARTITIONS[key]
+    got = outcome(report)
+    assert (got["states"], got["transitions"], got["depth"], got["bounds_hit"], got["lengths"]) == (
+        expected["states"], expected["transitions"], expected["depth"], expected["bounds_hit"], expected["lengths"])
+    assert_traces_replay(model, report)
