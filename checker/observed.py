@@ -174,6 +174,12 @@ class ObservedValidator(Validator):
                 yield ("replicate-refused", l, k), state._replace(
                     servers=state.servers[:k] + (refused,) + state.servers[k + 1:])
 
+    def _why(self, k, seen, event) -> str:
+        if event.ack:
+            return (f"no model state within {self.depth} steps has " + ", ".join(f"{i}@g{g}" for i, g in event.ack)
+                    + f" at or below {event.server}'s high-water mark, where an acknowledged write must be")
+        return super()._why(k, seen, event)
+
     def _action_text(self, action) -> str:
         names = self.header.servers
         if action[0] == "ack":

@@ -68,7 +68,7 @@ class ModelSteps:
         entry = ((index, log[index - 1][1] if 1 <= index <= len(log) else seen["generation"]),)
         event = Event(server=node, **{kind: entry})
         what = "acknowledged log_append at" if kind == "ack" else "served log_read of"
-        return self._feed(event, dict(seen, step=step, cause=cause), f"{node} {what} index {index}")
+        return self._feed(event, dict(seen, node=node, step=step, cause=cause), f"{node} {what} index {index}")
 
     def _feed(self, event: Event, seen: dict, what: str | None) -> Finding | None:
         if self.finding is not None:
@@ -77,10 +77,14 @@ class ModelSteps:
         discrepancy = self.validator.feed(event)
         if discrepancy is None:
             return None
-        shown = what or f"{seen['node']} showed {describe_observation(seen).split(' ', 1)[1].strip()}"
-        before = " | ".join("; ".join(line.strip() for line in text.splitlines()) for text in discrepancy.before[:2])
-        more = f" (and {discrepancy.candidates - 2} more)" if discrepancy.candidates > 2 else ""
-        self.finding = Finding(FINDING, f"{shown} after {seen['cause']}: no step of {self.name}'s model makes it "
-                                        f"({discrepancy.reason}); nearest model step: {discrepancy.nearest}; "
-                                        f"model states possible before it: {before}{more}", seen["step"])
+        state = " ".join(describe_observation(seen).split()[1:])
+        shown = f"{what} while it showed {state}" if what else f"{seen['node']} showed {state}"
+        # Candidates that differ only where nodes show nothing (match indexes, replies) read alike.
+        before = list(dict.fromkeys(", ".join(" ".join(line.split()) for line in text.splitlines())
+                                    for text in discrepancy.before))
+        self.finding = Finding(FINDING, f"after {seen['cause']}, {shown}: no step of {self.name}'s model makes "
+                                        f"this ({discrepancy.reason}); nearest model step: {' '.join(discrepancy.nearest.split())}; "
+                                        f"possible just before: {' | '.join(before[:2])}"
+                                        + (" | ..." if len(before) > 2 else ""),
+                               seen["step"])
         return self.finding
