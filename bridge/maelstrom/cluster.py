@@ -443,6 +443,7 @@ class Run:
                 self.final_ops.append(op)
                 self._input(node, self._line(op["client"], node, dict(request, msg_id=op["msg_id"])))
         self.run_step({"op": "deliver_all"}, None)
+        self._observed(self.observer.finish)
         self.checker.at_end(self.final_ops)
         for op in self.ops:
             if op["status"] == "pending":

@@ -98,6 +98,11 @@ class Observer:
             for kind, index in waiting:  # judged on the state the answer shows, right after them
                 self._stepped(self.model_steps.client(node, kind, index, self.latest[node], step, cause))
 
+    def finish(self) -> None:
+        """The run is over: the model's steps must all have been shown (ModelSteps.finish)."""
+        if self.model_steps is not None:
+            self._stepped(self.model_steps.finish())
+
     def _stepped(self, finding) -> None:
         if finding is not None:
             self.findings.append(finding)

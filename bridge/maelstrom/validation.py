@@ -40,6 +40,7 @@ class ModelSteps:
         self.validator = ObservedValidator(self.protocol, self.header, depth=depth)
         self.led: set[int] = {0}  # generations some node was seen to lead (0: every node's first)
         self.down: set[str] = set()
+        self.unnamed: dict[str, dict] = {}  # a follower's last observation, with a generation no one had led
         self.events = 0
         self.finding: Finding | None = None
 
@@ -48,6 +49,7 @@ class ModelSteps:
         node = seen["node"]
         if not seen["alive"]:
             self.down.add(node)
+            self.unnamed.pop(node, None)
             return self._feed(Event(server=node, crash=True), seen, f"{node} killed")
         generation = seen["generation"]
         if seen["role"] == "leader":
@@ -59,7 +61,20 @@ class ModelSteps:
                       role="leader" if seen["role"] == "leader" else "follower",
                       log=tuple((i, g) for i, g in seen["log"]), hwm=seen["hwm"], restart=node in self.down)
         self.down.discard(node)
-        return self._feed(event, seen, None)
+        if named or seen["role"] == "candidate":
+            self.unnamed.pop(node, None)
+        else:
+            self.unnamed[node] = seen
+        finding = self._feed(event, seen, None)
+        if seen["role"] == "leader" and finding is None:
+            # Its voters showed this generation before anyone led it: now it is named, and their
+            # state (unchanged since, so not observed again) is the model's voter's.
+            for voter, shown in list(self.unnamed.items()):
+                if shown["generation"] == generation and finding is None:
+                    del self.unnamed[voter]
+                    finding = self._feed(Event(server=voter, generation=generation), dict(shown, step=seen["step"],
+                                         cause=seen["cause"]), f"{voter}, of {node}'s generation {generation},")
+        return finding
 
     def client(self, node: str, kind: str, index: int, seen: dict, step, cause: str) -> Finding | None:
         """A log_append acknowledged (kind "ack") or a log_read served ("read") at `index`, judged on
@@ -69,6 +84,17 @@ class ModelSteps:
         event = Event(server=node, **{kind: entry})
         what = "acknowledged log_append at" if kind == "ack" else "served log_read of"
         return self._feed(event, dict(seen, node=node, step=step, cause=cause), f"{node} {what} index {index}")
+
+    def finish(self) -> Finding | None:
+        """The end of the run: some explanation must have shown every change its model steps made."""
+        if self.finding is not None:
+            return None
+        discrepancy = self.validator.finish()
+        if discrepancy is None:
+            return None
+        self.finding = Finding(FINDING, f"at the end of the run: {discrepancy.reason} (no step of {self.name}'s "
+                                        f"model explains the run without a change no node ever showed)")
+        return self.finding
 
     def _feed(self, event: Event, seen: dict, what: str | None) -> Finding | None:
         if self.finding is not None:
