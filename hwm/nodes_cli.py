@@ -48,8 +48,9 @@ def _default_save(command: list[str]) -> Path:
 @click.option("--seed", type=int, default=0, show_default=True, help="Hypothesis's seed (the same seed, the same schedules).")
 @click.option("--protocol", "protocol", type=ProtocolParam(), default=None,
               help="The preset the node implements (raft, raft-noop,hwm_durable=true, ...): each change a node "
-                   "shows through hwm_state is stepped against the preset's model, and the first the model "
-                   "cannot make is a finding (ModelStep). Recorded in the saved schedule: hwm replay steps it too.")
+                   "shows through hwm_state is stepped against the preset's model (raft system's presets), and "
+                   "the first the model cannot make is a finding (ModelStep). Recorded in the saved schedule: "
+                   "hwm replay steps it too.")
 @click.option("--save", "save", type=click.Path(dir_okay=False, path_type=Path), default=None,
               help="Where to save the shrunk failing schedule [default: hwm-out/nodes/<node>-<time>.json].")
 @click.option("--time-limit", type=click.FloatRange(1), default=600.0, show_default=True,
@@ -65,6 +66,7 @@ def test(command, nodes, workload, clock, schedules, steps, seed, protocol, save
     """
     from hwm.bridge.maelstrom.hunt import HypothesisMissing, hunt, saved_schedule
     from hwm.bridge.maelstrom.process import kill_all
+    from hwm.bridge.maelstrom.validation import steps_against_model
 
     command = list(command)
     save = save or _default_save(command)
@@ -108,13 +110,16 @@ def test(command, nodes, workload, clock, schedules, steps, seed, protocol, save
                                "findings": shortest.schedule.findings if shortest else [],
                                "protocol_error": str(shortest.protocol_error) if shortest and shortest.protocol_error else None,
                                "shrunk_steps": len(shortest.schedule.steps) if shortest else None,
-                               "model_steps": stepped[0] if protocol is not None else None,
+                               "model_steps": stepped[0] if steps_against_model(protocol) else None,
                                "saved": str(saved) if saved else None}, indent=1))
     else:
         click.echo(f"{report.schedules} schedules, {report.operations} client operations in {report.seconds:.1f} s "
                    f"({report.schedules / max(1e-9, report.seconds):.2f} schedules/s, "
                    f"{report.operations / max(1e-9, report.seconds):.1f} operations/s)")
-        if protocol is not None:
+        if protocol is not None and not steps_against_model(protocol):
+            click.echo(f"--protocol {resolve(protocol)[0]}: recorded in the schedule; observed changes are stepped "
+                       "against the model for the raft system's presets only")
+        elif protocol is not None:
             click.echo(f"{stepped[0]} observed changes stepped against the model of {resolve(protocol)[0]}"
                        if stepped[0] else "--protocol: no node answered hwm_state, so no change was stepped "
                                           "against the model")

@@ -30,7 +30,7 @@ from hwm.bridge.maelstrom.protocol import (INDEFINITE, MAX_LINE_BYTES, NOT_SUPPO
                                        NodeProtocolError, parse_line)
 from hwm.bridge.maelstrom.schedule import Schedule, check_step, describe
 from hwm.bridge.maelstrom.services import services
-from hwm.bridge.maelstrom.validation import ModelSteps
+from hwm.bridge.maelstrom.validation import ModelSteps, steps_against_model
 
 HWM_CLIENT = "c0"  # hwm's own client id: init, hwm_state and hwm_tick come from it
 WALL_TICK_MS = 50
@@ -91,7 +91,7 @@ class Run:
         self.killed_by_us: set[str] = set()
         self.checker = HistoryChecker()
         self.observer = Observer(self.node_ids)
-        if schedule.protocol is not None:  # the preset the node implements: step each change against it
+        if steps_against_model(schedule.protocol):  # the preset the node implements: step each change against it
             self.observer.model_steps = ModelSteps(schedule.protocol, self.node_ids)
         self.step_number: int | None = 0
         self.cause = "start-up"

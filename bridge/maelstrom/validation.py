@@ -31,6 +31,13 @@ LOGGED = frozenset({"generation", "role", "log", "hwm"})
 FINDING = "ModelStep"
 
 
+def steps_against_model(protocol) -> bool:
+    """Whether a run with this preset is stepped against its model: the raft system's presets, whose
+    finer steps checker/observed.py knows. Another system's model makes a leader learn each
+    acknowledgement in the same step as its follower's append, which would reject correct nodes."""
+    return protocol is not None and resolve(protocol)[1].system == "raft"
+
+
 class ModelSteps:
     """Feeds one run's observations to the validator; `finding` is the first unexplained one."""
 
