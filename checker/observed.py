@@ -157,11 +157,12 @@ class ObservedValidator(Validator):
             if l == k or not was:
                 continue
             then = state._replace(servers=state.servers[:l] + (was[0],) + state.servers[l + 1:])
-            for action, after in super()._successors(then, k, seen):
-                if action[:3] == ("replicate", l, k) and after.servers[k] != state.servers[k]:
-                    follower = after.servers[k]
+            action = ("replicate", l, k)
+            after = self.model.apply(then, action)
+            for sent in (after, self._older_replication(then, action, seen, after)):
+                if sent is not None and sent.servers[k] != state.servers[k]:
                     yield ("replicate-late", l, k), state._replace(
-                        servers=state.servers[:k] + (follower,) + state.servers[k + 1:])
+                        servers=state.servers[:k] + (sent.servers[k],) + state.servers[k + 1:])
 
     def _refused_appends(self, state, k):
         """An append whose previous entry follower k lacks: it takes the leader's generation and
