@@ -13,7 +13,9 @@ trace a validator steps against the model. Here every observation also updates t
 snapshot (properties/snapshot.py: node k is server S(k)), and the whole catalogue's `always`
 properties are checked on each observed change; a finding names the node (n2, not S2) and the step.
 With the log workload, where an index is a log index, a node's answer after it acknowledged
-`log_append` must show its high-water mark at or past that index (`AckedAtOrBelowHwm`).
+`log_append` must show its high-water mark at or past that index (`AckedAtOrBelowHwm`). With a preset named
+(`--protocol`), validation.py also steps each observation, and each acknowledgement or read, against
+the preset's model (`ModelStep`).
 """
 
 from __future__ import annotations
