@@ -17,6 +17,7 @@ from pathlib import Path
 import click
 
 from hwm.params import ProtocolParam
+from hwm.properties.protocol import resolve
 
 EXIT_OK, EXIT_FOUND, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
 
@@ -46,8 +47,10 @@ def _default_save(command: list[str]) -> Path:
 @click.option("--steps", type=click.IntRange(1), default=30, show_default=True, help="Rules per schedule, at most.")
 @click.option("--seed", type=int, default=0, show_default=True, help="Hypothesis's seed (the same seed, the same schedules).")
 @click.option("--protocol", "protocol", type=ProtocolParam(), default=None,
-              help="The preset the node implements (raft, kafka, zab, ...), recorded in the saved schedule "
-                   "for checking the observed states against the model.")
+              help="The preset the node implements (raft, raft-noop,hwm_durable=true, ...): each change a node "
+                   "shows through hwm_state is stepped against the preset's model (raft system's presets), and "
+                   "the first the model cannot make is a finding (ModelStep). Recorded in the saved schedule: "
+                   "hwm replay steps it too.")
 @click.option("--save", "save", type=click.Path(dir_okay=False, path_type=Path), default=None,
               help="Where to save the shrunk failing schedule [default: hwm-out/nodes/<node>-<time>.json].")
 @click.option("--time-limit", type=click.FloatRange(1), default=600.0, show_default=True,
@@ -63,6 +66,7 @@ def test(command, nodes, workload, clock, schedules, steps, seed, protocol, save
     """
     from hwm.bridge.maelstrom.hunt import HypothesisMissing, hunt, saved_schedule
     from hwm.bridge.maelstrom.process import kill_all
+    from hwm.bridge.maelstrom.validation import steps_against_model
 
     command = list(command)
     save = save or _default_save(command)
@@ -73,7 +77,10 @@ def test(command, nodes, workload, clock, schedules, steps, seed, protocol, save
             raise click.UsageError(f"--save {save}: cannot create {save.parent}: {e.strerror}")
     name = protocol  # a preset name or {"preset", "flags"}: JSON either way
 
+    stepped = [0]  # observed changes stepped against the model, over all schedules
+
     def progress(report, result):
+        stepped[0] += len(result.observations)
         if not as_json and sys.stderr.isatty():  # a progress line for people, not for logs
             mark = "✗" if result.failed else "·"
             click.echo(f"\r  schedules {report.schedules:>4} {mark} operations {report.operations:>6}  "
@@ -103,11 +110,19 @@ def test(command, nodes, workload, clock, schedules, steps, seed, protocol, save
                                "findings": shortest.schedule.findings if shortest else [],
                                "protocol_error": str(shortest.protocol_error) if shortest and shortest.protocol_error else None,
                                "shrunk_steps": len(shortest.schedule.steps) if shortest else None,
+                               "model_steps": stepped[0] if steps_against_model(protocol) else None,
                                "saved": str(saved) if saved else None}, indent=1))
     else:
         click.echo(f"{report.schedules} schedules, {report.operations} client operations in {report.seconds:.1f} s "
                    f"({report.schedules / max(1e-9, report.seconds):.2f} schedules/s, "
                    f"{report.operations / max(1e-9, report.seconds):.1f} operations/s)")
+        if protocol is not None and not steps_against_model(protocol):
+            click.echo(f"--protocol {resolve(protocol)[0]}: recorded in the schedule; observed changes are stepped "
+                       "against the model for the raft system's presets only")
+        elif protocol is not None:
+            click.echo(f"{stepped[0]} observed changes stepped against the model of {resolve(protocol)[0]}"
+                       if stepped[0] else "--protocol: no node answered hwm_state, so no change was stepped "
+                                          "against the model")
         if shortest is None:
             note = " (stopped by --time-limit)" if report.out_of_time else ""
             click.echo(f"no finding in {report.schedules} schedules of up to {steps} steps{note}; "

@@ -23,8 +23,12 @@ What it answers (requests carry ``msg_id``; answers ``in_reply_to`` it):
   ``"hwm_clock": "virtual"`` in init the node takes `VIRTUAL_TIMING` (elections after 3-6 ticks);
   a node that learns of the virtual clock only from its first tick keeps `REAL_TIMING`'s counts.
 
-Writes go to the leader only: any other node answers error 11 (temporarily unavailable, a definite
-"not done") naming the leader it knows. A write the leader accepted and that is not committed within
+Writes go to the leader: a follower that knows the leader forwards a client's write to it (a message
+on the network between them, as any other) and relays the leader's answer once its own high-water mark
+covers the index, so that a read there next sees the write; one not answered within two election
+timeouts (a lost forward or answer, a leader gone) is answered error 0 (it may still commit). A node that knows no leader,
+or a write forwarded to a node that does not lead, is answered error 11 (temporarily unavailable, a
+definite "not done") naming the leader it knows. A write the leader accepted and that is not committed within
 `Timing.request_timeout` ticks, or before the leader steps down, is answered error 0 (timeout: it
 may still commit); one whose index is committed with another entry is answered error 14 (abort: it
 is not in the log).
@@ -117,6 +121,18 @@ class _Malformed(Exception):
 
 
 @dataclass
+class _Forwarded:
+    """A client's write this follower forwarded to the leader, until it relays the answer."""
+
+    client: str
+    msg_id: Any
+    leader: str
+    deadline: int  # in ticks
+    index: int | None = None  # the leader acknowledged this index, above this node's HWM: held until it is not
+    answer: dict | None = None
+
+
+@dataclass
 class _Pending:
     """A client write accepted by the leader, answered when its index commits."""
 
@@ -169,6 +185,8 @@ class StdioNode:
         self._out: list[bytes] = []  # peer messages and answers of the batch, written after persist
         self._answers: list[bytes] = []
         self._pending: dict[int, list[_Pending]] = {}
+        self._forwarded: dict[int, _Forwarded] = {}  # our msg_id to the leader -> the client's write
+        self._held: list[_Forwarded] = []  # acknowledged by the leader above this node's HWM
         self._records: dict[int, tuple[bytes, dict | None]] = {}  # index -> (payload, record) cache
         self.failure: str | None = None  # why the node must stop (storage)
         self._shown: tuple | None = None  # the role, generation and leader last logged
@@ -233,6 +251,11 @@ class StdioNode:
             return
         if dest != self.node_id:
             self.log(f"dropped a {kind} for {dest!r}, not for {self.node_id}")
+            return
+        reply_to = body.get("in_reply_to")
+        forwarded = self._forwarded.get(reply_to) if type(reply_to) is int else None
+        if forwarded is not None and envelope["src"] == forwarded.leader:
+            self._relay(body)
             return
         handler = self._HANDLERS.get(kind)
         if handler is None:
@@ -506,7 +529,8 @@ class StdioNode:
     def _write(self, envelope: dict, record: dict, answer: Callable[[int], dict]) -> None:
         refusal = self._cannot_write()
         if refusal is not None:
-            self._error(envelope, TEMPORARILY_UNAVAILABLE, refusal)
+            if not self._forward(envelope):
+                self._error(envelope, TEMPORARILY_UNAVAILABLE, refusal)
             return
         payload = _entry_payload(record)
         try:
@@ -518,6 +542,57 @@ class StdioNode:
         pending = _Pending(index, generation, payload, envelope["src"], envelope["body"].get("msg_id"), answer,
                            self.ticks + self.timing.request_timeout)
         self._pending.setdefault(index, []).append(pending)
+
+    def _forward(self, envelope: dict) -> bool:
+        """Send a client's write on to the leader this follower knows; False when it cannot (no leader
+        known, or the write was itself forwarded: a stale leader hint must not bounce it around)."""
+        leader = self.replica.leader_id
+        if (self.replica.role == "leader" or leader is None or leader == self.node_id or leader not in self.node_ids
+                or envelope["src"] in self.node_ids or "msg_id" not in envelope["body"]):
+            return False
+        body = {k: v for k, v in envelope["body"].items() if k != "msg_id"}
+        self._out.append(self._line(leader, body))  # numbered by this node: the leader answers us
+        # A lost forward or answer is answered error 0 within two election timeouts, long before a
+        # client's own timeout: the leader may be gone, and this node will learn of the next one.
+        self._forwarded[body["msg_id"]] = _Forwarded(envelope["src"], envelope["body"]["msg_id"], leader,
+                                                     self.ticks + 2 * self.timing.election[1])
+        return True
+
+    def _relay(self, body: dict) -> None:
+        """The leader's answer to a forwarded write, to the client; an acknowledgement waits until this
+        node's own HWM covers its index."""
+        forwarded = self._forwarded.pop(body["in_reply_to"])
+        answer = {k: v for k, v in body.items() if k not in ("msg_id", "in_reply_to")}
+        index = answer.get("index", answer.get("offset"))
+        if answer["type"] in ("log_append_ok", "send_ok") and type(index) is int and index > self._readable():
+            forwarded.index, forwarded.answer = index, answer
+            self._held.append(forwarded)
+            return
+        self._answer_forwarded(forwarded, answer)
+
+    def _answer_forwarded(self, forwarded: _Forwarded, answer: dict) -> None:
+        answer["in_reply_to"] = forwarded.msg_id
+        self._answers.append(self._line(forwarded.client, answer))
+
+    def _release_forwarded(self) -> None:
+        """Held acknowledgements whose index this node's HWM now covers; expired forwards."""
+        for forwarded in list(self._held):
+            if forwarded.index <= self._readable():
+                self._held.remove(forwarded)
+                self._answer_forwarded(forwarded, forwarded.answer)
+        late = [f for f in self._held if f.deadline <= self.ticks]
+        for key, forwarded in list(self._forwarded.items()):
+            if forwarded.deadline <= self.ticks:
+                del self._forwarded[key]
+                late.append(forwarded)
+        for forwarded in late:
+            if forwarded in self._held:
+                self._held.remove(forwarded)
+            what = "acknowledged by" if forwarded.answer is not None else "forwarded to"
+            self._answer_forwarded(forwarded, {
+                "type": "error", "code": TIMEOUT,
+                "text": f"{self.node_id} {what} {forwarded.leader}, no answer it could give within "
+                        f"{2 * self.timing.election[1]} ticks; it may still be committed"})
 
     def _on_log_append(self, envelope: dict) -> None:
         if "value" not in envelope["body"]:
@@ -657,6 +732,8 @@ class StdioNode:
             if self._needs_noop():
                 replica.propose(b"")
                 return self.flush()
+            if self._forwarded or self._held:
+                self._release_forwarded()
             self._orphan_pending()
             self._show_role()
         out = self._out + self._answers

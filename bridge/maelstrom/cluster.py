@@ -30,6 +30,7 @@ from hwm.bridge.maelstrom.protocol import (INDEFINITE, MAX_LINE_BYTES, NOT_SUPPO
                                        NodeProtocolError, parse_line)
 from hwm.bridge.maelstrom.schedule import Schedule, check_step, describe
 from hwm.bridge.maelstrom.services import services
+from hwm.bridge.maelstrom.validation import ModelSteps, steps_against_model
 
 HWM_CLIENT = "c0"  # hwm's own client id: init, hwm_state and hwm_tick come from it
 WALL_TICK_MS = 50
@@ -90,6 +91,8 @@ class Run:
         self.killed_by_us: set[str] = set()
         self.checker = HistoryChecker()
         self.observer = Observer(self.node_ids)
+        if steps_against_model(schedule.protocol):  # the preset the node implements: step each change against it
+            self.observer.model_steps = ModelSteps(schedule.protocol, self.node_ids)
         self.step_number: int | None = 0
         self.cause = "start-up"
         self.events: list[list[str]] = [[]]
@@ -413,10 +416,12 @@ class Run:
         if not proc.paused:
             return
         proc.resume()
-        for line in self.held[node]:
+        held, self.held[node] = self.held[node], []
+        for line in held:  # one at a time, each observed: a change per input, as when it ran
             proc.write(line)
-        self.held[node].clear()
-        self._barrier(node)
+            self._barrier(node)
+        if not held:
+            self._barrier(node)
 
     # ---- the whole run ---------------------------------------------------------------------
     def finish(self) -> None:
@@ -438,6 +443,7 @@ class Run:
                 self.final_ops.append(op)
                 self._input(node, self._line(op["client"], node, dict(request, msg_id=op["msg_id"])))
         self.run_step({"op": "deliver_all"}, None)
+        self._observed(self.observer.finish)
         self.checker.at_end(self.final_ops)
         for op in self.ops:
             if op["status"] == "pending":

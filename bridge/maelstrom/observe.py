@@ -13,7 +13,9 @@ trace a validator steps against the model. Here every observation also updates t
 snapshot (properties/snapshot.py: node k is server S(k)), and the whole catalogue's `always`
 properties are checked on each observed change; a finding names the node (n2, not S2) and the step.
 With the log workload, where an index is a log index, a node's answer after it acknowledged
-`log_append` must show its high-water mark at or past that index (`AckedAtOrBelowHwm`).
+`log_append` must show its high-water mark at or past that index (`AckedAtOrBelowHwm`). With a preset named
+(`--protocol`), validation.py also steps each observation, and each acknowledgement or read, against
+the preset's model (`ModelStep`).
 """
 
 from __future__ import annotations
@@ -76,6 +78,9 @@ class Observer:
         self.snapshot: Snapshot | None = None
         self.reported: set[str] = set()  # one finding per property is enough to act on
         self.acknowledged: dict[str, list[tuple[int, str]]] = {}  # node -> (index, op) awaiting its state
+        # With --protocol: each change stepped against the preset's model (validation.py's ModelSteps).
+        self.model_steps = None
+        self.client_events: dict[str, list[tuple[str, int]]] = {}  # node -> ("ack"|"read", index) awaiting its state
 
     def _snapshot(self) -> Snapshot | None:
         if len(self.latest) != len(self.node_ids):
@@ -89,6 +94,22 @@ class Observer:
 
     def observe(self, node: str, step, cause: str, state: dict | None, alive: bool = True) -> None:
         """Record `node`'s answer (or, with state None, its death) and check the catalogue on the change."""
+        self._observe_state(node, step, cause, state, alive)
+        waiting = self.client_events.pop(node, [])
+        if state is not None and self.model_steps is not None:
+            for kind, index in waiting:  # judged on the state the answer shows, right after them
+                self._stepped(self.model_steps.client(node, kind, index, self.latest[node], step, cause))
+
+    def finish(self) -> None:
+        """The run is over: the model's steps must all have been shown (ModelSteps.finish)."""
+        if self.model_steps is not None:
+            self._stepped(self.model_steps.finish())
+
+    def _stepped(self, finding) -> None:
+        if finding is not None:
+            self.findings.append(finding)
+
+    def _observe_state(self, node: str, step, cause: str, state: dict | None, alive: bool) -> None:
         previous = self.latest.get(node)
         if state is not None:
             self._check_acknowledged(node, state, step)
@@ -102,10 +123,13 @@ class Observer:
         self.latest[node] = current
         self.observations.append(dict(current, step=step, cause=cause, node=node))
         self._check(step, f"{cause}, seen at {node}")
+        if self.model_steps is not None:
+            self._stepped(self.model_steps.observed(self.observations[-1]))
 
     def acknowledge(self, node: str, index: int, op: str) -> None:
         """`node` acknowledged a log_append at `index`; its next answer must show a HWM at or past it."""
         self.acknowledged.setdefault(node, []).append((index, op))
+        self.client_events.setdefault(node, []).append(("ack", index))
 
     def _check_acknowledged(self, node: str, state: dict, step) -> None:
         for index, op in self.acknowledged.pop(node, []):
@@ -116,6 +140,7 @@ class Observer:
 
     def read_served(self, node: str, index: int, step, cause: str) -> None:
         """A client read `index` from `node`: the entry, as that node last showed its log, is read."""
+        self.client_events.setdefault(node, []).append(("read", index))
         seen = self.latest.get(node)
         if seen and 1 <= index <= len(seen["log"]):
             self.reads.add((index, seen["log"][index - 1][1]))

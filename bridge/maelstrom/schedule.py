@@ -23,6 +23,8 @@ import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from hwm.properties.protocol import ProtocolError, resolve
+
 FORMAT = "hwm-schedule/1"
 WORKLOADS = ("kafka", "log")
 CLOCKS = ("wall", "virtual")
@@ -159,6 +161,12 @@ def from_json(raw, file=None) -> Schedule:
     steps = raw.get("steps")
     if not isinstance(steps, list):
         raise ScheduleError("steps must be a list", file=file, field="steps")
+    protocol = raw.get("protocol")
+    if protocol is not None:
+        try:
+            resolve(protocol)
+        except ProtocolError as e:
+            raise ScheduleError(f"not a protocol: {e}", file=file, field="protocol")
     schedule = Schedule(workload=workload, nodes=nodes, clock=clock, seed=int(raw.get("seed", 0)),
                         protocol=raw.get("protocol"), title=raw.get("title", ""),
                         findings=list(raw.get("findings", [])), history=list(raw.get("history", [])),

@@ -2,6 +2,8 @@
 """A replicated log with a high-water mark, as a Maelstrom node (Python 3 standard library only).
 
 Run it under hwm:  hwm test --workload log -- python3 examples/nodes/log_node.py
+and step its states against the model of the preset it implements:
+                   hwm test --workload log --protocol raft-noop,hwm_durable=true -- python3 examples/nodes/log_node.py
 
 It speaks Maelstrom's protocol on stdin/stdout (one JSON message per line) and serves both the
 `kafka` workload (send, poll, commit_offsets, list_committed_offsets) and hwm's log workload

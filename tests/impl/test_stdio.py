@@ -98,6 +98,7 @@ class Cluster:
         self.states: dict[str, dict] = {}
         self.network: list[dict] = []
         self.answers: dict[tuple[str, int], dict] = {}  # (node, msg_id) -> answer body
+        self.state_at_answer: dict[tuple[str, int], dict] = {}  # the node's state right after it answered
         for node_id in NODE_IDS:
             self.start(node_id)
 
@@ -115,6 +116,7 @@ class Cluster:
                 self.network.append(message)
             else:
                 self.answers[(node.node_id, message["body"]["in_reply_to"])] = message["body"]
+                self.state_at_answer[(node.node_id, message["body"]["in_reply_to"])] = state
 
     def send(self, node_id: str, body: dict) -> tuple[str, int]:
         node = self.nodes[node_id]
@@ -318,6 +320,24 @@ def test_the_kafka_workload_on_one_replicated_log_and_nothing_above_the_hwm(clus
     assert cluster.answers[unreplicated]["offset"] == index
     polled = cluster.send(leader, {"type": "poll", "offsets": {"k1": index}})
     assert cluster.answers[polled]["msgs"] == {"k1": [[index, 12]]}
+
+    # A follower forwards a client's write to the leader, on the network like any message, and
+    # relays the answer only once its own HWM covers the index: a read there next sees the write.
+    follower = next(n for n in NODE_IDS if n != leader)
+    via = cluster.send(follower, {"type": "send", "key": "k2", "msg": 21})
+    assert via not in cluster.answers  # not refused
+    assert [m["body"]["msg"] for m in cluster.network if (m["src"], m["dest"]) == (follower, leader)
+            and m["body"]["type"] == "send"] == [21]
+    answer = cluster.wait_for(lambda: cluster.answers.get(via), "the relayed send_ok", ticks=1)
+    assert answer["type"] == "send_ok" and answer["in_reply_to"] == via[1] and answer["offset"] == index + 1, answer
+    assert cluster.state_at_answer[via]["hwm"] >= index + 1
+    polled = cluster.send(follower, {"type": "poll", "offsets": {"k2": index + 1}})
+    assert cluster.answers[polled]["msgs"] == {"k2": [[index + 1, 21]]}
+    # A forward the leader never receives (it is killed) is answered error 0: it may still commit.
+    lost = cluster.send(follower, {"type": "send", "key": "k2", "msg": 22})
+    cluster.kill(leader)
+    answer = cluster.wait_for(lambda: cluster.answers.get(lost), "the answer to a lost forward", ticks=1)
+    assert answer["code"] == 0 and f"forwarded to {leader}" in answer["text"], answer
     cluster.stop()
 
 

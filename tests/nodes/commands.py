@@ -6,6 +6,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 NODES = ROOT / "examples" / "nodes"
 SCHEDULES = NODES / "schedules"
+# The preset log_node.py implements: raft whose new leader appends an entry of its generation, and
+# whose high-water mark is in state.json with the log (`--protocol raft-noop,hwm_durable=true`).
+LOG_NODE_PROTOCOL = {"preset": "raft-noop", "flags": {"hwm_durable": True}}
 
 
 def log_node() -> list[str]:

@@ -26,9 +26,11 @@ def test_a_node_that_breaks_the_protocol_exits_2_and_the_history_so_far_is_saved
 def test_a_finding_exits_1_and_names_the_replay_command(tmp_path):
     saved = tmp_path / "found.json"
     done = CliRunner().invoke(main, ["test", "--workload", "log", "--clock", "virtual", "--schedules", "20",
-                                     "--no-shrink", "--save", str(saved), "--json", "--", *bad_node("one-index")])
+                                     "--no-shrink", "--save", str(saved), "--json", "--protocol", "raft",
+                                     "--", *bad_node("one-index")])
     assert done.exit_code == 1 and not isinstance(done.exception, Exception), (done.output, repr(done.exception))
     report = json.loads(done.output)
+    assert report["model_steps"] == 0  # it answers hwm_state with error 10: nothing to step
     assert report["saved"] == str(saved) and report["findings"] and report["first_failure_at"] >= 1
     assert report["findings"][0].split(" ")[0].rstrip(":") in ("AckedNeverLost", "OneValuePerOffset")
     assert json.loads(saved.read_text())["steps"][0] == {"op": "settle", "rounds": 6}
@@ -48,3 +50,11 @@ def test_a_failing_schedule_shrinks_to_the_steps_that_matter():
 def test_bad_options_exit_2():
     done = CliRunner().invoke(main, ["test", "--workload", "bank", "--", "true"])
     assert done.exit_code == 2 and "'bank' is not one of" in done.output
+
+
+def test_a_schedule_file_naming_no_protocol_is_bad_input(tmp_path):
+    path = tmp_path / "s.json"
+    path.write_text(json.dumps({"format": "hwm-schedule/1", "protocol": "raft-nop", "steps": []}))
+    done = CliRunner().invoke(main, ["replay", str(path), "--", "true"])
+    assert done.exit_code == 2 and "field 'protocol': not a protocol: unknown protocol 'raft-nop'" in done.output
+    assert "did you mean 'raft-noop'?" in done.output

@@ -1,0 +1,123 @@
+"""Each observed change of a node, stepped against the model of the preset the node implements.
+
+With `--protocol P`, every observation (observe.py) becomes one `hwm-events/1` event fed to
+`checker/observed.py`'s validator over P's model, as TLA+ trace validation feeds a logged run to a
+spec: the first observation that no model step explains is a finding, `ModelStep`, naming the
+step, the node, the state it showed, and the nearest model step from the states possible before.
+
+The mapping from what a node shows to the model's variables:
+
+- a node's generation is named only where the model has it: a leader's own, one a leader was
+  seen to lead, or 0; a candidate's or a voter's generation, before anyone leads it, is unnamed
+  (the model's elections are atomic and spend no generation on a failed one). A candidate is a
+  follower;
+- a kill is a crash, the node's first answer after its restart is the restart with what it
+  recovered;
+- on the log workload, where an index is a log index, a `log_append` acknowledged at index i and
+  a `log_read` served at index i are checked after the node's next answer: the entry must be at
+  or below the node's high-water mark there, as the model allows a read or an acknowledgement.
+"""
+
+from __future__ import annotations
+
+from hwm.bridge.maelstrom.history import Finding
+from hwm.bridge.maelstrom.observe import describe_observation
+from hwm.checker.observed import ObservedValidator
+from hwm.properties.events import Event, Header
+from hwm.properties.protocol import resolve
+
+# The variables a node's hwm_state answer shows (its reads are judged by the history checks).
+LOGGED = frozenset({"generation", "role", "log", "hwm"})
+FINDING = "ModelStep"
+
+
+def steps_against_model(protocol) -> bool:
+    """Whether a run with this preset is stepped against its model: the raft system's presets, whose
+    finer steps checker/observed.py knows. Another system's model makes a leader learn each
+    acknowledgement in the same step as its follower's append, which would reject correct nodes."""
+    return protocol is not None and resolve(protocol)[1].system == "raft"
+
+
+class ModelSteps:
+    """Feeds one run's observations to the validator; `finding` is the first unexplained one."""
+
+    def __init__(self, protocol, node_ids: list[str], depth: int = 2):
+        self.name, self.protocol = resolve(protocol)
+        self.header = Header(tuple(node_ids), LOGGED)
+        self.validator = ObservedValidator(self.protocol, self.header, depth=depth)
+        self.led: set[int] = {0}  # generations some node was seen to lead (0: every node's first)
+        self.down: set[str] = set()
+        self.unnamed: dict[str, dict] = {}  # a follower's last observation, with a generation no one had led
+        self.events = 0
+        self.finding: Finding | None = None
+
+    def observed(self, seen: dict) -> Finding | None:
+        """One observation (a dict of observe.py's shape); the finding if the model cannot make it."""
+        node = seen["node"]
+        if not seen["alive"]:
+            self.down.add(node)
+            self.unnamed.pop(node, None)
+            return self._feed(Event(server=node, crash=True), seen, f"{node} killed")
+        generation = seen["generation"]
+        if seen["role"] == "leader":
+            self.led.add(generation)
+        # A candidate's generation is its own, which no leader may ever have led; a follower's is
+        # named once a leader of it was seen.
+        named = seen["role"] != "candidate" and generation in self.led
+        event = Event(server=node, generation=generation if named else -1,
+                      role="leader" if seen["role"] == "leader" else "follower",
+                      log=tuple((i, g) for i, g in seen["log"]), hwm=seen["hwm"], restart=node in self.down)
+        self.down.discard(node)
+        if named or seen["role"] == "candidate":
+            self.unnamed.pop(node, None)
+        else:
+            self.unnamed[node] = seen
+        finding = self._feed(event, seen, None)
+        if seen["role"] == "leader" and finding is None:
+            # Its voters showed this generation before anyone led it: now it is named, and their
+            # state (unchanged since, so not observed again) is the model's voter's.
+            for voter, shown in list(self.unnamed.items()):
+                if shown["generation"] == generation and finding is None:
+                    del self.unnamed[voter]
+                    finding = self._feed(Event(server=voter, generation=generation), dict(shown, step=seen["step"],
+                                         cause=seen["cause"]), f"{voter}, of {node}'s generation {generation},")
+        return finding
+
+    def client(self, node: str, kind: str, index: int, seen: dict, step, cause: str) -> Finding | None:
+        """A log_append acknowledged (kind "ack") or a log_read served ("read") at `index`, judged on
+        the node's state `seen` right after it."""
+        log = seen["log"]
+        entry = ((index, log[index - 1][1] if 1 <= index <= len(log) else seen["generation"]),)
+        event = Event(server=node, **{kind: entry})
+        what = "acknowledged log_append at" if kind == "ack" else "served log_read of"
+        return self._feed(event, dict(seen, node=node, step=step, cause=cause), f"{node} {what} index {index}")
+
+    def finish(self) -> Finding | None:
+        """The end of the run: some explanation must have shown every change its model steps made."""
+        if self.finding is not None:
+            return None
+        discrepancy = self.validator.finish()
+        if discrepancy is None:
+            return None
+        self.finding = Finding(FINDING, f"at the end of the run: {discrepancy.reason} (no step of {self.name}'s "
+                                        f"model explains the run without a change no node ever showed)")
+        return self.finding
+
+    def _feed(self, event: Event, seen: dict, what: str | None) -> Finding | None:
+        if self.finding is not None:
+            return None
+        self.events += 1
+        discrepancy = self.validator.feed(event)
+        if discrepancy is None:
+            return None
+        state = " ".join(describe_observation(seen).split()[1:])
+        shown = f"{what} while it showed {state}" if what else f"{seen['node']} showed {state}"
+        # Candidates that differ only where nodes show nothing (match indexes, replies) read alike.
+        before = list(dict.fromkeys(", ".join(" ".join(line.split()) for line in text.splitlines())
+                                    for text in discrepancy.before))
+        self.finding = Finding(FINDING, f"after {seen['cause']}, {shown}: no step of {self.name}'s model makes "
+                                        f"this ({discrepancy.reason}); nearest model step: {' '.join(discrepancy.nearest.split())}; "
+                                        f"possible just before: {' | '.join(before[:2])}"
+                                        + (" | ..." if len(before) > 2 else ""),
+                               seen["step"])
+        return self.finding

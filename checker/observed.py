@@ -1,0 +1,199 @@
+"""Trace validation of a live cluster's observed states: the rules of `checker/validate.py`, plus the
+three ways a correct node's single atomic changes are finer than the model's steps.
+
+`hwm test --protocol P -- CMD` asks every node for its state after each input it handles, so each
+observation is one node's change caused by one message. The raft family's model on the `rpc`
+network makes a whole append round trip one step, and elections atomic. A correct node differs
+from it in three ways, and this validator accepts exactly these, for the raft system's models:
+
+- **The leader learns an acknowledgement later, or never.** A replication to follower F may
+  change F alone; F's acknowledgement (the index it now holds, in the leader's generation) waits
+  as a reply from F to the leader, and a later step `ack(F→L)` applies it to the leader as the
+  model's round trip would have (match index, then the HWM under the commit rule), if L still
+  leads that generation. A reply may be applied out of order or be lost; a leader never counts an
+  index its follower did not acknowledge, and a follower's crash does not take back a reply it
+  already sent (a leader's crash loses the replies sent to it).
+- **A follower's log grows by a prefix of what a replication would give.** `checker/validate.py`
+  already lets a replication carry an older log and HWM of the leader (the append was sent when
+  the leader's log was shorter); with the deferred acknowledgement it is the same message.
+- **A leader steps down without a new leader.** A real leader steps down when it hears of a
+  higher generation, a candidate's whose election may yet fail; the model's elections are atomic
+  and have no failed candidacy. `step_down(L)` makes a leader a follower of its own generation,
+  keeping its log and HWM: a state the model already reaches by a crash and a restart (bar a
+  volatile HWM), and one from which the leader writes nothing more.
+
+Everything else is the model's own step: entries must be the leader's (its generation, at the
+index the model gives), a follower's HWM never passes what its leader sent, a leader's HWM never
+passes what the commit rule allows over the acknowledgements it has received, elections need a
+quorum of voters, restarts keep what the preset keeps. Other systems' models are validated by the
+rules of `checker/validate.py` alone.
+"""
+
+from __future__ import annotations
+
+from hwm.checker.validate import Validator
+from hwm.model.state import FOLLOWER, LEADER, REPLY
+
+
+class ObservedValidator(Validator):
+    """`Validator` with the deferred acknowledgement, late and refused appends and the step-down
+    (see the module's docstring).
+
+    Replies not yet applied live in the model state's `channels`, laid out as the async network's
+    (channel a*n+b holds a's messages to b), unused by the rpc network's steps otherwise."""
+
+    def __init__(self, protocol, header, *, followers_first: bool = True, **options):
+        super().__init__(protocol, header, **options)
+        # Whether a follower's change is always logged before its reply can reach the leader, as in
+        # hwm test's observations (each node's state is read right after each input): then a leader's
+        # change is never explained by a round trip whose follower side no event has shown yet.
+        self.followers_first = followers_first
+        # The deferred acknowledgement needs the raft model's own match bookkeeping.
+        self.refines = protocol.system == "raft" and header.network == "rpc" and hasattr(self.model, "_with_match")
+        self.n = len(header.servers)
+
+    def _successors(self, state, k, seen, event_reads=False):
+        if not self.refines:
+            yield from super()._successors(state, k, seen, event_reads)
+            return
+        for action, after in super()._successors(state, k, seen, event_reads):
+            if action[0] == "crash":
+                after = self._keep_replies_from(state, action[1], after)
+            after = self._remember_leaders(state, after)
+            if action[0] == "replicate" and action[2] == k:
+                # The follower's change is observed before its reply reaches the leader: the
+                # round trip's second half is always a later step (or lost), never this one.
+                deferred = self._deferred(state, action, after)
+                if deferred is not None:
+                    yield ("replicate-unacknowledged", action[1], action[2]), deferred
+                    continue
+            if self.followers_first and action[0] == "replicate" and action[1] == k and not self._same(after.servers[action[2]],
+                                                                              state.servers[action[2]]):
+                continue  # the follower's change is observed before its reply reaches the leader
+            yield action, after
+        yield from self._late_appends(state, k, seen)
+        yield from self._refused_appends(state, k)
+        server = state.servers[k]
+        if server.alive and server.role == LEADER:
+            for f in range(self.n):
+                if f != k:
+                    yield from self._acks(state, f, k)
+            if seen.role == FOLLOWER and seen.alive:
+                stepped = server._replace(role=FOLLOWER, match=())
+                after = state._replace(servers=state.servers[:k] + (stepped,) + state.servers[k + 1:])
+                yield ("step_down", k), self._remember_leaders(state, after)
+
+    def _allowed(self, action, k, event) -> bool:
+        if action[0] in ("ack", "step_down", "replicate-unacknowledged", "replicate-late", "replicate-refused"):
+            return True
+        return super()._allowed(action, k, event)
+
+    # ------------------------------------------------------------------ replies
+    def _channels(self, state) -> list:
+        return list(state.channels) if state.channels else [()] * (self.n * self.n)
+
+    def _deferred(self, state, action, after):
+        """`after` with the leader as it was: the follower's acknowledgement waits as a reply."""
+        l, f = action[1], action[2]
+        leader, replied = state.servers[l], after.servers[l]
+        if replied.role != LEADER or replied.generation != leader.generation or not after.servers[f].alive:
+            return None  # a deposed leader: that reply is not deferred (the step is the same)
+        acknowledged = replied.match[f]
+        channels = self._channels(after)
+        reply = (REPLY, leader.generation, True, acknowledged)
+        if reply not in channels[f * self.n + l]:
+            channels[f * self.n + l] = channels[f * self.n + l] + (reply,)
+        servers = after.servers[:l] + (leader,) + after.servers[l + 1:]
+        return after._replace(servers=servers, channels=tuple(channels))
+
+    def _acks(self, state, f: int, l: int):
+        """Each reply from f to leader l applied: the model's end of the round trip."""
+        if not state.channels:
+            return
+        queue = state.channels[f * self.n + l]
+        leader = state.servers[l]
+        for _, generation, _, index in queue:
+            if generation != leader.generation:
+                continue  # a reply to an earlier generation: a real leader ignores it
+            index = max(leader.match[f], index)
+            # The replies it makes no-ops go with it (their index is no higher), stale ones too.
+            channels = list(state.channels)
+            channels[f * self.n + l] = tuple(r for r in queue if r[1] == leader.generation and r[3] > index)
+            now = self.model._with_match(leader, l, f, index)
+            servers = state.servers[:l] + (now,) + state.servers[l + 1:]
+            yield ("ack", f, l), state._replace(servers=servers, channels=tuple(channels))
+
+    def _keep_replies_from(self, state, crashed: int, after):
+        """The model's crash empties the crashed server's channels; a reply it sent before it
+        crashed is on the network still (the leader may yet receive it), and so are the appends it
+        sent when it led (channel crashed->crashed)."""
+        if not state.channels:
+            return after
+        n = self.n
+        channels = tuple(state.channels[i] if i // n == crashed else ch
+                         for i, ch in enumerate(after.channels))
+        return after._replace(channels=channels)
+
+    # ------------------------------------------------- appends of a former leader
+    def _remember_leaders(self, state, after):
+        """`after`, remembering each leader that stopped leading in this step as it was: the appends
+        it sent while it led are still on the network (channel l->l, unused otherwise, holds it)."""
+        changed = None
+        for j, (old, new) in enumerate(zip(state.servers, after.servers)):
+            if old.alive and old.role == LEADER and not (new.alive and new.role == LEADER
+                                                         and new.generation == old.generation):
+                changed = changed or self._channels(after)
+                changed[j * self.n + j] = (old,)
+        return after if changed is None else after._replace(channels=tuple(changed))
+
+    def _late_appends(self, state, k, seen):
+        """An append a former leader sent before it crashed or stepped down, reaching follower k now:
+        the model's replication from that leader as it was (with an older log and HWM where the
+        follower shows one), of which only the follower's side happens (the reply finds no leader)."""
+        if not state.channels or not state.servers[k].alive:
+            return
+        for l in range(self.n):
+            was = state.channels[l * self.n + l]
+            if l == k or not was:
+                continue
+            then = state._replace(servers=state.servers[:l] + (was[0],) + state.servers[l + 1:])
+            action = ("replicate", l, k)
+            after = self.model.apply(then, action)
+            for sent in (after, self._older_replication(then, action, seen, after)):
+                if sent is not None and sent.servers[k] != state.servers[k]:
+                    yield ("replicate-late", l, k), state._replace(
+                        servers=state.servers[:k] + (sent.servers[k],) + state.servers[k + 1:])
+
+    def _refused_appends(self, state, k):
+        """An append whose previous entry follower k lacks: it takes the leader's generation and
+        refuses the entries (Raft's receiver rule 2, the async network's step); the leader retries."""
+        if self.protocol.append_check != "previous-entry":
+            return
+        follower = state.servers[k]
+        if not follower.alive:
+            return
+        for l, leader in enumerate(state.servers):
+            if l == k or not (leader.alive and leader.role == LEADER) or leader.generation < follower.generation:
+                continue
+            common = min(len(follower.log), len(leader.log))
+            if follower.log[:common] == leader.log[:common] and len(follower.log) >= len(leader.log):
+                continue  # it holds every previous entry the leader could name: no refusal
+            refused = follower._replace(generation=leader.generation, role=FOLLOWER, match=())
+            if refused != follower:
+                yield ("replicate-refused", l, k), state._replace(
+                    servers=state.servers[:k] + (refused,) + state.servers[k + 1:])
+
+    def _why(self, k, seen, event) -> str:
+        if event.ack:
+            return (f"no model state within {self.depth} steps has " + ", ".join(f"{i}@g{g}" for i, g in event.ack)
+                    + f" at or below {event.server}'s high-water mark, where an acknowledged write must be")
+        return super()._why(k, seen, event)
+
+    def _action_text(self, action) -> str:
+        names = self.header.servers
+        if action[0] == "ack":
+            return f"ack({names[action[1]]}→{names[action[2]]})"
+        return super()._action_text(action)
+
+
+__all__ = ["ObservedValidator"]

@@ -1,0 +1,85 @@
+"""checker/observed.py: what a correct node does between the model's steps is accepted (a leader
+learning an acknowledgement later, an append of a crashed leader arriving late, a leader stepping
+down), and what the model forbids is still rejected."""
+
+import pytest
+
+from hwm.checker.model_events import random_actions, run_events
+from hwm.checker.observed import ObservedValidator
+from hwm.checker.validate import Validator
+from hwm.model.registry import build_model
+from hwm.model.state import Config
+from hwm.properties.events import Event, Header, UNNAMED
+from hwm.properties.protocol import resolve
+
+RAFT = resolve("raft")[1]
+LOGGED = frozenset({"generation", "role", "log", "hwm"})
+
+
+def run(*events, servers=3, validator=ObservedValidator, protocol=RAFT):
+    """The verdict on `events`, each (server, fields)."""
+    header = Header(tuple(f"n{k}" for k in range(1, servers + 1)), LOGGED)
+    v = validator(protocol, header)
+    return v.validate([Event(server=server, **fields) for server, fields in events])
+
+
+ELECTED = [("n1", dict(generation=1, role="leader")), ("n2", dict(generation=1)), ("n3", dict(generation=1))]
+
+
+def test_a_leader_that_writes_before_its_followers_acknowledgement_arrives_is_a_behaviour():
+    events = ELECTED + [("n1", dict(log=((1, 1),))), ("n2", dict(log=((1, 1),))),
+                        ("n1", dict(log=((1, 1), (2, 1)))),  # the second write: n2's reply not yet in
+                        ("n1", dict(hwm=1)),  # now it is
+                        ("n2", dict(log=((1, 1), (2, 1)), hwm=1)), ("n1", dict(hwm=2))]
+    verdict = run(*events)
+    assert verdict.valid, verdict.discrepancy.describe()
+    # The model's round trip is one step: without the deferred acknowledgement the leader's HWM
+    # would already be 1 at its second write.
+    assert not run(*events, validator=Validator).valid
+
+
+def test_a_leader_counts_only_acknowledgements_it_was_sent():
+    stored_on_one = ELECTED + [("n1", dict(log=((1, 1),))), ("n2", dict(log=((1, 1),)))]
+    verdict = run(*stored_on_one, ("n1", dict(hwm=1)))
+    assert verdict.valid, verdict.discrepancy.describe()
+    # Five servers: the entry on n1 and n2 is no quorum, however the replies arrive.
+    five = [("n1", dict(generation=1, role="leader"))] + [(f"n{k}", dict(generation=1)) for k in (2, 3, 4, 5)]
+    verdict = run(*five, ("n1", dict(log=((1, 1),))), ("n2", dict(log=((1, 1),))), ("n1", dict(hwm=1)), servers=5)
+    assert not verdict.valid and verdict.discrepancy.number == 8  # at the claim, not at the end of the run
+    assert "has n1 as the run says: leader g1 log=[1] hwm=1" in verdict.discrepancy.reason
+
+
+def test_an_acknowledgement_to_an_earlier_generation_is_not_counted():
+    events = ELECTED + [("n1", dict(log=((1, 1),))), ("n2", dict(log=((1, 1),))),
+                        ("n1", dict(generation=UNNAMED, role="follower")),  # n1 steps down
+                        ("n1", dict(generation=2, role="leader")),  # and wins generation 2 (n3 votes)
+                        ("n3", dict(generation=2)),
+                        ("n1", dict(hwm=1))]  # n2's reply was to generation 1
+    verdict = run(*events)
+    assert not verdict.valid and verdict.discrepancy.number == len(events)
+
+
+def test_an_append_a_crashed_leader_sent_may_arrive_late_but_carries_only_what_it_held():
+    sent = ELECTED + [("n1", dict(log=((1, 1),))), ("n1", dict(crash=True))]
+    verdict = run(*sent, ("n2", dict(log=((1, 1),))))
+    assert verdict.valid, verdict.discrepancy.describe()
+    assert not run(*sent, ("n2", dict(log=((1, 1),))), validator=Validator).valid
+    # The leader held one entry: no late append gives two, nor one of another generation.
+    assert not run(*sent, ("n2", dict(log=((1, 1), (2, 1))))).valid
+    assert not run(*sent, ("n2", dict(log=((1, 0),)))).valid
+
+
+def test_a_leader_may_step_down_without_a_new_leader_but_not_lose_its_log():
+    stepped = ELECTED + [("n1", dict(log=((1, 1),))), ("n1", dict(generation=UNNAMED, role="follower"))]
+    verdict = run(*stepped)
+    assert verdict.valid, verdict.discrepancy.describe()
+    assert not run(*ELECTED, ("n1", dict(log=((1, 1),))), ("n1", dict(role="follower", log=()))).valid
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_recorded_runs_of_the_raft_model_stay_valid(seed):
+    model = build_model(RAFT, Config(servers=3, max_generation=5, max_log=3, max_crashes=2))
+    header, events = run_events(model, list(random_actions(model, 50, seed)), ("n1", "n2", "n3"))
+    # A model run logs each step's changes leader first: no order between them to rely on.
+    verdict = ObservedValidator(RAFT, header, followers_first=False).validate(events)
+    assert verdict.valid, verdict.discrepancy.describe()
