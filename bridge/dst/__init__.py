@@ -51,7 +51,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Callable
 
-from hwm.bridge.dst.disk import SimDisk
+from hwm.bridge.dst.disk import ReorderingDisk, SimDisk
 from hwm.bridge.dst.net import MACHINE, SimLoop
 from hwm.impl import codec
 from hwm.impl import messages as m
@@ -63,7 +63,7 @@ from hwm.properties.catalogue import CATALOGUE, check_state, check_step
 from hwm.properties.protocol import RAFT, Protocol
 from hwm.properties.snapshot import LEADER, ServerSnapshot
 
-__all__ = ["ACTIONS", "Outcome", "PLANTS", "Schedule", "Step", "run_schedule"]
+__all__ = ["ACTIONS", "DISKS", "Outcome", "PLANTS", "Schedule", "Step", "run_schedule"]
 
 ACTIONS = ("put", "get", "crash", "power", "outage", "restart", "isolate", "heal", "fault")
 CRASHES = ("crash", "power", "outage")
@@ -79,6 +79,10 @@ ATTEMPT_SECONDS = 0.3  # the client's, per server tried
 CLIENT_SECONDS = 2.0  # the client's, per put or get
 SETTLE_SECONDS = 10.0  # after healing, the time the cluster gets to commit a write
 DISK_LATENCY = ((0.0001, 0.002), (0.001, 0.03))  # seconds a persist (write + fsync) takes
+# The reordering disk's pages are small, so that the few records of a schedule span several pages
+# and a power failure can keep a later one while losing an earlier one.
+REORDERING_PAGE_BYTES, REORDERING_SECTOR_BYTES = 32, 16
+DISKS = ("prefix", "reordering")
 ALWAYS = tuple(p for p in CATALOGUE + ACKED if p.kind == "always")
 SOMETIMES = tuple(p for p in CATALOGUE + ACKED if p.kind == "sometimes")
 
@@ -93,7 +97,8 @@ class Step:
     arg: int = 0
 
     def __str__(self) -> str:
-        return f"+{self.pause_ms}ms {self.action} {SERVERS[self.server % len(SERVERS)]} {self.arg}"
+        machine = "controller" if self.server == len(SERVERS) else SERVERS[self.server % len(SERVERS)]
+        return f"+{self.pause_ms}ms {self.action} {machine} {self.arg}"
 
 
 @dataclass(frozen=True)
@@ -230,7 +235,7 @@ class _ClientProtocol(asyncio.Protocol):
 
 class _Simulation:
     def __init__(self, schedule: Schedule, plant: str | None, first_violation: bool = False,
-                 protocol: Protocol = RAFT):
+                 protocol: Protocol = RAFT, disk: str = "prefix"):
         self.schedule = schedule
         self.protocol = protocol  # raft, or zab (the node adds its currentEpoch file on the same disk)
         self.first_violation = first_violation
@@ -247,8 +252,8 @@ class _Simulation:
         self.rng = random.Random(schedule.seed ^ 0x5EED)
         self.addresses = {s: (f"10.0.0.{k + 1}", 7000) for k, s in enumerate(SERVERS)}
         # Only /data exists (durably) at first: each node creates its own data directory.
-        self.disks = {s: SimDisk(random.Random(schedule.seed * 31 + k), ("/data",))
-                      for k, s in enumerate(SERVERS)}
+        self.disk_kind = disk
+        self.disks = {s: self.make_disk(k) for k, s in enumerate(SERVERS)}
         self.nodes: dict[str, Node] = {}  # machines whose process runs (maybe still starting)
         self.incarnations: Counter = Counter()
         self.leading: dict[str, int] = {}  # server -> generation it was last seen leading
@@ -261,6 +266,14 @@ class _Simulation:
         self.request_ids = iter(range(1, 1 << 30))
         self.registered = False  # whether CLIENT's session is open
         self.next_server = 0
+
+    def make_disk(self, machine: int) -> SimDisk:
+        """The disk of the `machine`-th machine, seeded from the schedule."""
+        rng = random.Random(self.schedule.seed * 31 + machine)
+        if self.disk_kind == "reordering":
+            return ReorderingDisk(rng, ("/data",), page_bytes=REORDERING_PAGE_BYTES,
+                                  sector_bytes=REORDERING_SECTOR_BYTES)
+        return SimDisk(rng, ("/data",))
 
     @staticmethod
     def _data_dir(server: str) -> str:
@@ -280,8 +293,8 @@ class _Simulation:
         """An exception nobody handled. A killed machine's cancelled tasks are expected (asyncio's
         own stream callback asks a cancelled task for its exception); anything else is a bug."""
         error = context.get("exception")
-        if isinstance(error, asyncio.CancelledError):
-            return
+        if isinstance(error, (asyncio.CancelledError, _Died)):
+            return  # (_Died: a task of a process that died inside a system call; the machine is down)
         self.violation(f"unhandled error in the event loop: {context.get('message')}: {error!r}")
 
     # ------------------------------------------------------------------ machines
@@ -293,7 +306,8 @@ class _Simulation:
         config = NodeConfig(server, self.addresses[server], peers, self._data_dir(server),
                             tick_seconds=TICK_SECONDS, election_ticks=ELECTION_TICKS,
                             heartbeat_ticks=HEARTBEAT_TICKS,
-                            put_timeout=PUT_TIMEOUT, rng_seed=self.rng.getrandbits(32), protocol=self.protocol)
+                            put_timeout=PUT_TIMEOUT, rng_seed=self.rng.getrandbits(32), protocol=self.protocol,
+                            **self.node_options())
         storage = self.storage_class(config.data_dir, owner=f"server {server}", fs=self.disks[server])
         node = self.node_class(config, storage=storage)
         self.nodes[server] = node
@@ -302,6 +316,10 @@ class _Simulation:
         context.run(MACHINE.set, server)
         self.loop.create_task(self._boot(server, node), context=context)
         self.event(f"start {server}")
+
+    def node_options(self) -> dict:
+        """More `NodeConfig` fields for every node (Kafka's: where the controller listens)."""
+        return {}
 
     async def _boot(self, server: str, node: Node) -> None:
         try:
@@ -512,41 +530,44 @@ class _Simulation:
             self.start(server)
         for number, step in enumerate(self.schedule.steps):
             await asyncio.sleep(step.pause_ms / 1000)
-            server = SERVERS[step.server % len(SERVERS)]
             self.event(f"step {step}")
-            action = step.action
-            if action == "put":
-                clients.append(asyncio.create_task(self.put(b"v%d" % number, step.server)))
-            elif action == "get":
-                known = max([a.index for a in self.acks], default=0)
-                clients.append(asyncio.create_task(self.get(server, 1 + step.arg % max(known, 1))))
-            elif action in ("crash", "power"):
-                if step.arg % 2:  # not now: in the middle of the next disk write it makes
-                    self.armed[server] = action == "power"
-                else:
-                    self.stop(server, power_loss=action == "power")
-            elif action == "outage":
-                self.outcome.witnesses["outages"] += 1
-                for s in SERVERS:
-                    self.stop(s, power_loss=True)
-                await asyncio.sleep(0.05 * (1 + step.arg))
-                for s in SERVERS:
-                    self.start(s)
-            elif action == "restart":
-                self.start(server)
-            elif action == "isolate":
-                for other in SERVERS:
-                    if other != server:
-                        self.loop.network.partition(server, other)
-                self.outcome.witnesses["partitions"] += 1
-            elif action == "heal":
-                self.loop.network.heal()
-            elif action == "fault":
-                if server in self.nodes:
-                    error = errno.ENOSPC if step.arg % 2 == 0 else errno.EIO
-                    self.disks[server].inject(1 + step.arg // 2, error)
+            await self.take_step(number, step, clients)
             self.check_properties(f"after step {number} ({step})")
         await self.settle(clients)
+
+    async def take_step(self, number: int, step: Step, clients: list[asyncio.Task]) -> None:
+        server = SERVERS[step.server % len(SERVERS)]
+        action = step.action
+        if action == "put":
+            clients.append(asyncio.create_task(self.put(b"v%d" % number, step.server)))
+        elif action == "get":
+            known = max([a.index for a in self.acks], default=0)
+            clients.append(asyncio.create_task(self.get(server, 1 + step.arg % max(known, 1))))
+        elif action in ("crash", "power"):
+            if step.arg % 2:  # not now: in the middle of the next disk write it makes
+                self.armed[server] = action == "power"
+            else:
+                self.stop(server, power_loss=action == "power")
+        elif action == "outage":
+            self.outcome.witnesses["outages"] += 1
+            for s in SERVERS:
+                self.stop(s, power_loss=True)
+            await asyncio.sleep(0.05 * (1 + step.arg))
+            for s in SERVERS:
+                self.start(s)
+        elif action == "restart":
+            self.start(server)
+        elif action == "isolate":
+            for other in SERVERS:
+                if other != server:
+                    self.loop.network.partition(server, other)
+            self.outcome.witnesses["partitions"] += 1
+        elif action == "heal":
+            self.loop.network.heal()
+        elif action == "fault":
+            if server in self.nodes:
+                error = errno.ENOSPC if step.arg % 2 == 0 else errno.EIO
+                self.disks[server].inject(1 + step.arg // 2, error)
 
     async def settle(self, clients: list[asyncio.Task]) -> None:
         """Heal everything, restart everything; a write must then commit; check the history."""
@@ -597,13 +618,23 @@ class _View:
 
 
 def run_schedule(schedule: Schedule, plant: str | None = None, first_violation: bool = False,
-                 protocol: Protocol = RAFT) -> Outcome:
+                 protocol: Protocol = RAFT, disk: str = "prefix") -> Outcome:
     """Run one schedule on a fresh simulated cluster; deterministic in `schedule` (and `plant`).
     With `first_violation`, stop at the first violation (a search needs no more). `protocol`: the
-    raft preset (default) or ZAB's (`properties.protocol.ZAB`)."""
-    if protocol.system not in ("raft", "zab"):
-        raise ValueError(f"protocol: the simulation runs raft and zab nodes, not {protocol.system}")
-    simulation = _Simulation(schedule, plant, first_violation, protocol)
+    raft preset (default), ZAB's (`properties.protocol.ZAB`) or Kafka's (brokers and their
+    controller: `bridge.dst.kafka`). `disk`: "prefix" (`SimDisk`: a power failure keeps a prefix of
+    each file's unsynced writes) or "reordering" (`ReorderingDisk`: any subset of its unsynced pages,
+    torn at sectors)."""
+    if protocol.system not in ("raft", "zab", "kafka"):
+        raise ValueError(f"protocol: the simulation runs raft, zab and kafka nodes, not {protocol.system}")
+    if disk not in DISKS:
+        raise ValueError(f"disk: {disk!r} is not one of {', '.join(DISKS)}")
+    if protocol.system == "kafka":
+        from hwm.bridge.dst.kafka import KafkaSimulation
+
+        simulation = KafkaSimulation(schedule, plant, first_violation, protocol, disk)
+    else:
+        simulation = _Simulation(schedule, plant, first_violation, protocol, disk)
     loop = simulation.loop
     saved_random = random.getstate()
     random.seed(schedule.seed)  # the runtime's reconnect jitter uses the global generator
