@@ -239,6 +239,7 @@ class _Simulation:
         self.schedule = schedule
         self.protocol = protocol  # raft, or zab (the node adds its currentEpoch file on the same disk)
         self.first_violation = first_violation
+        self.stopped = False
         self.node_class, self.storage_class = PLANTS[plant]
         # Half the schedules run on a fast disk, half on a slow one (an fsync of up to 30 ms, as on
         # a busy or networked disk): the slower the fsync, the wider the windows a crash can hit.
@@ -283,7 +284,8 @@ class _Simulation:
     def violation(self, text: str) -> None:
         self.outcome.violations.append(f"t={self.loop.now:.3f}s: {text}")
         self.event(f"VIOLATION {text}")
-        if self.first_violation:
+        if self.first_violation and not self.stopped:
+            self.stopped = True  # once: a second stop would also end the clean-up's run of the loop
             self.loop.stop()  # a search only needs to know that the schedule fails
 
     def event(self, text: str) -> None:
@@ -639,7 +641,9 @@ def run_schedule(schedule: Schedule, plant: str | None = None, first_violation: 
     saved_random = random.getstate()
     random.seed(schedule.seed)  # the runtime's reconnect jitter uses the global generator
     node_log = logging.getLogger("hwm.node")
+    controller_log = logging.getLogger("hwm.controller")
     disabled, node_log.disabled = node_log.disabled, True
+    controller_disabled, controller_log.disabled = controller_log.disabled, True
     try:
         loop.run_until_complete(simulation.main())
     except RuntimeError:
@@ -653,10 +657,18 @@ def run_schedule(schedule: Schedule, plant: str | None = None, first_violation: 
         for task in pending:
             task.cancel()
         if pending:
-            loop.run_until_complete(asyncio.gather(*pending, return_exceptions=True))
+            gathered = asyncio.gather(*pending, return_exceptions=True)
+            for _ in range(3):  # a stop at a violation in main's last step is still queued: it ends one run
+                try:
+                    loop.run_until_complete(gathered)
+                    break
+                except RuntimeError:
+                    if gathered.done():
+                        break
         loop.close()
         random.setstate(saved_random)
         node_log.disabled = disabled
+        controller_log.disabled = controller_disabled
     for disk in simulation.disks.values():
         simulation.outcome.witnesses.update(disk.stats)
     return simulation.outcome

@@ -138,6 +138,10 @@ class KafkaSimulation(_Simulation):
             self.stop_controller(power_loss=False, crash=False)
 
     # ------------------------------------------------------------------ the schedule
+    async def main(self) -> None:
+        self.start_controller()
+        await super().main()
+
     async def take_step(self, number: int, step: Step, clients: list[asyncio.Task]) -> None:
         action = step.action
         if action == "outage":
