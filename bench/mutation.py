@@ -2,7 +2,7 @@
 against the tests that cover that file; a mutant the tests still pass *survives*.
 
     python bench/mutation.py [--per-file 8] [--budget 900] [--seed 0] [--file impl/wal.py ...]
-                             [--json results.json]
+                             [--json results.json] [--point impl/wal.py:123 ...] [--tests PYTEST-ARGS...]
 
 For each target file (TARGETS: the file and its test subset) the runner lists every mutation point,
 samples `--per-file` of them (seeded), and for each one writes the mutated source over the file,
@@ -31,6 +31,7 @@ import ast
 import json
 import os
 import random
+import signal
 import subprocess
 import sys
 import time
@@ -149,15 +150,16 @@ def run_tests(tests: list[str], timeout: float) -> str:
     return "survived" if result.returncode == 0 else "killed"
 
 
-def run_file(relative: str, per_file: int, rng: random.Random, deadline: float) -> list[Mutant]:
+def run_file(relative: str, per_file: int, rng: random.Random, deadline: float,
+             only: list[int] | None = None, tests: list[str] | None = None) -> list[Mutant]:
     path = os.path.join(ROOT, relative)
     with open(path, "rb") as file:
         original = file.read()
     source = original.decode("utf-8")
-    tests = TARGETS[relative]
+    tests = tests or TARGETS[relative]
     points = _points(ast.parse(source))
     reprinted = ast.unparse(ast.parse(source)).splitlines()
-    chosen = sorted(rng.sample(range(len(points)), min(per_file, len(points))))
+    chosen = only if only is not None else sorted(rng.sample(range(len(points)), min(per_file, len(points))))
     results: list[Mutant] = []
     try:
         # The file as ast.unparse writes it must pass: a mutant differs from it in one place only.
@@ -194,6 +196,10 @@ def run_file(relative: str, per_file: int, rng: random.Random, deadline: float) 
     return results
 
 
+def _interrupted(signum, frame) -> None:
+    raise KeyboardInterrupt
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--per-file", type=int, default=8, help="mutants sampled per file")
@@ -201,15 +207,27 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--file", action="append", choices=sorted(TARGETS), help="only these files")
     parser.add_argument("--json", help="write every mutant's result here")
+    parser.add_argument("--point", action="append", metavar="FILE:N",
+                        help="run only mutation point N of FILE (as the survivors list names them)")
+    parser.add_argument("--tests", nargs="+", help="pytest arguments to run instead of the file's subset "
+                        "(to see whether a wider part of the suite kills a survivor)")
     args = parser.parse_args(argv)
+    # A SIGTERM (timeout, a closed terminal) must still run the `finally` that puts the file back.
+    signal.signal(signal.SIGTERM, _interrupted)
+    only: dict[str, list[int]] = {}
+    for point in args.point or []:
+        relative, _, number = point.rpartition(":")
+        if relative not in TARGETS or not number.isdigit():
+            parser.error(f"--point {point!r}: expected FILE:N with FILE one of {', '.join(TARGETS)}")
+        only.setdefault(relative, []).append(int(number))
     rng = random.Random(args.seed)
     deadline = time.perf_counter() + args.budget
     results: list[Mutant] = []
-    for relative in args.file or list(TARGETS):
+    for relative in (list(only) if only else args.file or list(TARGETS)):
         if time.perf_counter() > deadline:
             print(f"{relative}: not run (budget spent)")
             continue
-        results.extend(run_file(relative, args.per_file, rng, deadline))
+        results.extend(run_file(relative, args.per_file, rng, deadline, only.get(relative), args.tests))
     packages: dict[str, Counter] = {}
     for mutant in results:
         package = "bridge" if mutant.path.startswith("bridge/") else "impl"
