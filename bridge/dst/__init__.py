@@ -235,7 +235,7 @@ class _ClientProtocol(asyncio.Protocol):
 
 class _Simulation:
     def __init__(self, schedule: Schedule, plant: str | None, first_violation: bool = False,
-                 protocol: Protocol = RAFT, disk: str = "prefix"):
+                 protocol: Protocol = RAFT, disk: str = "prefix", clients: int = 1):
         self.schedule = schedule
         self.protocol = protocol  # raft, or zab (the node adds its currentEpoch file on the same disk)
         self.first_violation = first_violation
@@ -264,8 +264,11 @@ class _Simulation:
         self.down_views: dict[str, ServerSnapshot] = {}
         self.previous_view = None
         self.outcome = Outcome()
-        self.request_ids = iter(range(1, 1 << 30))
-        self.registered = False  # whether CLIENT's session is open
+        # One client (CLIENT) by default; with `clients` > 1, a put step's `arg` picks which one
+        # sends it, so several sessions put at once, each retrying its own request ids.
+        self.client_ids = (CLIENT,) if clients == 1 else tuple(f"{CLIENT}-{k + 1}" for k in range(clients))
+        self.request_ids = {client: iter(range(1, 1 << 30)) for client in self.client_ids}
+        self.registered: set[str] = set()  # clients whose session is open
         self.next_server = 0
 
     def make_disk(self, machine: int) -> SimDisk:
@@ -468,23 +471,23 @@ class _Simulation:
         except (OSError, TimeoutError, ConnectionError):
             return None
 
-    async def put(self, value: bytes, first: int) -> None:
-        request = m.PutRequest(value, CLIENT, next(self.request_ids))
+    async def put(self, value: bytes, first: int, client: str = CLIENT) -> None:
+        request = m.PutRequest(value, client, next(self.request_ids[client]))
         deadline = self.loop.now + CLIENT_SECONDS
         server = SERVERS[first % len(SERVERS)]
         while self.loop.now < deadline:
             # The client protocol's session first (Raft §6.3: retried puts apply once per session).
-            outgoing = request if self.registered else m.RegisterClient(CLIENT)
+            outgoing = request if client in self.registered else m.RegisterClient(client)
             got = await self.call(server, outgoing)
             answer, tag = got if got is not None else (None, None)
             if isinstance(answer, m.PutReply) and answer.index is not None and outgoing is not request:
-                self.registered = True
+                self.registered.add(client)
                 continue
             if isinstance(answer, m.PutReply) and answer.index is not None and tag is not None:
                 self._acknowledged(request, answer.index, tag)
                 return
             if isinstance(answer, m.PutReply) and answer.code == m.SESSION_EXPIRED:
-                self.registered = False
+                self.registered.discard(client)
                 continue
             if isinstance(answer, m.PutReply) and answer.code in (m.NOT_WRITTEN, m.REFUSED):
                 self.event(f"put {value!r} not written: {answer.error}")
@@ -541,7 +544,8 @@ class _Simulation:
         server = SERVERS[step.server % len(SERVERS)]
         action = step.action
         if action == "put":
-            clients.append(asyncio.create_task(self.put(b"v%d" % number, step.server)))
+            client = self.client_ids[step.arg % len(self.client_ids)]
+            clients.append(asyncio.create_task(self.put(b"v%d" % number, step.server, client)))
         elif action == "get":
             known = max([a.index for a in self.acks], default=0)
             clients.append(asyncio.create_task(self.get(server, 1 + step.arg % max(known, 1))))
@@ -589,7 +593,7 @@ class _Simulation:
                 return
             for server in SERVERS:  # a node that stopped itself on a disk error comes back
                 self.start(server)
-            await self.put(b"final", self.next_server)
+            await self.put(b"final", self.next_server, self.client_ids[0])
         await asyncio.sleep(0.1)  # heartbeats carry the final HWM to the followers
         leader = max((n for n in self.nodes.values() if n.replica is not None and n.replica.role == LEADER),
                      key=lambda n: n.replica.generation, default=None)
@@ -601,6 +605,18 @@ class _Simulation:
         for kind, said in [("acknowledged put", a) for a in self.acks] + [("read", r) for r in self.reads]:
             if not said.held_by(committed[said.index - 1] if said.index <= len(committed) else None):
                 self.violation(f"the {kind} {said} is not in the final committed log")
+        applied: dict[tuple[str, int], int] = {}
+        for index, (_, payload) in enumerate(committed, start=1):
+            value, ids = decode_entry(payload)
+            if ids is None or ids[1] == 0:  # (request 0: a session's opening, which a retry may repeat)
+                continue
+            if ids[0] in self.client_ids and ids in applied:
+                self.violation(f"request {ids[1]} of {ids[0]} ({value!r}) is in the committed log twice, at "
+                               f"{applied[ids]} and {index}: a retry applied again despite its session")
+            else:
+                applied[ids] = index
+        if len(self.client_ids) > 1:
+            self.outcome.witnesses["clients acknowledged"] += len({a.ids[0] for a in self.acks if a.ids})
         for server, node in self.nodes.items():
             r = node.replica
             if r is None:
@@ -620,23 +636,26 @@ class _View:
 
 
 def run_schedule(schedule: Schedule, plant: str | None = None, first_violation: bool = False,
-                 protocol: Protocol = RAFT, disk: str = "prefix") -> Outcome:
+                 protocol: Protocol = RAFT, disk: str = "prefix", clients: int = 1) -> Outcome:
     """Run one schedule on a fresh simulated cluster; deterministic in `schedule` (and `plant`).
     With `first_violation`, stop at the first violation (a search needs no more). `protocol`: the
     raft preset (default), ZAB's (`properties.protocol.ZAB`) or Kafka's (brokers and their
     controller: `bridge.dst.kafka`). `disk`: "prefix" (`SimDisk`: a power failure keeps a prefix of
     each file's unsynced writes) or "reordering" (`ReorderingDisk`: any subset of its unsynced pages,
-    torn at sectors)."""
+    torn at sectors). `clients`: how many client sessions put concurrently (a put step's `arg`
+    picks one); every run checks that no session's request is in the committed log twice."""
     if protocol.system not in ("raft", "zab", "kafka"):
         raise ValueError(f"protocol: the simulation runs raft, zab and kafka nodes, not {protocol.system}")
     if disk not in DISKS:
         raise ValueError(f"disk: {disk!r} is not one of {', '.join(DISKS)}")
+    if type(clients) is not int or not 1 <= clients <= 8:
+        raise ValueError(f"clients: expected an int in 1..8, got {clients!r}")
     if protocol.system == "kafka":
         from hwm.bridge.dst.kafka import KafkaSimulation
 
-        simulation = KafkaSimulation(schedule, plant, first_violation, protocol, disk)
+        simulation = KafkaSimulation(schedule, plant, first_violation, protocol, disk, clients)
     else:
-        simulation = _Simulation(schedule, plant, first_violation, protocol, disk)
+        simulation = _Simulation(schedule, plant, first_violation, protocol, disk, clients)
     loop = simulation.loop
     saved_random = random.getstate()
     random.seed(schedule.seed)  # the runtime's reconnect jitter uses the global generator

@@ -68,9 +68,10 @@ CONTROLLER_PLANTS: dict[str | None, type[ControllerNode]] = {
 
 
 class KafkaSimulation(_Simulation):
-    def __init__(self, schedule: Schedule, plant: str | None, first_violation: bool, protocol, disk: str):
+    def __init__(self, schedule: Schedule, plant: str | None, first_violation: bool, protocol, disk: str,
+                 clients: int = 1):
         controller_plant = plant if plant in CONTROLLER_PLANTS else None
-        super().__init__(schedule, None if controller_plant else plant, first_violation, protocol, disk)
+        super().__init__(schedule, None if controller_plant else plant, first_violation, protocol, disk, clients)
         self.controller_class = CONTROLLER_PLANTS[controller_plant]
         self.disks[CONTROLLER] = self.make_disk(len(SERVERS))
         self.controller: ControllerNode | None = None
