@@ -426,8 +426,6 @@ class ReorderingDisk(SimDisk):
             made_by, data = history[chosen]
             page = bytearray(data)
             kept_through.append(made_by)
-            kept_above = kept_above or (lost_below and chosen > 0)
-            lost_below = lost_below or chosen + 1 < len(history)
             if chosen + 1 < len(history):
                 lost_from.append(history[chosen + 1][0])
                 if self.rng.random() < 0.5:  # write-back interrupted: some sectors hold the next version
@@ -436,6 +434,9 @@ class ReorderingDisk(SimDisk):
                         if self.rng.random() < 0.5:
                             page[sector:sector + self.sector_bytes] = following[sector:sector + self.sector_bytes]
                             torn = True
+            # Judged on what the page holds, torn sectors included.
+            kept_above = kept_above or (lost_below and bytes(page) != history[0][1])
+            lost_below = lost_below or bytes(page) != history[-1][1]
             end = min(size, start + self.page_bytes)
             content[start:end] = page[:end - start]
         if torn:
