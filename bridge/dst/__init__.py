@@ -197,12 +197,24 @@ class _AckOnAppendNode(Node):
             self._answers.append((connection, slot, m.PutReply(pending.index), False))
 
 
+class _RetryWrittenAgainNode(Node):
+    """Planted bug: a retried put whose entry the log holds (not yet applied) is written again,
+    as if the session had never seen it."""
+
+    def _written(self, ids):
+        return None
+
+
 # name -> (node class, storage class)
 PLANTS: dict[str | None, tuple[type[Node], type[DiskStorage]]] = {
     None: (Node, DiskStorage),
     "skip-fsync": (Node, _NoFsyncStorage),
     "send-before-persist": (_SendBeforePersistNode, DiskStorage),
     "ack-on-append": (_AckOnAppendNode, DiskStorage),
+}
+# Caught by a pinned schedule (tests/sim/test_dst_clients.py) rather than searched for by default.
+SESSION_PLANTS: dict[str, tuple[type[Node], type[DiskStorage]]] = {
+    "retry-written-again": (_RetryWrittenAgainNode, DiskStorage),
 }
 
 
@@ -240,7 +252,7 @@ class _Simulation:
         self.protocol = protocol  # raft, or zab (the node adds its currentEpoch file on the same disk)
         self.first_violation = first_violation
         self.stopped = False
-        self.node_class, self.storage_class = PLANTS[plant]
+        self.node_class, self.storage_class = {**PLANTS, **SESSION_PLANTS}[plant]
         # Half the schedules run on a fast disk, half on a slow one (an fsync of up to 30 ms, as on
         # a busy or networked disk): the slower the fsync, the wider the windows a crash can hit.
         disk_latency = DISK_LATENCY[schedule.seed % len(DISK_LATENCY)]

@@ -1,7 +1,8 @@
 """Several clients at once under the deterministic simulation (`run_schedule(..., clients=3)`): each
 put step's `arg` picks one of three sessions, so puts of different sessions are in flight together,
 each retried with its own request ids across crashes, partitions and leader changes. Every run (one
-client or several) also checks that no session's request is in the final committed log twice.
+client or several) also checks that no session's request is in the final committed log twice; a
+node that writes a retried put again (`plant="retry-written-again"`) is caught by a pinned schedule.
 
 By default: 6 derandomized raft schedules; `-m deep` draws 1,000 raft ones and 200 of Kafka's.
 """
@@ -13,7 +14,7 @@ from collections import Counter
 import pytest
 from hypothesis import HealthCheck, given, settings
 
-from hwm.bridge.dst import Schedule, run_schedule, schedules
+from hwm.bridge.dst import Schedule, Step, run_schedule, schedules
 from hwm.bridge.dst.kafka import kafka_schedules
 from hwm.properties.protocol import KAFKA, RAFT
 
@@ -50,6 +51,19 @@ def test_three_clients_under_random_kafka_schedules():
 def test_three_clients_under_random_raft_schedules():
     seen = run_with_clients(1000, derandomize=False)
     assert seen["schedules with two clients acknowledged"] > 0, dict(seen)
+
+
+# A put commits; both followers crash; the next put waits on the leader, its client retries it
+# there; the followers come back and both copies commit if the leader writes the retry again.
+RETRIED = Schedule(seed=3, steps=(Step(300, "put", 0, 0), Step(400, "crash", 1, 0), Step(0, "crash", 2, 0),
+                                  Step(0, "put", 0, 0), Step(900, "restart", 1), Step(0, "restart", 2)))
+
+
+def test_a_retry_written_again_is_caught_and_the_real_sessions_are_not():
+    planted = run_schedule(RETRIED, plant="retry-written-again")
+    assert any("in the committed log twice" in v for v in planted.violations), planted.report(RETRIED)
+    real = run_schedule(RETRIED)
+    assert not real.violations, real.report(RETRIED)
 
 
 def test_the_client_count_is_checked():
