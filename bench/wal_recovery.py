@@ -82,7 +82,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"directory        {base} ({filesystem_of(base)})")
         print(f"records          {args.records:,} x {args.payload} B payload, segments of {DEFAULT_SEGMENT_BYTES:,} B")
         written = write_log(log_dir, args.records, args.payload, args.batch)
-        segments = sorted(os.listdir(log_dir))
+        segments = sorted(name for name in os.listdir(log_dir) if name.endswith(".log"))
         total = sum(os.path.getsize(os.path.join(log_dir, name)) for name in segments)
         print(f"write            {written:.3f} s ({args.records / written:,.0f} records/s, sync every {args.batch})")
         print(f"log size         {total:,} B in {len(segments)} segments")

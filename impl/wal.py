@@ -34,20 +34,40 @@ the cut, and resurrect stale records behind the new ones, a log that never exist
 
 Recovery rule
 -------------
-Opening a log scans every segment and keeps every complete record whose CRC is valid. An incomplete
-or CRC-failing record at the very end of the last segment (nothing valid after it) is a *torn tail*:
-the file is truncated there (a last segment too short to hold its header is removed). Anything else
-that is wrong raises ``CorruptLogError`` naming the file and byte offset, and the log is left exactly
-as it was: a bad record followed by a valid one, any damage in a segment that is not the last, a bad
-segment header, or an index that does not follow its predecessor (a missing or reordered segment).
+Opening a log scans every segment and keeps every complete record whose CRC is valid. What is wrong
+is either a *torn tail* (cut off: the file is truncated there, a last segment whose header is torn is
+removed) or *corruption* (``CorruptLogError`` naming the file and byte offset; the log is left exactly
+as it was). Which one depends on whether the damage can hit a record that was fsynced:
+
+- damage in a segment that is not the last (with records after it), a segment missing or misnamed,
+  is corruption: rolling over fsyncs the finished segment, so only the last one holds unsynced data;
+- in the last segment, the **synced index** decides. The file ``synced-index`` in the log directory
+  holds the index of the last record known to be fsynced (written after every ``sync`` that made
+  new records durable; see below). Damage at a record whose index is at most the synced index, or a
+  log that ends before it, is corruption: those records were fsynced and may have been
+  acknowledged. Damage after it is a torn tail, *even when valid records follow*: a power failure
+  writes a file's unsynced pages back in any order (a later record may reach the disk while an
+  earlier one, or a new segment's header under its surviving length, does not), and every record
+  after the damage was unsynced too, so dropping them is the same as the crash having happened a
+  moment earlier;
+- without the file (a log written before it existed), a bad record followed by a valid one is
+  corruption, as the prefix of a crash never leaves one; with the file present but unreadable (a
+  write of it torn by a crash), the synced index is taken as 0: only the last segment's damage is
+  forgiven then, which the crash model allows (nothing fsynced is damaged by a crash).
 
 Why the difference: a replica fsyncs appended records before it acknowledges them, so the only
-records that can be torn by a crash were never acknowledged to anyone, and dropping them is the same
-as the crash having happened a moment earlier. Damage *before* the tail hits records that were
-fsynced, and may have been acknowledged, counted in a quorum, and read by a client below the
-high-water mark; quietly dropping them, and everything after them, would lose acknowledged data. So
-recovery refuses and an operator decides (for example: wipe the replica and let it catch up from the
-leader).
+records that can be torn by a crash were never acknowledged to anyone. Damage to synced records,
+which no crash causes (a failing disk, someone editing the files), may lose records that were
+acknowledged, counted in a quorum, and read by a client below the high-water mark; quietly dropping
+them, and everything after them, would lose acknowledged data. So recovery refuses and an operator
+decides (for example: wipe the replica and let it catch up from the leader).
+
+The synced-index file: 16 bytes, ``<4sQI`` (magic ``b"HWMS"``, the synced index, crc32 of the first
+12 bytes), rewritten in place. It is a floor: the value written after a ``sync`` was true when
+written, and a write of it that a power failure loses leaves an older, lower value. ``sync`` writes
+it without an fsync of its own (the next one, or the OS's write-back, makes it durable), so it costs
+one small write per sync; a truncation lowers it and fsyncs it *before* cutting the log, so it never
+names a record that is gone; recovery rewrites it with what it kept and fsyncs it.
 
 What survives a crash (``S`` = the log at the last completed ``sync``, ``W`` = the log as last
 handed to the OS by ``flush``/``sync``):
@@ -77,6 +97,8 @@ __all__ = [
     "DEFAULT_SEGMENT_BYTES",
     "RECORD_HEADER",
     "SEGMENT_HEADER",
+    "SYNCED_INDEX",
+    "SYNCED_INDEX_FILE",
     "StorageError",
     "TornTail",
     "WriteAheadLog",
@@ -96,6 +118,9 @@ RECORD_HEADER = struct.Struct("<IQQI")  # crc32, index, generation, payload leng
 _RESERVED = b"\0\0\0"
 _MAX_U64 = (1 << 64) - 1
 _MAX_PAYLOAD = (1 << 32) - 1
+SYNCED_INDEX = struct.Struct("<4sQI")  # magic, the index of the last fsynced record, crc32 of the rest
+SYNCED_INDEX_FILE = "synced-index"
+_SYNCED_MAGIC = b"HWMS"
 _SEGMENT_NAME = re.compile(r"^(\d{20})\.log$")
 _READ_FDS_CACHED = 32  # open read handles kept for older segments
 
@@ -200,6 +225,22 @@ def check_truncate_index(index: object) -> int:
     return index
 
 
+def encode_synced_index(index: int) -> bytes:
+    """The synced-index file's 16 bytes for ``index``."""
+    head = struct.pack("<4sQ", _SYNCED_MAGIC, index)
+    return head + struct.pack("<I", zlib.crc32(head))
+
+
+def decode_synced_index(data: bytes) -> int | None:
+    """The index the synced-index file names, or None if it is not a whole, valid one (a torn write)."""
+    if len(data) != SYNCED_INDEX.size:
+        return None
+    magic, index, crc = SYNCED_INDEX.unpack(data)
+    if magic != _SYNCED_MAGIC or zlib.crc32(data[:12]) != crc:
+        return None
+    return index
+
+
 def fsync_directory(path: str, fs: FileSystem = OS_FILESYSTEM) -> None:
     fs.fsync_directory(path)
 
@@ -249,6 +290,9 @@ class WriteAheadLog:
         self._write_fd_dirty = False
         self._directory_dirty = False
         self._read_fds: OrderedDict[int, int] = OrderedDict()  # first index -> read-only fd
+        self._synced_index_path = os.path.join(self.directory, SYNCED_INDEX_FILE)
+        self._synced_index_fd: int | None = None
+        self._synced_index: int | None = None  # what the synced-index file was last given
         self._closed = False
         self.failed: WriteFailedError | None = None  # set by the first failed write or fsync
         make_directories(fs, self.directory)
@@ -343,6 +387,9 @@ class WriteAheadLog:
             if self._directory_dirty:
                 self._fs.fsync_directory(self.directory)
                 self._directory_dirty = False
+            if self._synced_index != self._disk_last:
+                # No fsync: a lost write of it leaves an older, lower index, which is still true.
+                self._write_synced_index(self._disk_last, durable=False)
         except OSError as error:
             self._fail(error)
 
@@ -391,10 +438,13 @@ class WriteAheadLog:
         fds = list(self._read_fds.values())
         if self._write_fd is not None:
             fds.append(self._write_fd)
+        if self._synced_index_fd is not None:
+            fds.append(self._synced_index_fd)
         for fd in fds:
             self._fs.close(fd)
         self._read_fds.clear()
         self._write_fd = None
+        self._synced_index_fd = None
         self._pending.clear()
         self._closed = True
 
@@ -447,9 +497,22 @@ class WriteAheadLog:
         self._fs.unlink(segment.path)
         self._directory_dirty = True
 
+    def _write_synced_index(self, index: int, durable: bool) -> None:
+        if self._synced_index_fd is None:
+            self._synced_index_fd = self._fs.open(self._synced_index_path, os.O_RDWR | os.O_CREAT, 0o644)
+        self._synced_index = None  # unknown until the write returns
+        _write_all(self._fs, self._synced_index_fd, encode_synced_index(index), 0)
+        if durable:
+            self._fs.fsync(self._synced_index_fd)
+        self._synced_index = index
+
     def _apply_cut(self) -> None:
         assert self._cut is not None
         index, offset = self._cut
+        if self._synced_index is None or self._synced_index >= index:
+            # Lowered durably before the cut: a synced index above the log's end would make
+            # recovery refuse the log as missing fsynced records.
+            self._write_synced_index(index - 1, durable=True)
         if self._write_fd is not None:
             self._fs.close(self._write_fd)
             self._write_fd = None
@@ -556,11 +619,19 @@ class WriteAheadLog:
         self._pending.clear()
 
     def _recover(self) -> None:
-        names = sorted(
-            (int(match.group(1)), name)
-            for name in self._fs.listdir(self.directory)
-            if (match := _SEGMENT_NAME.match(name))
-        )
+        listing = self._fs.listdir(self.directory)
+        names = sorted((int(match.group(1)), name) for name in listing if (match := _SEGMENT_NAME.match(name)))
+        # The index of the last record known to be fsynced: damage up to it is corruption, after
+        # it a torn tail. None: no synced-index file (a log written before it existed).
+        floor: int | None = None
+        if SYNCED_INDEX_FILE in listing:
+            floor = decode_synced_index(self._fs.read_file(self._synced_index_path))
+            floor = 0 if floor is None else floor  # torn by a crash: nothing known synced in the last segment
+
+        def synced_damage(path: str, offset: int, index: int, problem: str) -> CorruptLogError:
+            return CorruptLogError(
+                path, offset, f"{problem}, at record {index}, at or below the synced index {floor} "
+                f"({SYNCED_INDEX_FILE}): a record that was fsynced is damaged")
         recordless: list[tuple[int, str]] = []  # segments after a torn tail that hold no record
         expected = 1  # index the next record must carry
         tail_action: tuple[str, int, str] | None = None  # ("cut" | "remove", offset, reason)
@@ -574,16 +645,24 @@ class WriteAheadLog:
             if len(data) < SEGMENT_HEADER.size:
                 if not is_last:
                     raise CorruptLogError(path, 0, f"segment header incomplete ({len(data)} bytes) in a segment that is not the last")
-                tail_action = ("remove", 0, f"segment header incomplete ({len(data)} of {SEGMENT_HEADER.size} bytes)")
+                problem = f"segment header incomplete ({len(data)} of {SEGMENT_HEADER.size} bytes)"
+                if floor is not None and first_index <= floor:
+                    raise synced_damage(path, 0, first_index, problem)
+                tail_action = ("remove", 0, problem)
                 break
             magic, version, reserved, header_first = SEGMENT_HEADER.unpack_from(data, 0)
+            problem = None
             if magic != MAGIC or version != VERSION or reserved != _RESERVED:
-                raise CorruptLogError(
-                    path, 0, f"bad segment header (magic {magic!r}, version {version}, reserved {reserved!r}); "
-                    f"expected magic {MAGIC!r}, version {VERSION}"
-                )
-            if header_first != first_index:
-                raise CorruptLogError(path, 0, f"segment header says first index {header_first}, file name says {first_index}")
+                problem = (f"bad segment header (magic {magic!r}, version {version}, reserved {reserved!r}); "
+                           f"expected magic {MAGIC!r}, version {VERSION}")
+            elif header_first != first_index:
+                problem = f"segment header says first index {header_first}, file name says {first_index}"
+            if problem is not None:
+                # A new, unsynced last segment whose length reached the disk before its header did.
+                if is_last and floor is not None and first_index > floor:
+                    tail_action = ("remove", 0, problem)
+                    break
+                raise CorruptLogError(path, 0, problem)
             if not is_last and len(data) == SEGMENT_HEADER.size:
                 raise CorruptLogError(path, SEGMENT_HEADER.size, "empty segment that is not the last")
             segment = _Segment(first_index, path, len(data))
@@ -606,7 +685,9 @@ class WriteAheadLog:
                     elif crc32(view[offset + 4 : end]) != crc:
                         problem = f"CRC mismatch in record (header says index {index})"
                     elif index != expected:
-                        raise CorruptLogError(path, offset, f"record has index {index}, expected {expected}")
+                        if floor is None or expected <= floor:
+                            raise CorruptLogError(path, offset, f"record has index {index}, expected {expected}")
+                        problem = f"record has index {index}, expected {expected}"
                 if problem is not None:
                     later = names[position + 1:]
                     if not is_last and not all(
@@ -616,12 +697,15 @@ class WriteAheadLog:
                     # disk) after starting a new segment leaves: nothing valid follows, so this is
                     # a torn tail like any other, and they go with it.
                     recordless = later
-                    found = _find_valid_record(view, offset + 1, expected)
-                    if found is not None:
-                        raise CorruptLogError(
-                            path, offset, f"{problem}, followed by a valid record for index {found[1]} at "
-                            f"byte offset {found[0]}"
-                        )
+                    if floor is None:
+                        found = _find_valid_record(view, offset + 1, expected)
+                        if found is not None:
+                            raise CorruptLogError(
+                                path, offset, f"{problem}, followed by a valid record for index {found[1]} at "
+                                f"byte offset {found[0]}"
+                            )
+                    elif expected <= floor:
+                        raise synced_damage(path, offset, expected, problem)
                     tail_action = ("cut", offset, problem)
                     segment.size = offset
                     break
@@ -635,6 +719,12 @@ class WriteAheadLog:
             if tail_action is not None:
                 break  # only record-less segments follow a torn tail
         self._disk_last = expected - 1
+        if floor is not None and self._disk_last < floor:
+            last = self._segments[-1] if self._segments else None
+            raise CorruptLogError(
+                last.path if last else self._synced_index_path, last.size if last else 0,
+                f"the log ends at index {self._disk_last}, but {SYNCED_INDEX_FILE} says index {floor} was "
+                "fsynced: synced records are missing")
         for _, name in recordless:
             self._fs.unlink(os.path.join(self.directory, name))
         if recordless:
@@ -649,7 +739,12 @@ class WriteAheadLog:
                 self._fs.fsync(fd)
             finally:
                 self._fs.close(fd)
-            self._fs.fsync_directory(self.directory)
+        try:
+            self._write_synced_index(self._disk_last, durable=True)
+            self._fs.fsync_directory(self.directory)  # the segments', and a new synced-index file's, names
+        except BaseException:
+            self._release()
+            raise
 
     def _drop_torn_tail(self, names: list[tuple[int, str]], action: str, offset: int, reason: str) -> None:
         path = os.path.join(self.directory, names[-1][1])

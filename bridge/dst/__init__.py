@@ -51,7 +51,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Callable
 
-from hwm.bridge.dst.disk import SimDisk
+from hwm.bridge.dst.disk import ReorderingDisk, SimDisk
 from hwm.bridge.dst.net import MACHINE, SimLoop
 from hwm.impl import codec
 from hwm.impl import messages as m
@@ -63,7 +63,7 @@ from hwm.properties.catalogue import CATALOGUE, check_state, check_step
 from hwm.properties.protocol import RAFT, Protocol
 from hwm.properties.snapshot import LEADER, ServerSnapshot
 
-__all__ = ["ACTIONS", "Outcome", "PLANTS", "Schedule", "Step", "run_schedule"]
+__all__ = ["ACTIONS", "DISKS", "Outcome", "PLANTS", "Schedule", "Step", "run_schedule"]
 
 ACTIONS = ("put", "get", "crash", "power", "outage", "restart", "isolate", "heal", "fault")
 CRASHES = ("crash", "power", "outage")
@@ -79,6 +79,10 @@ ATTEMPT_SECONDS = 0.3  # the client's, per server tried
 CLIENT_SECONDS = 2.0  # the client's, per put or get
 SETTLE_SECONDS = 10.0  # after healing, the time the cluster gets to commit a write
 DISK_LATENCY = ((0.0001, 0.002), (0.001, 0.03))  # seconds a persist (write + fsync) takes
+# The reordering disk's pages are small, so that the few records of a schedule span several pages
+# and a power failure can keep a later one while losing an earlier one.
+REORDERING_PAGE_BYTES, REORDERING_SECTOR_BYTES = 32, 16
+DISKS = ("prefix", "reordering")
 ALWAYS = tuple(p for p in CATALOGUE + ACKED if p.kind == "always")
 SOMETIMES = tuple(p for p in CATALOGUE + ACKED if p.kind == "sometimes")
 
@@ -93,7 +97,8 @@ class Step:
     arg: int = 0
 
     def __str__(self) -> str:
-        return f"+{self.pause_ms}ms {self.action} {SERVERS[self.server % len(SERVERS)]} {self.arg}"
+        machine = "controller" if self.server == len(SERVERS) else SERVERS[self.server % len(SERVERS)]
+        return f"+{self.pause_ms}ms {self.action} {machine} {self.arg}"
 
 
 @dataclass(frozen=True)
@@ -192,12 +197,24 @@ class _AckOnAppendNode(Node):
             self._answers.append((connection, slot, m.PutReply(pending.index), False))
 
 
+class _RetryWrittenAgainNode(Node):
+    """Planted bug: a retried put whose entry the log holds (not yet applied) is written again,
+    as if the session had never seen it."""
+
+    def _written(self, ids):
+        return None
+
+
 # name -> (node class, storage class)
 PLANTS: dict[str | None, tuple[type[Node], type[DiskStorage]]] = {
     None: (Node, DiskStorage),
     "skip-fsync": (Node, _NoFsyncStorage),
     "send-before-persist": (_SendBeforePersistNode, DiskStorage),
     "ack-on-append": (_AckOnAppendNode, DiskStorage),
+}
+# Caught by a pinned schedule (tests/sim/test_dst_clients.py) rather than searched for by default.
+SESSION_PLANTS: dict[str, tuple[type[Node], type[DiskStorage]]] = {
+    "retry-written-again": (_RetryWrittenAgainNode, DiskStorage),
 }
 
 
@@ -230,11 +247,12 @@ class _ClientProtocol(asyncio.Protocol):
 
 class _Simulation:
     def __init__(self, schedule: Schedule, plant: str | None, first_violation: bool = False,
-                 protocol: Protocol = RAFT):
+                 protocol: Protocol = RAFT, disk: str = "prefix", clients: int = 1):
         self.schedule = schedule
         self.protocol = protocol  # raft, or zab (the node adds its currentEpoch file on the same disk)
         self.first_violation = first_violation
-        self.node_class, self.storage_class = PLANTS[plant]
+        self.stopped = False
+        self.node_class, self.storage_class = {**PLANTS, **SESSION_PLANTS}[plant]
         # Half the schedules run on a fast disk, half on a slow one (an fsync of up to 30 ms, as on
         # a busy or networked disk): the slower the fsync, the wider the windows a crash can hit.
         disk_latency = DISK_LATENCY[schedule.seed % len(DISK_LATENCY)]
@@ -247,8 +265,8 @@ class _Simulation:
         self.rng = random.Random(schedule.seed ^ 0x5EED)
         self.addresses = {s: (f"10.0.0.{k + 1}", 7000) for k, s in enumerate(SERVERS)}
         # Only /data exists (durably) at first: each node creates its own data directory.
-        self.disks = {s: SimDisk(random.Random(schedule.seed * 31 + k), ("/data",))
-                      for k, s in enumerate(SERVERS)}
+        self.disk_kind = disk
+        self.disks = {s: self.make_disk(k) for k, s in enumerate(SERVERS)}
         self.nodes: dict[str, Node] = {}  # machines whose process runs (maybe still starting)
         self.incarnations: Counter = Counter()
         self.leading: dict[str, int] = {}  # server -> generation it was last seen leading
@@ -258,9 +276,20 @@ class _Simulation:
         self.down_views: dict[str, ServerSnapshot] = {}
         self.previous_view = None
         self.outcome = Outcome()
-        self.request_ids = iter(range(1, 1 << 30))
-        self.registered = False  # whether CLIENT's session is open
+        # One client (CLIENT) by default; with `clients` > 1, a put step's `arg` picks which one
+        # sends it, so several sessions put at once, each retrying its own request ids.
+        self.client_ids = (CLIENT,) if clients == 1 else tuple(f"{CLIENT}-{k + 1}" for k in range(clients))
+        self.request_ids = {client: iter(range(1, 1 << 30)) for client in self.client_ids}
+        self.registered: set[str] = set()  # clients whose session is open
         self.next_server = 0
+
+    def make_disk(self, machine: int) -> SimDisk:
+        """The disk of the `machine`-th machine, seeded from the schedule."""
+        rng = random.Random(self.schedule.seed * 31 + machine)
+        if self.disk_kind == "reordering":
+            return ReorderingDisk(rng, ("/data",), page_bytes=REORDERING_PAGE_BYTES,
+                                  sector_bytes=REORDERING_SECTOR_BYTES)
+        return SimDisk(rng, ("/data",))
 
     @staticmethod
     def _data_dir(server: str) -> str:
@@ -270,7 +299,8 @@ class _Simulation:
     def violation(self, text: str) -> None:
         self.outcome.violations.append(f"t={self.loop.now:.3f}s: {text}")
         self.event(f"VIOLATION {text}")
-        if self.first_violation:
+        if self.first_violation and not self.stopped:
+            self.stopped = True  # once: a second stop would also end the clean-up's run of the loop
             self.loop.stop()  # a search only needs to know that the schedule fails
 
     def event(self, text: str) -> None:
@@ -280,8 +310,8 @@ class _Simulation:
         """An exception nobody handled. A killed machine's cancelled tasks are expected (asyncio's
         own stream callback asks a cancelled task for its exception); anything else is a bug."""
         error = context.get("exception")
-        if isinstance(error, asyncio.CancelledError):
-            return
+        if isinstance(error, (asyncio.CancelledError, _Died)):
+            return  # (_Died: a task of a process that died inside a system call; the machine is down)
         self.violation(f"unhandled error in the event loop: {context.get('message')}: {error!r}")
 
     # ------------------------------------------------------------------ machines
@@ -293,7 +323,8 @@ class _Simulation:
         config = NodeConfig(server, self.addresses[server], peers, self._data_dir(server),
                             tick_seconds=TICK_SECONDS, election_ticks=ELECTION_TICKS,
                             heartbeat_ticks=HEARTBEAT_TICKS,
-                            put_timeout=PUT_TIMEOUT, rng_seed=self.rng.getrandbits(32), protocol=self.protocol)
+                            put_timeout=PUT_TIMEOUT, rng_seed=self.rng.getrandbits(32), protocol=self.protocol,
+                            **self.node_options())
         storage = self.storage_class(config.data_dir, owner=f"server {server}", fs=self.disks[server])
         node = self.node_class(config, storage=storage)
         self.nodes[server] = node
@@ -302,6 +333,10 @@ class _Simulation:
         context.run(MACHINE.set, server)
         self.loop.create_task(self._boot(server, node), context=context)
         self.event(f"start {server}")
+
+    def node_options(self) -> dict:
+        """More `NodeConfig` fields for every node (Kafka's: where the controller listens)."""
+        return {}
 
     async def _boot(self, server: str, node: Node) -> None:
         try:
@@ -448,23 +483,23 @@ class _Simulation:
         except (OSError, TimeoutError, ConnectionError):
             return None
 
-    async def put(self, value: bytes, first: int) -> None:
-        request = m.PutRequest(value, CLIENT, next(self.request_ids))
+    async def put(self, value: bytes, first: int, client: str = CLIENT) -> None:
+        request = m.PutRequest(value, client, next(self.request_ids[client]))
         deadline = self.loop.now + CLIENT_SECONDS
         server = SERVERS[first % len(SERVERS)]
         while self.loop.now < deadline:
             # The client protocol's session first (Raft §6.3: retried puts apply once per session).
-            outgoing = request if self.registered else m.RegisterClient(CLIENT)
+            outgoing = request if client in self.registered else m.RegisterClient(client)
             got = await self.call(server, outgoing)
             answer, tag = got if got is not None else (None, None)
             if isinstance(answer, m.PutReply) and answer.index is not None and outgoing is not request:
-                self.registered = True
+                self.registered.add(client)
                 continue
             if isinstance(answer, m.PutReply) and answer.index is not None and tag is not None:
                 self._acknowledged(request, answer.index, tag)
                 return
             if isinstance(answer, m.PutReply) and answer.code == m.SESSION_EXPIRED:
-                self.registered = False
+                self.registered.discard(client)
                 continue
             if isinstance(answer, m.PutReply) and answer.code in (m.NOT_WRITTEN, m.REFUSED):
                 self.event(f"put {value!r} not written: {answer.error}")
@@ -512,41 +547,45 @@ class _Simulation:
             self.start(server)
         for number, step in enumerate(self.schedule.steps):
             await asyncio.sleep(step.pause_ms / 1000)
-            server = SERVERS[step.server % len(SERVERS)]
             self.event(f"step {step}")
-            action = step.action
-            if action == "put":
-                clients.append(asyncio.create_task(self.put(b"v%d" % number, step.server)))
-            elif action == "get":
-                known = max([a.index for a in self.acks], default=0)
-                clients.append(asyncio.create_task(self.get(server, 1 + step.arg % max(known, 1))))
-            elif action in ("crash", "power"):
-                if step.arg % 2:  # not now: in the middle of the next disk write it makes
-                    self.armed[server] = action == "power"
-                else:
-                    self.stop(server, power_loss=action == "power")
-            elif action == "outage":
-                self.outcome.witnesses["outages"] += 1
-                for s in SERVERS:
-                    self.stop(s, power_loss=True)
-                await asyncio.sleep(0.05 * (1 + step.arg))
-                for s in SERVERS:
-                    self.start(s)
-            elif action == "restart":
-                self.start(server)
-            elif action == "isolate":
-                for other in SERVERS:
-                    if other != server:
-                        self.loop.network.partition(server, other)
-                self.outcome.witnesses["partitions"] += 1
-            elif action == "heal":
-                self.loop.network.heal()
-            elif action == "fault":
-                if server in self.nodes:
-                    error = errno.ENOSPC if step.arg % 2 == 0 else errno.EIO
-                    self.disks[server].inject(1 + step.arg // 2, error)
+            await self.take_step(number, step, clients)
             self.check_properties(f"after step {number} ({step})")
         await self.settle(clients)
+
+    async def take_step(self, number: int, step: Step, clients: list[asyncio.Task]) -> None:
+        server = SERVERS[step.server % len(SERVERS)]
+        action = step.action
+        if action == "put":
+            client = self.client_ids[step.arg % len(self.client_ids)]
+            clients.append(asyncio.create_task(self.put(b"v%d" % number, step.server, client)))
+        elif action == "get":
+            known = max([a.index for a in self.acks], default=0)
+            clients.append(asyncio.create_task(self.get(server, 1 + step.arg % max(known, 1))))
+        elif action in ("crash", "power"):
+            if step.arg % 2:  # not now: in the middle of the next disk write it makes
+                self.armed[server] = action == "power"
+            else:
+                self.stop(server, power_loss=action == "power")
+        elif action == "outage":
+            self.outcome.witnesses["outages"] += 1
+            for s in SERVERS:
+                self.stop(s, power_loss=True)
+            await asyncio.sleep(0.05 * (1 + step.arg))
+            for s in SERVERS:
+                self.start(s)
+        elif action == "restart":
+            self.start(server)
+        elif action == "isolate":
+            for other in SERVERS:
+                if other != server:
+                    self.loop.network.partition(server, other)
+            self.outcome.witnesses["partitions"] += 1
+        elif action == "heal":
+            self.loop.network.heal()
+        elif action == "fault":
+            if server in self.nodes:
+                error = errno.ENOSPC if step.arg % 2 == 0 else errno.EIO
+                self.disks[server].inject(1 + step.arg // 2, error)
 
     async def settle(self, clients: list[asyncio.Task]) -> None:
         """Heal everything, restart everything; a write must then commit; check the history."""
@@ -566,7 +605,7 @@ class _Simulation:
                 return
             for server in SERVERS:  # a node that stopped itself on a disk error comes back
                 self.start(server)
-            await self.put(b"final", self.next_server)
+            await self.put(b"final", self.next_server, self.client_ids[0])
         await asyncio.sleep(0.1)  # heartbeats carry the final HWM to the followers
         leader = max((n for n in self.nodes.values() if n.replica is not None and n.replica.role == LEADER),
                      key=lambda n: n.replica.generation, default=None)
@@ -578,6 +617,18 @@ class _Simulation:
         for kind, said in [("acknowledged put", a) for a in self.acks] + [("read", r) for r in self.reads]:
             if not said.held_by(committed[said.index - 1] if said.index <= len(committed) else None):
                 self.violation(f"the {kind} {said} is not in the final committed log")
+        applied: dict[tuple[str, int], int] = {}
+        for index, (_, payload) in enumerate(committed, start=1):
+            value, ids = decode_entry(payload)
+            if ids is None or ids[1] == 0:  # (request 0: a session's opening, which a retry may repeat)
+                continue
+            if ids[0] in self.client_ids and ids in applied:
+                self.violation(f"request {ids[1]} of {ids[0]} ({value!r}) is in the committed log twice, at "
+                               f"{applied[ids]} and {index}: a retry applied again despite its session")
+            else:
+                applied[ids] = index
+        if len(self.client_ids) > 1:
+            self.outcome.witnesses["clients acknowledged"] += len({a.ids[0] for a in self.acks if a.ids})
         for server, node in self.nodes.items():
             r = node.replica
             if r is None:
@@ -597,18 +648,33 @@ class _View:
 
 
 def run_schedule(schedule: Schedule, plant: str | None = None, first_violation: bool = False,
-                 protocol: Protocol = RAFT) -> Outcome:
+                 protocol: Protocol = RAFT, disk: str = "prefix", clients: int = 1) -> Outcome:
     """Run one schedule on a fresh simulated cluster; deterministic in `schedule` (and `plant`).
     With `first_violation`, stop at the first violation (a search needs no more). `protocol`: the
-    raft preset (default) or ZAB's (`properties.protocol.ZAB`)."""
-    if protocol.system not in ("raft", "zab"):
-        raise ValueError(f"protocol: the simulation runs raft and zab nodes, not {protocol.system}")
-    simulation = _Simulation(schedule, plant, first_violation, protocol)
+    raft preset (default), ZAB's (`properties.protocol.ZAB`) or Kafka's (brokers and their
+    controller: `bridge.dst.kafka`). `disk`: "prefix" (`SimDisk`: a power failure keeps a prefix of
+    each file's unsynced writes) or "reordering" (`ReorderingDisk`: any subset of its unsynced pages,
+    torn at sectors). `clients`: how many client sessions put concurrently (a put step's `arg`
+    picks one); every run checks that no session's request is in the committed log twice."""
+    if protocol.system not in ("raft", "zab", "kafka"):
+        raise ValueError(f"protocol: the simulation runs raft, zab and kafka nodes, not {protocol.system}")
+    if disk not in DISKS:
+        raise ValueError(f"disk: {disk!r} is not one of {', '.join(DISKS)}")
+    if type(clients) is not int or not 1 <= clients <= 8:
+        raise ValueError(f"clients: expected an int in 1..8, got {clients!r}")
+    if protocol.system == "kafka":
+        from hwm.bridge.dst.kafka import KafkaSimulation
+
+        simulation = KafkaSimulation(schedule, plant, first_violation, protocol, disk, clients)
+    else:
+        simulation = _Simulation(schedule, plant, first_violation, protocol, disk, clients)
     loop = simulation.loop
     saved_random = random.getstate()
     random.seed(schedule.seed)  # the runtime's reconnect jitter uses the global generator
     node_log = logging.getLogger("hwm.node")
+    controller_log = logging.getLogger("hwm.controller")
     disabled, node_log.disabled = node_log.disabled, True
+    controller_disabled, controller_log.disabled = controller_log.disabled, True
     try:
         loop.run_until_complete(simulation.main())
     except RuntimeError:
@@ -622,10 +688,18 @@ def run_schedule(schedule: Schedule, plant: str | None = None, first_violation: 
         for task in pending:
             task.cancel()
         if pending:
-            loop.run_until_complete(asyncio.gather(*pending, return_exceptions=True))
+            gathered = asyncio.gather(*pending, return_exceptions=True)
+            for _ in range(3):  # a stop at a violation in main's last step is still queued: it ends one run
+                try:
+                    loop.run_until_complete(gathered)
+                    break
+                except RuntimeError:
+                    if gathered.done():
+                        break
         loop.close()
         random.setstate(saved_random)
         node_log.disabled = disabled
+        controller_log.disabled = controller_disabled
     for disk in simulation.disks.values():
         simulation.outcome.witnesses.update(disk.stats)
     return simulation.outcome

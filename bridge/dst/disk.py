@@ -416,6 +416,8 @@ class ReorderingDisk(SimDisk):
         kept_through: list[int] = []  # per page: the last operation whose effect on it survived
         lost_from: list[int] = []  # per page: the first operation whose effect on it was lost
         torn = False
+        lost_below = False  # an earlier page lost (part of) its newest version
+        kept_above = False  # ... and a later one kept something newer than its durable version
         for number, history in sorted(versions.items()):
             start = number * self.page_bytes
             if start >= size:
@@ -432,12 +434,17 @@ class ReorderingDisk(SimDisk):
                         if self.rng.random() < 0.5:
                             page[sector:sector + self.sector_bytes] = following[sector:sector + self.sector_bytes]
                             torn = True
+            # Judged on what the page holds, torn sectors included.
+            kept_above = kept_above or (lost_below and bytes(page) != history[0][1])
+            lost_below = lost_below or bytes(page) != history[-1][1]
             end = min(size, start + self.page_bytes)
             content[start:end] = page[:end - start]
         if torn:
             self.stats[f"{kind} pages torn at a sector in a crash"] += 1
         if kept_through and lost_from and max(kept_through) > min(lost_from):
             self.stats[f"{kind} files whose unsynced pages survived out of order"] += 1
+        if kept_above:
+            self.stats[f"{kind} files that kept a later page and lost an earlier one"] += 1
         if bytes(content) != bytes(file.data):
             self.stats[f"{kind} files that lost data in a crash"] += 1
         file.data, file.durable, file.unsynced = content, bytes(content), []

@@ -203,7 +203,7 @@ def test_disk_storage_drops_a_torn_tail_and_reports_mid_log_damage(tmp_path):
     storage.append([(i, 1, b"payload-%d" % i) for i in range(1, 4)])
     storage.sync()
     storage.crash()
-    [segment] = os.listdir(storage.wal_directory)
+    [segment] = [name for name in os.listdir(storage.wal_directory) if name.endswith(".log")]
     path = os.path.join(storage.wal_directory, segment)
     with open(path, "ab") as file:
         file.write(b"\x01\x02\x03")  # a torn fourth record
@@ -227,7 +227,7 @@ def test_disk_storage_keeps_segments_in_a_wal_directory(tmp_path):
     storage.save_metadata(1, None, 0)
     storage.close()
     assert sorted(os.listdir(tmp_path / "replica")) == ["LOCK", "metadata.json", "wal"]
-    assert len(os.listdir(storage.wal_directory)) == 4
+    assert len(os.listdir(storage.wal_directory)) == 4 + 1  # the segments and the synced-index file
 
 
 # ------------------------------------------------------------------------- differential test

@@ -5,7 +5,9 @@ handed to the OS (``flush``/``sync``). A process crash recovers ``W``. A power f
 unsynced bytes at the end of the last segment, modelled by cutting that file at any offset at or past
 its durable size, or by flipping a byte of the final record when that record is unsynced; recovery
 then returns the records that lie wholly before the damage, which always include every synced record
-not truncated since (the durable floor).
+not truncated since (the durable floor). The same damage to a record the synced-index file names as
+fsynced is corruption, and refused. (tests/sim/test_reordering_disk.py tears the unsynced pages out
+of order on a simulated disk.)
 """
 
 from __future__ import annotations
@@ -23,9 +25,11 @@ from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, 
 from hwm.impl.wal import (
     RECORD_HEADER,
     SEGMENT_HEADER,
+    SYNCED_INDEX_FILE,
     CorruptLogError,
     WriteAheadLog,
     encode_record,
+    encode_synced_index,
     segment_name,
 )
 
@@ -81,9 +85,16 @@ def cut_file(path: str, size: int) -> None:
         file.truncate(size)
 
 
-def written_log(directory: str, count: int, segment_bytes: int = 1 << 20) -> None:
-    with WriteAheadLog(directory, segment_bytes) as wal:
-        wal.append(entries(1, count + 1))
+def written_log(directory: str, count: int, segment_bytes: int = 1 << 20, synced: int | None = None) -> None:
+    """`count` records, the first `synced` of them (all by default) fsynced and the rest only handed
+    to the OS, then a process crash: what a power failure may tear is the records after `synced`."""
+    synced = count if synced is None else synced
+    wal = WriteAheadLog(directory, segment_bytes)
+    wal.append(entries(1, synced + 1))
+    wal.sync()
+    wal.append(entries(synced + 1, count + 1))
+    wal.flush()
+    wal.crash()
 
 
 # ------------------------------------------------------------------------------------- basics
@@ -230,7 +241,7 @@ def test_truncation_then_append_in_one_sync(tmp_path):
 
 # -------------------------------------------------------------------------------- torn tails
 def test_a_torn_final_record_is_dropped_at_every_cut_point(tmp_path):
-    written_log(tmp_path / "origin", 3)
+    written_log(tmp_path / "origin", 3, synced=2)
     [name] = segment_files(tmp_path / "origin")
     records = parse_segment(str(tmp_path / "origin" / name))
     _, start, end = records[-1]
@@ -250,7 +261,7 @@ def test_a_torn_final_record_is_dropped_at_every_cut_point(tmp_path):
 
 @pytest.mark.parametrize("where", ["crc", "index", "length", "payload"])
 def test_a_damaged_final_record_is_a_torn_tail(tmp_path, where):
-    written_log(tmp_path, 3)
+    written_log(tmp_path, 3, synced=2)
     [name] = segment_files(tmp_path)
     path = str(tmp_path / name)
     _, start, end = parse_segment(path)[-1]
@@ -276,8 +287,7 @@ def test_trailing_zeros_are_a_torn_tail(tmp_path):
 @pytest.mark.parametrize("header_bytes", [0, 1, HEADER - 1])
 def test_a_new_segment_with_a_torn_header_is_removed(tmp_path, header_bytes):
     segment_bytes = HEADER + 2 * RECORD_SIZE
-    with WriteAheadLog(tmp_path, segment_bytes) as wal:
-        wal.append(entries(1, 4))
+    written_log(tmp_path, 3, segment_bytes, synced=2)
     cut_file(str(tmp_path / segment_name(3)), header_bytes)
     with WriteAheadLog(tmp_path, segment_bytes) as wal:
         assert wal.last_index == 2
@@ -288,8 +298,7 @@ def test_a_new_segment_with_a_torn_header_is_removed(tmp_path, header_bytes):
 
 def test_a_header_only_last_segment_is_kept_and_reused(tmp_path):
     segment_bytes = HEADER + 2 * RECORD_SIZE
-    with WriteAheadLog(tmp_path, segment_bytes) as wal:
-        wal.append(entries(1, 4))
+    written_log(tmp_path, 3, segment_bytes, synced=2)
     cut_file(str(tmp_path / segment_name(3)), HEADER)
     with WriteAheadLog(tmp_path, segment_bytes) as wal:
         assert wal.last_index == 2 and wal.torn_tail is None
@@ -346,6 +355,20 @@ def _damage(directory, kind: str) -> tuple[str, int]:
     if kind == "missing-first-segment":
         os.unlink(directory / segment_name(1))
         return segment_name(4), 0
+    if kind == "cut-synced-last-record":  # the last segment ends cleanly, before the synced index
+        offset = _record_offset(directory, 7, 9)
+        cut_file(str(directory / segment_name(7)), offset)
+        return segment_name(7), offset
+    if kind == "missing-last-segment":
+        os.unlink(directory / segment_name(7))
+        return segment_name(4), os.path.getsize(directory / segment_name(4))
+    if kind == "flip-synced-final-record":  # nothing valid after it: only the synced index tells
+        offset = _record_offset(directory, 7, 9)
+        flip_byte(str(directory / segment_name(7)), offset + RECORD_HEADER.size + 1)
+        return segment_name(7), offset
+    if kind == "bad-header-synced-last-segment":
+        flip_byte(str(directory / segment_name(7)), 5)  # the format version
+        return segment_name(7), 0
     if kind == "index-discontinuity":  # a well-formed record with the wrong index
         offset = _record_offset(directory, 7, 8)
         path = directory / segment_name(7)
@@ -370,6 +393,10 @@ def _damage(directory, kind: str) -> tuple[str, int]:
         "missing-segment",
         "missing-first-segment",
         "index-discontinuity",
+        "cut-synced-last-record",
+        "missing-last-segment",
+        "flip-synced-final-record",
+        "bad-header-synced-last-segment",
     ],
 )
 def test_damage_before_the_tail_is_reported_and_nothing_is_rewritten(tmp_path, kind):
@@ -559,3 +586,71 @@ def test_a_torn_record_followed_only_by_record_less_segments_is_a_torn_tail(tmp_
     assert segment_files(str(tmp_path)) == [segment_name(1), segment_name(3)]
     with WriteAheadLog(tmp_path, segment_bytes) as wal:
         assert wal.entries(1, 5) == [(1, payload(i)) for i in range(1, 5)]
+
+
+# ------------------------------------------------------------- the synced index decides
+def test_the_synced_index_file_names_the_last_fsynced_record(tmp_path):
+    wal = WriteAheadLog(tmp_path)
+    assert (tmp_path / SYNCED_INDEX_FILE).read_bytes() == encode_synced_index(0)
+    wal.append(entries(1, 4))
+    wal.flush()
+    assert (tmp_path / SYNCED_INDEX_FILE).read_bytes() == encode_synced_index(0)  # handed to the OS only
+    wal.sync()
+    assert (tmp_path / SYNCED_INDEX_FILE).read_bytes() == encode_synced_index(3)
+    wal.truncate_from(2)
+    wal.flush()  # lowered, durably, before the cut
+    assert (tmp_path / SYNCED_INDEX_FILE).read_bytes() == encode_synced_index(1)
+    wal.close()
+
+
+def test_damage_after_the_synced_index_is_a_torn_tail_even_before_a_valid_record(tmp_path):
+    """What a power failure that writes pages back out of order leaves: an unsynced record lost
+    (zeros, or a flipped byte) while a later one reached the disk."""
+    written_log(tmp_path, 6, synced=3)
+    [name] = segment_files(tmp_path)
+    offset = _record_offset(tmp_path, 1, 4)
+    flip_byte(str(tmp_path / name), offset + RECORD_HEADER.size + 1)
+    with WriteAheadLog(tmp_path) as wal:
+        assert wal.entries(1, wal.last_index + 1) == [(1, payload(i)) for i in range(1, 4)]
+        assert wal.torn_tail is not None and wal.torn_tail.offset == offset and "CRC" in wal.torn_tail.reason
+    assert (tmp_path / SYNCED_INDEX_FILE).read_bytes() == encode_synced_index(3)
+
+
+def test_a_new_unsynced_segment_with_a_zeroed_header_is_removed(tmp_path):
+    segment_bytes = HEADER + 2 * RECORD_SIZE
+    written_log(tmp_path, 5, segment_bytes, synced=2)  # segments 1 (synced), 3 and 5 (not)
+    path = tmp_path / segment_name(5)
+    path.write_bytes(bytes(HEADER) + path.read_bytes()[HEADER:])  # its length survived, its header did not
+    with WriteAheadLog(tmp_path, segment_bytes) as wal:
+        assert wal.last_index == 4 and wal.torn_tail is not None and wal.torn_tail.removed
+    assert segment_files(tmp_path) == [segment_name(1), segment_name(3)]
+
+
+def test_without_the_synced_index_file_a_valid_record_after_damage_is_refused(tmp_path):
+    """A log written before the file existed: the prefix rule (nothing valid after a torn tail)."""
+    written_log(tmp_path, 6, synced=3)
+    os.unlink(tmp_path / SYNCED_INDEX_FILE)
+    [name] = segment_files(tmp_path)
+    offset = _record_offset(tmp_path, 1, 4)
+    flip_byte(str(tmp_path / name), offset + RECORD_HEADER.size + 1)
+    with pytest.raises(CorruptLogError, match="followed by a valid record for index 5"):
+        WriteAheadLog(tmp_path)
+    flip_byte(str(tmp_path / name), offset + RECORD_HEADER.size + 1)  # undone: damage the last record only
+    flip_byte(str(tmp_path / name), _record_offset(tmp_path, 1, 6) + RECORD_HEADER.size)
+    with WriteAheadLog(tmp_path) as wal:
+        assert wal.last_index == 5 and wal.torn_tail is not None
+    assert (tmp_path / SYNCED_INDEX_FILE).read_bytes() == encode_synced_index(5)  # and it has the file now
+
+
+@pytest.mark.parametrize("content", [b"", b"HWMS\x03", encode_synced_index(6)[:-1] + b"?"])
+def test_a_synced_index_file_torn_by_a_crash_forgives_only_the_last_segment(tmp_path, content):
+    segment_bytes = HEADER + 3 * RECORD_SIZE
+    written_log(tmp_path, 6, segment_bytes, synced=5)  # segments 1 and 4
+    (tmp_path / SYNCED_INDEX_FILE).write_bytes(content)
+    flip_byte(str(tmp_path / segment_name(4)), _record_offset(tmp_path, 4, 5) + RECORD_HEADER.size)
+    with WriteAheadLog(tmp_path, segment_bytes) as wal:
+        assert wal.last_index == 4
+    flip_byte(str(tmp_path / segment_name(1)), _record_offset(tmp_path, 1, 2) + RECORD_HEADER.size)
+    (tmp_path / SYNCED_INDEX_FILE).write_bytes(content)
+    with pytest.raises(CorruptLogError, match="not the last"):  # the first segment was fsynced at roll-over
+        WriteAheadLog(tmp_path, segment_bytes)

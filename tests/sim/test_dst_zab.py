@@ -70,7 +70,7 @@ def test_zab_under_random_schedules():
 
 
 def test_the_simulation_refuses_a_system_it_does_not_run():
-    from hwm.properties.protocol import KAFKA
+    from hwm.properties.protocol import Protocol
 
-    with pytest.raises(ValueError, match="runs raft and zab nodes, not kafka"):
-        run_schedule(EPOCH_FAULTED[0], protocol=KAFKA)
+    with pytest.raises(ValueError, match="runs raft, zab and kafka nodes, not bookkeeper"):
+        run_schedule(EPOCH_FAULTED[0], protocol=Protocol(system="bookkeeper"))
