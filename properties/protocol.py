@@ -61,6 +61,13 @@ FLAG_VALUES: dict[str, tuple[Any, ...]] = {
     # write is acknowledged once the ISR has at least that many members and all of them hold it;
     # a leader whose ISR is smaller refuses writes (NotEnoughReplicas).
     "min_insync_replicas": ("majority", 1, 2, 3, 4, 5, 6, 7),
+    # Kafka: when a replica's log reaches its disk. always: every append is fsynced before
+    # anything else happens (log.flush.interval.messages=1), so a crash keeps the whole log.
+    # never: Kafka's defaults (log.flush.interval.messages and log.flush.interval.ms unset): the
+    # log stays in the page cache until a `flush` (the OS writing it back, a segment roll); a
+    # crash is a power failure that keeps only the flushed prefix (the recovery point) and the
+    # checkpointed high watermark, bounded by that prefix.
+    "log_flush": ("always", "never"),
 }
 
 FLAG_MEANINGS: dict[str, str] = {
@@ -78,6 +85,7 @@ FLAG_MEANINGS: dict[str, str] = {
     "unclean_election": "whether Kafka may elect a replica outside the ISR when no ISR replica is alive",
     "late_leader_and_isr": "whether a Kafka replica may receive a missed epoch's LeaderAndIsr request late",
     "min_insync_replicas": "Kafka's min.insync.replicas: the smallest ISR that acknowledges acks=all writes",
+    "log_flush": "whether a Kafka replica's log is on disk before it acts on it, or only after a flush",
 }
 
 # The systems a flag applies to. A flag not listed here is one of the raft family's rules,
@@ -92,6 +100,7 @@ FLAG_SYSTEMS: dict[str, tuple[str, ...]] = {
     "unclean_election": ("kafka",),
     "late_leader_and_isr": ("kafka",),
     "min_insync_replicas": ("kafka",),
+    "log_flush": ("kafka",),
 }
 
 
@@ -123,6 +132,7 @@ class Protocol:
     unclean_election: bool = False
     late_leader_and_isr: bool = False
     min_insync_replicas: str | int = "majority"
+    log_flush: str = "always"
 
     def __post_init__(self) -> None:
         for flag in fields(self):
@@ -428,6 +438,19 @@ PRESETS.update({
             "(the 'last replica standing' problem of an ISR of one)",
             {"ReadNeverTruncated", "CommittedOnQuorum", "AckedWriteNeverLost"},
         ),
+        _broken(
+            "kafka-unflushed",
+            replace(KAFKA, log_flush="never"),
+            "Kafka with its default flush settings: a log reaches the disk only when the OS writes it back, "
+            "so a power failure takes the unflushed suffix, committed entries included; the checkpointed high "
+            "watermark survives and the controller keeps the last ISR replica in the ISR, which is re-elected "
+            "without what it lost ('last replica standing')",
+            "Kafka documentation, broker configuration log.flush.interval.messages and log.flush.interval.ms "
+            "('we recommend ... rely on replication for durability'); KIP-966: Eligible Leader Replicas ('A "
+            "partition replica can experience local data loss in unclean shutdown scenarios where unflushed data "
+            "in the OS page cache is lost'); KIP-101, Scenario 2 (divergence after a power failure)",
+            {"ReadNeverTruncated", "HwmNeverTruncated", "CommittedOnQuorum", "AckedWriteNeverLost"},
+        ),
     ]
 })
 
@@ -527,6 +550,9 @@ def model_only(protocol: Protocol, hint: str = "use the model (--on model)") -> 
         if protocol.min_insync_replicas != "majority":
             reasons.append(f"min_insync_replicas={protocol.min_insync_replicas} is model-only: the implementation's "
                            "leader counts a majority and has no NotEnoughReplicas refusal of a produce")
+        if protocol.log_flush != "always":
+            reasons.append(f"log_flush={protocol.log_flush} is model-only: the implementation's write-ahead log "
+                           "fsyncs every append before it answers")
         if protocol.late_leader_and_isr:
             reasons.append("late_leader_and_isr=true is model-only: the implementation's controller delivers a "
                            "LeaderAndIsr request with its election or never")

@@ -48,6 +48,8 @@ ACTIONS: dict[str, tuple[tuple[str, str], ...]] = {
     # Kafka (late_leader_and_isr): the LeaderAndIsr request of the epoch `leader` leads reaches
     # `replica` late.
     "leader_and_isr": (("leader", "server"), ("replica", "server")),
+    # Kafka (log_flush=never): the server's log reaches its disk (the OS writes the page cache back).
+    "flush": (("server", "server"),),
 }
 OPTIONAL_FIELDS = {("write", "value"), ("add", "value")}
 NETWORK_ACTIONS = {"rpc": {"replicate"}, "async": {"send", "deliver", "drop"}}
