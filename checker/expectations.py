@@ -135,6 +135,12 @@ NEEDS: dict[tuple[str, int], dict[str, tuple[tuple[int, int, int], ...]]] = {
         'AckedWriteNeverLost': ((1, 1, 0),),
         'CommittedOnQuorum': ((1, 1, 0),),
     },
+    ('kafka-unflushed', 3): {  # one power failure, of S1 or S2, once both hold an acknowledged entry
+        'ReadNeverTruncated': ((1, 1, 1),),
+        'HwmNeverTruncated': ((1, 1, 1),),
+        'AckedWriteNeverLost': ((1, 1, 1),),
+        'CommittedOnQuorum': ((1, 1, 1),),
+    },
 }
 
 

@@ -8,7 +8,7 @@ from dataclasses import replace
 
 from hwm.checker.report import Report
 from hwm.model.state import Config
-from hwm.properties.protocol import PRESETS, TOUR_BOUNDS, Protocol
+from hwm.properties.protocol import PRESET_TOUR_BOUNDS, PRESETS, TOUR_BOUNDS, Protocol
 
 DEFAULT_CONFIG = Config()
 
@@ -98,11 +98,11 @@ def judge_tour(results: list[tuple[str, Report]], config: Config | None = None) 
 
 
 def tour_config(preset: str, config: Config) -> Config:
-    """The bounds the tour checks `preset` at. At the default bounds its system's TOUR_BOUNDS lower
-    them (other bounds are the user's and are kept); a preset whose no-op fills the log gets one
-    slot more, so that its client entries get the room every other preset's get."""
+    """The bounds the tour checks `preset` at. At the default bounds its system's TOUR_BOUNDS and its own
+    PRESET_TOUR_BOUNDS lower them (other bounds are the user's and are kept); a preset whose no-op fills
+    the log gets one slot more, so that its client entries get the room every other preset's get."""
     protocol = PRESETS[preset].protocol
-    lowered = TOUR_BOUNDS.get(protocol.system, {})
+    lowered = {**TOUR_BOUNDS.get(protocol.system, {}), **PRESET_TOUR_BOUNDS.get(preset, {})}
     if config == DEFAULT_CONFIG and lowered:
         config = replace(config, **{k: min(v, getattr(config, k)) for k, v in lowered.items()})
     if protocol.noop_on_election and config.max_log >= 1 and thin(protocol, config):
