@@ -360,7 +360,7 @@ def test_actions_agree_with_why_not_on_random_reachable_states():
             for _ in range(12):
                 enabled = set(m.actions(state))
                 candidates = {("elect", c, v) for c in range(3) for v in m.voter_sets[c]}
-                candidates |= {(a, k) for a in ("write", "read", "crash", "restart") for k in range(3)}
+                candidates |= {(a, k) for a in ("write", "read", "crash", "restart", "flush") for k in range(3)}
                 candidates |= {(a, x, y) for a in ("replicate", "shrink_isr", "leader_and_isr") for x, y in m.pairs}
                 assert enabled == {a for a in candidates if m.why_not(state, a) is None}, state
                 if not enabled:

@@ -109,23 +109,6 @@ def test_the_flushed_length_is_part_of_the_state_bytes_and_absent_under_always()
     assert encode(run(durable, ACKED_ON_ALL))[3:10] == bytes([1, 1, 1, 1, 1, 0, 1])
 
 
-def test_guards_and_enumeration_agree():
-    # Every action the model enumerates passes its guard and every other one has a reason, on every
-    # state of a small space (log_flush=always: tests/model/test_kafka_min_insync.py, the majority).
-    model = kafka("never", servers=3, max_generation=2, max_log=2, max_crashes=2)
-    table = model.action_table()
-    seen, frontier = set(), [model.initial_state()]
-    while frontier and len(seen) < 1000:
-        state = frontier.pop()
-        if state in seen:
-            continue
-        seen.add(state)
-        enabled = set(model.actions(state))
-        for action in table:
-            assert (model.why_not(state, action) is None) == (action in enabled), (action, state.describe())
-        frontier += [model.apply(state, action) for action in enabled]
-
-
 def test_the_command_line_takes_the_flag_and_finds_the_lost_acknowledged_write():
     result = CliRunner().invoke(main, ["check", "--protocol", "kafka,log_flush=never", "--servers", "2",
                                        "--max-generation", "1"])

@@ -45,7 +45,12 @@ def test_entry_replays_as_expected_on_the_model(path):
     assert outcome.step == len(trace.steps)  # the violation is the last step: nothing is superfluous
 
 
-@pytest.mark.parametrize("path", FILES, ids=lambda p: p.stem)
+# Entries whose space takes seconds to explore (a 2-entry log under power failures): under -m deep.
+SLOW_TO_EXPLORE = {"kafka-unflushed-divergence"}
+
+
+@pytest.mark.parametrize("path", [pytest.param(f, marks=pytest.mark.deep) if f.stem in SLOW_TO_EXPLORE else f
+                                  for f in FILES], ids=lambda p: p.stem)
 def test_entry_is_the_explorers_shortest_trace(path):
     trace = load(path)
     report = explore(trace.protocol, Config.from_mapping(trace.config))
