@@ -117,3 +117,24 @@ def test_the_command_line_takes_the_flag_and_finds_the_lost_acknowledged_write()
     assert result.exit_code == 0, result.output
     result = CliRunner().invoke(main, ["check", "--protocol", "raft,log_flush=never"])
     assert result.exit_code == 2 and "does not apply to system 'raft'" in result.output, result.output
+
+
+def test_an_out_of_range_fetch_lowers_the_flushed_length_on_both_backends():
+    # S2 flushes entry 1; S1 writes entry 2, removes S2 (behind it) from the ISR and loses power with
+    # nothing flushed; the last ISR replica, it is elected again, and S2, whose leader is unchanged, skips
+    # truncation (makeFollower returns early). S2's fetch is past S1's empty log: OFFSET_OUT_OF_RANGE
+    # truncates S2 to 0, and its flushed entry with it.
+    model = kafka(servers=2, max_generation=2, max_log=2, max_crashes=2)
+    before = run(model, [("elect", 0, (0, 1)), ("write", 0), ("replicate", 0, 1), ("flush", 1), ("write", 0),
+                         ("shrink_isr", 0, 1), ("crash", 0), ("restart", 0), ("elect", 0, (0, 1))])
+    assert before.servers[1].log == (1,) and before.servers[1].flushed == 1 and not before.servers[1].truncating
+    after = run(model, [("replicate", 0, 1)], before)
+    assert after.servers[1].log == () and after.servers[1].flushed == 0
+    later = run(model, [("write", 0), ("replicate", 0, 1), ("crash", 1)], after)
+    assert later.servers[1].log == ()  # entry 1@g2 never reached S2's disk
+    fast = pytest.importorskip("hwm.checker.fast")
+    for state in (before, after):  # the compiled copy takes the same steps to the same states
+        backend = fast.FastBackend(model, True)
+        expansion = backend.expand(backend.batch_of([state]))
+        got = list(zip((backend.action(int(a)) for a in expansion.actions), backend.states(expansion.successors)))
+        assert got == list(model.successors(state))
