@@ -72,7 +72,7 @@ def measure(preset, overrides, symmetry, runs):
 
 
 def kafka_presets(runs: int) -> None:
-    """Each Kafka preset at the default bounds and at the tour's (max_generation 3; 2 for kafka-unflushed),
+    """Each Kafka preset at the default bounds and at the tour's (max_generation 3; 1 for kafka-unflushed),
     symmetry on."""
     from hwm.checker.verdict import DEFAULT_CONFIG, tour_config
     from hwm.properties.protocol import presets_of

@@ -40,7 +40,8 @@ What it follows (Apache Kafka, ZooKeeper-era controller):
   (log.flush.interval.messages and log.flush.interval.ms unset; LogManager's flusher never fires):
   the log is in the page cache, and `flush(server)` is the OS writing it back (or a segment roll,
   UnifiedLog.flush): the flushed prefix, the recovery point (recovery-point-offset-checkpoint),
-  becomes the whole log. A truncation lowers the recovery point with the log (UnifiedLog.truncateTo).
+  becomes the whole log. It is offered only while a crash is left: without a power failure to
+  follow it changes nothing a property sees. A truncation lowers the recovery point with the log (UnifiedLog.truncateTo).
   A crash is then a power failure: the log keeps its flushed prefix only (LogLoader recovers the
   segments on disk), the HW its checkpoint bounded by the log end (UnifiedLog.updateHighWatermark),
   and the epoch cache follows the log. The power failure outlasts the broker's session, so the
@@ -536,6 +537,11 @@ class KafkaModel(Model):
             return f"{server_name(k)} is down"
         if server.flushed >= len(server.log):
             return f"{server_name(k)}'s log is on disk up to its log end offset {len(server.log)}"
+        if s.crashes >= self.config.max_crashes:
+            # What is on disk matters only to a later power failure; with none left, a flush changes
+            # nothing a property sees, and leaving it out keeps the space that of no flushes.
+            return BoundHit("max_crashes", f"max_crashes {self.config.max_crashes} reached: no power failure is "
+                                           f"left for the flush to matter to")
         return None
 
     def effect_flush(self, s: KafkaState, k: int) -> KafkaState:
@@ -595,4 +601,7 @@ class KafkaModel(Model):
         if self.unflushed:
             for k, sv in enumerate(servers):
                 if alive[k] and sv.flushed < len(sv.log):
-                    yield ("flush", k)
+                    if s.crashes < config.max_crashes:
+                        yield ("flush", k)
+                    else:
+                        hit.add("max_crashes")

@@ -917,6 +917,9 @@ def _kafka_successors(P, row, i, alive, leading, elect_candidates, elect_voters,
         for k in range(n):
             base = _server(P, k)
             if alive[k] and row[_extra(P, base, TRUNCATING)] >> 1 < row[base + LEN]:
+                if row[0] >= P[MAX_CRASHES]:  # no power failure left for it to matter to
+                    hits[HIT_CRASHES] = 1
+                    continue
                 out[t] = row  # the OS writes the page cache back: the recovery point is the LEO
                 out[t][_extra(P, base, TRUNCATING)] = (row[_extra(P, base, TRUNCATING)] & 1) | row[base + LEN] << 1
                 t = _emit(t, parents, actions, i, server_ids[FLUSH_ID, k])
