@@ -271,9 +271,9 @@ KAFKA = {
         "the safe preset `kafka` (log_flush=always: every append is on disk first) the crash keeps S1's log and "
         "the trace holds.",
         "Kafka documentation, broker configuration log.flush.interval.messages and log.flush.interval.ms, and "
-        "Design, Persistence ('rather than maintain as much as possible in-memory and flush it all out to the "
-        "filesystem ... all data is immediately written to a persistent log on the filesystem without "
-        "necessarily flushing to disk'); KIP-966: Eligible Leader Replicas ('A partition replica can experience "
+        "Design, Persistence ('All data is immediately written to a persistent log on the filesystem without "
+        "necessarily flushing to disk. In effect this just means that it is transferred into the kernel's "
+        "pagecache'); KIP-966: Eligible Leader Replicas ('A partition replica can experience "
         "local data loss in unclean shutdown scenarios where unflushed data in the OS page cache is lost')"),
     "kafka-unflushed-last-replica-standing": (
         "kafka-unflushed", "AcknowledgedWriteKept", {"servers": 2, "max_generation": 3},

@@ -451,7 +451,7 @@ PRESETS.update({
             "watermark survives and the controller keeps the last ISR replica in the ISR, which is re-elected "
             "without what it lost ('last replica standing')",
             "Kafka documentation, broker configuration log.flush.interval.messages and log.flush.interval.ms "
-            "('we recommend ... rely on replication for durability'); KIP-966: Eligible Leader Replicas ('A "
+            "(unset by default; the documentation recommends replication for durability); KIP-966: Eligible Leader Replicas ('A "
             "partition replica can experience local data loss in unclean shutdown scenarios where unflushed data "
             "in the OS page cache is lost'); KIP-101, Scenario 2 (divergence after a power failure)",
             {"ReadNeverTruncated", "HwmNeverTruncated", "CommittedOnQuorum", "AckedWriteNeverLost"},
