@@ -222,8 +222,8 @@ def kafka_crash(model, before, action, after, values):
     old, new = before.servers[c], after.servers[c]
     if getattr(model, "unflushed", False):
         lost = old.log[len(new.log):]
-        lines = [f"{server_name(c)} loses power (log_flush=never): its log comes back with the {len(new.log)} "
-                 f"flushed entries only" + (f", without {entries([(len(new.log) + i + 1, g) for i, g in enumerate(lost)], values)}"
+        lines = [f"{server_name(c)} loses power (log_flush=never): its log comes back with its flushed prefix "
+                 f"only, {len(new.log)} of {len(old.log)} entries" + (f", without {entries([(len(new.log) + i + 1, g) for i, g in enumerate(lost)], values)}"
                                             if lost else "") + f"; its checkpointed HW is {new.hwm}"]
         if old.in_isr:
             lines.append(f"the controller removes {server_name(c)} from the ISR" if not new.in_isr else
