@@ -139,6 +139,12 @@ NEEDS: dict[tuple[str, int], dict[str, tuple[tuple[int, ...], ...]]] = {
     ('raft-lease-reads-without-check-quorum', 3): {
         'LeaseReadNeverStale': ((2, 2, 0, 1),),
     },
+    ('kafka-unflushed', 3): {  # one power failure, of S1 or S2, once both hold an acknowledged entry
+        'ReadNeverTruncated': ((1, 1, 1),),
+        'HwmNeverTruncated': ((1, 1, 1),),
+        'AckedWriteNeverLost': ((1, 1, 1),),
+        'CommittedOnQuorum': ((1, 1, 1),),
+    },
 }
 
 

@@ -112,15 +112,15 @@ def judge_tour(results: list[tuple[str, Report]], config: Config | None = None) 
 
 
 def tour_config(preset: str, config: Config) -> Config:
-    """The bounds the tour checks `preset` at. At the default bounds its system's TOUR_BOUNDS lower
-    them (other bounds are the user's and are kept); a preset whose no-op fills the log gets one
-    slot more, so that its client entries get the room every other preset's get."""
+    """The bounds the tour checks `preset` at. At the default bounds its system's TOUR_BOUNDS lower them
+    and its own PRESET_TOUR_BOUNDS set them (other bounds are the user's and are kept); a preset whose
+    no-op fills the log gets one slot more, so that its client entries get the room every other
+    preset's get."""
     protocol = PRESETS[preset].protocol
-    if config == DEFAULT_CONFIG and preset in PRESET_TOUR_BOUNDS:
-        return replace(config, **PRESET_TOUR_BOUNDS[preset])
-    lowered = TOUR_BOUNDS.get(protocol.system, {})
-    if config == DEFAULT_CONFIG and lowered:
+    if config == DEFAULT_CONFIG:
+        lowered = TOUR_BOUNDS.get(protocol.system, {})
         config = replace(config, **{k: min(v, getattr(config, k)) for k, v in lowered.items()})
+        config = replace(config, **PRESET_TOUR_BOUNDS.get(preset, {}))
     if protocol.noop_on_election and config.max_log >= 1 and thin(protocol, config):
         return replace(config, max_log=config.max_log + 1)
     return config

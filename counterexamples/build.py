@@ -275,6 +275,62 @@ KAFKA = {
         "write for the write to be considered successful ... A typical scenario would be to create a topic "
         "with a replication factor of 3, set min.insync.replicas to 2, and produce with acks of \"all\"'; "
         "KIP-966: Eligible Leader Replicas (an ISR of one, the 'last replica standing')"),
+    "kafka-unflushed": (
+        "kafka-unflushed", "AckedWriteNeverLost", {"max_generation": 1},
+        "With Kafka's default flush settings one power failure leaves an acknowledged write on one replica",
+        "S1 becomes leader of epoch 1; the LeaderAndIsr request reaches S2, not S3. S1 writes entry 1. S3 has "
+        "not fetched it, so S1 removes it from the ISR, which is now {S1,S2}: two of three replicas, as many as "
+        "min.insync.replicas asks for. S2 fetches entry 1, S1's high watermark, the minimum log end offset over "
+        "the ISR, becomes 1 and the acks=all producer is acknowledged. With Kafka's default flush settings "
+        "(log.flush.interval.messages and log.flush.interval.ms unset) neither S1 nor S2 has written the entry "
+        "to disk: it is in their page caches. S1 loses power and comes back with the flushed prefix of its log, "
+        "which is empty; its checkpointed high watermark, 1, is bounded by that log. The acknowledged write is "
+        "now on S2 alone, 1 of 3 replicas, and only in memory: one more power failure loses it, and the "
+        "controller may then elect a leader without it. Kafka relies on replication instead of fsync, which "
+        "holds while a minority loses power at once; KIP-966 lists the unclean shutdowns that break it. Under "
+        "the safe preset `kafka` (log_flush=always: every append is on disk first) the crash keeps S1's log and "
+        "the trace holds.",
+        "Kafka documentation, broker configuration log.flush.interval.messages and log.flush.interval.ms, and "
+        "Design, Persistence ('All data is immediately written to a persistent log on the filesystem without "
+        "necessarily flushing to disk. In effect this just means that it is transferred into the kernel's "
+        "pagecache'); KIP-966: Eligible Leader Replicas ('A partition replica can experience "
+        "local data loss in unclean shutdown scenarios where unflushed data in the OS page cache is lost')"),
+    "kafka-unflushed-last-replica-standing": (
+        "kafka-unflushed", "AcknowledgedWriteKept", {"servers": 2, "max_generation": 3},
+        "KIP-966's last replica standing: the only ISR replica loses power, loses an acknowledged write and is re-elected",
+        "S1 becomes leader of epoch 1 with S2 in its ISR and writes entry 1; S2 fetches it, S1's high watermark "
+        "over the ISR {S1,S2} becomes 1 and the acks=all producer is acknowledged. The controller elects S2 "
+        "leader of epoch 2 (the request does not reach S1), and S2 removes S1, which has not fetched from it, "
+        "from the ISR: S2 is the last replica standing. S2 loses power before its page cache reached the disk "
+        "and comes back with an empty log. The controller keeps it in the ISR, which never becomes empty, and "
+        "elects it again, in epoch 3: the new leader lacks the acknowledged entry 1, and S1, following it, "
+        "would truncate the last copy. KIP-966: 'When the last replica in the ISR experiences an unclean "
+        "shutdown and loses committed data, it will be reelected leader after starting up again, causing "
+        "rejoining followers to truncate their logs'; its fix (Eligible Leader Replicas and unclean recovery) "
+        "is not modelled. A replica that loses power while others remain in the ISR is removed from it, so "
+        "only the last one comes back as leader. Under the safe preset `kafka` S2 keeps entry 1 across the "
+        "crash and the trace holds.",
+        "KIP-966: Eligible Leader Replicas, Motivation (the 'last replica standing' state combined with a data "
+        "loss unclean shutdown)"),
+    "kafka-unflushed-divergence": (
+        "kafka-unflushed", "LogMatching", {"servers": 2, "max_generation": 2, "max_log": 2},
+        "After a power failure the re-elected leader rewrites offsets that its follower keeps: the logs diverge",
+        "KIP-101's scenario 2, a divergence after a power failure, under the leader-epoch rules. S1 becomes leader "
+        "of epoch 1 with S2 as its follower, writes entry 1, and S2 fetches it; S1 writes entry 2, which S2 has "
+        "not fetched, so S1 removes S2 from the ISR. S1 loses power with both entries in its page cache and "
+        "comes back with an empty log; the last ISR replica, it stays in the ISR and the controller elects it "
+        "again, in epoch 2. S2's leader is unchanged and it missed no epoch, so Partition.makeFollower returns "
+        "early (the condition KAFKA-7164 left: same leader, epoch the same or the next) and S2 does not truncate. "
+        "S1 writes entries 1 and 2 in epoch 2. S2 fetches from its log end offset, index 2, and appends 2@g2 "
+        "after its own 1@g1, because a fetch checks nothing before the fetch offset: S1 holds 1@g2, 2@g2 and S2 "
+        "1@g1, 2@g2, the same entry at index 2 over different entries at index 1. From Kafka 2.7 a fetch carries "
+        "the epoch of the follower's last entry and the leader answers with the diverging epoch (KAFKA-10554), "
+        "which would truncate S2 here; the model's `fenced` rule has no such check. Under the safe preset "
+        "`kafka` S1 keeps both entries across the crash and nothing is rewritten: the implementation replays "
+        "the trace and it holds, and on the model S1's next write stops at the trace's max_log.",
+        "KIP-101, Scenario 2: Replica Divergence on Restart after Multiple Hard Failures; KAFKA-7164 (Partition."
+        "makeFollower's early return); KAFKA-10554: Perform follower truncation based on diverging epochs in "
+        "Fetch response (apache/kafka pull request 9382)"),
     "kafka-kip320-first-try": (
         "kafka-kip320-first-try", "AckedWriteNeverLost", {"max_generation": 3, "max_crashes": 0},
         "After fast leader changes the leader counts a follower of an older epoch; a late LeaderAndIsr request makes it truncate the acknowledged entry",

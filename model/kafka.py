@@ -35,6 +35,19 @@ What it follows (Apache Kafka, ZooKeeper-era controller):
   leader's LEO (ReplicaFetcherThread.handleOffsetOutOfRange).
 - The HW is checkpointed (replication-offset-checkpoint): it survives a crash. A
   restarted broker learns the current epoch and leader from the controller.
+- `log_flush` says what a crash keeps of the log. `always` (log.flush.interval.messages=1): every
+  append is fsynced first, a crash keeps the whole log. `never`, Kafka's defaults
+  (log.flush.interval.messages and log.flush.interval.ms unset; LogManager's flusher never fires):
+  the log is in the page cache, and `flush(server)` is the OS writing it back (or a segment roll,
+  UnifiedLog.flush): the flushed prefix, the recovery point (recovery-point-offset-checkpoint),
+  becomes the whole log. It is offered only while a crash is left: without a power failure to
+  follow it changes nothing a property sees. A truncation lowers the recovery point with the log (UnifiedLog.truncateTo).
+  A crash is then a power failure: the log keeps its flushed prefix only (LogLoader recovers the
+  segments on disk), the HW its checkpoint bounded by the log end (UnifiedLog.updateHighWatermark),
+  and the epoch cache follows the log. The power failure outlasts the broker's session, so the
+  controller removes it from the ISR (and from its leader's copy), unless it is the last ISR replica:
+  the ISR never becomes empty, and that replica is re-elected with what it kept (KIP-966's "last
+  replica standing").
 Offsets are 0-based in Kafka; here index = offset + 1, so "truncate to offset t" keeps
 the first t entries and a log end offset is the log's length.
 """
@@ -70,6 +83,8 @@ class KafkaServer(NamedTuple):
     # The ISR a leader counts for its HW (Partition.inSyncReplicaIds): isr[k] for each replica,
     # as it was sent at its election or last wrote itself; () unless a leader.
     isr: tuple[bool, ...] = ()
+    # log_flush=never: how many of its entries are on disk (the recovery point); 0 under always.
+    flushed: int = 0
 
 
 class KafkaState(NamedTuple):
@@ -177,7 +192,8 @@ def _server_bytes(server: KafkaServer) -> bytes:
     except KeyError:
         data = _local_bytes[server] = bytes([
             server.generation, 1 if server.role == LEADER else 0, server.alive, server.hwm, server.in_isr,
-            server.truncating, len(server.log), *server.log])
+            server.truncating | server.flushed << 1,  # one byte: under log_flush=always the bytes of old
+            len(server.log), *server.log])
         return data
 
 
@@ -209,13 +225,13 @@ def decode(data: bytes) -> KafkaState:
     n, _, crashes = next(it), next(it), next(it)
     servers = []
     for _ in range(n):
-        generation, role, alive, hwm, in_isr, truncating, length = (next(it) for _ in range(7))
+        generation, role, alive, hwm, in_isr, truncating_flushed, length = (next(it) for _ in range(7))
         log = tuple(next(it) for _ in range(length))
         leader = next(it)
         match = tuple(next(it) for _ in range(n)) if role == 1 else ()
         isr = tuple(bool(next(it)) for _ in range(n)) if role == 1 else ()
         servers.append(KafkaServer(generation, LEADER if role == 1 else FOLLOWER, log, hwm, bool(alive), match,
-                                   bool(in_isr), leader, bool(truncating), isr))
+                                   bool(in_isr), leader, bool(truncating_flushed & 1), isr, truncating_flushed >> 1))
     reads = frozenset((next(it), next(it)) for _ in range(next(it)))
     acked = frozenset((next(it), next(it)) for _ in range(next(it)))
     return KafkaState(tuple(servers), reads, crashes, (), acked)
@@ -225,7 +241,7 @@ def decode(data: bytes) -> KafkaState:
 class KafkaModel(Model):
     """The explicit-state model of Kafka's replication under one protocol and configuration."""
 
-    ACTIONS = ("elect", "write", "replicate", "shrink_isr", "read", "crash", "restart", "leader_and_isr")
+    ACTIONS = ("elect", "write", "replicate", "shrink_isr", "read", "crash", "restart", "leader_and_isr", "flush")
     # The catalogue, the acknowledged-write promise and Kafka's acks=all statement about leaders.
     properties = KAFKA_PROPERTIES
     NOTHING_TO_READ = "has nothing below its high watermark"
@@ -247,6 +263,7 @@ class KafkaModel(Model):
         # and only the HW waits (Kafka's NotEnoughReplicasAfterAppend), so its pinned spaces stand.
         self.write_min_isr = 0 if wanted == "majority" else wanted
         self.rule = protocol.follower_truncation
+        self.unflushed = protocol.log_flush == "never"  # a crash is a power failure (see the module's text)
         others = range(self.n)
         # LeaderAndIsr recipients per new leader: every set of replicas that includes it.
         self.voter_sets = [[v for size in range(1, self.n + 1) for v in combinations(others, size) if c in v]
@@ -266,6 +283,8 @@ class KafkaModel(Model):
             table += [(name, l, f) for l, f in self.pairs]
         if self.protocol.late_leader_and_isr:
             table += [("leader_and_isr", l, r) for l, r in self.pairs]
+        if self.unflushed:
+            table += [("flush", k) for k in range(self.n)]
         return table
 
     def initial_state(self) -> KafkaState:
@@ -349,7 +368,7 @@ class KafkaModel(Model):
         elif self.rule != "last-fetched-epoch":  # KIP-320's first attempt truncates only on a fetch
             truncating = True  # the fetcher starts in its truncating state
         return replica._replace(generation=epoch, role=FOLLOWER, log=log, hwm=min(hwm, len(log)), match=(),
-                                leader=leader, truncating=truncating, isr=())
+                                leader=leader, truncating=truncating, isr=(), flushed=min(replica.flushed, len(log)))
 
     def _receive_leader_and_isr(self, replica: KafkaServer, c: int, epoch: int) -> KafkaServer:
         """A replica other than the new leader `c` receives the LeaderAndIsr request of `epoch`."""
@@ -426,10 +445,11 @@ class KafkaModel(Model):
         if len(log) > len(leader.log):
             # OFFSET_OUT_OF_RANGE: the follower truncates to the leader's log end offset.
             log = log[:len(leader.log)]
+        flushed = min(follower.flushed, len(log))  # truncateTo lowers the recovery point
         # The fetch from the follower's LEO: what the leader holds there, appended as is.
         log = log + leader.log[len(log):]
         hwm = max(min(hwm, len(log)), min(leader.hwm, len(log)))
-        servers[f] = follower._replace(log=log, hwm=hwm, truncating=False)
+        servers[f] = follower._replace(log=log, hwm=hwm, truncating=False, flushed=flushed)
         match = list(leader.match)
         match[f] = len(log)
         servers[l] = leader = leader._replace(match=tuple(match))
@@ -488,7 +508,46 @@ class KafkaModel(Model):
         # The log, the leader epoch and the checkpointed HW are on disk; the role and the
         # leader's view of its followers are lost. The ISR is the controller's: unchanged.
         server = s.servers[c]._replace(alive=False, role=FOLLOWER, match=(), isr=())
+        if self.unflushed:
+            return self._power_failure(s, c, server)
         return s._replace(servers=s.servers[:c] + (server,) + s.servers[c + 1:], crashes=s.crashes + 1)
+
+    def _power_failure(self, s: KafkaState, c: int, server: KafkaServer) -> KafkaState:
+        """log_flush=never: the page cache is gone. The log keeps its flushed prefix, the HW its checkpoint
+        bounded by the log end; the controller drops the broker from the ISR unless it is the last member."""
+        log = server.log[:server.flushed]
+        servers = list(s.servers)
+        servers[c] = server._replace(log=log, hwm=min(server.hwm, len(log)))
+        if server.in_isr and any(sv.in_isr for k, sv in enumerate(s.servers) if k != c):
+            servers[c] = servers[c]._replace(in_isr=False)
+            epoch = self.epoch(s)
+            for k, sv in enumerate(servers):
+                # The controller's new ISR reaches the leader of the current epoch, which counts it.
+                if sv.alive and sv.role == LEADER and sv.generation == epoch and sv.isr[c]:
+                    servers[k] = sv._replace(isr=sv.isr[:c] + (False,) + sv.isr[c + 1:])
+                    acked = self._advance_hwm(servers, k, s.acked)
+                    return KafkaState(tuple(servers), s.reads, s.crashes + 1, (), acked)
+        return s._replace(servers=tuple(servers), crashes=s.crashes + 1)
+
+    def guard_flush(self, s: KafkaState, k: int) -> str | None:
+        if not self.unflushed:
+            return "every append is on disk before anything else happens (log_flush=always): nothing to flush"
+        server = s.servers[k]
+        if not server.alive:
+            return f"{server_name(k)} is down"
+        if server.flushed >= len(server.log):
+            return f"{server_name(k)}'s log is on disk up to its log end offset {len(server.log)}"
+        if s.crashes >= self.config.max_crashes:
+            # What is on disk matters only to a later power failure; with none left, a flush changes
+            # nothing a property sees, and leaving it out keeps the space that of no flushes.
+            return BoundHit("max_crashes", f"max_crashes {self.config.max_crashes} reached: no power failure is "
+                                           f"left for the flush to matter to")
+        return None
+
+    def effect_flush(self, s: KafkaState, k: int) -> KafkaState:
+        # The OS writes the page cache back (or a segment roll flushes it): the recovery point is the LEO.
+        server = s.servers[k]._replace(flushed=len(s.servers[k].log))
+        return s._replace(servers=s.servers[:k] + (server,) + s.servers[k + 1:])
 
     def effect_restart(self, s: KafkaState, r: int) -> KafkaState:
         # The controller sends the restarted broker the current epoch and leader (if that
@@ -539,3 +598,10 @@ class KafkaModel(Model):
             for l, r in self.pairs:
                 if leading[l] and alive[r] and servers[r].generation < servers[l].generation:
                     yield ("leader_and_isr", l, r)
+        if self.unflushed:
+            for k, sv in enumerate(servers):
+                if alive[k] and sv.flushed < len(sv.log):
+                    if s.crashes < config.max_crashes:
+                        yield ("flush", k)
+                    else:
+                        hit.add("max_crashes")

@@ -52,6 +52,8 @@ ACTIONS: dict[str, tuple[tuple[str, str], ...]] = {
     # server (no append and no vote crosses the cut), and heal the cut.
     "partition": (("server", "server"),),
     "heal": (),
+    # Kafka (log_flush=never): the server's log reaches its disk (the OS writes the page cache back).
+    "flush": (("server", "server"),),
 }
 OPTIONAL_FIELDS = {("write", "value"), ("add", "value")}
 NETWORK_ACTIONS = {"rpc": {"replicate"}, "async": {"send", "deliver", "drop"}}

@@ -117,6 +117,7 @@ KNOWN_FLAGS = {
     "unclean_election": (False, True),
     "late_leader_and_isr": (False, True),
     "min_insync_replicas": ("majority", 1, 2, 3, 4, 5, 6, 7),  # P[MIN_ISR], the model's min_isr
+    "log_flush": ("always", "never"),  # P[UNFLUSHED]; the flushed length shares the truncating byte
     "system": ("raft", "zab", "bookkeeper", "kafka"),  # each system's model is transcribed in kernels.py
     # NOT_COMPILED_FLAGS: their default only (without them the model is the raft model the kernels know).
     "check_quorum": (False,),
@@ -202,7 +203,8 @@ class FastBackend(Backend):
         # rows in the order of kernels.WRITE_ID..ADD_ID.
         server_ids = np.array([[ids.get((kind, k), -1) for k in range(n)] for kind in
                                ("write", "read", "crash", "restart", "persist", "send_add", "fence", "recovery_read")]
-                              + [[ids.get(("add",), -1)] * n], dtype=np.int32)
+                              + [[ids.get(("add",), -1)] * n] + [[ids.get(("flush", k), -1) for k in range(n)]],
+                              dtype=np.int32)
         self._server_ids = server_ids
         pair_ids = np.full((len(PAIR_KINDS), n, n), -1, dtype=np.int32)
         for j, kind in enumerate(PAIR_KINDS):
@@ -215,7 +217,8 @@ class FastBackend(Backend):
         self._most = (len(self.actions_by_id) if layout.bookkeeper else
                       len(self._elect_ids) + 3 * n + (3 * pairs if layout.async_network else pairs)
                       + (pairs + n if layout.zab else pairs if layout.kafka else 0)
-                      + (pairs if layout.kafka and model.protocol.late_leader_and_isr else 0))
+                      + (pairs if layout.kafka and model.protocol.late_leader_and_isr else 0)
+                      + (n if layout.kafka and model.unflushed else 0))
         self.properties = CompiledProperties(layout, self._kernels)
         initial = self.initial()
         with _one_compiler(self._kernels):

@@ -8,8 +8,9 @@ rows), without importing Numba: a process that runs the kernels compiled ahead o
 # carries (the raft model's rows have none); AB is where a ZAB row's `acked` set starts.
 N, L, G, SW, RB, CB, CAP, MW, CW, W, MAX_CRASHES, QUORUM_K, MAJORITY, COMMIT_CURRENT, LONGEST_LOG, \
     APPEND_PREVIOUS, RESTART, HWM_DURABLE, NOOP, ASYNC, SYMMETRY, NPERM, SYSTEM, AB, ZAB_ELECTION, \
-    ACK_BEFORE_PERSIST, BOOKIES, ACK_QUORUM, READS_FENCE, TRUNCATION, UNCLEAN, LATE_LEADER_AND_ISR, MIN_ISR, WRITE_MIN_ISR = range(34)
-PARAMS = 34
+    ACK_BEFORE_PERSIST, BOOKIES, ACK_QUORUM, READS_FENCE, TRUNCATION, UNCLEAN, LATE_LEADER_AND_ISR, MIN_ISR, WRITE_MIN_ISR, \
+    UNFLUSHED = range(35)
+PARAMS = 35
 # Systems (P[SYSTEM]). A BookKeeper row's servers are the bookies 0..BOOKIES-1, the writer
 # (BOOKIES) and the recovery client (BOOKIES + 1); N counts all of them, as the state does.
 RAFT, ZAB, BOOKKEEPER, KAFKA = range(4)
@@ -19,7 +20,8 @@ GEN, ROLE, ALIVE, HWM, LEN, LOG = range(6)
 DURABLE, SYNCED, EPOCH = range(3)
 FENCED, RESPONDED, NEGATIVES = range(3)  # BookKeeper's bits of a bookie, one byte each
 # A Kafka replica's: in the (controller's) ISR, its leader (position + 1), truncating, and a leader's own
-# copy of the ISR that it counts for its HW (bit k: replica k; kafka.KafkaServer.isr).
+# copy of the ISR that it counts for its HW (bit k: replica k; kafka.KafkaServer.isr). The truncating
+# byte is kafka._server_bytes': bit 0 truncating, the bits above the flushed length (log_flush=never).
 IN_ISR, LEADER_OF, TRUNCATING, ISR_VIEW = range(4)
 # Kafka's follower_truncation rules (P[TRUNCATION]), by name: a value not listed has no kernel.
 # last-fetched-epoch is KIP-320's first attempt (kafka.diverged_at), for the model that has it.
@@ -33,7 +35,7 @@ KEEP, TRUNCATE_TO_LEADER_HWM, TRUNCATE_TO_OWN_HWM = range(3)
 # a reply [1, generation, success, index].
 APPEND, REPLY = 0, 1
 # Rows of server_ids (FastBackend): the actions of one server, per kind; ADD_ID's row holds ("add",).
-WRITE_ID, READ_ID, CRASH_ID, RESTART_ID, PERSIST_ID, SEND_ADD_ID, FENCE_ID, RECOVERY_READ_ID, ADD_ID = range(9)
+WRITE_ID, READ_ID, CRASH_ID, RESTART_ID, PERSIST_ID, SEND_ADD_ID, FENCE_ID, RECOVERY_READ_ID, ADD_ID, FLUSH_ID = range(10)
 # Rows of pair_ids (FastBackend): the actions between two servers, per kind.
 REPLICATE_KIND, SEND_KIND, DELIVER_KIND, DROP_KIND, SYNC_KIND, SHRINK_ISR_KIND, LEADER_AND_ISR_KIND = range(7)
 PAIR_KINDS = ("replicate", "send", "deliver", "drop", "sync", "shrink_isr", "leader_and_isr")

@@ -637,6 +637,41 @@ def _kafka_truncate(P, row, base, length):
     for position in range(length, P[L]):
         row[base + LOG + position] = 0
     row[base + LEN] = length
+    _kafka_lower_flushed(P, row, base, length)
+
+
+@njit(cache=True)
+def _kafka_lower_flushed(P, row, base, length):
+    """A truncation lowers the flushed length (the recovery point) to `length`; bit 0 is truncating."""
+    at = _extra(P, base, TRUNCATING)
+    if row[at] >> 1 > length:
+        row[at] = (row[at] & 1) | length << 1
+
+
+@njit(cache=True)
+def _kafka_power_failure(P, row, c):
+    """KafkaModel._power_failure (after the crash's own changes): the log keeps its flushed prefix, the HW
+    is bounded by it, and the controller drops c from the ISR (and its current leader's copy) unless c is
+    the last ISR replica."""
+    cb = _server(P, c)
+    _kafka_truncate(P, row, cb, min(np.int64(row[_extra(P, cb, TRUNCATING)] >> 1), np.int64(row[cb + LEN])))
+    row[cb + HWM] = min(row[cb + HWM], row[cb + LEN])
+    if not row[_extra(P, cb, IN_ISR)]:
+        return
+    others = False
+    for k in range(P[N]):
+        if k != c and row[_extra(P, _server(P, k), IN_ISR)]:
+            others = True
+    if not others:
+        return
+    row[_extra(P, cb, IN_ISR)] = 0
+    epoch = _kafka_epoch(P, row)
+    for k in range(P[N]):
+        kb = _server(P, k)
+        if row[kb + ALIVE] and row[kb + ROLE] == 1 and row[kb + GEN] == epoch and row[_extra(P, kb, ISR_VIEW)] >> c & 1:
+            row[_extra(P, kb, ISR_VIEW)] &= ~(1 << c) & 255
+            _kafka_advance_hwm(P, row, k)
+            return
 
 
 @njit(cache=True)
@@ -646,7 +681,7 @@ def _kafka_become_follower(P, row, k, epoch, leader):
     if P[TRUNCATION] == OWN_HWM:
         _kafka_truncate(P, row, base, min(row[base + HWM], row[base + LEN]))  # before KIP-101: to the HW
     elif P[TRUNCATION] != LAST_FETCHED_EPOCH:  # KIP-320's first attempt truncates only on a fetch
-        row[_extra(P, base, TRUNCATING)] = 1  # the fetcher starts in its truncating state
+        row[_extra(P, base, TRUNCATING)] |= 1  # the fetcher starts in its truncating state
     row[base + HWM] = min(row[base + HWM], row[base + LEN])
     _become_follower(P, row, base, epoch)
     row[_extra(P, base, LEADER_OF)] = leader
@@ -748,7 +783,7 @@ def _kafka_elect(P, row, c, voters):
     for j in range(P[N]):
         row[_match(P, cb, j)] = 0
     row[_extra(P, cb, LEADER_OF)] = c + 1
-    row[_extra(P, cb, TRUNCATING)] = 0
+    row[_extra(P, cb, TRUNCATING)] &= 254
     view = 0  # the LeaderAndIsr request sends the new leader the new ISR
     for k in range(P[N]):
         if row[_extra(P, _server(P, k), IN_ISR)]:
@@ -762,19 +797,20 @@ def _kafka_replicate(P, row, l, f):
     """KafkaModel.effect_replicate: truncation if pending, out-of-range, then the fetch."""
     lb, fb = _server(P, l), _server(P, f)
     epoch = _kafka_epoch(P, row)
-    if row[_extra(P, fb, TRUNCATING)]:
+    if row[_extra(P, fb, TRUNCATING)] & 1:
         _kafka_truncate(P, row, fb, _truncation_offset(P, row, fb, lb))
     elif P[TRUNCATION] == LAST_FETCHED_EPOCH:
         diverged = _diverged_at(P, row, fb, lb)
         if diverged >= 0:  # LOG_TRUNCATION: truncate, then fetch again from there
             _kafka_truncate(P, row, fb, diverged)
     length = min(row[fb + LEN], row[lb + LEN])  # OFFSET_OUT_OF_RANGE: truncate to the leader's LEO
+    _kafka_lower_flushed(P, row, fb, length)
     for position in range(length, P[L]):  # the fetch from the follower's LEO appends the leader's entries
         row[fb + LOG + position] = row[lb + LOG + position]
     length = row[lb + LEN]
     row[fb + LEN] = length
     row[fb + HWM] = max(min(np.int64(row[fb + HWM]), np.int64(length)), min(np.int64(row[lb + HWM]), np.int64(length)))
-    row[_extra(P, fb, TRUNCATING)] = 0
+    row[_extra(P, fb, TRUNCATING)] &= 254
     row[_match(P, lb, f)] = length
     if not row[_extra(P, fb, IN_ISR)] and length >= row[lb + HWM] and row[lb + GEN] == epoch:
         row[_extra(P, fb, IN_ISR)] = 1  # maybeExpandIsr: caught up to the HW
@@ -846,6 +882,8 @@ def _kafka_successors(P, row, i, alive, leading, elect_candidates, elect_voters,
             out[t][base + ALIVE] = 0
             _become_follower(P, out[t], base, row[base + GEN])
             out[t][0] += 1
+            if P[UNFLUSHED]:  # log_flush=never: the crash is a power failure
+                _kafka_power_failure(P, out[t], k)
             t = _emit(t, parents, actions, i, server_ids[CRASH_ID, k])
         else:
             hits[HIT_CRASHES] = 1
@@ -875,6 +913,16 @@ def _kafka_successors(P, row, i, alive, leading, elect_candidates, elect_voters,
                     out[t] = row
                     _kafka_receive_leader_and_isr(P, out[t], b, a, row[_server(P, a) + GEN])
                     t = _emit(t, parents, actions, i, pair_ids[LEADER_AND_ISR_KIND, a, b])
+    if P[UNFLUSHED]:
+        for k in range(n):
+            base = _server(P, k)
+            if alive[k] and row[_extra(P, base, TRUNCATING)] >> 1 < row[base + LEN]:
+                if row[0] >= P[MAX_CRASHES]:  # no power failure left for it to matter to
+                    hits[HIT_CRASHES] = 1
+                    continue
+                out[t] = row  # the OS writes the page cache back: the recovery point is the LEO
+                out[t][_extra(P, base, TRUNCATING)] = (row[_extra(P, base, TRUNCATING)] & 1) | row[base + LEN] << 1
+                t = _emit(t, parents, actions, i, server_ids[FLUSH_ID, k])
     return t
 
 

@@ -5,7 +5,7 @@
                    log[max_log] (zero past the end), match[servers] (zero unless a leader),
                    ZAB only: durable, synced (bit 7: established), epoch;
                    BookKeeper only: fenced, responded, negatives (zero for the two clients);
-                   Kafka only: in_isr, leader (position + 1, 0 for none), truncating,
+                   Kafka only: in_isr, leader (position + 1, 0 for none), truncating | flushed << 1,
                                a leader's own ISR (bit k: replica k; zero unless a leader)]
     reads: one byte per (index 1..max_log, generation 0..max_generation), 1 when read
     ZAB, BookKeeper and Kafka, acked: the same, 1 when acknowledged to a client
@@ -93,6 +93,7 @@ class Layout:
             P[K.LATE_LEADER_AND_ISR] = protocol.late_leader_and_isr
             P[K.MIN_ISR] = model.min_isr  # min.insync.replicas, a majority unless the protocol names a count
             P[K.WRITE_MIN_ISR] = model.write_min_isr  # 0: no produce-time check (the majority default)
+            P[K.UNFLUSHED] = model.unflushed  # log_flush=never: a crash is a power failure
         if self.bookkeeper:
             P[K.BOOKIES] = model.n
             P[K.ACK_QUORUM] = model.ack_quorum
@@ -127,7 +128,8 @@ class Layout:
         if self.kafka:
             for k, s in enumerate(state.servers):
                 at = self.server_base(k) + 5 + max_log + n
-                row[at:at + 4] = (s.in_isr, s.leader, s.truncating, sum(1 << j for j, x in enumerate(s.isr) if x))
+                row[at:at + 4] = (s.in_isr, s.leader, s.truncating | s.flushed << 1,
+                                  sum(1 << j for j, x in enumerate(s.isr) if x))
         if self.system != K.RAFT:
             self._pack_entries(row, self.acked_base, state.acked)
         if self.async_network:
@@ -196,8 +198,8 @@ class Layout:
                             self._unpack_entries(data, self.acked_base))
         if self.kafka:
             extras = [data[self.server_base(k) + 5 + max_log + n:][:4] for k in range(n)]
-            servers = [KafkaServer(*s, bool(e[0]), e[1], bool(e[2]),
-                                   tuple(bool(e[3] >> j & 1) for j in range(n)) if s.role == LEADER else ())
+            servers = [KafkaServer(*s, bool(e[0]), e[1], bool(e[2] & 1),
+                                   tuple(bool(e[3] >> j & 1) for j in range(n)) if s.role == LEADER else (), e[2] >> 1)
                        for s, e in zip(servers, extras)]
             return KafkaState(tuple(servers), reads, data[0], (), self._unpack_entries(data, self.acked_base))
         if self.bookkeeper:

@@ -219,10 +219,25 @@ def kafka_read(model, before, action, after, values):
 
 def kafka_crash(model, before, action, after, values):
     c = action[1]
-    old = before.servers[c]
+    old, new = before.servers[c], after.servers[c]
+    if getattr(model, "unflushed", False):
+        lost = old.log[len(new.log):]
+        lines = [f"{server_name(c)} loses power (log_flush=never): its log comes back with its flushed prefix "
+                 f"only, {len(new.log)} of {len(old.log)} entries" + (f", without {entries([(len(new.log) + i + 1, g) for i, g in enumerate(lost)], values)}"
+                                            if lost else "") + f"; its checkpointed HW is {new.hwm}"]
+        if old.in_isr:
+            lines.append(f"the controller removes {server_name(c)} from the ISR" if not new.in_isr else
+                         f"{server_name(c)} is the last replica of the ISR: the controller keeps it there")
+        return lines + newly_acknowledged(before, after, values, "committed: the HW over the smaller ISR covers them")
     isr = f"; the ISR is the controller's and still holds {server_name(c)}" if old.in_isr else ""
     return [f"{server_name(c)} crashes: its log, its leader epoch {old.generation} and its checkpointed HW {old.hwm} "
             f"are on disk" + (", its view of the followers' LEOs is lost" if old.role == LEADER else "") + isr]
+
+
+def kafka_flush(model, before, action, after, values):
+    k = action[1]
+    return [f"{server_name(k)}'s log reaches its disk (the OS writes the page cache back): its recovery point is "
+            f"its log end offset {len(after.servers[k].log)}"]
 
 
 def kafka_restart(model, before, action, after, values):
@@ -253,7 +268,8 @@ def kafka_leader_and_isr(model, before, action, after, values):
 
 
 KAFKA = {"elect": kafka_elect, "write": kafka_write, "replicate": kafka_replicate, "shrink_isr": kafka_shrink_isr,
-         "read": kafka_read, "crash": kafka_crash, "restart": kafka_restart, "leader_and_isr": kafka_leader_and_isr}
+         "read": kafka_read, "crash": kafka_crash, "restart": kafka_restart, "leader_and_isr": kafka_leader_and_isr,
+         "flush": kafka_flush}
 
 
 # ======================================================================== ZAB

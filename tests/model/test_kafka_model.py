@@ -61,7 +61,8 @@ def test_build_model_picks_the_kafka_model():
 
 
 def test_kafka_flags_belong_to_kafka_and_raft_flags_to_raft():
-    assert flags_of("kafka") == ("follower_truncation", "unclean_election", "late_leader_and_isr", "min_insync_replicas")
+    assert flags_of("kafka") == ("follower_truncation", "unclean_election", "late_leader_and_isr", "min_insync_replicas",
+                                 "log_flush")
     assert "follower_truncation" not in flags_of("raft") and "quorum" in flags_of("raft")
     with pytest.raises(ProtocolError, match="'unclean_election' does not apply to system 'raft'"):
         Protocol(unclean_election=True)
@@ -359,7 +360,7 @@ def test_actions_agree_with_why_not_on_random_reachable_states():
             for _ in range(12):
                 enabled = set(m.actions(state))
                 candidates = {("elect", c, v) for c in range(3) for v in m.voter_sets[c]}
-                candidates |= {(a, k) for a in ("write", "read", "crash", "restart") for k in range(3)}
+                candidates |= {(a, k) for a in ("write", "read", "crash", "restart", "flush") for k in range(3)}
                 candidates |= {(a, x, y) for a in ("replicate", "shrink_isr", "leader_and_isr") for x, y in m.pairs}
                 assert enabled == {a for a in candidates if m.why_not(state, a) is None}, state
                 if not enabled:

@@ -48,7 +48,12 @@ def test_entry_replays_as_expected_on_the_model(path):
     assert outcome.step == len(trace.steps)  # the violation is the last step: nothing is superfluous
 
 
-@pytest.mark.parametrize("path", FILES, ids=lambda p: p.stem)
+# Entries whose space takes seconds to explore (a 2-entry log under power failures): under -m deep.
+SLOW_TO_EXPLORE = {"kafka-unflushed-divergence"}
+
+
+@pytest.mark.parametrize("path", [pytest.param(f, marks=pytest.mark.deep) if f.stem in SLOW_TO_EXPLORE else f
+                                  for f in FILES], ids=lambda p: p.stem)
 def test_entry_is_the_explorers_shortest_trace(path):
     trace = load(path)
     report = explore(trace.protocol, Config.from_mapping(trace.config))
@@ -101,7 +106,14 @@ KAFKA_UNDER_SAFE = {
     "kafka-kip320-first-try": ("blocked", 6, "FENCED_LEADER_EPOCH"),
     "kafka-unclean-election": ("blocked", 9, "unclean leader election is disabled"),
     "kafka-min-insync-1": ("holds", None, None),  # a majority's HW waits: nothing is acknowledged
+    "kafka-unflushed": ("holds", None, None),  # every append is on disk: the crash keeps the log
+    "kafka-unflushed-last-replica-standing": ("holds", None, None),
+    # S1 keeps its two entries of epoch 1 across the crash, so its second write of epoch 2 exceeds the
+    # trace's max_log: a bound, not the fix, stops the model; the implementation has no max_log and holds.
+    "kafka-unflushed-divergence": ("blocked", 9, "max_log 2"),
 }
+# Entries that a bound of the trace stops under the safe preset (above): the implementation holds.
+KAFKA_SAFE_PAST_A_BOUND = {"kafka-unflushed-divergence"}
 
 
 @pytest.mark.parametrize("name", sorted(KAFKA))
@@ -112,8 +124,10 @@ def test_kafka_entry_cites_its_source_and_the_safe_preset_stops_it(name):
     kind, step, words = KAFKA_UNDER_SAFE[name]
     outcome = replay_on_model(trace, "kafka")
     assert (outcome.kind, outcome.step) == (kind, step), outcome.summary()
-    if words:
+    if words and name not in KAFKA_SAFE_PAST_A_BOUND:
         assert words in outcome.reason and "max_" not in outcome.reason  # the protocol blocks it, not a bound
+    elif words:
+        assert words in outcome.reason
     # The explanation names the servers in the order they first act.
     first = []
     for s in trace.steps:
@@ -135,13 +149,14 @@ def test_kafka_entry_on_the_implementation_under_the_safe_preset(name):
     # The implementation's Kafka replicas take the same steps as the model under `kafka`, and
     # refuse the same one, in their own words (the leader's error code, the controller's refusal).
     trace = load(HERE / f"{name}.json")
-    kind, step, words = KAFKA_UNDER_SAFE[name]
+    kind, step, words = ("holds", None, None) if name in KAFKA_SAFE_PAST_A_BOUND else KAFKA_UNDER_SAFE[name]
     outcome = replay_on_impl(trace, "kafka")
     assert (outcome.kind, outcome.step) == (kind, step), outcome.summary()
     if words:
         assert words in outcome.reason
     model = replay_on_model(trace, "kafka")
-    assert [snapshot_of(view) for _, view in outcome.rows] == [snapshot_of(view) for _, view in model.rows]
+    # Step by step the same, up to where the model's bound stops it.
+    assert [snapshot_of(view) for _, view in outcome.rows][:len(model.rows)] == [snapshot_of(view) for _, view in model.rows]
 
 
 def test_kafka_replays_on_the_implementation_from_the_command_line():

@@ -140,6 +140,10 @@ def test_safe_system_presets_hold_at_larger_bounds(safe, config):
 # attempt in two: its rule and the late LeaderAndIsr requests its defect needs); the smallest
 # bounds at which the explorer catches it (lowering any one bound, or going to 2 servers, hides it).
 KAFKA_TABLE = {
+    # log_flush=never: one power failure of a replica that holds an acknowledged, unflushed entry.
+    "kafka-unflushed": (Config(servers=2, max_generation=1, max_log=1, max_crashes=1),
+                        {"AckedWriteNeverLost": 4, "CommittedOnQuorum": 4, "HwmNeverTruncated": 4,
+                         "ReadNeverTruncated": 5}),
     # min.insync.replicas=1: on two replicas already, the leader alone acknowledges (no bound lowers).
     "kafka-min-insync-1": (Config(servers=2, max_generation=1, max_log=1, max_crashes=0),
                            {"AckedWriteNeverLost": 3, "CommittedOnQuorum": 3}),
@@ -164,7 +168,8 @@ def test_the_kafka_table_covers_every_kafka_flag():
     assert set(KAFKA_TABLE) == set(mutants) | {"kafka-kip320-first-try"} == {
         n for n in presets_of("kafka") if PRESETS[n].broken}
     changed = {flag for name in KAFKA_TABLE for flag in PRESETS[name].protocol.differences(KAFKA)}
-    assert changed == {"follower_truncation", "unclean_election", "late_leader_and_isr", "min_insync_replicas"}
+    assert changed == {"follower_truncation", "unclean_election", "late_leader_and_isr", "min_insync_replicas",
+                       "log_flush"}
 
 
 @pytest.mark.parametrize("mutant", sorted(KAFKA_TABLE))
