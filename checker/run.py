@@ -27,7 +27,7 @@ class CheckRequest:
     walks: int = 2000
     seed: int = 0
     workers: int = 1  # processes of the local engine
-    successors: str = "reference"  # the successor backend (checker.backend): reference | fast
+    successors: str = "reference"  # the successor backend (checker.backend): reference | fast | auto
 
 
 def _local(model, name: str, request: CheckRequest, progress) -> Report:
@@ -58,7 +58,45 @@ def run(request: CheckRequest, progress=None) -> Report:
         raise ValueError(f"unknown engine {request.engine!r}")
     name, protocol = resolve(request.protocol)
     model = build_model(protocol, request.config)  # ValueError: the model cannot run this config
+    if request.successors == "auto":  # checker.auto_backend: the compiled one wherever it runs the model
+        from dataclasses import replace
+        from hwm.checker.auto_backend import auto_backend
+        request = replace(request, successors=auto_backend(model, request.engine)[0])
     return engine(model, name, request, progress)
+
+
+def auto_notes(protocols, config: Config, engine: str = "local") -> list[str]:
+    """One line per reason for which `--successors auto` runs some of `protocols` on the reference
+    backend, naming them (nothing when all run compiled, or the engine has no successor backend)."""
+    from hwm.checker.auto_backend import auto_backend
+
+    by_reason: dict[str, list[str]] = {}
+    for spec in protocols:
+        name, protocol = resolve(spec)
+        try:
+            model = build_model(protocol, config)
+        except ValueError:
+            continue
+        chosen, why = auto_backend(model, engine)
+        if why:
+            by_reason.setdefault(why, []).append(name)
+    return [f"{', '.join(names)} on the reference backend: {why}" for why, names in by_reason.items()]
+
+
+def uses_fast(protocols, config: Config, successors: str, engine: str = "local") -> bool:
+    """Whether any of `protocols` will run the compiled backend under `successors`."""
+    if successors != "auto":
+        return successors == "fast"
+    from hwm.checker.auto_backend import auto_backend
+
+    for spec in protocols:
+        try:
+            model = build_model(resolve(spec)[1], config)
+        except ValueError:
+            continue
+        if auto_backend(model, engine)[0] == "fast":
+            return True
+    return False
 
 
 def successors_refusal(protocols, config: Config, successors: str) -> str | None:
@@ -98,6 +136,9 @@ def tour(config: Config, symmetry: bool, jobs: int, progress_stream=None,
     those still running, every second."""
     requests = [CheckRequest(name, tour_config(name, config), symmetry, successors=successors)
                 for name in runnable_presets(config)]
+    if any(uses_fast([r.protocol], r.config, successors) for r in requests):
+        from hwm.checker.auto_backend import prepare_fast
+        prepare_fast()  # built (first use) or loaded once here, not by every worker at once
     started = time.perf_counter()
     tty = progress_stream is not None and progress_stream.isatty()
 

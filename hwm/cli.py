@@ -14,6 +14,7 @@ from pathlib import Path
 import click
 
 from hwm import check as checking
+from hwm.checker.fast.aot import BUILD_ESTIMATE
 from hwm.params import OutputDir, OutputFile, ProtocolParam, directory_problem
 from hwm.render import Progress, step_table
 from hwm.teach import explain as explained
@@ -86,10 +87,11 @@ def main() -> None:
               help="State limit of the liveness graph (--liveness).")
 @click.option("--itf", "itf_too", is_flag=True,
               help="Also write each saved counterexample as an ITF trace (FILE.itf.json, for the TLA+ tools).")
-@click.option("--successors", type=click.Choice(["reference", "fast"]), default="reference", show_default=True,
-              help="How states are expanded (--engine local or spark): reference runs the readable model; fast "
-                   "the same model compiled (faster on large state spaces; the first run on a machine compiles "
-                   "for about 20 s, reported as set-up). Verdicts and lengths are the same.")
+@click.option("--successors", type=click.Choice(["auto", "reference", "fast"]), default="auto", show_default=True,
+              help="How states are expanded (--engine local or spark): fast runs the model compiled (10-40x "
+                   "faster; its first use on a machine builds it, " + BUILD_ESTIMATE + ", reported as set-up); "
+                   "reference the readable model; auto the compiled one wherever it can run the protocol and "
+                   "bounds, else reference, saying why. Verdicts and lengths are the same.")
 @click.option("--junit", "junit_out", type=OutputFile((".xml",)), default=None,
               help="Also write the verdicts as JUnit XML to FILE, for CI systems: one test case per preset and "
                    "property; a violation is a failure carrying its shortest counterexample and saved file.")
@@ -101,7 +103,7 @@ def main() -> None:
               help="Seconds between progress lines off a terminal.")
 def check(protocol, servers, max_generation, max_log, max_crashes, network, channel_capacity, no_symmetry,
           engine, spark_master, walks, seed, jobs, as_json, save, workers, liveness=False,
-          liveness_max_states=50_000, successors="reference", junit_out=None, progress_mode="auto",
+          liveness_max_states=50_000, successors="auto", junit_out=None, progress_mode="auto",
           progress_interval=10.0, itf_too=False) -> None:
     """Explore the model exhaustively and report every property's verdict.
 
@@ -117,7 +119,7 @@ def check(protocol, servers, max_generation, max_log, max_crashes, network, chan
     if workers > 1 and (engine != "local" or protocol is None):
         raise click.UsageError("--workers applies to one protocol on the local engine (the tour runs presets "
                                "in parallel with --jobs; Spark has its own executors)")
-    if successors != "reference":
+    if successors == "fast":
         if engine == "simulation":
             raise click.UsageError(f"--successors {successors} applies to breadth-first search (--engine local or "
                                    "spark); the simulation walks the model itself")
@@ -144,6 +146,9 @@ def check(protocol, servers, max_generation, max_log, max_crashes, network, chan
         reason = liveness_report.refused(protocol, config)
         if reason:
             raise click.UsageError(f"--liveness: {reason}")
+    if successors == "auto":
+        for note in checking.auto_notes([protocol], config, engine):
+            click.echo(f"note: {note}", err=True)
     progress = Progress(f"checking {protocol if isinstance(protocol, str) else resolve(protocol)[0]}",
                         mode=progress_mode, interval=progress_interval)
     request = checking.CheckRequest(protocol, config, symmetry, engine, spark_master, walks, seed, workers,
@@ -192,7 +197,7 @@ def check(protocol, servers, max_generation, max_log, max_crashes, network, chan
 
 
 def _tour(config: Config, symmetry: bool, jobs: int, as_json: bool, directories: dict[str, Path], engine: str,
-          successors: str = "reference", junit_out: Path | None = None, progress: bool = True,
+          successors: str = "auto", junit_out: Path | None = None, progress: bool = True,
           itf_too: bool = False) -> None:
     if engine != "local":
         raise click.UsageError("the tour runs on the local engine; give --protocol to use another engine")
@@ -206,6 +211,9 @@ def _tour(config: Config, symmetry: bool, jobs: int, as_json: bool, directories:
             lowered.setdefault(checking.tour_config(n, config).describe(), []).append(n)
     for bounds, names in lowered.items():
         click.echo(f"  {', '.join(names)} at {bounds}", err=True)
+    if successors == "auto":
+        for note in checking.auto_notes(checking.runnable_presets(config), config):
+            click.echo(f"  note: {note}", err=True)
     try:
         results = checking.tour(config, symmetry, jobs, progress_stream=sys.stderr if progress else None,
                                 successors=successors)

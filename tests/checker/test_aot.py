@@ -103,7 +103,7 @@ def test_a_failed_build_runs_numbas_jit_and_says_so(tmp_path, monkeypatch, capsy
     assert (report.states, report.transitions) == (PINNED[KEY]["states"], PINNED[KEY]["transitions"])
     # A failure is remembered, not retried by every process, until its file is deleted.
     aot._LOADED.clear()
-    monkeypatch.setattr(aot.subprocess, "run", lambda *a, **k: pytest.fail("built again"))
+    monkeypatch.setattr(aot.subprocess, "Popen", lambda *a, **k: pytest.fail("built again"))
     assert not aot.kernels().ahead_of_time
     os.remove(failed)
     aot._LOADED.clear()

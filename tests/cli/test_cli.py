@@ -371,7 +371,7 @@ def test_successors_reference_and_fast_give_the_same_verdicts_and_lengths():
 
 
 @pytest.mark.parametrize("args, message", [
-    (["--successors", "compiled"], "'compiled' is not one of 'reference', 'fast'"),
+    (["--successors", "compiled"], "'compiled' is not one of 'auto', 'reference', 'fast'"),
     (["--protocol", "raft", "--servers", 8, "--successors", "fast"],
      "--successors fast: raft: the fast backend handles up to 7 servers, not 8; use --successors reference"),
     (["--servers", 8, "--successors", "fast"], "--successors fast: seed: the fast backend handles up to 7 servers"),
