@@ -142,7 +142,7 @@ def check(protocol, servers, max_generation, max_log, max_crashes, network, chan
         return
     if liveness:
         from hwm import liveness_report
-        from hwm.checker.traces import save_lassos
+        from hwm.checker.traces import lasso_paths, save_lassos
         reason = liveness_report.refused(protocol, config)
         if reason:
             raise click.UsageError(f"--liveness: {reason}")
@@ -170,8 +170,7 @@ def check(protocol, servers, max_generation, max_log, max_crashes, network, chan
             lively = liveness_report.run(protocol, config, liveness_max_states)
         except liveness_report.LivenessRefused as e:
             raise click.UsageError(f"--liveness: {e} (--liveness-max-states)")
-        lively_saved = save_lassos(lively, protocol, save) if save is not None else {}
-        _save_pages(lively_saved.values())  # a lasso's page too: its stem and its cycle
+        lively_saved = lasso_paths(lively, save) if save is not None else {}  # written after the report
     _, resolved = resolve(protocol)
     if as_json:
         body = checking.report_json(report, resolved)
@@ -187,6 +186,8 @@ def check(protocol, servers, max_generation, max_log, max_crashes, network, chan
             _save_pages(checking.save_counterexamples(report, protocol, save))
             if itf_too:
                 _save_itf(saved.values())
+        if lively_saved:
+            _save_pages(save_lassos(lively, protocol, save).values())  # a lasso's page too: stem and cycle
         if junit_out is not None:
             from hwm.checker import junit
             junit.write(junit_out, [junit.suite(report, protocol, saved)])

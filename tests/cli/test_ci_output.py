@@ -74,6 +74,25 @@ def test_an_os_error_on_an_output_path_is_one_line_after_the_report_and_exits_2(
     assert line.startswith("error: cannot write ") and line.endswith(": Read-only file system"), err
 
 
+def test_a_lasso_that_cannot_be_written_costs_one_line_after_the_liveness_report(monkeypatch, tmp_path):
+    # seed's FollowersCatchUp lasso at these bounds (docs/liveness.md); only the lasso's write fails.
+    from hwm.properties.trace import Trace
+    save = Trace.save
+
+    def refuse_lassos(trace, path, *args, **kwargs):
+        if "FollowersCatchUp" in str(path):
+            raise OSError(errno.ENOSPC, "No space left on device", str(path))
+        return save(trace, path, *args, **kwargs)
+
+    monkeypatch.setattr(Trace, "save", refuse_lassos)
+    code, out, err = _hwm("check", "--protocol", "seed", "--max-generation", 2, "--liveness", "--save", tmp_path)
+    assert code == 2, out + err
+    lasso = tmp_path / "seed.FollowersCatchUp.json"
+    assert "✗ FollowersCatchUp" in out and f"saved to {lasso}" in out  # the report came first
+    assert (tmp_path / "seed.ReadNeverTruncated.json").exists()
+    assert err.strip().splitlines()[-1] == f"error: cannot write {lasso}: No space left on device", err
+
+
 # ------------------------------------------------------------------------ JUnit XML
 
 # The JUnit XML that CI systems read (Jenkins' junit schema, which GitLab, GitHub actions' reporters
