@@ -225,6 +225,14 @@ def _tour(config: Config, symmetry: bool, jobs: int, as_json: bool, directories:
         click.echo(f"\nINTERRUPTED: Ctrl-C stopped the tour; {len(stop.finished)} of "
                    f"{len(stop.finished) + len(stop.unfinished)} presets finished"
                    + (f"; not checked: {', '.join(stop.unfinished)}" if stop.unfinished else ""))
+        if junit_out is not None:  # what finished, as a whole tour's; the rest skipped, never passed
+            from hwm.checker import junit
+            with _output_errors():
+                junit.write(junit_out, [junit.suite(r, name, {}, junit.expected_not_shown(name, r))
+                                        for name, r in stop.finished]
+                            + [junit.not_checked(name, checking.tour_config(name, config),
+                                                 "not checked: Ctrl-C stopped the tour before this preset")
+                               for name in stop.unfinished])
         sys.exit(EXIT_INTERRUPTED)
     saved = [path for name, report in results
              for path in checking.counterexample_paths(report, directories[name]).values()]

@@ -148,6 +148,36 @@ def test_the_tour_writes_junit_xml_with_a_failing_case_for_a_broken_preset(tmp_p
     assert "not shown at these bounds (needs max_log>=1, max_crashes>=1)" in kip101.get("message")
 
 
+def test_an_interrupted_tour_writes_junit_for_what_finished_and_skips_the_rest(monkeypatch, tmp_path):
+    from hwm.checker.run import TourInterrupted, runnable_presets
+
+    config = Config(max_generation=2, max_crashes=0)
+    finished = [(name, bfs(build_model(PRESETS[name].protocol, config), name, successors="fast"))
+                for name in ("seed", "raft")]
+    unfinished = [name for name in runnable_presets(config) if name not in dict(finished)]
+
+    def interrupted_tour(*args, **kwargs):  # Ctrl-C once seed and raft had finished
+        raise TourInterrupted(finished, unfinished)
+
+    monkeypatch.setattr("hwm.check.tour", interrupted_tour)
+    junit = tmp_path / "hwm.xml"
+    code, out, _ = _hwm("check", "--max-generation", 2, "--max-crashes", 0, "--save", tmp_path, "--junit", junit)
+    assert code == 130 and "INTERRUPTED" in out, out
+    root = ET.parse(junit).getroot()
+    _validate(root)
+    suites = {s.get("name"): s for s in root}
+    assert list(suites) == ["seed", "raft"] + unfinished
+    seed = suites["seed"].find("testcase[@name='ReadNeverTruncated']/failure")
+    assert seed is not None and "violated in" in seed.get("message")
+    assert all(c.find("failure") is None and c.find("skipped") is None
+               for c in suites["raft"] if c.get("name") in ("ReadNeverTruncated", "LogMatching"))
+    for name in unfinished:
+        cases = suites[name].findall("testcase")
+        assert cases and all(c.find("skipped").get("message") == "not checked: Ctrl-C stopped the tour before "
+                             "this preset" for c in cases), name
+    assert {c.get("name") for c in suites["zab"]} >= {"ReadNeverTruncated", "AckedWriteNeverLost"}
+
+
 # ------------------------------------------------------------- progress in CI logs
 
 
