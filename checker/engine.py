@@ -548,8 +548,12 @@ class Search:
     def progress_info(self, frontier: int) -> dict:
         elapsed = self.seconds
         states = len(self.visited)
+        # The finished levels' sizes, the one being expanded last (checker.estimate reads a remaining time off them).
+        levels = ([b - a for a, b in zip(self.level_starts, self.level_starts[1:])]
+                  + [states - self.level_starts[-1] - frontier])
         return {"depth": self.depth + 1, "states": states, "frontier": frontier,
-                "states_per_second": states / elapsed if elapsed > 0 else float("inf"), "elapsed": elapsed}
+                "states_per_second": states / elapsed if elapsed > 0 else float("inf"), "elapsed": elapsed,
+                "levels": levels}
 
 
 def check(model: Model, options: CheckOptions = CheckOptions(), visitors: Sequence[Visitor] = (), *,

@@ -115,6 +115,26 @@ def successors_refusal(protocols, config: Config, successors: str) -> str | None
     return None
 
 
+def long_run_warning(protocols, config: Config, symmetry: bool, successors: str, engine: str = "local",
+                     parallel: int = 1, tour: bool = False) -> str | None:
+    """`checker.estimate.long_run_warning` for these protocols (each at its tour bounds when `tour`),
+    with the backend each would run."""
+    from hwm.checker.auto_backend import auto_backend
+    from hwm.checker.estimate import long_run_warning as warning
+
+    runs = []
+    for spec in protocols:
+        name, protocol = resolve(spec)
+        bounds = tour_config(name, config) if tour else config
+        try:
+            model = build_model(protocol, bounds)
+        except ValueError:
+            continue
+        backend = auto_backend(model, engine)[0] if successors == "auto" else successors
+        runs.append((protocol.system, bounds, backend))
+    return warning(runs, symmetry, parallel)
+
+
 def _run_quiet(request: CheckRequest) -> Report:
     return run(request)
 

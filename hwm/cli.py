@@ -149,6 +149,10 @@ def check(protocol, servers, max_generation, max_log, max_crashes, network, chan
     if successors == "auto":
         for note in checking.auto_notes([protocol], config, engine):
             click.echo(f"note: {note}", err=True)
+    if engine != "simulation":
+        warning = checking.long_run_warning([protocol], config, symmetry, successors, engine, workers)
+        if warning:
+            click.echo(warning, err=True)
     progress = Progress(f"checking {protocol if isinstance(protocol, str) else resolve(protocol)[0]}",
                         mode=progress_mode, interval=progress_interval)
     request = checking.CheckRequest(protocol, config, symmetry, engine, spark_master, walks, seed, workers,
@@ -215,6 +219,10 @@ def _tour(config: Config, symmetry: bool, jobs: int, as_json: bool, directories:
     if successors == "auto":
         for note in checking.auto_notes(checking.runnable_presets(config), config):
             click.echo(f"  note: {note}", err=True)
+    warning = checking.long_run_warning(checking.runnable_presets(config), config, symmetry, successors,
+                                        parallel=jobs, tour=True)
+    if warning:
+        click.echo(warning, err=True)
     try:
         results = checking.tour(config, symmetry, jobs, progress_stream=sys.stderr if progress else None,
                                 successors=successors)

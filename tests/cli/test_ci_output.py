@@ -93,6 +93,25 @@ def test_a_lasso_that_cannot_be_written_costs_one_line_after_the_liveness_report
     assert err.strip().splitlines()[-1] == f"error: cannot write {lasso}: No space left on device", err
 
 
+class _Searched(Exception):
+    """Raised in place of the search: what was printed before it is what a user sees first."""
+
+
+def test_bounds_that_predict_a_long_run_are_warned_of_before_the_search(monkeypatch):
+    def search(*args, **kwargs):
+        raise _Searched
+
+    monkeypatch.setattr("hwm.check.run", search)
+    monkeypatch.setattr("hwm.check.tour", search)
+    bounds = ["--servers", 5, "--max-generation", 10, "--max-log", 5]
+    for args in (["--protocol", "raft", *bounds], bounds):
+        result = CliRunner().invoke(main, ["check", *map(str, args)])
+        assert isinstance(result.exception, _Searched), result.output
+        assert "warning: these bounds predict roughly 10^1" in result.stderr and " years of search" in result.stderr
+    result = CliRunner().invoke(main, ["check", "--protocol", "raft"])  # the default bounds: no warning
+    assert isinstance(result.exception, _Searched) and "warning" not in result.stderr
+
+
 # ------------------------------------------------------------------------ JUnit XML
 
 # The JUnit XML that CI systems read (Jenkins' junit schema, which GitLab, GitHub actions' reporters
