@@ -168,7 +168,7 @@ def check(protocol, servers, max_generation, max_log, max_crashes, network, chan
     # The report names the files it is about to write and is printed first: an output path that
     # fails then costs a one-line error, not the search's result.
     saved = checking.counterexample_paths(report, save) if save is not None else {}
-    lively = None
+    lively, lively_saved = None, {}
     if liveness:
         try:
             lively = liveness_report.run(protocol, config, liveness_max_states)
