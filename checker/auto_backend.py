@@ -3,15 +3,20 @@ can run the model, else the reference one with the reason.
 
 The two give the same states, verdicts and shortest counterexamples (tests/checker/test_engine.py pins
 both), so the choice is one of speed only: the compiled kernels search 10-40x faster and, once built,
-load in a millisecond. Their first use on a machine builds them (`checker.fast.aot`, an estimate and a
-progress line on stderr); even the tour, whose presets are small, is no slower on that first run than
-the reference backend, and every later run is many times faster (docs/scaling.md, bench/first_run.py).
+load in a millisecond; building them is a one-off cost per machine (`checker.fast.aot.BUILD_ESTIMATE`).
+So (`choose`):
 
-The reference backend is chosen instead, with a one-line reason, when:
-- the compiled kernels have no form of the model, a flag or a bound (`checker.fast.unsupported`);
-- the engine is Spark: its executors may be other machines, each of which would build the kernels
-  (`--successors fast` asks for that on purpose); the simulation walks the model itself;
-- neither a built module nor Numba (which builds it, or runs the kernels under its JIT) is there.
+- once the kernels are built on this machine (or their build failed and Numba's JIT runs them), a
+  check runs them;
+- before that, a check builds them (announced, with a progress line) when the reference backend would
+  take longer than the build on the whole run (the tour of every preset at the default bounds: about
+  100 CPU s predicted, 75 measured), and runs the reference backend otherwise, saying so: a small
+  check on a fresh machine is not made to wait a minute for a compile it does not need
+  (bench/first_run.py, docs/scaling.md);
+- the reference backend, with a one-line reason, where the compiled kernels have no form of the
+  model, a flag or a bound (`checker.fast.unsupported`); on Spark, whose executors may be other
+  machines that would each build the kernels (`--successors fast` asks for that on purpose); and
+  where neither a built module nor Numba is there. The simulation walks the model itself.
 """
 
 from __future__ import annotations
@@ -21,7 +26,7 @@ import os
 
 from hwm.model.actions import Model
 
-__all__ = ["auto_backend", "fast_kernels_ready", "prepare_fast"]
+__all__ = ["auto_backend", "choose", "fast_kernels_ready", "prepare_fast"]
 
 
 def auto_backend(model: Model, engine: str = "local") -> tuple[str, str | None]:
@@ -42,10 +47,40 @@ def auto_backend(model: Model, engine: str = "local") -> tuple[str, str | None]:
 
 
 def fast_kernels_ready() -> bool:
-    """Whether this machine's cache holds the kernels' module for these sources (nothing to build)."""
+    """Whether the kernels need no build: this machine's cache holds their module for these sources, a
+    build failed here before (Numba's JIT runs them) or the JIT is asked for (HWM_KERNELS=jit)."""
     from hwm.checker.fast import aot
 
-    return os.environ.get("HWM_KERNELS") != "jit" and os.path.exists(aot.module_path())
+    if os.environ.get("HWM_KERNELS") == "jit":
+        return True
+    path = aot.module_path()
+    return os.path.exists(path) or os.path.exists(path + ".failed")
+
+
+def choose(models: dict[str, Model], symmetry: bool, engine: str = "local") -> tuple[dict[str, str], list[str]]:
+    """The backend `--successors auto` runs for each of `models` (by protocol name) in one command (one
+    check, or the tour's presets), and one note per reason some run the reference backend, naming them."""
+    from hwm.checker.estimate import predicted_seconds, predicted_states
+    from hwm.checker.fast.aot import BUILD_CPU_SECONDS, BUILD_ESTIMATE
+
+    chosen: dict[str, str] = {}
+    why_not: dict[str, list[str]] = {}
+    for name, model in models.items():
+        chosen[name], why = auto_backend(model, engine)
+        if why:
+            why_not.setdefault(why, []).append(name)
+    compiled = [name for name, backend in chosen.items() if backend == "fast"]
+    if compiled and not fast_kernels_ready():
+        reference_seconds = sum(predicted_seconds(predicted_states(models[n].protocol.system, models[n].config,
+                                                                   symmetry), "reference") for n in compiled)
+        if reference_seconds < BUILD_CPU_SECONDS:
+            why = (f"the compiled kernels are not built on this machine yet, and this check needs less "
+                   f"(about {reference_seconds:.0f} CPU s predicted) than their build ({BUILD_ESTIMATE}); "
+                   "the tour, larger bounds or --successors fast build them, once")
+            for name in compiled:
+                chosen[name] = "reference"
+            why_not.setdefault(why, []).extend(compiled)
+    return chosen, [f"{', '.join(names)} on the reference backend: {why}" for why, names in why_not.items()]
 
 
 def prepare_fast() -> str:

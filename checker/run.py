@@ -58,45 +58,28 @@ def run(request: CheckRequest, progress=None) -> Report:
         raise ValueError(f"unknown engine {request.engine!r}")
     name, protocol = resolve(request.protocol)
     model = build_model(protocol, request.config)  # ValueError: the model cannot run this config
-    if request.successors == "auto":  # checker.auto_backend: the compiled one wherever it runs the model
+    if request.successors == "auto":  # checker.auto_backend: the compiled one wherever it pays
         from dataclasses import replace
-        from hwm.checker.auto_backend import auto_backend
-        request = replace(request, successors=auto_backend(model, request.engine)[0])
+        from hwm.checker.auto_backend import choose
+        request = replace(request, successors=choose({name: model}, request.symmetry, request.engine)[0][name])
     return engine(model, name, request, progress)
 
 
-def auto_notes(protocols, config: Config, engine: str = "local") -> list[str]:
-    """One line per reason for which `--successors auto` runs some of `protocols` on the reference
-    backend, naming them (nothing when all run compiled, or the engine has no successor backend)."""
-    from hwm.checker.auto_backend import auto_backend
-
-    by_reason: dict[str, list[str]] = {}
+def choose_successors(protocols, config: Config, symmetry: bool, successors: str, engine: str = "local",
+                      tour: bool = False) -> tuple[dict[str, str], list[str]]:
+    """The backend each of `protocols` runs under `successors` (each at its tour bounds when `tour`), and
+    for `auto` the notes on those that run the reference backend (`checker.auto_backend.choose`)."""
+    models = {}
     for spec in protocols:
         name, protocol = resolve(spec)
         try:
-            model = build_model(protocol, config)
-        except ValueError:
+            models[name] = build_model(protocol, tour_config(name, config) if tour else config)
+        except ValueError:  # the model refuses these bounds itself: its own check says so
             continue
-        chosen, why = auto_backend(model, engine)
-        if why:
-            by_reason.setdefault(why, []).append(name)
-    return [f"{', '.join(names)} on the reference backend: {why}" for why, names in by_reason.items()]
-
-
-def uses_fast(protocols, config: Config, successors: str, engine: str = "local") -> bool:
-    """Whether any of `protocols` will run the compiled backend under `successors`."""
     if successors != "auto":
-        return successors == "fast"
-    from hwm.checker.auto_backend import auto_backend
-
-    for spec in protocols:
-        try:
-            model = build_model(resolve(spec)[1], config)
-        except ValueError:
-            continue
-        if auto_backend(model, engine)[0] == "fast":
-            return True
-    return False
+        return {name: successors for name in models}, []
+    from hwm.checker.auto_backend import choose
+    return choose(models, symmetry, engine)
 
 
 def successors_refusal(protocols, config: Config, successors: str) -> str | None:
@@ -115,23 +98,17 @@ def successors_refusal(protocols, config: Config, successors: str) -> str | None
     return None
 
 
-def long_run_warning(protocols, config: Config, symmetry: bool, successors: str, engine: str = "local",
-                     parallel: int = 1, tour: bool = False) -> str | None:
+def long_run_warning(protocols, config: Config, symmetry: bool, backends: dict[str, str], parallel: int = 1,
+                     tour: bool = False) -> str | None:
     """`checker.estimate.long_run_warning` for these protocols (each at its tour bounds when `tour`),
-    with the backend each would run."""
-    from hwm.checker.auto_backend import auto_backend
+    with the backend each runs (`backends`, by name: `choose_successors`)."""
     from hwm.checker.estimate import long_run_warning as warning
 
     runs = []
     for spec in protocols:
         name, protocol = resolve(spec)
-        bounds = tour_config(name, config) if tour else config
-        try:
-            model = build_model(protocol, bounds)
-        except ValueError:
-            continue
-        backend = auto_backend(model, engine)[0] if successors == "auto" else successors
-        runs.append((protocol.system, bounds, backend))
+        if name in backends:
+            runs.append((protocol.system, tour_config(name, config) if tour else config, backends[name]))
     return warning(runs, symmetry, parallel)
 
 
@@ -150,13 +127,17 @@ class TourInterrupted(KeyboardInterrupt):
 
 
 def tour(config: Config, symmetry: bool, jobs: int, progress_stream=None,
-         successors: str = "reference") -> list[tuple[str, Report]]:
+         successors: str | dict[str, str] = "reference") -> list[tuple[str, Report]]:
     """Check every preset (each at `tour_config`); presets run in parallel processes (one per core
-    by default). `progress_stream` hears of each preset as it finishes and, on a terminal, of
-    those still running, every second."""
-    requests = [CheckRequest(name, tour_config(name, config), symmetry, successors=successors)
-                for name in runnable_presets(config)]
-    if any(uses_fast([r.protocol], r.config, successors) for r in requests):
+    by default). `successors`: one backend for all, "auto", or one per preset (`choose_successors`).
+    `progress_stream` hears of each preset as it finishes and, on a terminal, of those still
+    running, every second."""
+    names = runnable_presets(config)
+    if successors == "auto":
+        successors = choose_successors(names, config, symmetry, "auto", tour=True)[0]
+    backends = successors if isinstance(successors, dict) else dict.fromkeys(names, successors)
+    requests = [CheckRequest(name, tour_config(name, config), symmetry, successors=backends[name]) for name in names]
+    if "fast" in backends.values():
         from hwm.checker.auto_backend import prepare_fast
         prepare_fast()  # built (first use) or loaded once here, not by every worker at once
     started = time.perf_counter()

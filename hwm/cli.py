@@ -146,11 +146,12 @@ def check(protocol, servers, max_generation, max_log, max_crashes, network, chan
         reason = liveness_report.refused(protocol, config)
         if reason:
             raise click.UsageError(f"--liveness: {reason}")
-    if successors == "auto":
-        for note in checking.auto_notes([protocol], config, engine):
-            click.echo(f"note: {note}", err=True)
     if engine != "simulation":
-        warning = checking.long_run_warning([protocol], config, symmetry, successors, engine, workers)
+        backends, notes = checking.choose_successors([protocol], config, symmetry, successors, engine)
+        for note in notes:
+            click.echo(f"note: {note}", err=True)
+        successors = next(iter(backends.values()), successors)
+        warning = checking.long_run_warning([protocol], config, symmetry, backends, workers)
         if warning:
             click.echo(warning, err=True)
     progress = Progress(f"checking {protocol if isinstance(protocol, str) else resolve(protocol)[0]}",
@@ -216,16 +217,16 @@ def _tour(config: Config, symmetry: bool, jobs: int, as_json: bool, directories:
             lowered.setdefault(checking.tour_config(n, config).describe(), []).append(n)
     for bounds, names in lowered.items():
         click.echo(f"  {', '.join(names)} at {bounds}", err=True)
-    if successors == "auto":
-        for note in checking.auto_notes(checking.runnable_presets(config), config):
-            click.echo(f"  note: {note}", err=True)
-    warning = checking.long_run_warning(checking.runnable_presets(config), config, symmetry, successors,
-                                        parallel=jobs, tour=True)
+    presets = checking.runnable_presets(config)
+    backends, notes = checking.choose_successors(presets, config, symmetry, successors, tour=True)
+    for note in notes:
+        click.echo(f"  note: {note}", err=True)
+    warning = checking.long_run_warning(presets, config, symmetry, backends, parallel=jobs, tour=True)
     if warning:
         click.echo(warning, err=True)
     try:
         results = checking.tour(config, symmetry, jobs, progress_stream=sys.stderr if progress else None,
-                                successors=successors)
+                                successors=backends)
     except checking.TourInterrupted as stop:
         # What finished is as true as a whole tour's row; what did not is named, not guessed.
         if stop.finished:
