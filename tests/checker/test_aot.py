@@ -159,3 +159,30 @@ def test_an_empty_cache_builds_the_module_on_first_use(tmp_path):
     assert (found["states"], found["transitions"]) == (PINNED[KEY]["states"], PINNED[KEY]["transitions"])
     again, stderr = fast_search({"HWM_CACHE_DIR": str(tmp_path)})
     assert "compiling" not in stderr and again == found
+
+
+def test_users_are_told_one_build_estimate_in_the_readme_the_help_and_on_stderr(tmp_path, monkeypatch, capsys):
+    from click.testing import CliRunner
+
+    from hwm.cli import main
+
+    readme = " ".join(open(os.path.join(ROOT, "README.md"), encoding="utf-8").read().split())
+    help_text = " ".join(CliRunner().invoke(main, ["check", "--help"]).output.split())
+    assert f"about {aot.BUILD_CPU_SECONDS} CPU seconds" in readme
+    assert aot.BUILD_ESTIMATE in help_text
+    for other in ("about 20 s", "about a minute", "about 30 CPU s", "about 35 CPU s"):
+        assert other not in readme and other not in help_text, other
+    monkeypatch.setenv("HWM_CACHE_DIR", str(tmp_path))
+    monkeypatch.setattr(aot.sys, "executable", "/bin/false")  # the build starts, and fails at once
+    aot._build_once(aot.module_path(), aot.module_path() + ".failed")
+    assert f"(once for this version of their sources: {aot.BUILD_ESTIMATE})" in capsys.readouterr().err
+
+
+def test_the_build_writes_progress_lines_while_it_runs_off_a_terminal(monkeypatch, capsys):
+    monkeypatch.setattr(aot, "BUILD_PROGRESS_SECONDS", 0.1)
+    returncode, output = aot._run_with_progress([sys.executable, "-c", "import time; time.sleep(0.45); print('built')"],
+                                                dict(os.environ))
+    assert (returncode, output.strip()) == (0, "built")
+    lines = capsys.readouterr().err.splitlines()
+    assert len(lines) >= 2 and all(line.startswith("hwm: compiling the fast backend's kernels: ") and
+                                   line.endswith(f" s ({aot.BUILD_ESTIMATE})") for line in lines), lines
