@@ -90,8 +90,9 @@ def main() -> None:
 @click.option("--successors", type=click.Choice(["auto", "reference", "fast"]), default="auto", show_default=True,
               help="How states are expanded (--engine local or spark): fast runs the model compiled (10-40x "
                    "faster; its first use on a machine builds it, " + BUILD_ESTIMATE + ", reported as set-up); "
-                   "reference the readable model; auto the compiled one wherever it can run the protocol and "
-                   "bounds, else reference, saying why. Verdicts and lengths are the same.")
+                   "reference the readable model; auto the compiled one where it runs the protocol and bounds, "
+                   "once built or where the run would take longer than the build, else reference, saying why. "
+                   "Verdicts and lengths are the same.")
 @click.option("--junit", "junit_out", type=OutputFile((".xml",)), default=None,
               help="Also write the verdicts as JUnit XML to FILE, for CI systems: one test case per preset and "
                    "property; a violation is a failure carrying its shortest counterexample and saved file.")
