@@ -112,27 +112,31 @@ def test_a_failed_build_runs_numbas_jit_and_says_so(tmp_path, monkeypatch, capsy
     aot._LOADED.clear()
 
 
-def test_hwm_check_by_default_runs_the_jit_where_the_build_fails_with_the_same_counts(tmp_path, monkeypatch):
-    """A machine without a C compiler: `hwm check` (the compiled backend by default) says so and runs the
-    same kernels under Numba's JIT (compiled in this process by the test above, when run with it)."""
+def test_hwm_check_runs_the_jit_where_the_build_fails_and_by_default_after_it_with_the_same_counts(
+        tmp_path, monkeypatch):
+    """A machine without a C compiler: the first check that builds the kernels (--successors fast here;
+    the tour by default) says the build failed and runs the same kernels under Numba's JIT; every later
+    `hwm check` (the compiled backend by default) runs the JIT too. Same counts as the pin. The JIT's
+    kernels are compiled in this process by the test above, when run with it."""
     from click.testing import CliRunner
 
     from hwm.cli import main
 
     monkeypatch.setenv("HWM_CACHE_DIR", str(tmp_path))
     monkeypatch.setattr(aot.sys, "executable", "/bin/false")  # the build's child fails at once, as cc would
-    aot._LOADED.clear()
-    try:
-        result = CliRunner().invoke(main, ["check", "--protocol", "raft", "--servers", "2", "--max-generation", "2",
-                                           "--json"], catch_exceptions=False)
-    finally:
-        aot._LOADED.clear()
-    assert result.exit_code == 0, result.output
-    assert "running them under Numba's JIT instead (same results" in result.stderr
-    report = json.loads(result.stdout)
-    assert report["successors"] == "fast"
     pinned = PINNED[("raft", 2, 2, 1, 1, "rpc", True)]
-    assert (report["distinct_states"], report["transitions"]) == (pinned["states"], pinned["transitions"])
+    for successors in (["--successors", "fast"], []):
+        aot._LOADED.clear()
+        try:
+            result = CliRunner().invoke(main, ["check", "--protocol", "raft", "--servers", "2", "--max-generation",
+                                               "2", "--json", *successors], catch_exceptions=False)
+        finally:
+            aot._LOADED.clear()
+        assert result.exit_code == 0, result.output
+        assert "running them under Numba's JIT instead (same results" in result.stderr, successors
+        report = json.loads(result.stdout)
+        assert report["successors"] == "fast"
+        assert (report["distinct_states"], report["transitions"]) == (pinned["states"], pinned["transitions"])
 
 
 def test_a_cache_that_cannot_be_written_runs_numbas_jit_and_says_so(tmp_path, monkeypatch, capsys):
