@@ -9,7 +9,8 @@ presets of a system are within a factor of 7 of it: seed has 39,973 states where
 async network and symmetry off multiply. Outside the pins' range it is an extrapolation, and says
 "roughly". The states per second are each backend's on one core (docs/scaling.md).
 
-During the search (`remaining_states`): a breadth-first search's levels grow, peak and shrink, and
+During the search (`remaining_states`, `remaining_seconds`): a breadth-first search's levels grow,
+peak and shrink, and
 the shrinking side roughly mirrors the growing one (raft at log <= 2: 17,240 predicted after the
 first smaller level, 13,711 found; Kafka at generation <= 3, log <= 2: 60,828 and 79,215). Until a
 level is smaller than the one before, no remaining time is claimed.
@@ -22,7 +23,7 @@ import math
 from hwm.model.state import Config
 
 __all__ = ["LONG_RUN_SECONDS", "predicted_states", "predicted_seconds", "long_run_warning", "remaining_states",
-           "about"]
+           "remaining_seconds", "about"]
 
 # A run predicted to take longer than this is announced with its estimate before it starts.
 LONG_RUN_SECONDS = 180.0
@@ -92,3 +93,16 @@ def remaining_states(levels: list[int], current: int = 0) -> float | None:
         return None
     after = len(levels) - 1 - peak  # finished levels past the peak
     return float(max(0, sum(levels[:max(0, peak - after)]) - current))
+
+
+def remaining_seconds(info: dict) -> float | None:
+    """The time left of a search, from one of the engine's progress reports (`levels`, `frontier`: the
+    states found so far in the level under way, `expanded`, `states`, `elapsed`): the states still to
+    expand, found or still to be found (`remaining_states`), at the rate states have been expanded so
+    far (a state's expansion costs about the same all along; new states per second fall as the search
+    finds mostly known ones). None until the levels shrink."""
+    remaining = remaining_states(info.get("levels", []), info.get("frontier", 0))
+    expanded, elapsed = info.get("expanded", 0), info.get("elapsed", 0.0)
+    if remaining is None or expanded <= 0 or elapsed <= 0:
+        return None
+    return max(0.0, info["states"] + remaining - expanded) / (expanded / elapsed)

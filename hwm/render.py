@@ -102,13 +102,10 @@ class Progress:
     @staticmethod
     def eta(info: dict) -> str:
         """`  ETA 3 min 05 s` once the levels have started to shrink (checker.estimate), else nothing."""
-        from hwm.checker.estimate import remaining_states
+        from hwm.checker.estimate import remaining_seconds
 
-        remaining = remaining_states(info.get("levels", []), info.get("frontier", 0))
-        rate = info.get("states_per_second", 0)
-        if remaining is None or not 0 < rate < float("inf"):
-            return ""
-        return f"  ETA {duration(remaining / rate)}"
+        seconds = remaining_seconds(info)
+        return "" if seconds is None or seconds < 1 else f"  ETA {duration(seconds)}"  # < 1: ending
 
     def __call__(self, info: dict) -> None:
         if not self.enabled:

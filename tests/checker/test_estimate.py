@@ -61,8 +61,10 @@ def test_the_engine_reports_its_levels_and_the_progress_line_an_eta_once_they_sh
     growing = {"depth": 5, "states": 141, "frontier": 200, "states_per_second": 100.0, "elapsed": 1.4,
                "levels": [1, 3, 12, 34, 91]}
     assert "ETA" not in progress.line(growing)
-    shrinking = dict(growing, depth=13, states=60_000, frontier=240, levels=raft_levels())
-    assert progress.line(shrinking).endswith("  ETA 2 min 50 s")  # (17,240 - 240) / 100 states/s
+    # raft at log <= 2 after 32 s: 57,700 states expanded (1,803/s), 67,705 found, 15,107 predicted to come
+    shrinking = {"depth": 13, "states": 67_705, "frontier": 2_133, "states_per_second": 2_116.0, "elapsed": 32.0,
+                 "levels": raft_levels(), "expanded": 57_700}
+    assert progress.line(shrinking).endswith("  ETA 13 s")  # (67,705 + 15,107 - 57,700) / 1,803 per s
 
 
 def raft_levels():
