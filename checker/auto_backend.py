@@ -10,7 +10,7 @@ So (`choose`):
   check runs them;
 - before that, a check builds them (announced, with a progress line) when the reference backend would
   take longer than the build on the whole run (the tour of every preset at the default bounds: about
-  100 CPU s predicted, 75 measured), and runs the reference backend otherwise, saying so: a small
+  120 CPU s predicted, 57-75 measured), and runs the reference backend otherwise, saying so: a small
   check on a fresh machine is not made to wait a minute for a compile it does not need
   (bench/first_run.py, docs/scaling.md);
 - the reference backend, with a one-line reason, where the compiled kernels have no form of the
