@@ -484,7 +484,7 @@ class Search:
                 self.seconds = time.perf_counter() - started
                 if options.progress is not None and time.perf_counter() - last_progress >= 0.5:
                     last_progress = time.perf_counter()
-                    options.progress(self.progress_info(len(visited) - new_first))
+                    options.progress(self.progress_info(len(visited) - new_first, expanded=first))
                 yield view
                 if self.limit_reached:
                     break
@@ -545,11 +545,17 @@ class Search:
                 v.on_chunk(view, result)
             first += len(chunk)
 
-    def progress_info(self, frontier: int) -> dict:
+    def progress_info(self, frontier: int, expanded: int | None = None) -> dict:
+        """`frontier`: states found so far in the level under way; `expanded`: states expanded so far
+        (all of them when the search has ended)."""
         elapsed = self.seconds
         states = len(self.visited)
+        # The finished levels' sizes, the one being expanded last (checker.estimate reads a remaining time off them).
+        levels = ([b - a for a, b in zip(self.level_starts, self.level_starts[1:])]
+                  + [states - self.level_starts[-1] - frontier])
         return {"depth": self.depth + 1, "states": states, "frontier": frontier,
-                "states_per_second": states / elapsed if elapsed > 0 else float("inf"), "elapsed": elapsed}
+                "states_per_second": states / elapsed if elapsed > 0 else float("inf"), "elapsed": elapsed,
+                "levels": levels, "expanded": states if expanded is None else expanded}
 
 
 def check(model: Model, options: CheckOptions = CheckOptions(), visitors: Sequence[Visitor] = (), *,

@@ -2,7 +2,8 @@
 preset, one test case per property. A violated always property, or a witness the bounds allow but
 the search never reached, is a failure carrying the shortest counterexample's steps and the path
 of its saved trace; a property the search could not decide (an unfinished search, a witness the
-bounds rule out, a violation the bounds are too small to show) is skipped with the reason."""
+bounds rule out, a violation the bounds are too small to show, a preset an interrupted tour never
+reached) is skipped with the reason."""
 
 from __future__ import annotations
 
@@ -58,6 +59,22 @@ def suite(report: Report, protocol_spec, saved: dict[str, Path] | None = None,
     element.set("errors", "0")
     element.set("skipped", str(sum(1 for c in cases if c.find("skipped") is not None)))
     element.set("time", f"{report.seconds:.3f}")
+    return element
+
+
+def not_checked(preset: str, config: Config, reason: str) -> ET.Element:
+    """The suite of a preset that was never checked (a tour stopped by Ctrl-C): each property its
+    model would have checked, skipped with `reason`, so a CI system shows it as not run, not passed."""
+    from hwm.model.registry import build_model
+
+    _, protocol = resolve(preset)
+    element = ET.Element("testsuite", name=preset)
+    for prop in build_model(protocol, config).properties:
+        ET.SubElement(_case(element, preset, prop.name, 0.0), "skipped", message=reason)
+    count = len(element.findall("testcase"))
+    for key, value in (("tests", count), ("failures", 0), ("errors", 0), ("skipped", count)):
+        element.set(key, str(value))
+    element.set("time", "0.000")
     return element
 
 

@@ -27,7 +27,7 @@ class CheckRequest:
     walks: int = 2000
     seed: int = 0
     workers: int = 1  # processes of the local engine
-    successors: str = "reference"  # the successor backend (checker.backend): reference | fast
+    successors: str = "reference"  # the successor backend (checker.backend): reference | fast | auto
 
 
 def _local(model, name: str, request: CheckRequest, progress) -> Report:
@@ -58,7 +58,28 @@ def run(request: CheckRequest, progress=None) -> Report:
         raise ValueError(f"unknown engine {request.engine!r}")
     name, protocol = resolve(request.protocol)
     model = build_model(protocol, request.config)  # ValueError: the model cannot run this config
+    if request.successors == "auto":  # checker.auto_backend: the compiled one wherever it pays
+        from dataclasses import replace
+        from hwm.checker.auto_backend import choose
+        request = replace(request, successors=choose({name: model}, request.symmetry, request.engine)[0][name])
     return engine(model, name, request, progress)
+
+
+def choose_successors(protocols, config: Config, symmetry: bool, successors: str, engine: str = "local",
+                      tour: bool = False) -> tuple[dict[str, str], list[str]]:
+    """The backend each of `protocols` runs under `successors` (each at its tour bounds when `tour`), and
+    for `auto` the notes on those that run the reference backend (`checker.auto_backend.choose`)."""
+    models = {}
+    for spec in protocols:
+        name, protocol = resolve(spec)
+        try:
+            models[name] = build_model(protocol, tour_config(name, config) if tour else config)
+        except ValueError:  # the model refuses these bounds itself: its own check says so
+            continue
+    if successors != "auto":
+        return {name: successors for name in models}, []
+    from hwm.checker.auto_backend import choose
+    return choose(models, symmetry, engine)
 
 
 def successors_refusal(protocols, config: Config, successors: str) -> str | None:
@@ -77,6 +98,20 @@ def successors_refusal(protocols, config: Config, successors: str) -> str | None
     return None
 
 
+def long_run_warning(protocols, config: Config, symmetry: bool, backends: dict[str, str], parallel: int = 1,
+                     tour: bool = False) -> str | None:
+    """`checker.estimate.long_run_warning` for these protocols (each at its tour bounds when `tour`),
+    with the backend each runs (`backends`, by name: `choose_successors`)."""
+    from hwm.checker.estimate import long_run_warning as warning
+
+    runs = []
+    for spec in protocols:
+        name, protocol = resolve(spec)
+        if name in backends:
+            runs.append((protocol.system, tour_config(name, config) if tour else config, backends[name]))
+    return warning(runs, symmetry, parallel)
+
+
 def _run_quiet(request: CheckRequest) -> Report:
     return run(request)
 
@@ -92,12 +127,19 @@ class TourInterrupted(KeyboardInterrupt):
 
 
 def tour(config: Config, symmetry: bool, jobs: int, progress_stream=None,
-         successors: str = "reference") -> list[tuple[str, Report]]:
+         successors: str | dict[str, str] = "reference") -> list[tuple[str, Report]]:
     """Check every preset (each at `tour_config`); presets run in parallel processes (one per core
-    by default). `progress_stream` hears of each preset as it finishes and, on a terminal, of
-    those still running, every second."""
-    requests = [CheckRequest(name, tour_config(name, config), symmetry, successors=successors)
-                for name in runnable_presets(config)]
+    by default). `successors`: one backend for all, "auto", or one per preset (`choose_successors`).
+    `progress_stream` hears of each preset as it finishes and, on a terminal, of those still
+    running, every second."""
+    names = runnable_presets(config)
+    if successors == "auto":
+        successors = choose_successors(names, config, symmetry, "auto", tour=True)[0]
+    backends = successors if isinstance(successors, dict) else dict.fromkeys(names, successors)
+    requests = [CheckRequest(name, tour_config(name, config), symmetry, successors=backends[name]) for name in names]
+    if "fast" in backends.values():
+        from hwm.checker.auto_backend import prepare_fast
+        prepare_fast()  # built (first use) or loaded once here, not by every worker at once
     started = time.perf_counter()
     tty = progress_stream is not None and progress_stream.isatty()
 

@@ -78,6 +78,13 @@ def lasso_trace(report: LivenessReport, protocol_spec, prop: str) -> Trace:
     )
 
 
+def lasso_paths(report: LivenessReport, directory: Path) -> dict[str, Path]:
+    """Where `save_lassos` puts each violated eventually property's lasso: known before anything is
+    written, so the report can name the files and be printed first."""
+    return {name: directory / trace_filename(report.protocol_name, name) for name in report.violated}
+
+
 def save_lassos(report: LivenessReport, protocol_spec, directory: Path) -> dict[str, Path]:
-    return {name: lasso_trace(report, protocol_spec, name).save(directory / trace_filename(report.protocol_name, name))
-            for name in report.violated}
+    """Save each lasso; OSError (naming the path) when one cannot be written."""
+    return {name: lasso_trace(report, protocol_spec, name).save(path)
+            for name, path in lasso_paths(report, directory).items()}

@@ -7,7 +7,8 @@ from pathlib import Path
 
 from hwm.checker.expectations import judge  # noqa: F401
 from hwm.checker.report import Report
-from hwm.checker.run import CheckRequest, TourInterrupted, default_jobs, run, successors_refusal, tour  # noqa: F401
+from hwm.checker.run import (CheckRequest, TourInterrupted, choose_successors, default_jobs,  # noqa: F401
+                             long_run_warning, run, runnable_presets, successors_refusal, tour)
 from hwm.checker.traces import bounds_directory, counterexample_paths, save_counterexamples, trace_filename, tour_directories  # noqa: F401
 from hwm.checker.verdict import impossible_witnesses, judge_tour, passed, thin, tour_config  # noqa: F401
 from hwm.model.state import Config

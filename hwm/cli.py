@@ -14,6 +14,7 @@ from pathlib import Path
 import click
 
 from hwm import check as checking
+from hwm.checker.fast.aot import BUILD_ESTIMATE
 from hwm.params import OutputDir, OutputFile, ProtocolParam, directory_problem
 from hwm.render import Progress, step_table
 from hwm.teach import explain as explained
@@ -89,10 +90,12 @@ def main() -> None:
               help="State limit of the liveness graph (--liveness).")
 @click.option("--itf", "itf_too", is_flag=True,
               help="Also write each saved counterexample as an ITF trace (FILE.itf.json, for the TLA+ tools).")
-@click.option("--successors", type=click.Choice(["reference", "fast"]), default="reference", show_default=True,
-              help="How states are expanded (--engine local or spark): reference runs the readable model; fast "
-                   "the same model compiled (faster on large state spaces; the first run on a machine compiles "
-                   "for about 20 s, reported as set-up). Verdicts and lengths are the same.")
+@click.option("--successors", type=click.Choice(["auto", "reference", "fast"]), default="auto", show_default=True,
+              help="How states are expanded (--engine local or spark): fast runs the model compiled (10-40x "
+                   "faster; its first use on a machine builds it, " + BUILD_ESTIMATE + ", reported as set-up); "
+                   "reference the readable model; auto the compiled one where it runs the protocol and bounds, "
+                   "once built or where the run would take longer than the build, else reference, saying why. "
+                   "Verdicts and lengths are the same.")
 @click.option("--junit", "junit_out", type=OutputFile((".xml",)), default=None,
               help="Also write the verdicts as JUnit XML to FILE, for CI systems: one test case per preset and "
                    "property; a violation is a failure carrying its shortest counterexample and saved file.")
@@ -104,7 +107,7 @@ def main() -> None:
               help="Seconds between progress lines off a terminal.")
 def check(protocol, servers, max_generation, max_log, max_crashes, network, channel_capacity, no_symmetry,
           engine, spark_master, walks, seed, jobs, as_json, save, workers, liveness=False,
-          liveness_max_states=50_000, successors="reference", junit_out=None, progress_mode="auto",
+          liveness_max_states=50_000, successors="auto", junit_out=None, progress_mode="auto",
           progress_interval=10.0, itf_too=False, max_partitions=0) -> None:
     """Explore the model exhaustively and report every property's verdict.
 
@@ -120,7 +123,7 @@ def check(protocol, servers, max_generation, max_log, max_crashes, network, chan
     if workers > 1 and (engine != "local" or protocol is None):
         raise click.UsageError("--workers applies to one protocol on the local engine (the tour runs presets "
                                "in parallel with --jobs; Spark has its own executors)")
-    if successors != "reference":
+    if successors == "fast":
         if engine == "simulation":
             raise click.UsageError(f"--successors {successors} applies to breadth-first search (--engine local or "
                                    "spark); the simulation walks the model itself")
@@ -143,10 +146,18 @@ def check(protocol, servers, max_generation, max_log, max_crashes, network, chan
         return
     if liveness:
         from hwm import liveness_report
-        from hwm.checker.traces import save_lassos
+        from hwm.checker.traces import lasso_paths, save_lassos
         reason = liveness_report.refused(protocol, config)
         if reason:
             raise click.UsageError(f"--liveness: {reason}")
+    if engine != "simulation":
+        backends, notes = checking.choose_successors([protocol], config, symmetry, successors, engine)
+        for note in notes:
+            click.echo(f"note: {note}", err=True)
+        successors = next(iter(backends.values()), successors)
+        warning = checking.long_run_warning([protocol], config, symmetry, backends, workers)
+        if warning:
+            click.echo(warning, err=True)
     progress = Progress(f"checking {protocol if isinstance(protocol, str) else resolve(protocol)[0]}",
                         mode=progress_mode, interval=progress_interval)
     request = checking.CheckRequest(protocol, config, symmetry, engine, spark_master, walks, seed, workers,
@@ -162,14 +173,13 @@ def check(protocol, servers, max_generation, max_log, max_crashes, network, chan
     # The report names the files it is about to write and is printed first: an output path that
     # fails then costs a one-line error, not the search's result.
     saved = checking.counterexample_paths(report, save) if save is not None else {}
-    lively = None
+    lively, lively_saved = None, {}
     if liveness:
         try:
             lively = liveness_report.run(protocol, config, liveness_max_states)
         except liveness_report.LivenessRefused as e:
             raise click.UsageError(f"--liveness: {e} (--liveness-max-states)")
-        lively_saved = save_lassos(lively, protocol, save) if save is not None else {}
-        _save_pages(lively_saved.values())  # a lasso's page too: its stem and its cycle
+        lively_saved = lasso_paths(lively, save) if save is not None else {}  # written after the report
     _, resolved = resolve(protocol)
     if as_json:
         body = checking.report_json(report, resolved)
@@ -185,6 +195,8 @@ def check(protocol, servers, max_generation, max_log, max_crashes, network, chan
             _save_pages(checking.save_counterexamples(report, protocol, save))
             if itf_too:
                 _save_itf(saved.values())
+        if lively_saved:
+            _save_pages(save_lassos(lively, protocol, save).values())  # a lasso's page too: stem and cycle
         if junit_out is not None:
             from hwm.checker import junit
             junit.write(junit_out, [junit.suite(report, protocol, saved)])
@@ -195,7 +207,7 @@ def check(protocol, servers, max_generation, max_log, max_crashes, network, chan
 
 
 def _tour(config: Config, symmetry: bool, jobs: int, as_json: bool, directories: dict[str, Path], engine: str,
-          successors: str = "reference", junit_out: Path | None = None, progress: bool = True,
+          successors: str = "auto", junit_out: Path | None = None, progress: bool = True,
           itf_too: bool = False) -> None:
     if engine != "local":
         raise click.UsageError("the tour runs on the local engine; give --protocol to use another engine")
@@ -209,9 +221,16 @@ def _tour(config: Config, symmetry: bool, jobs: int, as_json: bool, directories:
             lowered.setdefault(checking.tour_config(n, config).describe(), []).append(n)
     for bounds, names in lowered.items():
         click.echo(f"  {', '.join(names)} at {bounds}", err=True)
+    presets = checking.runnable_presets(config)
+    backends, notes = checking.choose_successors(presets, config, symmetry, successors, tour=True)
+    for note in notes:
+        click.echo(f"  note: {note}", err=True)
+    warning = checking.long_run_warning(presets, config, symmetry, backends, parallel=jobs, tour=True)
+    if warning:
+        click.echo(warning, err=True)
     try:
         results = checking.tour(config, symmetry, jobs, progress_stream=sys.stderr if progress else None,
-                                successors=successors)
+                                successors=backends)
     except checking.TourInterrupted as stop:
         # What finished is as true as a whole tour's row; what did not is named, not guessed.
         if stop.finished:
@@ -219,6 +238,14 @@ def _tour(config: Config, symmetry: bool, jobs: int, as_json: bool, directories:
         click.echo(f"\nINTERRUPTED: Ctrl-C stopped the tour; {len(stop.finished)} of "
                    f"{len(stop.finished) + len(stop.unfinished)} presets finished"
                    + (f"; not checked: {', '.join(stop.unfinished)}" if stop.unfinished else ""))
+        if junit_out is not None:  # what finished, as a whole tour's; the rest skipped, never passed
+            from hwm.checker import junit
+            with _output_errors():
+                junit.write(junit_out, [junit.suite(r, name, {}, junit.expected_not_shown(name, r))
+                                        for name, r in stop.finished]
+                            + [junit.not_checked(name, checking.tour_config(name, config),
+                                                 "not checked: Ctrl-C stopped the tour before this preset")
+                               for name in stop.unfinished])
         sys.exit(EXIT_INTERRUPTED)
     saved = [path for name, report in results
              for path in checking.counterexample_paths(report, directories[name]).values()]

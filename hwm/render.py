@@ -97,7 +97,15 @@ class Progress:
         self.last = (elapsed, states)
         frontier = f"  frontier {info['frontier']:,}" if "frontier" in info else ""
         return (f"{self.label}: {duration(elapsed)}  depth {info['depth']}  states {states:,}{frontier}  "
-                f"{info['states_per_second']:,.0f} states/s{growth}")
+                f"{info['states_per_second']:,.0f} states/s{growth}{self.eta(info)}")
+
+    @staticmethod
+    def eta(info: dict) -> str:
+        """`  ETA 3 min 05 s` once the levels have started to shrink (checker.estimate), else nothing."""
+        from hwm.checker.estimate import remaining_seconds
+
+        seconds = remaining_seconds(info)
+        return "" if seconds is None or seconds < 1 else f"  ETA {duration(seconds)}"  # < 1: ending
 
     def __call__(self, info: dict) -> None:
         if not self.enabled:

@@ -72,6 +72,15 @@ class BookKeeperState(NamedTuple):
         n = len(self.servers) - 2
         return server_name(k) + ("" if k < n else " writer" if k == n else " recovery")
 
+    def part(self, k: int) -> str | None:
+        """For findings: the two clients are servers of the state, not bookies (None for a bookie)."""
+        n = len(self.servers) - 2
+        return None if k < n else "the writer" if k == n else "the recovery client"
+
+    def members(self) -> str:
+        """For findings: what a count of servers is out of (the clients' copies count, as in the model)."""
+        return f"{len(self.servers)} servers ({len(self.servers) - 2} bookies, the writer and the recovery client)"
+
     def note(self, k: int) -> str:
         return " fenced" if k < len(self.servers) - 2 and self.fenced >> k & 1 else ""
 

@@ -16,7 +16,7 @@ from __future__ import annotations
 from hwm.properties.catalogue import CATALOGUE, Finding, Property
 from hwm.properties.leases import LEASES
 from hwm.properties.quorum import majority
-from hwm.properties.snapshot import LEADER, ClusterView, server_name
+from hwm.properties.snapshot import LEADER, ClusterView, out_of, server_name
 
 
 def acknowledged(view: ClusterView) -> frozenset:
@@ -33,7 +33,7 @@ def acked_write_never_lost(view: ClusterView) -> Finding:
         holders = sum(1 for s in servers if len(s.log) >= index and s.log[index - 1] == generation)
         if holders < needed:
             return (f"entry {index}@g{generation}, acknowledged to a client, is stored on only {holders} of "
-                    f"{len(servers)} servers (a quorum is {needed})")
+                    f"{out_of(view)} (a quorum is {needed})")
     return None
 
 

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import Callable, Iterator, Optional
 
 from hwm.properties.quorum import majority
-from hwm.properties.snapshot import LEADER, ClusterView, ServerView, server_name
+from hwm.properties.snapshot import LEADER, ClusterView, ServerView, named, out_of, server_name
 
 Finding = Optional[str]
 
@@ -58,8 +58,8 @@ def read_never_truncated(before: ClusterView, after: ClusterView) -> Finding:
             if entry in before.reads:
                 left = holders(after, entry)
                 if left < needed:
-                    return (f"{server_name(k)} removed entry {entry[0]}@g{entry[1]}, which a client has read; "
-                            f"only {left} of {len(after.servers)} servers still store it")
+                    return (f"{named(after, k)} removed entry {entry[0]}@g{entry[1]}, which a client has read; "
+                            f"only {left} of {out_of(after)} still store it")
     return None
 
 
@@ -84,7 +84,7 @@ def read_never_lost(before: ClusterView, after: ClusterView) -> Finding:
         for index, generation in sorted(before.reads):
             if len(a.log) < index or a.log[index - 1] != generation:
                 return (
-                    f"{server_name(k)} became leader of generation {a.generation} without "
+                    f"{named(after, k)} became leader of generation {a.generation} without "
                     f"entry {index}@g{generation}, which a client has read"
                 )
     return None
@@ -119,8 +119,8 @@ def committed_on_quorum(view: ClusterView) -> Finding:
             held = holders(view, entry)
             if held < needed:
                 return (
-                    f"{server_name(k)} counts entry {index}@g{entry[1]} as committed (hwm={s.hwm}) "
-                    f"but only {held} of {len(servers)} servers store it"
+                    f"{named(view, k)} counts entry {index}@g{entry[1]} as committed (hwm={s.hwm}) "
+                    f"but only {held} of {out_of(view)} store it"
                 )
     return None
 
@@ -182,8 +182,8 @@ def leader_change_with_uncommitted(before: ClusterView, after: ClusterView) -> F
             for j, old in old_leaders:
                 if j != k and a.generation > old.generation:
                     return (
-                        f"{server_name(k)} became leader of generation {a.generation} while "
-                        f"{server_name(j)} held uncommitted entries {old.hwm + 1}..{len(old.log)}"
+                        f"{named(after, k)} became leader of generation {a.generation} while "
+                        f"{named(before, j)} held uncommitted entries {old.hwm + 1}..{len(old.log)}"
                     )
     return None
 

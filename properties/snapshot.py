@@ -18,6 +18,21 @@ def server_name(position: int) -> str:
     return f"S{position + 1}"
 
 
+def named(view, position: int) -> str:
+    """Server `position` as a finding names it: S1..Sn, and its part where the view's model gives
+    some servers another one than a replica's (`part(k)`: BookKeeper's writer and recovery client)."""
+    part = getattr(view, "part", None)
+    role = part(position) if part is not None else None
+    return f"{server_name(position)} ({role})" if role else server_name(position)
+
+
+def out_of(view) -> str:
+    """What a count of servers is out of: `5 servers`, or the view's own words where not every server
+    is a replica (`members()`: `5 servers (3 bookies, the writer and the recovery client)`)."""
+    members = getattr(view, "members", None)
+    return members() if members is not None else f"{len(view.servers)} servers"
+
+
 def server_position(name: str, servers: int) -> int:
     """The position of `name` (S1..Sn); ValueError naming the valid range otherwise."""
     if not (isinstance(name, str) and name.startswith("S") and name[1:].isdigit()):

@@ -16,7 +16,8 @@ cache directory, and later processes load that module alone.
   `$XDG_CACHE_HOME/hwm/kernels`, else `~/.cache/hwm/kernels`. Deleting it is
   always safe: the next `--successors fast` run builds the module again.
 - The build runs in a child process, once per machine and source version (a
-  lock file keeps concurrent processes from building twice), and is reported
+  lock file keeps concurrent processes from building twice), announced with
+  its estimate (`BUILD_ESTIMATE`) and a progress line on stderr, and is reported
   as a one-off cost (`checker.fast.compile_seconds()`), like Numba's compiles.
 - When the build fails (no C compiler, say), the reason is kept next to where
   the module would be (`<module>.failed`), printed, and the kernels run under
@@ -64,6 +65,13 @@ ENTRY_POINTS = {
 SOURCES = ("aot.py", "fields.py", "blake2b.py", "kernels.py", "properties.py", "probing.py")
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))  # the directory that holds the `model` package
+
+# What the first build costs, measured by bench/first_run.py (docs/scaling.md: 68 CPU s at load 7, 89 at
+# load 20 on 2 cores): the one estimate users are told, on stderr as it starts, in `hwm check --help` and
+# in the README (tests/checker/test_aot.py checks they agree); checker.auto_backend weighs it.
+BUILD_CPU_SECONDS = 70
+BUILD_ESTIMATE = f"about {BUILD_CPU_SECONDS} CPU seconds, longer in wall time on a busy machine"
+BUILD_PROGRESS_SECONDS = 10.0  # between the build's progress lines off a terminal (a CI log)
 
 _LOADED: dict = {}  # this process's Kernels, by (HWM_KERNELS, cache directory)
 
@@ -206,22 +214,53 @@ def _build_once(path: str, failed: str) -> str | None:
         if os.path.exists(path) or os.path.exists(failed):
             return None
         print(f"hwm: compiling the fast backend's kernels into {path} (once for this version of their "
-              "sources; about a minute)", file=sys.stderr, flush=True)
+              f"sources: {BUILD_ESTIMATE})", file=sys.stderr, flush=True)
         command = [sys.executable, "-m", "hwm.checker.fast.aot", directory, os.path.basename(path).split(".")[0]]
         env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in (ROOT, os.environ.get("PYTHONPATH")) if p)}
         try:
-            done = subprocess.run(command, env=env, capture_output=True, text=True)
+            returncode, output = _run_with_progress(command, env)
         except OSError as error:
             reason = str(error)
         else:
-            if done.returncode == 0 and os.path.exists(path):
+            if returncode == 0 and os.path.exists(path):
                 return None
-            if done.returncode < 0:  # killed (out of memory, say)
-                return f"the build was killed by signal {-done.returncode}"
-            reason = (done.stdout + done.stderr).strip() or f"exit status {done.returncode}"
+            if returncode < 0:  # killed (out of memory, say)
+                return f"the build was killed by signal {-returncode}"
+            reason = output.strip() or f"exit status {returncode}"
         with open(failed, "w") as out:
             out.write(f"{' '.join(command)}\n{reason}\n")
     return None
+
+
+def _run_with_progress(command: list[str], env: dict) -> tuple[int, str]:
+    """Run the build's child, telling stderr how long it has run (redrawn each second on a terminal, a
+    line every BUILD_PROGRESS_SECONDS off one), so a first use is not a silent minute. Ctrl-C stops it."""
+    import time
+
+    tty = sys.stderr.isatty()
+    every = 1.0 if tty else BUILD_PROGRESS_SECONDS
+    started = time.monotonic()
+    with tempfile.TemporaryFile("w+") as output:  # a file, not a pipe: a chatty compiler cannot block
+        child = subprocess.Popen(command, env=env, stdout=output, stderr=subprocess.STDOUT, text=True)
+        try:
+            while True:
+                try:
+                    returncode = child.wait(timeout=every)
+                    break
+                except subprocess.TimeoutExpired:
+                    line = (f"hwm: compiling the fast backend's kernels: {time.monotonic() - started:.0f} s "
+                            f"({BUILD_ESTIMATE})")
+                    sys.stderr.write(f"\r{line}" if tty else line + "\n")
+                    sys.stderr.flush()
+        finally:
+            if child.poll() is None:  # interrupted: no half-built module is left running
+                child.kill()
+                child.wait()
+            if tty:
+                sys.stderr.write("\r" + " " * 110 + "\r")
+                sys.stderr.flush()
+        output.seek(0)
+        return returncode, output.read()
 
 
 def signature(result: str, arguments) -> str:

@@ -15,23 +15,24 @@ from hwm.checker.backend import Backend
 
 # Each compiled equivalent, keyed by the property's name and the digest of the source it
 # was written from (source_digest): {name: {digest: code}}. A property may have several
-# versions (ReadNeverTruncated read literally, and refined to "fewer than a quorum").
+# versions (ReadNeverTruncated read literally, and refined to "fewer than a quorum"; a finding's
+# wording changed, the logic not: the servers named by their part, BookKeeper's clients).
 STATE_CODES = {
     "ReadsAgree": {"337243c8d24e1f1a": 0},
     "HwmWithinLog": {"ec4cd1e9e8d3d628": 1},
-    "CommittedOnQuorum": {"ad8623486d63fb54": 2, "44c79cea193429d5": 2},
+    "CommittedOnQuorum": {"ad8623486d63fb54": 2, "44c79cea193429d5": 2, "42d442bccb82b99a": 2},
     "OneLeaderPerGeneration": {"e33af864b183e1df": 3},
     "LogMatching": {"c4358c5d7c87adff": 4},
     "EntryRead": {"da87b43187b13b16": 5},
     # properties.acked, on the rows of a model with the `acked` ghost (none in the raft model's)
-    "AckedWriteNeverLost": {"beba27ce82b65b2f": 6},
+    "AckedWriteNeverLost": {"beba27ce82b65b2f": 6, "d6770d77147595c2": 6},
     "WriteAcknowledged": {"1a07dbc30384d119": 7},
 }
 STEP_CODES = {
-    "ReadNeverTruncated": {"c473d70605200f94": 0, "e9411c0e08fbc852": 5},
-    "ReadNeverLost": {"0c51de25de896e16": 1},
+    "ReadNeverTruncated": {"c473d70605200f94": 0, "e9411c0e08fbc852": 5, "fed81e85dc919462": 5},
+    "ReadNeverLost": {"0c51de25de896e16": 1, "45148cdfa97ce104": 1},
     "UncommittedTruncated": {"59d0302fada9d050": 2},
-    "LeaderChangeWithUncommitted": {"57c9bf766b65d821": 3},
+    "LeaderChangeWithUncommitted": {"57c9bf766b65d821": 3, "db3d03f554660fcb": 3},
     "CrashAndRejoin": {"a40a1153af6c6a3c": 4},
     "HwmNeverTruncated": {"50b1433a6e12557a": 6},
     "AcknowledgedWriteKept": {"fb87a2b08fb44ed5": 7},  # properties.acked, Kafka's catalogue

@@ -103,13 +103,40 @@ def test_a_failed_build_runs_numbas_jit_and_says_so(tmp_path, monkeypatch, capsy
     assert (report.states, report.transitions) == (PINNED[KEY]["states"], PINNED[KEY]["transitions"])
     # A failure is remembered, not retried by every process, until its file is deleted.
     aot._LOADED.clear()
-    monkeypatch.setattr(aot.subprocess, "run", lambda *a, **k: pytest.fail("built again"))
+    monkeypatch.setattr(aot.subprocess, "Popen", lambda *a, **k: pytest.fail("built again"))
     assert not aot.kernels().ahead_of_time
     os.remove(failed)
     aot._LOADED.clear()
     with pytest.raises(pytest.fail.Exception, match="built again"):
         aot.kernels()
     aot._LOADED.clear()
+
+
+def test_hwm_check_runs_the_jit_where_the_build_fails_and_by_default_after_it_with_the_same_counts(
+        tmp_path, monkeypatch):
+    """A machine without a C compiler: the first check that builds the kernels (--successors fast here;
+    the tour by default) says the build failed and runs the same kernels under Numba's JIT; every later
+    `hwm check` (the compiled backend by default) runs the JIT too. Same counts as the pin. The JIT's
+    kernels are compiled in this process by the test above, when run with it."""
+    from click.testing import CliRunner
+
+    from hwm.cli import main
+
+    monkeypatch.setenv("HWM_CACHE_DIR", str(tmp_path))
+    monkeypatch.setattr(aot.sys, "executable", "/bin/false")  # the build's child fails at once, as cc would
+    pinned = PINNED[("raft", 2, 2, 1, 1, "rpc", True)]
+    for successors in (["--successors", "fast"], []):
+        aot._LOADED.clear()
+        try:
+            result = CliRunner().invoke(main, ["check", "--protocol", "raft", "--servers", "2", "--max-generation",
+                                               "2", "--json", *successors], catch_exceptions=False)
+        finally:
+            aot._LOADED.clear()
+        assert result.exit_code == 0, result.output
+        assert "running them under Numba's JIT instead (same results" in result.stderr, successors
+        report = json.loads(result.stdout)
+        assert report["successors"] == "fast"
+        assert (report["distinct_states"], report["transitions"]) == (pinned["states"], pinned["transitions"])
 
 
 def test_a_cache_that_cannot_be_written_runs_numbas_jit_and_says_so(tmp_path, monkeypatch, capsys):
@@ -136,3 +163,30 @@ def test_an_empty_cache_builds_the_module_on_first_use(tmp_path):
     assert (found["states"], found["transitions"]) == (PINNED[KEY]["states"], PINNED[KEY]["transitions"])
     again, stderr = fast_search({"HWM_CACHE_DIR": str(tmp_path)})
     assert "compiling" not in stderr and again == found
+
+
+def test_users_are_told_one_build_estimate_in_the_readme_the_help_and_on_stderr(tmp_path, monkeypatch, capsys):
+    from click.testing import CliRunner
+
+    from hwm.cli import main
+
+    readme = " ".join(open(os.path.join(ROOT, "README.md"), encoding="utf-8").read().split())
+    help_text = " ".join(CliRunner().invoke(main, ["check", "--help"]).output.split())
+    assert f"about {aot.BUILD_CPU_SECONDS} CPU seconds" in readme
+    assert aot.BUILD_ESTIMATE in help_text
+    for other in ("about 20 s", "about a minute", "about 30 CPU s", "about 35 CPU s"):
+        assert other not in readme and other not in help_text, other
+    monkeypatch.setenv("HWM_CACHE_DIR", str(tmp_path))
+    monkeypatch.setattr(aot.sys, "executable", "/bin/false")  # the build starts, and fails at once
+    aot._build_once(aot.module_path(), aot.module_path() + ".failed")
+    assert f"(once for this version of their sources: {aot.BUILD_ESTIMATE})" in capsys.readouterr().err
+
+
+def test_the_build_writes_progress_lines_while_it_runs_off_a_terminal(monkeypatch, capsys):
+    monkeypatch.setattr(aot, "BUILD_PROGRESS_SECONDS", 0.1)
+    returncode, output = aot._run_with_progress([sys.executable, "-c", "import time; time.sleep(0.45); print('built')"],
+                                                dict(os.environ))
+    assert (returncode, output.strip()) == (0, "built")
+    lines = capsys.readouterr().err.splitlines()
+    assert len(lines) >= 2 and all(line.startswith("hwm: compiling the fast backend's kernels: ") and
+                                   line.endswith(f" s ({aot.BUILD_ESTIMATE})") for line in lines), lines

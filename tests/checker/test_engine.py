@@ -211,8 +211,10 @@ def test_progress_reports_elapsed_time():
     model, preset, _ = model_of(("raft", 2, 2, 1, 1, "rpc", True))
     report = bfs(model, preset, progress=seen.append)
     last = seen[-1]  # the last report comes when the search ends
-    assert set(last) == {"depth", "states", "frontier", "states_per_second", "elapsed"}
+    assert set(last) == {"depth", "states", "frontier", "states_per_second", "elapsed", "levels", "expanded"}
     assert last["states"] == report.states == 96 and last["elapsed"] > 0
+    assert sum(last["levels"]) == 96 and len(last["levels"]) == report.depth + 1  # the initial state's level too
+    assert last["expanded"] == 96
     assert not report.interrupted
 
 

@@ -74,6 +74,44 @@ def test_an_os_error_on_an_output_path_is_one_line_after_the_report_and_exits_2(
     assert line.startswith("error: cannot write ") and line.endswith(": Read-only file system"), err
 
 
+def test_a_lasso_that_cannot_be_written_costs_one_line_after_the_liveness_report(monkeypatch, tmp_path):
+    # seed's FollowersCatchUp lasso at these bounds (docs/liveness.md); only the lasso's write fails.
+    from hwm.properties.trace import Trace
+    save = Trace.save
+
+    def refuse_lassos(trace, path, *args, **kwargs):
+        if "FollowersCatchUp" in str(path):
+            raise OSError(errno.ENOSPC, "No space left on device", str(path))
+        return save(trace, path, *args, **kwargs)
+
+    monkeypatch.setattr(Trace, "save", refuse_lassos)
+    code, out, err = _hwm("check", "--protocol", "seed", "--max-generation", 2, "--liveness", "--save", tmp_path)
+    assert code == 2, out + err
+    lasso = tmp_path / "seed.FollowersCatchUp.json"
+    assert "✗ FollowersCatchUp" in out and f"saved to {lasso}" in out  # the report came first
+    assert (tmp_path / "seed.ReadNeverTruncated.json").exists()
+    assert err.strip().splitlines()[-1] == f"error: cannot write {lasso}: No space left on device", err
+
+
+class _Searched(Exception):
+    """Raised in place of the search: what was printed before it is what a user sees first."""
+
+
+def test_bounds_that_predict_a_long_run_are_warned_of_before_the_search(monkeypatch):
+    def search(*args, **kwargs):
+        raise _Searched
+
+    monkeypatch.setattr("hwm.check.run", search)
+    monkeypatch.setattr("hwm.check.tour", search)
+    bounds = ["--servers", 5, "--max-generation", 10, "--max-log", 5]
+    for args in (["--protocol", "raft", *bounds], bounds):
+        result = CliRunner().invoke(main, ["check", *map(str, args)])
+        assert isinstance(result.exception, _Searched), result.output
+        assert "warning: these bounds predict roughly 10^1" in result.stderr and " years of search" in result.stderr
+    result = CliRunner().invoke(main, ["check", "--protocol", "raft"])  # the default bounds: no warning
+    assert isinstance(result.exception, _Searched) and "warning" not in result.stderr
+
+
 # ------------------------------------------------------------------------ JUnit XML
 
 # The JUnit XML that CI systems read (Jenkins' junit schema, which GitLab, GitHub actions' reporters
@@ -129,6 +167,36 @@ def test_the_tour_writes_junit_xml_with_a_failing_case_for_a_broken_preset(tmp_p
     assert "not shown at these bounds (needs max_log>=1, max_crashes>=1)" in kip101.get("message")
 
 
+def test_an_interrupted_tour_writes_junit_for_what_finished_and_skips_the_rest(monkeypatch, tmp_path):
+    from hwm.checker.run import TourInterrupted, runnable_presets
+
+    config = Config(max_generation=2, max_crashes=0)
+    finished = [(name, bfs(build_model(PRESETS[name].protocol, config), name, successors="fast"))
+                for name in ("seed", "raft")]
+    unfinished = [name for name in runnable_presets(config) if name not in dict(finished)]
+
+    def interrupted_tour(*args, **kwargs):  # Ctrl-C once seed and raft had finished
+        raise TourInterrupted(finished, unfinished)
+
+    monkeypatch.setattr("hwm.check.tour", interrupted_tour)
+    junit = tmp_path / "hwm.xml"
+    code, out, _ = _hwm("check", "--max-generation", 2, "--max-crashes", 0, "--save", tmp_path, "--junit", junit)
+    assert code == 130 and "INTERRUPTED" in out, out
+    root = ET.parse(junit).getroot()
+    _validate(root)
+    suites = {s.get("name"): s for s in root}
+    assert list(suites) == ["seed", "raft"] + unfinished
+    seed = suites["seed"].find("testcase[@name='ReadNeverTruncated']/failure")
+    assert seed is not None and "violated in" in seed.get("message")
+    assert all(c.find("failure") is None and c.find("skipped") is None
+               for c in suites["raft"] if c.get("name") in ("ReadNeverTruncated", "LogMatching"))
+    for name in unfinished:
+        cases = suites[name].findall("testcase")
+        assert cases and all(c.find("skipped").get("message") == "not checked: Ctrl-C stopped the tour before "
+                             "this preset" for c in cases), name
+    assert {c.get("name") for c in suites["zab"]} >= {"ReadNeverTruncated", "AckedWriteNeverLost"}
+
+
 # ------------------------------------------------------------- progress in CI logs
 
 
@@ -136,7 +204,7 @@ def test_progress_lines_appear_in_a_log_when_stderr_is_not_a_terminal():
     # A real process whose stderr is a pipe, as in a CI job; raft's search at three generations
     # takes several progress intervals of 0.1 s.
     command = [sys.executable, "-c", "from hwm.cli import main; main(prog_name='hwm')", "check",
-               "--protocol", "raft", "--max-generation", 3, "--progress-interval", "0.1"]
+               "--protocol", "raft", "--max-generation", 3, "--progress-interval", "0.1", "--successors", "reference"]
     done = subprocess.run([str(c) for c in command], capture_output=True, text=True, cwd=ROOT, timeout=120)
     assert done.returncode == 0, done.stderr
     progress = [line for line in done.stderr.splitlines() if line.startswith("checking raft: ")]
