@@ -1,6 +1,7 @@
 """The node harness (`hwm test`): its speed, and how fast it catches each naive mistake.
 
     python bench/harness.py [--seeds 20] [--schedules 200] [--rate-schedules 30] [--quick]
+                            [--mistakes M,...] [--shrink-seeds K] [--correct-seeds N]
 
 1. Schedules per second and client operations per second of Hypothesis-chosen schedules (up to 30
    rules each, no failure, so every schedule runs to its end: start 3 processes, the steps, the
@@ -83,46 +84,75 @@ def rates(name: str, command: list[str], schedules: int) -> None:
               f"{report.operations / report.seconds:7.1f} ops/s  ({status})", flush=True)
 
 
-def catch(mistake: str, seeds: int, schedules: int) -> None:
+def catch(mistake: str, seeds: int, schedules: int, shrink_seeds: int | None = None) -> None:
+    """Hunt `mistake` alone under seeds 0..seeds-1; shrink only the first `shrink_seeds` catches
+    (None: every one), since shrinking costs far more than catching."""
     found, seconds, shrunk = [], [], []
     for seed in range(seeds):
+        shrink = shrink_seeds is None or len(shrunk) < shrink_seeds
         report = hunt([sys.executable, NAIVE, "--mistakes", mistake], workload="log", schedules=schedules,
-                      steps=30, seed=seed, shrink_seconds=120)
+                      steps=30, seed=seed, shrink_seconds=120, shrink=shrink)
         if report.failures:
             found.append(report.first_failure_at)
             seconds.append(report.first_failure_seconds)
-            shrunk.append(len(report.shortest.schedule.steps))
-        print(f"    seed {seed:>2}: " + (f"caught after {report.first_failure_at} schedules, "
-                                         f"{report.first_failure_seconds:.1f} s; shrunk to {shrunk[-1]} steps "
-                                         f"({report.seconds:.0f} s with shrinking)"
-                                         if report.failures else f"not caught in {report.schedules} schedules"),
-              flush=True)
+            if shrink:
+                shrunk.append(len(report.shortest.schedule.steps))
+        caught = (f"caught after {report.first_failure_at} schedules, {report.first_failure_seconds:.1f} s; "
+                  + (f"shrunk to {shrunk[-1]} steps ({report.seconds:.0f} s with shrinking)" if shrink
+                     else "not shrunk") if report.failures else None)
+        print(f"    seed {seed:>2}: " + (caught or f"not caught in {report.schedules} schedules"), flush=True)
     if found:
+        lengths = (f"shrunk to a median {statistics.median(shrunk):.0f} steps (min {min(shrunk)}, max {max(shrunk)}"
+                   f"{f', {len(shrunk)} shrunk' if len(shrunk) < len(found) else ''})" if shrunk else "none shrunk")
         print(f"  {mistake:<22} caught by {len(found)}/{seeds} seeds: median {statistics.median(found):.0f} schedules, "
-              f"{statistics.median(seconds):.1f} s; shrunk to a median {statistics.median(shrunk):.0f} steps "
-              f"(min {min(shrunk)}, max {max(shrunk)})", flush=True)
+              f"{statistics.median(seconds):.1f} s; {lengths}", flush=True)
     else:
         print(f"  {mistake:<22} not caught by any of {seeds} seeds in {schedules} schedules", flush=True)
+
+
+def clean(seeds: int, schedules: int) -> None:
+    """The correct example node under the same hunts: any finding is a false one."""
+    false, total = [], 0
+    for seed in range(seeds):
+        report = hunt(EXAMPLE, workload="log", schedules=schedules, steps=30, seed=seed, shrink=False)
+        total += report.schedules
+        if report.failures:
+            false.append(f"seed {seed}: {report.shortest.protocol_error or report.shortest.findings[0]}")
+    print(f"  examples/nodes/log_node.py  {total} schedules over {seeds} seeds: "
+          + ("no finding" if not false else f"{len(false)} FALSE FINDINGS: " + "; ".join(false)), flush=True)
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--seeds", type=int, default=20)
     parser.add_argument("--schedules", type=int, default=200, help="budget of schedules per hunt")
-    parser.add_argument("--rate-schedules", type=int, default=30)
+    parser.add_argument("--rate-schedules", type=int, default=30, help="schedules per rate measurement (0: skip part 1)")
+    parser.add_argument("--mistakes", default=",".join(MISTAKES), help="which mistakes to hunt (comma-separated)")
+    parser.add_argument("--shrink-seeds", type=int, default=None,
+                        help="shrink only the first K catches of each mistake (default: all)")
+    parser.add_argument("--correct-seeds", type=int, default=0,
+                        help="also hunt the correct node under this many seeds (any finding is false)")
     parser.add_argument("--quick", action="store_true", help="3 seeds, 10 schedules for the rates")
     args = parser.parse_args()
     if args.quick:
         args.seeds, args.rate_schedules = 3, 10
-    print("1. speed (virtual clock, 3 nodes, up to 30 rules a schedule)")
-    rates("examples/nodes/log_node.py", EXAMPLE, args.rate_schedules)
-    if own_node_available():
-        rates("hwm node --stdio (raft)", OWN_NODE, args.rate_schedules)
-    else:
-        print("  hwm node --stdio: not in this build")
+    mistakes = [m for m in args.mistakes.split(",") if m]
+    unknown = set(mistakes) - set(MISTAKES)
+    if unknown:
+        parser.error(f"--mistakes: unknown {sorted(unknown)[0]!r}; choose from {', '.join(MISTAKES)}")
+    if args.rate_schedules:
+        print("1. speed (virtual clock, 3 nodes, up to 30 rules a schedule)")
+        rates("examples/nodes/log_node.py", EXAMPLE, args.rate_schedules)
+        if own_node_available():
+            rates("hwm node --stdio (raft)", OWN_NODE, args.rate_schedules)
+        else:
+            print("  hwm node --stdio: not in this build")
     print(f"2. each naive mistake alone, {args.seeds} seeds, at most {args.schedules} schedules a hunt")
-    for mistake in MISTAKES:
-        catch(mistake, args.seeds, args.schedules)
+    for mistake in mistakes:
+        catch(mistake, args.seeds, args.schedules, args.shrink_seeds)
+    if args.correct_seeds:
+        print(f"3. the correct node, {args.correct_seeds} seeds, at most {args.schedules} schedules a hunt")
+        clean(args.correct_seeds, args.schedules)
 
 
 if __name__ == "__main__":
