@@ -17,9 +17,9 @@ step-deleting shrinker can drop any part of them):
 Hypothesis's stateful testing already turns a random subset of the rules off for each schedule
 (swarm testing, Groce et al. 2012), so some schedules are all appends, reads and cut-offs, others
 all message-level faults. Each schedule also reports two scores to `hypothesis.target`, which
-steers later schedules towards higher ones: the reads a client was served above the serving
-node's own high-water mark, and the restarts of a node whose log held entries above its own
-high-water mark (both zero for a node that does not answer `hwm_state`).
+steers the second half of a hunt towards higher ones: the steps after which an entry a client has
+read is stored on fewer than a majority, and the entries a majority stores above a killed node's
+own high-water mark (both zero for a node that does not answer `hwm_state`).
 
 A failing schedule (a finding, or a node breaking the protocol) is shrunk by Hypothesis; every
 failing schedule it tries is kept, and the shortest is the one reported and saved. Hypothesis is a
