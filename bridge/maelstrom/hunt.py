@@ -359,6 +359,13 @@ def shrink_further(command: list[str], failure: RunResult, limits: Limits | None
             bool(wanted & {f.name for f in result.findings})
         return result if same else None
 
+    # A finding seen online was visible at its step, so the steps after it are seldom needed:
+    # one run tries without all of them before the slower deletions.
+    seen_at = [f.step for f in failure.findings if f.step is not None and wanted != "protocol" and f.name in wanted]
+    if seen_at and min(seen_at) < len(best.schedule.steps):
+        found = still_fails(best.schedule.steps[:min(seen_at)])
+        if found is not None:
+            best = found
     chunk = max(1, len(best.schedule.steps) // 2)
     while chunk >= 1 and time.monotonic() - began < seconds:
         steps, start, removed = best.schedule.steps, 0, False
