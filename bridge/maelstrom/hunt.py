@@ -5,8 +5,9 @@ Besides single steps, three rules aim at the moments where the High-Water Mark p
 each written as plain steps (so a schedule stays an ordinary, replayable hwm-schedule/1, and the
 step-deleting shrinker can drop any part of them):
 
-- `append_then_read`: an append, then at once a read of the newest index at the same node, before
-  any delivery: a client asks for an entry no follower has yet stored;
+- `append_then_read` (`send_then_poll` for the kafka workload): an append at the leader, then at
+  once a read there of its newest index, before any delivery: a client asks for an entry no
+  follower has yet stored;
 - `cut_off`: partition, kill or pause the node that answered the latest read (or the leader), then
   optionally let the others run election rounds: whatever that node served or acknowledged must
   survive without it;
@@ -203,17 +204,17 @@ def hunt(command: list[str], workload: str = "log", nodes: int = 3, clock: str =
 
         # ---- rules aimed at the pattern's weak moments (see the module's docstring) ----------
         if workload == "log":
-            @rule(node=target, back=st.integers(0, 1))
-            def append_then_read(self, node, back):
-                node = self.resolve(node)
+            @rule(back=st.integers(0, 1))
+            def append_then_read(self, back):
+                node = self.resolve("leader")  # only a leader takes the append
                 self.apply({"op": "log_append", "node": node, "value": self.next_value()})
                 seen = self.run.observer.latest.get(node) if self.run is not None else None
                 newest = len(seen["log"]) if seen else self.newest_index()  # the entry just appended, if shown
                 self.apply({"op": "log_read", "node": node, "index": max(1, newest - back)})
         else:
-            @rule(node=target, key=st.sampled_from(["k1", "k2"]))
-            def send_then_poll(self, node, key):
-                node = self.resolve(node)
+            @rule(key=st.sampled_from(["k1", "k2"]))
+            def send_then_poll(self, key):
+                node = self.resolve("leader")
                 self.apply({"op": "send", "node": node, "key": key, "msg": self.next_value()})
                 self.apply({"op": "poll", "node": node, "offsets": {key: 0}})
 
