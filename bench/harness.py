@@ -59,21 +59,24 @@ above), November 2026. Catching: `python bench/harness.py --seeds 20 --schedules
 script calling `hunt` as `catch` does):
 
     before (main's hunt; truncate-to-own-hwm measured now, the same loaded machine, seeds 0-19):
-       ack-on-write         caught by 20/20 seeds: median 5 schedules; shrunk to 2 steps
-       poll-above-hwm       caught by  7/20 seeds: median 40 schedules; shrunk to a median 6 steps (5 to 11)
-       truncate-to-own-hwm  caught by  8/20 seeds: median 40 schedules, 47.6 s; shrunk to 3 steps (4 shrunk)
+       ack-on-write         20/20 seeds: median 5 schedules; shrunk to 2 steps
+       poll-above-hwm        7/20 seeds: median 40 schedules; shrunk to a median 6 steps (5 to 11)
+       truncate-to-own-hwm   8/20 seeds: median 40 schedules, 47.6 s; shrunk to 3 steps (4 shrunk)
     after:
-       ack-on-write         caught by 20/20 seeds: median 1 schedule, 1.9 s; shrunk to 2 steps (3 shrunk)
-       poll-above-hwm       caught by 19/20 seeds: median 9 schedules, 10.5 s; shrunk to a median 5 steps (5 to 19, 5 shrunk)
-       truncate-to-own-hwm  caught by 20/20 seeds: median 7 schedules, 12.9 s; shrunk to a median 3 steps (3 to 7, 3 shrunk)
-       examples/nodes/log_node.py (correct): 426 schedules over 5 seeds (0-4; Hypothesis ran a few past 80 each), no finding
+       ack-on-write         20/20 seeds: median 1 schedule, 1.9 s; shrunk to 2 steps (3 shrunk)
+       poll-above-hwm       19/20 seeds: median 9 schedules, 10.5 s; shrunk to a median 5 steps
+                                         (5 to 19, 5 shrunk)
+       truncate-to-own-hwm  20/20 seeds: median 7 schedules, 12.9 s; shrunk to a median 3 steps
+                                         (3 to 7, 3 shrunk)
+       examples/nodes/log_node.py (correct): 426 schedules over seeds 0-4 (Hypothesis ran a few
+                                         past 80 a seed), no finding
 
 The one seed that misses poll-above-hwm (seed 1) misses it again on reruns. Shrinking is capped at
 about 120 s of wall-clock time a hunt, which on the loaded machine allows a few dozen runs: the
-longer shrunk schedules are that cap's, not the bug's (poll-above-hwm's seed 2 stopped at 19 steps;
-the other seeds reached 5 or 6, and the example schedule has 5). Hypothesis's own swarm testing (a random subset of rules per schedule)
-was already on before; the first schedule it draws repeats the first rule, `append_then_read`,
-which is why ack-on-write now falls at schedule 1.
+longer shrunk schedules are that cap's, not the bug's (poll-above-hwm's seed 2 stopped at 19
+steps; the other seeds reached 5 or 6, and the example schedule has 5). Hypothesis's own swarm
+testing (a random subset of rules per schedule) was already on before; the first schedule it draws
+repeats the first rule, `append_then_read`, which is why ack-on-write now falls at schedule 1.
 """
 
 from __future__ import annotations
