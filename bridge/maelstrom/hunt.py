@@ -247,7 +247,8 @@ def hunt(command: list[str], workload: str = "log", nodes: int = 3, clock: str =
                 waiting = sum(1 for m in self.run.in_flight if m["src"] == src and m["dest"] == dest) \
                     if self.run is not None else 0
                 if waiting:
-                    self.apply({"op": "deliver", "from": src, "to": dest, **({"nth": waiting - 1} if waiting > 1 else {})})
+                    newest = {"nth": waiting - 1} if waiting > 1 else {}
+                    self.apply({"op": "deliver", "from": src, "to": dest, **newest})
             self.apply({"op": "kill", "node": follower})
             self.apply({"op": "restart", "node": follower})
 
