@@ -1,6 +1,27 @@
 """Schedules chosen by Hypothesis: a state machine whose rules are client requests, deliveries,
 faults and ticks, each applied at once to a live cluster of node processes.
 
+Besides single steps, three rules aim at the moments where the High-Water Mark pattern goes wrong,
+each written as plain steps (so a schedule stays an ordinary, replayable hwm-schedule/1, and the
+step-deleting shrinker can drop any part of them):
+
+- `append_then_read` (`send_then_poll` for the kafka workload): an append at the leader, then at
+  once a read there of its newest index, before any delivery: a client asks for an entry no
+  follower has yet stored;
+- `cut_off`: partition, kill or pause the node that answered the latest read (or the leader), then
+  optionally let the others run election rounds: whatever that node served or acknowledged must
+  survive without it;
+- `replicate_then_restart`: deliver what the leader has in flight to one follower and the
+  follower's answers back (the leader may now count the entry as stored on a majority), then kill
+  and restart the follower before the new high-water mark reaches it.
+
+Hypothesis's stateful testing already turns a random subset of the rules off for each schedule
+(swarm testing, Groce et al. 2012), so some schedules are all appends, reads and cut-offs, others
+all message-level faults. Each schedule also reports two scores to `hypothesis.target`, which
+steers the second half of a hunt towards higher ones: the steps after which an entry a client has
+read is stored on fewer than a majority, and the entries a majority stores above a killed node's
+own high-water mark (both zero for a node that does not answer `hwm_state`).
+
 A failing schedule (a finding, or a node breaking the protocol) is shrunk by Hypothesis; every
 failing schedule it tries is kept, and the shortest is the one reported and saved. Hypothesis is a
 test-time dependency of hwm: this module imports it when a hunt starts and says how to install it
@@ -80,6 +101,9 @@ def hunt(command: list[str], workload: str = "log", nodes: int = 3, clock: str =
             self.run: Run | None = None
             self.error: NodeProtocolError | None = None
             self.values = 0
+            self.last_reader: str | None = None  # the node that answered the latest successful read
+            self.steps_at_risk = 0  # the two scores given to hypothesis.target
+            self.risky_kills = 0
             now = time.monotonic()
             shrinking_too_long = report.first_failure_seconds is not None and \
                 now - began - report.first_failure_seconds > shrink_seconds / 4
@@ -97,11 +121,43 @@ def hunt(command: list[str], workload: str = "log", nodes: int = 3, clock: str =
         def apply(self, step: dict) -> None:
             if self.run is None or self.error is not None:
                 return
+            if step["op"] == "kill":
+                self.risky_kills += self.stored_above_own_hwm(step["node"])
             self.schedule.steps.append(step)
             try:
                 self.run.run_step(step, len(self.schedule.steps))
             except NodeProtocolError as e:
                 self.error = e
+                return
+            if step["op"] in ("log_read", "poll"):
+                self.read_answered(step)
+            if self.read_entry_at_risk():
+                self.steps_at_risk += 1
+
+        def holders(self, index: int, generation: int) -> int:
+            """How many nodes' logs, as they last showed them, hold entry `index`@`generation`."""
+            return sum(1 for seen in self.run.observer.latest.values()
+                       if len(seen["log"]) >= index and seen["log"][index - 1][1] == generation)
+
+        def stored_above_own_hwm(self, node: str) -> int:
+            """The entries above `node`'s own high-water mark that a majority already stores: a
+            restart now tests what the node does with entries it cannot yet know are committed."""
+            seen = self.run.observer.latest.get(node) if self.run is not None else None
+            if not seen or not seen["alive"]:
+                return 0
+            return sum(1 for index, generation in seen["log"][seen["hwm"]:]
+                       if self.holders(index, generation) >= len(node_ids) // 2 + 1)
+
+        def read_answered(self, step: dict) -> None:
+            op = self.run.ops[-1] if self.run.ops else None
+            if op is not None and op["step"] == len(self.schedule.steps) and op["status"] == "ok":
+                self.last_reader = step["node"]
+
+        def read_entry_at_risk(self) -> bool:
+            """Whether an entry a client has read is stored, as far as hwm has seen, on fewer than
+            a majority: one cut-off away from a new leader that never had it."""
+            return any(self.holders(index, generation) < len(node_ids) // 2 + 1
+                       for index, generation in self.run.observer.reads)
 
         def resolve(self, chosen: str) -> str:
             if chosen != "leader":
@@ -146,6 +202,57 @@ def hunt(command: list[str], workload: str = "log", nodes: int = 3, clock: str =
             def list_committed_offsets(self, node):
                 self.apply({"op": "list_committed_offsets", "node": node, "keys": ["k1", "k2"]})
 
+        # ---- rules aimed at the pattern's weak moments (see the module's docstring) ----------
+        if workload == "log":
+            @rule()
+            def append_then_read(self):
+                node = self.resolve("leader")  # only a leader takes the append
+                self.apply({"op": "log_append", "node": node, "value": self.next_value()})
+                seen = self.run.observer.latest.get(node) if self.run is not None else None
+                newest = len(seen["log"]) if seen else self.newest_index()  # the entry just appended, if shown
+                self.apply({"op": "log_read", "node": node, "index": max(1, newest)})
+        else:
+            @rule(key=st.sampled_from(["k1", "k2"]))
+            def send_then_poll(self, key):
+                node = self.resolve("leader")
+                self.apply({"op": "send", "node": node, "key": key, "msg": self.next_value()})
+                self.apply({"op": "poll", "node": node, "offsets": {key: 0}})
+
+        @rule(who=st.sampled_from(["reader", "leader"]), how=st.sampled_from(["partition", "kill", "pause"]),
+              rounds=st.sampled_from([0, 8]))
+        def cut_off(self, who, how, rounds):
+            node = self.last_reader if who == "reader" and self.last_reader else self.resolve("leader")
+            if how == "partition":
+                self.apply({"op": "partition", "groups": [[node], [n for n in node_ids if n != node]]})
+            else:
+                self.apply({"op": how, "node": node})
+                # What it sent but the network had not yet carried goes down with it; else the
+                # others would still receive its latest entries, and nothing would be cut off.
+                for dest in node_ids:
+                    waiting = sum(1 for m in self.run.in_flight if m["src"] == node and m["dest"] == dest) \
+                        if self.run is not None else 0
+                    for _ in range(min(waiting, 3)):
+                        self.apply({"op": "drop", "from": node, "to": dest})
+            if rounds:  # enough for the others to time out and elect among themselves
+                self.apply({"op": "settle", "rounds": rounds})
+
+        @rule(follower=node)
+        def replicate_then_restart(self, follower):
+            leader = self.resolve("leader")
+            if follower == leader:
+                follower = node_ids[(node_ids.index(leader) + 1) % len(node_ids)]
+            for src, dest in ((leader, follower), (follower, leader)):
+                # The newest message carries the most: the leader's latest entries, the follower's
+                # latest match.
+                waiting = sum(1 for m in self.run.in_flight if m["src"] == src and m["dest"] == dest) \
+                    if self.run is not None else 0
+                if waiting:
+                    newest = {"nth": waiting - 1} if waiting > 1 else {}
+                    self.apply({"op": "deliver", "from": src, "to": dest, **newest})
+            self.apply({"op": "kill", "node": follower})
+            self.apply({"op": "restart", "node": follower})
+
+        # ---- single steps --------------------------------------------------------------------
         @rule()
         def deliver_all(self):
             self.apply({"op": "deliver_all"})
@@ -182,6 +289,8 @@ def hunt(command: list[str], workload: str = "log", nodes: int = 3, clock: str =
         def teardown(self):
             if self.run is None:
                 return
+            hypothesis.target(float(self.steps_at_risk), label="steps with a read entry on fewer than a majority")
+            hypothesis.target(float(self.risky_kills), label="kills of a node with stored entries above its HWM")
             result = RunResult(self.schedule)
             try:
                 if self.error is None:
@@ -252,6 +361,13 @@ def shrink_further(command: list[str], failure: RunResult, limits: Limits | None
             bool(wanted & {f.name for f in result.findings})
         return result if same else None
 
+    # A finding seen online was visible at its step, so the steps after it are seldom needed:
+    # one run tries without all of them before the slower deletions.
+    seen_at = [f.step for f in failure.findings if f.step is not None and wanted != "protocol" and f.name in wanted]
+    if seen_at and min(seen_at) < len(best.schedule.steps):
+        found = still_fails(best.schedule.steps[:min(seen_at)])
+        if found is not None:
+            best = found
     chunk = max(1, len(best.schedule.steps) // 2)
     while chunk >= 1 and time.monotonic() - began < seconds:
         steps, start, removed = best.schedule.steps, 0, False

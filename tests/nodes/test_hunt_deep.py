@@ -11,11 +11,11 @@ from tests.nodes.commands import log_node, naive_node
 pytestmark = pytest.mark.deep
 
 
-# A seed per mistake under which bench/harness.py saw the hunt catch it within 120 schedules: the
-# two rarer mistakes are not caught under every seed (the bench gives the rates).
-@pytest.mark.parametrize("mistake, seed", [("ack-on-write", 0), ("poll-above-hwm", 1), ("truncate-to-own-hwm", 3)])
+# Seed 0 catches each mistake within 20 schedules in bench/harness.py's runs; not every seed
+# catches poll-above-hwm within 80 (the bench gives the rates).
+@pytest.mark.parametrize("mistake, seed", [("ack-on-write", 0), ("poll-above-hwm", 0), ("truncate-to-own-hwm", 0)])
 def test_the_hunt_catches_and_shrinks_each_mistake(mistake, seed, tmp_path):
-    report = hunt(naive_node(mistake), workload="log", schedules=150, steps=30, seed=seed, shrink_seconds=120)
+    report = hunt(naive_node(mistake), workload="log", schedules=80, steps=30, seed=seed, shrink_seconds=120)
     assert report.failures, f"{mistake} not caught in {report.schedules} schedules"
     shortest = report.shortest
     assert shortest.protocol_error is None
