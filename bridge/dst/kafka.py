@@ -32,7 +32,7 @@ import asyncio
 import contextvars
 import errno
 
-from hwm.bridge.dst import ACTIONS, CRASHES, SERVERS, TICK_SECONDS, Schedule, Step, _Died, _Simulation
+from hwm.bridge.dst import SERVERS, TICK_SECONDS, Schedule, Step, _Died, _Simulation, schedules
 from hwm.bridge.dst.net import MACHINE
 from hwm.impl.controller import ControllerConfig, ControllerNode
 from hwm.impl.kafka import CONTROLLER
@@ -183,18 +183,4 @@ class KafkaSimulation(_Simulation):
 def kafka_schedules(max_steps: int = 10, max_pause_ms: int = 200):
     """Hypothesis strategy: `bridge.dst.schedules()` whose steps may also name the controller
     (`server` 3), and whose crash step is a broker's or the controller's."""
-    from hypothesis import strategies as st
-
-    weighted = ("put", "put", "put") + ACTIONS[1:]
-    machines = st.integers(0, CONTROLLER_STEP)
-    step = st.builds(Step, st.integers(0, max_pause_ms), st.sampled_from(weighted), machines, st.integers(0, 7))
-    crash = st.builds(Step, st.integers(0, max_pause_ms), st.sampled_from(CRASHES), machines, st.integers(0, 7))
-
-    @st.composite
-    def schedule(draw):
-        steps = draw(st.lists(step, max_size=max_steps - 1))
-        at = draw(st.integers(0, len(steps)))
-        steps.insert(at, draw(crash))
-        return Schedule(draw(st.integers(0, 2**32 - 1)), tuple(steps))
-
-    return schedule()
+    return schedules(max_steps, max_pause_ms, machines=CONTROLLER_STEP + 1)
