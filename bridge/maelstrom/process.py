@@ -16,6 +16,7 @@ import signal
 import subprocess
 import threading
 import time
+from contextlib import contextmanager
 from pathlib import Path
 
 from hwm.bridge.maelstrom.protocol import MAX_LINE_BYTES
@@ -52,6 +53,29 @@ def _group_running(pgid: int) -> bool:
     return False
 
 
+@contextmanager
+def _ctrl_c_held():
+    """Hold a Ctrl-C (or the SIGTERM of a cancelled CI job) that comes while a node starts until the
+    start is recorded in _STARTED: raised between the fork and the record, it would leave a process
+    group that kill_all never kills."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    held: list = []
+    previous = {sig: signal.signal(sig, lambda signum, frame: held.append((signum, frame)))
+                for sig in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        yield
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+        for signum, frame in held[:1]:
+            if callable(previous[signum]):
+                previous[signum](signum, frame)
+            else:  # SIG_DFL or SIG_IGN: what it would have done, now that the start is recorded
+                signal.raise_signal(signum)
+
+
 class NodeProcess:
     def __init__(self, node: str, command: list[str], data_dir: Path, out: "queue.Queue"):
         self.node, self.command, self.data_dir, self.out = node, list(command), Path(data_dir), out
@@ -68,15 +92,15 @@ class NodeProcess:
     def start(self) -> None:
         self.incarnation += 1
         env = dict(os.environ, HWM_DATA_DIR=str(self.data_dir.resolve()), HWM_NODE_ID=self.node)
-        with open(self.log_path, "ab") as log:
+        with open(self.log_path, "ab") as log, _ctrl_c_held():
             try:
                 self.proc = subprocess.Popen(self.command, cwd=self.data_dir, env=env, stdin=subprocess.PIPE,
                                              stdout=subprocess.PIPE, stderr=log, start_new_session=True)
             except OSError as e:
                 from hwm.bridge.maelstrom.protocol import NodeProtocolError
                 raise NodeProtocolError(self.node, f"could not start {' '.join(self.command)!r}: {e.strerror}")
-        self.paused = False
-        _STARTED.add(self)
+            self.paused = False
+            _STARTED.add(self)
         threading.Thread(target=self._read, args=(self.proc, self.incarnation), daemon=True,
                          name=f"hwm-{self.node}-stdout").start()
 
@@ -110,8 +134,8 @@ class NodeProcess:
 
     def kill(self) -> None:
         """SIGKILL the node's whole process group and reap it; its data directory stays."""
-        _STARTED.discard(self)
         if self.proc is None:
+            _STARTED.discard(self)
             return
         self.signal_group(signal.SIGKILL)
         if self.paused:
@@ -132,6 +156,7 @@ class NodeProcess:
             except OSError:
                 pass
         self.paused = False
+        _STARTED.discard(self)  # last: a Ctrl-C during the kill leaves it to kill_all
 
     def pause(self) -> None:
         if self.alive and not self.paused:

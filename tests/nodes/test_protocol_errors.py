@@ -75,3 +75,25 @@ def test_ctrl_c_kills_every_node_and_exits_130(tmp_path, alive):
     assert proc.returncode == 130, out + err
     pids = [int(p) for p in marker.read_text().split()]
     assert len(pids) >= 6 and not any(alive(pid) for pid in pids), err
+
+
+def test_a_ctrl_c_as_a_node_starts_still_leaves_it_to_kill_all(tmp_path, alive, monkeypatch):
+    # The Ctrl-C lands right after the fork, before the start is recorded: it must wait for the record,
+    # or kill_all (what Ctrl-C runs) would not know the process.
+    import queue
+    from hwm.bridge.maelstrom import process
+
+    real = subprocess.Popen
+
+    def popen_then_ctrl_c(*args, **kwargs):
+        started = real(*args, **kwargs)
+        signal.raise_signal(signal.SIGINT)
+        return started
+
+    monkeypatch.setattr(process.subprocess, "Popen", popen_then_ctrl_c)
+    node = process.NodeProcess("n1", ["sleep", "300"], tmp_path / "n1", queue.Queue())
+    with pytest.raises(KeyboardInterrupt):
+        node.start()
+    assert node in process._STARTED
+    process.kill_all()
+    assert not alive(node.proc.pid)
