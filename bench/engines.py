@@ -104,21 +104,57 @@ def memory(args) -> dict:
             "peak": peak / states}
 
 
-def run_spark(master: str, args) -> list[tuple[int, float]]:
+def run_spark(master: str, args) -> list[tuple[int, float, dict]]:
+    """(states, search seconds, `spark_figures`) per run."""
     from hwm.checker.spark_engine import get_spark, spark_bfs
 
     spark = get_spark(master)
     warm = dict(WARM_UP)
-    spark_bfs(model_of(warm.pop("preset"), **warm), "warm-up", spark=spark)
+    spark_bfs(model_of(warm.pop("preset"), **warm), "warm-up", spark=spark, successors=args.successors)
     runs = []
     for _ in range(args.runs):
+        stats: dict = {}
         report = spark_bfs(model_of(args.preset, **bounds_of(args)), args.preset, symmetry=not args.no_symmetry,
-                           spark=spark, successors=args.successors)
-        runs.append((report.states, report.seconds))
+                           spark=spark, successors=args.successors, stats=stats)
+        runs.append((report.states, report.seconds, spark_figures(report, stats)))
     return runs
 
 
-def run_standalone(args) -> list[tuple[int, float]]:
+SMALL_LEVEL = 2_000  # transitions: a level this small is almost all fixed cost
+
+
+def spark_figures(report, stats: dict) -> dict:
+    """Per run: the fixed cost per level, bytes sent between partitions, the executors' memory.
+
+    Fixed cost: the median seconds of the levels with fewer than SMALL_LEVEL transitions (their
+    work is a few milliseconds), and the intercept of seconds ~ transitions over all levels.
+    Bytes: the payload of the records the tasks send on (before Spark's pickling and compression),
+    candidates alone and all records (the visited sets and the keys travel too), per transition.
+    Memory: the visited sets' arrays per visited state, and the growth of the Python workers' peak
+    resident memory over the run (their sum, per visited state).
+    """
+    import numpy as np
+
+    levels = stats["levels"]
+    small = [lv["seconds"] for lv in levels[1:] if lv["transitions"] < SMALL_LEVEL]
+    seconds = np.array([lv["seconds"] for lv in levels[1:]])
+    work = np.array([lv["transitions"] for lv in levels[1:]], dtype=float)
+    intercept = float(np.polyfit(work, seconds, 1)[1]) if len(levels) > 3 else float("nan")
+    transitions = max(1, report.transitions)
+    first, last = levels[0]["workers"], {}
+    for lv in levels:
+        last.update(lv["workers"])
+    growth = sum(rss - first.get(pid, min(first.values())) for pid, rss in last.items())
+    return {"levels": len(levels), "fixed_small": statistics.median(small) if small else float("nan"),
+            "small_levels": len(small), "fixed_intercept": intercept,
+            "candidate_bytes": sum(lv["candidate_bytes"] for lv in levels) / transitions,
+            "record_bytes": sum(lv["record_bytes"] for lv in levels) / transitions,
+            "visited_bytes": levels[-1]["visited_bytes"] / report.states,
+            "worker_growth": growth / report.states, "workers": len(last),
+            "tasks": statistics.median(lv["task_seconds"] for lv in levels)}
+
+
+def run_standalone(args, workers: int) -> list[tuple[int, float, dict]]:
     from hwm.checker.spark_engine import standalone_cluster
 
     child = [sys.executable, os.path.abspath(__file__), "--driver-for", "MASTER", "--runs", str(args.runs),
@@ -129,7 +165,7 @@ def run_standalone(args) -> list[tuple[int, float]]:
         child.append("--no-symmetry")
     env = dict(os.environ, PYSPARK_PYTHON=sys.executable, SPARK_LOCAL_IP="127.0.0.1",
                PYTHONPATH=os.pathsep.join(filter(None, [os.path.abspath(ROOT), os.environ.get("PYTHONPATH")])))
-    with standalone_cluster(workers=args.workers, cores=1, memory="1g") as master:
+    with standalone_cluster(workers=workers, cores=1, memory="1g") as master:
         child[child.index("MASTER")] = master
         done = subprocess.run(child, env=env, capture_output=True, text=True, timeout=3600)
     if done.returncode != 0:
@@ -147,7 +183,7 @@ def main() -> None:
     parser.add_argument("--max-crashes", type=int, default=1)
     parser.add_argument("--network", default="rpc", choices=["rpc", "async"])
     parser.add_argument("--no-symmetry", action="store_true")
-    parser.add_argument("--workers", type=int, default=2, help="standalone workers, one core each")
+    parser.add_argument("--workers", default="2", help="standalone clusters' workers, one core each, e.g. 1,2")
     parser.add_argument("--local-workers", default="1,2", help="worker counts of the local engine, e.g. 1,2,4")
     parser.add_argument("--successors", default="reference", help="successor backend (local engine and Spark executors)")
     parser.add_argument("--skip", default="", help="comma-separated: local, spark-local, standalone, memory")
@@ -170,9 +206,11 @@ def main() -> None:
     engines = [(f"local, {w} worker{'s' if w > 1 else ''} ({args.successors})", lambda a, w=w: local_runs[w])
                for w in local_workers]
     cores = os.cpu_count() or 1
-    engines += [(f"spark local[2] ({args.successors})", lambda a: run_spark("local[2]", a)),
-                (f"spark standalone ({args.workers}x1 core, {args.successors})", run_standalone)]
-    keys = ["local"] * len(local_workers) + ["spark-local", "standalone"]
+    standalone_workers = [int(w) for w in args.workers.split(",") if w]
+    engines += [(f"spark local[2] ({args.successors})", lambda a: run_spark("local[2]", a))]
+    engines += [(f"spark standalone ({w}x1 core, {args.successors})", lambda a, w=w: run_standalone(a, w))
+                for w in standalone_workers]
+    keys = ["local"] * len(local_workers) + ["spark-local"] + ["standalone"] * len(standalone_workers)
     config = " ".join(f"{k}={v}" for k, v in bounds_of(args).items())
     print(f"{args.preset} {config} symmetry={'off' if args.no_symmetry else 'on'}; median of {args.runs} runs; "
           f"{os.cpu_count()} cores; uptime: {uptime()}", flush=True)
@@ -181,6 +219,7 @@ def main() -> None:
             for w in local_workers:
                 local_runs[w] += run_local(args, w, runs=1)
     rows = []
+    spark_rows = []
     states_seen = set()
     for key, (name, runner) in zip(keys, engines):
         if key in skip:
@@ -194,7 +233,9 @@ def main() -> None:
                min(local_workers[len(rows)], cores)) if key == "local" else None  # local rows come first
         rows.append((name, runs[0][0], seconds, runs[0][0] / seconds, cpu))
         took = "" if key == "local" else f" ({time.perf_counter() - started:.0f} s wall, start-up included)"
-        print(f"  {name}: {[round(run[1], 2) for run in runs]} s per run{took}", flush=True)
+        print(f"  {name}: {[round(run[1], 2) for run in runs]} s per run{took}; uptime: {uptime()}", flush=True)
+        if key != "local":
+            spark_rows.append((name, [run[2] for run in runs]))
     if len(states_seen) != 1:
         sys.exit(f"engines disagree on the distinct-state count: {sorted(states_seen)}")
     reference = rows[0][3] if rows and rows[0][0].startswith("local") else None
@@ -210,6 +251,17 @@ def main() -> None:
             used = f"{own:.2f} + {pool:.2f}"
             bound = f"{reference_cpu / ((own + pool) / usable):.2f}x" if reference_cpu else "-"
         print(f"{name:34} {states:>9,} {seconds:>9.2f} {rate:>9,.0f} {ratio:>9} {used:>25} {bound:>6}")
+    if spark_rows:
+        print()
+        print(f"{'spark (medians of the runs)':40} {'levels':>6} {'fixed s/level: small, fit':>26} {'task s':>7} "
+              f"{'B sent/transition: cand., all':>30} {'visited B/state':>15} {'workers: mem B/state':>21}")
+    for name, figures in spark_rows:
+        med = {k: statistics.median(f[k] for f in figures) for k in figures[0]}
+        fixed = f"{med['fixed_small']:.3f} ({med['small_levels']:.0f}), {med['fixed_intercept']:.3f}"
+        sent = f"{med['candidate_bytes']:.1f}, {med['record_bytes']:.1f}"
+        memory_text = f"{med['workers']:.0f}: {med['worker_growth']:.1f}"
+        print(f"{name:40} {med['levels']:>6.0f} {fixed:>26} {med['tasks']:>7.3f} {sent:>30} "
+              f"{med['visited_bytes']:>15.1f} {memory_text:>21}")
     if "memory" not in skip:
         m = memory(args)
         print(f"\nmemory per visited state ({m['states']:,} states, one worker): visited set {m['visited']:.1f} B, "

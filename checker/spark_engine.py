@@ -1,31 +1,30 @@
 """The Spark engine: the local engine's breadth-first search, level by level on a cluster.
 
-Each level is one round:
-
-1. the frontier (a DataFrame of `fp`, `parent`, `state`, `rank`) is expanded partition by
-   partition in Python, by the same successor backend the local engine calls
-   (`checker.backend`; `successors="fast"` for the compiled one): every successor
-   travels as its backend's bytes with its stable fingerprint, and the
-   property catalogue is evaluated on the executors (state properties on each
-   frontier state, step properties on each transition out of it);
-2. the JVM deduplicates the successors (`groupBy(fp)`) and removes the visited ones
-   with a left anti-join against the visited set; the survivors, sorted into the
-   local engine's order and ranked, then hash-partitioned by fingerprint, are the
-   next frontier and join the visited set. Visited fingerprints never come to Python.
+The state space is cut into `partitions` by fingerprint (`fp % partitions`). Each level
+is one Spark stage of one task per partition (`checker.spark_levels.advance`): the task
+gets its partition's visited set (sorted fingerprints with parent links), the candidate
+successors every partition sent it and every partition's keys of the level above, all as
+a few large binary records; it deduplicates, drops the visited candidates, expands the
+rest with the successor backend the local engine calls (`checker.backend`;
+`successors="fast"` for the compiled one, whose batches are uint8 rows end to end),
+checks the properties (the backend's compiled checks where it has them) and sends the
+successors on, one block per destination partition, through `RDD.partitionBy`. The
+driver runs each level's map stage alone (`submitMapStage`: the next level reads its
+output where it lies), hears each task's `Summary` through an accumulator (new states,
+transitions, bounds hit, the first discovery of each property) and never sees a state.
 
 Ties are broken as the local engine breaks them (`checker.engine`'s canonical order:
-levels, then states in discovery order, then each state's transitions in action
-order). Each frontier state carries its `rank`, an increasing number in that order;
-each transition the key (its source's rank, its position among the source's
-transitions). A state reached several times keeps the smallest key: the local
-engine's parent and the bytes of its first occurrence (under symmetry, the member
-of the class the local engine expands), and the next level's ranks follow the keys.
-Per property the driver keeps the discovery of the lowest level with the smallest
-key, the local engine's first, and rebuilds its trace from parent links looked up
-level by level.
-Fingerprints are unsigned 64-bit in Python and signed two's complement (LongType) in
-Spark. Each level is locally checkpointed (its plan stays a leaf); the visited set is
-reliably checkpointed every `checkpoint_every` levels. docs/scaling.md has the costs.
+levels, then states in discovery order, then each state's transitions in action order):
+each state carries a key that orders its level that way (`checker.spark_levels`), a
+state reached several times keeps its smallest key (the local engine's parent and,
+under symmetry, its member of the class), and per property the driver keeps the
+discovery with the smallest key of the first level that has one. Traces are rebuilt from
+parent links looked up on the partitions that hold them.
+
+Every `checkpoint_every` levels the level's records are reliably checkpointed: that cuts
+the lineage (the older shuffles can be cleaned up) and survives a lost executor; between
+checkpoints a lost executor's map output is recomputed from the lineage. docs/scaling.md
+has the costs.
 
 The result equals the local engine's: distinct states, transitions, depth, bounds hit,
 verdicts and the shortest traces themselves, step for step, for any partitioning.
@@ -312,7 +311,7 @@ def _share(sc, value):
 
 
 def spark_bfs(model: Model, protocol_name: str, *, symmetry: bool = True, master: str = "local[*]",
-              progress: ProgressFn | None = None, checkpoint_every: int = 8, spark=None,
+              progress: ProgressFn | None = None, checkpoint_every: int = 16, spark=None,
               properties: Iterable[Property] | None = None, partitions: int | None = None,
               max_depth: int | None = None, checkpoint_dir: str | None = None,
               successors: str = "reference", stats: dict | None = None, count_states: bool = False) -> Report:
@@ -325,7 +324,7 @@ def spark_bfs(model: Model, protocol_name: str, *, symmetry: bool = True, master
     executors on a multi-machine cluster (default: a temporary directory, right for local
     and single-machine masters); `successors` the successor backend of the executors
     (`checker.backend`). `stats`, when given, is filled with per-level figures (seconds,
-    transitions, bytes shuffled, visited-set bytes, executor storage); `count_states`
+    transitions, bytes sent between partitions, visited-set bytes, the Python workers' peak memory); `count_states`
     counts the model's state objects the executors build (a test of the batch-only path).
     """
     if checkpoint_every < 1:
@@ -377,27 +376,31 @@ def _search(sc, model: Model, protocol_name: str, symmetry: bool, progress: Prog
     states, transitions, depth, level = 0, 0, 0, 0
     bounds_hit: set[str] = set()
     per_level: list[dict] = []
+    anchor = None  # the level last checkpointed (cached until the next one is)
     while True:
         expand = max_depth is None or level < max_depth
         spec = Level(level, partitions, tuple(p.name for p in tracker.state_props),
                      tuple(p.name for p in tracker.step_props), expand, count_states)
         following = current.mapPartitionsWithIndex(_task(shared, spec, summaries)).partitionBy(
             partitions, _partition_of)
-        # Materialised once and cut from its lineage: the next level reads it, and nothing recomputes
-        # the levels above. A reliable copy every `checkpoint_every` levels survives a lost executor.
-        if level and level % checkpoint_every == 0:
-            following.persist(StorageLevel.MEMORY_AND_DISK)  # else writing the copy would run the level again
-            following.checkpoint()
-        else:
-            following.localCheckpoint()
         summaries.value = []
         level_started = time.perf_counter()
-        following._jrdd.count()  # runs the level; the records stay in the JVM
+        if level and level % checkpoint_every == 0:
+            # A reliable copy of the level's records (in `checkpoint_dir`) cuts the lineage, so the
+            # shuffles of the levels above can be cleaned up, and survives a lost executor.
+            following.persist(StorageLevel.MEMORY_AND_DISK)  # else writing the copy would run the level again
+            following.checkpoint()
+            following._jrdd.count()
+            if anchor is not None:
+                anchor.unpersist()
+            anchor = following
+            sc._jvm.System.gc()  # the driver's cleaner removes shuffles only once their objects are collected
+        else:
+            _run_map_stage(sc, following)
         seconds = time.perf_counter() - level_started
         done = {s.partition: s for s in summaries.value}  # a task run twice reports twice
         if len(done) != partitions:
             raise RuntimeError(f"level {level}: {len(done)} of {partitions} partitions reported")
-        current.unpersist()
         current = following
         new = sum(s.new for s in done.values())
         transitions += sum(s.transitions for s in done.values())
@@ -427,20 +430,31 @@ def _search(sc, model: Model, protocol_name: str, symmetry: bool, progress: Prog
         stats.update(partitions=partitions, levels=per_level,
                      states_built=sum(row["states_built"] for row in per_level))
     parents = _parent_chains(sc, current, tracker, partitions, init_fp)
-    current.unpersist()
+    if anchor is not None:
+        anchor.unpersist()
     return finish_report(report, model, tracker, lambda fp: path_to(parents, fp), symmetry)
+
+
+def _run_map_stage(sc, shuffled) -> None:
+    """Run the tasks that write `shuffled`'s input (one level), and no more: the next level reads their
+    output where it lies. One stage per level: a job that counted or cached the records would add one."""
+    values = shuffled._jrdd.rdd()  # pyspark's partitionBy: the values of a JVM ShuffledRDD
+    dependency = values.dependencies().head().rdd().dependencies().head()
+    sc._jsc.sc().submitMapStage(dependency).get()
 
 
 def _level_figures(sc, level: int, seconds: float, summaries) -> dict:
     summaries = list(summaries)
-    storage = sum(info.memSize() + info.diskSize() for info in sc._jsc.sc().getRDDStorageInfo())
+    storage = sum(info.memSize() + info.diskSize() for info in sc._jsc.sc().getRDDStorageInfo())  # checkpoints
     return {"level": level, "seconds": seconds, "new": sum(s.new for s in summaries),
             "transitions": sum(s.transitions for s in summaries),
-            "shuffled_bytes": sum(s.shuffled_bytes for s in summaries),
+            "candidate_bytes": sum(s.candidate_bytes for s in summaries),
+            "record_bytes": sum(s.record_bytes for s in summaries),
             "visited": sum(s.visited for s in summaries),
             "visited_bytes": sum(s.visited_bytes for s in summaries),
             "task_seconds": max(s.seconds for s in summaries), "storage_bytes": storage,
-            "states_built": sum(s.states_built for s in summaries)}
+            "states_built": sum(s.states_built for s in summaries),
+            "workers": {s.worker: s.peak_rss for s in summaries}}
 
 
 def _record_discoveries(tracker: Tracker, by_name: dict, found_at: dict[str, int], summaries, level: int) -> None:

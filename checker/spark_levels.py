@@ -30,6 +30,8 @@ reference backend's `expand`) or a property has no compiled check.
 
 from __future__ import annotations
 
+import os
+import resource
 import time
 from typing import Any, Iterable, NamedTuple, Sequence
 
@@ -112,11 +114,14 @@ class Summary(NamedTuple):
     bounds_hit: frozenset
     # (name, key of the state, position of the transition or -1, target fp, source fp or None, finding)
     discoveries: tuple
-    shuffled_bytes: int  # payload of the candidate blocks sent on
+    candidate_bytes: int  # payload of the candidate blocks sent on
+    record_bytes: int  # payload of every record sent on (candidates, the visited set, the keys)
     visited_bytes: int
     visited: int
     seconds: float
     states_built: int  # model objects built in the task (counted only when asked: `Level.count_states`)
+    worker: int  # the Python worker's process id
+    peak_rss: int  # its peak resident memory so far, bytes
 
 
 class Level(NamedTuple):
@@ -201,7 +206,7 @@ def advance(partition: int, records: Iterable, backend, props: dict, level: Leve
     out: list[tuple] = [(partition, visited)]
     out += [(d, LevelKeys(partition, level_keys)) for d in range(level.partitions)]
     discoveries: list[tuple] = []
-    transitions, bounds_hit, shuffled = 0, frozenset(), 0
+    transitions, bounds_hit, candidate_bytes = 0, frozenset(), 0
     count = _StateCounter(backend) if level.count_states else None
     try:
         if len(level_fps):
@@ -224,11 +229,13 @@ def advance(partition: int, records: Iterable, backend, props: dict, level: Leve
                         discoveries.append((name, int(level_keys[s]), int(steps[t]),
                                             int(expansion.fingerprints[t]), int(level_fps[s]), finding))
                 out += _send(backend, expansion, level_fps, level_keys, steps, level.partitions)
-                shuffled = sum(r.nbytes for _, r in out if isinstance(r, Candidates))
+                candidate_bytes = sum(r.nbytes for _, r in out if isinstance(r, Candidates))
     finally:
         built = count.stop() if count is not None else 0
-    return out, Summary(partition, len(level_fps), transitions, bounds_hit, tuple(discoveries), shuffled,
-                        visited.nbytes, len(visited.fps), time.perf_counter() - started, built)
+    record_bytes = candidate_bytes + visited.nbytes + level.partitions * level_keys.nbytes
+    return out, Summary(partition, len(level_fps), transitions, bounds_hit, tuple(discoveries), candidate_bytes,
+                        record_bytes, visited.nbytes, len(visited.fps), time.perf_counter() - started, built,
+                        os.getpid(), resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024)
 
 
 def _send(backend, expansion, level_fps, level_keys, steps, partitions: int) -> list[tuple]:

@@ -265,8 +265,11 @@ FAST = importlib.util.find_spec("hwm.checker.fast") is not None
 
 
 def test_executors_expand_with_the_chosen_backend(spark):
-    """Another backend (model objects, not packed bytes) gives the same results on the executors."""
-    check_case(spark, TINY, successors="objects")
+    """Another backend (model objects, not packed bytes) gives the same results on the executors, and
+    builds a model state per state there: the count of the fast backend's test below does count."""
+    stats: dict = {}
+    report = check_case(spark, TINY, successors="objects", stats=stats, count_states=True)
+    assert stats["states_built"] >= report.states
     with pytest.raises(ValueError, match="unknown successor backend"):
         spark_bfs(RaftModel(PRESETS["raft"].protocol, config_of(TINY)[1]), "raft", spark=spark, successors="quick")
 
@@ -288,4 +291,9 @@ def test_spark_with_the_fast_backend_equals_local_and_pinned(spark, compiled, ke
         with pytest.raises(BackendUnavailable, match="no compiled"):
             check_case(spark, key, successors="fast")
         return
-    check_case(spark, key, successors="fast")
+    stats: dict = {}
+    report = check_case(spark, key, successors="fast", stats=stats, count_states=True)
+    # No model state per state on the executors' hot path: the state type's constructor, counted there
+    # during every task, builds only the states that word a finding (one, or two for a step).
+    found = sum(r.found for r in report.results.values())
+    assert stats["states_built"] <= 2 * found < report.states / 10
