@@ -61,6 +61,7 @@ __all__ = ["SparkUnavailable", "get_spark", "spark_bfs", "standalone_cluster"]
 
 INSTALL_JAVA = "install Java 17 (apt-get install openjdk-17-jre-headless)"
 INSTALL_PYSPARK = "pip install 'hwm[spark]'"
+DRIVER_LEVEL = 20_000  # candidate successors: a level with fewer runs on the driver (`spark_bfs`)
 CONNECT_TIMEOUT = 3.0  # seconds to reach a spark:// master's port
 EXECUTOR_TIMEOUT = 60.0  # seconds for a standalone master to give us an executor
 
@@ -314,7 +315,8 @@ def spark_bfs(model: Model, protocol_name: str, *, symmetry: bool = True, master
               progress: ProgressFn | None = None, checkpoint_every: int = 16, spark=None,
               properties: Iterable[Property] | None = None, partitions: int | None = None,
               max_depth: int | None = None, checkpoint_dir: str | None = None,
-              successors: str = "reference", stats: dict | None = None, count_states: bool = False) -> Report:
+              successors: str = "reference", stats: dict | None = None, count_states: bool = False,
+              driver_level: int = DRIVER_LEVEL) -> Report:
     """Breadth-first search of the whole reachable state space on Spark (engine "spark").
 
     `spark` is an existing SparkSession (else `get_spark(master)`); `partitions` the
@@ -323,7 +325,8 @@ def spark_bfs(model: Model, protocol_name: str, *, symmetry: bool = True, master
     into `checkpoint_dir` (the others are local checkpoints), which must be shared by all
     executors on a multi-machine cluster (default: a temporary directory, right for local
     and single-machine masters); `successors` the successor backend of the executors
-    (`checker.backend`). `stats`, when given, is filled with per-level figures (seconds,
+    (`checker.backend`). Levels reached by at most `driver_level` candidate successors (the first
+    few) run on the driver, in this process: a Spark stage would cost more. `stats`, when given, is filled with per-level figures (seconds,
     transitions, bytes sent between partitions, visited-set bytes, the Python workers' peak memory); `count_states`
     counts the model's state objects the executors build (a test of the batch-only path).
     """
@@ -343,7 +346,7 @@ def spark_bfs(model: Model, protocol_name: str, *, symmetry: bool = True, master
     try:
         return _search(sc, model, protocol_name, symmetry, progress, checkpoint_every,
                        model.properties if properties is None else properties,
-                       partitions, max_depth, successors, stats, count_states)
+                       partitions, max_depth, successors, stats, count_states, driver_level)
     finally:
         if own_dir is not None:
             shutil.rmtree(own_dir, ignore_errors=True)
@@ -351,10 +354,11 @@ def spark_bfs(model: Model, protocol_name: str, *, symmetry: bool = True, master
 
 def _search(sc, model: Model, protocol_name: str, symmetry: bool, progress: ProgressFn | None,
             checkpoint_every: int, properties: Iterable[Property], partitions: int,
-            max_depth: int | None, successors: str, stats: dict | None, count_states: bool) -> Report:
+            max_depth: int | None, successors: str, stats: dict | None, count_states: bool,
+            driver_level: int) -> Report:
     from pyspark import StorageLevel
 
-    from hwm.checker.spark_levels import Candidates, Level, Visited, as_rows
+    from hwm.checker.spark_levels import Candidates, Level, Visited, advance, as_rows
 
     started = time.perf_counter()
     report = Report(protocol_name, model.config.to_mapping(), "spark", symmetry, successors=successors)
@@ -367,12 +371,12 @@ def _search(sc, model: Model, protocol_name: str, symmetry: bool, progress: Prog
     shared = _share(sc, (model, symmetry, successors, tracker.all))
     summaries = sc.accumulator([], _Summaries())
     by_name = {p.name: p for p in tracker.all}
-    found_at: dict[str, int] = {}  # property name -> level of the state its trace is rebuilt to
     # Level 0's records: every partition's empty visited set and the initial state, sent to its partition.
     first = Candidates(as_rows(backend, init), np.array([init_fp], np.uint64), np.zeros(1, np.uint64),
                        np.zeros(1, np.int64), np.zeros(1, np.int64))
-    records = [(p, Visited.empty()) for p in range(partitions)] + [(init_fp % partitions, first)]
-    current = sc.parallelize(records, partitions).partitionBy(partitions, _partition_of)
+    inbox: dict[int, list] | None = {p: [Visited.empty()] for p in range(partitions)}  # levels on the driver
+    inbox[init_fp % partitions].append(first)
+    current = None  # the level's records on Spark, once the levels are too large for the driver
     states, transitions, depth, level = 0, 0, 0, 0
     bounds_hit: set[str] = set()
     per_level: list[dict] = []
@@ -381,34 +385,48 @@ def _search(sc, model: Model, protocol_name: str, symmetry: bool, progress: Prog
         expand = max_depth is None or level < max_depth
         spec = Level(level, partitions, tuple(p.name for p in tracker.state_props),
                      tuple(p.name for p in tracker.step_props), expand, count_states)
-        following = current.mapPartitionsWithIndex(_task(shared, spec, summaries)).partitionBy(
-            partitions, _partition_of)
-        summaries.value = []
         level_started = time.perf_counter()
-        if level and level % checkpoint_every == 0:
-            # A reliable copy of the level's records (in `checkpoint_dir`) cuts the lineage, so the
-            # shuffles of the levels above can be cleaned up, and survives a lost executor.
-            following.persist(StorageLevel.MEMORY_AND_DISK)  # else writing the copy would run the level again
-            following.checkpoint()
-            following._jrdd.count()
-            if anchor is not None:
-                anchor.unpersist()
-            anchor = following
-            sc._jvm.System.gc()  # the driver's cleaner removes shuffles only once their objects are collected
+        if inbox is not None and _candidates(inbox) <= driver_level:
+            # A small level costs less here than a Spark stage: the same task, in this process.
+            outbox: dict[int, list] = {p: [] for p in range(partitions)}
+            done = {}
+            for p in range(partitions):
+                out, done[p] = advance(p, inbox[p], backend, by_name, spec)
+                for destination, record in out:
+                    outbox[destination].append(record)
+            inbox = outbox
         else:
-            _run_map_stage(sc, following)
+            if current is None:
+                current = sc.parallelize([(p, r) for p, rs in inbox.items() for r in rs], partitions).partitionBy(
+                    partitions, _partition_of)
+                inbox = None
+            following = current.mapPartitionsWithIndex(_task(shared, spec, summaries)).partitionBy(
+                partitions, _partition_of)
+            summaries.value = []
+            if level and level % checkpoint_every == 0:
+                # A reliable copy of the level's records (in `checkpoint_dir`) cuts the lineage, so the
+                # shuffles of the levels above can be cleaned up, and survives a lost executor.
+                following.persist(StorageLevel.MEMORY_AND_DISK)  # else writing the copy would run the level again
+                following.checkpoint()
+                following._jrdd.count()
+                if anchor is not None:
+                    anchor.unpersist()
+                anchor = following
+                sc._jvm.System.gc()  # the driver's cleaner removes shuffles only once their objects are collected
+            else:
+                _run_map_stage(sc, following)
+            done = {s.partition: s for s in summaries.value}  # a task run twice reports twice
+            if len(done) != partitions:
+                raise RuntimeError(f"level {level}: {len(done)} of {partitions} partitions reported")
+            current = following
         seconds = time.perf_counter() - level_started
-        done = {s.partition: s for s in summaries.value}  # a task run twice reports twice
-        if len(done) != partitions:
-            raise RuntimeError(f"level {level}: {len(done)} of {partitions} partitions reported")
-        current = following
         new = sum(s.new for s in done.values())
         transitions += sum(s.transitions for s in done.values())
         for s in done.values():
             bounds_hit |= s.bounds_hit
-        _record_discoveries(tracker, by_name, found_at, done.values(), level)
+        _record_discoveries(tracker, by_name, done.values())
         if stats is not None:
-            per_level.append(_level_figures(sc, level, seconds, done.values()))
+            per_level.append(_level_figures(sc, level, seconds, done.values(), current is not None))
         if new == 0:
             break
         states += new
@@ -429,7 +447,21 @@ def _search(sc, model: Model, protocol_name: str, symmetry: bool, progress: Prog
     if stats is not None:
         stats.update(partitions=partitions, levels=per_level,
                      states_built=sum(row["states_built"] for row in per_level))
-    parents = _parent_chains(sc, current, tracker, partitions, init_fp)
+    if current is None:  # the whole search ran on the driver
+        def lookup(fps):
+            found = {}
+            for records in inbox.values():
+                for record in records:
+                    if isinstance(record, Visited):
+                        found.update(record.lookup(fps))
+            return found
+    else:
+        def lookup(fps):
+            found = {}
+            for part in sc.runJob(current, _lookup(frozenset(fps)), sorted({fp % partitions for fp in fps})):
+                found.update(part)
+            return found
+    parents = _parent_chains(lookup, tracker, init_fp)
     if anchor is not None:
         anchor.unpersist()
     return finish_report(report, model, tracker, lambda fp: path_to(parents, fp), symmetry)
@@ -443,10 +475,16 @@ def _run_map_stage(sc, shuffled) -> None:
     sc._jsc.sc().submitMapStage(dependency).get()
 
 
-def _level_figures(sc, level: int, seconds: float, summaries) -> dict:
+def _candidates(inbox: dict[int, list]) -> int:
+    from hwm.checker.spark_levels import Candidates
+
+    return sum(len(r.fps) for records in inbox.values() for r in records if isinstance(r, Candidates))
+
+
+def _level_figures(sc, level: int, seconds: float, summaries, on_spark: bool) -> dict:
     summaries = list(summaries)
     storage = sum(info.memSize() + info.diskSize() for info in sc._jsc.sc().getRDDStorageInfo())  # checkpoints
-    return {"level": level, "seconds": seconds, "new": sum(s.new for s in summaries),
+    return {"level": level, "on_spark": on_spark, "seconds": seconds, "new": sum(s.new for s in summaries),
             "transitions": sum(s.transitions for s in summaries),
             "candidate_bytes": sum(s.candidate_bytes for s in summaries),
             "record_bytes": sum(s.record_bytes for s in summaries),
@@ -457,11 +495,8 @@ def _level_figures(sc, level: int, seconds: float, summaries) -> dict:
             "workers": {s.worker: s.peak_rss for s in summaries}}
 
 
-def _record_discoveries(tracker: Tracker, by_name: dict, found_at: dict[str, int], summaries, level: int) -> None:
-    """Keep, per property not found yet, the level's discovery with the smallest key (the local engine's first).
-
-    A state property's target and a step's source are states of `level`.
-    """
+def _record_discoveries(tracker: Tracker, by_name: dict, summaries) -> None:
+    """Keep, per property not found yet, the level's discovery with the smallest key (the local engine's first)."""
     best: dict[str, tuple] = {}
     for s in summaries:
         for name, key, step, target, source, finding in s.discoveries:
@@ -469,7 +504,6 @@ def _record_discoveries(tracker: Tracker, by_name: dict, found_at: dict[str, int
                 best[name] = ((key, step), target, source, finding)
     for name, (_, target, source, finding) in best.items():
         tracker.record(Discovery(by_name[name], target, source, finding))
-        found_at[name] = level
 
 
 def _lookup(fps: frozenset):
@@ -482,16 +516,13 @@ def _lookup(fps: frozenset):
     return run
 
 
-def _parent_chains(sc, last, tracker: Tracker, partitions: int, init_fp: int) -> dict[int, int | None]:
-    """Parent links of every state on a discovery's chain: one small job per step up the chains,
-    run on the partitions that hold the fingerprints asked for. The visited sets stay on the executors."""
+def _parent_chains(lookup, tracker: Tracker, init_fp: int) -> dict[int, int | None]:
+    """Parent links of every state on a discovery's chain: one lookup per step up the chains (on Spark,
+    a small job on the partitions that hold the fingerprints asked for; the visited sets stay there)."""
     parents: dict[int, int | None] = {init_fp: None}
     wanted = {d.target if d.before is None else d.before for d in tracker.found.values()} - parents.keys()
     while wanted:
-        where = sorted({fp % partitions for fp in wanted})
-        found: dict[int, tuple[int, int]] = {}
-        for part in sc.runJob(last, _lookup(frozenset(wanted)), where):
-            found.update(part)
+        found = lookup(wanted)
         missing = wanted - found.keys()
         if missing:
             raise RuntimeError(f"fingerprints {sorted(missing)} are not in the visited set")
