@@ -2,16 +2,18 @@
 
     python bench/engines.py [--runs 3] [--preset raft --servers 3 --max-generation 4 --max-log 2]
                             [--no-symmetry] [--local-workers 1,2] [--successors reference]
-                            [--workers 2] [--skip local,spark-local,standalone,memory]
+                            [--workers 1,2] [--skip local,spark-local,standalone,memory]
 
 Engines: the local breadth-first engine with 1, 2, ... worker processes (`--local-workers`;
 the first is the reference for the ratios; the worker counts take turns run by run); Spark on `local[2]` in this process; Spark on
 a standalone cluster (a master and `--workers` one-core workers on 127.0.0.1, started
 and stopped by this script, driven from a child process because a JVM holds one
-Spark master). Each engine runs the configuration `--runs` times; the table shows
+Spark master; `--workers 1,2` starts one cluster per count, for the speed-up). Each engine runs the configuration `--runs` times; the table shows
 the median and the ratio of its states/s to the local engine's. The Spark figures
 exclude JVM and Python-worker start-up (one untimed warm-up check on a tiny
-configuration runs first) and, like the local engine's, trace reconstruction.
+configuration runs first) and, like the local engine's, trace reconstruction. Under the table, per Spark row: the levels (those run on the driver),
+the fixed cost per level, the bytes the tasks send per transition, the visited sets' bytes and
+the Python workers' memory growth per visited state (`spark_figures`).
 Every run must find the same distinct-state count, or the script fails.
 
 CPU and the bound (local engine): per run, the CPU seconds of the search's own process
@@ -126,8 +128,8 @@ SMALL_LEVEL = 2_000  # transitions: a level this small is almost all fixed cost
 def spark_figures(report, stats: dict) -> dict:
     """Per run: the fixed cost per level, bytes sent between partitions, the executors' memory.
 
-    Fixed cost: the median seconds of the levels with fewer than SMALL_LEVEL transitions (their
-    work is a few milliseconds), and the intercept of seconds ~ transitions over all levels.
+    Fixed cost: over the levels run on Spark, the median seconds of those with fewer than SMALL_LEVEL
+    transitions (their work is a few milliseconds), and the intercept of seconds ~ transitions.
     Bytes: the payload of the records the tasks send on (before Spark's pickling and compression),
     candidates alone and all records (the visited sets and the keys travel too), per transition.
     Memory: the visited sets' arrays per visited state, and the growth of the Python workers' peak
@@ -135,23 +137,26 @@ def spark_figures(report, stats: dict) -> dict:
     """
     import numpy as np
 
-    levels = stats["levels"]
-    small = [lv["seconds"] for lv in levels[1:] if lv["transitions"] < SMALL_LEVEL]
-    seconds = np.array([lv["seconds"] for lv in levels[1:]])
-    work = np.array([lv["transitions"] for lv in levels[1:]], dtype=float)
+    on_spark = [lv for lv in stats["levels"] if lv["on_spark"]]  # the first levels run on the driver
+    levels = on_spark[1:]  # the first Spark level also moves the driver's records to the executors
+    small = [lv["seconds"] for lv in levels if lv["transitions"] < SMALL_LEVEL]
+    seconds = np.array([lv["seconds"] for lv in levels])
+    work = np.array([lv["transitions"] for lv in levels], dtype=float)
     intercept = float(np.polyfit(work, seconds, 1)[1]) if len(levels) > 3 else float("nan")
     transitions = max(1, report.transitions)
-    first, last = levels[0]["workers"], {}
-    for lv in levels:
+    first, last = on_spark[0]["workers"] if on_spark else {}, {}
+    for lv in on_spark:
         last.update(lv["workers"])
-    growth = sum(rss - first.get(pid, min(first.values())) for pid, rss in last.items())
-    return {"levels": len(levels), "fixed_small": statistics.median(small) if small else float("nan"),
+    growth = sum(rss - first.get(pid, min(first.values())) for pid, rss in last.items()) if first else 0
+    levels = stats["levels"]
+    return {"levels": len(levels), "driver_levels": len(levels) - len(on_spark),
+            "fixed_small": statistics.median(small) if small else float("nan"),
             "small_levels": len(small), "fixed_intercept": intercept,
             "candidate_bytes": sum(lv["candidate_bytes"] for lv in levels) / transitions,
             "record_bytes": sum(lv["record_bytes"] for lv in levels) / transitions,
             "visited_bytes": levels[-1]["visited_bytes"] / report.states,
             "worker_growth": growth / report.states, "workers": len(last),
-            "tasks": statistics.median(lv["task_seconds"] for lv in levels)}
+            "tasks": statistics.median(lv["task_seconds"] for lv in on_spark) if on_spark else float("nan")}
 
 
 def run_standalone(args, workers: int) -> list[tuple[int, float, dict]]:
@@ -253,14 +258,15 @@ def main() -> None:
         print(f"{name:34} {states:>9,} {seconds:>9.2f} {rate:>9,.0f} {ratio:>9} {used:>25} {bound:>6}")
     if spark_rows:
         print()
-        print(f"{'spark (medians of the runs)':40} {'levels':>6} {'fixed s/level: small, fit':>26} {'task s':>7} "
+        print(f"{'spark (medians of the runs)':40} {'levels (driver)':>15} {'fixed s/level: small, fit':>26} {'task s':>7} "
               f"{'B sent/transition: cand., all':>30} {'visited B/state':>15} {'workers: mem B/state':>21}")
     for name, figures in spark_rows:
         med = {k: statistics.median(f[k] for f in figures) for k in figures[0]}
         fixed = f"{med['fixed_small']:.3f} ({med['small_levels']:.0f}), {med['fixed_intercept']:.3f}"
         sent = f"{med['candidate_bytes']:.1f}, {med['record_bytes']:.1f}"
         memory_text = f"{med['workers']:.0f}: {med['worker_growth']:.1f}"
-        print(f"{name:40} {med['levels']:>6.0f} {fixed:>26} {med['tasks']:>7.3f} {sent:>30} "
+        levels = f"{med['levels']:.0f} ({med['driver_levels']:.0f})"
+        print(f"{name:40} {levels:>15} {fixed:>26} {med['tasks']:>7.3f} {sent:>30} "
               f"{med['visited_bytes']:>15.1f} {memory_text:>21}")
     if "memory" not in skip:
         m = memory(args)

@@ -231,7 +231,8 @@ def test_standalone_cluster_equals_local(tmp_path):
     The check runs in its own process: a JVM holds one SparkContext, and this
     process's already runs on local[2].
     """
-    key = TINY
+    # Large enough that its levels leave the driver (`spark_bfs`'s driver_level) for the workers.
+    key = ("raft", 3, 3, 2, 1, "rpc", True)
     preset, config, symmetry = config_of(key)
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])),
                PYSPARK_PYTHON=sys.executable, SPARK_LOCAL_IP="127.0.0.1")
