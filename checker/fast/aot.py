@@ -87,9 +87,9 @@ def cache_dir() -> str:
 def source_key() -> str:
     """The hash the module's name holds: the kernel sources, the interpreter, NumPy and the platform."""
     digest = hashlib.sha256()
-    # Through the loader, at the path it gave this module: the package may be imported from a zip (Spark's
-    # executors), whose loader knows only its own spelling of the archive's path (not `HERE`'s abspath).
-    where = os.path.dirname(__spec__.origin)
+    # Through the loader: the package may be imported from a zip (Spark's executors), whose loader knows only
+    # its own spelling of the archive's path, the one it gave this module (not `HERE`'s abspath).
+    where = HERE if os.path.isdir(HERE) else os.path.dirname(__spec__.origin)
     for name in SOURCES:
         digest.update(name.encode() + b"\0" + __spec__.loader.get_data(os.path.join(where, name)) + b"\0")
     digest.update(f"{sys.implementation.cache_tag} {np.__version__} {sys.platform} "
