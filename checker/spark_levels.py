@@ -41,14 +41,13 @@ __all__ = ["STEPS", "Visited", "Candidates", "LevelKeys", "Summary", "Level", "a
            "as_batch", "row_bytes"]
 
 STEPS = 1 << 16  # positions among one state's transitions: keys are rank * STEPS + position
-ROOT = np.uint64(0)  # the initial state's parent (its level, 0, says it has none)
 
 
 class Visited(NamedTuple):
     """One partition's visited states: `fps` sorted, `parents` and `levels` aligned with them."""
 
     fps: np.ndarray  # uint64, sorted
-    parents: np.ndarray  # uint64 parent fingerprints (ROOT for the initial state)
+    parents: np.ndarray  # uint64 parent fingerprints (0 for the initial state, whose level, 0, says it has none)
     levels: np.ndarray  # uint16
 
     @classmethod
