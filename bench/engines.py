@@ -2,16 +2,18 @@
 
     python bench/engines.py [--runs 3] [--preset raft --servers 3 --max-generation 4 --max-log 2]
                             [--no-symmetry] [--local-workers 1,2] [--successors reference]
-                            [--workers 2] [--skip local,spark-local,standalone,memory]
+                            [--workers 1,2] [--skip local,spark-local,standalone,memory]
 
 Engines: the local breadth-first engine with 1, 2, ... worker processes (`--local-workers`;
 the first is the reference for the ratios; the worker counts take turns run by run); Spark on `local[2]` in this process; Spark on
 a standalone cluster (a master and `--workers` one-core workers on 127.0.0.1, started
 and stopped by this script, driven from a child process because a JVM holds one
-Spark master). Each engine runs the configuration `--runs` times; the table shows
+Spark master; `--workers 1,2` starts one cluster per count, for the speed-up). Each engine runs the configuration `--runs` times; the table shows
 the median and the ratio of its states/s to the local engine's. The Spark figures
 exclude JVM and Python-worker start-up (one untimed warm-up check on a tiny
-configuration runs first) and, like the local engine's, trace reconstruction.
+configuration runs first) and, like the local engine's, trace reconstruction. Under the table, per Spark row: the levels (those run on the driver),
+the fixed cost per level, the bytes the tasks send per transition, the visited sets' bytes and
+the Python workers' memory growth per visited state (`spark_figures`).
 Every run must find the same distinct-state count, or the script fails.
 
 CPU and the bound (local engine): per run, the CPU seconds of the search's own process
@@ -104,21 +106,60 @@ def memory(args) -> dict:
             "peak": peak / states}
 
 
-def run_spark(master: str, args) -> list[tuple[int, float]]:
+def run_spark(master: str, args) -> list[tuple[int, float, dict]]:
+    """(states, search seconds, `spark_figures`) per run."""
     from hwm.checker.spark_engine import get_spark, spark_bfs
 
     spark = get_spark(master)
     warm = dict(WARM_UP)
-    spark_bfs(model_of(warm.pop("preset"), **warm), "warm-up", spark=spark)
+    spark_bfs(model_of(warm.pop("preset"), **warm), "warm-up", spark=spark, successors=args.successors)
     runs = []
     for _ in range(args.runs):
+        stats: dict = {}
         report = spark_bfs(model_of(args.preset, **bounds_of(args)), args.preset, symmetry=not args.no_symmetry,
-                           spark=spark, successors=args.successors)
-        runs.append((report.states, report.seconds))
+                           spark=spark, successors=args.successors, stats=stats)
+        runs.append((report.states, report.seconds, spark_figures(report, stats)))
     return runs
 
 
-def run_standalone(args) -> list[tuple[int, float]]:
+SMALL_LEVEL = 2_000  # transitions: a level this small is almost all fixed cost
+
+
+def spark_figures(report, stats: dict) -> dict:
+    """Per run: the fixed cost per level, bytes sent between partitions, the executors' memory.
+
+    Fixed cost: over the levels run on Spark, the median seconds of those with fewer than SMALL_LEVEL
+    transitions (their work is a few milliseconds), and the intercept of seconds ~ transitions.
+    Bytes: the payload of the records the tasks send on (before Spark's pickling and compression),
+    candidates alone and all records (the visited sets and the keys travel too), per transition.
+    Memory: the visited sets' arrays per visited state, and the growth of the Python workers' peak
+    resident memory over the run (their sum, per visited state).
+    """
+    import numpy as np
+
+    on_spark = [lv for lv in stats["levels"] if lv["on_spark"]]  # the first levels run on the driver
+    levels = on_spark[1:]  # the first Spark level also moves the driver's records to the executors
+    small = [lv["seconds"] for lv in levels if lv["transitions"] < SMALL_LEVEL]
+    seconds = np.array([lv["seconds"] for lv in levels])
+    work = np.array([lv["transitions"] for lv in levels], dtype=float)
+    intercept = float(np.polyfit(work, seconds, 1)[1]) if len(levels) > 3 else float("nan")
+    transitions = max(1, report.transitions)
+    first, last = on_spark[0]["workers"] if on_spark else {}, {}
+    for lv in on_spark:
+        last.update(lv["workers"])
+    growth = sum(rss - first.get(pid, min(first.values())) for pid, rss in last.items()) if first else 0
+    levels = stats["levels"]
+    return {"levels": len(levels), "driver_levels": len(levels) - len(on_spark),
+            "fixed_small": statistics.median(small) if small else float("nan"),
+            "small_levels": len(small), "fixed_intercept": intercept,
+            "candidate_bytes": sum(lv["candidate_bytes"] for lv in levels) / transitions,
+            "record_bytes": sum(lv["record_bytes"] for lv in levels) / transitions,
+            "visited_bytes": levels[-1]["visited_bytes"] / report.states,
+            "worker_growth": growth / report.states, "workers": len(last),
+            "tasks": statistics.median(lv["task_seconds"] for lv in on_spark) if on_spark else float("nan")}
+
+
+def run_standalone(args, workers: int) -> list[tuple[int, float, dict]]:
     from hwm.checker.spark_engine import standalone_cluster
 
     child = [sys.executable, os.path.abspath(__file__), "--driver-for", "MASTER", "--runs", str(args.runs),
@@ -129,7 +170,7 @@ def run_standalone(args) -> list[tuple[int, float]]:
         child.append("--no-symmetry")
     env = dict(os.environ, PYSPARK_PYTHON=sys.executable, SPARK_LOCAL_IP="127.0.0.1",
                PYTHONPATH=os.pathsep.join(filter(None, [os.path.abspath(ROOT), os.environ.get("PYTHONPATH")])))
-    with standalone_cluster(workers=args.workers, cores=1, memory="1g") as master:
+    with standalone_cluster(workers=workers, cores=1, memory="1g") as master:
         child[child.index("MASTER")] = master
         done = subprocess.run(child, env=env, capture_output=True, text=True, timeout=3600)
     if done.returncode != 0:
@@ -147,7 +188,7 @@ def main() -> None:
     parser.add_argument("--max-crashes", type=int, default=1)
     parser.add_argument("--network", default="rpc", choices=["rpc", "async"])
     parser.add_argument("--no-symmetry", action="store_true")
-    parser.add_argument("--workers", type=int, default=2, help="standalone workers, one core each")
+    parser.add_argument("--workers", default="2", help="standalone clusters' workers, one core each, e.g. 1,2")
     parser.add_argument("--local-workers", default="1,2", help="worker counts of the local engine, e.g. 1,2,4")
     parser.add_argument("--successors", default="reference", help="successor backend (local engine and Spark executors)")
     parser.add_argument("--skip", default="", help="comma-separated: local, spark-local, standalone, memory")
@@ -170,9 +211,11 @@ def main() -> None:
     engines = [(f"local, {w} worker{'s' if w > 1 else ''} ({args.successors})", lambda a, w=w: local_runs[w])
                for w in local_workers]
     cores = os.cpu_count() or 1
-    engines += [(f"spark local[2] ({args.successors})", lambda a: run_spark("local[2]", a)),
-                (f"spark standalone ({args.workers}x1 core, {args.successors})", run_standalone)]
-    keys = ["local"] * len(local_workers) + ["spark-local", "standalone"]
+    standalone_workers = [int(w) for w in args.workers.split(",") if w]
+    engines += [(f"spark local[2] ({args.successors})", lambda a: run_spark("local[2]", a))]
+    engines += [(f"spark standalone ({w}x1 core, {args.successors})", lambda a, w=w: run_standalone(a, w))
+                for w in standalone_workers]
+    keys = ["local"] * len(local_workers) + ["spark-local"] + ["standalone"] * len(standalone_workers)
     config = " ".join(f"{k}={v}" for k, v in bounds_of(args).items())
     print(f"{args.preset} {config} symmetry={'off' if args.no_symmetry else 'on'}; median of {args.runs} runs; "
           f"{os.cpu_count()} cores; uptime: {uptime()}", flush=True)
@@ -181,6 +224,7 @@ def main() -> None:
             for w in local_workers:
                 local_runs[w] += run_local(args, w, runs=1)
     rows = []
+    spark_rows = []
     states_seen = set()
     for key, (name, runner) in zip(keys, engines):
         if key in skip:
@@ -194,7 +238,9 @@ def main() -> None:
                min(local_workers[len(rows)], cores)) if key == "local" else None  # local rows come first
         rows.append((name, runs[0][0], seconds, runs[0][0] / seconds, cpu))
         took = "" if key == "local" else f" ({time.perf_counter() - started:.0f} s wall, start-up included)"
-        print(f"  {name}: {[round(run[1], 2) for run in runs]} s per run{took}", flush=True)
+        print(f"  {name}: {[round(run[1], 2) for run in runs]} s per run{took}; uptime: {uptime()}", flush=True)
+        if key != "local":
+            spark_rows.append((name, [run[2] for run in runs]))
     if len(states_seen) != 1:
         sys.exit(f"engines disagree on the distinct-state count: {sorted(states_seen)}")
     reference = rows[0][3] if rows and rows[0][0].startswith("local") else None
@@ -210,6 +256,18 @@ def main() -> None:
             used = f"{own:.2f} + {pool:.2f}"
             bound = f"{reference_cpu / ((own + pool) / usable):.2f}x" if reference_cpu else "-"
         print(f"{name:34} {states:>9,} {seconds:>9.2f} {rate:>9,.0f} {ratio:>9} {used:>25} {bound:>6}")
+    if spark_rows:
+        print()
+        print(f"{'spark (medians of the runs)':40} {'levels (driver)':>15} {'fixed s/level: small, fit':>26} {'task s':>7} "
+              f"{'B sent/transition: cand., all':>30} {'visited B/state':>15} {'workers: mem B/state':>21}")
+    for name, figures in spark_rows:
+        med = {k: statistics.median(f[k] for f in figures) for k in figures[0]}
+        fixed = f"{med['fixed_small']:.3f} ({med['small_levels']:.0f}), {med['fixed_intercept']:.3f}"
+        sent = f"{med['candidate_bytes']:.1f}, {med['record_bytes']:.1f}"
+        memory_text = f"{med['workers']:.0f}: {med['worker_growth']:.1f}"
+        levels = f"{med['levels']:.0f} ({med['driver_levels']:.0f})"
+        print(f"{name:40} {levels:>15} {fixed:>26} {med['tasks']:>7.3f} {sent:>30} "
+              f"{med['visited_bytes']:>15.1f} {memory_text:>21}")
     if "memory" not in skip:
         m = memory(args)
         print(f"\nmemory per visited state ({m['states']:,} states, one worker): visited set {m['visited']:.1f} B, "

@@ -1,31 +1,30 @@
 """The Spark engine: the local engine's breadth-first search, level by level on a cluster.
 
-Each level is one round:
-
-1. the frontier (a DataFrame of `fp`, `parent`, `state`, `rank`) is expanded partition by
-   partition in Python, by the same successor backend the local engine calls
-   (`checker.backend`; `successors="fast"` for the compiled one): every successor
-   travels as its backend's bytes with its stable fingerprint, and the
-   property catalogue is evaluated on the executors (state properties on each
-   frontier state, step properties on each transition out of it);
-2. the JVM deduplicates the successors (`groupBy(fp)`) and removes the visited ones
-   with a left anti-join against the visited set; the survivors, sorted into the
-   local engine's order and ranked, then hash-partitioned by fingerprint, are the
-   next frontier and join the visited set. Visited fingerprints never come to Python.
+The state space is cut into `partitions` by fingerprint (`fp % partitions`). Each level
+is one Spark stage of one task per partition (`checker.spark_levels.advance`): the task
+gets its partition's visited set (sorted fingerprints with parent links), the candidate
+successors every partition sent it and every partition's keys of the level above, all as
+a few large binary records; it deduplicates, drops the visited candidates, expands the
+rest with the successor backend the local engine calls (`checker.backend`;
+`successors="fast"` for the compiled one, whose batches are uint8 rows end to end),
+checks the properties (the backend's compiled checks where it has them) and sends the
+successors on, one block per destination partition, through `RDD.partitionBy`. The
+driver runs each level's map stage alone (`submitMapStage`: the next level reads its
+output where it lies), hears each task's `Summary` through an accumulator (new states,
+transitions, bounds hit, the first discovery of each property) and never sees a state.
 
 Ties are broken as the local engine breaks them (`checker.engine`'s canonical order:
-levels, then states in discovery order, then each state's transitions in action
-order). Each frontier state carries its `rank`, an increasing number in that order;
-each transition the key (its source's rank, its position among the source's
-transitions). A state reached several times keeps the smallest key: the local
-engine's parent and the bytes of its first occurrence (under symmetry, the member
-of the class the local engine expands), and the next level's ranks follow the keys.
-Per property the driver keeps the discovery of the lowest level with the smallest
-key, the local engine's first, and rebuilds its trace from parent links looked up
-level by level.
-Fingerprints are unsigned 64-bit in Python and signed two's complement (LongType) in
-Spark. Each level is locally checkpointed (its plan stays a leaf); the visited set is
-reliably checkpointed every `checkpoint_every` levels. docs/scaling.md has the costs.
+levels, then states in discovery order, then each state's transitions in action order):
+each state carries a key that orders its level that way (`checker.spark_levels`), a
+state reached several times keeps its smallest key (the local engine's parent and,
+under symmetry, its member of the class), and per property the driver keeps the
+discovery with the smallest key of the first level that has one. Traces are rebuilt from
+parent links looked up on the partitions that hold them.
+
+Every `checkpoint_every` levels the level's records are reliably checkpointed: that cuts
+the lineage (the older shuffles can be cleaned up) and survives a lost executor; between
+checkpoints a lost executor's map output is recomputed from the lineage. docs/scaling.md
+has the costs.
 
 The result equals the local engine's: distinct states, transitions, depth, bounds hit,
 verdicts and the shortest traces themselves, step for step, for any partitioning.
@@ -62,6 +61,7 @@ __all__ = ["SparkUnavailable", "get_spark", "spark_bfs", "standalone_cluster"]
 
 INSTALL_JAVA = "install Java 17 (apt-get install openjdk-17-jre-headless)"
 INSTALL_PYSPARK = "pip install 'hwm[spark]'"
+DRIVER_LEVEL = 20_000  # candidate successors: a level with fewer runs on the driver (`spark_bfs`)
 CONNECT_TIMEOUT = 3.0  # seconds to reach a spark:// master's port
 EXECUTOR_TIMEOUT = 60.0  # seconds for a standalone master to give us an executor
 
@@ -251,111 +251,33 @@ def ship_packages(spark) -> None:
 
 
 # ------------------------------------------------------------- the search
-# One row type leaves the executors: kind 0 is a successor (fp, parent, state), kind 1
-# a property discovery (fp = target, parent = the step's source or null, name,
-# finding), kind 2 a partition's tally (name = bounds hit, comma-separated; count =
-# transitions). One pass of Python produces all three. Successors and discoveries carry
-# their key in the local engine's order: `rank` (the frontier state's) and `step` (the
-# transition's position among that state's, -1 for a state property).
-SUCCESSOR, DISCOVERY, TALLY = 0, 1, 2
+# A level's records travel as (partition, record) pairs through `RDD.partitionBy`, a few
+# large records per partition (`checker.spark_levels`): the partition's visited set, the
+# level above's keys from every partition, and one block of candidate successors from each
+# partition that has some. Python objects per state never cross the JVM boundary.
 
 
-def _gen_schema():
-    from pyspark.sql.types import (BinaryType, ByteType, LongType, StringType, StructField,
-                                   StructType)
-
-    return StructType([
-        StructField("kind", ByteType(), False),
-        StructField("fp", LongType(), True),
-        StructField("parent", LongType(), True),
-        StructField("state", BinaryType(), True),
-        StructField("name", StringType(), True),
-        StructField("finding", StringType(), True),
-        StructField("count", LongType(), True),
-        StructField("rank", LongType(), True),
-        StructField("step", LongType(), True),
-    ])
+def _partition_of(partition: int) -> int:
+    """The records' keys are their partitions already."""
+    return partition
 
 
-def _frontier_schema():
-    from pyspark.sql.types import BinaryType, LongType, StructField, StructType
+class _Summaries:
+    """Accumulates the tasks' `Summary` records (pyspark's AccumulatorParam, duck-typed)."""
 
-    return StructType([StructField("fp", LongType(), False), StructField("parent", LongType(), True),
-                       StructField("state", BinaryType(), False), StructField("rank", LongType(), False)])
+    def zero(self, value):
+        return []
 
-
-def expand_partition(rows: Iterable, model: Model, symmetry: bool, state_props: list[Property],
-                     step_props: list[Property], expand: bool = True,
-                     successors: str = "reference") -> Iterator[tuple]:
-    """One partition of the frontier: its successors, its discoveries and its tally.
-
-    The successors come from the same backend the local engine uses
-    (`checker.backend`, chosen by `successors`), one batch per partition. State
-    properties are checked on the frontier's states (each state once, at its own
-    level, as the local engine does), step properties on every transition out of
-    them. `expand=False` only checks the states (the last level of a
-    depth-limited search). Every successor and discovery carries its key in the local
-    engine's order, (rank of its source, position among the source's transitions): a
-    source's transitions are all in this partition, in action order, so positions in
-    the partition's expansion order them. Successors are deduplicated within the
-    partition first (about half the rows of a level are repeats), keeping the
-    smallest key, as the JVM does across partitions; per property, the discovery
-    with the smallest key is kept.
-    """
-    backend = _backend(model, symmetry, successors)
-    rows = sorted(rows, key=lambda row: row.rank)  # in order, so a property's first finding ends its checks
-    batch = backend.from_bytes([row.state for row in rows])
-    signed = [row.fp for row in rows]
-    ranks = [row.rank for row in rows]
-    best: dict[str, tuple[tuple[int, int], int, int, str]] = {}  # name -> (key, target, source or -1, finding)
-    states = backend.states(batch) if state_props or step_props else []
-    for p in state_props:
-        for rank, fp, state in zip(ranks, signed, states):
-            if p.name in best and best[p.name][0] < (rank, -1):
-                continue
-            finding = p.check(state)
-            if finding:
-                best[p.name] = ((rank, -1), fp, -1, finding)
-    if not expand:
-        for name, ((rank, step), target, _, finding) in best.items():
-            yield (DISCOVERY, target, None, None, name, finding, None, rank, step)
-        yield (TALLY, None, None, None, "", None, 0, None, None)
-        return
-    expansion = backend.expand(batch)
-    fps = expansion.fingerprints.tolist()
-    parents = expansion.parents.tolist()
-    if step_props:
-        after = backend.states(expansion.successors)
-        for t, (succ_fp, position) in enumerate(zip(fps, parents)):
-            key = (ranks[position], t)
-            for p in step_props:
-                if p.name in best and best[p.name][0] < key:
-                    continue
-                finding = p.check(states[position], after[t])
-                if finding:
-                    best[p.name] = (key, to_signed(succ_fp), signed[position], finding)
-    reached: dict[int, tuple[int, int]] = {}  # successor fingerprint -> (smallest key's rank, transition)
-    for t, (succ_fp, position) in enumerate(zip(fps, parents)):
-        key = (ranks[position], t)
-        if succ_fp not in reached or key < reached[succ_fp]:
-            reached[succ_fp] = key
-    # Equal fingerprints may carry different members of one symmetry class: the bytes
-    # shipped are the smallest key's, the member the local engine keeps and expands.
-    first = sorted(t for _, t in reached.values())
-    data_of = dict(zip(first, backend.to_bytes(backend.take(expansion.successors, np.array(first, dtype=np.int64)))))
-    for succ_fp, (rank, t) in reached.items():
-        yield (SUCCESSOR, to_signed(succ_fp), signed[parents[t]], data_of[t], None, None, None, rank, t)
-    for name, ((rank, step), target, source, finding) in best.items():
-        yield (DISCOVERY, target, None if step < 0 else source, None, name, finding, None,
-               rank, step)
-    yield (TALLY, None, None, None, ",".join(sorted(expansion.bounds_hit)), None, len(fps), None, None)
+    def addInPlace(self, a, b):
+        a.extend(b)
+        return a
 
 
 _backends: dict = {}  # per executor process: the backend of the last (model, symmetry, name)
 
 
-def _backend(model: Model, symmetry: bool, successors: str):
-    """The backend for this model, built once per Python worker (each task unpickles a new model)."""
+def _executor_backend(model: Model, symmetry: bool, successors: str):
+    """The backend for this model, built once per Python worker (the kernels load once)."""
     key = (type(model), model.protocol, model.config, symmetry, successors)
     if key not in _backends:
         _backends.clear()
@@ -363,21 +285,55 @@ def _backend(model: Model, symmetry: bool, successors: str):
     return _backends[key]
 
 
+def _task(shared, level, summaries):
+    """The function one level's tasks run on their partition's records."""
+    from hwm.checker.spark_levels import advance
+
+    def run(partition, records):
+        model, symmetry, successors, properties = shared.value if hasattr(shared, "value") else shared
+        backend = _executor_backend(model, symmetry, successors)
+        out, summary = advance(partition, (record for _, record in records), backend,
+                               {p.name: p for p in properties}, level)
+        summaries.add([summary])
+        return out
+    return run
+
+
+def _share(sc, value):
+    """A broadcast of the search's constants (model, properties), shipped once per executor, not per level;
+    the value itself (pickled with each level's job) when plain pickle cannot carry it."""
+    import pickle
+
+    try:
+        pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL)
+    except Exception:  # noqa: BLE001 - e.g. a property defined in a function: cloudpickle takes it
+        return value
+    return sc.broadcast(value)
+
+
 def spark_bfs(model: Model, protocol_name: str, *, symmetry: bool = True, master: str = "local[*]",
-              progress: ProgressFn | None = None, checkpoint_every: int = 4, spark=None,
+              progress: ProgressFn | None = None, checkpoint_every: int = 16, spark=None,
               properties: Iterable[Property] | None = None, partitions: int | None = None,
               max_depth: int | None = None, checkpoint_dir: str | None = None,
-              successors: str = "reference") -> Report:
+              successors: str = "reference", stats: dict | None = None, count_states: bool = False,
+              driver_level: int = DRIVER_LEVEL) -> Report:
     """Breadth-first search of the whole reachable state space on Spark (engine "spark").
 
     `spark` is an existing SparkSession (else `get_spark(master)`); `partitions` the
     number of fingerprint partitions (default: the default parallelism, at least 2);
-    `checkpoint_dir` must be shared by all executors on a multi-machine cluster
-    (default: a temporary directory, right for local and single-machine masters);
-    `successors` the successor backend of the executors (`checker.backend`).
+    `checkpoint_every` how many levels apart the level's records are reliably checkpointed
+    into `checkpoint_dir` (the others are local checkpoints), which must be shared by all
+    executors on a multi-machine cluster (default: a temporary directory, right for local
+    and single-machine masters); `successors` the successor backend of the executors
+    (`checker.backend`). Levels reached by at most `driver_level` candidate successors (the first
+    few) run on the driver, in this process: a Spark stage would cost more. `stats`, when given, is filled with per-level figures (seconds,
+    transitions, bytes sent between partitions, visited-set bytes, the Python workers' peak memory); `count_states`
+    counts the model's state objects the executors build (a test of the batch-only path).
     """
     if checkpoint_every < 1:
         raise ValueError(f"checkpoint_every must be at least 1, not {checkpoint_every}")
+    if partitions is not None and partitions < 1:
+        raise ValueError(f"partitions must be at least 1, not {partitions}")
     if spark is None:
         spark = get_spark(master)
     ship_packages(spark)
@@ -387,184 +343,192 @@ def spark_bfs(model: Model, protocol_name: str, *, symmetry: bool = True, master
     if checkpoint_dir is None:
         own_dir = checkpoint_dir = tempfile.mkdtemp(prefix="hwm-spark-checkpoints-")
     sc.setCheckpointDir(checkpoint_dir)
-    # With as many shuffle partitions as fingerprint partitions, every level and the
-    # visited set (a union of levels) are hash-partitioned alike, so the anti-join
-    # shuffles only the new successors, never the visited set. Adaptive execution
-    # would re-plan each level (and first shuffle the visited set to measure it).
-    tuned = {"spark.sql.shuffle.partitions": str(partitions), "spark.sql.adaptive.enabled": "false"}
-    saved = {key: spark.conf.get(key, None) for key in tuned}
-    for key, value in tuned.items():
-        spark.conf.set(key, value)
     try:
-        return _search(spark, model, protocol_name, symmetry, progress, checkpoint_every,
+        return _search(sc, model, protocol_name, symmetry, progress, checkpoint_every,
                        model.properties if properties is None else properties,
-                       partitions, max_depth, successors)
+                       partitions, max_depth, successors, stats, count_states, driver_level)
     finally:
-        for key, value in saved.items():
-            if value is None:
-                spark.conf.unset(key)
-            else:
-                spark.conf.set(key, value)
         if own_dir is not None:
             shutil.rmtree(own_dir, ignore_errors=True)
 
 
-def _search(spark, model: Model, protocol_name: str, symmetry: bool, progress: ProgressFn | None,
+def _search(sc, model: Model, protocol_name: str, symmetry: bool, progress: ProgressFn | None,
             checkpoint_every: int, properties: Iterable[Property], partitions: int,
-            max_depth: int | None, successors: str = "reference") -> Report:
+            max_depth: int | None, successors: str, stats: dict | None, count_states: bool,
+            driver_level: int) -> Report:
     from pyspark import StorageLevel
-    from pyspark.sql import functions as F
 
-    keep = StorageLevel.MEMORY_AND_DISK
+    from hwm.checker.spark_levels import Candidates, Level, Visited, advance, as_rows
+
     started = time.perf_counter()
     report = Report(protocol_name, model.config.to_mapping(), "spark", symmetry, successors=successors)
     tracker = Tracker(properties)
     backend = make_backend(successors, model, symmetry)  # here to fail early if it cannot run this model
     report.setup_seconds = time.perf_counter() - started  # the driver's compile or cache load
+    started = time.perf_counter()
     init = backend.initial()
-    init_bytes = backend.to_bytes(init)[0]
     init_fp = int(backend.fingerprints(init)[0])
-    levels: dict[str, int] = {}  # property name -> level of the state its trace is rebuilt to
-
-    # Every level is materialised once and becomes a leaf of the next level's plan:
-    # without that cut the plan of level L would embed level L-1's twice (once in the
-    # frontier, once in the visited set) and grow exponentially.
-    frontier = (spark.createDataFrame([(to_signed(init_fp), None, init_bytes, 0)], _frontier_schema())
-                .repartition(partitions, "fp").localCheckpoint(eager=True))
-    level_fps = [frontier.select("fp", "parent", F.lit(0).alias("level"))]
-    visited = level_fps[0]
-    states, transitions, depth = 1, 0, 0
+    shared = _share(sc, (model, symmetry, successors, tracker.all))
+    summaries = sc.accumulator([], _Summaries())
+    by_name = {p.name: p for p in tracker.all}
+    # Level 0's records: every partition's empty visited set and the initial state, sent to its partition.
+    first = Candidates(as_rows(backend, init), np.array([init_fp], np.uint64), np.zeros(1, np.uint64),
+                       np.zeros(1, np.int64), np.zeros(1, np.int64))
+    inbox: dict[int, list] | None = {p: [Visited.empty()] for p in range(partitions)}  # levels on the driver
+    inbox[init_fp % partitions].append(first)
+    current = None  # the level's records on Spark, once the levels are too large for the driver
+    states, transitions, depth, level = 0, 0, 0, 0
     bounds_hit: set[str] = set()
-    schema = _gen_schema()
+    per_level: list[dict] = []
+    anchor = None  # the level last checkpointed (cached until the next one is)
     while True:
-        state_props = [p for p in tracker.state_props if p.name not in tracker.found]
-        step_props = [p for p in tracker.step_props if p.name not in tracker.found]
-        if max_depth is not None and depth >= max_depth:
-            report.complete = False
-            if state_props:  # the deepest level's states are checked, not expanded
-                rows = frontier.select("fp", "state", "rank").rdd.mapPartitions(
-                    _bind(model, symmetry, state_props, [], expand=False, successors=successors)).collect()
-                _record_discoveries(tracker, levels, [_side_row(*r) for r in rows], depth)
+        expand = max_depth is None or level < max_depth
+        spec = Level(level, partitions, tuple(p.name for p in tracker.state_props),
+                     tuple(p.name for p in tracker.step_props), expand, count_states)
+        level_started = time.perf_counter()
+        if inbox is not None and _candidates(inbox) <= driver_level:
+            # A small level costs less here than a Spark stage: the same task, in this process.
+            outbox: dict[int, list] = {p: [] for p in range(partitions)}
+            done = {}
+            for p in range(partitions):
+                out, done[p] = advance(p, inbox[p], backend, by_name, spec)
+                for destination, record in out:
+                    outbox[destination].append(record)
+            inbox = outbox
+        else:
+            if current is None:
+                current = sc.parallelize([(p, r) for p, rs in inbox.items() for r in rs], partitions).partitionBy(
+                    partitions, _partition_of)
+                inbox = None
+            following = current.mapPartitionsWithIndex(_task(shared, spec, summaries)).partitionBy(
+                partitions, _partition_of)
+            summaries.value = []
+            if level and level % checkpoint_every == 0:
+                # A reliable copy of the level's records (in `checkpoint_dir`) cuts the lineage, so the
+                # shuffles of the levels above can be cleaned up, and survives a lost executor.
+                following.persist(StorageLevel.MEMORY_AND_DISK)  # else writing the copy would run the level again
+                following.checkpoint()
+                following._jrdd.count()
+                if anchor is not None:
+                    anchor.unpersist()
+                anchor = following
+                sc._jvm.System.gc()  # the driver's cleaner removes shuffles only once their objects are collected
+            else:
+                _run_map_stage(sc, following)
+            done = {s.partition: s for s in summaries.value}  # a task run twice reports twice
+            if len(done) != partitions:
+                raise RuntimeError(f"level {level}: {len(done)} of {partitions} partitions reported")
+            current = following
+        seconds = time.perf_counter() - level_started
+        new = sum(s.new for s in done.values())
+        transitions += sum(s.transitions for s in done.values())
+        for s in done.values():
+            bounds_hit |= s.bounds_hit
+        _record_discoveries(tracker, by_name, done.values())
+        if stats is not None:
+            per_level.append(_level_figures(sc, level, seconds, done.values(), current is not None))
+        if new == 0:
             break
-        level = depth + 1
-        expand = _bind(model, symmetry, state_props, step_props, successors=successors)
-        generated = spark.createDataFrame(frontier.select("fp", "state", "rank").rdd.mapPartitions(expand), schema,
-                                          verifySchema=False)
-        generated = generated.persist(keep)
-        new = (generated.filter(F.col("kind") == SUCCESSOR)
-               .groupBy("fp")
-               # The smallest key (source rank, position) is the local engine's first
-               # occurrence: its parent, and its member of a symmetry class.
-               .agg(F.min(F.struct("rank", "step", "parent", "state")).alias("first"))
-               .join(visited.select("fp"), "fp", "left_anti")
-               # The next level's ranks, in key order: ids increase along a sorted frame.
-               .orderBy("first.rank", "first.step")
-               .select("fp", "first.parent", "first.state", F.monotonically_increasing_id().alias("rank"))
-               .repartition(partitions, "fp")
-               .localCheckpoint(eager=True))
-        found_new = new.count()
-        side = generated.filter(F.col("kind") != SUCCESSOR).collect()
-        generated.unpersist()
-        for row in side:
-            if row.kind == TALLY:
-                transitions += row["count"]
-                bounds_hit.update(b for b in row.name.split(",") if b)
-        _record_discoveries(tracker, levels, side, depth)
-        if found_new == 0:
-            break
+        states += new
         depth = level
-        states += found_new
-        frontier = new
-        level_fps.append(new.select("fp", "parent", F.lit(level).alias("level")))
-        visited = _union(level_fps)
-        if level % checkpoint_every == 0:
-            # A reliable copy of the visited set: compacts the union of levels into one
-            # leaf; the levels' local blocks are then unreferenced and Spark's cleaner
-            # frees them.
-            visited = visited.checkpoint(eager=True)
-            level_fps = [visited]
-        if progress is not None:
+        if progress is not None and level:
             elapsed = time.perf_counter() - started
-            progress({"depth": depth, "states": states, "frontier": found_new,
+            progress({"depth": depth, "states": states, "frontier": new,
                       "states_per_second": states / elapsed if elapsed > 0 else float("inf"), "elapsed": elapsed})
+        if not expand:
+            report.complete = False
+            break
+        level += 1
     report.states = states
     report.transitions = transitions
     report.depth = depth
     report.bounds_hit = bounds_hit
     report.seconds = time.perf_counter() - started
-    parents = _parent_chains(visited, tracker, levels, init_fp)
+    if stats is not None:
+        stats.update(partitions=partitions, levels=per_level,
+                     states_built=sum(row["states_built"] for row in per_level))
+    if current is None:  # the whole search ran on the driver
+        def lookup(fps):
+            found = {}
+            for records in inbox.values():
+                for record in records:
+                    if isinstance(record, Visited):
+                        found.update(record.lookup(fps))
+            return found
+    else:
+        def lookup(fps):
+            found = {}
+            for part in sc.runJob(current, _lookup(frozenset(fps)), sorted({fp % partitions for fp in fps})):
+                found.update(part)
+            return found
+    parents = _parent_chains(lookup, tracker, init_fp)
+    if anchor is not None:
+        anchor.unpersist()
     return finish_report(report, model, tracker, lambda fp: path_to(parents, fp), symmetry)
 
 
-def _union(frames: list):
-    result = frames[0]
-    for df in frames[1:]:
-        result = result.union(df)
-    return result
+def _run_map_stage(sc, shuffled) -> None:
+    """Run the tasks that write `shuffled`'s input (one level), and no more: the next level reads their
+    output where it lies. One stage per level: a job that counted or cached the records would add one."""
+    values = shuffled._jrdd.rdd()  # pyspark's partitionBy: the values of a JVM ShuffledRDD
+    dependency = values.dependencies().head().rdd().dependencies().head()
+    sc._jsc.sc().submitMapStage(dependency).get()
 
 
-def _bind(model: Model, symmetry: bool, state_props: list[Property], step_props: list[Property],
-          expand: bool = True, successors: str = "reference"):
-    def run(rows):
-        return expand_partition(rows, model, symmetry, state_props, step_props, expand, successors)
+def _candidates(inbox: dict[int, list]) -> int:
+    from hwm.checker.spark_levels import Candidates
+
+    return sum(len(r.fps) for records in inbox.values() for r in records if isinstance(r, Candidates))
+
+
+def _level_figures(sc, level: int, seconds: float, summaries, on_spark: bool) -> dict:
+    summaries = list(summaries)
+    storage = sum(info.memSize() + info.diskSize() for info in sc._jsc.sc().getRDDStorageInfo())  # checkpoints
+    return {"level": level, "on_spark": on_spark, "seconds": seconds, "new": sum(s.new for s in summaries),
+            "transitions": sum(s.transitions for s in summaries),
+            "candidate_bytes": sum(s.candidate_bytes for s in summaries),
+            "record_bytes": sum(s.record_bytes for s in summaries),
+            "visited": sum(s.visited for s in summaries),
+            "visited_bytes": sum(s.visited_bytes for s in summaries),
+            "task_seconds": max(s.seconds for s in summaries), "storage_bytes": storage,
+            "states_built": sum(s.states_built for s in summaries),
+            "workers": {s.worker: s.peak_rss for s in summaries}}
+
+
+def _record_discoveries(tracker: Tracker, by_name: dict, summaries) -> None:
+    """Keep, per property not found yet, the level's discovery with the smallest key (the local engine's first)."""
+    best: dict[str, tuple] = {}
+    for s in summaries:
+        for name, key, step, target, source, finding in s.discoveries:
+            if name not in tracker.found and (name not in best or (key, step) < best[name][0]):
+                best[name] = ((key, step), target, source, finding)
+    for name, (_, target, source, finding) in best.items():
+        tracker.record(Discovery(by_name[name], target, source, finding))
+
+
+def _lookup(fps: frozenset):
+    from hwm.checker.spark_levels import Visited
+
+    def run(records):
+        for _, record in records:
+            if isinstance(record, Visited):
+                yield record.lookup(fps)
     return run
 
 
-def _side_row(kind, fp, parent, state, name, finding, count, rank, step):
-    """A plain tuple from `expand_partition` as the attribute-access row `collect` gives."""
-    from pyspark.sql import Row
-
-    return Row(kind=kind, fp=fp, parent=parent, state=state, name=name, finding=finding, count=count, rank=rank,
-               step=step)
-
-
-def _record_discoveries(tracker: Tracker, levels: dict[str, int], rows: list, level: int) -> None:
-    """Keep, per property not found yet, the discovery with the smallest key (the local engine's first).
-
-    `level` is the frontier's: a state property's target and a step's source are on it.
-    """
-    best: dict[str, tuple[tuple[int, int], int, int, str]] = {}
-    for row in rows:
-        if row.kind != DISCOVERY or row.name in tracker.found:
-            continue
-        key = (row.rank, row.step)
-        if row.name not in best or key < best[row.name][0]:
-            best[row.name] = (key, to_unsigned(row.fp), -1 if row.parent is None else to_unsigned(row.parent),
-                              row.finding)
-    by_name = {p.name: p for p in tracker.all}
-    for name, (_, target, source, finding) in best.items():
-        tracker.found[name] = Discovery(by_name[name], target, None if source < 0 else source, finding)
-        levels[name] = level
-
-
-def _parent_chains(visited, tracker: Tracker, levels: dict[str, int], init_fp: int) -> dict[int, int | None]:
-    """Parent links of every state on a discovery's chain, fetched level by level.
-
-    One small filtered lookup per level: the visited set itself stays in the JVM.
-    """
-    from pyspark.sql import functions as F
-
+def _parent_chains(lookup, tracker: Tracker, init_fp: int) -> dict[int, int | None]:
+    """Parent links of every state on a discovery's chain: one lookup per step up the chains (on Spark,
+    a small job on the partitions that hold the fingerprints asked for; the visited sets stay there)."""
     parents: dict[int, int | None] = {init_fp: None}
-    wanted: dict[int, set[int]] = {}
-    for name, d in tracker.found.items():
-        fp = d.target if d.before is None else d.before
-        if fp != init_fp:
-            wanted.setdefault(levels.get(name, 0), set()).add(fp)
+    wanted = {d.target if d.before is None else d.before for d in tracker.found.values()} - parents.keys()
     while wanted:
-        level = max(wanted)
-        fps = wanted.pop(level) - parents.keys()
-        if not fps or level == 0:
-            continue
-        rows = (visited.filter((F.col("level") == level) & F.col("fp").isin([to_signed(f) for f in fps]))
-                .select("fp", "parent").collect())
-        for row in rows:
-            parent = to_unsigned(row.parent)
-            parents[to_unsigned(row.fp)] = parent
-            if parent not in parents:
-                wanted.setdefault(level - 1, set()).add(parent)
-        missing = fps - parents.keys()
+        found = lookup(wanted)
+        missing = wanted - found.keys()
         if missing:
-            raise RuntimeError(f"fingerprints {sorted(missing)} are not in the visited set at level {level}")
+            raise RuntimeError(f"fingerprints {sorted(missing)} are not in the visited set")
+        for fp, (parent, level) in found.items():
+            parents[fp] = None if level == 0 else parent
+        wanted = {p for p in parents.values() if p is not None} - parents.keys()
     return parents
 
 

@@ -95,8 +95,11 @@ def cache_dir() -> str:
 def source_key() -> str:
     """The hash the module's name holds: the kernel sources, the interpreter, NumPy and the platform."""
     digest = hashlib.sha256()
-    for name in SOURCES:  # through the loader: the package may be imported from a zip (Spark's executors)
-        digest.update(name.encode() + b"\0" + __spec__.loader.get_data(os.path.join(HERE, name)) + b"\0")
+    # Through the loader: the package may be imported from a zip (Spark's executors), whose loader knows only
+    # its own spelling of the archive's path, the one it gave this module (not `HERE`'s abspath).
+    where = HERE if os.path.isdir(HERE) else os.path.dirname(__spec__.origin)
+    for name in SOURCES:
+        digest.update(name.encode() + b"\0" + __spec__.loader.get_data(os.path.join(where, name)) + b"\0")
     digest.update(f"{sys.implementation.cache_tag} {np.__version__} {sys.platform} "
                   f"{importlib.machinery.EXTENSION_SUFFIXES[0]}".encode())
     return digest.hexdigest()[:16]

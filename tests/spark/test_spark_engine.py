@@ -99,7 +99,13 @@ def assert_traces_replay(model, report) -> None:
         assert prop.check(before, state) if prop.on == "step" else prop.check(state), result.name
 
 
+# Levels reached by more than this many candidates run on Spark, the first few on the driver: both
+# paths and the hand-over from one to the other run in every case.
+DRIVER_LEVEL = 50
+
+
 def check_case(spark, key, **options):
+    options.setdefault("driver_level", DRIVER_LEVEL)
     preset, config, symmetry = config_of(key)
     model = build_model(PRESETS[preset].protocol, config)
     report = spark_bfs(model, preset, symmetry=symmetry, spark=spark, **options)
@@ -127,8 +133,10 @@ def test_spark_equals_local_and_pinned_deep(spark, key):
 def test_results_do_not_depend_on_partitioning_or_checkpoints_and_progress_covers_every_level(spark):
     """Ties are broken in the local engine's order, whatever the partitioning: traces are reproducible."""
     seen = []
-    one = check_case(spark, TINY, partitions=1, checkpoint_every=100, progress=seen.append)
-    three = check_case(spark, TINY, partitions=3, checkpoint_every=1)
+    # One partition on the driver alone (a search this small never leaves it by default), three on Spark alone.
+    one = check_case(spark, TINY, partitions=1, checkpoint_every=100, progress=seen.append,
+                     driver_level=spark_engine.DRIVER_LEVEL)
+    three = check_case(spark, TINY, partitions=3, checkpoint_every=1, driver_level=0)
     assert {n: r.steps for n, r in one.results.items()} == {n: r.steps for n, r in three.results.items()}
 
     assert [set(p) for p in seen] == [{"depth", "states", "frontier", "states_per_second", "elapsed"}] * one.depth
@@ -142,7 +150,7 @@ def test_max_depth_stops_like_the_local_engine(spark):
     preset, config, symmetry = config_of(TINY)
     model = build_model(PRESETS[preset].protocol, config)
     # EntryRead is first reached at depth 4: the deepest level is checked, not expanded.
-    report = spark_bfs(model, preset, symmetry=symmetry, spark=spark, max_depth=4)
+    report = spark_bfs(model, preset, symmetry=symmetry, spark=spark, max_depth=4, driver_level=DRIVER_LEVEL)
     local = bfs(model, preset, symmetry=symmetry, max_depth=4)
     assert not report.complete
     assert outcome(report) == outcome(local)
@@ -224,7 +232,8 @@ def test_standalone_cluster_equals_local(tmp_path):
     The check runs in its own process: a JVM holds one SparkContext, and this
     process's already runs on local[2].
     """
-    key = TINY
+    # Large enough that its levels leave the driver (`spark_bfs`'s driver_level) for the workers.
+    key = ("raft", 3, 3, 2, 1, "rpc", True)
     preset, config, symmetry = config_of(key)
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])),
                PYSPARK_PYTHON=sys.executable, SPARK_LOCAL_IP="127.0.0.1")
@@ -266,8 +275,11 @@ FAST = importlib.util.find_spec("hwm.checker.fast") is not None
 
 
 def test_executors_expand_with_the_chosen_backend(spark):
-    """Another backend (model objects, not packed bytes) gives the same results on the executors."""
-    check_case(spark, TINY, successors="objects")
+    """Another backend (model objects, not packed bytes) gives the same results on the executors, and
+    builds a model state per state there: the count of the fast backend's test below does count."""
+    stats: dict = {}
+    report = check_case(spark, TINY, successors="objects", stats=stats, count_states=True)
+    assert stats["states_built"] >= report.states
     with pytest.raises(ValueError, match="unknown successor backend"):
         spark_bfs(RaftModel(PRESETS["raft"].protocol, config_of(TINY)[1]), "raft", spark=spark, successors="quick")
 
@@ -289,7 +301,13 @@ def test_spark_with_the_fast_backend_equals_local_and_pinned(spark, compiled, ke
         with pytest.raises(BackendUnavailable, match="no compiled"):
             check_case(spark, key, successors="fast")
         return
-    check_case(spark, key, successors="fast")
+    stats: dict = {}
+    report = check_case(spark, key, successors="fast", stats=stats, count_states=True)
+    # No model state per state on the executors' hot path: the state type's constructor, counted there
+    # during every task, builds only the states that word a finding (one, or two for a step), at most
+    # once per partition that finds the property in the level.
+    found = sum(r.found for r in report.results.values())
+    assert stats["states_built"] <= 2 * stats["partitions"] * found < report.states / 4
 
 
 @pytest.mark.deep

@@ -12,7 +12,7 @@ from hwm.checker.report import bfs
 from hwm.checker.spark_engine import spark_bfs
 from hwm.properties.protocol import PRESETS
 from tests.pinned import PINNED, config_of
-from tests.spark.test_spark_engine import case_id
+from tests.spark.test_spark_engine import DRIVER_LEVEL, case_id
 
 pytestmark = pytest.mark.spark
 
@@ -41,6 +41,7 @@ def check_same_traces(spark, key, tmp_path, **options) -> dict:
     preset, config, symmetry = config_of(key)
     model = build_model(PRESETS[preset].protocol, config)
     local = saved(bfs(model, preset, symmetry=symmetry), preset, tmp_path / "local")
+    options.setdefault("driver_level", DRIVER_LEVEL)
     distributed = saved(spark_bfs(model, preset, symmetry=symmetry, spark=spark, **options), preset,
                         tmp_path / "spark")
     assert distributed["files"] == local["files"]
