@@ -15,6 +15,9 @@ finer steps, and this validator accepts exactly the ones the raft validator acce
   shorter prefix of the leader's history, or an older HWM, than the leader holds when it arrives.
 - **A follower takes a later epoch without voting for it**: it refused a candidate whose history
   is behind its own, or a proposal, and took its generation; its history and currentEpoch stay.
+- **A candidate's currentEpoch is not shown**: a follower that already held its leader's history
+  shows no change when it acknowledges NEWLEADER, so an election is taken with the candidate's
+  currentEpoch anywhere up to its generation.
 - **A leader steps down without a new leader** (it lost its quorum, or heard of a later epoch):
   a follower of its own epoch, keeping its history, with no follower synchronised to it.
 
@@ -24,6 +27,8 @@ durable.
 """
 
 from __future__ import annotations
+
+import itertools
 
 from hwm.checker.observed import ObservedValidator
 from hwm.checker.validate import Validator
@@ -46,7 +51,8 @@ class ObservedZabValidator(ObservedValidator):
         if not self.refines:
             yield from Validator._successors(self, state, k, seen, event_reads)
             return
-        for action, after in Validator._successors(self, state, k, seen, event_reads):
+        steps = Validator._successors(self, state, k, seen, event_reads)
+        for action, after in itertools.chain(steps, self._elections_of_a_synchronised_candidate(state)):
             kind = action[0]
             if kind == "crash":
                 after = self._keep_replies_from(state, action[1], after)
@@ -130,6 +136,29 @@ class ObservedZabValidator(ObservedValidator):
                                    synced=tuple(synced), channels=tuple(channels))
             after = model._establish(after, l)
             yield ("ack", f, l), model._with(after, after)
+
+    def _elections_of_a_synchronised_candidate(self, state):
+        """Elections the model refuses only for the candidate's currentEpoch, which no node shows:
+        a follower whose history already was its leader's shows no change when it acknowledges that
+        leader's NEWLEADER (and its currentEpoch becomes the leader's epoch), so the candidate may
+        have any currentEpoch up to its generation. The voters' stay the model's (a real voter may
+        refuse more, never less)."""
+        model = self.model
+        if self.protocol.election != "longest-log":
+            return
+        servers = state.servers
+        fresh = [model.freshness(state, k) for k in range(self.n)]
+        for c, candidate in enumerate(servers):
+            if not candidate.alive or candidate.role == LEADER or fresh[c][0] >= candidate.generation:
+                continue
+            synchronised = (candidate.generation,) + fresh[c][1:]
+            for voters in model.voter_sets[c]:
+                if not all(servers[v].alive for v in voters):
+                    continue
+                if all(fresh[c] >= fresh[v] for v in voters):
+                    continue  # the model's own election, already taken
+                if all(synchronised >= fresh[v] for v in voters):
+                    yield ("elect", c, voters), model.apply(state, ("elect", c, voters))
 
     def _later_epochs(self, state, k):
         """Follower k hears of a leader's later epoch (its vote request, refused as k's history is
