@@ -75,6 +75,7 @@ class ObservedZabValidator(ObservedValidator):
             for f in range(self.n):
                 if f != k:
                     yield from self._acks(state, f, k)
+            yield from self._unseen_synchronisation(state, k)
             if seen.role == FOLLOWER and seen.alive:
                 stepped = server._replace(role=FOLLOWER, match=())
                 after = state._replace(servers=state.servers[:k] + (stepped,) + state.servers[k + 1:],
@@ -82,7 +83,7 @@ class ObservedZabValidator(ObservedValidator):
                 yield ("step_down", k), self._remember_leaders(state, after)
 
     def _allowed(self, action, k, event) -> bool:
-        if action[0] in ("sync-unacknowledged", "sync-older", "learn_epoch"):
+        if action[0] in ("sync-unacknowledged", "sync-older", "learn_epoch", "synchronise"):
             return True
         return super()._allowed(action, k, event)
 
@@ -105,8 +106,9 @@ class ObservedZabValidator(ObservedValidator):
         synced = after.synced[:l] + (state.synced[l],) + after.synced[l + 1:]
         return after._replace(servers=servers, synced=synced, channels=tuple(channels), acked=state.acked)
 
-    def _acks(self, state, f: int, l: int):
-        """Each reply from f to leader l applied: the model's leader side of `sync` or `replicate`."""
+    def _acks(self, state, f: int, l: int, newleader_only: bool = False):
+        """Each reply from f to leader l applied: the model's leader side of `sync` or `replicate`
+        (of `sync` alone with `newleader_only`)."""
         if not state.channels:
             return
         model = self.model
@@ -114,7 +116,7 @@ class ObservedZabValidator(ObservedValidator):
         leader = state.servers[l]
         for reply in queue:
             _, generation, kind, index = reply
-            if generation != leader.generation:
+            if generation != leader.generation or (newleader_only and kind != NEWLEADER_ACK):
                 continue  # an ACK of an earlier epoch: a real leader ignores it
             channels = list(state.channels)
             channels[f * self.n + l] = tuple(r for r in queue if r != reply and r[1] == leader.generation)
@@ -171,6 +173,29 @@ class ObservedZabValidator(ObservedValidator):
             if l != k and leader.alive and leader.role == LEADER and leader.generation > follower.generation:
                 now = follower._replace(generation=leader.generation)
                 yield ("learn_epoch", l, k), state._replace(servers=state.servers[:k] + (now,) + state.servers[k + 1:])
+
+    def _unseen_synchronisation(self, state, l):
+        """Leader l's NEWLEADER exchanges that no node showed, as one step: every ACK of NEWLEADER
+        waiting for it, then every `sync` that changes nothing its follower shows. A prospective
+        leader shows nothing until a quorum has ACKed, so with five servers its first visible
+        change may follow several of them (each is the model's step: the search's depth, not the
+        model, is what this saves)."""
+        if not state.channels and not any(self.model.guard_sync(state, l, f) is None for f in range(self.n)):
+            return
+        after, taken = state, 0
+        for f in range(self.n):
+            if f == l:
+                continue
+            for _, acked in self._acks(after, f, l, newleader_only=True):
+                after, taken = acked, taken + 1
+                break
+        for f in range(self.n):
+            if f != l and after.servers[f].alive and self.model.guard_sync(after, l, f) is None:
+                synced = self.model.apply(after, ("sync", l, f))
+                if synced.servers[l].role == LEADER and self._same(synced.servers[f], after.servers[f]):
+                    after, taken = synced, taken + 1
+        if taken > 1:
+            yield ("synchronise", l), self._remember_leaders(state, after)
 
     # ------------------------------------------------------- an older NEWLEADER
     def _older_syncs(self, state, k, seen):

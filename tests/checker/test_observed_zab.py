@@ -86,3 +86,11 @@ def test_recorded_runs_of_the_zab_model_stay_valid(preset):
     # A model run logs each step's changes leader first: no order between them to rely on.
     verdict = ObservedZabValidator(protocol, header, followers_first=False).validate(events)
     assert verdict.valid, verdict.discrepancy.describe()
+
+
+def test_a_prospective_leader_of_five_may_write_after_acks_of_newleader_no_node_showed():
+    # n2 and n3 already hold n1's (empty) history: their NEWLEADER ACKs change nothing they show,
+    # and n1 shows nothing until the quorum's last one establishes it.
+    elected = [("n1", dict(generation=1, role="leader"))] + [(f"n{k}", dict(generation=1)) for k in (2, 3)]
+    verdict = run(*elected, ("n1", dict(log=((1, 1),))), servers=5)
+    assert verdict.valid, verdict.discrepancy.describe()
