@@ -18,6 +18,9 @@ finer steps, and this validator accepts exactly the ones the raft validator acce
 - **A candidate's currentEpoch is not shown**: a follower that already held its leader's history
   shows no change when it acknowledges NEWLEADER, so an election is taken with the candidate's
   currentEpoch anywhere up to its generation.
+- **NEWLEADER exchanges no node showed**: a prospective leader shows nothing until a quorum has
+  ACKed, and a follower that already held its history shows nothing when it ACKs; `synchronise(L)`
+  takes all of them as one step (each is the model's own), so that the search's depth suffices.
 - **A leader steps down without a new leader** (it lost its quorum, or heard of a later epoch):
   a follower of its own epoch, keeping its history, with no follower synchronised to it.
 
