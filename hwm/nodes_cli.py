@@ -47,10 +47,10 @@ def _default_save(command: list[str]) -> Path:
 @click.option("--steps", type=click.IntRange(1), default=30, show_default=True, help="Rules per schedule, at most.")
 @click.option("--seed", type=int, default=0, show_default=True, help="Hypothesis's seed (the same seed, the same schedules).")
 @click.option("--protocol", "protocol", type=ProtocolParam(), default=None,
-              help="The preset the node implements (raft, raft-noop,hwm_durable=true, ...): each change a node "
-                   "shows through hwm_state is stepped against the preset's model (raft system's presets), and "
-                   "the first the model cannot make is a finding (ModelStep). Recorded in the saved schedule: "
-                   "hwm replay steps it too.")
+              help="The preset the node implements (raft, raft-noop,hwm_durable=true, zab, ...): each change a "
+                   "node shows through hwm_state is stepped against the preset's model (the raft and zab systems' "
+                   "presets), and the first the model cannot make is a finding (ModelStep). Recorded in the saved "
+                   "schedule: hwm replay steps it too.")
 @click.option("--save", "save", type=click.Path(dir_okay=False, path_type=Path), default=None,
               help="Where to save the shrunk failing schedule [default: hwm-out/nodes/<node>-<time>.json].")
 @click.option("--time-limit", type=click.FloatRange(1), default=600.0, show_default=True,
@@ -66,7 +66,7 @@ def test(command, nodes, workload, clock, schedules, steps, seed, protocol, save
     """
     from hwm.bridge.maelstrom.hunt import HypothesisMissing, hunt, saved_schedule
     from hwm.bridge.maelstrom.process import kill_all
-    from hwm.bridge.maelstrom.validation import steps_against_model
+    from hwm.bridge.maelstrom.validation import STEPPED_SYSTEMS, steps_against_model
 
     command = list(command)
     save = save or _default_save(command)
@@ -118,7 +118,7 @@ def test(command, nodes, workload, clock, schedules, steps, seed, protocol, save
                    f"{report.operations / max(1e-9, report.seconds):.1f} operations/s)")
         if protocol is not None and not steps_against_model(protocol):
             click.echo(f"--protocol {resolve(protocol)[0]}: recorded in the schedule; observed changes are stepped "
-                       "against the model for the raft system's presets only")
+                       f"against the model for the {' and '.join(STEPPED_SYSTEMS)} systems' presets only")
         elif protocol is not None:
             click.echo(f"{stepped[0]} observed changes stepped against the model of {resolve(protocol)[0]}"
                        if stepped[0] else "--protocol: no node answered hwm_state, so no change was stepped "

@@ -23,6 +23,7 @@ from __future__ import annotations
 from hwm.bridge.maelstrom.history import Finding
 from hwm.bridge.maelstrom.observe import describe_observation
 from hwm.checker.observed import ObservedValidator
+from hwm.checker.observed_zab import ObservedZabValidator
 from hwm.properties.events import Event, Header
 from hwm.properties.protocol import resolve
 
@@ -31,11 +32,17 @@ LOGGED = frozenset({"generation", "role", "log", "hwm"})
 FINDING = "ModelStep"
 
 
+# The systems whose correct nodes' finer steps a validator knows: raft's (checker/observed.py) and
+# ZAB's (checker/observed_zab.py).
+VALIDATORS = {"raft": ObservedValidator, "zab": ObservedZabValidator}
+STEPPED_SYSTEMS = tuple(VALIDATORS)
+
+
 def steps_against_model(protocol) -> bool:
-    """Whether a run with this preset is stepped against its model: the raft system's presets, whose
-    finer steps checker/observed.py knows. Another system's model makes a leader learn each
-    acknowledgement in the same step as its follower's append, which would reject correct nodes."""
-    return protocol is not None and resolve(protocol)[1].system == "raft"
+    """Whether a run with this preset is stepped against its model: the presets of a system in
+    `STEPPED_SYSTEMS`. Another system's model makes a leader learn each acknowledgement in the same
+    step as its follower's append, which would reject correct nodes."""
+    return protocol is not None and resolve(protocol)[1].system in VALIDATORS
 
 
 class ModelSteps:
@@ -44,7 +51,7 @@ class ModelSteps:
     def __init__(self, protocol, node_ids: list[str], depth: int = 2):
         self.name, self.protocol = resolve(protocol)
         self.header = Header(tuple(node_ids), LOGGED)
-        self.validator = ObservedValidator(self.protocol, self.header, depth=depth)
+        self.validator = VALIDATORS[self.protocol.system](self.protocol, self.header, depth=depth)
         self.led: set[int] = {0}  # generations some node was seen to lead (0: every node's first)
         self.down: set[str] = set()
         self.unnamed: dict[str, dict] = {}  # a follower's last observation, with a generation no one had led

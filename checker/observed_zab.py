@@ -1,0 +1,242 @@
+"""Trace validation of a live ZAB cluster: `checker/observed.py`'s relaxations in ZAB's model.
+
+ZAB's model (model/zab.py) makes each exchange one step: `sync(L, F)` is a whole DIFF/TRUNC/SNAP
+followed by NEWLEADER and the follower's ACK, counted by the leader (and establishing it once a
+quorum acknowledged); `replicate(L, F)` a proposal and its ACK. A correct node shows these in
+finer steps, and this validator accepts exactly the ones the raft validator accepts:
+
+- **The leader counts an ACK later, or never.** The follower's side of `sync` or `replicate` is
+  one change; its ACK waits as a reply, and `ack(F→L)` applies it as the model's exchange would
+  have: an ACK of NEWLEADER makes F synchronised with L, counts F's history (all of it before L is
+  established, what F logged after) and may establish L; an ACK of a proposal advances F's match
+  index and L's HWM. A reply may be applied out of order or be lost; a reply to an earlier epoch
+  is ignored.
+- **A NEWLEADER carries the leader's history and HWM of when it was sent**: a follower may show a
+  shorter prefix of the leader's history, or an older HWM, than the leader holds when it arrives.
+- **A follower takes a later epoch without voting for it**: it refused a candidate whose history
+  is behind its own, or a proposal, and took its generation; its history and currentEpoch stay.
+- **A candidate's currentEpoch is not shown**: a follower that already held its leader's history
+  shows no change when it acknowledges NEWLEADER, so an election is taken with the candidate's
+  currentEpoch anywhere up to its generation.
+- **NEWLEADER exchanges no node showed**: a prospective leader shows nothing until a quorum has
+  ACKed, and a follower that already held its history shows nothing when it ACKs; `synchronise(L)`
+  takes all of them as one step (each is the model's own), so that the search's depth suffices.
+- **A leader steps down without a new leader** (it lost its quorum, or heard of a later epoch):
+  a follower of its own epoch, keeping its history, with no follower synchronised to it.
+
+Everything else is ZAB's model: a prospective leader neither writes nor commits, proposals go to
+synchronised followers only, elections follow fast leader election's order, a crash keeps what is
+durable.
+"""
+
+from __future__ import annotations
+
+import itertools
+
+from hwm.checker.observed import ObservedValidator
+from hwm.checker.validate import Validator
+from hwm.model.state import FOLLOWER, LEADER, REPLY
+
+# The reply to a NEWLEADER (its ACK), beside the raft validator's replies to appends (success True).
+NEWLEADER_ACK = "newleader"
+
+
+class ObservedZabValidator(ObservedValidator):
+    """`ObservedValidator` for ZAB's model: see the module's docstring."""
+
+    def __init__(self, protocol, header, **options):
+        super().__init__(protocol, header, **options)
+        if protocol.system != "zab":
+            raise ValueError(f"ObservedZabValidator steps ZAB's model, not {protocol.system}'s")
+        self.refines = header.network == "rpc"
+
+    def _successors(self, state, k, seen, event_reads=False):
+        if not self.refines:
+            yield from Validator._successors(self, state, k, seen, event_reads)
+            return
+        steps = Validator._successors(self, state, k, seen, event_reads)
+        for action, after in itertools.chain(steps, self._elections_of_a_synchronised_candidate(state)):
+            kind = action[0]
+            if kind == "crash":
+                after = self._keep_replies_from(state, action[1], after)
+            after = self._remember_leaders(state, after)
+            if kind in ("sync", "replicate") and action[2] == k:
+                # The follower's change is observed before its ACK reaches the leader.
+                deferred = self._deferred(state, action, after)
+                if deferred is not None:
+                    yield (f"{kind}-unacknowledged", action[1], action[2]), deferred
+                    continue
+            if (self.followers_first and kind in ("sync", "replicate") and action[1] == k
+                    and not self._same(after.servers[action[2]], state.servers[action[2]])):
+                continue  # the follower's change is observed before its ACK reaches the leader
+            yield action, after
+        yield from self._older_syncs(state, k, seen)
+        yield from self._late_appends(state, k, seen)
+        yield from self._later_epochs(state, k)
+        server = state.servers[k]
+        if server.alive and server.role == LEADER:
+            for f in range(self.n):
+                if f != k:
+                    yield from self._acks(state, f, k)
+            yield from self._unseen_synchronisation(state, k)
+            if seen.role == FOLLOWER and seen.alive:
+                stepped = server._replace(role=FOLLOWER, match=())
+                after = state._replace(servers=state.servers[:k] + (stepped,) + state.servers[k + 1:],
+                                       synced=state.synced[:k] + (0,) + state.synced[k + 1:])
+                yield ("step_down", k), self._remember_leaders(state, after)
+
+    def _allowed(self, action, k, event) -> bool:
+        if action[0] in ("sync-unacknowledged", "sync-older", "learn_epoch", "synchronise"):
+            return True
+        return super()._allowed(action, k, event)
+
+    # ------------------------------------------------------------------ replies
+    def _deferred(self, state, action, after):
+        """`after` with the leader's side undone: the follower's ACK waits as a reply."""
+        kind, l, f = action
+        leader, replied = state.servers[l], after.servers[l]
+        if replied.role != LEADER or replied.generation != leader.generation or not after.servers[f].alive:
+            return None  # the follower's later epoch deposed the leader: nothing is deferred
+        if kind == "sync":
+            # What an ACK of NEWLEADER tells: the follower's history, and how much of it is logged.
+            reply = (REPLY, leader.generation, NEWLEADER_ACK, (len(after.servers[f].log), after.durable[f]))
+        else:
+            reply = (REPLY, leader.generation, True, replied.match[f])
+        channels = self._channels(after)
+        if reply not in channels[f * self.n + l]:
+            channels[f * self.n + l] = channels[f * self.n + l] + (reply,)
+        servers = after.servers[:l] + (leader,) + after.servers[l + 1:]
+        synced = after.synced[:l] + (state.synced[l],) + after.synced[l + 1:]
+        return after._replace(servers=servers, synced=synced, channels=tuple(channels), acked=state.acked)
+
+    def _acks(self, state, f: int, l: int, newleader_only: bool = False):
+        """Each reply from f to leader l applied: the model's leader side of `sync` or `replicate`
+        (of `sync` alone with `newleader_only`)."""
+        if not state.channels:
+            return
+        model = self.model
+        queue = state.channels[f * self.n + l]
+        leader = state.servers[l]
+        for reply in queue:
+            _, generation, kind, index = reply
+            if generation != leader.generation or (newleader_only and kind != NEWLEADER_ACK):
+                continue  # an ACK of an earlier epoch: a real leader ignores it
+            channels = list(state.channels)
+            channels[f * self.n + l] = tuple(r for r in queue if r != reply and r[1] == leader.generation)
+            established = model.established(state, l)
+            synced = list(state.synced)
+            match = list(leader.match)
+            if kind == NEWLEADER_ACK:
+                history, logged = index
+                synced[l] |= 1 << f
+                match[f] = logged if established else history
+            else:
+                if not (established and state.synced[l] >> f & 1):
+                    continue  # a proposal's ACK from a follower not synchronised with it: ignored
+                match[f] = max(match[f], index)
+            now = leader._replace(match=tuple(match))
+            if established:
+                now = model._advance_hwm(now, l)
+            after = state._replace(servers=state.servers[:l] + (now,) + state.servers[l + 1:],
+                                   synced=tuple(synced), channels=tuple(channels))
+            after = model._establish(after, l)
+            yield ("ack", f, l), model._with(after, after)
+
+    def _elections_of_a_synchronised_candidate(self, state):
+        """Elections the model refuses only for the candidate's currentEpoch, which no node shows:
+        a follower whose history already was its leader's shows no change when it acknowledges that
+        leader's NEWLEADER (and its currentEpoch becomes the leader's epoch), so the candidate may
+        have any currentEpoch up to its generation. The voters' stay the model's (a real voter may
+        refuse more, never less)."""
+        model = self.model
+        if self.protocol.election != "longest-log":
+            return
+        servers = state.servers
+        fresh = [model.freshness(state, k) for k in range(self.n)]
+        for c, candidate in enumerate(servers):
+            if not candidate.alive or candidate.role == LEADER or fresh[c][0] >= candidate.generation:
+                continue
+            synchronised = (candidate.generation,) + fresh[c][1:]
+            for voters in model.voter_sets[c]:
+                if not all(servers[v].alive for v in voters):
+                    continue
+                if all(fresh[c] >= fresh[v] for v in voters):
+                    continue  # the model's own election, already taken
+                if all(synchronised >= fresh[v] for v in voters):
+                    yield ("elect", c, voters), model.apply(state, ("elect", c, voters))
+
+    def _later_epochs(self, state, k):
+        """Follower k hears of a leader's later epoch (its vote request, refused as k's history is
+        fresher; a proposal k refuses) and takes its generation, without voting or synchronising:
+        its currentEpoch and history stay as they are, as ZooKeeper's do until NEWLEADER."""
+        follower = state.servers[k]
+        if not follower.alive or follower.role != FOLLOWER:
+            return
+        for l, leader in enumerate(state.servers):
+            if l != k and leader.alive and leader.role == LEADER and leader.generation > follower.generation:
+                now = follower._replace(generation=leader.generation)
+                yield ("learn_epoch", l, k), state._replace(servers=state.servers[:k] + (now,) + state.servers[k + 1:])
+
+    def _unseen_synchronisation(self, state, l):
+        """Leader l's NEWLEADER exchanges that no node showed, as one step: every ACK of NEWLEADER
+        waiting for it, then every `sync` that changes nothing its follower shows. A prospective
+        leader shows nothing until a quorum has ACKed, so with five servers its first visible
+        change may follow several of them (each is the model's step: the search's depth, not the
+        model, is what this saves)."""
+        if not state.channels and not any(self.model.guard_sync(state, l, f) is None for f in range(self.n)):
+            return
+        after, taken = state, 0
+        for f in range(self.n):
+            if f == l:
+                continue
+            for _, acked in self._acks(after, f, l, newleader_only=True):
+                after, taken = acked, taken + 1
+                break
+        for f in range(self.n):
+            if f != l and after.servers[f].alive and self.model.guard_sync(after, l, f) is None:
+                synced = self.model.apply(after, ("sync", l, f))
+                if synced.servers[l].role == LEADER and self._same(synced.servers[f], after.servers[f]):
+                    after, taken = synced, taken + 1
+        if taken > 1:
+            yield ("synchronise", l), self._remember_leaders(state, after)
+
+    # ------------------------------------------------------- an older NEWLEADER
+    def _older_syncs(self, state, k, seen):
+        """A NEWLEADER sent to follower k when its leader's history or HWM were shorter: the model's
+        `sync` from the leader as it was then, follower's side only (its ACK deferred)."""
+        follower = state.servers[k]
+        if seen.log is None or not follower.alive or not seen.alive:
+            return
+        for l, leader in enumerate(state.servers):
+            if l == k or not (leader.alive and leader.role == LEADER) or self.model.guard_sync(state, l, k):
+                continue
+            length = len(seen.log)
+            hwm = leader.hwm if seen.hwm is None else min(seen.hwm, leader.hwm, length)
+            if length > len(leader.log) or (length, hwm) == (len(leader.log), leader.hwm):
+                continue
+            # Links are FIFO (TCP, and hwm test's zab nodes order their links): what k holds of the
+            # leader's history came with its election (every NEWLEADER carries it) or in a later
+            # message of this leader, so an older NEWLEADER never truncates k's common prefix.
+            common = 0
+            while common < min(len(follower.log), len(leader.log)) and follower.log[common] == leader.log[common]:
+                common += 1
+            if length < common:
+                continue
+            then = state._replace(servers=state.servers[:l] + (leader._replace(log=leader.log[:length], hwm=hwm),)
+                                  + state.servers[l + 1:])
+            action = ("sync", l, k)
+            after = self.model.apply(then, action)
+            deferred = self._deferred(then, action, after)
+            if deferred is not None:
+                # The leader as it is now, not as it was when it sent the NEWLEADER.
+                servers = deferred.servers[:l] + (leader,) + deferred.servers[l + 1:]
+                yield ("sync-older", l, k), deferred._replace(servers=servers)
+
+    def _action_text(self, action) -> str:
+        names = self.header.servers
+        if action[0] == "ack":
+            return f"ack({names[action[1]]}→{names[action[2]]})"
+        return super()._action_text(action)
+
+
+__all__ = ["ObservedZabValidator", "NEWLEADER_ACK"]

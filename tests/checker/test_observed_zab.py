@@ -1,0 +1,96 @@
+"""checker/observed_zab.py: what a correct ZAB node does between the model's steps is accepted (an ACK
+of NEWLEADER or of a proposal counted later, a NEWLEADER carrying an older history, a later epoch
+learnt without a vote, a leader stepping down), and what ZAB's model forbids is still rejected."""
+
+import pytest
+
+from hwm.checker.model_events import random_actions, run_events
+from hwm.checker.observed_zab import ObservedZabValidator
+from hwm.checker.validate import Validator
+from hwm.model.registry import build_model
+from hwm.model.state import Config
+from hwm.properties.events import Event, Header, UNNAMED
+from hwm.properties.protocol import resolve
+
+ZAB = resolve("zab")[1]
+LOGGED = frozenset({"generation", "role", "log", "hwm"})
+
+
+def run(*events, servers=3, validator=ObservedZabValidator, protocol=ZAB):
+    """The verdict on `events`, each (server, fields)."""
+    header = Header(tuple(f"n{k}" for k in range(1, servers + 1)), LOGGED)
+    return validator(protocol, header).validate([Event(server=server, **fields) for server, fields in events])
+
+
+ELECTED = [("n1", dict(generation=1, role="leader")), ("n2", dict(generation=1)), ("n3", dict(generation=1))]
+# n1 established (n2's ACK of NEWLEADER), one proposal stored on n2, not yet counted.
+PROPOSED = ELECTED + [("n1", dict(log=((1, 1),))), ("n2", dict(log=((1, 1),)))]
+
+
+def test_a_proposal_is_committed_when_its_ack_reaches_the_leader_after_the_followers_change():
+    events = PROPOSED + [("n1", dict(log=((1, 1), (2, 1)))),  # a second proposal: n2's ACK not yet in
+                         ("n1", dict(hwm=1)),  # now it is
+                         ("n2", dict(log=((1, 1), (2, 1)), hwm=1)), ("n1", dict(hwm=2))]
+    verdict = run(*events)
+    assert verdict.valid, verdict.discrepancy.describe()
+    # ZAB's model counts the ACK in the proposal's own step: its HWM would be 1 at the second proposal.
+    assert not run(*events, validator=Validator).valid
+
+
+def test_a_leader_commits_nothing_no_follower_was_shown_to_store():
+    verdict = run(*ELECTED, ("n1", dict(log=((1, 1),))), ("n1", dict(hwm=1)))
+    assert not verdict.valid and verdict.discrepancy.number == 5
+    assert "has n1 as the run says: leader g1 log=[1] hwm=1" in verdict.discrepancy.reason
+
+
+def test_an_ack_of_an_earlier_epoch_is_not_counted():
+    events = PROPOSED + [("n1", dict(generation=UNNAMED, role="follower")),  # n1 steps down
+                         ("n1", dict(generation=2, role="leader")), ("n3", dict(generation=2)),  # n3 votes
+                         ("n1", dict(hwm=1))]  # n2's ACK was to epoch 1; n3 holds nothing
+    verdict = run(*events)
+    # Only n2's ACK of epoch 2's NEWLEADER could commit it, and n2 never showed epoch 2.
+    assert not verdict.valid and verdict.discrepancy.event is None, verdict.discrepancy.describe()
+    assert "needs a change no event logged: n2 follower g2 log=[1]" in verdict.discrepancy.reason
+
+
+def test_a_newleader_may_carry_an_older_history_but_never_truncate_what_the_follower_shares():
+    two = PROPOSED + [("n1", dict(log=((1, 1), (2, 1))))]
+    # n3 synchronises from a NEWLEADER sent when n1 held one entry, and learns no HWM from it.
+    verdict = run(*two, ("n3", dict(log=((1, 1),))))
+    assert verdict.valid, verdict.discrepancy.describe()
+    # n2 already holds n1's entry: no NEWLEADER of n1 (links are FIFO) takes it away again.
+    verdict = run(*two, ("n2", dict(log=())))
+    assert not verdict.valid and verdict.discrepancy.number == len(two) + 1
+
+
+def test_a_follower_learns_a_later_epoch_without_voting_for_it():
+    # n1, cut off with a proposal no one else stores, refused n2's vote (its history is fresher);
+    # when it hears of epoch 2 it steps down and takes it, keeping its history and currentEpoch.
+    events = ELECTED + [("n1", dict(log=((1, 1),))), ("n2", dict(generation=2, role="leader")),
+                        ("n3", dict(generation=2)), ("n1", dict(generation=2, role="follower"))]
+    verdict = run(*events)
+    assert verdict.valid, verdict.discrepancy.describe()
+
+
+def test_a_leader_may_step_down_without_a_new_leader_but_not_lose_its_history():
+    verdict = run(*PROPOSED, ("n1", dict(generation=UNNAMED, role="follower")))
+    assert verdict.valid, verdict.discrepancy.describe()
+    assert not run(*PROPOSED, ("n1", dict(role="follower", log=()))).valid
+
+
+@pytest.mark.parametrize("preset", ["zab", "zab-ack-before-persist"])
+def test_recorded_runs_of_the_zab_model_stay_valid(preset):
+    protocol = resolve(preset)[1]
+    model = build_model(protocol, Config(servers=3, max_generation=4, max_log=3, max_crashes=2))
+    header, events = run_events(model, list(random_actions(model, 40, 1)), ("n1", "n2", "n3"))
+    # A model run logs each step's changes leader first: no order between them to rely on.
+    verdict = ObservedZabValidator(protocol, header, followers_first=False).validate(events)
+    assert verdict.valid, verdict.discrepancy.describe()
+
+
+def test_a_prospective_leader_of_five_may_write_after_acks_of_newleader_no_node_showed():
+    # n2 and n3 already hold n1's (empty) history: their NEWLEADER ACKs change nothing they show,
+    # and n1 shows nothing until the quorum's last one establishes it.
+    elected = [("n1", dict(generation=1, role="leader"))] + [(f"n{k}", dict(generation=1)) for k in (2, 3)]
+    verdict = run(*elected, ("n1", dict(log=((1, 1),))), servers=5)
+    assert verdict.valid, verdict.discrepancy.describe()
