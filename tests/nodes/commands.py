@@ -15,6 +15,11 @@ def log_node() -> list[str]:
     return [sys.executable, str(NODES / "log_node.py")]
 
 
+def own_node(protocol: str) -> list[str]:
+    """hwm's own replica behind the node protocol."""
+    return [sys.executable, "-m", "hwm.cli", "node", "--stdio", "--protocol", protocol]
+
+
 def naive_node(mistake: str) -> list[str]:
     return [sys.executable, str(NODES / "naive_node.py"), "--mistakes", mistake]
 

@@ -1,34 +1,16 @@
 """hwm's own ZAB node (`hwm node --stdio --protocol zab`), each change it shows stepped against ZAB's model
 (checker/observed_zab.py): a node with ZOOKEEPER-3911 is no behaviour of the fixed preset's model,
 and is one of its own preset's; the correct node passes the same schedule, the naive mistakes'
-schedules and a short hunt (`deep`).
-
-Skipped in a build whose `hwm node` has no `--stdio`."""
+schedules and a short hunt (`deep`)."""
 
 import dataclasses
-import sys
 
 import pytest
 
 from hwm.bridge.maelstrom.cluster import run_schedule
 from hwm.bridge.maelstrom.hunt import hunt
 from hwm.bridge.maelstrom.schedule import Schedule, load
-from tests.nodes.commands import SCHEDULES
-
-
-def _own_node(protocol: str) -> list[str]:
-    return [sys.executable, "-m", "hwm.cli", "node", "--stdio", "--protocol", protocol]
-
-
-@pytest.fixture(scope="module", autouse=True)
-def has_stdio():
-    import click
-
-    from hwm.cli import main
-
-    node = main.get_command(click.Context(main), "node")
-    if node is None or "stdio" not in {p.name for p in node.params}:
-        pytest.skip("this build's `hwm node` has no --stdio")
+from tests.nodes.commands import SCHEDULES, own_node
 
 
 # n1 leads; n3, cut off, is dropped from n1's synchronised followers (ZooKeeper's syncLimit) while
@@ -42,7 +24,7 @@ RESYNC_THEN_KILL = [{"op": "settle", "rounds": 10}, {"op": "partition", "groups"
 
 def test_a_follower_that_acks_newleader_before_logging_it_is_no_behaviour_of_zabs_model():
     # ZOOKEEPER-3911 planted in the node: the DIFF's entry was only in memory, the restart lost it.
-    result = run_schedule(_own_node("zab-ack-before-persist"),
+    result = run_schedule(own_node("zab-ack-before-persist"),
                           Schedule(workload="log", clock="virtual", steps=RESYNC_THEN_KILL, protocol="zab"))
     found = {f.name: f for f in result.findings}
     assert found["ModelStep"].step == 9, [str(f) for f in result.findings]
@@ -54,10 +36,10 @@ def test_a_follower_that_acks_newleader_before_logging_it_is_no_behaviour_of_zab
 
 @pytest.mark.deep
 def test_the_same_node_is_a_behaviour_of_its_own_presets_model_and_the_fixed_node_passes():
-    mutant = run_schedule(_own_node("zab-ack-before-persist"), Schedule(
+    mutant = run_schedule(own_node("zab-ack-before-persist"), Schedule(
         workload="log", clock="virtual", steps=RESYNC_THEN_KILL, protocol="zab-ack-before-persist"))
     assert "ModelStep" not in {f.name for f in mutant.findings}, [str(f) for f in mutant.findings]
-    fixed = run_schedule(_own_node("zab"), Schedule(workload="log", clock="virtual", steps=RESYNC_THEN_KILL,
+    fixed = run_schedule(own_node("zab"), Schedule(workload="log", clock="virtual", steps=RESYNC_THEN_KILL,
                                                     protocol="zab"))
     assert fixed.protocol_error is None and fixed.findings == [], [str(f) for f in fixed.findings]
 
@@ -65,11 +47,11 @@ def test_the_same_node_is_a_behaviour_of_its_own_presets_model_and_the_fixed_nod
 @pytest.mark.deep
 @pytest.mark.parametrize("mistake", ["ack-on-write", "poll-above-hwm", "truncate-to-own-hwm"])
 def test_hwms_own_zab_node_passes_each_naive_mistakes_schedule(mistake):
-    result = run_schedule(_own_node("zab"), dataclasses.replace(load(SCHEDULES / f"{mistake}.json"), protocol="zab"))
+    result = run_schedule(own_node("zab"), dataclasses.replace(load(SCHEDULES / f"{mistake}.json"), protocol="zab"))
     assert result.protocol_error is None and result.findings == [], [str(f) for f in result.findings]
 
 
 @pytest.mark.deep
 def test_hwms_own_zab_node_passes_a_fixed_number_of_hypothesis_schedules():
-    report = hunt(_own_node("zab"), workload="kafka", schedules=3, steps=12, seed=1, protocol="zab")
+    report = hunt(own_node("zab"), workload="kafka", schedules=3, steps=12, seed=1, protocol="zab")
     assert report.failures == [] and report.schedules == 3, [str(f) for r in report.failures for f in r.findings]
