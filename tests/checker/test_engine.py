@@ -5,6 +5,7 @@ traces step by step), not only the counts. The Spark engine's agreement is in
 tests/spark; the fast backend joins every test here once it exists.
 """
 
+import functools
 import importlib
 import importlib.util
 import json
@@ -86,13 +87,23 @@ def test_every_backend_reproduces_the_pins(key, backend):
     check_against_pins(report, PINNED[key])
 
 
+LIMITS = ({}, {"max_states": 700}, {"max_depth": 6}, {"max_states": 1})
+
+
+@functools.lru_cache(maxsize=None)
+def one_worker_under(limits: int):
+    """kip101's one-worker report under LIMITS[limits], once per process (every case compares with it)."""
+    model, preset, _ = model_of(("kip101", 3, 3, 1, 1, "rpc", True))
+    return check(model, CheckOptions(**LIMITS[limits]), name=preset)
+
+
 @pytest.mark.parametrize("backend", BACKENDS)
 @pytest.mark.parametrize("workers,chunk", [(1, 1), (1, 5), (2, 1), (2, 13), (3, 50)])
 def test_traces_and_limits_do_not_depend_on_workers_or_chunks(workers, chunk, backend):
     """A violating preset, with and without state and depth limits: the canonical parent wins."""
     model, preset, _ = model_of(("kip101", 3, 3, 1, 1, "rpc", True))
-    for limits in ({}, {"max_states": 700}, {"max_depth": 6}, {"max_states": 1}):
-        base = check(model, CheckOptions(**limits), name=preset)
+    for k, limits in enumerate(LIMITS):
+        base = one_worker_under(k)
         other = check(model, CheckOptions(workers=workers, chunk=chunk, successors=backend, **limits), name=preset)
         assert outcome(other) == outcome(base), limits
     assert base.states == 4 and not base.complete  # max_states=1: the initial state's successors, then stop
