@@ -583,7 +583,7 @@ def explore(protocol, host, port, verbose, nodes, save_dir, schedule, command) -
     """
     from urllib.parse import quote
 
-    from hwm.teach.explorer import make_server, url_of
+    from hwm.teach.explorer import make_server, serve_until_ctrl_c, url_of
 
     if command:
         from hwm.teach.node_explorer import serve_from_command_line
@@ -604,13 +604,7 @@ def explore(protocol, host, port, verbose, nodes, save_dir, schedule, command) -
         # A preset with flags switched: the page explores the switched protocol, with the preset as
         # it was side by side.
         url += "#" + quote(json.dumps({"protocol": protocol, "steps": []}))
-    click.echo(f"hwm explorer at {url}  (Ctrl-C stops it)")
-    try:
-        server.serve_forever()
-    except KeyboardInterrupt:
-        click.echo("stopped")
-    finally:
-        server.server_close()
+    serve_until_ctrl_c(server, f"hwm explorer at {url}")
 
 
 # The running cluster (hwm node, cluster, put, get, status: hwm/cluster_cli.py) and the z3 proofs

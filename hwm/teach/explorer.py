@@ -367,3 +367,16 @@ def serve_in_thread(host: str = "127.0.0.1", port: int = 0) -> tuple[ThreadingHT
 def url_of(server: ThreadingHTTPServer) -> str:
     host, port = server.server_address[:2]
     return f"http://{host if ':' not in host else '[' + host + ']'}:{port}/"
+
+
+def serve_until_ctrl_c(server: ThreadingHTTPServer, announce: str) -> None:
+    """Print `announce` (the explorer's address), serve until Ctrl-C, then close the socket."""
+    import click
+
+    click.echo(f"{announce}  (Ctrl-C stops it)")
+    try:
+        server.serve_forever()
+    except KeyboardInterrupt:
+        click.echo("stopped")
+    finally:
+        server.server_close()

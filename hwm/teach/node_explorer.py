@@ -300,7 +300,7 @@ def serve_from_command_line(command: list[str], nodes: int, save_dir: Path, host
     a node program that does not start, a schedule it cannot run, a port it cannot listen on)."""
     import click
 
-    from hwm.teach.explorer import url_of
+    from hwm.teach.explorer import serve_until_ctrl_c, url_of
 
     try:
         session = NodeSession(command, nodes, save_dir=save_dir)
@@ -322,13 +322,7 @@ def serve_from_command_line(command: list[str], nodes: int, save_dir: Path, host
         except OSError as e:
             click.echo(f"hwm explore: cannot listen on {host}:{port}: {e.strerror}", err=True)
             return 2
-        click.echo(f"hwm explorer of {' '.join(command)} at {url_of(server)}  (Ctrl-C stops it)")
-        try:
-            server.serve_forever()
-        except KeyboardInterrupt:
-            click.echo("stopped")
-        finally:
-            server.server_close()
+        serve_until_ctrl_c(server, f"hwm explorer of {' '.join(command)} at {url_of(server)}")
         return 0
     finally:
         session.close()
