@@ -47,22 +47,29 @@ PRESET = {"preset": "raft-noop", "flags": {"hwm_durable": True}}
 MISTAKES = ("ack-on-write", "poll-above-hwm", "truncate-to-own-hwm")
 
 
+def stepped_runs(node: list[str], protocol, seeds: int, **hunt_options) -> tuple[int, int, list[str], float, float]:
+    """Hunts over `seeds` with shrinking off: (schedules run, changes observed, ModelStep findings'
+    texts, hwm's CPU seconds, wall seconds)."""
+    stepped, false, cpu, wall, ran = 0, [], 0.0, 0.0, 0
+
+    def count(report, result):
+        nonlocal stepped
+        stepped += len(result.observations)
+        false.extend(str(f) for f in result.findings if f.name == "ModelStep")
+
+    for seed in range(seeds):
+        began, began_cpu = time.monotonic(), time.process_time()
+        report = hunt(node, seed=seed, protocol=protocol, shrink=False, on_schedule=count, **hunt_options)
+        cpu += time.process_time() - began_cpu
+        wall += time.monotonic() - began
+        ran += report.schedules
+    return ran, stepped, false, cpu, wall
+
+
 def clean(seeds: int, schedules: int) -> None:
     for protocol in (None, PRESET):
-        stepped, false, cpu, wall, ran = 0, [], 0.0, 0.0, 0
-
-        def count(report, result):
-            nonlocal stepped
-            stepped += len(result.observations)
-            false.extend(str(f) for f in result.findings if f.name == "ModelStep")
-
-        for seed in range(seeds):
-            began, began_cpu = time.monotonic(), time.process_time()
-            report = hunt(CORRECT, workload="log", schedules=schedules, steps=30, seed=seed, protocol=protocol,
-                          shrink=False, on_schedule=count)
-            cpu += time.process_time() - began_cpu
-            wall += time.monotonic() - began
-            ran += report.schedules
+        ran, stepped, false, cpu, wall = stepped_runs(CORRECT, protocol, seeds, workload="log",
+                                                      schedules=schedules, steps=30)
         label = "--protocol raft-noop,hwm_durable=true" if protocol else "no --protocol"
         print(f"1. log_node.py  {label:<38} {ran} schedules  {stepped} changes observed  "
               f"{len(false)} ModelStep findings  hwm's CPU {cpu:.1f} s  wall {wall:.1f} s")

@@ -26,31 +26,18 @@ from __future__ import annotations
 
 import argparse
 import sys
-import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from hwm.bridge.maelstrom.hunt import hunt  # noqa: E402
+from bench.model_steps import stepped_runs  # noqa: E402
 
 
 def clean(preset: str, workload: str, seeds: int, schedules: int, steps: int, nodes: int) -> None:
     node = [sys.executable, "-m", "hwm.cli", "node", "--stdio", "--protocol", preset]
     for protocol in (None, preset):
-        stepped, false, cpu, wall, ran = 0, [], 0.0, 0.0, 0
-
-        def count(report, result):
-            nonlocal stepped
-            stepped += len(result.observations)
-            false.extend(str(f) for f in result.findings if f.name == "ModelStep")
-
-        for seed in range(seeds):
-            began, began_cpu = time.monotonic(), time.process_time()
-            report = hunt(node, workload=workload, nodes=nodes, clock="virtual", schedules=schedules, steps=steps,
-                          seed=seed, protocol=protocol, shrink=False, on_schedule=count)
-            cpu += time.process_time() - began_cpu
-            wall += time.monotonic() - began
-            ran += report.schedules
+        ran, stepped, false, cpu, wall = stepped_runs(node, protocol, seeds, workload=workload, nodes=nodes,
+                                                      clock="virtual", schedules=schedules, steps=steps)
         label = f"--protocol {preset}" if protocol else "no --protocol"
         print(f"{workload:<6} {label:<15} {ran} schedules  {stepped} changes observed  {len(false)} ModelStep findings  "
               f"hwm's CPU {cpu:.1f} s  wall {wall:.1f} s", flush=True)
