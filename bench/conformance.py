@@ -63,7 +63,8 @@ def main() -> None:
     from hwm.properties.protocol import PRESETS, model_only
     from hwm.bridge.conformance import ASYNC, RPC, PropertyViolation, conformance_settings, hunt, machine_for
     from hypothesis.stateful import run_state_machine_as_test
-    from hwm.bridge.conformance.kill_matrix import CI_BUDGET, DEEP_BUDGET, IN_CI, KILL_CONFIG, STEPS, kill_config, kill_steps
+    from hwm.bridge.conformance.kill_matrix import (CI_BUDGET, DEEP_BUDGET, IN_CI, KILL_CONFIG, STEPS, deep_budget,
+                                                    kill_config, kill_steps)
 
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--seeds", type=int, default=5, help="seeded hunts per preset (default 5)")
@@ -98,7 +99,8 @@ def main() -> None:
         # Exactly the hunts of the kill-matrix tests (derandomized: the budget seeds them).
         tested = [(CI_BUDGET, hunt(machine_for(name, config, out_dir=out), CI_BUDGET, stateful_step_count=kill_steps(name)))
                   if name in IN_CI else None,
-                  (DEEP_BUDGET, hunt(machine_for(name, config, out_dir=out), DEEP_BUDGET, stateful_step_count=kill_steps(name)))]
+                  (deep_budget(name), hunt(machine_for(name, config, out_dir=out), deep_budget(name),
+                                           stateful_step_count=kill_steps(name)))]
         found_runs, found_seconds = [], []
         for seed in range(args.seeds):
             result = hunt(machine_for(name, config, out_dir=out, label=f"{name}-seed{seed}"), args.budget, seed=seed,
