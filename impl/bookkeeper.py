@@ -316,6 +316,7 @@ class Bookie:
         if self.closed_at != len(ledger):
             self.closed_at = len(ledger)
             self._state_dirty = True
+        self._send(close.client, AddReply(self.bookie_id, BK_OK, len(self._log)))  # the write-back is durable
 
     # By name, so that a subclass (a test's planted bug) may override a handler.
     _HANDLERS: dict[type, str] = {
@@ -455,6 +456,10 @@ class Writer:
         self._acknowledged += [(index, self._log[index - 1][0]) for index in range(self.lac + 1, lac + 1)]
         self.lac = lac
 
+    def closed_ledger(self) -> None:
+        """The writer closes nothing (the recovery client's `closed_ledger` is the closed ledger)."""
+        return None
+
     def has_ready(self) -> bool:
         return bool(self._outbox or self._acknowledged)
 
@@ -527,13 +532,13 @@ class RecoveryClient:
             raise ReplicaError(f"{bookie} has already answered that it lacks entry {self.reading}")
         self._send(bookie, ReadEntry(self.client_id, self.reading, self.reads_fence))
 
-    def step(self, reply: ReadLacReply | ReadEntryReply) -> None:
-        if type(reply) not in (ReadLacReply, ReadEntryReply):
+    def step(self, reply: ReadLacReply | ReadEntryReply | AddReply) -> None:
+        if type(reply) not in (ReadLacReply, ReadEntryReply, AddReply):
             raise ReplicaError(f"the recovery client cannot step a {type(reply).__name__}")
         if reply.bookie not in self.bookies:
             raise ReplicaError(f"the recovery client got a {type(reply).__name__} from {reply.bookie!r}, "
                                f"not a bookie of the ensemble")
-        if self.closed is not None:
+        if self.closed is not None or type(reply) is AddReply:  # (AddReply: a bookie took the write-back)
             return
         if type(reply) is ReadLacReply:
             self.responded.add(reply.bookie)
@@ -552,6 +557,10 @@ class RecoveryClient:
             self.closed = tuple(self._log)
             for bookie in self.bookies:
                 self._send(bookie, CloseLedger(self.client_id, self.closed))
+
+    def closed_ledger(self) -> tuple[tuple[int, bytes], ...] | None:
+        """The closed ledger's entries, once recovery closed it (None before)."""
+        return self.closed
 
     def has_ready(self) -> bool:
         return bool(self._outbox) or (self.closed is not None and not self._closed_out)

@@ -788,7 +788,8 @@ class ReadEntryReply:
 class CloseLedger:
     """Recovery client -> bookie: the closed ledger, entries 1..len(entries): BookKeeper's recovery
     adds (which a fenced bookie takes) and the close. The bookie keeps exactly these entries (what
-    lies beyond the last is never read again) and takes the last as its LAC."""
+    lies beyond the last is never read again), takes the last as its LAC, and answers with an
+    AddReply once that is durable."""
 
     client: str
     entries: tuple[tuple[int, bytes], ...]
