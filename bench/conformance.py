@@ -3,7 +3,7 @@
     python bench/conformance.py [--seeds 5] [--budget 3000] [--examples 200] [--quick]
 
 1. Steps per second of the raft conformance run (no failure: every example runs to its end) on the
-   rpc and the async network, and of Kafka's on the rpc network: model step + implementation step (codec, storage, drivers) + snapshot
+   rpc and the async network, and of Kafka's and BookKeeper's on the rpc network: model step + implementation step (codec, storage, drivers) + snapshot
    comparison + every `always` property.
 2. The kill matrix: for every broken preset, the conformance machine under that preset (model and
    implementation both) hunts for a property violation on the implementation's history. Each hunt
@@ -78,7 +78,7 @@ def main() -> None:
 
     print("conformance speed (the safe presets, no failure)")
     rows = []
-    for preset, config in (("raft", RPC), ("raft", ASYNC), ("kafka", RPC)):
+    for preset, config in (("raft", RPC), ("raft", ASYNC), ("kafka", RPC), ("bookkeeper", RPC)):
         machine = machine_for(preset, config, out_dir=out)
         started = time.perf_counter()
         run_state_machine_as_test(machine, settings=conformance_settings(max_examples=args.examples, derandomize=True))
