@@ -377,6 +377,8 @@ def cluster(servers, data, base_port, host, protocol, restart_after, quiet, reco
     addresses = {server: (host, base_port + k) for k, server in enumerate(ids)}
     kafka = resolve(protocol)[1].system == "kafka"
     bookkeeper = resolve(protocol)[1].system == "bookkeeper"
+    if bookkeeper and record is not None:
+        raise click.BadParameter("BookKeeper's bookies do not record runs", param_hint="--record")
     controller_address = (host, base_port + servers) if kafka else None
     listening = dict(addresses, **({CONTROLLER_ID: controller_address} if kafka else {}))
     taken = [f"{s}={format_address(a)}" for s, a in listening.items() if not _port_free(*a)]
@@ -395,8 +397,6 @@ def cluster(servers, data, base_port, host, protocol, restart_after, quiet, reco
                                 extra + (("--record", str(record / f"{s}.jsonl")) if record is not None else ()),
                                 controller_address) for s in ids}
     if bookkeeper:
-        if record is not None:
-            _fail("--record: BookKeeper's bookies do not record runs")
         # Bookies: no peers (they never talk to each other), the ledger's metadata file in DIR.
         commands = {s: node_command(s, {s: addresses[s]}, data, protocol, extra + ("--ledger", str(data / "ledger.json")))
                     for s in ids}

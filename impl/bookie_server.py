@@ -232,6 +232,7 @@ class LedgerClient:
             self._sockets.pop(bookie, socket.socket()).close()
             raise OSError(f"{bookie} at {format_address(self.addresses[bookie])}: {error}") from None
         if isinstance(answer, m.ErrorReply):
+            self._sockets.pop(bookie).close()  # the bookie closes the connection after an ErrorReply
             raise LedgerError(f"{bookie} refused: {answer.text}")
         return answer
 
