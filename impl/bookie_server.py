@@ -87,6 +87,7 @@ class BookieServer:
     listen: Address
     data_dir: str
     ledger_file: str | None = None
+    storage: DiskStorage | None = None  # the journal's storage (default: a DiskStorage on data_dir)
 
     def __post_init__(self) -> None:
         m.check_server_id(self.bookie_id, "bookie id")
@@ -98,7 +99,8 @@ class BookieServer:
 
     async def start(self) -> None:
         closed_at = read_ledger(self.ledger_file) if self.ledger_file else None
-        self.storage = BookieStorage(DiskStorage(self.data_dir), self.data_dir)
+        inner = self.storage if self.storage is not None else DiskStorage(self.data_dir, owner=f"bookie {self.bookie_id}")
+        self.storage = BookieStorage(inner, self.data_dir)
         self.bookie = Bookie(self.bookie_id, (WRITER, RECOVERY), self.storage.load(), closed_at=closed_at)
         persist(self.bookie.ready(), self.storage)  # a trim to the closed ledger, if any
         self._server = await asyncio.start_server(self._serve, *self.listen)
