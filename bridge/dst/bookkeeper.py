@@ -48,16 +48,11 @@ ADD_SECONDS = 2.0  # an add's time to reach an ack quorum
 PLANTS = {None: DiskStorage, "bookie-no-fsync": _NoFsyncStorage}
 
 
-class _Call(_ClientProtocol):
-    """One request's connection; the answer is the first frame back (the base class's tag is ours to ignore)."""
-
-
 class BookKeeperSimulation:
     def __init__(self, schedule: Schedule, plant: str | None, protocol: Protocol):
         self.schedule = schedule
         self.storage_class = PLANTS[plant]
         self.loop = SimLoop(schedule.seed, disk_latency=DISK_LATENCY[schedule.seed % len(DISK_LATENCY)])
-        self.loop.network.meta_of = lambda server, data: None
         self.loop.set_exception_handler(self._loop_error)
         self.rng = random.Random(schedule.seed ^ 0xB00C)
         self.addresses = {b: (f"10.0.0.{k + 1}", 7000) for k, b in enumerate(BOOKIES)}
@@ -126,7 +121,7 @@ class BookKeeperSimulation:
 
     # ------------------------------------------------------------------ the clients
     async def call(self, bookie: str, request: m.Message):
-        protocol = _Call(self.loop)
+        protocol = _ClientProtocol(self.loop)  # the answer is the first frame back
         try:
             async with asyncio.timeout(ATTEMPT_SECONDS):
                 transport, _ = await self.loop.create_connection(lambda: protocol, *self.addresses[bookie])
