@@ -3,7 +3,7 @@
     python bench/conformance.py [--seeds 5] [--budget 3000] [--examples 200] [--quick]
 
 1. Steps per second of the raft conformance run (no failure: every example runs to its end) on the
-   rpc and the async network, and of Kafka's on the rpc network: model step + implementation step (codec, storage, drivers) + snapshot
+   rpc and the async network, and of Kafka's and BookKeeper's on the rpc network: model step + implementation step (codec, storage, drivers) + snapshot
    comparison + every `always` property.
 2. The kill matrix: for every broken preset, the conformance machine under that preset (model and
    implementation both) hunts for a property violation on the implementation's history. Each hunt
@@ -63,7 +63,8 @@ def main() -> None:
     from hwm.properties.protocol import PRESETS, model_only
     from hwm.bridge.conformance import ASYNC, RPC, PropertyViolation, conformance_settings, hunt, machine_for
     from hypothesis.stateful import run_state_machine_as_test
-    from hwm.bridge.conformance.kill_matrix import CI_BUDGET, DEEP_BUDGET, IN_CI, KILL_CONFIG, STEPS, kill_config, kill_steps
+    from hwm.bridge.conformance.kill_matrix import (CI_BUDGET, DEEP_BUDGET, IN_CI, KILL_CONFIG, STEPS, deep_budget,
+                                                    kill_config, kill_steps)
 
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--seeds", type=int, default=5, help="seeded hunts per preset (default 5)")
@@ -77,7 +78,7 @@ def main() -> None:
 
     print("conformance speed (the safe presets, no failure)")
     rows = []
-    for preset, config in (("raft", RPC), ("raft", ASYNC), ("kafka", RPC)):
+    for preset, config in (("raft", RPC), ("raft", ASYNC), ("kafka", RPC), ("bookkeeper", RPC)):
         machine = machine_for(preset, config, out_dir=out)
         started = time.perf_counter()
         run_state_machine_as_test(machine, settings=conformance_settings(max_examples=args.examples, derandomize=True))
@@ -98,7 +99,8 @@ def main() -> None:
         # Exactly the hunts of the kill-matrix tests (derandomized: the budget seeds them).
         tested = [(CI_BUDGET, hunt(machine_for(name, config, out_dir=out), CI_BUDGET, stateful_step_count=kill_steps(name)))
                   if name in IN_CI else None,
-                  (DEEP_BUDGET, hunt(machine_for(name, config, out_dir=out), DEEP_BUDGET, stateful_step_count=kill_steps(name)))]
+                  (deep_budget(name), hunt(machine_for(name, config, out_dir=out), deep_budget(name),
+                                           stateful_step_count=kill_steps(name)))]
         found_runs, found_seconds = [], []
         for seed in range(args.seeds):
             result = hunt(machine_for(name, config, out_dir=out, label=f"{name}-seed{seed}"), args.budget, seed=seed,

@@ -146,7 +146,11 @@ def _show_value(value: bytes) -> str:
                    "starts the node is its network (hwm test, Maelstrom). See docs/cluster.md.")
 @click.option("--clock", type=click.Choice(["real", "virtual"]), default="real", show_default=True,
               help="With --stdio: virtual uses no timers, only hwm_tick messages (also after the first one).")
-def node(server_id, listen, peers, data, protocol, tick_ms, controller, quiet, stdio, clock, record=None) -> None:
+@click.option("--ledger", type=click.Path(dir_okay=False, path_type=Path), default=None,
+              help="BookKeeper only: the ledger's metadata file, where recovery records the close (hwm cluster: "
+                   "DIR/ledger.json); a bookie reads it when it starts.")
+def node(server_id, listen, peers, data, protocol, tick_ms, controller, quiet, stdio, clock, record=None,
+         ledger=None) -> None:
     """Run one server of a replicated log until SIGTERM or Ctrl-C.
 
     Exit status: 0 after a clean stop (with --stdio: also when stdin ends); 1
@@ -156,6 +160,11 @@ def node(server_id, listen, peers, data, protocol, tick_ms, controller, quiet, s
     """
     from hwm.impl.runtime import NodeConfig, Node
 
+    if protocol.system == "bookkeeper":
+        _bookie(server_id, listen, peers, data, controller, quiet, stdio, record, ledger)
+        return
+    if ledger is not None:
+        raise click.UsageError("--ledger is for BookKeeper's bookies (--protocol bookkeeper)")
     if stdio:
         from hwm.stdio_cli import run_stdio_node
 
@@ -192,6 +201,44 @@ def node(server_id, listen, peers, data, protocol, tick_ms, controller, quiet, s
 
     _serve_until_stopped(serve, server_id)
     logging.getLogger("hwm.node").info("%s: stopped", server_id)
+
+
+def _bookie(server_id, listen, peers, data, controller, quiet, stdio, record, ledger) -> None:
+    """`hwm node --protocol bookkeeper`: one bookie (impl/bookie_server.py) until SIGTERM or Ctrl-C."""
+    from hwm.impl.bookie_server import BookieServer
+    from hwm.impl.runtime import NodeError
+
+    if stdio:
+        raise click.UsageError("--stdio runs the raft family's, ZAB's and Kafka's replicas; BookKeeper's bookies "
+                               "run on the TCP runtime only")
+    for name, value in (("--id", server_id), ("--listen", listen), ("--data", data)):
+        if value is None:
+            raise click.UsageError(f"Missing option '{name}'.")
+    for name, value in (("--peers", peers), ("--controller", controller), ("--record", record)):
+        if value:
+            raise click.UsageError(f"{name} is not for a bookie: bookies do not talk to each other, the ledger's "
+                                   f"writer and recovery client talk to them")
+    _log_to_stderr(quiet)
+
+    async def serve() -> BookieServer:
+        stop = asyncio.Event()
+        loop = asyncio.get_running_loop()
+        for signum in (signal.SIGTERM, signal.SIGINT):
+            loop.add_signal_handler(signum, stop.set)
+        bookie = BookieServer(server_id, listen, str(data), None if ledger is None else str(ledger))
+        try:
+            await bookie.start()
+        except OSError as error:  # a taken port, a damaged journal
+            raise NodeError(f"{server_id} cannot start: {error}") from None
+        waiter = asyncio.create_task(bookie.stopped())
+        stopper = asyncio.create_task(stop.wait())
+        await asyncio.wait([waiter, stopper], return_when=asyncio.FIRST_COMPLETED)
+        waiter.cancel()
+        stopper.cancel()
+        await bookie.stop()
+        return bookie
+
+    _serve_until_stopped(serve, server_id)
 
 
 def _log_to_stderr(quiet: bool) -> None:
@@ -329,6 +376,9 @@ def cluster(servers, data, base_port, host, protocol, restart_after, quiet, reco
     ids = [f"S{k}" for k in range(1, servers + 1)]
     addresses = {server: (host, base_port + k) for k, server in enumerate(ids)}
     kafka = resolve(protocol)[1].system == "kafka"
+    bookkeeper = resolve(protocol)[1].system == "bookkeeper"
+    if bookkeeper and record is not None:
+        raise click.BadParameter("BookKeeper's bookies do not record runs", param_hint="--record")
     controller_address = (host, base_port + servers) if kafka else None
     listening = dict(addresses, **({CONTROLLER_ID: controller_address} if kafka else {}))
     taken = [f"{s}={format_address(a)}" for s, a in listening.items() if not _port_free(*a)]
@@ -346,6 +396,10 @@ def cluster(servers, data, base_port, host, protocol, restart_after, quiet, reco
     commands = {s: node_command(s, addresses, data, protocol,
                                 extra + (("--record", str(record / f"{s}.jsonl")) if record is not None else ()),
                                 controller_address) for s in ids}
+    if bookkeeper:
+        # Bookies: no peers (they never talk to each other), the ledger's metadata file in DIR.
+        commands = {s: node_command(s, {s: addresses[s]}, data, protocol, extra + ("--ledger", str(data / "ledger.json")))
+                    for s in ids}
     if kafka:
         # Kafka's controller (hwm controller): started first, supervised like the brokers.
         commands = {CONTROLLER_ID: controller_command(controller_address, addresses, data, protocol, extra),
@@ -371,8 +425,12 @@ def cluster(servers, data, base_port, host, protocol, restart_after, quiet, reco
             click.echo(f"  {server}  {format_address(listening[server])}  pid {processes[server].pid}  "
                        f"data {data / server}")
         click.echo(f"--cluster {cluster_string}")
-        click.echo(f"(also in {cluster_file}: hwm put --data {data} VALUE; hwm get --data {data} 1; "
-                   f"hwm status --data {data})")
+        if bookkeeper:
+            click.echo(f"(also in {cluster_file}: the bookies of one ledger, whose writer and recovery client are "
+                       f"hwm.impl.bookie_server.LedgerClient; its metadata is {data / 'ledger.json'})")
+        else:
+            click.echo(f"(also in {cluster_file}: hwm put --data {data} VALUE; hwm get --data {data} 1; "
+                       f"hwm status --data {data})")
         click.echo("Ctrl-C stops every server.", err=True)
         sys.stdout.flush()
         while not stopping:

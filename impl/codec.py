@@ -96,6 +96,17 @@ SCHEMA.update({
     m.FetchReply: (47, (("leader", SERVER), ("error", COUNT), ("high_watermark", COUNT), ("log_end_offset", COUNT),
                         ("entries", ENTRIES))),
 })
+# BookKeeper's ledger (impl.bookkeeper): type codes from 56 up.
+SCHEMA.update({
+    m.AddEntries: (56, (("writer", SERVER), ("generation", COUNT), ("first_entry", COUNT), ("entries", ENTRIES),
+                        ("lac", COUNT))),
+    m.AddReply: (57, (("bookie", SERVER), ("code", COUNT), ("last_entry", COUNT))),
+    m.ReadLac: (58, (("client", SERVER), ("fence", BOOL))),
+    m.ReadLacReply: (59, (("bookie", SERVER), ("lac", COUNT), ("entries", ENTRIES))),
+    m.ReadEntry: (60, (("client", SERVER), ("entry", COUNT), ("fence", BOOL))),
+    m.ReadEntryReply: (61, (("bookie", SERVER), ("code", COUNT), ("entry", COUNT), ("entries", ENTRIES))),
+    m.CloseLedger: (62, (("client", SERVER), ("entries", ENTRIES))),
+})
 MESSAGE_TYPES: dict[int, type] = {code: cls for cls, (code, _) in SCHEMA.items()}
 
 # The smallest encoding of one entry (generation + empty payload): bounds an entry count.

@@ -186,7 +186,8 @@ class Replica:
             raise TypeError(f"protocol: expected a properties.protocol.Protocol, got {type(protocol).__name__}")
         if protocol.system not in self.systems:
             system = protocol.system
-            runner = {"raft": "hwm.impl.core.Replica", "zab": "hwm.impl.zab.ZabReplica", "kafka": "hwm.impl.kafka.KafkaReplica"}
+            runner = {"raft": "hwm.impl.core.Replica", "zab": "hwm.impl.zab.ZabReplica", "kafka": "hwm.impl.kafka.KafkaReplica",
+                      "bookkeeper": "hwm.impl.bookkeeper (Bookie, Writer, RecoveryClient)"}
             other = f"{runner[system]} runs {system}" if system in runner else f"{system} is model-only for now"
             raise ValueError(f"protocol: {type(self).__name__} runs {' and '.join(self.systems)}; {other}")
         low, high = election_ticks

@@ -654,3 +654,155 @@ KAFKA_SENDER_FIELD: dict[type, str | None] = {
 KafkaMessage = Union[LeaderAndIsr, UpdateMetadata, AlterIsr, AlterIsrReply, OffsetsForLeaderEpoch,
                      OffsetsForLeaderEpochReply, FetchRequest, FetchReply]
 ALL_MESSAGES = ALL_MESSAGES + KAFKA_MESSAGES
+
+
+# ------------------------------------------------------------------ BookKeeper's messages
+# One ledger (impl.bookkeeper): the writer's adds, the recovery client's fencing LAC reads and
+# recovery reads, and its write-back of the closed ledger. Entry ids are indexes (1-based), as in
+# the model; BookKeeper's own start at 0.
+
+# BookKeeper's return codes, as BKException.Code numbers them (without the sign), and one of hwm's.
+BK_OK = 0
+BK_MISSING_ENTRIES = 1  # hwm's: the add starts past the bookie's journal end (the reply names the end)
+BK_NO_SUCH_ENTRY = 13  # NoSuchEntryException (-13)
+BK_FENCED = 101  # LedgerFencedException (-101)
+BK_CODES = {BK_OK: "EOK", BK_MISSING_ENTRIES: "EMISSINGENTRIES", BK_NO_SUCH_ENTRY: "ENOENTRY",
+            BK_FENCED: "EFENCED"}
+
+
+def _bk_code(message: object, allowed: tuple[int, ...]) -> None:
+    code = getattr(message, "code")
+    if type(code) is not int or code not in allowed:
+        _fail(message, "code", f"{code!r} is not one of {', '.join(f'{c} {BK_CODES[c]}' for c in allowed)}")
+
+
+@dataclass(frozen=True)
+class AddEntries:
+    """Writer -> bookie: the entries `first_entry`, `first_entry`+1, ... of the writer's ledger, with
+    its last-add-confirmed piggybacked. BookKeeper sends each entry as its own add; one request here
+    carries a run of them, as the model's `send_add` is one exchange. With no entries it is the
+    explicit LAC (WriteLac), and `first_entry` is the entry after the writer's last."""
+
+    writer: str
+    generation: int
+    first_entry: int
+    entries: tuple[tuple[int, bytes], ...]
+    lac: int
+
+    def __post_init__(self) -> None:
+        _server(self, "writer")
+        _count(self, "generation")
+        _count(self, "first_entry", positive=True)
+        _count(self, "lac")
+        _entries(self, self.generation, "generation",
+                 f"{self.generation} (a writer adds no entry newer than its own generation)")
+        if self.first_entry - 1 + len(self.entries) > MAX_U64:
+            _fail(self, "entries", "the last entry id would exceed 2**64-1")
+        if self.lac >= self.first_entry + len(self.entries):
+            _fail(self, "lac", f"{self.lac} is past the last entry the writer has "
+                  f"({self.first_entry - 1 + len(self.entries)})")
+
+
+@dataclass(frozen=True)
+class AddReply:
+    """Bookie -> writer: EOK (the journal now ends at `last_entry`, durably), EFENCED (the ledger is
+    being recovered: the writer stops) or EMISSINGENTRIES (the journal ends at `last_entry`, before
+    the add's first entry: send from there)."""
+
+    bookie: str
+    code: int
+    last_entry: int
+
+    def __post_init__(self) -> None:
+        _server(self, "bookie")
+        _bk_code(self, (BK_OK, BK_MISSING_ENTRIES, BK_FENCED))
+        _count(self, "last_entry")
+
+
+@dataclass(frozen=True)
+class ReadLac:
+    """Recovery client -> bookie: the bookie's last-add-confirmed; with `fence`, the fencing read of
+    ledger recovery (the bookie is fenced before it answers)."""
+
+    client: str
+    fence: bool
+
+    def __post_init__(self) -> None:
+        _server(self, "client")
+        _flag(self, "fence")
+
+
+@dataclass(frozen=True)
+class ReadLacReply:
+    """Bookie -> recovery client: its LAC and the entries up to it (`entries` holds entries 1..lac,
+    so the recovery client can write the whole closed ledger back)."""
+
+    bookie: str
+    lac: int
+    entries: tuple[tuple[int, bytes], ...]
+
+    def __post_init__(self) -> None:
+        _server(self, "bookie")
+        _count(self, "lac")
+        _entries(self, MAX_U64, "generation", "2**64-1")
+        if len(self.entries) != self.lac:
+            _fail(self, "entries", f"{len(self.entries)} entries, but the LAC is {self.lac} (entries 1..LAC)")
+
+
+@dataclass(frozen=True)
+class ReadEntry:
+    """Recovery client -> bookie: entry `entry`; with `fence` (FLAG_DO_FENCING, apache/bookkeeper
+    pull request 2616) the bookie is fenced before it answers."""
+
+    client: str
+    entry: int
+    fence: bool
+
+    def __post_init__(self) -> None:
+        _server(self, "client")
+        _count(self, "entry", positive=True)
+        _flag(self, "fence")
+
+
+@dataclass(frozen=True)
+class ReadEntryReply:
+    """Bookie -> recovery client: EOK with the entry (one (generation, payload) pair in `entries`),
+    or ENOENTRY with none."""
+
+    bookie: str
+    code: int
+    entry: int
+    entries: tuple[tuple[int, bytes], ...]
+
+    def __post_init__(self) -> None:
+        _server(self, "bookie")
+        _bk_code(self, (BK_OK, BK_NO_SUCH_ENTRY))
+        _count(self, "entry", positive=True)
+        _entries(self, MAX_U64, "generation", "2**64-1")
+        if len(self.entries) != (1 if self.code == BK_OK else 0):
+            _fail(self, "entries", f"{len(self.entries)} entries with code {BK_CODES[self.code]} "
+                  f"(EOK carries the entry, ENOENTRY none)")
+
+
+@dataclass(frozen=True)
+class CloseLedger:
+    """Recovery client -> bookie: the closed ledger, entries 1..len(entries): BookKeeper's recovery
+    adds (which a fenced bookie takes) and the close. The bookie keeps exactly these entries (what
+    lies beyond the last is never read again), takes the last as its LAC, and answers with an
+    AddReply once that is durable."""
+
+    client: str
+    entries: tuple[tuple[int, bytes], ...]
+
+    def __post_init__(self) -> None:
+        _server(self, "client")
+        _entries(self, MAX_U64, "generation", "2**64-1")
+
+
+BOOKKEEPER_MESSAGES = (AddEntries, AddReply, ReadLac, ReadLacReply, ReadEntry, ReadEntryReply, CloseLedger)
+BOOKKEEPER_SENDER_FIELD: dict[type, str] = {
+    AddEntries: "writer", AddReply: "bookie", ReadLac: "client", ReadLacReply: "bookie", ReadEntry: "client",
+    ReadEntryReply: "bookie", CloseLedger: "client",
+}
+BookKeeperMessage = Union[AddEntries, AddReply, ReadLac, ReadLacReply, ReadEntry, ReadEntryReply, CloseLedger]
+ALL_MESSAGES = ALL_MESSAGES + BOOKKEEPER_MESSAGES

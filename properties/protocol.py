@@ -589,7 +589,7 @@ def preset_of(protocol: Protocol) -> str | None:
 
 
 # Systems the real replicated log (impl/) does not implement: their presets run on the model only.
-MODEL_ONLY_SYSTEMS: tuple[str, ...] = ("bookkeeper",)
+MODEL_ONLY_SYSTEMS: tuple[str, ...] = ()
 # Systems the implementation runs in the simulated cluster only (hwm replay --on impl, the
 # conformance machine), not on the TCP runtime (hwm node, hwm cluster): none today.
 SIMULATION_ONLY_SYSTEMS: tuple[str, ...] = ()

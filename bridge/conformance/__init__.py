@@ -18,7 +18,9 @@ the minimal failing example last, so the file left behind is the shrunk one.
 
 `machine_for(...)` makes a machine class for one protocol and configuration. A Kafka protocol gets
 Kafka's model and replicas (`bridge.simcluster.kafka`), the ISR shrink among the rules, and Kafka's own
-`always` properties (the acks=all promises) checked with the catalogue's.
+`always` properties (the acks=all promises) checked with the catalogue's. A BookKeeper protocol gets
+the ledger's model and its bookies, writer and recovery client (`bridge.simcluster.bookkeeper`), with
+the ledger's actions as the rules.
 """
 
 from __future__ import annotations
@@ -58,7 +60,7 @@ STEPS = 30
 
 
 ACTION_KINDS = ("elect", "write", "replicate", "send", "deliver", "drop", "read", "crash", "restart", "sync",
-                "persist", "shrink_isr")
+                "persist", "shrink_isr", "add", "send_add", "fence", "recovery_read")
 
 
 class ConformanceFailure(AssertionError):
@@ -187,7 +189,7 @@ class ConformanceMachine(RuleBasedStateMachine):
     def run(self, action: tuple) -> None:
         """Apply a model-enabled action to the model and the implementation, then check."""
         value = None
-        if action[0] == "write":
+        if action[0] in ("write", "add"):  # a client's write, or a BookKeeper writer's add
             self.writes += 1
             value = f"w{self.writes}"  # every write its own value: ReadsAgree compares values
         step = to_step(action, value)
@@ -347,6 +349,47 @@ class ZabConformance(RpcConformance):
                                          for field, m, i in zip(expected._fields, expected, mine) if m != i))
 
 
+class BookKeeperConformance(ConformanceMachine):
+    """BookKeeper's ledger (rpc network only): the writer's `add` and `send_add`, the recovery
+    client's `fence` and `recovery_read`, and the bookies' `read`, `crash`, `restart`. After every
+    step the implementation must also agree with the model on what BookKeeper tracks beyond a
+    snapshot: fenced bookies, fencing answers, "no such entry" answers and acknowledged entries
+    (`bridge.simcluster.bookkeeper.BookKeeperView`)."""
+
+    label = "bookkeeper-rpc"
+
+    @precondition(lambda self: self.enabled("add"))
+    @rule(data=st.data())
+    def add(self, data):
+        self._draw_and_run(data, "add")
+
+    @precondition(lambda self: self.enabled("send_add"))
+    @rule(data=st.data())
+    def send_add(self, data):
+        self._draw_and_run(data, "send_add")
+
+    @precondition(lambda self: self.enabled("fence"))
+    @rule(data=st.data())
+    def fence(self, data):
+        self._draw_and_run(data, "fence")
+
+    @precondition(lambda self: self.enabled("recovery_read"))
+    @rule(data=st.data())
+    def recovery_read(self, data):
+        self._draw_and_run(data, "recovery_read")
+
+    def _check(self, action: tuple, step: Step, value: str | None) -> None:
+        from hwm.bridge.simcluster.bookkeeper import model_view
+
+        super()._check(action, step, value)
+        mine, expected = self.cluster.bookkeeper_view(), model_view(self.state)
+        if mine != expected:
+            where = f"step {len(self.steps)} {step}"
+            raise Divergence(f"{where}: the implementation's ledger state differs from the model's\n"
+                             + "\n".join(f"≠ {field}: model {sorted(m)} | impl {sorted(i)}"
+                                         for field, m, i in zip(expected._fields, expected, mine) if m != i))
+
+
 def machine_for(protocol: str | Protocol, config: Config = RPC, *, replica_factory=Replica,
                 out_dir: Path | str | None = None, label: str | None = None) -> type[ConformanceMachine]:
     """A ConformanceMachine class for one protocol (a preset name or a Protocol) and configuration."""
@@ -360,6 +403,8 @@ def machine_for(protocol: str | Protocol, config: Config = RPC, *, replica_facto
         base = ZabConformance
     if protocol.system == "kafka":
         base = KafkaConformance
+    if protocol.system == "bookkeeper":
+        base = BookKeeperConformance
     return type(base)(f"Conformance[{label}]", (base,), {
         "protocol": protocol, "config": config, "replica_factory": staticmethod(replica_factory),
         "out_dir": Path(out_dir) if out_dir is not None else DEFAULT_OUT, "label": label,

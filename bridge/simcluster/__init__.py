@@ -140,7 +140,9 @@ class _Wired:
 
 
 # Systems whose replicas need a cluster of their own (more actions, storage, views): module:class.
-SYSTEM_CLUSTERS: dict[str, str] = {"zab": "hwm.bridge.simcluster.zab:ZabSimCluster", "kafka": "hwm.bridge.simcluster.kafka:KafkaSimCluster"}
+SYSTEM_CLUSTERS: dict[str, str] = {"zab": "hwm.bridge.simcluster.zab:ZabSimCluster",
+                                   "kafka": "hwm.bridge.simcluster.kafka:KafkaSimCluster",
+                                   "bookkeeper": "hwm.bridge.simcluster.bookkeeper:BookKeeperSimCluster"}
 
 
 class SimCluster:

@@ -253,5 +253,5 @@ def test_replay_compare_with_another_systems_protocol_names_compare_before_any_r
 
 
 def test_hwm_node_with_a_model_only_preset_suggests_hwm_check_not_an_option_it_lacks():
-    code, out, err = _hwm("node", "--protocol", "bookkeeper")
+    code, out, err = _hwm("node", "--protocol", "kafka-min-insync-1")
     assert code == 2 and "model-only" in err and "hwm check --protocol" in err and "--on model" not in err, err

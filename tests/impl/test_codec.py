@@ -143,6 +143,37 @@ MESSAGES.update({
     m.FetchRequest: st.builds(m.FetchRequest, server_ids, counts, optional(counts)),
     m.FetchReply: fetch_replies(),
 })
+
+# BookKeeper's messages (impl.bookkeeper).
+bk_entries = st.lists(st.tuples(counts, payloads), max_size=4).map(tuple)
+
+
+@st.composite
+def add_entries(draw):
+    generation = draw(counts)
+    entries = tuple((draw(st.integers(0, generation)), draw(payloads)) for _ in range(draw(st.integers(0, 3))))
+    first = draw(st.integers(1, 2**40))
+    return m.AddEntries(draw(server_ids), generation, first, entries,
+                        draw(st.integers(0, first - 1 + len(entries))))
+
+
+@st.composite
+def read_entry_replies(draw):
+    code = draw(st.sampled_from((m.BK_OK, m.BK_NO_SUCH_ENTRY)))
+    entries = ((draw(counts), draw(payloads)),) if code == m.BK_OK else ()
+    return m.ReadEntryReply(draw(server_ids), code, draw(st.integers(1, 2**64 - 1)), entries)
+
+
+MESSAGES.update({
+    m.AddEntries: add_entries(),
+    m.AddReply: st.builds(m.AddReply, server_ids, st.sampled_from((m.BK_OK, m.BK_MISSING_ENTRIES, m.BK_FENCED)),
+                          counts),
+    m.ReadLac: st.builds(m.ReadLac, server_ids, st.booleans()),
+    m.ReadLacReply: bk_entries.flatmap(lambda e: st.builds(m.ReadLacReply, server_ids, st.just(len(e)), st.just(e))),
+    m.ReadEntry: st.builds(m.ReadEntry, server_ids, st.integers(1, 2**64 - 1), st.booleans()),
+    m.ReadEntryReply: read_entry_replies(),
+    m.CloseLedger: st.builds(m.CloseLedger, server_ids, bk_entries),
+})
 any_message = st.one_of(*MESSAGES.values())
 
 
@@ -359,3 +390,25 @@ def test_kafka_messages_validate_their_fields():
     assert "FetchReply.error: 9 is not one of Kafka's error codes" in expect_codec_error(
         fetch.replace(struct.pack(">Q", 0), struct.pack(">Q", 9), 1))
     assert "LeaderAndIsr.isr[1]: length 2 exceeds the 0 bytes left" in expect_codec_error(payload[:-2])
+
+
+def test_bookkeeper_messages_validate_their_fields():
+    with pytest.raises(ValueError, match="AddEntries.lac: 3 is past the last entry the writer has \\(2\\)"):
+        m.AddEntries("S4", 1, 2, ((1, b"a"),), 3)
+    with pytest.raises(ValueError, match=r"AddEntries.entries\[0\]: generation 2 is not an int in 0..1"):
+        m.AddEntries("S4", 1, 1, ((2, b"a"),), 0)
+    with pytest.raises(ValueError, match="AddEntries.first_entry: 0 is out of range 1..2"):
+        m.AddEntries("S4", 1, 0, (), 0)
+    with pytest.raises(ValueError, match="AddReply.code: 13 is not one of 0 EOK, 1 EMISSINGENTRIES, 101 EFENCED"):
+        m.AddReply("S1", m.BK_NO_SUCH_ENTRY, 0)
+    with pytest.raises(ValueError, match="ReadLacReply.entries: 1 entries, but the LAC is 2"):
+        m.ReadLacReply("S1", 2, ((1, b"a"),))
+    with pytest.raises(ValueError, match="ReadEntryReply.entries: 0 entries with code EOK"):
+        m.ReadEntryReply("S1", m.BK_OK, 1, ())
+    # On the wire: a code out of the protocol's and a LAC the entries do not fill are CodecErrors.
+    reply = encode_payload(m.AddReply("S1", m.BK_FENCED, 4))
+    assert "AddReply.code: 2 is not one of" in expect_codec_error(
+        reply.replace(struct.pack(">Q", m.BK_FENCED), struct.pack(">Q", 2)))
+    lac = encode_payload(m.ReadLacReply("S1", 0, ()))
+    assert "ReadLacReply.entries: 0 entries, but the LAC is 7" in expect_codec_error(
+        lac.replace(struct.pack(">Q", 0), struct.pack(">Q", 7), 1))

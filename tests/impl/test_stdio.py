@@ -465,7 +465,7 @@ def test_random_schedules_of_faults_lose_no_acknowledged_entry(cluster_factory, 
 @pytest.mark.parametrize("args, message", [
     (["node", "--stdio", "--id", "S1"], "--id is for the TCP runtime"),
     (["node", "--stdio", "--peers", "S2=h:1"], "--peers is for the TCP runtime"),
-    (["node", "--stdio", "--protocol", "bookkeeper"], "model-only"),
+    (["node", "--stdio", "--protocol", "bookkeeper"], "BookKeeper's bookies run on the TCP runtime only"),
     (["node", "--listen", "h:1", "--data", "d"], "Missing option '--id' (required unless --stdio)"),
 ])
 def test_stdio_usage_errors_exit_2(args, message):

@@ -338,8 +338,11 @@ def test_model_only_systems_say_so_wherever_the_implementation_would_run():
 
     assert {"zab", "bookkeeper"} <= set(runnable_presets(Config()))
     assert not {"zab", "bookkeeper"} & set(runnable_presets(Config(network="async")))
-    for args in (["node", "--protocol", "bookkeeper"], ["cluster", "--protocol", "bookkeeper"]):
-        result = CliRunner().invoke(main, args)
-        assert result.exit_code == 2 and "model-only" in result.output, result.output
+    # BookKeeper's bookies run on the TCP runtime (hwm node/cluster), not over --stdio, and take no peers.
+    result = CliRunner().invoke(main, ["node", "--stdio", "--protocol", "bookkeeper"])
+    assert result.exit_code == 2 and "BookKeeper's bookies run on the TCP runtime only" in result.output, result.output
+    result = CliRunner().invoke(main, ["node", "--protocol", "bookkeeper", "--id", "S1", "--listen", "127.0.0.1:1",
+                                       "--data", "d", "--peers", "S2=127.0.0.1:2"])
+    assert result.exit_code == 2 and "--peers is not for a bookie" in result.output, result.output
     result = CliRunner().invoke(main, ["prove", "--protocol", "bookkeeper"])
     assert result.exit_code == 2 and "encodes the raft model" in result.output

@@ -18,8 +18,8 @@ from hwm.properties.trace import TraceError, load
 from tests.explored import explore
 
 FILES = sorted(HERE.glob("*.json"))
-# Entries whose protocol the implementation follows (raft's, zab's, kafka's), and the model-only ones
-# (bookkeeper).
+# Entries whose protocol the implementation follows (every system's), and the model-only ones (a flag
+# the implementation lacks: Kafka's min_insync_replicas, log_flush ...).
 ON_IMPL = [f for f in FILES if not model_only(resolve(load(f).protocol)[1])]
 MODEL_ONLY = [f for f in FILES if f not in ON_IMPL]
 

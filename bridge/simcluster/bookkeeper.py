@@ -1,0 +1,263 @@
+"""BookKeeper's ledger in the simulated cluster: every action of model/bookkeeper.py on real bookies.
+
+`BookKeeperSimCluster` is the `SimCluster` (`SimCluster(protocol, config)` builds one for a
+bookkeeper protocol) of `impl.bookkeeper`: bookies S1..Sn (each on a `BookieStorage` over a
+`MemoryStorage`), the writer S(n+1) and the recovery client S(n+2), the servers of the model's state
+in the same places. Every message crosses the wire through the real codec; a message to a bookie
+that is down is lost. The model's actions:
+
+- `add`: the writer's client adds an entry (its value, or `e1`, `e2` ...);
+- `send_add(b)`: the writer sends bookie b what it lacks with its LAC, and steps the answers (a
+  bookie whose journal was cut by a close answers where it ends, and the writer sends from there);
+- `fence(b)`: the recovery client's fencing LAC read of b, and b's answer;
+- `recovery_read(b)`: the recovery client reads its next entry from b; when it closes the ledger
+  the close goes to every live bookie and into the ledger's metadata (`closed_at`), which a bookie
+  that was down reads when it restarts;
+- `read(b)`: real client reads of b's entries up to its LAC, each kept in `history`;
+- `crash(b)`, `restart(b)`: a bookie's process dies (its journal, LAC and fence are durable) and
+  comes back from what its storage recovers.
+
+`snapshot()` carries `acked`, the entries the writer acknowledged; `bookkeeper_view()` is what the
+model tracks beyond a snapshot (fence bits, fencing answers, "no such entry" answers), for the
+conformance machine.
+"""
+
+from __future__ import annotations
+
+from typing import Mapping, NamedTuple
+
+from hwm.bridge.simcluster import Read, SimCluster, over_the_wire
+from hwm.impl.bookkeeper import (
+    Bookie,
+    BookieStorage,
+    LedgerFenced,
+    RecoveryClient,
+    Writer,
+    down_snapshot,
+    persist,
+)
+from hwm.impl.core import NotCommitted, Replica, ReplicaError
+from hwm.impl.storage import MemoryStorage
+from hwm.model.actions import from_step
+from hwm.model.state import Config
+from hwm.properties.protocol import Protocol, model_only
+from hwm.properties.snapshot import ServerSnapshot, server_name
+from hwm.properties.trace import Step
+
+__all__ = ["BookKeeperSimCluster", "BookKeeperSnapshot", "BookKeeperView", "model_view"]
+
+ACTIONS = ("add", "send_add", "fence", "recovery_read", "read", "crash", "restart")
+
+
+class BookKeeperSnapshot(NamedTuple):
+    """A Snapshot with the acknowledged entries; findings name the clients as the model's do."""
+
+    servers: tuple[ServerSnapshot, ...]
+    reads: frozenset
+    acked: frozenset
+
+    def part(self, k: int) -> str | None:
+        n = len(self.servers) - 2
+        return None if k < n else "the writer" if k == n else "the recovery client"
+
+    def members(self) -> str:
+        return f"{len(self.servers)} servers ({len(self.servers) - 2} bookies, the writer and the recovery client)"
+
+
+class BookKeeperView(NamedTuple):
+    """What the model tracks beyond a snapshot: fenced bookies, the bookies that answered the fencing
+    LAC read, those that answered "no such entry" for the entry being read, the acknowledged entries."""
+
+    fenced: frozenset
+    responded: frozenset
+    negatives: frozenset
+    acked: frozenset
+
+
+def model_view(state) -> BookKeeperView:
+    """The same of a `model.bookkeeper.BookKeeperState`."""
+    n = len(state.servers) - 2
+
+    def names(mask: int) -> frozenset:
+        return frozenset(server_name(k) for k in range(n) if mask >> k & 1)
+    return BookKeeperView(names(state.fenced), names(state.responded), names(state.negatives), frozenset(state.acked))
+
+
+class BookKeeperSimCluster(SimCluster):
+    """Bookies S1..Sn, the writer and the recovery client, on the rpc network."""
+
+    def __init__(self, protocol: Protocol, config: Config, *, replica_factory=None,
+                 storages: Mapping[str, MemoryStorage] | None = None, **options):
+        """`replica_factory`: the bookie class (a test may pass a broken one); `options` go to the
+        writer and the recovery client (ack_quorum, write_quorum)."""
+        if not isinstance(protocol, Protocol):
+            raise TypeError(f"protocol: expected a properties.protocol.Protocol, got {type(protocol).__name__}")
+        if model_only(protocol):
+            raise ValueError(model_only(protocol))
+        if config.network != "rpc":
+            raise ValueError("BookKeeper's bookies run on the rpc network only (network=rpc): each step is one "
+                             "whole exchange")
+        self.protocol, self.config = protocol, config
+        n = config.servers
+        self.names = [server_name(k) for k in range(n + 2)]
+        self.bookie_names = self.names[:n]
+        self.writer_name, self.recovery_name = self.names[n], self.names[n + 1]
+        self.bookie_class = Bookie if replica_factory in (None, Replica) else replica_factory
+        self.replica_factory = self.bookie_class
+        self.storages: dict[str, BookieStorage] = {b: BookieStorage(MemoryStorage()) for b in self.bookie_names}
+        self.storages.update(storages or {})
+        self.writer = Writer(self.writer_name, self.bookie_names, **options)
+        self.recovery = RecoveryClient(self.recovery_name, self.bookie_names, protocol, **options)
+        self.closed_at: int | None = None  # the ledger's metadata: its end, once closed
+        self.replicas: dict[str, Bookie | None] = {}
+        self._down: dict = {}
+        self.network = None
+        self.history: list[Read] = []
+        self.acked: set[tuple[int, int]] = set()
+        self.rpc_messages = 0
+        self.recorder = None
+        self._adds = 0
+        for name in self.bookie_names:
+            self.start(name)
+
+    # ------------------------------------------------------------------ views
+    def snapshot(self) -> BookKeeperSnapshot:
+        servers = [replica.snapshot() if replica is not None else down_snapshot(self._down[name], self.closed_at)
+                   for name, replica in self.replicas.items()]
+        servers += [self.writer.snapshot(), self.recovery.snapshot()]
+        return BookKeeperSnapshot(tuple(servers), self.reads, frozenset(self.acked))
+
+    def bookkeeper_view(self) -> BookKeeperView:
+        fenced = frozenset(b for b, r in self.replicas.items()
+                           if (r.fenced if r is not None else self._down[b].fenced))
+        return BookKeeperView(fenced, frozenset(self.recovery.responded), frozenset(self.recovery.negatives),
+                              frozenset(self.acked))
+
+    def describe(self):
+        for name in self.bookie_names:
+            replica = self.replicas[name]
+            yield repr(replica) if replica is not None else f"{name} down {self._down[name]}"
+        yield repr(self.writer)
+        yield repr(self.recovery)
+
+    # ------------------------------------------------------------------ the model's actions
+    def apply_step(self, step: Step) -> str | None:
+        return self.apply(from_step(step), step.args.get("value"))
+
+    def apply(self, action: tuple, value=None) -> str | None:
+        kind, *args = action
+        if kind not in ACTIONS:
+            return f"{kind} is not an action of BookKeeper's ledger (its actions: {', '.join(ACTIONS)})"
+        if kind == "add":
+            return self.add(value)
+        name = self.names[args[0]]
+        if name not in self.replicas:
+            return f"{name} is not a bookie"
+        return getattr(self, kind)(name)
+
+    def add(self, value: str | int | bytes | None = None) -> str | None:
+        self._adds += 1
+        if value is None:
+            value = f"e{self._adds}"
+        try:
+            self.writer.add(value if isinstance(value, bytes) else str(value).encode())
+        except LedgerFenced as refused:
+            return str(refused)
+        return None
+
+    def send_add(self, bookie: str) -> str | None:
+        if self.replicas[bookie] is None:
+            return f"{bookie} is down"
+        try:
+            self.writer.send_add(bookie)
+        except ReplicaError as refused:
+            return str(refused)
+        self._pump(self.writer, bookie)
+        return None
+
+    def fence(self, bookie: str) -> str | None:
+        return self._recovery(bookie, self.recovery.fence)
+
+    def recovery_read(self, bookie: str) -> str | None:
+        return self._recovery(bookie, self.recovery.recovery_read)
+
+    def _recovery(self, bookie: str, request) -> str | None:
+        if self.replicas[bookie] is None:
+            return f"{bookie} is down"
+        try:
+            request(bookie)
+        except ReplicaError as refused:
+            return str(refused)
+        self._pump(self.recovery, bookie)
+        return None
+
+    def read(self, bookie: str) -> str | None:
+        """Real reads of entries 1..LAC, each kept in `history`."""
+        if self.replicas[bookie] is None:
+            return f"{bookie} is down"
+        replica = self.replicas[bookie]
+        served = []
+        for entry in range(1, max(replica.lac, 1) + 1):
+            try:
+                generation, value = replica.read(entry)
+            except NotCommitted as refused:
+                if not served:
+                    return str(refused)
+                break
+            served.append(Read(bookie, entry, generation, value))
+        self.history += served
+        return None
+
+    def crash(self, bookie: str) -> str | None:
+        if self.replicas[bookie] is None:
+            return f"{bookie} is already down"
+        storage = self.storages[bookie]
+        storage.crash()
+        self._down[bookie] = storage.load()  # what a restart will recover
+        storage.crash()
+        self.replicas[bookie] = None
+        return None
+
+    def restart(self, bookie: str) -> str | None:
+        if self.replicas[bookie] is not None:
+            return f"{bookie} is not down"
+        self.start(bookie)
+        return None
+
+    # ------------------------------------------------------------------ plumbing
+    def start(self, name: str) -> Bookie:
+        """A bookie from what its storage recovers, told the ledger's end if it is closed."""
+        self._down.pop(name, None)
+        bookie = self.bookie_class(name, (self.writer_name, self.recovery_name), self.storages[name].load(),
+                                   closed_at=self.closed_at)
+        self.replicas[name] = bookie
+        persist(bookie.ready(), self.storages[name])  # a trim to the closed ledger, if any
+        return bookie
+
+    def _pump(self, client, bookie: str) -> None:
+        """Deliver `client`'s requests to `bookie` and the answers back until both are quiet; a close
+        goes to every live bookie and into the ledger's metadata. Anything else is dropped."""
+        for _ in range(8):
+            out = client.ready()
+            for acknowledged in out.acknowledged:
+                self.acked.add(acknowledged)
+            if out.closed is not None:
+                self.closed_at = len(out.closed)
+            answers = []
+            for to, message in out.messages:
+                target = self.replicas.get(to)
+                if target is None or (to != bookie and out.closed is None):
+                    continue  # lost: the bookie is down, or the model's step does not send it
+                target.step(self._wire(message))
+                ready = target.ready()
+                persist(ready, self.storages[to])  # durable before it answers
+                answers += [answer for destination, answer in ready.messages if destination == client.server_id]
+            if not answers:
+                return
+            for answer in answers:
+                client.step(self._wire(answer))
+        raise RuntimeError(f"the exchange between {client.server_id} and {bookie} did not settle")
+
+    def _wire(self, message):
+        self.rpc_messages += 1
+        return over_the_wire(message)

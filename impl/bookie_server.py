@@ -1,0 +1,314 @@
+"""BookKeeper over TCP: a bookie process, the ledger's metadata file, and the writer's and the
+recovery client's connections to the bookies.
+
+- `BookieServer`: one `impl.bookkeeper.Bookie` on a `DiskStorage` (its data directory, locked) behind
+  an asyncio TCP listener. Clients connect to bookies, never the other way round, and bookies never
+  talk to each other (BookKeeper's client-bookie protocol): each request frame is stepped, the
+  bookie's `Ready` is made durable (in a worker thread), and only then are the answers written back on
+  the connection the request came on. One request at a time, so a fence and an add never race.
+  Malformed input (garbage, another protocol's message, a sender that is not one of the ledger's
+  clients) gets an `ErrorReply` naming it and the connection is closed; nothing of it reaches the
+  journal. A storage failure stops the bookie (fail-stop).
+- The ledger's metadata (BookKeeper keeps it in ZooKeeper) is the file `LEDGER_FILE` of the
+  cluster's data directory, `{"format": "hwm-ledger/1", "closed_at": N}` once recovery closed the
+  ledger; a bookie reads it when it starts (a bookie down at the close trims its journal to it).
+- `LedgerClient`: blocking sockets to every bookie, driving a `Writer` (`add`: the entry is sent to
+  every bookie reachable, and acknowledged once an ack quorum stored it) or a `RecoveryClient`
+  (`recover`: fencing LAC reads to every bookie, recovery reads until the ledger closes, the close
+  to every bookie reachable and into the metadata file).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import os
+import socket
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Mapping
+
+from hwm.impl import codec
+from hwm.impl import messages as m
+from hwm.impl.bookkeeper import Bookie, BookieStorage, RecoveryClient, Writer, persist
+from hwm.impl.client import Address, format_address
+from hwm.impl.core import ReplicaError
+from hwm.impl.fs import OS_FILESYSTEM, replace_file
+from hwm.impl.storage import DiskStorage, StorageError
+from hwm.properties.protocol import Protocol
+
+__all__ = ["LEDGER_FILE", "WRITER", "RECOVERY", "BookieServer", "LedgerClient", "LedgerError", "read_ledger",
+           "write_ledger"]
+
+log = logging.getLogger("hwm.bookie")
+
+LEDGER_FILE = "ledger.json"
+LEDGER_FORMAT = "hwm-ledger/1"
+# The ledger's two clients, by the ids their messages carry.
+WRITER, RECOVERY = "writer", "recovery"
+REQUESTS = (m.AddEntries, m.ReadLac, m.ReadEntry, m.CloseLedger)
+
+
+class LedgerError(Exception):
+    """The ledger's client could not do it (no ack quorum reachable, fenced, a bookie that refuses)."""
+
+
+def read_ledger(path: str | os.PathLike[str]) -> int | None:
+    """The closed ledger's end from the metadata file (None: no file, the ledger is open)."""
+    try:
+        raw = OS_FILESYSTEM.read_file(str(path))
+    except FileNotFoundError:
+        return None
+    try:
+        data = json.loads(raw.decode("utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError) as error:
+        raise StorageError(f"{path}: not JSON ({error})") from None
+    closed_at = data.get("closed_at") if isinstance(data, dict) else None
+    if not isinstance(data, dict) or data.get("format") != LEDGER_FORMAT:
+        raise StorageError(f"{path}: expected an object with format {LEDGER_FORMAT!r}")
+    if type(closed_at) is not int or closed_at < 0:
+        raise StorageError(f"{path}: field closed_at: expected an int >= 0, got {closed_at!r}")
+    return closed_at
+
+
+def write_ledger(path: str | os.PathLike[str], closed_at: int) -> None:
+    """Record the close, durably (atomic replace through impl.fs)."""
+    text = json.dumps({"format": LEDGER_FORMAT, "closed_at": closed_at})
+    replace_file(OS_FILESYSTEM, str(path), (text + "\n").encode("utf-8"))
+
+
+# --------------------------------------------------------------------------- the bookie process
+@dataclass
+class BookieServer:
+    """One bookie: `await start()`, then serve until `await stop()` (or a storage failure)."""
+
+    bookie_id: str
+    listen: Address
+    data_dir: str
+    ledger_file: str | None = None
+    storage: DiskStorage | None = None  # the journal's storage (default: a DiskStorage on data_dir)
+
+    def __post_init__(self) -> None:
+        m.check_server_id(self.bookie_id, "bookie id")
+        self.failure: str | None = None
+        self._server: asyncio.AbstractServer | None = None
+        self._lock = asyncio.Lock()
+        self._stopped = asyncio.Event()
+        self._writers: set[asyncio.StreamWriter] = set()
+
+    async def start(self) -> None:
+        closed_at = read_ledger(self.ledger_file) if self.ledger_file else None
+        inner = self.storage if self.storage is not None else DiskStorage(self.data_dir, owner=f"bookie {self.bookie_id}")
+        self.storage = BookieStorage(inner, self.data_dir)
+        self.bookie = Bookie(self.bookie_id, (WRITER, RECOVERY), self.storage.load(), closed_at=closed_at)
+        persist(self.bookie.ready(), self.storage)  # a trim to the closed ledger, if any
+        self._server = await asyncio.start_server(self._serve, *self.listen)
+        log.info("%s: bookie listening on %s, %s", self.bookie_id, format_address(self.listen), self.bookie)
+
+    async def stopped(self) -> None:
+        await self._stopped.wait()
+
+    async def stop(self) -> None:
+        if self._stopped.is_set():
+            return
+        if self._server is not None:
+            self._server.close()
+            for writer in list(self._writers):
+                writer.close()
+            await self._server.wait_closed()
+        async with self._lock:  # no persist in flight
+            self.storage.close()
+            self._stopped.set()
+
+    async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        self._writers.add(writer)
+        frames = codec.FrameReader()
+        try:
+            while not self._stopped.is_set():
+                data = await reader.read(65536)
+                if not data:
+                    break
+                try:
+                    messages = [codec.decode(payload) for payload in frames.feed(data)]
+                except codec.CodecError as error:
+                    self._refuse(writer, f"bad frame: {error}")
+                    break
+                refused = False
+                for message in messages:
+                    answers = await self._handle(message)
+                    if isinstance(answers, str):
+                        self._refuse(writer, answers)
+                        refused = True
+                        break
+                    for answer in answers:
+                        writer.write(codec.encode(answer))
+                if refused:
+                    break
+                await writer.drain()
+        except (OSError, asyncio.IncompleteReadError):
+            pass
+        finally:
+            self._writers.discard(writer)
+            writer.close()
+
+    async def _handle(self, message) -> list | str:
+        """The answers to one request, once what it changed is durable; or why it is refused."""
+        if not isinstance(message, REQUESTS):
+            return (f"a bookie does not accept {type(message).__name__}; requests are "
+                    f"{', '.join(cls.__name__ for cls in REQUESTS)}")
+        async with self._lock:
+            if self.failure is not None:
+                return f"{self.bookie_id} has stopped: {self.failure}"
+            try:
+                self.bookie.step(message)
+            except ReplicaError as error:
+                return str(error)
+            ready = self.bookie.ready()
+            try:
+                await asyncio.to_thread(persist, ready, self.storage)
+            except (StorageError, OSError) as error:
+                # Fail-stop: a bookie that cannot make its journal durable answers nothing more.
+                self.failure = f"storage failure: {error}"
+                log.error("%s: %s", self.bookie_id, self.failure)
+                asyncio.get_running_loop().call_soon(lambda: asyncio.ensure_future(self.stop()))
+                return self.failure
+            return [answer for _, answer in ready.messages]
+
+    def _refuse(self, writer: asyncio.StreamWriter, text: str) -> None:
+        log.info("%s: refused a connection: %s", self.bookie_id, text)
+        try:
+            writer.write(codec.encode(m.ErrorReply(text[:4000])))
+        except (OSError, codec.CodecError):
+            pass
+
+
+# --------------------------------------------------------------------------- the ledger's clients
+class LedgerClient:
+    """The writer or the recovery client of one ledger, over blocking sockets to every bookie."""
+
+    def __init__(self, bookies: Mapping[str, Address], protocol: Protocol, *, ledger_file: str | None = None,
+                 timeout: float = 2.0, ack_quorum: int | None = None):
+        self.addresses = dict(bookies)
+        self.ledger_file = ledger_file
+        self.timeout = timeout
+        self.writer = Writer(WRITER, list(self.addresses), ack_quorum=ack_quorum)
+        self.recovery = RecoveryClient(RECOVERY, list(self.addresses), protocol, ack_quorum=ack_quorum)
+        self.acknowledged: list[tuple[int, int]] = []
+        self._sockets: dict[str, socket.socket] = {}
+        self._frames: dict[str, codec.FrameReader] = {}
+
+    def close(self) -> None:
+        for sock in self._sockets.values():
+            sock.close()
+        self._sockets.clear()
+
+    def __enter__(self) -> "LedgerClient":
+        return self
+
+    def __exit__(self, *exc_info) -> None:
+        self.close()
+
+    # ------------------------------------------------------------------ one exchange with one bookie
+    def _connection(self, bookie: str) -> socket.socket:
+        if bookie not in self._sockets:
+            sock = socket.create_connection(self.addresses[bookie], timeout=self.timeout)
+            self._sockets[bookie], self._frames[bookie] = sock, codec.FrameReader()
+        return self._sockets[bookie]
+
+    def _exchange(self, bookie: str, request) -> object:
+        """Send one request, return its answer; OSError (the connection is dropped) if the bookie is
+        unreachable or silent; LedgerError if it refuses."""
+        try:
+            sock = self._connection(bookie)
+            sock.sendall(codec.encode(request))
+            while True:
+                data = sock.recv(65536)
+                if not data:
+                    raise ConnectionResetError(f"{bookie} closed the connection")
+                payloads = self._frames[bookie].feed(data)
+                if payloads:  # one request, one answer: nothing else is in flight on it
+                    answer = codec.decode(payloads[0])
+                    break
+        except (OSError, codec.CodecError) as error:
+            self._sockets.pop(bookie, socket.socket()).close()
+            raise OSError(f"{bookie} at {format_address(self.addresses[bookie])}: {error}") from None
+        if isinstance(answer, m.ErrorReply):
+            self._sockets.pop(bookie).close()  # the bookie closes the connection after an ErrorReply
+            raise LedgerError(f"{bookie} refused: {answer.text}")
+        return answer
+
+    def _run(self, client, bookie: str) -> None:
+        """Hand `client`'s requests for `bookie` over, and step the answers, until it sends nothing more."""
+        for _ in range(8):
+            if client.closed_ledger() is not None:
+                return  # the close goes to every bookie (`recover`)
+            out = client.ready()
+            self.acknowledged += out.acknowledged
+            requests = [message for to, message in out.messages if to == bookie]
+            if not requests:
+                return
+            for request in requests:
+                client.step(self._exchange(bookie, request))
+
+    # ------------------------------------------------------------------ the writer
+    def add(self, value: bytes) -> int:
+        """Add `value` and send it to every bookie reachable; its entry id once acknowledged (the LAC
+        covers it), else LedgerError saying why."""
+        entry = self.writer.add(value)
+        unreachable = []
+        for bookie in self.addresses:
+            try:
+                self.writer.send_add(bookie)
+                self._run(self.writer, bookie)
+            except OSError as error:
+                self.writer.ready()  # the request is lost with the connection
+                unreachable.append(str(error))
+            if self.writer.fenced_out:
+                raise LedgerError(f"entry {entry} not acknowledged: {bookie} is fenced (the ledger is being "
+                                  f"recovered); the writer stops")
+        if self.writer.lac < entry:
+            raise LedgerError(f"entry {entry} not acknowledged: stored on fewer than an ack quorum of "
+                              f"{self.writer.quorums.ack_quorum} bookies; unreachable: {'; '.join(unreachable)}")
+        return entry
+
+    # ------------------------------------------------------------------ recovery
+    def recover(self) -> tuple[tuple[int, bytes], ...]:
+        """Fence every bookie reachable, read until the ledger closes, write the close back and into
+        the metadata file; the closed ledger's entries, or LedgerError."""
+        recovery = self.recovery
+        for bookie in self.addresses:
+            try:
+                recovery.fence(bookie)
+                self._run(recovery, bookie)
+            except OSError:
+                recovery.ready()
+        if len(recovery.responded) < recovery.quorums.fencing_needed:
+            raise LedgerError(f"{len(recovery.responded)} bookies answered the fencing read; recovery needs "
+                              f"{recovery.quorums.fencing_needed}")
+        for _ in range(100000):
+            progress = False
+            for bookie in sorted(recovery.responded):
+                if recovery.closed is not None:
+                    break
+                if bookie in recovery.negatives:
+                    continue
+                try:
+                    recovery.recovery_read(bookie)
+                    self._run(recovery, bookie)
+                    progress = True
+                except OSError:
+                    recovery.ready()
+            if recovery.closed is not None or not progress:
+                break
+        if recovery.closed is None:
+            raise LedgerError(f"recovery could not decide entry {recovery.reading}: too few bookies answered")
+        out = recovery.ready()
+        for to, message in out.messages:  # the write-back and the close, to every bookie reachable
+            try:
+                self._exchange(to, message)
+            except OSError:
+                pass  # a bookie down now trims its journal from the metadata when it restarts
+        if self.ledger_file is not None:
+            write_ledger(self.ledger_file, len(out.closed))
+        return out.closed
