@@ -63,7 +63,9 @@ FLAG_VALUES: dict[str, tuple[Any, ...]] = {
     "min_insync_replicas": ("majority", 1, 2, 3, 4, 5, 6, 7),
     # Raft: check-quorum (Raft thesis section 6.2; etcd's CheckQuorum): a leader that cannot reach
     # a majority steps down, and a server that hears from a live leader refuses to vote (thesis
-    # section 4.2.3). Matters only with partitions (max_partitions) or a majority crashed.
+    # section 4.2.3). ZAB: the leader's loop (Leader.lead) shuts down when it has not heard from a
+    # quorum within syncLimit, and the server goes back to LOOKING (no vote refusal: ZAB's election
+    # has no leases). Matters only with partitions (max_partitions) or a majority crashed.
     "check_quorum": (False, True),
     # Raft: a leader that has committed an entry of its own generation serves reads from its lease,
     # without a round of heartbeats (thesis section 6.4.1; etcd's ReadOnlyLeaseBased). A lease
@@ -77,6 +79,12 @@ FLAG_VALUES: dict[str, tuple[Any, ...]] = {
     # crash is a power failure that keeps only the flushed prefix (the recovery point) and the
     # checkpointed high watermark, bounded by that prefix.
     "log_flush": ("always", "never"),
+    # Kafka on a partitioned network (max_partitions): the controller fences a broker whose session
+    # expired (it leaves the ISR unless it is the last member, and leadership moves away: on healing it
+    # learns the new epoch's leader), and a leader changes the ISR only through the controller (a
+    # conditional write, ZooKeeper's zkVersion or KRaft's AlterPartition), so a leader cut off from
+    # it cannot shrink its ISR. false: a cut-off leader shrinks its own ISR and keeps acknowledging.
+    "controller_fencing": (False, True),
 }
 
 FLAG_MEANINGS: dict[str, str] = {
@@ -94,9 +102,10 @@ FLAG_MEANINGS: dict[str, str] = {
     "unclean_election": "whether Kafka may elect a replica outside the ISR when no ISR replica is alive",
     "late_leader_and_isr": "whether a Kafka replica may receive a missed epoch's LeaderAndIsr request late",
     "min_insync_replicas": "Kafka's min.insync.replicas: the smallest ISR that acknowledges acks=all writes",
-    "check_quorum": "Raft: a leader that cannot reach a majority steps down (check-quorum)",
+    "check_quorum": "Raft and ZAB: a leader that cannot reach a majority steps down (check-quorum, syncLimit)",
     "lease_reads": "Raft: a leader serves reads from its lease, without a round of heartbeats",
     "log_flush": "whether a Kafka replica's log is on disk before it acts on it, or only after a flush",
+    "controller_fencing": "Kafka: the controller fences a broker whose session expired, and ISR changes go through it",
 }
 
 # The systems a flag applies to. A flag not listed here is one of the raft family's rules,
@@ -111,9 +120,10 @@ FLAG_SYSTEMS: dict[str, tuple[str, ...]] = {
     "unclean_election": ("kafka",),
     "late_leader_and_isr": ("kafka",),
     "min_insync_replicas": ("kafka",),
-    "check_quorum": ("raft",),
+    "check_quorum": ("raft", "zab"),
     "lease_reads": ("raft",),
     "log_flush": ("kafka",),
+    "controller_fencing": ("kafka",),
 }
 
 
@@ -148,6 +158,7 @@ class Protocol:
     check_quorum: bool = False
     lease_reads: bool = False
     log_flush: str = "always"
+    controller_fencing: bool = True
 
     def __post_init__(self) -> None:
         for flag in fields(self):
@@ -616,6 +627,9 @@ def model_only(protocol: Protocol, hint: str = "use the model (--on model)") -> 
         if protocol.late_leader_and_isr:
             reasons.append("late_leader_and_isr=true is model-only: the implementation's controller delivers a "
                            "LeaderAndIsr request with its election or never")
+        if not protocol.controller_fencing:
+            reasons.append("controller_fencing=false is model-only: the implementation's controller fences and "
+                           "the simulated cluster takes no partition step")
         if reasons:
             return "; ".join(reasons) + f"; {hint}"
     leases = [flag for flag in ("check_quorum", "lease_reads") if getattr(protocol, flag)]
