@@ -511,10 +511,44 @@ PRESETS.update({
     ]
 })
 
+# Partitions in Kafka and ZAB (model/kafka_partition.py, model/zab_partition.py): the step-down rule each
+# system has, and what goes wrong without it. The tour checks them at PRESET_TOUR_BOUNDS.
+PRESETS.update({
+    p.name: p
+    for p in [
+        _broken(
+            "kafka-without-controller-fencing",
+            replace(KAFKA, controller_fencing=False),
+            "Kafka whose leader, cut off from the other brokers and the controller, shrinks its ISR on its "
+            "own and keeps acknowledging acks=all writes; the controller, which never saw the shrink nor "
+            "expired the leader's session, elects a follower of its ISR that lacks them",
+            "Kyle Kingsbury, Jepsen: Kafka (aphyr.com/posts/293-jepsen-kafka, 2013): a partitioned leader "
+            "shrinks the ISR to itself and acknowledges writes the new leader never has; KIP-497 (AlterIsr: "
+            "the leader counts the maximal ISR until the controller accepts a change); the ZooKeeper-era "
+            "conditional ISR update (Partition.updateIsr, zkVersion); KIP-841 (fenced brokers leave the ISR)",
+            {"ReadNeverTruncated", "HwmNeverTruncated", "ReadNeverLost", "ReadsAgree", "CommittedOnQuorum",
+             "AcknowledgedWriteKept", "AckedWriteNeverLost"},
+            caught_at={"servers": 3, "max_partitions": 1},
+        ),
+        _safe(
+            "zab-step-down",
+            replace(ZAB, check_quorum=True),
+            "ZAB whose leader steps down when it has not heard from a quorum within syncLimit (ZooKeeper's "
+            "Leader.lead shuts down and goes back to LOOKING); a leader cut off from its quorum commits "
+            "nothing either way, so the rule buys availability, and no property of the catalogue fails "
+            "without it",
+            "Apache ZooKeeper, Leader.lead ('Not sufficient followers synced'), the syncLimit and initLimit "
+            "settings of the ZooKeeper Administrator's Guide; Junqueira, Reed, Serafini, Zab: "
+            "High-performance broadcast for primary-backup systems (DSN 2011)",
+        ),
+    ]
+})
+
 # Bounds the tour sets for one preset, over its system's TOUR_BOUNDS (at the default bounds only;
 # other bounds are the user's).
 # - The lease presets: a partition and a second entry, which at generation <= 2 and no crash cost
 #   about a thousand states each.
+# - kafka-without-controller-fencing and zab-step-down: a partition (below).
 # - kafka-unflushed: its flushed lengths make its space at max_generation 3 four times kafka's
 #   (118,753 states against 30,240); every property its `breaks` names shows with one leader epoch
 #   already (880 states), and its saved traces show the rest (a re-elected last ISR replica, a
@@ -523,6 +557,10 @@ PRESET_TOUR_BOUNDS: dict[str, dict[str, Any]] = {
     **{name: {"max_generation": 2, "max_log": 2, "max_crashes": 0, "max_partitions": 1}
        for name in ("raft-lease-reads", "raft-lease-reads-without-check-quorum")},
     "kafka-unflushed": {"max_generation": 1},
+    # A partition, a second epoch and one entry show every property the fencing-less preset breaks
+    # (4,917 states); the step-down preset at the same bounds shows its witness (1,075 states).
+    **{name: {"max_generation": 2, "max_log": 1, "max_crashes": 0, "max_partitions": 1}
+       for name in ("kafka-without-controller-fencing", "zab-step-down")},
 }
 
 # The single-flag mutants of raft, for teaching and for the suite's bug catalogue.

@@ -233,8 +233,8 @@ def test_no_partition_no_flag_is_the_raft_model_unchanged():
 
 
 def test_what_cannot_run_partitions_says_why():
-    with pytest.raises(ValueError, match="raft system only"):
-        build_model(PRESETS["zab"].protocol, Config(max_partitions=1))
+    with pytest.raises(ValueError, match="bookkeeper model has none yet"):
+        build_model(PRESETS["bookkeeper"].protocol, Config(max_partitions=1))
     with pytest.raises(ValueError, match="rpc network only"):
         build_model(LEASES, Config(network="async"))
     assert "no compiled partitions" in unsupported(build_model(RAFT, Config(max_partitions=1)))
@@ -242,8 +242,8 @@ def test_what_cannot_run_partitions_says_why():
     with pytest.raises(BackendUnavailable, match="no compiled partitions"):
         check(build_model(RAFT, Config(max_partitions=1)), CheckOptions(successors="fast"), name="raft")
     assert "model-only" in model_only(LEASES) and "model-only" in model_only(STALE)
-    result = CliRunner().invoke(main, ["check", "--protocol", "zab", "--max-partitions", "1"])
-    assert result.exit_code == 2 and "raft system only" in result.output
+    result = CliRunner().invoke(main, ["check", "--protocol", "bookkeeper", "--max-partitions", "1"])
+    assert result.exit_code == 2 and "bookkeeper model has none yet" in result.output
 
 
 def test_the_tour_checks_the_lease_presets_where_their_bug_shows():
