@@ -356,7 +356,8 @@ def test_the_explorer_on_a_kafka_preset_reaches_kip101_and_shows_the_fix_side_by
     offered = [o.get_attribute("value") for o in Select(browser.find_element(By.ID, "compare")).options
                if o.get_attribute("hidden") is None]
     assert offered == ["", "kafka-truncate-to-hwm", "kafka-kip101", "kafka-kip279", "kafka", "kafka-unclean-election",
-                       "kafka-kip320-first-try", "kafka-min-insync-1", "kafka-unflushed"]
+                       "kafka-kip320-first-try", "kafka-min-insync-1", "kafka-unflushed",
+                       "kafka-without-controller-fencing"]
     click_steps(browser, trace.steps, lambda number: wait.until(lambda d: body.get_attribute("data-steps") == str(number)))
     column = browser.find_element(By.CSS_SELECTOR, "#columns .column")
     assert "violating" in column.get_attribute("class") and "LogMatching violated" in column.text
