@@ -142,12 +142,13 @@ class PartitionedKafkaModel(KafkaModel):
         return s._replace(servers=tuple(servers))
 
     def _reregister(self, s: KafkaState, k: int) -> KafkaState:
-        """controller_fencing, on healing: a broker that led while cut off learns from the controller the
-        current epoch and its leader, as a restarted broker does (its old leadership was fenced)."""
+        """controller_fencing, on healing: a broker that led while cut off, or missed an epoch, learns from
+        the controller the current epoch and its leader, as a restarted broker does (its session was
+        fenced; re-registering, it gets the LeaderAndIsr requests it missed)."""
         server = s.servers[k]
-        if not server.alive or server.role != LEADER:
-            return s
         epoch = self.epoch(s)
+        if not server.alive or (server.role != LEADER and server.generation == epoch):
+            return s
         leader = next((j for j, sv in enumerate(s.servers)
                        if j != k and sv.alive and sv.role == LEADER and sv.generation == epoch), None)
         if server.generation == epoch and leader is None and server.in_isr:
