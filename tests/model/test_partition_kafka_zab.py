@@ -264,6 +264,21 @@ def test_no_catalogue_property_fails_without_the_zab_step_down():
     assert not bfs(build_model(ZAB, TOUR), "zab").violated
 
 
+@pytest.mark.deep
+def test_a_leader_read_property_fails_in_zab_with_and_without_the_step_down():
+    # docs/systems.md: raft's LeaseReadNeverStale, applied to ZAB, fails alike under both values of the
+    # flag and without a partition: ZooKeeper's election is not held back by a live leader, and
+    # ZooKeeper promises no such read (sync() first).
+    from hwm.properties.leases import LEASES
+    config = Config(max_generation=2, max_log=2, max_crashes=0, max_partitions=1)
+    for protocol in (ZAB, STEP_DOWN):
+        model = build_model(protocol, config)
+        model.properties = model.properties + LEASES[:1]
+        result = bfs(model, "zab").results["LeaseReadNeverStale"]
+        assert result.found and result.length == 9
+        assert not any(action[0] == "partition" for action in result.actions)
+
+
 # ------------------------------------------------------- engines and verdicts
 def test_two_workers_and_the_simulation_reproduce_the_partitioned_spaces():
     key = ("kafka", 2, 2, 1, 1, 1, True)
