@@ -300,13 +300,13 @@ def test_the_tour_checks_the_partition_presets_where_they_show():
         assert tour_config(name, DEFAULT_CONFIG) == Config(max_generation=2, max_log=1, max_crashes=0, max_partitions=1)
     assert shows("kafka-without-controller-fencing", "AcknowledgedWriteKept", TOUR)
     assert not shows("kafka-without-controller-fencing", "AcknowledgedWriteKept", replace(TOUR, max_partitions=0))
-    results = [(name, explore(name, tour_config(name, DEFAULT_CONFIG), True))
-               for name in ("kafka-without-controller-fencing", "zab-step-down")]
-    for name, report in results:  # the pins at the tour's bounds (deep in tests/model/test_partition.py)
-        check_against_pins(report, PINNED_PARTITIONS[(name, 3, 2, 1, 0, 1, True)])
-    verdict = judge(results)
-    assert verdict.problems == [] and verdict.not_shown == [] and verdict.seen == 7
     assert set(NEEDS[("kafka-without-controller-fencing", 3)]) == PRESETS["kafka-without-controller-fencing"].breaks
+    # The tour's judgement of kafka-without-controller-fencing runs in tests/cli/test_cli.py's tour (and its
+    # pin under deep): its search takes seconds on the reference backend. zab-step-down's is cheap.
+    report = explore("zab-step-down", tour_config("zab-step-down", DEFAULT_CONFIG), True)
+    check_against_pins(report, PINNED_PARTITIONS[("zab-step-down", 3, 2, 1, 0, 1, True)])
+    verdict = judge([("zab-step-down", report)])
+    assert verdict.problems == [] and verdict.not_shown == []
 
 
 def test_the_step_down_witness_is_reached_or_ruled_out_by_name():
