@@ -324,7 +324,8 @@ def test_each_system_offers_its_own_flags_and_refuses_its_own_actions(explorer):
     code, meta = call(explorer, "/api/presets")
     assert meta["presets"]["kafka-kip101"]["system"] == "kafka"
     assert meta["presets"]["kafka-kip101"]["switchable"] == ["follower_truncation", "unclean_election",
-                                                           "late_leader_and_isr", "min_insync_replicas", "log_flush"]
+                                                           "late_leader_and_isr", "min_insync_replicas", "log_flush",
+                                                           "controller_fencing"]
     assert "commit" in meta["presets"]["raft"]["switchable"] and "system" not in meta["presets"]["raft"]["switchable"]
     code, data = call(explorer, "/api/state", {"protocol": "kafka", "steps": [
         {"action": "elect", "server": "S1", "voters": ["S1", "S2", "S3"]}, {"action": "write", "server": "S1"}]})
