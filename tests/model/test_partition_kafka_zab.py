@@ -227,10 +227,22 @@ def test_fencing_alone_does_not_save_a_leader_that_shrinks_on_its_own():
     assert "without entry 1@g1" in acknowledged_write_kept(shrunk, run(planted, [("elect", 2, (1, 2))], shrunk))
 
 
+class _ConditionalIsrWithoutFencing(PartitionedKafkaModel):
+    """The other half alone: the cut-off leader's shrink cannot reach the controller, but no session expires."""
+
+    def _expire_session(self, s, k):
+        return s
+
+    def _reregister(self, s, k):
+        return s
+
+
 @pytest.mark.deep
-def test_the_search_catches_the_planted_half():
+def test_the_search_catches_the_planted_half_and_the_conditional_write_alone_holds():
     assert "AcknowledgedWriteKept" in bfs(_FencingWithoutConditionalIsr(KAFKA, TOUR), "planted").violated
     assert not bfs(PartitionedKafkaModel(KAFKA, TOUR), "kafka").violated
+    # docs/systems.md: the conditional ISR update carries the safety, the fencing the availability.
+    assert not bfs(_ConditionalIsrWithoutFencing(KAFKA, replace(TOUR, max_generation=3)), "half").violated
 
 
 # -------------------------------------------------------------------- ZAB
