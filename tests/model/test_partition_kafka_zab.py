@@ -307,6 +307,16 @@ def test_two_workers_and_the_simulation_reproduce_the_partitioned_spaces():
             assert result.length >= PINNED_PARTITIONS[key]["lengths"][name]
 
 
+@pytest.mark.deep
+@pytest.mark.parametrize("key", [("zab-step-down", 2, 2, 1, 1, 1, True), ("kafka-without-controller-fencing", 2, 2, 1, 1, 1, True),
+                                 ("zab", 3, 2, 1, 0, 1, True)], ids=lambda k: k[0])
+def test_two_workers_reproduce_every_partitioned_preset(key):
+    preset, config, symmetry = partition_config_of(key)
+    model = build_model(PRESETS[preset].protocol, config)
+    check_against_pins(check(model, CheckOptions(symmetry=symmetry, workers=2, chunk=13), name=preset),
+                       PINNED_PARTITIONS[key])
+
+
 def test_the_tour_checks_the_partition_presets_where_they_show():
     for name in ("kafka-without-controller-fencing", "zab-step-down"):
         assert tour_config(name, DEFAULT_CONFIG) == Config(max_generation=2, max_log=1, max_crashes=0, max_partitions=1)
