@@ -1,11 +1,15 @@
-"""Partitions (model/partition.py): states and seconds of one exhaustive check per configuration,
-symmetry on and off, with the local engine and the reference backend in this process.
+"""Partitions (model/partition.py, model/kafka_partition.py, model/zab_partition.py): states and seconds
+of one exhaustive check per configuration, symmetry on and off, with the local engine and the reference
+backend in this process.
 
     python bench/partitions.py [--quick]
 
-The rows: the lease presets at the tour's bounds for them (generation <= 2, log <= 2, no crash, one
-partition), the same with a crash, and raft at the default bounds without and with one partition (what
-a partition costs the state space). `--quick` leaves the larger rows out. docs/systems.md quotes them.
+The rows: every preset the tour partitions, at the tour's bounds for it (the lease presets: generation
+<= 2, log <= 2, no crash, one partition; kafka-without-controller-fencing and zab-step-down: generation
+<= 2, log <= 1, no crash, one partition), the safe kafka and zab presets at those bounds, then (not
+with --quick) the lease presets with a crash, the Kafka pair with a second entry, the ZAB pair with a
+second entry and a crash, and raft at the default bounds without and with one partition (what a partition costs the
+state space). docs/systems.md quotes them.
 """
 
 from __future__ import annotations
@@ -24,12 +28,21 @@ from hwm.model.state import Config  # noqa: E402
 from hwm.properties.protocol import PRESETS  # noqa: E402
 
 LEASES = ("raft-lease-reads", "raft-lease-reads-without-check-quorum")
+STEP_DOWN = ("kafka-without-controller-fencing", "zab-step-down")
+# The safe preset beside each: what the step-down rule costs or saves in states.
+SAFE_BESIDE = {"kafka-without-controller-fencing": "kafka", "zab-step-down": "zab"}
 
 
 def rows(quick: bool) -> list[tuple[str, Config]]:
-    out = [(name, tour_config(name, DEFAULT_CONFIG)) for name in LEASES]
+    out = [(name, tour_config(name, DEFAULT_CONFIG)) for name in LEASES + STEP_DOWN]
+    out += [(SAFE_BESIDE[name], tour_config(name, DEFAULT_CONFIG)) for name in STEP_DOWN]
     if not quick:
         out += [(name, Config(max_generation=2, max_log=2, max_crashes=1, max_partitions=1)) for name in LEASES]
+        # A second entry (and for ZAB a crash too; Kafka's space with both takes minutes without symmetry).
+        out += [(name, Config(max_generation=2, max_log=2, max_crashes=0, max_partitions=1))
+                for name in ("kafka-without-controller-fencing", "kafka")]
+        out += [(name, Config(max_generation=2, max_log=2, max_crashes=1, max_partitions=1))
+                for name in ("zab-step-down", "zab")]
         out += [("raft", Config()), ("raft", Config(max_partitions=1))]
     return out
 

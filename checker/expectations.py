@@ -139,6 +139,15 @@ NEEDS: dict[tuple[str, int], dict[str, tuple[tuple[int, ...], ...]]] = {
     ('raft-lease-reads-without-check-quorum', 3): {
         'LeaseReadNeverStale': ((2, 2, 0, 1),),
     },
+    ('kafka-without-controller-fencing', 3): {  # a partition, then a second epoch elected around the cut-off leader
+        'ReadNeverTruncated': ((2, 1, 0, 1),),
+        'HwmNeverTruncated': ((2, 1, 0, 1),),
+        'ReadNeverLost': ((2, 1, 0, 1),),
+        'ReadsAgree': ((2, 1, 0, 1),),
+        'CommittedOnQuorum': ((2, 1, 0, 1),),
+        'AcknowledgedWriteKept': ((2, 1, 0, 1),),
+        'AckedWriteNeverLost': ((2, 1, 0, 1),),
+    },
     ('kafka-unflushed', 3): {  # one power failure, of S1 or S2, once both hold an acknowledged entry
         'ReadNeverTruncated': ((1, 1, 1),),
         'HwmNeverTruncated': ((1, 1, 1),),

@@ -8,6 +8,7 @@ from dataclasses import replace
 
 from hwm.checker.report import Report
 from hwm.model.state import Config
+from hwm.properties.quorum import majority
 from hwm.properties.protocol import PRESET_TOUR_BOUNDS, PRESETS, TOUR_BOUNDS, Protocol
 
 DEFAULT_CONFIG = Config()
@@ -26,7 +27,8 @@ def _competing_leader(protocol: Protocol, config: Config) -> str | None:
         return "max_generation >= 2"
     if config.servers < 2:
         return "servers >= 2"
-    if (protocol.lease_reads or protocol.check_quorum) and config.max_crashes < 1 and config.max_partitions < 1:
+    if ((protocol.lease_reads or protocol.check_quorum) and protocol.system == "raft" and config.max_crashes < 1
+            and config.max_partitions < 1):
         # Every server hears from the live leader: none times out, or none votes (model/partition.py).
         return "max_crashes >= 1 or max_partitions >= 1 (under lease_reads or check_quorum a leader is replaced only once it is down or cut off)"
     if (config.servers < 3 and config.max_generation < 3 and protocol.election == "longest-log"
@@ -41,6 +43,15 @@ def witness_needs(name: str, protocol: Protocol, config: Config) -> str | None:
     Conservative: a witness is called impossible only when no run within the bounds can reach
     it; an unreached witness that is possible still fails the check.
     """
+    if name == "LeaderStepsDown":
+        # ZAB's check_quorum (model/zab_partition.py): a leader is cut off, or enough servers crash that
+        # the leader and the live rest are fewer than a quorum.
+        if config.servers < 2:
+            return "servers >= 2"
+        crashes = config.servers - majority(config.servers) + 1
+        if config.max_partitions < 1 and config.max_crashes < crashes:
+            return f"max_partitions >= 1 or max_crashes >= {crashes}"
+        return None
     if config.max_log < 1 and name != "CrashAndRejoin":
         return "max_log >= 1"
     if name == "CrashAndRejoin":
@@ -52,7 +63,7 @@ def witness_needs(name: str, protocol: Protocol, config: Config) -> str | None:
             return "servers >= 2"
         return "max_partitions >= 1" if config.max_partitions < 1 else None
     if name == "LeaderChangeWithUncommitted":
-        if protocol.check_quorum and config.servers >= 2:
+        if protocol.check_quorum and protocol.system == "raft" and config.servers >= 2:
             # A voter that hears from a live leader refuses, and a leader cut off steps down: no older
             # leader is left when a new one is elected (model/partition.py).
             return "check_quorum=false (with check-quorum an older leader has crashed or stepped down first)"

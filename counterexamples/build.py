@@ -336,6 +336,27 @@ KAFKA = {
         "After fast leader changes the leader counts a follower of an older epoch; a late LeaderAndIsr request makes it truncate the acknowledged entry",
         "S1 becomes leader of epoch 1 with S2 as its follower; S3 misses the request. The controller elects S3 leader of epoch 2 with S1 as its follower; S2 misses this request and still follows S1 in epoch 1. The controller elects S1 leader of epoch 3 (a fast leader change: S2 and S3 both miss it, and S3 still presumes it leads epoch 2). S1 writes entry 1 in epoch 3 and removes S3, which does not fetch from it, from the ISR. S2, a follower of S1 in epoch 1, fetches from S1: in KIP-320's first attempt a fetch carries the epoch of the follower's last entry, not its current leader epoch, and S2's log is empty, so nothing fences it; S2 takes 1@g3, S1's high watermark over the ISR {S1,S2} becomes 1 and the producer of entry 1 is acknowledged (acks=all). Then the LeaderAndIsr request of epoch 2 reaches S2 late: epoch 2 is newer than its own, so S2 acts on it and becomes a follower of S3, truncating nothing. S2 fetches from S3 with the epoch of its last entry, 3; S3's log is empty, so S3 answers LOG_TRUNCATION and S2 truncates to 0. The acknowledged entry that S1 counts as committed is now on S1 alone, 1 of 3 replicas; should S1 fail, S2, still in the ISR, may be elected without it. This is the failure the specification's module Kip320FirstTry records: the design 'fails to guarantee the StrongIsr property because the leader cannot guarantee that followers are on the same epoch when bumping the high watermark', and a follower of an older epoch, catching up one epoch at a time, 'may truncate the committed data'. The released KIP-320 puts the current leader epoch into every fetch: under the safe preset `kafka` S1 answers FENCED_LEADER_EPOCH to S2's epoch-1 fetch and the trace is blocked at that step, with late LeaderAndIsr requests too (`kafka,late_leader_and_isr=true`).",
         "Jason Gustafson, kafka-specification (TLA+ specification of Kafka's replication), module Kip320FirstTry, July 2018: 'fails to guarantee the StrongIsr property'; KIP-320: Allow fetchers to detect and handle log truncation; KAFKA-7395 (apache/kafka pull request 5661)"),
+    "kafka-without-controller-fencing": (
+        "kafka-without-controller-fencing", "AcknowledgedWriteKept",
+        {"max_generation": 2, "max_log": 1, "max_crashes": 0, "max_partitions": 1},
+        "A leader cut off from the controller shrinks its ISR on its own and acknowledges a write the next leader lacks",
+        "S1 becomes leader of epoch 1; the LeaderAndIsr request reaches S2, not S3. The ISR is {S1,S2,S3}. S1 writes "
+        "entry 1 and S2 fetches it; S3 has not, so S1's high watermark, the minimum log end offset over the ISR, "
+        "stays 0. The network then cuts S1 off from the other brokers and from the controller. Without the "
+        "controller's fencing S1 removes S3, which lags, from the ISR it counts: the update never reaches the "
+        "controller, but S1 acts on it, and its high watermark over {S1,S2} becomes 1, so the acks=all producer "
+        "of entry 1 is acknowledged, as in Jepsen's 2013 analysis, where a leader partitioned away shrank the ISR "
+        "to itself and kept acknowledging writes. The controller, whose ISR still holds all three replicas, "
+        "elects S3 leader of epoch 2: S3 leads without entry 1, which a producer was told is written, and S2, "
+        "following it, will truncate the entry away. Kafka prevents both halves. The leader changes the ISR "
+        "only through the controller, by a conditional write (ZooKeeper's zkVersion; since KIP-497, AlterPartition, "
+        "with the leader counting the maximal ISR until the controller accepts), which a leader cut off from the "
+        "controller cannot make; and the controller fences a broker whose session expired, removing it from the "
+        "ISR and moving leadership away (KIP-841: a fenced replica is neither in the ISR nor leader). Under the "
+        "safe preset `kafka` the partition takes S1 out of the ISR and S1's shrink is refused: the trace is "
+        "blocked at that step, and S1's high watermark waits for S3, which can no longer fetch from it.",
+        "Kyle Kingsbury, Jepsen: Kafka (https://aphyr.com/posts/293-jepsen-kafka, 2013); KIP-497: Add inter-broker "
+        "API to alter ISR; KIP-841: Fenced replicas should not be allowed to join the ISR in KRaft"),
 }
 
 

@@ -67,7 +67,7 @@ def main() -> None:
               help="Messages a channel holds (async network).")
 @click.option("--max-partitions", type=click.IntRange(0, 9), default=Config.max_partitions, show_default=True,
               help="Partitions of the rpc network a run may make (each cuts one server off until healed; "
-                   "the raft system only).")
+                   "raft, Kafka and ZAB; not BookKeeper).")
 @click.option("--no-symmetry", is_flag=True, help="Explore without symmetry reduction over server identities.")
 @click.option("--engine", type=click.Choice(["local", "simulation", "spark"]), default="local", show_default=True,
               help="local: breadth-first, shortest counterexamples; simulation: random walks; spark: "

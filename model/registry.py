@@ -10,17 +10,24 @@ from hwm.properties.protocol import Protocol
 
 def build_model(protocol: Protocol, config: Config) -> Model:
     """The model of `protocol` under `config`: the one place a protocol picks its model class."""
-    if config.max_partitions and protocol.system != "raft":
+    if config.max_partitions and protocol.system == "bookkeeper":
         # ValueError: the model cannot run this config (the tour skips it, the CLI says why).
-        raise ValueError(f"partitions (max_partitions={config.max_partitions}) are modelled for the raft "
-                         f"system only (model/partition.py); the {protocol.system} model has none yet")
+        raise ValueError(f"partitions (max_partitions={config.max_partitions}) are modelled for the raft, zab "
+                         f"and kafka systems (model/partition.py, zab_partition.py, kafka_partition.py); the "
+                         f"bookkeeper model has none yet")
     if protocol.system == "zab":
+        if config.max_partitions or protocol.check_quorum:
+            from hwm.model.zab_partition import PartitionedZabModel
+            return PartitionedZabModel(protocol, config)
         from hwm.model.zab import ZabModel
         return ZabModel(protocol, config)
     if protocol.system == "bookkeeper":
         from hwm.model.bookkeeper import BookKeeperModel
         return BookKeeperModel(protocol, config)
     if protocol.system == "kafka":
+        if config.max_partitions:
+            from hwm.model.kafka_partition import PartitionedKafkaModel
+            return PartitionedKafkaModel(protocol, config)
         from hwm.model.kafka import KafkaModel
         return KafkaModel(protocol, config)
     if config.max_partitions or protocol.check_quorum or protocol.lease_reads:

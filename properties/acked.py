@@ -77,4 +77,9 @@ WITH_ACKED: tuple[Property, ...] = CATALOGUE + ACKED
 KAFKA_PROPERTIES: tuple[Property, ...] = CATALOGUE + (ACKED[0], ACKED_LEADERS, ACKED[1])
 
 # Every property a trace may name.
-ALL_BY_NAME: dict[str, Property] = {p.name: p for p in KAFKA_PROPERTIES + LEASES}
+def _all_by_name() -> dict[str, Property]:
+    from hwm.properties.step_down import LEADER_STEPS_DOWN  # it builds on this module's WITH_ACKED
+    return {p.name: p for p in KAFKA_PROPERTIES + LEASES + (LEADER_STEPS_DOWN,)}
+
+
+ALL_BY_NAME: dict[str, Property] = _all_by_name()

@@ -63,7 +63,9 @@ FLAG_VALUES: dict[str, tuple[Any, ...]] = {
     "min_insync_replicas": ("majority", 1, 2, 3, 4, 5, 6, 7),
     # Raft: check-quorum (Raft thesis section 6.2; etcd's CheckQuorum): a leader that cannot reach
     # a majority steps down, and a server that hears from a live leader refuses to vote (thesis
-    # section 4.2.3). Matters only with partitions (max_partitions) or a majority crashed.
+    # section 4.2.3). ZAB: the leader's loop (Leader.lead) shuts down when it has not heard from a
+    # quorum within syncLimit, and the server goes back to LOOKING (no vote refusal: ZAB's election
+    # has no leases). Matters only with partitions (max_partitions) or a majority crashed.
     "check_quorum": (False, True),
     # Raft: a leader that has committed an entry of its own generation serves reads from its lease,
     # without a round of heartbeats (thesis section 6.4.1; etcd's ReadOnlyLeaseBased). A lease
@@ -77,6 +79,12 @@ FLAG_VALUES: dict[str, tuple[Any, ...]] = {
     # crash is a power failure that keeps only the flushed prefix (the recovery point) and the
     # checkpointed high watermark, bounded by that prefix.
     "log_flush": ("always", "never"),
+    # Kafka on a partitioned network (max_partitions): the controller fences a broker whose session
+    # expired (it leaves the ISR unless it is the last member, and leadership moves away: on healing it
+    # learns the new epoch's leader), and a leader changes the ISR only through the controller (a
+    # conditional write, ZooKeeper's zkVersion or KRaft's AlterPartition), so a leader cut off from
+    # it cannot shrink its ISR. false: a cut-off leader shrinks its own ISR and keeps acknowledging.
+    "controller_fencing": (False, True),
 }
 
 FLAG_MEANINGS: dict[str, str] = {
@@ -94,9 +102,10 @@ FLAG_MEANINGS: dict[str, str] = {
     "unclean_election": "whether Kafka may elect a replica outside the ISR when no ISR replica is alive",
     "late_leader_and_isr": "whether a Kafka replica may receive a missed epoch's LeaderAndIsr request late",
     "min_insync_replicas": "Kafka's min.insync.replicas: the smallest ISR that acknowledges acks=all writes",
-    "check_quorum": "Raft: a leader that cannot reach a majority steps down (check-quorum)",
+    "check_quorum": "Raft and ZAB: a leader that cannot reach a majority steps down (check-quorum, syncLimit)",
     "lease_reads": "Raft: a leader serves reads from its lease, without a round of heartbeats",
     "log_flush": "whether a Kafka replica's log is on disk before it acts on it, or only after a flush",
+    "controller_fencing": "Kafka: the controller fences a broker whose session expired, and ISR changes go through it",
 }
 
 # The systems a flag applies to. A flag not listed here is one of the raft family's rules,
@@ -111,9 +120,10 @@ FLAG_SYSTEMS: dict[str, tuple[str, ...]] = {
     "unclean_election": ("kafka",),
     "late_leader_and_isr": ("kafka",),
     "min_insync_replicas": ("kafka",),
-    "check_quorum": ("raft",),
+    "check_quorum": ("raft", "zab"),
     "lease_reads": ("raft",),
     "log_flush": ("kafka",),
+    "controller_fencing": ("kafka",),
 }
 
 
@@ -148,6 +158,7 @@ class Protocol:
     check_quorum: bool = False
     lease_reads: bool = False
     log_flush: str = "always"
+    controller_fencing: bool = True
 
     def __post_init__(self) -> None:
         for flag in fields(self):
@@ -500,10 +511,44 @@ PRESETS.update({
     ]
 })
 
+# Partitions in Kafka and ZAB (model/kafka_partition.py, model/zab_partition.py): the step-down rule each
+# system has, and what goes wrong without it. The tour checks them at PRESET_TOUR_BOUNDS.
+PRESETS.update({
+    p.name: p
+    for p in [
+        _broken(
+            "kafka-without-controller-fencing",
+            replace(KAFKA, controller_fencing=False),
+            "Kafka whose leader, cut off from the other brokers and the controller, shrinks its ISR on its "
+            "own and keeps acknowledging acks=all writes; the controller, which never saw the shrink nor "
+            "expired the leader's session, elects a follower of its ISR that lacks them",
+            "Kyle Kingsbury, Jepsen: Kafka (aphyr.com/posts/293-jepsen-kafka, 2013): a partitioned leader "
+            "shrinks the ISR to itself and acknowledges writes the new leader never has; KIP-497 (AlterIsr: "
+            "the leader counts the maximal ISR until the controller accepts a change); the ZooKeeper-era "
+            "conditional ISR update (Partition.updateIsr, zkVersion); KIP-841 (fenced brokers leave the ISR)",
+            {"ReadNeverTruncated", "HwmNeverTruncated", "ReadNeverLost", "ReadsAgree", "CommittedOnQuorum",
+             "AcknowledgedWriteKept", "AckedWriteNeverLost"},
+            caught_at={"servers": 3, "max_partitions": 1},
+        ),
+        _safe(
+            "zab-step-down",
+            replace(ZAB, check_quorum=True),
+            "ZAB whose leader steps down when it has not heard from a quorum within syncLimit (ZooKeeper's "
+            "Leader.lead shuts down and goes back to LOOKING); a leader cut off from its quorum commits "
+            "nothing either way, so the rule buys availability, and no property of the catalogue fails "
+            "without it",
+            "Apache ZooKeeper, Leader.lead ('Not sufficient followers synced'), the syncLimit and initLimit "
+            "settings of the ZooKeeper Administrator's Guide; Junqueira, Reed, Serafini, Zab: "
+            "High-performance broadcast for primary-backup systems (DSN 2011)",
+        ),
+    ]
+})
+
 # Bounds the tour sets for one preset, over its system's TOUR_BOUNDS (at the default bounds only;
 # other bounds are the user's).
 # - The lease presets: a partition and a second entry, which at generation <= 2 and no crash cost
 #   about a thousand states each.
+# - kafka-without-controller-fencing and zab-step-down: a partition (below).
 # - kafka-unflushed: its flushed lengths make its space at max_generation 3 four times kafka's
 #   (118,753 states against 30,240); every property its `breaks` names shows with one leader epoch
 #   already (880 states), and its saved traces show the rest (a re-elected last ISR replica, a
@@ -512,6 +557,10 @@ PRESET_TOUR_BOUNDS: dict[str, dict[str, Any]] = {
     **{name: {"max_generation": 2, "max_log": 2, "max_crashes": 0, "max_partitions": 1}
        for name in ("raft-lease-reads", "raft-lease-reads-without-check-quorum")},
     "kafka-unflushed": {"max_generation": 1},
+    # A partition, a second epoch and one entry show every property the fencing-less preset breaks
+    # (4,917 states); the step-down preset at the same bounds shows its witness (1,075 states).
+    **{name: {"max_generation": 2, "max_log": 1, "max_crashes": 0, "max_partitions": 1}
+       for name in ("kafka-without-controller-fencing", "zab-step-down")},
 }
 
 # The single-flag mutants of raft, for teaching and for the suite's bug catalogue.
@@ -616,6 +665,9 @@ def model_only(protocol: Protocol, hint: str = "use the model (--on model)") -> 
         if protocol.late_leader_and_isr:
             reasons.append("late_leader_and_isr=true is model-only: the implementation's controller delivers a "
                            "LeaderAndIsr request with its election or never")
+        if not protocol.controller_fencing:
+            reasons.append("controller_fencing=false is model-only: the implementation's controller fences and "
+                           "the simulated cluster takes no partition step")
         if reasons:
             return "; ".join(reasons) + f"; {hint}"
     leases = [flag for flag in ("check_quorum", "lease_reads") if getattr(protocol, flag)]

@@ -49,7 +49,8 @@ def unsupported(model) -> str | None:
     partitions = getattr(getattr(model, "config", None), "max_partitions", 0)
     if partitions:
         return (f"the fast backend has no compiled partitions (max_partitions={partitions}): the kernels' "
-                f"state layout has no cut; model/partition.py is checked by the reference backend")
+                f"state layout has no cut; model/partition.py, zab_partition.py and kafka_partition.py are checked by the "
+                f"reference backend")
     for flag, why in NOT_COMPILED_FLAGS.items():
         if getattr(model.protocol, flag, False):
             return f"the fast backend has no compiled form of flag {flag}=True ({why})"
@@ -97,7 +98,7 @@ NOT_COMPILED: dict[str, str] = {}
 # them. Listed, as NOT_COMPILED is, so tests/checker/test_fast.py fails for any other flag without a
 # fast path.
 NOT_COMPILED_FLAGS: dict[str, str] = {
-    flag: "model/partition.py: the kernels' state layout has no cut and no lease rules"
+    flag: "model/partition.py, model/zab_partition.py: the kernels' state layout has no cut and no lease rules"
     for flag in ("check_quorum", "lease_reads")
 }
 
@@ -118,6 +119,9 @@ KNOWN_FLAGS = {
     "late_leader_and_isr": (False, True),
     "min_insync_replicas": ("majority", 1, 2, 3, 4, 5, 6, 7),  # P[MIN_ISR], the model's min_isr
     "log_flush": ("always", "never"),  # P[UNFLUSHED]; the flushed length shares the truncating byte
+    # Without partitions, which the kernels refuse (unsupported), both values are the Kafka model the
+    # kernels transcribe: the flag acts only on a cut (model/kafka_partition.py).
+    "controller_fencing": (False, True),
     "system": ("raft", "zab", "bookkeeper", "kafka"),  # each system's model is transcribed in kernels.py
     # NOT_COMPILED_FLAGS: their default only (without them the model is the raft model the kernels know).
     "check_quorum": (False,),

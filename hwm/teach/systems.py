@@ -50,15 +50,20 @@ def kafka_hw(model, before, after, l: int, values) -> list[str]:
         return []
     name = server_name(l)
     isr = isr_of(after, l)
+    # The leader counts its own copy of the ISR; it differs from the controller's when an update of one
+    # never reached the other (a deposed or cut-off leader).
+    own = [k for k in range(len(after.servers)) if k == l or (leader.isr and leader.isr[k])]
+    label = f"ISR {names(isr)}" if own == isr else f"the ISR {names(own)} {name} counts"
+    isr = own
     leos = {k: len(leader.log) if k == l else leader.match[k] for k in isr}
     shown = ", ".join(f"{server_name(k)}={leos[k]}" for k in isr)
     old = before.servers[l].hwm if before.servers[l].role == LEADER else leader.hwm
     lines = []
     if len(isr) < model.min_isr:
-        return [f"{name}'s ISR {names(isr)} is smaller than min.insync.replicas {model.min_isr}: its HW stays "
+        return [f"{name}'s {label} is smaller than min.insync.replicas {model.min_isr}: its HW stays "
                 f"{leader.hwm}"]
     hw = min(leos.values())
-    lines.append(f"HW = min LEO over ISR {names(isr)} ({shown}) = {hw}")
+    lines.append(f"HW = min LEO over {label} ({shown}) = {hw}")
     if leader.hwm > old:
         lines.append(f"{name}'s HW rises {old} -> {leader.hwm}")
     else:
@@ -205,8 +210,47 @@ def kafka_shrink_isr(model, before, action, after, values):
     why = ("it is down" if not follower.alive else
            f"it has fetched only up to offset {leader.match[f]}, behind {server_name(l)}'s LEO {len(leader.log)} "
            f"(replica.lag.time.max.ms)")
+    if getattr(after, "cut", None) and after.cut[l] and not getattr(model, "fencing", True):
+        own = [k for k in range(len(after.servers)) if k == l or after.servers[l].isr[k]]
+        return ([f"{server_name(l)} removes {server_name(f)} from the ISR it counts: {why}; the update never "
+                 f"reaches the controller, cut off from {server_name(l)}, but {server_name(l)} acts on it without "
+                 f"controller_fencing: it counts {names(own)}, the controller still {names(isr_of(after))}"]
+                + kafka_hw(model, before, after, l, values))
     return ([f"{server_name(l)} removes {server_name(f)} from the ISR: {why}; the ISR is now {names(isr_of(after))}"]
             + kafka_hw(model, before, after, l, values))
+
+
+def kafka_partition(model, before, action, after, values):
+    k = action[1]
+    name = server_name(k)
+    lines = [f"the network cuts {name} off from the other brokers and from the controller: no fetch crosses the "
+             f"cut and no request of the controller reaches {name} ({after.partitions} of max_partitions "
+             f"{model.config.max_partitions})"]
+    if not model.fencing:
+        return lines + [f"without controller_fencing nothing expires {name}'s session: the controller's ISR stays "
+                        f"{names(isr_of(after))}"]
+    if before.servers[k].in_isr and not after.servers[k].in_isr:
+        lines.append(f"{name}'s session expires and the controller fences it: it leaves the ISR, now "
+                     f"{names(isr_of(after))}")
+        for j, (b, a) in enumerate(zip(before.servers, after.servers)):
+            if j != k and a.role == LEADER and a.alive and b.isr != a.isr:
+                lines += kafka_hw(model, before, after, j, values)
+    elif before.servers[k].alive and before.servers[k].in_isr:
+        lines.append(f"{name}'s session expires, but it is the last replica of the ISR: the controller keeps it there")
+    if before.servers[k].role == LEADER and before.servers[k].alive:
+        lines.append(f"{name} still believes it leads epoch {before.servers[k].generation}; its ISR updates cannot reach "
+                     f"the controller, so its HW waits for followers that can no longer fetch from it")
+    return lines
+
+
+def kafka_heal(model, before, action, after, values):
+    lines = ["the partition heals: every broker reaches every other and the controller again"]
+    for k, (b, a) in enumerate(zip(before.servers, after.servers)):
+        if b.role == LEADER and a.role != LEADER:
+            leader = f"follows {server_name(a.leader - 1)}" if a.leader else "waits for the controller to elect a leader"
+            lines.append(f"{server_name(k)} re-registers with the controller and learns epoch {a.generation}: it was "
+                         f"fenced, stops leading and {leader}")
+    return lines
 
 
 def kafka_read(model, before, action, after, values):
@@ -269,7 +313,7 @@ def kafka_leader_and_isr(model, before, action, after, values):
 
 KAFKA = {"elect": kafka_elect, "write": kafka_write, "replicate": kafka_replicate, "shrink_isr": kafka_shrink_isr,
          "read": kafka_read, "crash": kafka_crash, "restart": kafka_restart, "leader_and_isr": kafka_leader_and_isr,
-         "flush": kafka_flush}
+         "flush": kafka_flush, "partition": kafka_partition, "heal": kafka_heal}
 
 
 # ======================================================================== ZAB
@@ -388,7 +432,35 @@ def zab_raft_words(name: str) -> Explainer:
     return explain
 
 
-ZAB = {"elect": zab_elect, "sync": zab_sync, "persist": zab_persist, "crash": zab_crash,
+def zab_steps_down(model, before, after) -> list[str]:
+    """check_quorum (model/zab_partition.py): the leaders a step left without a quorum."""
+    lines = []
+    cut = getattr(after, "cut", (False,) * len(after.servers))
+    for k, (b, a) in enumerate(zip(before.servers, after.servers)):
+        if b.alive and a.alive and b.role == LEADER and a.role != LEADER and a.generation == b.generation:
+            reached = sum(1 for j, other in enumerate(after.servers) if other.alive and cut[j] == cut[k])
+            lines.append(f"{server_name(k)} hears from {reached} of {len(after.servers)} servers (itself included) "
+                         f"within syncLimit, fewer than a quorum: Leader.lead shuts it down and it goes back to "
+                         f"LOOKING, keeping epoch {a.generation} and its history (check_quorum)")
+    return lines
+
+
+def zab_partition(model, before, action, after, values):
+    lines = [f"the network cuts {server_name(action[1])} off from every other server: no vote, synchronisation or "
+             f"proposal crosses the cut ({after.partitions} of max_partitions {model.config.max_partitions})"]
+    return lines + zab_steps_down(model, before, after)
+
+
+def zab_heal(model, before, action, after, values):
+    return ["the partition heals: every server reaches every other again"]
+
+
+def zab_crash_and_quorum(model, before, action, after, values):
+    return zab_crash(model, before, action, after, values) + zab_steps_down(model, before, after)
+
+
+ZAB = {"elect": zab_elect, "sync": zab_sync, "persist": zab_persist, "crash": zab_crash_and_quorum,
+       "partition": zab_partition, "heal": zab_heal,
        **{name: zab_raft_words(name) for name in ("write", "replicate", "read", "restart")}}
 
 

@@ -37,9 +37,10 @@ def test_a_small_check_on_a_fresh_machine_runs_the_reference_backend_saying_why(
 
 def test_the_tour_on_a_fresh_machine_builds_the_kernels_its_search_would_take_longer_without(empty_cache):
     chosen, notes = choose_successors(runnable_presets(Config()), Config(), True, "auto", tour=True)
-    # Every preset the kernels run gets them; the lease presets (partitions, model-only flags) the
-    # reference backend, in one note naming them and why.
-    lease = {"raft-lease-reads", "raft-lease-reads-without-check-quorum"}
+    # Every preset the kernels run gets them; the presets the tour partitions (and their model-only
+    # flags) the reference backend, in one note naming them and why.
+    lease = {"raft-lease-reads", "raft-lease-reads-without-check-quorum", "kafka-without-controller-fencing",
+             "zab-step-down"}
     assert {name for name, backend in chosen.items() if backend == "reference"} == lease
     [note] = notes
     assert all(name in note for name in lease) and "no compiled partitions" in note

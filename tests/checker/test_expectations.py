@@ -92,9 +92,11 @@ def test_the_needs_are_the_minimal_bounds_of_the_grid_below_the_tour(key):
     name, servers = key
     top = tour_config(name, Config(servers=servers))
     found: dict[str, list] = {}
-    for g, l, c in itertools.product(range(1, top.max_generation + 1), range(top.max_log + 1),
-                                     range(top.max_crashes + 1)):
-        _, report = _report(name, Config(servers, g, l, c, "rpc"))
+    # A preset whose tour partitions the network has a fourth bound, max_partitions (as in bench/needs.py).
+    partitions = range(top.max_partitions + 1) if top.max_partitions else (None,)
+    for g, l, c, k in itertools.product(range(1, top.max_generation + 1), range(top.max_log + 1),
+                                        range(top.max_crashes + 1), partitions):
+        _, report = _report(name, Config(servers, g, l, c, "rpc", max_partitions=k or 0))
         for p in report.violated:
-            found.setdefault(p, []).append((g, l, c))
+            found.setdefault(p, []).append((g, l, c) if k is None else (g, l, c, k))
     assert {p: tuple(minimal(v)) for p, v in found.items()} == NEEDS[key]

@@ -31,7 +31,7 @@ from hwm.model.state import FOLLOWER, LEADER, Config, Server, State
 from hwm.model.bookkeeper import BookKeeperState
 from hwm.model.kafka import KafkaServer, KafkaState
 from hwm.model.zab import ZabState
-from hwm.properties.protocol import FLAG_SYSTEMS, FLAG_VALUES, PRESETS, RAFT, ZAB, BOOKKEEPER, KAFKA, Protocol, flags_of
+from hwm.properties.protocol import FLAG_SYSTEMS, FLAG_VALUES, PRESET_TOUR_BOUNDS, PRESETS, RAFT, ZAB, BOOKKEEPER, KAFKA, Protocol, flags_of
 
 RPC = Config(servers=3, max_generation=3, max_log=2, max_crashes=1, network="rpc")
 ASYNC = Config(servers=3, max_generation=2, max_log=1, max_crashes=1, network="async", channel_capacity=2)
@@ -47,7 +47,10 @@ def _compiled(protocol: Protocol) -> bool:
     return protocol.system in COMPILED_SYSTEMS and not any(getattr(protocol, f) for f in NOT_COMPILED_FLAGS)
 
 
-PROTOCOLS = {name: p.protocol for name, p in PRESETS.items() if _compiled(p.protocol)}
+# A preset whose difference acts only on a partition (which the kernels refuse) is its system's safe preset
+# here: the flag values below cover it.
+PROTOCOLS = {name: p.protocol for name, p in PRESETS.items()
+             if _compiled(p.protocol) and not PRESET_TOUR_BOUNDS.get(name, {}).get("max_partitions")}
 for _system in COMPILED_SYSTEMS:
     for _flag in flags_of(_system):
         for _value in FLAG_VALUES[_flag]:
@@ -136,7 +139,8 @@ SMALL = Config(servers=2, max_generation=3, max_log=2, max_crashes=1, network="r
 
 
 @pytest.mark.parametrize("name", [n for n, p in PRESETS.items()
-                                  if p.protocol.system in COMPILED_SYSTEMS and p.protocol.system != "raft"])
+                                  if p.protocol.system in COMPILED_SYSTEMS and p.protocol.system != "raft"
+                                  and n in PROTOCOLS])
 def test_successors_equal_the_reference_breadth_first(name):
     """On the first 500 states of a breadth-first search of every preset of the systems beyond the raft
     family (whose rules reach further from the start): the corners a random walk misses."""

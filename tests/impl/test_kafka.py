@@ -328,10 +328,10 @@ def test_the_tcp_runtime_runs_every_kafka_preset_but_refuses_the_model_only_flag
     from hwm.cli import main
     from hwm.properties.protocol import without_runtime
 
-    # KIP-320's first attempt, min.insync.replicas=1 and unflushed logs are the model-only Kafka presets
-    # (their flags are the model's only).
+    # KIP-320's first attempt, min.insync.replicas=1, unflushed logs and a controller that does not fence
+    # are the model-only Kafka presets (their flags are the model's only).
     assert [p for p in presets_of("kafka") if without_runtime(PRESETS[p].protocol)] == [
-        "kafka-kip320-first-try", "kafka-min-insync-1", "kafka-unflushed"]
+        "kafka-kip320-first-try", "kafka-min-insync-1", "kafka-unflushed", "kafka-without-controller-fencing"]
     protocol = replace(KAFKA, follower_truncation="last-fetched-epoch")
     assert "model-only" in without_runtime(protocol)
     result = CliRunner().invoke(main, ["cluster", "--protocol", "kafka,follower_truncation=last-fetched-epoch"])

@@ -62,7 +62,7 @@ def test_build_model_picks_the_kafka_model():
 
 def test_kafka_flags_belong_to_kafka_and_raft_flags_to_raft():
     assert flags_of("kafka") == ("follower_truncation", "unclean_election", "late_leader_and_isr", "min_insync_replicas",
-                                 "log_flush")
+                                 "log_flush", "controller_fencing")
     assert "follower_truncation" not in flags_of("raft") and "quorum" in flags_of("raft")
     with pytest.raises(ProtocolError, match="'unclean_election' does not apply to system 'raft'"):
         Protocol(unclean_election=True)

@@ -35,7 +35,7 @@ def test_each_system_has_its_own_flags_and_rejects_the_others():
     assert flags_of("bookkeeper") == ("bookkeeper_recovery_reads_fence",)
     assert set(flags_of("raft")) | {"system", "zab_ack_before_persist", "bookkeeper_recovery_reads_fence",
                                     "follower_truncation", "unclean_election", "late_leader_and_isr",
-                                    "min_insync_replicas", "log_flush"} == set(FLAG_VALUES)
+                                    "min_insync_replicas", "log_flush", "controller_fencing"} == set(FLAG_VALUES)
     with pytest.raises(ProtocolError, match="'zab_ack_before_persist' does not apply to system 'raft'"):
         Protocol(zab_ack_before_persist=True)
     with pytest.raises(ProtocolError, match="'bookkeeper_recovery_reads_fence' does not apply to system 'zab'"):
@@ -49,7 +49,7 @@ def test_each_system_has_its_own_flags_and_rejects_the_others():
 
 
 def test_presets_of_each_system():
-    assert presets_of("zab") == ("zab", "zab-ack-before-persist")
+    assert presets_of("zab") == ("zab", "zab-ack-before-persist", "zab-step-down")
     assert presets_of("bookkeeper") == ("bookkeeper", "bookkeeper-recovery-without-fencing")
     assert "zab" not in presets_of("raft")
     for name in presets_of("zab") + presets_of("bookkeeper"):

@@ -311,9 +311,11 @@ def test_spark_with_the_fast_backend_equals_local_and_pinned(spark, compiled, ke
 
 
 @pytest.mark.deep
-def test_spark_reproduces_a_partitioned_pin(spark):
-    # model/partition.py's own state type (the cut, the partitions made) travels as the model's bytes.
-    key = ("raft", 2, 2, 1, 1, 1, True)
+@pytest.mark.parametrize("key", [("raft", 2, 2, 1, 1, 1, True), ("kafka", 2, 2, 1, 1, 1, True),
+                                 ("zab-step-down", 2, 2, 1, 1, 1, True)], ids=lambda k: k[0])
+def test_spark_reproduces_a_partitioned_pin(spark, key):
+    # model/partition.py's, kafka_partition.py's and zab_partition.py's own state types (the cut, the
+    # partitions made) travel as the models' bytes.
     preset, config, symmetry = partition_config_of(key)
     model = build_model(PRESETS[preset].protocol, config)
     report = spark_bfs(model, preset, symmetry=symmetry, spark=spark)

@@ -324,7 +324,8 @@ def test_each_system_offers_its_own_flags_and_refuses_its_own_actions(explorer):
     code, meta = call(explorer, "/api/presets")
     assert meta["presets"]["kafka-kip101"]["system"] == "kafka"
     assert meta["presets"]["kafka-kip101"]["switchable"] == ["follower_truncation", "unclean_election",
-                                                           "late_leader_and_isr", "min_insync_replicas", "log_flush"]
+                                                           "late_leader_and_isr", "min_insync_replicas", "log_flush",
+                                                           "controller_fencing"]
     assert "commit" in meta["presets"]["raft"]["switchable"] and "system" not in meta["presets"]["raft"]["switchable"]
     code, data = call(explorer, "/api/state", {"protocol": "kafka", "steps": [
         {"action": "elect", "server": "S1", "voters": ["S1", "S2", "S3"]}, {"action": "write", "server": "S1"}]})
@@ -356,7 +357,8 @@ def test_the_explorer_on_a_kafka_preset_reaches_kip101_and_shows_the_fix_side_by
     offered = [o.get_attribute("value") for o in Select(browser.find_element(By.ID, "compare")).options
                if o.get_attribute("hidden") is None]
     assert offered == ["", "kafka-truncate-to-hwm", "kafka-kip101", "kafka-kip279", "kafka", "kafka-unclean-election",
-                       "kafka-kip320-first-try", "kafka-min-insync-1", "kafka-unflushed"]
+                       "kafka-kip320-first-try", "kafka-min-insync-1", "kafka-unflushed",
+                       "kafka-without-controller-fencing"]
     click_steps(browser, trace.steps, lambda number: wait.until(lambda d: body.get_attribute("data-steps") == str(number)))
     column = browser.find_element(By.CSS_SELECTOR, "#columns .column")
     assert "violating" in column.get_attribute("class") and "LogMatching violated" in column.text
