@@ -51,7 +51,8 @@ def test_each_system_has_its_own_flags_and_rejects_the_others():
 
 def test_presets_of_each_system():
     assert presets_of("zab") == ("zab", "zab-ack-before-persist")
-    assert presets_of("bookkeeper") == ("bookkeeper", "bookkeeper-recovery-without-fencing")
+    assert presets_of("bookkeeper") == ("bookkeeper", "bookkeeper-recovery-without-fencing", "bookkeeper-striped",
+                                        "bookkeeper-ensemble-change", "bookkeeper-unblocked-adds")
     assert "zab" not in presets_of("raft")
     for name in presets_of("zab") + presets_of("bookkeeper"):
         preset = PRESETS[name]
