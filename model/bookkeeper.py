@@ -445,7 +445,7 @@ class BookKeeperModel(RaftModel):
                 and _bits(s.negatives) + 1 >= self.missing_needed):
             # This answer closes the ledger: its write back needs AQ live bookies per entry.
             ledger = s.servers[self.recovery].log
-            for e in range(1, len(ledger) + 1):
+            for e in range(fragments[-1][0], len(ledger) + 1):  # earlier fragments are immutable (PR 2654)
                 live = sum(1 for k in self.ledger.write_set(fragments, e) if s.servers[k].alive)
                 if live < self.ack_quorum:
                     return (f"recovery cannot write entry {e} back to an ack quorum: {live} of its write set "
@@ -463,7 +463,7 @@ class BookKeeperModel(RaftModel):
         negatives = s.negatives | 1 << b
         if _bits(negatives) < self.missing_needed:
             return s._replace(fenced=fenced, negatives=negatives)
-        # Entry `index` does not exist: close the ledger at index - 1 and write the recovered
+        # Entry `index` does not exist: close the ledger at index - 1 and write the last fragment's
         # entries back to their write sets; nothing beyond the last entry is part of the ledger any more.
         ledger = recovery.log
         end = len(ledger)
@@ -475,7 +475,7 @@ class BookKeeperModel(RaftModel):
             log = list(old.log[:end])
             if old.alive and k in members:
                 log += [HOLE] * (end - len(log))
-                for e in range(1, end + 1):
+                for e in range(fragments[-1][0], end + 1):  # the last fragment's entries: earlier ones are immutable
                     if k in self.ledger.write_set(fragments, e):
                         log[e - 1] = WRITER_GENERATION
                 servers[k] = old._replace(log=self._shaped(log, end), hwm=end)
