@@ -148,6 +148,21 @@ def test_itf_refuses_bookkeeper_with_its_reason():
 # one fencing read (of a bookie that already stored the entry), and the replacement's acknowledgement
 # stands in for the crashed bookie's, which the metadata still names.
 LEDGERS = [(n, e, w, a) for n in (2, 3, 4) for e in range(1, n + 1) for w in range(1, e + 1) for a in range(1, w + 1)]
+# Their distinct states (symmetry on: the identity wherever bookies have places), pinned: (bookies, E, WQ, AQ).
+LEDGER_STATES = {
+    (2, 1, 1, 1): 124, (2, 2, 1, 1): 224, (2, 2, 2, 1): 348, (2, 2, 2, 2): 494, (3, 1, 1, 1): 145,
+    (3, 2, 1, 1): 392, (3, 2, 2, 1): 1430, (3, 2, 2, 2): 1956, (3, 3, 1, 1): 956, (3, 3, 2, 1): 2425,
+    (3, 3, 2, 2): 2291, (3, 3, 3, 1): 1030, (3, 3, 3, 2): 2597, (3, 3, 3, 3): 1511, (4, 1, 1, 1): 166,
+    (4, 2, 1, 1): 448, (4, 2, 2, 1): 1584, (4, 2, 2, 2): 2160, (4, 3, 1, 1): 1524, (4, 3, 2, 1): 4737,
+    (4, 3, 2, 2): 4713, (4, 3, 3, 1): 11694, (4, 3, 3, 2): 30753, (4, 3, 3, 3): 20784, (4, 4, 1, 1): 4324,
+    (4, 4, 2, 1): 9882, (4, 4, 2, 2): 7598, (4, 4, 3, 1): 17828, (4, 4, 3, 2): 39274, (4, 4, 3, 3): 20474,
+    (4, 4, 4, 1): 2282, (4, 4, 4, 2): 7377, (4, 4, 4, 3): 11302, (4, 4, 4, 4): 3792,
+}
+UNBLOCKED_STATES = {
+    (2, 1, 1, 1): 142, (3, 1, 1, 1): 163, (3, 2, 1, 1): 460, (3, 2, 2, 1): 1834, (3, 2, 2, 2): 2612,
+    (4, 1, 1, 1): 184, (4, 2, 1, 1): 516, (4, 2, 2, 1): 1988, (4, 2, 2, 2): 2816, (4, 3, 1, 1): 1792,
+    (4, 3, 2, 1): 6114, (4, 3, 2, 2): 6248, (4, 3, 3, 1): 15798, (4, 3, 3, 2): 46338, (4, 3, 3, 3): 28986,
+}
 
 
 @pytest.mark.deep
@@ -156,9 +171,23 @@ def test_every_small_ledger_is_safe_and_issue_1591_shows_where_it_can(n, e, w, a
     flags = dict(ensemble_size=e, write_quorum=w, ack_quorum=a)
     safe = bfs(model(servers=n, max_log=1, **flags), "ledger")
     assert safe.violated == [] and safe.results["EntryRead"].found and safe.results["WriteAcknowledged"].found
+    assert safe.states == LEDGER_STATES[n, e, w, a]
     if n > e:
         unblocked = bfs(model(servers=n, max_log=1, bookkeeper_block_add_completions=False, **flags), "ledger")
         assert "AckedWriteNeverLost" in unblocked.violated, (n, e, w, a, unblocked.violated)
+        assert unblocked.states == UNBLOCKED_STATES[n, e, w, a]
+    else:
+        assert (n, e, w, a) not in UNBLOCKED_STATES  # no spare bookie: no ensemble change, the flag is inert
+
+
+def test_the_pinned_ledgers_agree_with_the_presets_pins():
+    from tests.pinned import PINNED
+    # The default ledger of three bookies is E = WQ = 3, AQ = 2; the presets are ledgers of the table.
+    for ledger, preset in (((3, 3, 3, 2), "bookkeeper"), ((3, 3, 2, 2), "bookkeeper-striped"),
+                           ((3, 2, 2, 2), "bookkeeper-ensemble-change")):
+        assert LEDGER_STATES[ledger] == PINNED[preset, 3, 4, 1, 1, "rpc", True]["states"]
+    assert UNBLOCKED_STATES[3, 2, 2, 2] == PINNED["bookkeeper-unblocked-adds", 3, 4, 1, 1, "rpc", True]["states"]
+    assert LEDGER_STATES[2, 2, 2, 2] == PINNED["bookkeeper", 2, 1, 1, 1, "rpc", True]["states"]
 
 
 def test_the_presets_are_the_ledgers_they_say():
