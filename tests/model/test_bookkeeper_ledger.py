@@ -108,6 +108,24 @@ def test_a_writer_that_blocks_add_completions_stops_when_recovery_changed_the_me
     assert not any(props(broken, s._replace(stored=1)).values())
 
 
+def test_a_hole_is_no_entry_for_the_properties_that_walk_logs():
+    from hwm.properties.catalogue import log_matching as catalogue_log_matching
+    from hwm.properties.ledger import _removed_entries, log_matching
+    from hwm.properties.snapshot import ServerSnapshot, Snapshot
+
+    def bookie(*log):
+        return ServerSnapshot(1, "follower", log, 0, True)
+
+    # Filling a hole, or dropping a trailing one, removes nothing; dropping an entry does.
+    assert list(_removed_entries(bookie(1, 0, 1), bookie(1, 1, 1))) == []
+    assert list(_removed_entries(bookie(1, 0, 1), bookie(1,))) == [(3, 1)]
+    # Two striped bookies share entry 3 and differ before it only where one has a hole.
+    striped = Snapshot((bookie(1, 0, 1), bookie(0, 1, 1)), frozenset())
+    ledger = Ledger(bookies=2, ensemble_size=2, write_quorum=1, ack_quorum=1)
+    assert catalogue_log_matching(striped) and log_matching(ledger, striped) is None
+    assert log_matching(ledger, Snapshot((bookie(1, 0, 1), bookie(2, 1, 1)), frozenset()))
+
+
 def test_bad_ledger_parameters_are_refused_naming_them():
     with pytest.raises(ValueError, match="ensemble_size=4 needs at least 4 bookies, not servers=3"):
         model(ensemble_size=4)
