@@ -154,6 +154,20 @@ def test_the_default_ledger_keeps_the_catalogue_and_symmetry():
     assert model(ensemble_size=2).decode(model(ensemble_size=2).encode(changed, False)) == changed
 
 
+def test_hwm_check_says_symmetry_reduces_nothing_for_a_striped_ledger():
+    from click.testing import CliRunner
+    from hwm.cli import main
+
+    def check(*args):
+        return CliRunner().invoke(main, ["check", "--max-log", "0", "--successors", "reference", *args])
+
+    striped = check("--protocol", "bookkeeper-striped")
+    assert striped.exit_code == 0, striped.output
+    assert "note: bookkeeper-striped: symmetry reduces nothing: striping and spare bookies" in striped.output
+    assert "symmetry reduces nothing" not in check("--protocol", "bookkeeper").output
+    assert "symmetry reduces nothing" not in check("--protocol", "bookkeeper-striped", "--no-symmetry").output
+
+
 def test_itf_refuses_bookkeeper_with_its_reason():
     from hwm.checker.itf_trace import itf_of_trace
     with pytest.raises(TraceError, match="ITF here carries the raft family's variables"):
