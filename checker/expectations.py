@@ -94,6 +94,13 @@ NEEDS: dict[tuple[str, int], dict[str, tuple[tuple[int, ...], ...]]] = {
         'CommittedOnQuorum': ((1, 1, 0),),
         'ReadNeverLost': ((1, 1, 0),),
     },
+    ('bookkeeper-unblocked-adds', 3): {  # the ensemble change needs a crashed bookie
+        'AckedWriteNeverLost': ((1, 1, 1),),
+        'HwmNeverTruncated': ((1, 1, 1),),
+        'CommittedOnQuorum': ((1, 1, 1),),
+        'ReadNeverLost': ((1, 1, 1),),
+        'ReadNeverTruncated': ((1, 1, 1),),
+    },
     ('kafka-truncate-to-hwm', 3): {
         'AckedWriteNeverLost': ((1, 1, 1), (3, 1, 0)),
         'ReadNeverTruncated': ((1, 1, 1), (3, 1, 0)),

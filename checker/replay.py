@@ -46,7 +46,9 @@ class Outcome:
 
 def watched_properties(trace: Trace, model=None):
     if trace.property and BY_NAME[trace.property].kind == "always":
-        return [BY_NAME[trace.property]]
+        # The model's own statement where it has one (BookKeeper's ledger counts copies per write set).
+        own = {p.name: p for p in model.properties} if model is not None else {}
+        return [own.get(trace.property, BY_NAME[trace.property])]
     return [p for p in model.properties if p.kind == "always"] if model is not None else list(ALWAYS)
 
 

@@ -145,6 +145,27 @@ CATALOGUE = {
         "specification (apache/bookkeeper issue 2614); the fix (pull request 2616) sets the fencing flag on "
         "recovery reads, so every bookie that answers 'no such entry' is fenced and refuses the late add.",
     ),
+    "bookkeeper-unblocked-adds": (
+        "AckedWriteNeverLost", {},
+        "BookKeeper issue 1591: a writer acknowledges an entry on its new ensemble, which the ledger metadata never names",
+        "Three bookies, an ensemble of two (S1, S2; S3 is a spare), write quorum 2, ack quorum 2. The writer (S4) "
+        "adds entry 1 and S1 stores it. A second client (S5) starts recovering the ledger: it marks the ledger "
+        "metadata in recovery, which changes the metadata's version, and its fencing LAC read fences S1 (E - AQ + 1 "
+        "= 1 answer is enough: no ack quorum of unfenced bookies is left). S2 crashes, so the writer's add of entry 1 "
+        "to S2 fails, and the writer changes its ensemble: S3 replaces S2 from entry 1, its first unconfirmed entry. "
+        "The writer's update of the ledger metadata is conditional on the version it last wrote, which recovery has "
+        "changed, so it fails; but this writer does not hold back its add completions while the update is in flight "
+        "(apache/bookkeeper issue 1591, 'Deferred failure handling can cause data loss'). It sends entry 1 to S3, "
+        "which is not fenced (recovery fences the ensemble the metadata names), and with S1's and S3's answers "
+        "entry 1 has its ack quorum: the writer acknowledges it to its client. The ledger metadata still names "
+        "S1 and S2 for entry 1, and only S1 stores it, one bookie short of the ack quorum. When S2 comes back it "
+        "tells recovery it has no entry 1, which is WQ - AQ + 1 = 1 answer: recovery closes the ledger empty, and "
+        "the acknowledged entry is gone ('TOAB violation', in the issue's words). The fix blocks add completions "
+        "until the ensemble change is in the metadata (LedgerHandle's blockAddCompletions); its failure tells the "
+        "writer the ledger is in recovery, and it stops, as the TLA+ specification's ChangeEnsemble requires "
+        "('c.meta_version = meta_version'). Under the safe preset bookkeeper-ensemble-change the writer stops at "
+        "the ensemble change and its send to S3 is refused.",
+    ),
     "raft-lease-reads-without-check-quorum": (
         "LeaseReadNeverStale", {"max_generation": 2, "max_log": 2, "max_crashes": 0, "max_partitions": 1},
         "Without check-quorum a leader partitioned away keeps serving reads from its lease: a stale read",
@@ -173,6 +194,9 @@ SOURCES = {
                               "https://github.com/apache/zookeeper/pull/1445; same root cause: ZOOKEEPER-4646)",
     "bookkeeper-recovery-without-fencing": "https://github.com/apache/bookkeeper/issues/2614 (fix: "
                                            "https://github.com/apache/bookkeeper/pull/2616)",
+    "bookkeeper-unblocked-adds": "https://github.com/apache/bookkeeper/issues/1591; Jack Vanlightly, "
+                                 "https://github.com/Vanlightly/bookkeeper-tlaplus BookKeeperProtocol.tla "
+                                 "(ChangeEnsemble: the writer's metadata update requires its version to be current)",
 }
 
 

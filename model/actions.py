@@ -162,7 +162,7 @@ def to_step(action: Action, value: str | None = None) -> Step:
         return Step(name, {"value": value} if value else {})
     if name == "heal":
         return Step(name, {})
-    if name in ("send_add", "fence", "recovery_read"):
+    if name in ("send_add", "fence", "recovery_read", "change_ensemble"):
         return Step(name, {"bookie": server_name(action[1])})
     return Step(name, {"server": server_name(action[1])})
 
@@ -181,7 +181,7 @@ def from_step(step: Step) -> Action:
         return ("leader_and_isr", pos(a["leader"]), pos(a["replica"]))
     if step.action in ("add", "heal"):
         return (step.action,)
-    if step.action in ("send_add", "fence", "recovery_read"):
+    if step.action in ("send_add", "fence", "recovery_read", "change_ensemble"):
         return (step.action, pos(a["bookie"]))
     if step.action in ("send", "deliver", "drop"):
         return (step.action, pos(a["from"]), pos(a["to"]))

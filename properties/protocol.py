@@ -39,6 +39,19 @@ FLAG_VALUES: dict[str, tuple[Any, ...]] = {
     # BookKeeper: recovery reads carry the fencing flag (apache/bookkeeper#2616, the fix of
     # issue #2614); false is the defect, where only the LAC reads fence.
     "bookkeeper_recovery_reads_fence": (False, True),
+    # BookKeeper: the ledger's ensemble size E (ensembleSize: how many bookies a fragment uses),
+    # write quorum WQ (writeQuorumSize: entry e goes to the WQ bookies from position e mod E of
+    # the ensemble) and ack quorum AQ (ackQuorumSize: the writer confirms an entry once AQ of its
+    # write set stored it). Defaults: every bookie of the configuration, the whole ensemble, a
+    # majority of the write quorum. More bookies than E are spares an ensemble change may use.
+    "ensemble_size": ("all", 1, 2, 3, 4, 5, 6, 7),
+    "write_quorum": ("ensemble", 1, 2, 3, 4, 5, 6, 7),
+    "ack_quorum": ("majority", 1, 2, 3, 4, 5, 6, 7),
+    # BookKeeper: while an ensemble change's metadata update is in flight, the writer holds back
+    # the add completions (LedgerHandle's blockAddCompletions), and a failed update (the ledger is
+    # in recovery) stops it; false is apache/bookkeeper issue 1591, where the writer acknowledges
+    # entries written to its new ensemble whatever the metadata store ends up holding.
+    "bookkeeper_block_add_completions": (False, True),
     # Kafka: what a replica truncates when it becomes a follower, in Kafka's historical
     # steps: to its own high watermark (before KIP-101); to the end offset the leader
     # gives for the replica's last leader epoch (KIP-101); the same with the epoch in the
@@ -90,6 +103,11 @@ FLAG_MEANINGS: dict[str, str] = {
     "system": "which system's replication rules the model follows",
     "zab_ack_before_persist": "ZAB: a follower acknowledges NEWLEADER before persisting the synchronised entries",
     "bookkeeper_recovery_reads_fence": "BookKeeper: ledger recovery's entry reads fence the bookies they reach",
+    "ensemble_size": "BookKeeper: how many bookies a ledger fragment's ensemble holds (E)",
+    "write_quorum": "BookKeeper: how many bookies of the ensemble store each entry, striped round-robin (WQ)",
+    "ack_quorum": "BookKeeper: how many bookies of an entry's write set confirm it before the writer does (AQ)",
+    "bookkeeper_block_add_completions": "BookKeeper: the writer acknowledges nothing while its ensemble change is "
+                                        "not in the ledger metadata",
     "follower_truncation": "what a Kafka replica truncates when it becomes a follower",
     "unclean_election": "whether Kafka may elect a replica outside the ISR when no ISR replica is alive",
     "late_leader_and_isr": "whether a Kafka replica may receive a missed epoch's LeaderAndIsr request late",
@@ -107,6 +125,10 @@ FLAG_SYSTEMS: dict[str, tuple[str, ...]] = {
     "system": ("raft", "kafka", "zab", "bookkeeper"),
     "zab_ack_before_persist": ("zab",),
     "bookkeeper_recovery_reads_fence": ("bookkeeper",),
+    "ensemble_size": ("bookkeeper",),
+    "write_quorum": ("bookkeeper",),
+    "ack_quorum": ("bookkeeper",),
+    "bookkeeper_block_add_completions": ("bookkeeper",),
     "follower_truncation": ("kafka",),
     "unclean_election": ("kafka",),
     "late_leader_and_isr": ("kafka",),
@@ -141,6 +163,10 @@ class Protocol:
     system: str = "raft"
     zab_ack_before_persist: bool = False
     bookkeeper_recovery_reads_fence: bool = True
+    ensemble_size: str | int = "all"
+    write_quorum: str | int = "ensemble"
+    ack_quorum: str | int = "majority"
+    bookkeeper_block_add_completions: bool = True
     follower_truncation: str = "fenced"
     unclean_election: bool = False
     late_leader_and_isr: bool = False
@@ -496,6 +522,49 @@ PRESETS.update({
             "ReadOnlyOption is ReadOnlyLeaseBased'",
             {"LeaseReadNeverStale"},
             caught_at={"servers": 3, "max_log": 2, "max_partitions": 1},
+        ),
+    ]
+})
+
+# BookKeeper's ledger parameters and ensemble changes (model/bookkeeper.py; properties/ledger.py
+# counts an entry's copies on AQ bookies of its write set).
+_BK_CHANGES = replace(BOOKKEEPER, ensemble_size=2)
+PRESETS.update({
+    p.name: p
+    for p in [
+        _safe(
+            "bookkeeper-striped",
+            replace(BOOKKEEPER, ensemble_size=3, write_quorum=2, ack_quorum=2),
+            "BookKeeper with a write quorum smaller than the ensemble (E=3, WQ=2, AQ=2): entries are "
+            "striped round-robin, the LAC counts AQ bookies of each entry's write set, fencing needs "
+            "E - AQ + 1 bookies and an entry is missing once WQ - AQ + 1 bookies of its write set say so",
+            "Apache BookKeeper replication protocol (bookkeeper.apache.org, 'BookKeeper protocol': "
+            "ensemble, write quorum, ack quorum, striping); Vanlightly, bookkeeper-tlaplus, "
+            "BookKeeperProtocol.tla (quorum coverage: fencing over the ensemble, recovery reads over the "
+            "entry's write set)",
+        ),
+        _safe(
+            "bookkeeper-ensemble-change",
+            _BK_CHANGES,
+            "BookKeeper with spare bookies (an ensemble of 2, WQ=2, AQ=2): a writer whose add to a "
+            "crashed bookie fails replaces it in a new fragment from its first unconfirmed entry, with a "
+            "conditional update of the ledger metadata, and holds back its acknowledgements until the "
+            "update succeeds; after recovery began the update fails and the writer stops",
+            "Vanlightly, bookkeeper-tlaplus, BookKeeperProtocol.tla (ChangeEnsemble: the writer's "
+            "metadata update requires its version to be current); apache/bookkeeper LedgerHandle "
+            "(blockAddCompletions during an ensemble change); apache/bookkeeper issue 1591",
+        ),
+        _broken(
+            "bookkeeper-unblocked-adds",
+            replace(_BK_CHANGES, bookkeeper_block_add_completions=False),
+            "BookKeeper whose writer acknowledges entries on its new ensemble before the ensemble change is "
+            "in the ledger metadata: recovery has begun, the metadata update fails, and recovery and "
+            "every reader look for the acknowledged entry on the old ensemble, which lacks it",
+            "apache/bookkeeper issue 1591, 'Deferred failure handling can cause data loss' (the ensemble "
+            "change stays local while the client acknowledges writes on the new ensemble; 'if the other "
+            "client recovers the ledger, the data is lost'); Vanlightly, bookkeeper-tlaplus "
+            "(ChangeEnsemble's version check)",
+            {"ReadNeverTruncated", "HwmNeverTruncated", "ReadNeverLost", "CommittedOnQuorum", "AckedWriteNeverLost"},
         ),
     ]
 })

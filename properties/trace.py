@@ -43,6 +43,9 @@ ACTIONS: dict[str, tuple[tuple[str, str], ...]] = {
     "send_add": (("bookie", "server"),),
     "fence": (("bookie", "server"),),
     "recovery_read": (("bookie", "server"),),
+    # BookKeeper with spare bookies: the writer's add to `bookie` (down) failed, and the writer
+    # replaces it in a new fragment by the first live bookie outside its ensemble.
+    "change_ensemble": (("bookie", "server"),),
     # Kafka: the leader removes a lagging or dead follower from the ISR (maybeShrinkIsr).
     "shrink_isr": (("leader", "server"), ("follower", "server")),
     # Kafka (late_leader_and_isr): the LeaderAndIsr request of the epoch `leader` leads reaches

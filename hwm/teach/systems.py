@@ -402,8 +402,10 @@ def bk_lac(model, before, after, values) -> list[str]:
     writer = after.servers[model.writer]
     stored = ", ".join(f"{server_name(b)}={writer.match[b]}" for b in model.bookies)
     old = before.servers[model.writer].hwm
+    quorum = (f"quorum of {model.ack_quorum} bookies of each entry's write set" if model.in_ledger_terms
+              else f"quorum of {model.ack_quorum} of {model.n} bookies")
     lines = [f"the bookies' acknowledged entries, as the writer counts them: {stored}; LAC = the last entry stored, with all before it, on an ack "
-             f"quorum of {model.ack_quorum} of {model.n} bookies = {writer.hwm}"]
+             f"{quorum} = {writer.hwm}"]
     if writer.hwm > old:
         lines.append(f"the writer's LAC rises {old} -> {writer.hwm}: its client is told entries up to "
                      f"{writer.hwm} are written")
@@ -434,7 +436,7 @@ def bk_fence(model, before, action, after, values):
     answered = bin(after.responded).count("1")
     lines = [f"recovery sends {name} a fencing LAC read: {name} is fenced (it refuses the writer's adds from now on) "
              f"and reports its LAC {before.servers[b].hwm}"]
-    lines.append(f"{answered} of {model.n} bookies answered; recovery reads start after E - AQ + 1 = "
+    lines.append(f"{answered} of {model.ledger.ensemble_size} bookies answered; recovery reads start after E - AQ + 1 = "
                  f"{model.fencing_needed}: then no ack quorum of unfenced bookies remains")
     return lines
 
@@ -446,7 +448,7 @@ def bk_recovery_read(model, before, action, after, values):
     index = len(recovery.log) + 1
     bookie = before.servers[b]
     lines = []
-    if len(bookie.log) >= index:
+    if model._holds(bookie.log, index):
         lines.append(f"recovery reads entry {index} from {name}: {name} has it, so it is recovered (to be written back)")
     else:
         negatives = bin(after.negatives).count("1") if not model.closed(after) else model.missing_needed
@@ -474,7 +476,7 @@ def bk_read(model, before, action, after, values):
     server = before.servers[r]
     readable = min(server.hwm, len(server.log))
     return [f"a reader reads from {server_name(r)} every entry up to the LAC it has seen, {server.hwm}: "
-            f"{entries([(i + 1, server.log[i]) for i in range(readable)], values)}"]
+            f"{entries([(i + 1, server.log[i]) for i in range(readable) if server.log[i]], values)}"]
 
 
 def bk_crash(model, before, action, after, values):
@@ -485,8 +487,30 @@ def bk_restart(model, before, action, after, values):
     return [f"{server_name(action[1])} restarts with its journal: entries, LAC and fence as they were"]
 
 
+def bk_change_ensemble(model, before, action, after, values):
+    b = action[1]
+    name = server_name(b)
+    writer = before.servers[model.writer]
+    if after.servers[model.writer].role != writer.role:
+        return [f"the writer's add to {name} failed (it is down), so it tries to replace {name}; its conditional update "
+                f"of the ledger metadata fails (recovery changed the version when it began), and the writer, holding "
+                f"back its add completions, learns the ledger is in recovery and stops"]
+    first, ensemble = after.ensembles[-1]
+    new = ", ".join(server_name(k) for k in ensemble)
+    lines = [f"the writer's add to {name} failed (it is down): the writer replaces it, in a new fragment from entry "
+             f"{first} (its first unconfirmed entry) on, with ensemble {new}; {name}'s acknowledgements from entry "
+             f"{first} on no longer count"]
+    if after.stored == len(after.ensembles):
+        lines.append("its conditional update of the ledger metadata succeeds: readers and recovery see the new ensemble")
+    else:
+        lines.append("its conditional update of the ledger metadata fails (recovery changed the version), but this "
+                     "writer does not hold back its add completions (BookKeeper issue 1591): it goes on with an "
+                     "ensemble the metadata does not name")
+    return lines
+
+
 BOOKKEEPER = {"add": bk_add, "send_add": bk_send_add, "fence": bk_fence, "recovery_read": bk_recovery_read,
-              "read": bk_read, "crash": bk_crash, "restart": bk_restart}
+              "read": bk_read, "crash": bk_crash, "restart": bk_restart, "change_ensemble": bk_change_ensemble}
 
 SYSTEMS: dict[str, dict[str, Explainer]] = {"kafka": KAFKA, "zab": ZAB, "bookkeeper": BOOKKEEPER}
 

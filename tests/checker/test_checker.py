@@ -168,6 +168,7 @@ TINY = [("raft", 2, 2, 1, 1, "rpc", True), ("raft-truncate-to-own-hwm", 2, 1, 1,
         ("bookkeeper", 2, 1, 1, 0, "rpc", True), pytest.param(("bookkeeper", 2, 1, 1, 0, "rpc", False), marks=DEEP),
         pytest.param(("bookkeeper-recovery-without-fencing", 2, 1, 1, 0, "rpc", True), marks=DEEP),
         ("bookkeeper-recovery-without-fencing", 2, 1, 1, 0, "rpc", False),
+        pytest.param(("bookkeeper-striped", 3, 1, 1, 0, "rpc", True), marks=DEEP),
         ("kafka", 2, 2, 1, 0, "rpc", True)]
 
 

@@ -23,7 +23,7 @@ from hwm.checker.backend import BackendUnavailable, ReferenceBackend, make_backe
 from hwm.checker.report import bfs
 from hwm.checker.engine import CheckOptions, PropertyTracker, Sampler, Search, VisitedSet, Visitor, check
 from hwm.model.state import Config
-from hwm.properties.protocol import PRESETS
+from hwm.properties.protocol import PRESETS, Protocol
 from tests.explored import explore
 from tests.pinned import PINNED, check_against_pins, config_of
 
@@ -36,6 +36,7 @@ WORKER_PINS = [pytest.param(key, marks=pytest.mark.deep) if PINNED[key]["states"
 # The fast backend is tested wherever it is installed; then every pin must have a fast path.
 BACKENDS = ["reference"] + (["fast"] if importlib.util.find_spec("hwm.checker.fast") is not None else [])
 NOT_COMPILED = importlib.import_module("hwm.checker.fast").NOT_COMPILED if "fast" in BACKENDS else {}
+NOT_COMPILED_FLAGS = importlib.import_module("hwm.checker.fast").NOT_COMPILED_FLAGS if "fast" in BACKENDS else {}
 
 
 def outcome(report) -> dict:
@@ -86,7 +87,8 @@ def test_every_backend_reproduces_the_pins(key, backend):
                     before, state = state, model.apply(state, action)
                 prop = next(p for p in model.properties if p.name == result.name)
                 assert (prop.check(before, state) if prop.on == "step" else prop.check(state))
-    elif model.protocol.system in NOT_COMPILED:  # said plainly, and listed in checker/fast (test_fast)
+    elif model.protocol.system in NOT_COMPILED or any(  # said plainly, and listed in checker/fast (test_fast)
+            getattr(model.protocol, flag) != getattr(Protocol(), flag) for flag in NOT_COMPILED_FLAGS):
         with pytest.raises(BackendUnavailable, match="no compiled"):
             check(model, CheckOptions(symmetry=symmetry, successors=backend), name=preset)
         return

@@ -44,14 +44,19 @@ RPC4 = Config(servers=4, max_generation=2, max_log=2, max_crashes=1, network="rp
 # every test here.
 COMPILED_SYSTEMS = [system for system in FLAG_VALUES["system"] if system not in NOT_COMPILED]
 def _compiled(protocol: Protocol) -> bool:
-    return protocol.system in COMPILED_SYSTEMS and not any(getattr(protocol, f) for f in NOT_COMPILED_FLAGS)
+    return protocol.system in COMPILED_SYSTEMS and not any(_refused(protocol, f) for f in NOT_COMPILED_FLAGS)
+
+
+def _refused(protocol: Protocol, flag: str) -> bool:
+    """Whether `protocol` sets a NOT_COMPILED_FLAGS flag away from its default (the kernels know the default)."""
+    return getattr(protocol, flag) != getattr(Protocol(), flag)
 
 
 PROTOCOLS = {name: p.protocol for name, p in PRESETS.items() if _compiled(p.protocol)}
 for _system in COMPILED_SYSTEMS:
     for _flag in flags_of(_system):
         for _value in FLAG_VALUES[_flag]:
-            if _flag in NOT_COMPILED_FLAGS:  # true: refused by name (below); false: the system's default
+            if _flag in NOT_COMPILED_FLAGS:  # refused by name (below); the default is the system's own
                 continue
             PROTOCOLS[f"{_system}+{_flag}={_value}"] = replace(Protocol(system=_system), **{_flag: _value})
 # Each protocol on each configuration its model accepts (ZAB runs on the rpc network only).
@@ -136,7 +141,7 @@ SMALL = Config(servers=2, max_generation=3, max_log=2, max_crashes=1, network="r
 
 
 @pytest.mark.parametrize("name", [n for n, p in PRESETS.items()
-                                  if p.protocol.system in COMPILED_SYSTEMS and p.protocol.system != "raft"])
+                                  if _compiled(p.protocol) and p.protocol.system != "raft"])
 def test_successors_equal_the_reference_breadth_first(name):
     """On the first 500 states of a breadth-first search of every preset of the systems beyond the raft
     family (whose rules reach further from the start): the corners a random walk misses."""
@@ -271,7 +276,7 @@ def test_every_preset_and_flag_value_has_a_fast_path():
     missing = [f"flag {flag}={value!r}" for flag, values in FLAG_VALUES.items() for value in values
                if value not in KNOWN_FLAGS.get(flag, ()) and flag not in only_uncompiled
                and not (flag == "system" and value in NOT_COMPILED)
-               and not (flag in NOT_COMPILED_FLAGS and value)]
+               and not (flag in NOT_COMPILED_FLAGS and value != getattr(Protocol(), flag))]
     assert set(NOT_COMPILED) <= set(FLAG_VALUES["system"])
     for name, preset in PRESETS.items():
         if preset.protocol.system in NOT_COMPILED:
@@ -284,7 +289,7 @@ def test_every_preset_and_flag_value_has_a_fast_path():
             except ValueError:  # the model itself refuses this network: nothing to compile
                 continue
             why = unsupported(model)
-            listed = [f for f in NOT_COMPILED_FLAGS if getattr(preset.protocol, f)]
+            listed = [f for f in NOT_COMPILED_FLAGS if _refused(preset.protocol, f)]
             if listed:  # refused, naming the flag and the listed reason
                 assert why and listed[0] in why and NOT_COMPILED_FLAGS[listed[0]] in why, (name, why)
             elif why:

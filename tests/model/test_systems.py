@@ -32,8 +32,9 @@ def run(model, state, *actions):
 # ------------------------------------------------------------------ flags
 def test_each_system_has_its_own_flags_and_rejects_the_others():
     assert "zab_ack_before_persist" in flags_of("zab") and "zab_ack_before_persist" not in flags_of("raft")
-    assert flags_of("bookkeeper") == ("bookkeeper_recovery_reads_fence",)
-    assert set(flags_of("raft")) | {"system", "zab_ack_before_persist", "bookkeeper_recovery_reads_fence",
+    assert flags_of("bookkeeper") == ("bookkeeper_recovery_reads_fence", "ensemble_size", "write_quorum",
+                                      "ack_quorum", "bookkeeper_block_add_completions")
+    assert set(flags_of("raft")) | {"system", "zab_ack_before_persist", *flags_of("bookkeeper"),
                                     "follower_truncation", "unclean_election", "late_leader_and_isr",
                                     "min_insync_replicas", "log_flush"} == set(FLAG_VALUES)
     with pytest.raises(ProtocolError, match="'zab_ack_before_persist' does not apply to system 'raft'"):
@@ -50,7 +51,8 @@ def test_each_system_has_its_own_flags_and_rejects_the_others():
 
 def test_presets_of_each_system():
     assert presets_of("zab") == ("zab", "zab-ack-before-persist")
-    assert presets_of("bookkeeper") == ("bookkeeper", "bookkeeper-recovery-without-fencing")
+    assert presets_of("bookkeeper") == ("bookkeeper", "bookkeeper-recovery-without-fencing", "bookkeeper-striped",
+                                        "bookkeeper-ensemble-change", "bookkeeper-unblocked-adds")
     assert "zab" not in presets_of("raft")
     for name in presets_of("zab") + presets_of("bookkeeper"):
         preset = PRESETS[name]

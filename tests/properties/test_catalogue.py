@@ -27,8 +27,11 @@ MODEL_ONLY = [f for f in FILES if f not in ON_IMPL]
 def safe_preset(trace) -> str:
     """The safe preset of the trace's system: the preset named after it (raft, zab, bookkeeper), or
     raft-lease-reads for a raft whose leader serves reads from its lease (LeaseReadNeverStale is
-    about those reads)."""
+    about those reads), or bookkeeper-ensemble-change for a ledger with spare bookies (its ensemble
+    changes need them)."""
     protocol = resolve(trace.protocol)[1]
+    if protocol.system == "bookkeeper" and protocol.ensemble_size != "all":
+        return "bookkeeper-ensemble-change"
     return "raft-lease-reads" if protocol.lease_reads else protocol.system
 
 
@@ -85,9 +88,17 @@ def test_the_systems_bugs_hold_under_their_safe_presets_step_for_step():
     for path in FILES:
         trace = load(path)
         if safe_preset(trace) not in ("zab", "bookkeeper"):  # Kafka's fixes block steps (below)
-            continue
+            continue  # and so does blocking add completions (test_bookkeeper_unblocked_adds_...)
         outcome = replay_on_model(trace, safe_preset(trace))
         assert (outcome.kind, len(outcome.rows)) == ("holds", len(trace.steps) + 1), (path.stem, outcome.summary())
+
+
+def test_bookkeeper_unblocked_adds_is_blocked_where_the_fixed_writer_stops():
+    # Holding back add completions, the writer's failed metadata update stops it at the ensemble
+    # change: the send to the replacement bookie is refused.
+    outcome = replay_on_model(load(HERE / "bookkeeper-unblocked-adds.json"), "bookkeeper-ensemble-change")
+    assert (outcome.kind, outcome.step) == ("blocked", 6), outcome.summary()
+    assert "the writer has been fenced out" in outcome.reason
 
 
 @pytest.mark.parametrize("path", MODEL_ONLY, ids=lambda p: p.stem)

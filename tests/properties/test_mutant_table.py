@@ -91,16 +91,22 @@ SYSTEM_TABLE = {
                                 "ReadNeverTruncated": 8}),
     "bookkeeper-recovery-without-fencing": (Config(servers=2, max_generation=1, max_log=1, max_crashes=0),
                                             {"AckedWriteNeverLost": 5, "CommittedOnQuorum": 5}),
+    # An ensemble change needs a spare bookie (a third) and a crashed one.
+    "bookkeeper-unblocked-adds": (Config(servers=3, max_generation=1, max_log=1, max_crashes=1),
+                                  {"AckedWriteNeverLost": 6, "CommittedOnQuorum": 6, "HwmNeverTruncated": 9,
+                                   "ReadNeverLost": 10, "ReadNeverTruncated": 10}),
 }
-SYSTEM_SAFE = {"zab": "zab-ack-before-persist", "bookkeeper": "bookkeeper-recovery-without-fencing"}
+# Each bug preset and the safe preset it differs from in one flag.
+SYSTEM_SAFE = {"zab-ack-before-persist": "zab", "bookkeeper-recovery-without-fencing": "bookkeeper",
+               "bookkeeper-unblocked-adds": "bookkeeper-ensemble-change"}
 
 
 def test_the_system_table_covers_every_system_flag():
-    for safe, bug in SYSTEM_SAFE.items():
+    for bug, safe in SYSTEM_SAFE.items():
         assert set(PRESETS[bug].protocol.differences(PRESETS[safe].protocol)) <= {
-            "zab_ack_before_persist", "bookkeeper_recovery_reads_fence"}
+            "zab_ack_before_persist", "bookkeeper_recovery_reads_fence", "bookkeeper_block_add_completions"}
         assert len(PRESETS[bug].protocol.differences(PRESETS[safe].protocol)) == 1
-    assert set(SYSTEM_TABLE) == set(SYSTEM_SAFE.values())
+    assert set(SYSTEM_TABLE) == set(SYSTEM_SAFE)
 
 
 @pytest.mark.parametrize("mutant", sorted(SYSTEM_TABLE))
@@ -117,7 +123,7 @@ def test_system_mutant_keeps_its_promise_one_step_below_on_any_bound(mutant):
         assert "AckedWriteNeverLost" not in violated(mutant, lower), lower.describe()
 
 
-@pytest.mark.parametrize("safe", sorted(SYSTEM_SAFE))
+@pytest.mark.parametrize("safe", sorted(set(SYSTEM_SAFE.values())))
 def test_safe_system_presets_hold_with_every_witness_reached(safe):
     report = explore(safe, Config())
     assert report.ok, (report.violated, report.unreached)
@@ -130,6 +136,8 @@ def test_safe_system_presets_hold_with_every_witness_reached(safe):
     ("zab", Config(max_generation=4, max_log=1, max_crashes=2)),
     ("bookkeeper", Config(max_log=2)),
     ("bookkeeper", Config(servers=4, max_log=2)),
+    ("bookkeeper-striped", Config(max_log=2)),
+    ("bookkeeper-ensemble-change", Config(max_log=2)),
 ])
 def test_safe_system_presets_hold_at_larger_bounds(safe, config):
     report = explore(safe, config)

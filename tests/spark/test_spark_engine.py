@@ -61,6 +61,7 @@ DEEP_CASES = [
     ("kafka-truncate-to-hwm", 3, 2, 1, 1, "rpc", True),
     ("kafka-kip320-first-try", 3, 3, 1, 0, "rpc", True),  # late LeaderAndIsr requests
     ("kafka-unflushed", 2, 2, 1, 1, "rpc", True),  # power failures: the flushed length in the state bytes
+    ("bookkeeper-unblocked-adds", 3, 4, 1, 1, "rpc", True),  # the ledger's fragments in the state bytes
 ]
 # The smallest violating case: 99 states, 8 levels, two violated properties.
 TINY = ("kip101", 2, 2, 1, 1, "rpc", True)
