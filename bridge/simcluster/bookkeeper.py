@@ -68,10 +68,19 @@ class BookKeeperSnapshot(NamedTuple):
     acked: frozenset
     ensembles: tuple = ()
     stored: int = 0
+    fenced: frozenset = frozenset()  # positions of the fenced bookies (for the step table)
 
     def part(self, k: int) -> str | None:
         n = len(self.servers) - 2
         return None if k < n else "the writer" if k == n else "the recovery client"
+
+    def label(self, k: int) -> str:
+        """For a step table, as the model's: bookies by name, then the two clients."""
+        n = len(self.servers) - 2
+        return server_name(k) + ("" if k < n else " writer" if k == n else " recovery")
+
+    def note(self, k: int) -> str:
+        return " fenced" if k in self.fenced else ""
 
     def members(self) -> str:
         return f"{len(self.servers)} servers ({len(self.servers) - 2} bookies, the writer and the recovery client)"
@@ -155,8 +164,9 @@ class BookKeeperSimCluster(SimCluster):
         servers += [self.writer.snapshot(), self.recovery.snapshot()]
         ensembles = tuple((first, tuple(self.bookie_names.index(b) for b in ensemble))
                           for first, ensemble in self.writer.fragments[1:])
+        fenced = frozenset(self.bookie_names.index(b) for b in self.bookkeeper_view().fenced)
         return BookKeeperSnapshot(tuple(servers), self.reads, frozenset(self.acked), ensembles,
-                                  len(self.metadata.fragments) - 1)
+                                  len(self.metadata.fragments) - 1, fenced)
 
     def bookkeeper_view(self) -> BookKeeperView:
         fenced = frozenset(b for b, r in self.replicas.items()
