@@ -192,8 +192,15 @@ class LedgerClient:
         self.addresses = dict(bookies)
         self.ledger_file = ledger_file
         self.timeout = timeout
-        self.writer = Writer(WRITER, list(self.addresses), ack_quorum=ack_quorum)
-        self.recovery = RecoveryClient(RECOVERY, list(self.addresses), protocol, ack_quorum=ack_quorum)
+        # The protocol's ledger (ensemble size, write quorum, ack quorum); `ack_quorum` overrides its AQ.
+        # Ensemble changes need a metadata store both clients share: not over TCP (each client keeps
+        # its own record, so the writer keeps its first ensemble).
+        ledger = dict(ensemble_size=None if protocol.ensemble_size == "all" else protocol.ensemble_size,
+                      write_quorum=None if protocol.write_quorum == "ensemble" else protocol.write_quorum,
+                      ack_quorum=ack_quorum if ack_quorum is not None or protocol.ack_quorum == "majority"
+                      else protocol.ack_quorum)
+        self.writer = Writer(WRITER, list(self.addresses), **ledger)
+        self.recovery = RecoveryClient(RECOVERY, list(self.addresses), protocol, **ledger)
         self.acknowledged: list[tuple[int, int]] = []
         self._sockets: dict[str, socket.socket] = {}
         self._frames: dict[str, codec.FrameReader] = {}
@@ -257,7 +264,7 @@ class LedgerClient:
         covers it), else LedgerError saying why."""
         entry = self.writer.add(value)
         unreachable = []
-        for bookie in self.addresses:
+        for bookie in self.writer.ensemble:
             try:
                 self.writer.send_add(bookie)
                 self._run(self.writer, bookie)
@@ -277,7 +284,7 @@ class LedgerClient:
         """Fence every bookie reachable, read until the ledger closes, write the close back and into
         the metadata file; the closed ledger's entries, or LedgerError."""
         recovery = self.recovery
-        for bookie in self.addresses:
+        for bookie in recovery.ensemble:
             try:
                 recovery.fence(bookie)
                 self._run(recovery, bookie)
@@ -288,7 +295,7 @@ class LedgerClient:
                               f"{recovery.quorums.fencing_needed}")
         for _ in range(100000):
             progress = False
-            for bookie in sorted(recovery.responded):
+            for bookie in recovery.quorums.write_set(recovery.fragments, recovery.reading):
                 if recovery.closed is not None:
                     break
                 if bookie in recovery.negatives:

@@ -660,7 +660,7 @@ class RecoveryClient:
         self.generation = generation
         self.responded: set[str] = set()  # answered the fencing LAC read
         self.negatives: set[str] = set()  # answered "no such entry" for the entry being read
-        self._log: list[tuple[int, bytes]] = []  # what recovery knows: up to the highest LAC, then read
+        self._log: list[tuple[int, bytes] | None] = []  # what recovery knows: up to the highest LAC, then read (None: no answer carried it)
         self._payloads: dict[int, tuple[int, bytes]] = {}  # entries the fencing answers carried
         self.closed: tuple[tuple[int, bytes], ...] | None = None
         self._outbox: list[tuple[str, BookKeeperMessage]] = []
@@ -683,7 +683,7 @@ class RecoveryClient:
     def snapshot(self) -> ServerSnapshot:
         if self.closed is not None:
             return ServerSnapshot(self.generation, LEADER, tuple(g for g, _ in self.closed), len(self.closed), True)
-        return ServerSnapshot(0, FOLLOWER, tuple(g for g, _ in self._log), 0, True)
+        return ServerSnapshot(0, FOLLOWER, (WRITER_GENERATION,) * len(self._log), 0, True)
 
     def _bookie(self, bookie: str) -> None:
         if bookie not in self.bookies:
@@ -738,9 +738,13 @@ class RecoveryClient:
             # (the earlier ones are immutable: apache/bookkeeper pull request 2654).
             start = max(reply.lac, self.fragments[-1][0] - 1)
             if start > len(self._log):
-                # An entry no fencing answer carried is an earlier fragment's, which nobody writes
-                # back (the bookies of its write set keep it): its payload is not needed.
-                self._log = [self._payloads.get(index, (WRITER_GENERATION, b"")) for index in range(1, start + 1)]
+                self._log += [None] * (start - len(self._log))
+            # An entry no fencing answer carried (yet) is an earlier fragment's, which nobody writes
+            # back (the bookies of its write set keep it): its payload is not needed. An entry of the
+            # last fragment up to an LAC is on AQ bookies of its write set, so on one of the E - AQ + 1
+            # that answer, which carries it.
+            self._log = [entry if entry is not None else self._payloads.get(index)
+                         for index, entry in enumerate(self._log, start=1)]
             return
         if reply.entry != self.reading:
             return  # an answer about another entry than the one being read
@@ -752,7 +756,7 @@ class RecoveryClient:
         if len(self.negatives) >= self.quorums.missing_needed:
             # The entry does not exist: close the ledger before it, in the metadata (conditional on
             # recovery's own version, which nobody else changes) and on the bookies.
-            self.closed = tuple(self._log)
+            self.closed = tuple(entry if entry is not None else (WRITER_GENERATION, b"") for entry in self._log)
             self.metadata_version = self.metadata.close(self.metadata_version, len(self.closed))
             for bookie in sorted(self.members(), key=self.bookies.index):
                 self._send(bookie, CloseLedger(self.client_id, self.write_back(bookie)))
