@@ -20,6 +20,20 @@ from hwm.render import table
 ALL_PROPERTIES = tuple(ALL_BY_NAME.values())
 
 
+def symmetry_note(spec, config: Config) -> str | None:
+    """Why symmetry reduction reduces nothing for `spec`'s model, where the model says so (BookKeeper's
+    striped ledgers and spare bookies give each bookie a place); None otherwise."""
+    from hwm.model.registry import build_model
+    from hwm.properties.protocol import resolve
+
+    name, protocol = resolve(spec)
+    try:
+        reason = getattr(build_model(protocol, config), "symmetry_note", None)
+    except ValueError:  # the model refuses these bounds itself: its own check says so
+        return None
+    return f"{name}: {reason}" if reason else None
+
+
 def report_json(report: Report, protocol: Protocol) -> dict:
     """The report as JSON, with the judgement `describe_report` prints."""
     config = Config.from_mapping(report.config)

@@ -155,6 +155,9 @@ def check(protocol, servers, max_generation, max_log, max_crashes, network, chan
         for note in notes:
             click.echo(f"note: {note}", err=True)
         successors = next(iter(backends.values()), successors)
+        note = checking.symmetry_note(protocol, config) if symmetry else None
+        if note:
+            click.echo(f"note: {note}", err=True)
         warning = checking.long_run_warning([protocol], config, symmetry, backends, workers)
         if warning:
             click.echo(warning, err=True)

@@ -174,6 +174,8 @@ class BookKeeperModel(RaftModel):
         self.block_add_completions = protocol.bookkeeper_block_add_completions
         # Bookies have places (striping, spares): symmetry is the identity (module docstring).
         self.striped = write_quorum < ensemble_size or ensemble_size < n
+        self.symmetry_note = ("symmetry reduces nothing: striping and spare bookies give each bookie a place "
+                              "(which entries it stores, whether it is in the ensemble)") if self.striped else None
         # Outside the default ledger, copies count on AQ bookies of each entry's write set.
         self.in_ledger_terms = (ensemble_size, write_quorum, ack_quorum) != (n, n, majority(n))
         if self.in_ledger_terms:

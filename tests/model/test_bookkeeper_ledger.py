@@ -108,6 +108,24 @@ def test_a_writer_that_blocks_add_completions_stops_when_recovery_changed_the_me
     assert not any(props(broken, s._replace(stored=1)).values())
 
 
+def test_a_hole_is_no_entry_for_the_properties_that_walk_logs():
+    from hwm.properties.catalogue import log_matching as catalogue_log_matching
+    from hwm.properties.ledger import _removed_entries, log_matching
+    from hwm.properties.snapshot import ServerSnapshot, Snapshot
+
+    def bookie(*log):
+        return ServerSnapshot(1, "follower", log, 0, True)
+
+    # Filling a hole, or dropping a trailing one, removes nothing; dropping an entry does.
+    assert list(_removed_entries(bookie(1, 0, 1), bookie(1, 1, 1))) == []
+    assert list(_removed_entries(bookie(1, 0, 1), bookie(1,))) == [(3, 1)]
+    # Two striped bookies share entry 3 and differ before it only where one has a hole.
+    striped = Snapshot((bookie(1, 0, 1), bookie(0, 1, 1)), frozenset())
+    ledger = Ledger(bookies=2, ensemble_size=2, write_quorum=1, ack_quorum=1)
+    assert catalogue_log_matching(striped) and log_matching(ledger, striped) is None
+    assert log_matching(ledger, Snapshot((bookie(1, 0, 1), bookie(2, 1, 1)), frozenset()))
+
+
 def test_bad_ledger_parameters_are_refused_naming_them():
     with pytest.raises(ValueError, match="ensemble_size=4 needs at least 4 bookies, not servers=3"):
         model(ensemble_size=4)
@@ -136,6 +154,20 @@ def test_the_default_ledger_keeps_the_catalogue_and_symmetry():
     assert model(ensemble_size=2).decode(model(ensemble_size=2).encode(changed, False)) == changed
 
 
+def test_hwm_check_says_symmetry_reduces_nothing_for_a_striped_ledger():
+    from click.testing import CliRunner
+    from hwm.cli import main
+
+    def check(*args):
+        return CliRunner().invoke(main, ["check", "--max-log", "0", "--successors", "reference", *args])
+
+    striped = check("--protocol", "bookkeeper-striped")
+    assert striped.exit_code == 0, striped.output
+    assert "note: bookkeeper-striped: symmetry reduces nothing: striping and spare bookies" in striped.output
+    assert "symmetry reduces nothing" not in check("--protocol", "bookkeeper").output
+    assert "symmetry reduces nothing" not in check("--protocol", "bookkeeper-striped", "--no-symmetry").output
+
+
 def test_itf_refuses_bookkeeper_with_its_reason():
     from hwm.checker.itf_trace import itf_of_trace
     with pytest.raises(TraceError, match="ITF here carries the raft family's variables"):
@@ -148,6 +180,21 @@ def test_itf_refuses_bookkeeper_with_its_reason():
 # one fencing read (of a bookie that already stored the entry), and the replacement's acknowledgement
 # stands in for the crashed bookie's, which the metadata still names.
 LEDGERS = [(n, e, w, a) for n in (2, 3, 4) for e in range(1, n + 1) for w in range(1, e + 1) for a in range(1, w + 1)]
+# Their distinct states (symmetry on: the identity wherever bookies have places), pinned: (bookies, E, WQ, AQ).
+LEDGER_STATES = {
+    (2, 1, 1, 1): 124, (2, 2, 1, 1): 224, (2, 2, 2, 1): 348, (2, 2, 2, 2): 494, (3, 1, 1, 1): 145,
+    (3, 2, 1, 1): 392, (3, 2, 2, 1): 1430, (3, 2, 2, 2): 1956, (3, 3, 1, 1): 956, (3, 3, 2, 1): 2425,
+    (3, 3, 2, 2): 2291, (3, 3, 3, 1): 1030, (3, 3, 3, 2): 2597, (3, 3, 3, 3): 1511, (4, 1, 1, 1): 166,
+    (4, 2, 1, 1): 448, (4, 2, 2, 1): 1584, (4, 2, 2, 2): 2160, (4, 3, 1, 1): 1524, (4, 3, 2, 1): 4737,
+    (4, 3, 2, 2): 4713, (4, 3, 3, 1): 11694, (4, 3, 3, 2): 30753, (4, 3, 3, 3): 20784, (4, 4, 1, 1): 4324,
+    (4, 4, 2, 1): 9882, (4, 4, 2, 2): 7598, (4, 4, 3, 1): 17828, (4, 4, 3, 2): 39274, (4, 4, 3, 3): 20474,
+    (4, 4, 4, 1): 2282, (4, 4, 4, 2): 7377, (4, 4, 4, 3): 11302, (4, 4, 4, 4): 3792,
+}
+UNBLOCKED_STATES = {
+    (2, 1, 1, 1): 142, (3, 1, 1, 1): 163, (3, 2, 1, 1): 460, (3, 2, 2, 1): 1834, (3, 2, 2, 2): 2612,
+    (4, 1, 1, 1): 184, (4, 2, 1, 1): 516, (4, 2, 2, 1): 1988, (4, 2, 2, 2): 2816, (4, 3, 1, 1): 1792,
+    (4, 3, 2, 1): 6114, (4, 3, 2, 2): 6248, (4, 3, 3, 1): 15798, (4, 3, 3, 2): 46338, (4, 3, 3, 3): 28986,
+}
 
 
 @pytest.mark.deep
@@ -156,9 +203,23 @@ def test_every_small_ledger_is_safe_and_issue_1591_shows_where_it_can(n, e, w, a
     flags = dict(ensemble_size=e, write_quorum=w, ack_quorum=a)
     safe = bfs(model(servers=n, max_log=1, **flags), "ledger")
     assert safe.violated == [] and safe.results["EntryRead"].found and safe.results["WriteAcknowledged"].found
+    assert safe.states == LEDGER_STATES[n, e, w, a]
     if n > e:
         unblocked = bfs(model(servers=n, max_log=1, bookkeeper_block_add_completions=False, **flags), "ledger")
         assert "AckedWriteNeverLost" in unblocked.violated, (n, e, w, a, unblocked.violated)
+        assert unblocked.states == UNBLOCKED_STATES[n, e, w, a]
+    else:
+        assert (n, e, w, a) not in UNBLOCKED_STATES  # no spare bookie: no ensemble change, the flag is inert
+
+
+def test_the_pinned_ledgers_agree_with_the_presets_pins():
+    from tests.pinned import PINNED
+    # The default ledger of three bookies is E = WQ = 3, AQ = 2; the presets are ledgers of the table.
+    for ledger, preset in (((3, 3, 3, 2), "bookkeeper"), ((3, 3, 2, 2), "bookkeeper-striped"),
+                           ((3, 2, 2, 2), "bookkeeper-ensemble-change")):
+        assert LEDGER_STATES[ledger] == PINNED[preset, 3, 4, 1, 1, "rpc", True]["states"]
+    assert UNBLOCKED_STATES[3, 2, 2, 2] == PINNED["bookkeeper-unblocked-adds", 3, 4, 1, 1, "rpc", True]["states"]
+    assert LEDGER_STATES[2, 2, 2, 2] == PINNED["bookkeeper", 2, 1, 1, 1, "rpc", True]["states"]
 
 
 def test_the_presets_are_the_ledgers_they_say():
