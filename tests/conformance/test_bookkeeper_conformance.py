@@ -70,7 +70,7 @@ def test_a_planted_fence_ignoring_bookie_loses_an_acknowledged_entry_under_the_f
 # ------------------------------------------------------------------ the conformance machine
 def test_bookkeeper_conforms(tmp_path):
     machine = machine_for("bookkeeper", CONFIG, out_dir=tmp_path)
-    run_state_machine_as_test(machine, settings=conformance_settings(max_examples=15, derandomize=True))
+    run_state_machine_as_test(machine, settings=conformance_settings(max_examples=10, derandomize=True))
     must_happen = {"add", "send_add", "fence", "recovery_read", "read", "crash", "restart", "leader change",
                    "truncation"}
     assert must_happen <= set(machine.witnessed), f"never happened: {must_happen - set(machine.witnessed)}"
