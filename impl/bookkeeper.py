@@ -150,15 +150,14 @@ class BadVersion(ReplicaError):
 class LedgerMetadata:
     """The ledger's metadata record (BookKeeper keeps it in ZooKeeper): its fragments, whether it is
     in recovery, its end once closed, and a version every write bumps. Writes are conditional on the
-    version the writer read or wrote last (`BadVersion` otherwise). In memory; `on_write` is called
-    with the record after every write (a file, for a ledger on the TCP runtime)."""
+    version the writer read or wrote last (`BadVersion` otherwise). In memory: the writer and the
+    recovery client of one process share it."""
 
-    def __init__(self, ensemble: Sequence[str], *, on_write=None):
+    def __init__(self, ensemble: Sequence[str]):
         self.version = 1
         self.fragments: tuple[tuple[int, tuple[str, ...]], ...] = ((1, tuple(ensemble)),)
         self.in_recovery = False
         self.closed_at: int | None = None
-        self._on_write = on_write
 
     def _write(self, expected: int) -> None:
         if expected != self.version:
@@ -170,25 +169,18 @@ class LedgerMetadata:
         """A new fragment from entry `first`; returns the new version."""
         self._write(expected)
         self.fragments += ((first, tuple(ensemble)),)
-        self._written()
         return self.version
 
     def mark_in_recovery(self) -> int:
         """Recovery's unconditional mark (it bumps the version any writer's update names)."""
         self.version += 1
         self.in_recovery = True
-        self._written()
         return self.version
 
     def close(self, expected: int, last_entry: int) -> int:
         self._write(expected)
         self.closed_at = last_entry
-        self._written()
         return self.version
-
-    def _written(self) -> None:
-        if self._on_write is not None:
-            self._on_write(self)
 
     def __repr__(self) -> str:
         state = f"closed@{self.closed_at}" if self.closed_at is not None else "in recovery" if self.in_recovery else "open"
