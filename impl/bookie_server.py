@@ -31,7 +31,7 @@ from typing import Mapping
 
 from hwm.impl import codec
 from hwm.impl import messages as m
-from hwm.impl.bookkeeper import Bookie, BookieStorage, RecoveryClient, Writer, persist
+from hwm.impl.bookkeeper import Bookie, BookieStorage, RecoveryClient, Writer, ledger_options, persist
 from hwm.impl.client import Address, format_address
 from hwm.impl.core import ReplicaError
 from hwm.impl.fs import OS_FILESYSTEM, replace_file
@@ -195,10 +195,9 @@ class LedgerClient:
         # The protocol's ledger (ensemble size, write quorum, ack quorum); `ack_quorum` overrides its AQ.
         # Ensemble changes need a metadata store both clients share: not over TCP (each client keeps
         # its own record, so the writer keeps its first ensemble).
-        ledger = dict(ensemble_size=None if protocol.ensemble_size == "all" else protocol.ensemble_size,
-                      write_quorum=None if protocol.write_quorum == "ensemble" else protocol.write_quorum,
-                      ack_quorum=ack_quorum if ack_quorum is not None or protocol.ack_quorum == "majority"
-                      else protocol.ack_quorum)
+        ledger = ledger_options(protocol)
+        if ack_quorum is not None:
+            ledger["ack_quorum"] = ack_quorum
         self.writer = Writer(WRITER, list(self.addresses), **ledger)
         self.recovery = RecoveryClient(RECOVERY, list(self.addresses), protocol, **ledger)
         self.acknowledged: list[tuple[int, int]] = []

@@ -84,7 +84,7 @@ from hwm.properties.snapshot import FOLLOWER, LEADER, ServerSnapshot
 
 __all__ = ["BOOKIE_STATE_FILE", "HOLE", "BadVersion", "Bookie", "BookieDurable", "BookieReady", "BookieStorage",
            "ClientReady", "LedgerFenced", "LedgerMetadata", "LedgerQuorums", "RecoveryClient", "Writer",
-           "down_snapshot", "persist"]
+           "down_snapshot", "ledger_options", "persist"]
 
 # The file, next to the journal, that holds the fence bit and the close the bookie has taken.
 BOOKIE_STATE_FILE = "ledger-state.json"
@@ -141,6 +141,14 @@ class LedgerQuorums:
             if first <= entry:
                 ensemble = members
         return tuple(ensemble[(entry - 1 + i) % self.ensemble] for i in range(self.write_quorum))
+
+
+def ledger_options(protocol: Protocol) -> dict:
+    """The Writer's and RecoveryClient's `ensemble_size`, `write_quorum` and `ack_quorum` for a
+    protocol's ledger (None: the default, every bookie, the ensemble, a majority of WQ)."""
+    return {"ensemble_size": None if protocol.ensemble_size == "all" else protocol.ensemble_size,
+            "write_quorum": None if protocol.write_quorum == "ensemble" else protocol.write_quorum,
+            "ack_quorum": None if protocol.ack_quorum == "majority" else protocol.ack_quorum}
 
 
 class BadVersion(ReplicaError):

@@ -43,7 +43,7 @@ from hwm.bridge.dst.net import MACHINE, SimLoop
 from hwm.impl import codec
 from hwm.impl import messages as m
 from hwm.impl.bookie_server import BookieServer
-from hwm.impl.bookkeeper import RecoveryClient, Writer
+from hwm.impl.bookkeeper import HOLE, RecoveryClient, Writer, ledger_options
 from hwm.impl.storage import DiskStorage, StorageError
 from hwm.properties.protocol import BOOKKEEPER, Protocol
 
@@ -78,8 +78,9 @@ class BookKeeperSimulation:
         self.disks = {b: SimDisk(random.Random(schedule.seed * 31 + k), ("/data",)) for k, b in enumerate(BOOKIES)}
         self.servers: dict[str, BookieServer] = {}
         self.incarnations = {b: 0 for b in BOOKIES}
-        self.writer = Writer(WRITER, BOOKIES)
-        self.recovery = RecoveryClient(RECOVERY, BOOKIES, protocol)
+        # The protocol's ledger (E, WQ, AQ); no ensemble changes here (spares stay idle).
+        self.writer = Writer(WRITER, BOOKIES, **ledger_options(protocol))
+        self.recovery = RecoveryClient(RECOVERY, BOOKIES, protocol, **ledger_options(protocol))
         self.recovering: asyncio.Task | None = None
         self.unclosed: list = []
         self.closed: tuple | None = None
@@ -182,7 +183,7 @@ class BookKeeperSimulation:
         self.values[entry] = value
         deadline = self.loop.now + ADD_SECONDS
         while self.writer.lac < entry and self.loop.now < deadline and not self.writer.fenced_out:
-            for bookie in BOOKIES:
+            for bookie in self.writer.ensemble:
                 if self.writer.fenced_out:
                     break
                 if self.writer.stored[bookie] < entry:  # a bookie that stored it is not asked again
@@ -198,8 +199,9 @@ class BookKeeperSimulation:
         answer = await self.call(bookie, m.ReadLac(RECOVERY, False))
         if isinstance(answer, m.ReadLacReply):
             self.outcome.witnesses["reads"] += 1
-            for index, (_, value) in enumerate(answer.entries[: answer.lac], start=1):
-                if self.values.get(index) != value:
+            for index, entry in enumerate(answer.entries[: answer.lac], start=1):
+                value = entry[1]
+                if entry != HOLE and self.values.get(index) != value:  # (a hole: another write set's)
                     self.violation(f"{bookie} serves entry {index} = {value!r} under its LAC {answer.lac}; the "
                                    f"writer added {self.values.get(index)!r}")
 
@@ -218,7 +220,7 @@ class BookKeeperSimulation:
         deadline = self.loop.now + 5.0
         while recovery.closed is None and self.loop.now < deadline:
             if fencing:  # until E - AQ + 1 answered; the others are not asked again
-                for bookie in BOOKIES:
+                for bookie in recovery.ensemble:
                     if bookie not in recovery.responded:
                         recovery.fence(bookie)
                         await self.exchange(recovery, bookie)
@@ -313,10 +315,18 @@ class BookKeeperSimulation:
         if len(closed) > max(self.acknowledged, default=0):
             self.outcome.witnesses["entries recovered beyond the last acknowledged"] += 1
         for bookie, server in self.servers.items():
+            if server.failure is not None or bookie not in self.recovery.members():
+                continue
+            # Its write sets' entries of the closed ledger, a hole (or nothing) elsewhere, nothing beyond.
             journal = tuple(server.bookie._log)
-            if server.failure is None and journal != closed:
+            mine = self.recovery.write_back(bookie)
+            if len(journal) > len(closed) or any(
+                    want != HOLE and (index >= len(journal) or journal[index] != want)
+                    for index, want in enumerate(mine)) or any(
+                    want == HOLE and index < len(journal) and journal[index] != HOLE
+                    for index, want in enumerate(mine)):
                 self.violation(f"{bookie} holds {len(journal)} entries after the close, not the closed ledger's "
-                               f"{len(closed)}")
+                               f"{len(closed)} (its write sets' entries)")
 
 
 def bookkeeper_schedules(max_steps: int = 10, max_pause_ms: int = 200):

@@ -43,6 +43,7 @@ from hwm.impl.bookkeeper import (
     RecoveryClient,
     Writer,
     down_snapshot,
+    ledger_options,
     persist,
 )
 from hwm.impl.core import NotCommitted, Replica, ReplicaError
@@ -135,9 +136,7 @@ class BookKeeperSimCluster(SimCluster):
         self.replica_factory = self.bookie_class
         self.storages: dict[str, BookieStorage] = {b: BookieStorage(MemoryStorage()) for b in self.bookie_names}
         self.storages.update(storages or {})
-        ledger = {"ensemble_size": None if protocol.ensemble_size == "all" else protocol.ensemble_size,
-                  "write_quorum": None if protocol.write_quorum == "ensemble" else protocol.write_quorum,
-                  "ack_quorum": None if protocol.ack_quorum == "majority" else protocol.ack_quorum}
+        ledger = ledger_options(protocol)
         ledger.update(options)
         size = len(self.bookie_names) if ledger["ensemble_size"] is None else ledger["ensemble_size"]
         self.metadata = LedgerMetadata(self.bookie_names[:size])

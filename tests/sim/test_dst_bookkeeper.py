@@ -68,14 +68,14 @@ def test_a_bookkeeper_schedule_needs_a_bookkeeper_protocol_and_a_known_plant():
         run_bookkeeper_schedule(OUTAGE, plant="nope")
 
 
-def run_bookkeeper_schedules(examples: int, derandomize: bool, strategy=None) -> Counter:
+def run_bookkeeper_schedules(examples: int, derandomize: bool, strategy=None, protocol=BOOKKEEPER) -> Counter:
     seen: Counter = Counter()
 
     @settings(max_examples=examples, derandomize=derandomize, deadline=None, database=None,
               suppress_health_check=list(HealthCheck))
     @given(schedule=strategy if strategy is not None else schedules())
     def bookkeeper_keeps_every_promise(schedule: Schedule) -> None:
-        outcome = run_bookkeeper_schedule(schedule)
+        outcome = run_bookkeeper_schedule(schedule, protocol=protocol)
         assert not outcome.violations, outcome.report(schedule)
         seen.update(outcome.witnesses)
         seen["schedules"] += 1
@@ -87,6 +87,21 @@ def run_bookkeeper_schedules(examples: int, derandomize: bool, strategy=None) ->
 def test_bookkeeper_under_derandomized_schedules():
     seen = run_bookkeeper_schedules(4, derandomize=True)
     assert seen["schedules"] == 4 and seen["ledgers closed"] == 4, dict(seen)
+
+
+def test_a_striped_ledger_under_derandomized_schedules_with_recoveries():
+    # bookkeeper-striped (E = 3, WQ = AQ = 2): holes in the journals; recoveries race the adds.
+    seen = run_bookkeeper_schedules(3, derandomize=True, strategy=bookkeeper_schedules(),
+                                    protocol=PRESETS["bookkeeper-striped"].protocol)
+    assert seen["schedules"] == 3 and seen["ledgers closed"] == 3, dict(seen)
+
+
+@pytest.mark.deep
+def test_a_striped_ledger_under_random_schedules():
+    seen = run_bookkeeper_schedules(300, derandomize=False, strategy=bookkeeper_schedules(),
+                                    protocol=PRESETS["bookkeeper-striped"].protocol)
+    for witness in ("adds acknowledged", "reads", "ledgers closed", "entries recovered beyond the last acknowledged"):
+        assert seen[witness] > 0, f"no schedule exercised {witness!r}: {dict(seen)}"
 
 
 @pytest.mark.deep
