@@ -9,17 +9,18 @@ The rules are model/bookkeeper.py's (Apache BookKeeper's replication protocol an
   hands out a `BookieReady` (a core `Ready` plus the fence and the close) and `persist` writes it.
   A fenced bookie refuses the writer's adds (EFENCED); a fencing LAC read, and under
   `recovery_reads_fence` a recovery read, fence it before it answers.
-- `Writer`: adds entries (`add`), sends a bookie every entry it lacks with the LAC piggybacked
-  (`send_add`; with nothing to add it is the explicit LAC), and advances the LAC to the highest
-  entry such that it and every entry before it is stored on an ack quorum of bookies; the entries up
+- `Writer`: adds entries (`add`), sends a bookie every entry of its write sets it lacks with the LAC
+  piggybacked (`send_add`; with nothing to add it is the explicit LAC), and advances the LAC to the
+  highest entry such that it and every entry before it is stored on an ack quorum of its write set; the entries up
   to the LAC are acknowledged to its client (`ready().acknowledged`). An EFENCED answer stops it
   (LedgerFencedException): it adds and sends nothing more.
-- `RecoveryClient` (LedgerRecoveryOp): a fencing LAC read to each bookie (`fence`); once
-  E - AQ + 1 bookies answered, recovery reads of the entry after the highest LAC reported
-  (`recovery_read`): an entry a bookie has is recovered, and an entry that WQ - AQ + 1 bookies report
-  missing does not exist (apache/bookkeeper pull request 1077): the ledger is closed before it. The
-  close writes the recovered entries back to every bookie (`CloseLedger`) and records the ledger's
-  end in the ledger's metadata (`ready().closed`; BookKeeper keeps it in ZooKeeper). A bookie that
+- `RecoveryClient` (LedgerRecoveryOp): a fencing LAC read to each bookie of the last fragment's
+  ensemble (`fence`); once E - AQ + 1 bookies answered, recovery reads of the entry after the highest
+  LAC reported from the bookies of its write set (`recovery_read`): an entry a bookie has is
+  recovered, and an entry that WQ - AQ + 1 bookies report missing does not exist (apache/bookkeeper
+  pull request 1077): the ledger is closed before it. The close writes the last fragment's entries
+  back to their write sets (`CloseLedger`) and records the ledger's end in the ledger's metadata
+  (`ready().closed`; BookKeeper keeps it in ZooKeeper). A bookie that
   was down at the close learns of it from the metadata when it restarts (`Bookie(..., closed_at=)`).
 - `recovery_reads_fence` is the protocol flag `bookkeeper_recovery_reads_fence`: whether a recovery
   read carries FLAG_DO_FENCING (apache/bookkeeper pull request 2616). Without it (issue 2614) a
@@ -43,9 +44,10 @@ under `block_add_completions` (the flag `bookkeeper_block_add_completions`, Ledg
 blockAddCompletions) it learns the ledger is in recovery and stops; without it (apache/bookkeeper
 issue 1591) it goes on with its new ensemble, which the metadata, and so recovery, never names.
 
-The writer and the recovery client are clients: their state is in memory only. Snapshots have the model's shape (properties.snapshot.ServerSnapshot): a
-bookie has generation 0 until it stores an add of the writer (then the writer's generation), its
-journal as the log and its LAC as the HWM; the writer is the leader of its generation with its LAC as
+The writer and the recovery client are clients: their state is in memory only. Snapshots have the
+model's shape (properties.snapshot.ServerSnapshot): a bookie has generation 0 until it stores an add
+of the writer (then the writer's generation), its journal as the log (holes as generation 0, none
+trailing, then holes up to its LAC: `shaped`) and its LAC as the HWM; the writer is the leader of its generation with its LAC as
 the HWM until it is fenced out; the recovery client is a follower holding what it has recovered
 until it closes the ledger, then the leader of the next generation with the closed ledger as log.
 """
