@@ -675,8 +675,9 @@ class RecoveryClient:
 
     @property
     def ensemble(self) -> tuple[str, ...]:
-        """The ensemble of the ledger's last fragment, as the metadata holds it."""
-        return self.fragments[-1][1]
+        """The ensemble of the ledger's last fragment, as the metadata holds it (until recovery
+        begins, as it holds it now)."""
+        return (self.fragments if self.metadata_version is not None else self.metadata.fragments)[-1][1]
 
     def members(self) -> set[str]:
         """Every bookie of a fragment the metadata holds: those the close writes to."""
@@ -702,9 +703,8 @@ class RecoveryClient:
     def fence(self, bookie: str) -> None:
         """The fencing LAC read of `bookie`, a bookie of the last fragment's ensemble."""
         self._bookie(bookie)
-        fragments = self.fragments if self.metadata_version is not None else self.metadata.fragments
-        if bookie not in fragments[-1][1]:
-            raise ReplicaError(f"{bookie} is not in the ensemble of the ledger's last fragment {list(fragments[-1][1])}")
+        if bookie not in self.ensemble:
+            raise ReplicaError(f"{bookie} is not in the ensemble of the ledger's last fragment {list(self.ensemble)}")
         if bookie in self.responded:
             raise ReplicaError(f"{bookie} has already answered the fencing LAC read")
         self._begin()
