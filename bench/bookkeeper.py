@@ -1,85 +1,62 @@
-"""BookKeeper on the implementation: adds per second over TCP, and the conformance machine's speed.
+"""BookKeeper's ledger parameters (model/bookkeeper.py, properties/ledger.py): states and seconds of one
+exhaustive check per preset and ledger, with the local engine and the reference backend in this process
+(the compiled backend has no form of them).
 
-    python bench/bookkeeper.py [--adds 300] [--examples 100]
+    python bench/bookkeeper.py [--quick]
 
-1. Three bookies (impl/bookie_server.py) in this process on loopback, each journalling to a data
-   directory under a temporary directory (an fsync per add per bookie), and one `LedgerClient`
-   writer adding `--adds` entries of 100 bytes one after another: each add returns once an ack quorum
-   (2 of 3) stored it. Then recovery: fencing reads, recovery reads, the close written back.
-2. The conformance machine on `bookkeeper` at the conformance bounds: steps per second (model step,
-   implementation step through the codec, snapshot and ledger-view comparison, every `always` property).
+The rows: the BookKeeper presets at the tour's bounds (3 bookies, log <= 1, one crash), the default
+ledger first for comparison, then (unless `--quick`) the ledgers of four bookies (E, WQ, AQ) at the
+same bounds, with the writer that does not block its add completions where a spare bookie exists.
+Striping and spare bookies make symmetry the identity: the `off` column shows what it saves elsewhere.
+docs/systems.md quotes the tour's rows.
 """
 
 from __future__ import annotations
 
 import argparse
-import asyncio
 import os
-import shutil
 import sys
-import tempfile
-import threading
 import time
+from dataclasses import replace
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 
-
-def tcp(adds: int) -> None:
-    import socket
-
-    from hwm.impl.bookie_server import BookieServer, LedgerClient
-    from hwm.properties.protocol import BOOKKEEPER
-
-    loop = asyncio.new_event_loop()
-    threading.Thread(target=loop.run_forever, daemon=True).start()
-    ports = []
-    for _ in range(3):
-        with socket.socket() as sock:
-            sock.bind(("127.0.0.1", 0))
-            ports.append(sock.getsockname()[1])
-    directory = tempfile.mkdtemp(prefix="hwm-bench-bookkeeper-")
-    addresses = {f"S{k + 1}": ("127.0.0.1", port) for k, port in enumerate(ports)}
-    servers = [BookieServer(name, address, os.path.join(directory, name), os.path.join(directory, "ledger.json"))
-               for name, address in addresses.items()]
-    for server in servers:
-        asyncio.run_coroutine_threadsafe(server.start(), loop).result(10)
-    with LedgerClient(addresses, BOOKKEEPER, ledger_file=os.path.join(directory, "ledger.json")) as client:
-        started = time.perf_counter()
-        for k in range(adds):
-            client.add(b"x" * 100)
-        seconds = time.perf_counter() - started
-        print(f"tcp: {adds} adds acknowledged in {seconds:.2f} s: {adds / seconds:,.0f} adds/s, "
-              f"{1000 * seconds / adds:.2f} ms per add (3 bookies, ack quorum 2, one add in flight)")
-    with LedgerClient(addresses, BOOKKEEPER, ledger_file=os.path.join(directory, "ledger.json")) as client:
-        started = time.perf_counter()
-        closed = client.recover()
-        print(f"tcp: recovery closed the ledger at entry {len(closed)} in {time.perf_counter() - started:.3f} s")
-    for server in servers:
-        asyncio.run_coroutine_threadsafe(server.stop(), loop).result(10)
-    loop.call_soon_threadsafe(loop.stop)
-    shutil.rmtree(directory)
+from hwm.checker.report import bfs  # noqa: E402
+from hwm.checker.verdict import DEFAULT_CONFIG, tour_config  # noqa: E402
+from hwm.model.registry import build_model  # noqa: E402
+from hwm.model.state import Config  # noqa: E402
+from hwm.properties.protocol import BOOKKEEPER, PRESETS, Protocol, presets_of  # noqa: E402
 
 
-def conformance(examples: int) -> None:
-    from hypothesis.stateful import run_state_machine_as_test
+def rows(quick: bool) -> list[tuple[str, Protocol, Config]]:
+    out = [(name, PRESETS[name].protocol, tour_config(name, DEFAULT_CONFIG)) for name in presets_of("bookkeeper")]
+    if not quick:
+        four = Config(servers=4)
+        for e, w, a in ((3, 3, 2), (3, 2, 2), (3, 2, 1), (4, 3, 2), (4, 2, 2)):
+            ledger = replace(BOOKKEEPER, ensemble_size=e, write_quorum=w, ack_quorum=a)
+            out.append((f"E={e} WQ={w} AQ={a}", ledger, four))
+            if e < four.servers:
+                out.append((f"E={e} WQ={w} AQ={a} unblocked", replace(ledger, bookkeeper_block_add_completions=False),
+                            four))
+    return out
 
-    from hwm.bridge.conformance import RPC, conformance_settings, machine_for
 
-    machine = machine_for("bookkeeper", RPC, out_dir=tempfile.mkdtemp(prefix="hwm-bench-conformance-"))
+def measure(name: str, protocol: Protocol, config: Config, symmetry: bool) -> tuple[int, float, list[str]]:
     started = time.perf_counter()
-    run_state_machine_as_test(machine, settings=conformance_settings(max_examples=examples, derandomize=True))
-    seconds = time.perf_counter() - started
-    print(f"conformance: bookkeeper at {RPC.describe()}: {machine.runs} runs, {machine.steps_run} steps in "
-          f"{seconds:.1f} s: {machine.steps_run / seconds:,.0f} steps/s")
+    report = bfs(build_model(protocol, config), name, symmetry=symmetry, successors="reference")
+    return report.states, time.perf_counter() - started, sorted(report.violated)
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--adds", type=int, default=300, help="entries the writer adds over TCP (default 300)")
-    parser.add_argument("--examples", type=int, default=100, help="conformance examples (default 100)")
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="the presets at the tour's bounds only")
     args = parser.parse_args()
-    tcp(args.adds)
-    conformance(args.examples)
+    print(f"{'preset or ledger':38} {'bookies':>7} {'states':>8} {'s':>6} {'states (off)':>12} {'s':>6}  violated")
+    for name, protocol, config in rows(args.quick):
+        on, on_s, violated = measure(name, protocol, config, True)
+        off, off_s, _ = measure(name, protocol, config, False)
+        print(f"{name:38} {config.servers:>7} {on:>8,} {on_s:>6.1f} {off:>12,} {off_s:>6.1f}  {', '.join(violated) or '-'}",
+              flush=True)
 
 
 if __name__ == "__main__":

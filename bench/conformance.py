@@ -78,7 +78,8 @@ def main() -> None:
 
     print("conformance speed (the safe presets, no failure)")
     rows = []
-    for preset, config in (("raft", RPC), ("raft", ASYNC), ("kafka", RPC), ("bookkeeper", RPC)):
+    for preset, config in (("raft", RPC), ("raft", ASYNC), ("kafka", RPC), ("bookkeeper", RPC), ("bookkeeper-striped", RPC),
+                           ("bookkeeper-ensemble-change", RPC)):
         machine = machine_for(preset, config, out_dir=out)
         started = time.perf_counter()
         run_state_machine_as_test(machine, settings=conformance_settings(max_examples=args.examples, derandomize=True))

@@ -28,7 +28,8 @@ def replay_on_impl(trace: Trace, protocol: str | dict | None = None) -> Outcome:
         return replay_lasso_on_impl(trace, name, cluster, build_model(proto, config))
     before = cluster.snapshot()
     outcome = Outcome("holds", "impl", name, rows=[("(initial)", before)])
-    props = watched_properties(trace)
+    # BookKeeper's ledger states its properties per write set (properties.ledger): the model's own.
+    props = watched_properties(trace, build_model(proto, config) if proto.system == "bookkeeper" else None)
     for number, step in enumerate(trace.steps, start=1):
         reason = cluster.apply_step(step)
         if reason is not None:

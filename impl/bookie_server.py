@@ -10,36 +10,52 @@ recovery client's connections to the bookies.
   clients) gets an `ErrorReply` naming it and the connection is closed; nothing of it reaches the
   journal. A storage failure stops the bookie (fail-stop).
 - The ledger's metadata (BookKeeper keeps it in ZooKeeper) is the file `LEDGER_FILE` of the
-  cluster's data directory, `{"format": "hwm-ledger/1", "closed_at": N}` once recovery closed the
-  ledger; a bookie reads it when it starts (a bookie down at the close trims its journal to it).
+  cluster's data directory (`LedgerMetadataFile`): `{"format": "hwm-ledger/1", "version": V,
+  "fragments": [[FIRST, [BOOKIE, ...]], ...], "in_recovery": B, "closed_at": N or null}`, every write
+  conditional on the version and made under an exclusive lock on the directory, so a writer and a
+  recovery client in two processes share it; a bookie reads `closed_at` when it starts (a bookie down
+  at the close trims its journal to it).
 - `LedgerClient`: blocking sockets to every bookie, driving a `Writer` (`add`: the entry is sent to
-  every bookie reachable, and acknowledged once an ack quorum stored it) or a `RecoveryClient`
-  (`recover`: fencing LAC reads to every bookie, recovery reads until the ledger closes, the close
-  to every bookie reachable and into the metadata file).
+  the bookies of the current ensemble, and acknowledged once an ack quorum of its write set stored
+  it; a bookie that cannot be reached is replaced by a spare, an ensemble change recorded in the
+  metadata file) or a `RecoveryClient` (`recover`: fencing LAC reads to the last fragment's ensemble,
+  recovery reads from each entry's write set until the ledger closes, the close to its bookies and
+  into the metadata file).
 """
 
 from __future__ import annotations
 
 import asyncio
+import fcntl
 import json
 import logging
 import os
 import socket
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Mapping
 
 from hwm.impl import codec
 from hwm.impl import messages as m
-from hwm.impl.bookkeeper import Bookie, BookieStorage, RecoveryClient, Writer, persist
+from hwm.impl.bookkeeper import (
+    BadVersion,
+    Bookie,
+    BookieStorage,
+    LedgerMetadata,
+    RecoveryClient,
+    Writer,
+    ledger_options,
+    persist,
+)
 from hwm.impl.client import Address, format_address
 from hwm.impl.core import ReplicaError
 from hwm.impl.fs import OS_FILESYSTEM, replace_file
 from hwm.impl.storage import DiskStorage, StorageError
 from hwm.properties.protocol import Protocol
 
-__all__ = ["LEDGER_FILE", "WRITER", "RECOVERY", "BookieServer", "LedgerClient", "LedgerError", "read_ledger",
-           "write_ledger"]
+__all__ = ["LEDGER_FILE", "WRITER", "RECOVERY", "BookieServer", "LedgerClient", "LedgerError", "LedgerMetadataFile",
+           "read_ledger"]
 
 log = logging.getLogger("hwm.bookie")
 
@@ -54,28 +70,100 @@ class LedgerError(Exception):
     """The ledger's client could not do it (no ack quorum reachable, fenced, a bookie that refuses)."""
 
 
-def read_ledger(path: str | os.PathLike[str]) -> int | None:
-    """The closed ledger's end from the metadata file (None: no file, the ledger is open)."""
+def _load_ledger(path: str) -> dict | None:
+    """The metadata file's record, its fields checked (None: no file)."""
     try:
-        raw = OS_FILESYSTEM.read_file(str(path))
+        raw = OS_FILESYSTEM.read_file(path)
     except FileNotFoundError:
         return None
     try:
         data = json.loads(raw.decode("utf-8"))
     except (UnicodeDecodeError, json.JSONDecodeError) as error:
         raise StorageError(f"{path}: not JSON ({error})") from None
-    closed_at = data.get("closed_at") if isinstance(data, dict) else None
     if not isinstance(data, dict) or data.get("format") != LEDGER_FORMAT:
         raise StorageError(f"{path}: expected an object with format {LEDGER_FORMAT!r}")
-    if type(closed_at) is not int or closed_at < 0:
+    closed_at = data.get("closed_at")
+    if closed_at is not None and (type(closed_at) is not int or closed_at < 0):
         raise StorageError(f"{path}: field closed_at: expected an int >= 0, got {closed_at!r}")
-    return closed_at
+    version = data.setdefault("version", 1)
+    if type(version) is not int or version < 1:
+        raise StorageError(f"{path}: field version: expected an int >= 1, got {version!r}")
+    fragments = data.get("fragments", [])
+    if not isinstance(fragments, list) or not all(
+            isinstance(f, list) and len(f) == 2 and type(f[0]) is int and f[0] >= 1 and isinstance(f[1], list)
+            and all(isinstance(b, str) for b in f[1]) for f in fragments):
+        raise StorageError(f"{path}: field fragments: expected [[first entry, [bookie, ...]], ...], got {fragments!r}")
+    if type(data.setdefault("in_recovery", False)) is not bool:
+        raise StorageError(f"{path}: field in_recovery: expected true or false, got {data['in_recovery']!r}")
+    return data
 
 
-def write_ledger(path: str | os.PathLike[str], closed_at: int) -> None:
-    """Record the close, durably (atomic replace through impl.fs)."""
-    text = json.dumps({"format": LEDGER_FORMAT, "closed_at": closed_at})
-    replace_file(OS_FILESYSTEM, str(path), (text + "\n").encode("utf-8"))
+def read_ledger(path: str | os.PathLike[str]) -> int | None:
+    """The closed ledger's end from the metadata file (None: no file, or the ledger is open)."""
+    data = _load_ledger(str(path))
+    return None if data is None else data.get("closed_at")
+
+
+class LedgerMetadataFile(LedgerMetadata):
+    """`impl.bookkeeper.LedgerMetadata` kept in the metadata file, for clients in several processes:
+    every read is the file's, and every write a read, a version check and an atomic replace under an
+    exclusive lock on the file's directory. A record without fragments is the first `ensemble`."""
+
+    def __init__(self, path: str | os.PathLike[str], ensemble):
+        self.path = str(path)
+        self._first = [1, list(ensemble)]
+
+    @contextmanager
+    def _locked(self):
+        fd = os.open(os.path.dirname(os.path.abspath(self.path)), os.O_RDONLY)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX)  # released with the descriptor (or the process)
+            yield
+        finally:
+            os.close(fd)
+
+    def _record(self) -> dict:
+        data = _load_ledger(self.path) or {"format": LEDGER_FORMAT, "version": 1, "in_recovery": False,
+                                           "closed_at": None}
+        if not data.get("fragments"):
+            data["fragments"] = [self._first]
+        return data
+
+    @property
+    def version(self) -> int:
+        return self._record()["version"]
+
+    @property
+    def fragments(self) -> tuple:
+        return tuple((first, tuple(ensemble)) for first, ensemble in self._record()["fragments"])
+
+    @property
+    def in_recovery(self) -> bool:
+        return self._record()["in_recovery"]
+
+    @property
+    def closed_at(self) -> int | None:
+        return self._record().get("closed_at")
+
+    def _update(self, expected: int | None, change) -> int:
+        with self._locked():
+            data = self._record()
+            if expected is not None and expected != data["version"]:
+                raise BadVersion(f"{self.path}: the ledger metadata is at version {data['version']}, not {expected}"
+                                 + (" (the ledger is in recovery)" if data["in_recovery"] else ""))
+            change(data)
+            data["version"] += 1
+            replace_file(OS_FILESYSTEM, self.path, (json.dumps(data) + "\n").encode("utf-8"))
+            return data["version"]
+
+    def change_ensemble(self, expected: int, first: int, ensemble) -> int:
+        return self._update(expected, lambda data: data["fragments"].append([first, list(ensemble)]))
+
+    def mark_in_recovery(self) -> int:
+        return self._update(None, lambda data: data.update(in_recovery=True))
+
+    def close(self, expected: int, last_entry: int) -> int:
+        return self._update(expected, lambda data: data.update(closed_at=last_entry))
 
 
 # --------------------------------------------------------------------------- the bookie process
@@ -192,8 +280,17 @@ class LedgerClient:
         self.addresses = dict(bookies)
         self.ledger_file = ledger_file
         self.timeout = timeout
-        self.writer = Writer(WRITER, list(self.addresses), ack_quorum=ack_quorum)
-        self.recovery = RecoveryClient(RECOVERY, list(self.addresses), protocol, ack_quorum=ack_quorum)
+        # The protocol's ledger (ensemble size, write quorum, ack quorum); `ack_quorum` overrides its AQ.
+        ledger = ledger_options(protocol)
+        if ack_quorum is not None:
+            ledger["ack_quorum"] = ack_quorum
+        bookies = list(self.addresses)
+        first = bookies[:ledger["ensemble_size"] or len(bookies)]
+        # The metadata file when there is one (shared with other processes), else this client's own.
+        self.metadata = LedgerMetadataFile(ledger_file, first) if ledger_file else LedgerMetadata(first)
+        self.writer = Writer(WRITER, bookies, metadata=self.metadata,
+                             block_add_completions=protocol.bookkeeper_block_add_completions, **ledger)
+        self.recovery = RecoveryClient(RECOVERY, bookies, protocol, metadata=self.metadata, **ledger)
         self.acknowledged: list[tuple[int, int]] = []
         self._sockets: dict[str, socket.socket] = {}
         self._frames: dict[str, codec.FrameReader] = {}
@@ -253,23 +350,35 @@ class LedgerClient:
 
     # ------------------------------------------------------------------ the writer
     def add(self, value: bytes) -> int:
-        """Add `value` and send it to every bookie reachable; its entry id once acknowledged (the LAC
-        covers it), else LedgerError saying why."""
-        entry = self.writer.add(value)
-        unreachable = []
-        for bookie in self.addresses:
+        """Add `value` and send it to the bookies of the current ensemble; its entry id once
+        acknowledged (the LAC covers it), else LedgerError saying why. A bookie that cannot be reached
+        and owes an unconfirmed entry is replaced by a spare bookie (an ensemble change), if any."""
+        writer = self.writer
+        entry = writer.add(value)
+        unreachable: dict[str, str] = {}
+        tried: set[str] = set()
+        while [b for b in writer.ensemble if b not in tried]:
+            bookie = next(b for b in writer.ensemble if b not in tried)
+            tried.add(bookie)
             try:
-                self.writer.send_add(bookie)
-                self._run(self.writer, bookie)
+                writer.send_add(bookie)
+                self._run(writer, bookie)
             except OSError as error:
-                self.writer.ready()  # the request is lost with the connection
-                unreachable.append(str(error))
-            if self.writer.fenced_out:
+                writer.ready()  # the request is lost with the connection
+                unreachable[bookie] = str(error)
+                spare = next((b for b in self.addresses if b not in writer.ensemble and b not in unreachable), None)
+                if spare is not None and [e for e in writer.pending(bookie) if e > writer.lac]:
+                    writer.change_ensemble(bookie, spare)
+                    if writer.fenced_out:
+                        raise LedgerError(f"entry {entry} not acknowledged: replacing {bookie} by {spare} failed, "
+                                          f"the ledger is being recovered; the writer stops") from None
+            if writer.fenced_out:
                 raise LedgerError(f"entry {entry} not acknowledged: {bookie} is fenced (the ledger is being "
                                   f"recovered); the writer stops")
         if self.writer.lac < entry:
             raise LedgerError(f"entry {entry} not acknowledged: stored on fewer than an ack quorum of "
-                              f"{self.writer.quorums.ack_quorum} bookies; unreachable: {'; '.join(unreachable)}")
+                              f"{self.writer.quorums.ack_quorum} bookies; unreachable: "
+                              f"{'; '.join(unreachable.values())}")
         return entry
 
     # ------------------------------------------------------------------ recovery
@@ -277,7 +386,7 @@ class LedgerClient:
         """Fence every bookie reachable, read until the ledger closes, write the close back and into
         the metadata file; the closed ledger's entries, or LedgerError."""
         recovery = self.recovery
-        for bookie in self.addresses:
+        for bookie in recovery.ensemble:
             try:
                 recovery.fence(bookie)
                 self._run(recovery, bookie)
@@ -288,7 +397,7 @@ class LedgerClient:
                               f"{recovery.quorums.fencing_needed}")
         for _ in range(100000):
             progress = False
-            for bookie in sorted(recovery.responded):
+            for bookie in recovery.quorums.write_set(recovery.fragments, recovery.reading):
                 if recovery.closed is not None:
                     break
                 if bookie in recovery.negatives:
@@ -309,6 +418,4 @@ class LedgerClient:
                 self._exchange(to, message)
             except OSError:
                 pass  # a bookie down now trims its journal from the metadata when it restarts
-        if self.ledger_file is not None:
-            write_ledger(self.ledger_file, len(out.closed))
-        return out.closed
+        return out.closed  # (the close is in the metadata already: RecoveryClient wrote it)

@@ -734,8 +734,9 @@ class ReadLac:
 
 @dataclass(frozen=True)
 class ReadLacReply:
-    """Bookie -> recovery client: its LAC and the entries up to it (`entries` holds entries 1..lac,
-    so the recovery client can write the whole closed ledger back)."""
+    """Bookie -> recovery client: its LAC and its journal (`entries` holds entries 1..n, n >= lac; an
+    entry of other bookies' write sets is a hole, generation 0), so the recovery client can write the
+    closed ledger back."""
 
     bookie: str
     lac: int
@@ -745,8 +746,8 @@ class ReadLacReply:
         _server(self, "bookie")
         _count(self, "lac")
         _entries(self, MAX_U64, "generation", "2**64-1")
-        if len(self.entries) != self.lac:
-            _fail(self, "entries", f"{len(self.entries)} entries, but the LAC is {self.lac} (entries 1..LAC)")
+        if len(self.entries) < self.lac:
+            _fail(self, "entries", f"{len(self.entries)} entries, but the LAC is {self.lac} (entries 1..LAC at least)")
 
 
 @dataclass(frozen=True)
@@ -787,9 +788,11 @@ class ReadEntryReply:
 @dataclass(frozen=True)
 class CloseLedger:
     """Recovery client -> bookie: the closed ledger, entries 1..len(entries): BookKeeper's recovery
-    adds (which a fenced bookie takes) and the close. The bookie keeps exactly these entries (what
-    lies beyond the last is never read again), takes the last as its LAC, and answers with an
-    AddReply once that is durable."""
+    adds (which a fenced bookie takes) and the close. An entry of the bookie's write sets in the
+    last fragment is written; a hole (generation 0) is an entry not to write back there (another
+    write set's, or an earlier fragment's, which is immutable): the bookie keeps what it has. It
+    keeps nothing beyond the last entry (never read again), takes the last as its LAC, and answers
+    with an AddReply once that is durable."""
 
     client: str
     entries: tuple[tuple[int, bytes], ...]

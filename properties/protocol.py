@@ -713,10 +713,6 @@ MODEL_ONLY_SYSTEMS: tuple[str, ...] = ()
 SIMULATION_ONLY_SYSTEMS: tuple[str, ...] = ()
 
 
-# BookKeeper's ledger parameters and ensemble changes (model/bookkeeper.py).
-BOOKKEEPER_LEDGER_FLAGS = ("ensemble_size", "write_quorum", "ack_quorum", "bookkeeper_block_add_completions")
-
-
 def model_only(protocol: Protocol, hint: str = "use the model (--on model)") -> str | None:
     """Why `protocol` cannot run on the implementation, or None when it can; `hint` ends the reason
     (replay's --on model by default; a command without --on says what to run instead)."""
@@ -743,12 +739,6 @@ def model_only(protocol: Protocol, hint: str = "use the model (--on model)") -> 
                            "the simulated cluster takes no partition step")
         if reasons:
             return "; ".join(reasons) + f"; {hint}"
-    if protocol.system == "bookkeeper":
-        ledger = [f"{flag}={getattr(protocol, flag)}" for flag in BOOKKEEPER_LEDGER_FLAGS
-                  if getattr(protocol, flag) != getattr(Protocol(), flag)]
-        if ledger:
-            return (f"{', '.join(ledger)} is model-only: the implementation's bookies take every entry of an "
-                    f"ensemble of every bookie, and its writer makes no ensemble change; {hint}")
     leases = [flag for flag in ("check_quorum", "lease_reads") if getattr(protocol, flag)]
     if leases:
         return (f"{' and '.join(f'{flag}=true' for flag in leases)} is model-only: the implementation's leader "

@@ -60,7 +60,7 @@ STEPS = 30
 
 
 ACTION_KINDS = ("elect", "write", "replicate", "send", "deliver", "drop", "read", "crash", "restart", "sync",
-                "persist", "shrink_isr", "add", "send_add", "fence", "recovery_read")
+                "persist", "shrink_isr", "add", "send_add", "fence", "recovery_read", "change_ensemble")
 
 
 class ConformanceFailure(AssertionError):
@@ -350,10 +350,11 @@ class ZabConformance(RpcConformance):
 
 
 class BookKeeperConformance(ConformanceMachine):
-    """BookKeeper's ledger (rpc network only): the writer's `add` and `send_add`, the recovery
-    client's `fence` and `recovery_read`, and the bookies' `read`, `crash`, `restart`. After every
-    step the implementation must also agree with the model on what BookKeeper tracks beyond a
-    snapshot: fenced bookies, fencing answers, "no such entry" answers and acknowledged entries
+    """BookKeeper's ledger (rpc network only): the writer's `add`, `send_add` and (with spare
+    bookies) `change_ensemble`, the recovery client's `fence` and `recovery_read`, and the bookies'
+    `read`, `crash`, `restart`. After every step the implementation must also agree with the model
+    on what BookKeeper tracks beyond a snapshot: fenced bookies, fencing answers, "no such entry"
+    answers, acknowledged entries, the writer's fragments and those the ledger metadata holds
     (`bridge.simcluster.bookkeeper.BookKeeperView`)."""
 
     label = "bookkeeper-rpc"
@@ -377,6 +378,11 @@ class BookKeeperConformance(ConformanceMachine):
     @rule(data=st.data())
     def recovery_read(self, data):
         self._draw_and_run(data, "recovery_read")
+
+    @precondition(lambda self: self.enabled("change_ensemble"))
+    @rule(data=st.data())
+    def change_ensemble(self, data):
+        self._draw_and_run(data, "change_ensemble")
 
     def _check(self, action: tuple, step: Step, value: str | None) -> None:
         from hwm.bridge.simcluster.bookkeeper import model_view

@@ -7,8 +7,13 @@ A `bridge.dst.Schedule` drives it as it drives the raft family's nodes, with Boo
 acknowledged once an ack quorum stored it); `get` is a reader's check of one bookie's LAC; `crash`,
 `power`, `outage`, `restart`, `isolate`, `heal` and `fault` (ENOSPC or EIO on the `arg`-th write-like
 call: the bookie must stop rather than answer what it could not make durable) act on the bookies.
-After the last step everything is healed and restarted, the adds under way finish, and the ledger
-is recovered: fencing reads to every bookie, recovery reads, the close written back.
+BookKeeper's own steps (`BOOKKEEPER_ACTIONS`): `recover` starts the ledger's recovery now, while the
+writer's adds go on (apache/bookkeeper issue 2614 needs exactly that); `cut` and `mend` take one link
+away and give it back, between a bookie and the writer's machine (an even `arg`) or the recovery
+client's (an odd one). The writer and the recovery client run on machines of their own. After the
+last step everything is healed and restarted, the adds under way finish, and the ledger is recovered
+(or its recovery finishes): fencing reads to every bookie until E - AQ + 1 answered (the others are
+not sent again), recovery reads to every bookie of the entry's write set, the close written back.
 
 Checked (`Outcome.violations`, the first of each kind): every acknowledged entry is in the closed
 ledger, at its index, with its value (BookKeeper's promise); every live bookie holds the closed
@@ -18,7 +23,10 @@ recovered beyond the last acknowledged one, crashes, power failures, restarts, f
 disks' own counts.
 
 `PLANTS` holds the bookie whose journal never fsyncs (`bookie-no-fsync`): it answers an add before
-the entry is durable, so a power failure loses an acknowledged entry.
+the entry is durable, so a power failure loses an acknowledged entry. The protocol's
+`bookkeeper_recovery_reads_fence` is the recovery client's (the preset
+bookkeeper-recovery-without-fencing is issue 2614); `bookkeeper_schedules()` draws schedules with
+BookKeeper's steps for a search.
 """
 
 from __future__ import annotations
@@ -35,14 +43,25 @@ from hwm.bridge.dst.net import MACHINE, SimLoop
 from hwm.impl import codec
 from hwm.impl import messages as m
 from hwm.impl.bookie_server import BookieServer
-from hwm.impl.bookkeeper import RecoveryClient, Writer
+from hwm.impl.bookkeeper import HOLE, RecoveryClient, Writer, ledger_options
 from hwm.impl.storage import DiskStorage, StorageError
 from hwm.properties.protocol import BOOKKEEPER, Protocol
 
-__all__ = ["BOOKIES", "PLANTS", "run_bookkeeper_schedule"]
+__all__ = ["BOOKIES", "BOOKKEEPER_ACTIONS", "PLANTS", "RECOVERY_RACE", "bookkeeper_schedules", "recovery_race_schedules",
+           "run_bookkeeper_schedule"]
 
 BOOKIES = ("S1", "S2", "S3")
 WRITER, RECOVERY = "writer", "recovery"
+# The clients' machines: the writer's is the simulation's own (None), the recovery client's its own.
+WRITER_MACHINE, RECOVERY_MACHINE = None, "recovery-client"
+BOOKKEEPER_ACTIONS = ("recover", "cut", "mend")
+# Apache/bookkeeper issue 2614's race, as (action, bookie, arg) steps: the writer's add reaches S1
+# only (S2 and S3 cut from the writer); recovery starts while S3 is cut from it (its fencing read is
+# lost) and, once S1 and S2 answered the fencing reads, S1 is cut from it (its "found" does not come);
+# S2 and S3 answer "no such entry", so recovery closes the ledger empty; then the writer reaches S3.
+# Without FLAG_DO_FENCING on recovery reads, S3 stores the entry and with S1 acknowledges it.
+RECOVERY_RACE = (("cut", 1, 0), ("cut", 2, 0), ("put", 0, 0), ("cut", 2, 1), ("recover", 0, 0), ("cut", 0, 1),
+                 ("mend", 2, 1), ("mend", 2, 0))
 ATTEMPT_SECONDS = 0.3  # one request's time to be answered
 ADD_SECONDS = 2.0  # an add's time to reach an ack quorum
 PLANTS = {None: DiskStorage, "bookie-no-fsync": _NoFsyncStorage}
@@ -59,8 +78,12 @@ class BookKeeperSimulation:
         self.disks = {b: SimDisk(random.Random(schedule.seed * 31 + k), ("/data",)) for k, b in enumerate(BOOKIES)}
         self.servers: dict[str, BookieServer] = {}
         self.incarnations = {b: 0 for b in BOOKIES}
-        self.writer = Writer(WRITER, BOOKIES)
-        self.recovery = RecoveryClient(RECOVERY, BOOKIES, protocol)
+        # The protocol's ledger (E, WQ, AQ); no ensemble changes here (spares stay idle).
+        self.writer = Writer(WRITER, BOOKIES, **ledger_options(protocol))
+        self.recovery = RecoveryClient(RECOVERY, BOOKIES, protocol, **ledger_options(protocol))
+        self.recovering: asyncio.Task | None = None
+        self.unclosed: list = []
+        self.closed: tuple | None = None
         self.values: dict[int, bytes] = {}
         self.acknowledged: set[int] = set()
         self.outcome = Outcome()
@@ -160,9 +183,12 @@ class BookKeeperSimulation:
         self.values[entry] = value
         deadline = self.loop.now + ADD_SECONDS
         while self.writer.lac < entry and self.loop.now < deadline and not self.writer.fenced_out:
-            for bookie in BOOKIES:
-                self.writer.send_add(bookie)
-                await self.exchange(self.writer, bookie)
+            for bookie in self.writer.ensemble:
+                if self.writer.fenced_out:
+                    break
+                if self.writer.stored[bookie] < entry:  # a bookie that stored it is not asked again
+                    self.writer.send_add(bookie)
+                    await self.exchange(self.writer, bookie)
             if self.writer.lac < entry:
                 await asyncio.sleep(0.05)
         if self.writer.lac < entry:
@@ -173,32 +199,56 @@ class BookKeeperSimulation:
         answer = await self.call(bookie, m.ReadLac(RECOVERY, False))
         if isinstance(answer, m.ReadLacReply):
             self.outcome.witnesses["reads"] += 1
-            for index, (_, value) in enumerate(answer.entries, start=1):
-                if self.values.get(index) != value:
+            for index, entry in enumerate(answer.entries[: answer.lac], start=1):
+                value = entry[1]
+                if entry != HOLE and self.values.get(index) != value:  # (a hole: another write set's)
                     self.violation(f"{bookie} serves entry {index} = {value!r} under its LAC {answer.lac}; the "
                                    f"writer added {self.values.get(index)!r}")
 
-    async def recover(self) -> tuple | None:
+    def start_recovery(self) -> asyncio.Task:
+        """The ledger's recovery, on the recovery client's machine (once: a second call joins it)."""
+        if self.recovering is None:
+            context = contextvars.copy_context()
+            context.run(MACHINE.set, RECOVERY_MACHINE)
+            self.recovering = self.loop.create_task(self.recover(), context=context)
+            self.event("recovery starts")
+        return self.recovering
+
+    async def recover(self) -> None:
+        recovery = self.recovery
+        fencing = True
         deadline = self.loop.now + 5.0
-        while self.recovery.closed is None and self.loop.now < deadline:
-            for bookie in BOOKIES:
-                if bookie not in self.recovery.responded:
-                    self.recovery.fence(bookie)
-                    await self.exchange(self.recovery, bookie)
-            if len(self.recovery.responded) >= self.recovery.quorums.fencing_needed:
-                for bookie in sorted(self.recovery.responded):
-                    if self.recovery.closed is None and bookie not in self.recovery.negatives:
-                        self.recovery.recovery_read(bookie)
-                        await self.exchange(self.recovery, bookie)
-            if self.recovery.closed is None:
+        while recovery.closed is None and self.loop.now < deadline:
+            if fencing:  # until E - AQ + 1 answered; the others are not asked again
+                for bookie in recovery.ensemble:
+                    if bookie not in recovery.responded:
+                        recovery.fence(bookie)
+                        await self.exchange(recovery, bookie)
+                fencing = len(recovery.responded) < recovery.quorums.fencing_needed
+            if not fencing:
+                for bookie in recovery.quorums.write_set(recovery.fragments, recovery.reading):
+                    if recovery.closed is None and bookie not in recovery.negatives:
+                        recovery.recovery_read(bookie)
+                        await self.exchange(recovery, bookie)
+            if recovery.closed is None:
                 await asyncio.sleep(0.05)
-        if self.recovery.closed is None:
-            self.violation(f"recovery could not close the ledger in 5 s (read up to entry {self.recovery.reading})")
-            return None
-        out = self.recovery.ready()
-        for to, message in out.messages:
-            await self.call(to, message)
-        return out.closed
+        if recovery.closed is None:
+            self.violation(f"recovery could not close the ledger in 5 s (read up to entry {recovery.reading})")
+            return
+        out = recovery.ready()
+        self.closed = out.closed
+        self.event(f"recovery closes the ledger at entry {len(out.closed)}")
+        self.unclosed = list(out.messages)
+        await self.write_close()
+
+    async def write_close(self) -> None:
+        """The close and its write-back to every bookie; a bookie that did not answer gets it again
+        once everything is healed."""
+        left = []
+        for to, message in self.unclosed:
+            if not isinstance(await self.call(to, message), m.AddReply):
+                left.append((to, message))
+        self.unclosed = left
 
     # ------------------------------------------------------------------ the schedule
     async def main(self) -> None:
@@ -227,7 +277,16 @@ class BookKeeperSimulation:
                 for other in BOOKIES:
                     if other != bookie:
                         self.loop.network.partition(bookie, other)
-                self.loop.network.partition(bookie, None)  # the clients' machine too
+                self.loop.network.partition(bookie, WRITER_MACHINE)  # the clients' machines too
+                self.loop.network.partition(bookie, RECOVERY_MACHINE)
+            elif step.action in ("cut", "mend"):
+                client = RECOVERY_MACHINE if step.arg % 2 else WRITER_MACHINE
+                if step.action == "cut":
+                    self.loop.network.partition(bookie, client)
+                else:
+                    self.loop.network.mend(bookie, client)
+            elif step.action == "recover":
+                self.start_recovery()
             elif step.action == "heal":
                 self.loop.network.heal()
             elif step.action == "fault" and bookie in self.servers:
@@ -242,7 +301,9 @@ class BookKeeperSimulation:
             self.start(bookie)
         await asyncio.gather(*adds)
         await asyncio.sleep(0.1)  # every bookie has started
-        closed = await self.recover()
+        await self.start_recovery()
+        await self.write_close()
+        closed = self.closed
         if closed is None:
             return
         for index in sorted(self.acknowledged):
@@ -254,10 +315,54 @@ class BookKeeperSimulation:
         if len(closed) > max(self.acknowledged, default=0):
             self.outcome.witnesses["entries recovered beyond the last acknowledged"] += 1
         for bookie, server in self.servers.items():
+            if server.failure is not None or bookie not in self.recovery.members():
+                continue
+            # Its write sets' entries of the closed ledger, a hole (or nothing) elsewhere, nothing beyond.
             journal = tuple(server.bookie._log)
-            if server.failure is None and journal != closed:
+            mine = self.recovery.write_back(bookie)
+            if len(journal) > len(closed) or any(
+                    want != HOLE and (index >= len(journal) or journal[index] != want)
+                    for index, want in enumerate(mine)) or any(
+                    want == HOLE and index < len(journal) and journal[index] != HOLE
+                    for index, want in enumerate(mine)):
                 self.violation(f"{bookie} holds {len(journal)} entries after the close, not the closed ledger's "
-                               f"{len(closed)}")
+                               f"{len(closed)} (its write sets' entries)")
+
+
+def bookkeeper_schedules(max_steps: int = 10, max_pause_ms: int = 200):
+    """Hypothesis strategy (tests only): `bridge.dst.schedules` with BookKeeper's own steps among
+    them, a `recover` in every schedule, as the search for issue 2614 needs."""
+    from hypothesis import strategies as st
+
+    from hwm.bridge.dst import Step, schedules
+
+    machine = st.integers(0, len(BOOKIES) - 1)
+    own = st.builds(Step, st.integers(0, max_pause_ms), st.sampled_from(BOOKKEEPER_ACTIONS + ("put",)), machine,
+                    st.integers(0, 7))
+
+    @st.composite
+    def schedule(draw):
+        base = draw(schedules(max_steps, max_pause_ms))
+        steps = list(base.steps)
+        for step in draw(st.lists(own, max_size=max_steps)):
+            steps.insert(draw(st.integers(0, len(steps))), step)
+        steps.insert(draw(st.integers(0, len(steps))), draw(st.builds(Step, st.integers(0, max_pause_ms),
+                                                                      st.just("recover"))))
+        return Schedule(base.seed, tuple(steps))
+
+    return schedule()
+
+
+def recovery_race_schedules(max_pause_ms: int = 500):
+    """Hypothesis strategy (tests only): `RECOVERY_RACE`'s steps at random pauses, with a random
+    seed (disk and network latencies): a search over when the race's steps happen."""
+    from hypothesis import strategies as st
+
+    from hwm.bridge.dst import Step
+
+    pauses = st.lists(st.integers(0, max_pause_ms), min_size=len(RECOVERY_RACE), max_size=len(RECOVERY_RACE))
+    return st.builds(lambda seed, waits: Schedule(seed, tuple(Step(w, *s) for w, s in zip(waits, RECOVERY_RACE))),
+                     st.integers(0, 2**32 - 1), pauses)
 
 
 def run_bookkeeper_schedule(schedule: Schedule, plant: str | None = None, protocol: Protocol = BOOKKEEPER) -> Outcome:

@@ -245,6 +245,12 @@ class SimNetwork:
     def partition(self, a: str, b: str) -> None:
         self.cut.add(frozenset((a, b)))
 
+    def mend(self, a: str | None, b: str | None) -> None:
+        """One cut link back (what it held is delivered); `heal` mends them all."""
+        self.cut.discard(frozenset((a, b)))
+        for stream in self.streams:
+            stream._arm()
+
     def heal(self) -> None:
         self.cut.clear()
         for stream in self.streams:

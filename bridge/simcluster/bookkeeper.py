@@ -15,7 +15,15 @@ that is down is lost. The model's actions:
   that was down reads when it restarts;
 - `read(b)`: real client reads of b's entries up to its LAC, each kept in `history`;
 - `crash(b)`, `restart(b)`: a bookie's process dies (its journal, LAC and fence are durable) and
-  comes back from what its storage recovers.
+  comes back from what its storage recovers;
+- `change_ensemble(b)`: the writer replaces b (down, a write to it failed) by the first live bookie
+  outside its current ensemble, the model's choice, with a conditional write of the ledger metadata
+  the writer and the recovery client share (`impl.bookkeeper.LedgerMetadata`).
+
+The ledger's parameters are the protocol's (`ensemble_size`, `write_quorum`, `ack_quorum`,
+`bookkeeper_block_add_completions`). When recovery closes the ledger, a live bookie that no fragment
+of the metadata names is told the ledger's end as a bookie that was down is at its restart (the
+model's close truncates every bookie to the closed ledger).
 
 `snapshot()` carries `acked`, the entries the writer acknowledged; `bookkeeper_view()` is what the
 model tracks beyond a snapshot (fence bits, fencing answers, "no such entry" answers), for the
@@ -31,9 +39,11 @@ from hwm.impl.bookkeeper import (
     Bookie,
     BookieStorage,
     LedgerFenced,
+    LedgerMetadata,
     RecoveryClient,
     Writer,
     down_snapshot,
+    ledger_options,
     persist,
 )
 from hwm.impl.core import NotCommitted, Replica, ReplicaError
@@ -46,19 +56,32 @@ from hwm.properties.trace import Step
 
 __all__ = ["BookKeeperSimCluster", "BookKeeperSnapshot", "BookKeeperView", "model_view"]
 
-ACTIONS = ("add", "send_add", "fence", "recovery_read", "read", "crash", "restart")
+ACTIONS = ("add", "send_add", "fence", "recovery_read", "read", "crash", "restart", "change_ensemble")
 
 
 class BookKeeperSnapshot(NamedTuple):
-    """A Snapshot with the acknowledged entries; findings name the clients as the model's do."""
+    """A Snapshot with the acknowledged entries, and the writer's fragments after the first
+    (`ensembles`, bookies by position) of which the ledger metadata holds the first `stored`, as
+    the model's state (properties.ledger reads them); findings name the clients as the model's do."""
 
     servers: tuple[ServerSnapshot, ...]
     reads: frozenset
     acked: frozenset
+    ensembles: tuple = ()
+    stored: int = 0
+    fenced: frozenset = frozenset()  # positions of the fenced bookies (for the step table)
 
     def part(self, k: int) -> str | None:
         n = len(self.servers) - 2
         return None if k < n else "the writer" if k == n else "the recovery client"
+
+    def label(self, k: int) -> str:
+        """For a step table, as the model's: bookies by name, then the two clients."""
+        n = len(self.servers) - 2
+        return server_name(k) + ("" if k < n else " writer" if k == n else " recovery")
+
+    def note(self, k: int) -> str:
+        return " fenced" if k in self.fenced else ""
 
     def members(self) -> str:
         return f"{len(self.servers)} servers ({len(self.servers) - 2} bookies, the writer and the recovery client)"
@@ -66,12 +89,16 @@ class BookKeeperSnapshot(NamedTuple):
 
 class BookKeeperView(NamedTuple):
     """What the model tracks beyond a snapshot: fenced bookies, the bookies that answered the fencing
-    LAC read, those that answered "no such entry" for the entry being read, the acknowledged entries."""
+    LAC read, those that answered "no such entry" for the entry being read, the acknowledged entries,
+    the writer's fragments after the first as (first entry, bookie names), and how many of them the
+    ledger metadata holds."""
 
     fenced: frozenset
     responded: frozenset
     negatives: frozenset
     acked: frozenset
+    ensembles: tuple = ()
+    stored: int = 0
 
 
 def model_view(state) -> BookKeeperView:
@@ -80,7 +107,9 @@ def model_view(state) -> BookKeeperView:
 
     def names(mask: int) -> frozenset:
         return frozenset(server_name(k) for k in range(n) if mask >> k & 1)
-    return BookKeeperView(names(state.fenced), names(state.responded), names(state.negatives), frozenset(state.acked))
+    ensembles = tuple((first, tuple(server_name(b) for b in ensemble)) for first, ensemble in state.ensembles)
+    return BookKeeperView(names(state.fenced), names(state.responded), names(state.negatives), frozenset(state.acked),
+                          ensembles, state.stored)
 
 
 class BookKeeperSimCluster(SimCluster):
@@ -89,7 +118,8 @@ class BookKeeperSimCluster(SimCluster):
     def __init__(self, protocol: Protocol, config: Config, *, replica_factory=None,
                  storages: Mapping[str, MemoryStorage] | None = None, **options):
         """`replica_factory`: the bookie class (a test may pass a broken one); `options` go to the
-        writer and the recovery client (ack_quorum, write_quorum)."""
+        writer and the recovery client over the protocol's ledger parameters (ack_quorum,
+        write_quorum, ensemble_size)."""
         if not isinstance(protocol, Protocol):
             raise TypeError(f"protocol: expected a properties.protocol.Protocol, got {type(protocol).__name__}")
         if model_only(protocol):
@@ -106,8 +136,14 @@ class BookKeeperSimCluster(SimCluster):
         self.replica_factory = self.bookie_class
         self.storages: dict[str, BookieStorage] = {b: BookieStorage(MemoryStorage()) for b in self.bookie_names}
         self.storages.update(storages or {})
-        self.writer = Writer(self.writer_name, self.bookie_names, **options)
-        self.recovery = RecoveryClient(self.recovery_name, self.bookie_names, protocol, **options)
+        ledger = ledger_options(protocol)
+        ledger.update(options)
+        size = len(self.bookie_names) if ledger["ensemble_size"] is None else ledger["ensemble_size"]
+        self.metadata = LedgerMetadata(self.bookie_names[:size])
+        self.writer = Writer(self.writer_name, self.bookie_names, metadata=self.metadata,
+                             block_add_completions=protocol.bookkeeper_block_add_completions, **ledger)
+        self.recovery = RecoveryClient(self.recovery_name, self.bookie_names, protocol, metadata=self.metadata,
+                                       **ledger)
         self.closed_at: int | None = None  # the ledger's metadata: its end, once closed
         self.replicas: dict[str, Bookie | None] = {}
         self._down: dict = {}
@@ -125,13 +161,17 @@ class BookKeeperSimCluster(SimCluster):
         servers = [replica.snapshot() if replica is not None else down_snapshot(self._down[name], self.closed_at)
                    for name, replica in self.replicas.items()]
         servers += [self.writer.snapshot(), self.recovery.snapshot()]
-        return BookKeeperSnapshot(tuple(servers), self.reads, frozenset(self.acked))
+        ensembles = tuple((first, tuple(self.bookie_names.index(b) for b in ensemble))
+                          for first, ensemble in self.writer.fragments[1:])
+        fenced = frozenset(self.bookie_names.index(b) for b in self.bookkeeper_view().fenced)
+        return BookKeeperSnapshot(tuple(servers), self.reads, frozenset(self.acked), ensembles,
+                                  len(self.metadata.fragments) - 1, fenced)
 
     def bookkeeper_view(self) -> BookKeeperView:
         fenced = frozenset(b for b, r in self.replicas.items()
                            if (r.fenced if r is not None else self._down[b].fenced))
         return BookKeeperView(fenced, frozenset(self.recovery.responded), frozenset(self.recovery.negatives),
-                              frozenset(self.acked))
+                              frozenset(self.acked), self.writer.fragments[1:], len(self.metadata.fragments) - 1)
 
     def describe(self):
         for name in self.bookie_names:
@@ -197,14 +237,18 @@ class BookKeeperSimCluster(SimCluster):
             return f"{bookie} is down"
         replica = self.replicas[bookie]
         served = []
+        refused = f"{bookie} has no entry at or below its last-add-confirmed {replica.lac}"
         for entry in range(1, max(replica.lac, 1) + 1):
+            if not replica.holds(entry) and entry <= replica.lac:
+                continue  # another write set's entry
             try:
                 generation, value = replica.read(entry)
-            except NotCommitted as refused:
-                if not served:
-                    return str(refused)
+            except NotCommitted as why:
+                refused = str(why)
                 break
             served.append(Read(bookie, entry, generation, value))
+        if not served:
+            return refused
         self.history += served
         return None
 
@@ -222,6 +266,19 @@ class BookKeeperSimCluster(SimCluster):
         if self.replicas[bookie] is not None:
             return f"{bookie} is not down"
         self.start(bookie)
+        return None
+
+    def change_ensemble(self, bookie: str) -> str | None:
+        if self.replicas[bookie] is not None:
+            return f"{bookie} is up: no write to it has failed"
+        ensemble = self.writer.ensemble
+        replacement = next((b for b in self.bookie_names if b not in ensemble and self.replicas[b] is not None), None)
+        if replacement is None:
+            return "no live bookie outside the ensemble can replace it"
+        try:
+            self.writer.change_ensemble(bookie, replacement)
+        except ReplicaError as refused:
+            return str(refused)
         return None
 
     # ------------------------------------------------------------------ plumbing
@@ -243,6 +300,10 @@ class BookKeeperSimCluster(SimCluster):
                 self.acked.add(acknowledged)
             if out.closed is not None:
                 self.closed_at = len(out.closed)
+                for name, replica in self.replicas.items():
+                    if replica is not None and name not in self.recovery.members():
+                        replica.learn_closed(self.closed_at)
+                        persist(replica.ready(), self.storages[name])
             answers = []
             for to, message in out.messages:
                 target = self.replicas.get(to)

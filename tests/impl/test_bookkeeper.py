@@ -224,8 +224,10 @@ def test_bad_input_is_refused_naming_what_was_wrong(tmp_path):
         bookie.step(ReadLac("S9", True))
     with pytest.raises(ReplicaError, match="S1 cannot step a AddReply: not a request to a bookie"):
         bookie.step(AddReply("S2", 0, 0))
-    with pytest.raises(ValueError, match="write_quorum 2: the implementation writes every entry to the whole ensemble"):
-        Writer("S4", BOOKIES, write_quorum=2)
+    with pytest.raises(ValueError, match=r"write_quorum: expected an int in 1..2 \(the ensemble\), got 3"):
+        Writer("S4", BOOKIES, ensemble_size=2, write_quorum=3)
+    with pytest.raises(ValueError, match=r"ensemble_size: expected an int in 1..3 \(the bookies\), got 4"):
+        Writer("S4", BOOKIES, ensemble_size=4)
     with pytest.raises(ValueError, match=r"ack_quorum: expected an int in 1..3 \(the write quorum\), got 4"):
         Writer("S4", BOOKIES, ack_quorum=4)
     with pytest.raises(ValueError, match="the recovery client follows BookKeeper's rules, not 'raft'"):
@@ -238,4 +240,8 @@ def test_bad_input_is_refused_naming_what_was_wrong(tmp_path):
 def test_the_quorum_thresholds_follow_the_ack_quorum():
     assert LedgerQuorums.of(3) == LedgerQuorums(3, 3, 2)
     assert (LedgerQuorums.of(5, ack_quorum=2).fencing_needed, LedgerQuorums.of(5, ack_quorum=2).missing_needed) == (4, 4)
-    assert LedgerQuorums.of(3).confirmed([2, 0, 1]) == 1 and LedgerQuorums.of(3, ack_quorum=1).confirmed([2, 0, 1]) == 2
+    assert LedgerQuorums.of(3, write_quorum=2) == LedgerQuorums(3, 2, 2)  # AQ: a majority of WQ
+    striped = LedgerQuorums.of(3, ack_quorum=2, write_quorum=2)
+    fragments = ((1, ("S1", "S2", "S3")), (3, ("S1", "S4", "S3")))
+    assert [striped.write_set(fragments, e) for e in (1, 2, 3, 4)] == [
+        ("S1", "S2"), ("S2", "S3"), ("S3", "S1"), ("S1", "S4")]

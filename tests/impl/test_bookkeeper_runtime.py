@@ -9,6 +9,7 @@ and every process is gone afterwards.
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import re
 import signal
@@ -22,7 +23,7 @@ import pytest
 from hwm.impl import codec
 from hwm.impl import messages as m
 from hwm.impl.bookie_server import BookieServer, LedgerClient, LedgerError, read_ledger
-from hwm.properties.protocol import BOOKKEEPER
+from hwm.properties.protocol import BOOKKEEPER, PRESETS
 from tests.impl.ports import free_ports
 
 BOOKIES = ("S1", "S2", "S3")
@@ -155,3 +156,54 @@ def test_hwm_cluster_runs_bookies_that_survive_sigkill_and_leaves_no_process(tmp
     for pid in list(pids.values()) + restarted:
         with pytest.raises(ProcessLookupError):
             os.kill(pid, 0)
+
+
+def test_a_striped_ledger_over_tcp_stores_each_entry_on_its_write_set(bookies):
+    # bookkeeper-striped: E = 3, WQ = 2, AQ = 2; entry e goes to the bookies at positions e-1 and e.
+    addresses, ledger_file, start, stop, servers = bookies
+    striped = PRESETS["bookkeeper-striped"].protocol
+    with LedgerClient(addresses, striped, ledger_file=ledger_file, timeout=1.0) as writer:
+        assert [writer.add(f"e{k}".encode()) for k in (1, 2, 3)] == [1, 2, 3]
+        stop("S3")
+        assert writer.add(b"e4") == 4  # S1 and S2
+        with pytest.raises(LedgerError, match="entry 5 not acknowledged"):
+            writer.add(b"e5")  # S2 and S3
+    assert servers["S1"].bookie.snapshot().log[:4] == (1, 0, 1, 1)  # a hole at entry 2 (S2 and S3)
+    with LedgerClient(addresses, striped, ledger_file=ledger_file, timeout=1.0) as recovery:
+        closed = recovery.recover()
+    # Entry 2 is on S2 and S3 only (S1 holds a hole): S2's fencing answer carries it. Entry 5 reached S2
+    # before its add failed: recovery finds it there and keeps it (an unacknowledged entry may survive).
+    assert [payload for _, payload in closed] == [b"e1", b"e2", b"e3", b"e4", b"e5"] and read_ledger(ledger_file) == 5
+
+
+def test_an_ensemble_change_over_tcp_goes_into_the_metadata_file_that_recovery_follows(bookies):
+    # bookkeeper-ensemble-change: an ensemble of S1 and S2 (WQ = AQ = 2), S3 a spare.
+    addresses, ledger_file, start, stop, servers = bookies
+    preset = PRESETS["bookkeeper-ensemble-change"].protocol
+    with LedgerClient(addresses, preset, ledger_file=ledger_file, timeout=1.0) as writer:
+        assert writer.add(b"e1") == 1
+        stop("S2")
+        assert writer.add(b"e2") == 2  # S2 unreachable: S3 replaces it from entry 2 on
+    record = json.loads(open(ledger_file).read())
+    assert record["fragments"] == [[1, ["S1", "S2"]], [2, ["S1", "S3"]]] and record["version"] == 2
+    with LedgerClient(addresses, preset, ledger_file=ledger_file, timeout=1.0) as recovery:
+        closed = recovery.recover()  # fences S1 and S3, the last fragment's ensemble
+    assert [payload for _, payload in closed] == [b"e1", b"e2"] and read_ledger(ledger_file) == 2
+    assert servers["S3"].bookie.fenced and not servers["S3"].bookie.holds(1)
+
+
+def test_a_writer_whose_ensemble_change_finds_the_ledger_in_recovery_stops(bookies):
+    addresses, ledger_file, start, stop, servers = bookies
+    preset = PRESETS["bookkeeper-ensemble-change"].protocol
+    with LedgerClient(addresses, preset, ledger_file=ledger_file, timeout=1.0) as writer, \
+            LedgerClient(addresses, preset, ledger_file=ledger_file, timeout=1.0) as recovery:
+        assert writer.add(b"e1") == 1
+        # Recovery begins in another client (the metadata is marked in recovery) and fences S2,
+        # which then goes down; S1 still takes the writer's next entry.
+        recovery.recovery.fence("S2")
+        recovery._run(recovery.recovery, "S2")
+        stop("S2")
+        with pytest.raises(LedgerError, match="replacing S2 by S3 failed, the ledger is being recovered"):
+            writer.add(b"e2")
+    assert json.loads(open(ledger_file).read())["fragments"] == [[1, ["S1", "S2"]]]
+    assert not servers["S3"].bookie.last_entry  # nothing reached the spare
