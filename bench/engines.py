@@ -112,7 +112,9 @@ def run_spark(master: str, args) -> list[tuple[int, float, dict]]:
 
     spark = get_spark(master)
     warm = dict(WARM_UP)
-    spark_bfs(model_of(warm.pop("preset"), **warm), "warm-up", spark=spark, successors=args.successors)
+    # Every level on Spark (`driver_level=0`): the executors start their Python workers and load the kernels.
+    spark_bfs(model_of(warm.pop("preset"), **warm), "warm-up", spark=spark, successors=args.successors,
+              driver_level=0)
     runs = []
     for _ in range(args.runs):
         stats: dict = {}

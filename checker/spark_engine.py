@@ -61,7 +61,8 @@ __all__ = ["SparkUnavailable", "get_spark", "spark_bfs", "standalone_cluster"]
 
 INSTALL_JAVA = "install Java 17 (apt-get install openjdk-17-jre-headless)"
 INSTALL_PYSPARK = "pip install 'hwm[spark]'"
-DRIVER_LEVEL = 20_000  # candidate successors: a level with fewer runs on the driver (`spark_bfs`)
+DRIVER_LEVEL = 100_000  # candidate successors: a level with fewer runs on the driver (`spark_bfs`)
+DRIVER_VISITED = 10_000_000  # visited states (18 B each) the driver may take back for the last, small levels
 CONNECT_TIMEOUT = 3.0  # seconds to reach a spark:// master's port
 EXECUTOR_TIMEOUT = 60.0  # seconds for a standalone master to give us an executor
 
@@ -262,6 +263,10 @@ def _partition_of(partition: int) -> int:
     return partition
 
 
+def _records(records: list) -> list:
+    return records
+
+
 class _Summaries:
     """Accumulates the tasks' `Summary` records (pyspark's AccumulatorParam, duck-typed)."""
 
@@ -326,7 +331,8 @@ def spark_bfs(model: Model, protocol_name: str, *, symmetry: bool = True, master
     executors on a multi-machine cluster (default: a temporary directory, right for local
     and single-machine masters); `successors` the successor backend of the executors
     (`checker.backend`). Levels reached by at most `driver_level` candidate successors (the first
-    few) run on the driver, in this process: a Spark stage would cost more. `stats`, when given, is filled with per-level figures (seconds,
+    few, and the last few once the visited sets are small enough to bring back: `DRIVER_VISITED`)
+    run on the driver, in this process: a Spark stage would cost more. `stats`, when given, is filled with per-level figures (seconds,
     transitions, bytes sent between partitions, visited-set bytes, the Python workers' peak memory); `count_states`
     counts the model's state objects the executors build (a test of the batch-only path).
     """
@@ -377,6 +383,7 @@ def _search(sc, model: Model, protocol_name: str, symmetry: bool, progress: Prog
     inbox: dict[int, list] | None = {p: [Visited.empty()] for p in range(partitions)}  # levels on the driver
     inbox[init_fp % partitions].append(first)
     current = None  # the level's records on Spark, once the levels are too large for the driver
+    back = False  # whether the next level's records come back to the driver
     states, transitions, depth, level = 0, 0, 0, 0
     bounds_hit: set[str] = set()
     per_level: list[dict] = []
@@ -386,6 +393,13 @@ def _search(sc, model: Model, protocol_name: str, symmetry: bool, progress: Prog
         spec = Level(level, partitions, tuple(p.name for p in tracker.state_props),
                      tuple(p.name for p in tracker.step_props), expand, count_states)
         level_started = time.perf_counter()
+        if current is not None and back:
+            # The last levels are small again: their records come back to the driver (one job reads the
+            # shuffle), which runs the rest as it ran the first levels, without a Spark stage per level.
+            inbox = {p: [] for p in range(partitions)}
+            for p, record in current.collect():
+                inbox[p].append(record)
+            current = None
         if inbox is not None and _candidates(inbox) <= driver_level:
             # A small level costs less here than a Spark stage: the same task, in this process.
             outbox: dict[int, list] = {p: [] for p in range(partitions)}
@@ -397,8 +411,9 @@ def _search(sc, model: Model, protocol_name: str, symmetry: bool, progress: Prog
             inbox = outbox
         else:
             if current is None:
-                current = sc.parallelize([(p, r) for p, rs in inbox.items() for r in rs], partitions).partitionBy(
-                    partitions, _partition_of)
+                # Slice p of the list is partition p's records: no shuffle to put them in place.
+                current = sc.parallelize([[(p, r) for r in inbox[p]] for p in range(partitions)],
+                                         partitions).flatMap(_records)
                 inbox = None
             following = current.mapPartitionsWithIndex(_task(shared, spec, summaries)).partitionBy(
                 partitions, _partition_of)
@@ -419,6 +434,8 @@ def _search(sc, model: Model, protocol_name: str, symmetry: bool, progress: Prog
             if len(done) != partitions:
                 raise RuntimeError(f"level {level}: {len(done)} of {partitions} partitions reported")
             current = following
+            back = (sum(s.candidates for s in done.values()) <= driver_level
+                    and sum(s.visited for s in done.values()) <= DRIVER_VISITED)
         seconds = time.perf_counter() - level_started
         new = sum(s.new for s in done.values())
         transitions += sum(s.transitions for s in done.values())

@@ -9,6 +9,7 @@ standalone cluster (a master and two workers on 127.0.0.1).
 import importlib.util
 import json
 import os
+import re
 import socket
 import subprocess
 import sys
@@ -308,6 +309,10 @@ def test_spark_with_the_fast_backend_equals_local_and_pinned(spark, compiled, ke
     # once per partition that finds the property in the level.
     found = sum(r.found for r in report.results.values())
     assert stats["states_built"] <= 2 * stats["partitions"] * found < report.states / 4
+    if key == ("raft", 3, 1, 1, 1, "async", True):
+        # The first levels on the driver, the large ones on Spark, the last ones back on the driver.
+        where = "".join("S" if lv["on_spark"] else "d" for lv in stats["levels"])
+        assert re.fullmatch(r"d+S+d+", where), where
 
 
 @pytest.mark.deep
