@@ -122,6 +122,7 @@ class Summary(NamedTuple):
     worker: int  # the Python worker's process id
     peak_rss: int  # its peak resident memory so far, bytes
     candidates: int = 0  # candidate successors sent on (the next level's work, before deduplication there)
+    cpu_seconds: float = 0.0  # the task's CPU time (its wall `seconds` include waiting for a core)
 
 
 class Level(NamedTuple):
@@ -170,7 +171,7 @@ def advance(partition: int, records: Iterable, backend, props: dict, level: Leve
 
     `props` maps property names to `Property` objects (the ones `level` names are checked).
     """
-    started = time.perf_counter()
+    started, cpu_started = time.perf_counter(), time.process_time()
     visited = None
     keys_above: list[np.ndarray] = []
     blocks: list[Candidates] = []
@@ -236,7 +237,8 @@ def advance(partition: int, records: Iterable, backend, props: dict, level: Leve
     record_bytes = candidate_bytes + visited.nbytes + level.partitions * level_keys.nbytes
     return out, Summary(partition, len(level_fps), transitions, bounds_hit, tuple(discoveries), candidate_bytes,
                         record_bytes, visited.nbytes, len(visited.fps), time.perf_counter() - started, built,
-                        os.getpid(), resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024, candidates)
+                        os.getpid(), resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024, candidates,
+                        time.process_time() - cpu_started)
 
 
 def _send(backend, expansion, level_fps, level_keys, steps, partitions: int) -> list[tuple]:

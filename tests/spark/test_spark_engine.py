@@ -137,8 +137,11 @@ def test_results_do_not_depend_on_partitioning_or_checkpoints_and_progress_cover
     # One partition on the driver alone (a search this small never leaves it by default), three on Spark alone.
     one = check_case(spark, TINY, partitions=1, checkpoint_every=100, progress=seen.append,
                      driver_level=spark_engine.DRIVER_LEVEL)
-    three = check_case(spark, TINY, partitions=3, checkpoint_every=1, driver_level=0)
+    three = check_case(spark, TINY, partitions=3, checkpoint_every=1, driver_level=0, exchange="shuffle")
     assert {n: r.steps for n, r in one.results.items()} == {n: r.steps for n, r in three.results.items()}
+    # The file exchange (local[N]'s default), every level on Spark: the same traces.
+    files = check_case(spark, TINY, partitions=3, driver_level=0, exchange="files")
+    assert {n: r.steps for n, r in one.results.items()} == {n: r.steps for n, r in files.results.items()}
 
     assert [set(p) for p in seen] == [{"depth", "states", "frontier", "states_per_second", "elapsed"}] * one.depth
     assert [p["depth"] for p in seen] == list(range(1, one.depth + 1))
@@ -156,6 +159,15 @@ def test_max_depth_stops_like_the_local_engine(spark):
     assert not report.complete
     assert outcome(report) == outcome(local)
     assert report.results["EntryRead"].length == 4
+
+
+def test_a_bad_exchange_is_named(spark):
+    model = build_model(PRESETS[TINY[0]].protocol, config_of(TINY)[1])
+    with pytest.raises(ValueError, match="exchange must be 'files' or 'shuffle', not 'mail'"):
+        spark_bfs(model, TINY[0], spark=spark, exchange="mail")
+    with pytest.raises(ValueError, match="exchange='files' needs a directory path every executor sees, not "
+                                         "hdfs://cluster/checkpoints"):
+        spark_bfs(model, TINY[0], spark=spark, exchange="files", checkpoint_dir="hdfs://cluster/checkpoints")
 
 
 def test_fingerprints_survive_the_signed_round_trip():
