@@ -8,10 +8,14 @@ a few large binary records; it deduplicates, drops the visited candidates, expan
 rest with the successor backend the local engine calls (`checker.backend`;
 `successors="fast"` for the compiled one, whose batches are uint8 rows end to end),
 checks the properties (the backend's compiled checks where it has them) and sends the
-successors on, one block per destination partition, through `RDD.partitionBy`. The
-driver runs each level's map stage alone (`submitMapStage`: the next level reads its
-output where it lies), hears each task's `Summary` through an accumulator (new states,
-transitions, bounds hit, the first discovery of each property) and never sees a state.
+successors on, one block per destination partition. The blocks travel one of two ways
+(`exchange`): as files in a directory every executor sees (`checker.spark_files`, the
+default on `local[N]`: one stage per level and no byte through the JVM), or through
+Spark's shuffle (`RDD.partitionBy`; any cluster), where the driver runs each level's map
+stage alone (`submitMapStage`: the next level reads its output where it lies). The
+driver hears each task's `Summary` (new states, transitions, bounds hit, the first
+discovery of each property) and never sees a state of a level run on Spark. The first
+and the last levels, small, run on the driver itself (`driver_level`).
 
 Ties are broken as the local engine breaks them (`checker.engine`'s canonical order:
 levels, then states in discovery order, then each state's transitions in action order):
@@ -21,7 +25,7 @@ under symmetry, its member of the class), and per property the driver keeps the
 discovery with the smallest key of the first level that has one. Traces are rebuilt from
 parent links looked up on the partitions that hold them.
 
-Every `checkpoint_every` levels run on Spark the level's records are reliably checkpointed: that cuts
+With the shuffle, every `checkpoint_every` levels run on Spark the level's records are reliably checkpointed: that cuts
 the lineage (the older shuffles can be cleaned up) and survives a lost executor; between
 checkpoints a lost executor's map output is recomputed from the lineage. docs/scaling.md
 has the costs.
