@@ -239,14 +239,14 @@ def test_one_session_per_process(spark):
 
 
 # ------------------------------------------------------- a standalone cluster
-@pytest.mark.deep  # a master and two workers started for the test: about a minute; local[2] runs by default
+@pytest.mark.deep  # a master and two workers started for the test, three checks: 1-4 minutes; local[2] runs by default
 def test_standalone_cluster_equals_local(tmp_path):
-    """A master and two one-core workers on 127.0.0.1, driven by `hwm check --engine spark`.
+    """A master and two one-core workers on 127.0.0.1, driven by `hwm check --engine spark`, and by
+    `spark_bfs` with small levels sent to the workers, through the shuffle and through files.
 
-    The check runs in its own process: a JVM holds one SparkContext, and this
+    The checks run in their own processes: a JVM holds one SparkContext, and this
     process's already runs on local[2].
     """
-    # Large enough that its levels leave the driver (`spark_bfs`'s driver_level) for the workers.
     key = ("raft", 3, 3, 2, 1, "rpc", True)
     preset, config, symmetry = config_of(key)
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])),
@@ -255,10 +255,34 @@ def test_standalone_cluster_equals_local(tmp_path):
                "--max-generation", str(config.max_generation), "--max-log", str(config.max_log),
                "--max-crashes", str(config.max_crashes), "--network", config.network, "--engine", "spark",
                "--json"]
+    # The engine's default keeps a search this small on the driver (`driver_level`): here most levels go
+    # to the workers and the last come back, with either exchange (the files: this machine's /tmp).
+    script = ("import json, sys\n"
+              "from hwm.checker.spark_engine import spark_bfs\n"
+              "from hwm.model.registry import build_model\n"
+              "from hwm.properties.protocol import PRESETS\n"
+              "from tests.pinned import config_of\n"
+              f"preset, config, symmetry = config_of({key!r})\n"
+              "model, found = build_model(PRESETS[preset].protocol, config), {}\n"
+              "for exchange in ('shuffle', 'files'):\n"
+              "    stats = {}\n"
+              "    r = spark_bfs(model, preset, symmetry=symmetry, master=sys.argv[1], driver_level=50,\n"
+              "                  exchange=exchange, stats=stats)\n"
+              "    found[exchange] = [r.states, r.transitions, r.depth, {n: p.length for n, p in r.results.items()},\n"
+              "                       ''.join('S' if lv['on_spark'] else 'd' for lv in stats['levels'])]\n"
+              "print(json.dumps(found))\n")
     with standalone_cluster(workers=2, cores=1, memory="1g", timeout=120, log_dir=str(tmp_path / "logs")) as master:
         run = subprocess.run(command + ["--spark-master", master], env=env, cwd=tmp_path, capture_output=True,
                              text=True, timeout=400)
+        direct = subprocess.run([sys.executable, "-c", script, master], env=env, cwd=ROOT, capture_output=True,
+                                text=True, timeout=400)
     assert run.returncode in (0, 1), run.stderr[-3000:]
+    assert direct.returncode == 0, direct.stderr[-3000:]
+    pinned = PINNED[key]
+    for exchange, (states, transitions, depth, lengths, where) in json.loads(direct.stdout).items():
+        assert (states, transitions, depth) == (pinned["states"], pinned["transitions"], pinned["depth"]), exchange
+        assert {n: v for n, v in lengths.items() if v is not None} == pinned["lengths"], exchange
+        assert re.fullmatch(r"d+S+d+", where), (exchange, where)
     got = json.loads(run.stdout)
     assert got["engine"] == "spark"
     local = bfs(build_model(PRESETS[preset].protocol, config), preset, symmetry=symmetry)
