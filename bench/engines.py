@@ -2,7 +2,8 @@
 
     python bench/engines.py [--runs 3] [--preset raft --servers 3 --max-generation 4 --max-log 2]
                             [--no-symmetry] [--local-workers 1,2] [--successors reference]
-                            [--workers 1,2] [--skip local,spark-local,standalone,memory]
+                            [--workers 1,2] [--exchange files,shuffle]
+                            [--skip local,spark-local,standalone,memory]
 
 Engines: the local breadth-first engine with 1, 2, ... worker processes (`--local-workers`;
 the first is the reference for the ratios; the worker counts take turns run by run); Spark on `local[2]` in this process; Spark on
@@ -11,16 +12,22 @@ and stopped by this script, driven from a child process because a JVM holds one
 Spark master; `--workers 1,2` starts one cluster per count, for the speed-up). Each engine runs the configuration `--runs` times; the table shows
 the median and the ratio of its states/s to the local engine's. The Spark figures
 exclude JVM and Python-worker start-up (one untimed warm-up check on a tiny
-configuration runs first) and, like the local engine's, trace reconstruction. Under the table, per Spark row: the levels (those run on the driver),
-the fixed cost per level, the bytes the tasks send per transition, the visited sets' bytes and
-the Python workers' memory growth per visited state (`spark_figures`).
+configuration runs first, every level on Spark) and, like the local engine's, trace reconstruction.
+`--exchange files,shuffle` gives one `local[2]` row per way a level's records reach the next
+level (`spark_bfs(exchange=...)`). Under the table, per Spark row: the levels (those run on the
+driver), the fixed cost per level (the median of a tiny search's levels, all on Spark, and the
+intercept of seconds against transitions), the bytes the tasks send per transition, the visited
+sets' bytes, the Python workers' memory growth per visited state (`spark_figures`) and the CPU
+seconds of the levels' own work (the tasks, on the executors or the driver).
 Every run must find the same distinct-state count, or the script fails.
 
 CPU and the bound (local engine): per run, the CPU seconds of the search's own process
 and of its workers (`os.times`, children joined by the search). CPU seconds depend far
 less on the machine's load than wall seconds: the "bound" column is the speed-up the
 worker count would give on free cores, the first local row's CPU over the row's CPU
-(search process plus workers) spread evenly over min(workers, cores) cores.
+(search process plus workers) spread evenly over min(workers, cores) cores. For Spark
+`local[2]` rows: the driver's CPU and the JVM's with its Python daemon and workers (from
+/proc), over 2 cores: what the run would reach on free cores, fixed costs aside.
 
 Memory ("memory", one worker): the visited set's packed arrays per visited state, the
 largest packed frontier, and the peak of all Python allocations during the search
@@ -106,19 +113,60 @@ def memory(args) -> dict:
             "peak": peak / states}
 
 
-def run_spark(master: str, args) -> list[tuple[int, float, dict]]:
-    """(states, search seconds, `spark_figures`) per run."""
+def tree_cpu(pid: int) -> float:
+    """CPU seconds (user + system) of process `pid` and of its living descendants, from /proc (Linux);
+    NaN elsewhere. For Spark `local[N]`: the JVM, its Python daemon and the Python workers it forked."""
+    try:
+        children: dict[int, list[int]] = {}
+        ticks: dict[int, int] = {}
+        for entry in os.listdir("/proc"):
+            if not entry.isdigit():
+                continue
+            try:
+                with open(f"/proc/{entry}/stat") as f:
+                    fields = f.read().rsplit(")", 1)[1].split()
+            except OSError:
+                continue  # exited meanwhile
+            children.setdefault(int(fields[1]), []).append(int(entry))
+            ticks[int(entry)] = int(fields[11]) + int(fields[12])  # utime, stime
+    except OSError:
+        return float("nan")
+    total, todo = 0, [pid]
+    while todo:
+        p = todo.pop()
+        total += ticks.get(p, 0)
+        todo += children.get(p, [])
+    return total / os.sysconf("SC_CLK_TCK")
+
+
+def run_spark(master: str, args, exchange: str) -> list[tuple[int, float, dict]]:
+    """(states, search seconds, `spark_figures`) per run; the figures' "cpu" is (driver, JVM tree) CPU seconds
+    (the JVM tree: the JVM, its Python daemon and workers; NaN for a cluster's executors elsewhere)."""
     from hwm.checker.spark_engine import get_spark, spark_bfs
 
     spark = get_spark(master)
     warm = dict(WARM_UP)
-    spark_bfs(model_of(warm.pop("preset"), **warm), "warm-up", spark=spark, successors=args.successors)
+    # Every level on Spark (`driver_level=0`): the executors start their Python workers and load the kernels.
+    spark_bfs(model_of(warm.pop("preset"), **warm), "warm-up", spark=spark, successors=args.successors,
+              driver_level=0, exchange=exchange)
+    fixed: list[float] = []  # seconds of levels with almost no work: the same tiny search, every level on Spark
+    for _ in range(args.runs):
+        stats = {}
+        spark_bfs(model_of(WARM_UP["preset"], **{k: v for k, v in WARM_UP.items() if k != "preset"}), "fixed cost",
+                  spark=spark, successors=args.successors, driver_level=0, exchange=exchange, stats=stats)
+        fixed += [lv["seconds"] for lv in stats["levels"][1:] if lv["transitions"] < SMALL_LEVEL]
     runs = []
+    jvm = spark.sparkContext._gateway.proc.pid if master.startswith("local") else None
     for _ in range(args.runs):
         stats: dict = {}
+        before, jvm_before = os.times(), tree_cpu(jvm) if jvm else float("nan")
         report = spark_bfs(model_of(args.preset, **bounds_of(args)), args.preset, symmetry=not args.no_symmetry,
-                           spark=spark, successors=args.successors, stats=stats)
-        runs.append((report.states, report.seconds, spark_figures(report, stats)))
+                           spark=spark, successors=args.successors, stats=stats, exchange=exchange)
+        after, jvm_after = os.times(), tree_cpu(jvm) if jvm else float("nan")
+        figures = spark_figures(report, stats)
+        figures["fixed_small"], figures["small_levels"] = statistics.median(fixed), len(fixed)
+        figures["cpu"] = (after.user + after.system - before.user - before.system, jvm_after - jvm_before)
+        runs.append((report.states, report.seconds, figures))
     return runs
 
 
@@ -129,7 +177,9 @@ def spark_figures(report, stats: dict) -> dict:
     """Per run: the fixed cost per level, bytes sent between partitions, the executors' memory.
 
     Fixed cost: over the levels run on Spark, the median seconds of those with fewer than SMALL_LEVEL
-    transitions (their work is a few milliseconds), and the intercept of seconds ~ transitions.
+    transitions (their work is a few milliseconds; `run_spark` measures them on a tiny search whose levels
+    all run on Spark, since a search's own small levels run on the driver), and the intercept of
+    seconds ~ transitions.
     Bytes: the payload of the records the tasks send on (before Spark's pickling and compression),
     candidates alone and all records (the visited sets and the keys travel too), per transition.
     Memory: the visited sets' arrays per visited state, and the growth of the Python workers' peak
@@ -156,7 +206,8 @@ def spark_figures(report, stats: dict) -> dict:
             "record_bytes": sum(lv["record_bytes"] for lv in levels) / transitions,
             "visited_bytes": levels[-1]["visited_bytes"] / report.states,
             "worker_growth": growth / report.states, "workers": len(last),
-            "tasks": statistics.median(lv["task_seconds"] for lv in on_spark) if on_spark else float("nan")}
+            "tasks": statistics.median(lv["task_seconds"] for lv in on_spark) if on_spark else float("nan"),
+            "task_cpu": sum(lv["task_cpu"] for lv in levels)}
 
 
 def run_standalone(args, workers: int) -> list[tuple[int, float, dict]]:
@@ -165,7 +216,7 @@ def run_standalone(args, workers: int) -> list[tuple[int, float, dict]]:
     child = [sys.executable, os.path.abspath(__file__), "--driver-for", "MASTER", "--runs", str(args.runs),
              "--preset", args.preset, "--servers", str(args.servers), "--max-generation", str(args.max_generation),
              "--max-log", str(args.max_log), "--max-crashes", str(args.max_crashes), "--network", args.network,
-             "--successors", args.successors]
+             "--successors", args.successors, "--exchange", args.exchange.split(",")[0]]
     if args.no_symmetry:
         child.append("--no-symmetry")
     env = dict(os.environ, PYSPARK_PYTHON=sys.executable, SPARK_LOCAL_IP="127.0.0.1",
@@ -191,6 +242,9 @@ def main() -> None:
     parser.add_argument("--workers", default="2", help="standalone clusters' workers, one core each, e.g. 1,2")
     parser.add_argument("--local-workers", default="1,2", help="worker counts of the local engine, e.g. 1,2,4")
     parser.add_argument("--successors", default="reference", help="successor backend (local engine and Spark executors)")
+    parser.add_argument("--exchange", default="files",
+                        help="Spark's exchange between levels: files, shuffle or files,shuffle (one local[2] row "
+                             "each; the standalone cluster, on this machine, uses the first)")
     parser.add_argument("--skip", default="", help="comma-separated: local, spark-local, standalone, memory")
     parser.add_argument("--driver-for", help=argparse.SUPPRESS)  # the standalone child process
     args = parser.parse_args()
@@ -198,7 +252,7 @@ def main() -> None:
         parser.error("--runs must be at least 1")
 
     if args.driver_for:
-        print(json.dumps(run_spark(args.driver_for, args)))
+        print(json.dumps(run_spark(args.driver_for, args, args.exchange)))
         return
 
     skip = {s for s in args.skip.split(",") if s}
@@ -212,10 +266,15 @@ def main() -> None:
                for w in local_workers]
     cores = os.cpu_count() or 1
     standalone_workers = [int(w) for w in args.workers.split(",") if w]
-    engines += [(f"spark local[2] ({args.successors})", lambda a: run_spark("local[2]", a))]
-    engines += [(f"spark standalone ({w}x1 core, {args.successors})", lambda a, w=w: run_standalone(a, w))
+    exchanges = [e for e in args.exchange.split(",") if e]
+    if not exchanges or set(exchanges) - {"files", "shuffle"}:
+        parser.error("--exchange lists files and/or shuffle")
+    engines += [(f"spark local[2] ({args.successors}, {e})", lambda a, e=e: run_spark("local[2]", a, e))
+                for e in exchanges]
+    engines += [(f"spark standalone ({w}x1 core, {args.successors}, {exchanges[0]})",
+                 lambda a, w=w: run_standalone(a, w))
                 for w in standalone_workers]
-    keys = ["local"] * len(local_workers) + ["spark-local"] + ["standalone"] * len(standalone_workers)
+    keys = ["local"] * len(local_workers) + ["spark-local"] * len(exchanges) + ["standalone"] * len(standalone_workers)
     config = " ".join(f"{k}={v}" for k, v in bounds_of(args).items())
     print(f"{args.preset} {config} symmetry={'off' if args.no_symmetry else 'on'}; median of {args.runs} runs; "
           f"{os.cpu_count()} cores; uptime: {uptime()}", flush=True)
@@ -236,11 +295,14 @@ def main() -> None:
         # Local runs: the median CPU of the search process and of the workers, and the cores they can use.
         cpu = (statistics.median(run[2] for run in runs), statistics.median(run[3] for run in runs),
                min(local_workers[len(rows)], cores)) if key == "local" else None  # local rows come first
+        if key == "spark-local":  # the driver, and the JVM with its Python workers, on local[2]'s cores
+            cpu = (statistics.median(run[2]["cpu"][0] for run in runs),
+                   statistics.median(run[2]["cpu"][1] for run in runs), min(2, cores))
         rows.append((name, runs[0][0], seconds, runs[0][0] / seconds, cpu))
         took = "" if key == "local" else f" ({time.perf_counter() - started:.0f} s wall, start-up included)"
         print(f"  {name}: {[round(run[1], 2) for run in runs]} s per run{took}; uptime: {uptime()}", flush=True)
         if key != "local":
-            spark_rows.append((name, [run[2] for run in runs]))
+            spark_rows.append((name, [{k: v for k, v in run[2].items() if k != "cpu"} for run in runs]))
     if len(states_seen) != 1:
         sys.exit(f"engines disagree on the distinct-state count: {sorted(states_seen)}")
     reference = rows[0][3] if rows and rows[0][0].startswith("local") else None
@@ -248,6 +310,7 @@ def main() -> None:
     print()
     print(f"{'engine':34} {'states':>9} {'median s':>9} {'states/s':>9} {'vs first':>9} "
           f"{'CPU s (search + workers)':>25} {'bound':>6}")
+    print(f"{'':34} {'':>9} {'':>9} {'':>9} {'':>9} {'(spark: driver + JVM tree)':>25}")
     for name, states, seconds, rate, cpu in rows:
         ratio = f"{rate / reference:.2f}x" if reference else "-"
         used, bound = "-", "-"
@@ -259,7 +322,8 @@ def main() -> None:
     if spark_rows:
         print()
         print(f"{'spark (medians of the runs)':40} {'levels (driver)':>15} {'fixed s/level: small, fit':>26} {'task s':>7} "
-              f"{'B sent/transition: cand., all':>30} {'visited B/state':>15} {'workers: mem B/state':>21}")
+              f"{'B sent/transition: cand., all':>30} {'visited B/state':>15} {'workers: mem B/state':>21} "
+              f"{'levels CPU s':>12}")
     for name, figures in spark_rows:
         med = {k: statistics.median(f[k] for f in figures) for k in figures[0]}
         fixed = f"{med['fixed_small']:.3f} ({med['small_levels']:.0f}), {med['fixed_intercept']:.3f}"
@@ -267,7 +331,7 @@ def main() -> None:
         memory_text = f"{med['workers']:.0f}: {med['worker_growth']:.1f}"
         levels = f"{med['levels']:.0f} ({med['driver_levels']:.0f})"
         print(f"{name:40} {levels:>15} {fixed:>26} {med['tasks']:>7.3f} {sent:>30} "
-              f"{med['visited_bytes']:>15.1f} {memory_text:>21}")
+              f"{med['visited_bytes']:>15.1f} {memory_text:>21} {med['task_cpu']:>12.2f}")
     if "memory" not in skip:
         m = memory(args)
         print(f"\nmemory per visited state ({m['states']:,} states, one worker): visited set {m['visited']:.1f} B, "

@@ -8,10 +8,14 @@ a few large binary records; it deduplicates, drops the visited candidates, expan
 rest with the successor backend the local engine calls (`checker.backend`;
 `successors="fast"` for the compiled one, whose batches are uint8 rows end to end),
 checks the properties (the backend's compiled checks where it has them) and sends the
-successors on, one block per destination partition, through `RDD.partitionBy`. The
-driver runs each level's map stage alone (`submitMapStage`: the next level reads its
-output where it lies), hears each task's `Summary` through an accumulator (new states,
-transitions, bounds hit, the first discovery of each property) and never sees a state.
+successors on, one block per destination partition. The blocks travel one of two ways
+(`exchange`): as files in a directory every executor sees (`checker.spark_files`, the
+default on `local[N]`: one stage per level and no byte through the JVM), or through
+Spark's shuffle (`RDD.partitionBy`; any cluster), where the driver runs each level's map
+stage alone (`submitMapStage`: the next level reads its output where it lies). The
+driver hears each task's `Summary` (new states, transitions, bounds hit, the first
+discovery of each property) and never sees a state of a level run on Spark. The first
+and the last levels, small, run on the driver itself (`driver_level`).
 
 Ties are broken as the local engine breaks them (`checker.engine`'s canonical order:
 levels, then states in discovery order, then each state's transitions in action order):
@@ -21,7 +25,7 @@ under symmetry, its member of the class), and per property the driver keeps the
 discovery with the smallest key of the first level that has one. Traces are rebuilt from
 parent links looked up on the partitions that hold them.
 
-Every `checkpoint_every` levels the level's records are reliably checkpointed: that cuts
+With the shuffle, every `checkpoint_every` levels run on Spark the level's records are reliably checkpointed: that cuts
 the lineage (the older shuffles can be cleaned up) and survives a lost executor; between
 checkpoints a lost executor's map output is recomputed from the lineage. docs/scaling.md
 has the costs.
@@ -61,7 +65,8 @@ __all__ = ["SparkUnavailable", "get_spark", "spark_bfs", "standalone_cluster"]
 
 INSTALL_JAVA = "install Java 17 (apt-get install openjdk-17-jre-headless)"
 INSTALL_PYSPARK = "pip install 'hwm[spark]'"
-DRIVER_LEVEL = 20_000  # candidate successors: a level with fewer runs on the driver (`spark_bfs`)
+DRIVER_LEVEL = 100_000  # candidate successors: a level with fewer runs on the driver (`spark_bfs`)
+DRIVER_VISITED = 10_000_000  # visited states (18 B each) the driver may take back for the last, small levels
 CONNECT_TIMEOUT = 3.0  # seconds to reach a spark:// master's port
 EXECUTOR_TIMEOUT = 60.0  # seconds for a standalone master to give us an executor
 
@@ -262,6 +267,10 @@ def _partition_of(partition: int) -> int:
     return partition
 
 
+def _records(records: list) -> list:
+    return records
+
+
 class _Summaries:
     """Accumulates the tasks' `Summary` records (pyspark's AccumulatorParam, duck-typed)."""
 
@@ -273,6 +282,7 @@ class _Summaries:
         return a
 
 
+FILES = "files"  # `_search`'s `current` when the level's records are the file exchange's files
 _backends: dict = {}  # per executor process: the backend of the last (model, symmetry, name)
 
 
@@ -299,6 +309,22 @@ def _task(shared, level, summaries):
     return run
 
 
+def _file_task(shared, level, directory: str):
+    """The function one level's tasks run with the file exchange (`checker.spark_files`): their records are
+    the files addressed to their partition; what they send on, files for the next level."""
+    from hwm.checker.spark_files import read_records, write_records
+    from hwm.checker.spark_levels import advance
+
+    def run(partition, _):
+        model, symmetry, successors, properties = shared.value if hasattr(shared, "value") else shared
+        backend = _executor_backend(model, symmetry, successors)
+        out, summary = advance(partition, read_records(directory, level.level, partition), backend,
+                               {p.name: p for p in properties}, level)
+        write_records(directory, level.level + 1, partition, out)
+        return [summary]
+    return run
+
+
 def _share(sc, value):
     """A broadcast of the search's constants (model, properties), shipped once per executor, not per level;
     the value itself (pickled with each level's job) when plain pickle cannot carry it."""
@@ -316,38 +342,55 @@ def spark_bfs(model: Model, protocol_name: str, *, symmetry: bool = True, master
               properties: Iterable[Property] | None = None, partitions: int | None = None,
               max_depth: int | None = None, checkpoint_dir: str | None = None,
               successors: str = "reference", stats: dict | None = None, count_states: bool = False,
-              driver_level: int = DRIVER_LEVEL) -> Report:
+              driver_level: int = DRIVER_LEVEL, exchange: str | None = None) -> Report:
     """Breadth-first search of the whole reachable state space on Spark (engine "spark").
 
     `spark` is an existing SparkSession (else `get_spark(master)`); `partitions` the
     number of fingerprint partitions (default: the default parallelism, at least 2);
-    `checkpoint_every` how many levels apart the level's records are reliably checkpointed
+    `checkpoint_every` how many levels run on Spark apart the level's records are reliably checkpointed
     into `checkpoint_dir` (the others are local checkpoints), which must be shared by all
     executors on a multi-machine cluster (default: a temporary directory, right for local
     and single-machine masters); `successors` the successor backend of the executors
     (`checker.backend`). Levels reached by at most `driver_level` candidate successors (the first
-    few) run on the driver, in this process: a Spark stage would cost more. `stats`, when given, is filled with per-level figures (seconds,
+    few, and the last few once the visited sets are small enough to bring back: `DRIVER_VISITED`)
+    run on the driver, in this process: a Spark stage would cost more. `stats`, when given, is filled with per-level figures (seconds,
     transitions, bytes sent between partitions, visited-set bytes, the Python workers' peak memory); `count_states`
     counts the model's state objects the executors build (a test of the batch-only path).
+
+    `exchange` is how a level's records reach the next level's tasks: "files" (`checker.spark_files`:
+    files in a directory under `checkpoint_dir`, which every executor and the driver must see; no
+    shuffle, no checkpoints needed: the records are on disk between levels) or "shuffle" (Spark's
+    shuffle through the JVM, checkpointed every `checkpoint_every` levels; any cluster). Default:
+    "files" on `local[N]`, "shuffle" elsewhere.
     """
     if checkpoint_every < 1:
         raise ValueError(f"checkpoint_every must be at least 1, not {checkpoint_every}")
     if partitions is not None and partitions < 1:
         raise ValueError(f"partitions must be at least 1, not {partitions}")
+    if exchange not in (None, "files", "shuffle"):
+        raise ValueError(f"exchange must be 'files' or 'shuffle', not {exchange!r}")
     if spark is None:
         spark = get_spark(master)
     ship_packages(spark)
     sc = spark.sparkContext
     partitions = partitions or max(2, sc.defaultParallelism)
+    if exchange is None:
+        exchange = "files" if sc.master.startswith("local") else "shuffle"
+    if exchange == "files" and checkpoint_dir is not None and "://" in checkpoint_dir:
+        raise ValueError(f"exchange='files' needs a directory path every executor sees, not {checkpoint_dir}: "
+                         f"give a shared mount as checkpoint_dir, or exchange='shuffle'")
     own_dir = None
     if checkpoint_dir is None:
         own_dir = checkpoint_dir = tempfile.mkdtemp(prefix="hwm-spark-checkpoints-")
     sc.setCheckpointDir(checkpoint_dir)
+    exchange_dir = tempfile.mkdtemp(prefix="hwm-exchange-", dir=checkpoint_dir) if exchange == "files" else None
     try:
         return _search(sc, model, protocol_name, symmetry, progress, checkpoint_every,
                        model.properties if properties is None else properties,
-                       partitions, max_depth, successors, stats, count_states, driver_level)
+                       partitions, max_depth, successors, stats, count_states, driver_level, exchange_dir)
     finally:
+        if exchange_dir is not None:
+            shutil.rmtree(exchange_dir, ignore_errors=True)
         if own_dir is not None:
             shutil.rmtree(own_dir, ignore_errors=True)
 
@@ -355,9 +398,11 @@ def spark_bfs(model: Model, protocol_name: str, *, symmetry: bool = True, master
 def _search(sc, model: Model, protocol_name: str, symmetry: bool, progress: ProgressFn | None,
             checkpoint_every: int, properties: Iterable[Property], partitions: int,
             max_depth: int | None, successors: str, stats: dict | None, count_states: bool,
-            driver_level: int) -> Report:
+            driver_level: int, exchange_dir: str | None) -> Report:
+    """`exchange_dir` is the file exchange's directory (None: Spark's shuffle)."""
     from pyspark import StorageLevel
 
+    from hwm.checker.spark_files import drop_level, read_records, write_records
     from hwm.checker.spark_levels import Candidates, Level, Visited, advance, as_rows
 
     started = time.perf_counter()
@@ -376,7 +421,9 @@ def _search(sc, model: Model, protocol_name: str, symmetry: bool, progress: Prog
                        np.zeros(1, np.int64), np.zeros(1, np.int64))
     inbox: dict[int, list] | None = {p: [Visited.empty()] for p in range(partitions)}  # levels on the driver
     inbox[init_fp % partitions].append(first)
-    current = None  # the level's records on Spark, once the levels are too large for the driver
+    current = None  # the level's records on Spark (an RDD, or FILES), once the levels are too large for the driver
+    back = False  # whether the next level's records come back to the driver
+    on_spark = 0  # levels run on Spark so far
     states, transitions, depth, level = 0, 0, 0, 0
     bounds_hit: set[str] = set()
     per_level: list[dict] = []
@@ -386,6 +433,18 @@ def _search(sc, model: Model, protocol_name: str, symmetry: bool, progress: Prog
         spec = Level(level, partitions, tuple(p.name for p in tracker.state_props),
                      tuple(p.name for p in tracker.step_props), expand, count_states)
         level_started = time.perf_counter()
+        if current is not None and back:
+            # The last levels are small again: their records come back to the driver (one job reads the
+            # shuffle), which runs the rest as it ran the first levels, without a Spark stage per level.
+            inbox = {p: [] for p in range(partitions)}
+            if current is FILES:
+                for p in range(partitions):
+                    inbox[p] = list(read_records(exchange_dir, level, p))
+                drop_level(exchange_dir, level)
+            else:
+                for p, record in current.collect():
+                    inbox[p].append(record)
+            current = None
         if inbox is not None and _candidates(inbox) <= driver_level:
             # A small level costs less here than a Spark stage: the same task, in this process.
             outbox: dict[int, list] = {p: [] for p in range(partitions)}
@@ -395,15 +454,29 @@ def _search(sc, model: Model, protocol_name: str, symmetry: bool, progress: Prog
                 for destination, record in out:
                     outbox[destination].append(record)
             inbox = outbox
+        elif exchange_dir is not None:
+            if current is None:  # the hand-over: the driver's records become the level's files
+                for p in range(partitions):
+                    write_records(exchange_dir, level, "driver", [(p, r) for r in inbox[p]])
+                inbox, current = None, FILES
+            # One stage, no shuffle: each task reads its partition's files and writes the next level's.
+            results = sc.parallelize(range(partitions), partitions).mapPartitionsWithIndex(
+                _file_task(shared, spec, exchange_dir)).collect()
+            drop_level(exchange_dir, level)  # every task is done with them
+            done = {s.partition: s for s in results}
+            back = (sum(s.candidates for s in done.values()) <= driver_level
+                    and sum(s.visited for s in done.values()) <= DRIVER_VISITED)
         else:
             if current is None:
-                current = sc.parallelize([(p, r) for p, rs in inbox.items() for r in rs], partitions).partitionBy(
-                    partitions, _partition_of)
+                # Slice p of the list is partition p's records: no shuffle to put them in place.
+                current = sc.parallelize([[(p, r) for r in inbox[p]] for p in range(partitions)],
+                                         partitions).flatMap(_records)
                 inbox = None
             following = current.mapPartitionsWithIndex(_task(shared, spec, summaries)).partitionBy(
                 partitions, _partition_of)
             summaries.value = []
-            if level and level % checkpoint_every == 0:
+            on_spark += 1
+            if on_spark % checkpoint_every == 0:  # the lineage grows by a stage per level run on Spark
                 # A reliable copy of the level's records (in `checkpoint_dir`) cuts the lineage, so the
                 # shuffles of the levels above can be cleaned up, and survives a lost executor.
                 following.persist(StorageLevel.MEMORY_AND_DISK)  # else writing the copy would run the level again
@@ -419,6 +492,8 @@ def _search(sc, model: Model, protocol_name: str, symmetry: bool, progress: Prog
             if len(done) != partitions:
                 raise RuntimeError(f"level {level}: {len(done)} of {partitions} partitions reported")
             current = following
+            back = (sum(s.candidates for s in done.values()) <= driver_level
+                    and sum(s.visited for s in done.values()) <= DRIVER_VISITED)
         seconds = time.perf_counter() - level_started
         new = sum(s.new for s in done.values())
         transitions += sum(s.transitions for s in done.values())
@@ -447,13 +522,21 @@ def _search(sc, model: Model, protocol_name: str, symmetry: bool, progress: Prog
     if stats is not None:
         stats.update(partitions=partitions, levels=per_level,
                      states_built=sum(row["states_built"] for row in per_level))
-    if current is None:  # the whole search ran on the driver
+    if current is None:  # the search ended on the driver
         def lookup(fps):
             found = {}
             for records in inbox.values():
                 for record in records:
                     if isinstance(record, Visited):
                         found.update(record.lookup(fps))
+            return found
+    elif current is FILES:  # the last level's tasks wrote the visited sets for the level below it
+        def lookup(fps):
+            found = {}
+            holders = sorted({fp % partitions for fp in fps})
+            for part in sc.parallelize(holders, len(holders)).map(
+                    _file_lookup(exchange_dir, level + 1, frozenset(fps))).collect():
+                found.update(part)
             return found
     else:
         def lookup(fps):
@@ -490,7 +573,8 @@ def _level_figures(sc, level: int, seconds: float, summaries, on_spark: bool) ->
             "record_bytes": sum(s.record_bytes for s in summaries),
             "visited": sum(s.visited for s in summaries),
             "visited_bytes": sum(s.visited_bytes for s in summaries),
-            "task_seconds": max(s.seconds for s in summaries), "storage_bytes": storage,
+            "task_seconds": max(s.seconds for s in summaries), "task_cpu": sum(s.cpu_seconds for s in summaries),
+            "storage_bytes": storage,
             "states_built": sum(s.states_built for s in summaries),
             "workers": {s.worker: s.peak_rss for s in summaries}}
 
@@ -513,6 +597,19 @@ def _lookup(fps: frozenset):
         for _, record in records:
             if isinstance(record, Visited):
                 yield record.lookup(fps)
+    return run
+
+
+def _file_lookup(directory: str, level: int, fps: frozenset):
+    from hwm.checker.spark_files import read_records
+    from hwm.checker.spark_levels import Visited
+
+    def run(partition):
+        found = {}
+        for record in read_records(directory, level, partition):
+            if isinstance(record, Visited):
+                found.update(record.lookup(fps))
+        return found
     return run
 
 

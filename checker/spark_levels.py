@@ -121,6 +121,8 @@ class Summary(NamedTuple):
     states_built: int  # model objects built in the task (counted only when asked: `Level.count_states`)
     worker: int  # the Python worker's process id
     peak_rss: int  # its peak resident memory so far, bytes
+    candidates: int = 0  # candidate successors sent on (the next level's work, before deduplication there)
+    cpu_seconds: float = 0.0  # the task's CPU time (its wall `seconds` include waiting for a core)
 
 
 class Level(NamedTuple):
@@ -169,7 +171,7 @@ def advance(partition: int, records: Iterable, backend, props: dict, level: Leve
 
     `props` maps property names to `Property` objects (the ones `level` names are checked).
     """
-    started = time.perf_counter()
+    started, cpu_started = time.perf_counter(), time.process_time()
     visited = None
     keys_above: list[np.ndarray] = []
     blocks: list[Candidates] = []
@@ -205,7 +207,7 @@ def advance(partition: int, records: Iterable, backend, props: dict, level: Leve
     out: list[tuple] = [(partition, visited)]
     out += [(d, LevelKeys(partition, level_keys)) for d in range(level.partitions)]
     discoveries: list[tuple] = []
-    transitions, bounds_hit, candidate_bytes = 0, frozenset(), 0
+    transitions, bounds_hit, candidate_bytes, candidates = 0, frozenset(), 0, 0
     count = _StateCounter(backend) if level.count_states else None
     try:
         if len(level_fps):
@@ -229,12 +231,14 @@ def advance(partition: int, records: Iterable, backend, props: dict, level: Leve
                                             int(expansion.fingerprints[t]), int(level_fps[s]), finding))
                 out += _send(backend, expansion, level_fps, level_keys, steps, level.partitions)
                 candidate_bytes = sum(r.nbytes for _, r in out if isinstance(r, Candidates))
+                candidates = sum(len(r.fps) for _, r in out if isinstance(r, Candidates))
     finally:
         built = count.stop() if count is not None else 0
     record_bytes = candidate_bytes + visited.nbytes + level.partitions * level_keys.nbytes
     return out, Summary(partition, len(level_fps), transitions, bounds_hit, tuple(discoveries), candidate_bytes,
                         record_bytes, visited.nbytes, len(visited.fps), time.perf_counter() - started, built,
-                        os.getpid(), resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024)
+                        os.getpid(), resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024, candidates,
+                        time.process_time() - cpu_started)
 
 
 def _send(backend, expansion, level_fps, level_keys, steps, partitions: int) -> list[tuple]:

@@ -9,6 +9,7 @@ standalone cluster (a master and two workers on 127.0.0.1).
 import importlib.util
 import json
 import os
+import re
 import socket
 import subprocess
 import sys
@@ -122,7 +123,9 @@ def check_case(spark, key, **options):
 
 @pytest.mark.parametrize("key", CASES, ids=case_id)
 def test_spark_equals_local_and_pinned(spark, key):
-    check_case(spark, key)
+    # The first case through Spark's shuffle (the default off local[N]): its middle levels go to Spark and its
+    # last come back to the driver; the others through files (local[N]'s default).
+    check_case(spark, key, exchange="shuffle" if key == CASES[0] else None)
 
 
 @pytest.mark.deep
@@ -134,11 +137,15 @@ def test_spark_equals_local_and_pinned_deep(spark, key):
 def test_results_do_not_depend_on_partitioning_or_checkpoints_and_progress_covers_every_level(spark):
     """Ties are broken in the local engine's order, whatever the partitioning: traces are reproducible."""
     seen = []
-    # One partition on the driver alone (a search this small never leaves it by default), three on Spark alone.
+    # One partition on the driver alone (a search this small never leaves it by default), then on Spark alone.
     one = check_case(spark, TINY, partitions=1, checkpoint_every=100, progress=seen.append,
                      driver_level=spark_engine.DRIVER_LEVEL)
-    three = check_case(spark, TINY, partitions=3, checkpoint_every=1, driver_level=0)
+    # The shuffle, a reliable checkpoint every third level (the others run their map stage alone).
+    three = check_case(spark, TINY, partitions=3, checkpoint_every=3, driver_level=0, exchange="shuffle")
     assert {n: r.steps for n, r in one.results.items()} == {n: r.steps for n, r in three.results.items()}
+    # The file exchange (local[N]'s default), every level on Spark, the traces looked up in its files.
+    files = check_case(spark, TINY, partitions=2, driver_level=0, exchange="files")
+    assert {n: r.steps for n, r in one.results.items()} == {n: r.steps for n, r in files.results.items()}
 
     assert [set(p) for p in seen] == [{"depth", "states", "frontier", "states_per_second", "elapsed"}] * one.depth
     assert [p["depth"] for p in seen] == list(range(1, one.depth + 1))
@@ -156,6 +163,15 @@ def test_max_depth_stops_like_the_local_engine(spark):
     assert not report.complete
     assert outcome(report) == outcome(local)
     assert report.results["EntryRead"].length == 4
+
+
+def test_a_bad_exchange_is_named(spark):
+    model = build_model(PRESETS[TINY[0]].protocol, config_of(TINY)[1])
+    with pytest.raises(ValueError, match="exchange must be 'files' or 'shuffle', not 'mail'"):
+        spark_bfs(model, TINY[0], spark=spark, exchange="mail")
+    with pytest.raises(ValueError, match="exchange='files' needs a directory path every executor sees, not "
+                                         "hdfs://cluster/checkpoints"):
+        spark_bfs(model, TINY[0], spark=spark, exchange="files", checkpoint_dir="hdfs://cluster/checkpoints")
 
 
 def test_fingerprints_survive_the_signed_round_trip():
@@ -226,14 +242,14 @@ def test_one_session_per_process(spark):
 
 
 # ------------------------------------------------------- a standalone cluster
-@pytest.mark.deep  # a master and two workers started for the test: about a minute; local[2] runs by default
+@pytest.mark.deep  # a master and two workers started for the test, three checks: 1-4 minutes; local[2] runs by default
 def test_standalone_cluster_equals_local(tmp_path):
-    """A master and two one-core workers on 127.0.0.1, driven by `hwm check --engine spark`.
+    """A master and two one-core workers on 127.0.0.1, driven by `hwm check --engine spark`, and by
+    `spark_bfs` with small levels sent to the workers, through the shuffle and through files.
 
-    The check runs in its own process: a JVM holds one SparkContext, and this
+    The checks run in their own processes: a JVM holds one SparkContext, and this
     process's already runs on local[2].
     """
-    # Large enough that its levels leave the driver (`spark_bfs`'s driver_level) for the workers.
     key = ("raft", 3, 3, 2, 1, "rpc", True)
     preset, config, symmetry = config_of(key)
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])),
@@ -242,10 +258,34 @@ def test_standalone_cluster_equals_local(tmp_path):
                "--max-generation", str(config.max_generation), "--max-log", str(config.max_log),
                "--max-crashes", str(config.max_crashes), "--network", config.network, "--engine", "spark",
                "--json"]
+    # The engine's default keeps a search this small on the driver (`driver_level`): here most levels go
+    # to the workers and the last come back, with either exchange (the files: this machine's /tmp).
+    script = ("import json, sys\n"
+              "from hwm.checker.spark_engine import spark_bfs\n"
+              "from hwm.model.registry import build_model\n"
+              "from hwm.properties.protocol import PRESETS\n"
+              "from tests.pinned import config_of\n"
+              f"preset, config, symmetry = config_of({key!r})\n"
+              "model, found = build_model(PRESETS[preset].protocol, config), {}\n"
+              "for exchange in ('shuffle', 'files'):\n"
+              "    stats = {}\n"
+              "    r = spark_bfs(model, preset, symmetry=symmetry, master=sys.argv[1], driver_level=50,\n"
+              "                  exchange=exchange, stats=stats)\n"
+              "    found[exchange] = [r.states, r.transitions, r.depth, {n: p.length for n, p in r.results.items()},\n"
+              "                       ''.join('S' if lv['on_spark'] else 'd' for lv in stats['levels'])]\n"
+              "print(json.dumps(found))\n")
     with standalone_cluster(workers=2, cores=1, memory="1g", timeout=120, log_dir=str(tmp_path / "logs")) as master:
         run = subprocess.run(command + ["--spark-master", master], env=env, cwd=tmp_path, capture_output=True,
                              text=True, timeout=400)
+        direct = subprocess.run([sys.executable, "-c", script, master], env=env, cwd=ROOT, capture_output=True,
+                                text=True, timeout=400)
     assert run.returncode in (0, 1), run.stderr[-3000:]
+    assert direct.returncode == 0, direct.stderr[-3000:]
+    pinned = PINNED[key]
+    for exchange, (states, transitions, depth, lengths, where) in json.loads(direct.stdout).items():
+        assert (states, transitions, depth) == (pinned["states"], pinned["transitions"], pinned["depth"]), exchange
+        assert {n: v for n, v in lengths.items() if v is not None} == pinned["lengths"], exchange
+        assert re.fullmatch(r"d+S+d+", where), (exchange, where)
     got = json.loads(run.stdout)
     assert got["engine"] == "spark"
     local = bfs(build_model(PRESETS[preset].protocol, config), preset, symmetry=symmetry)
@@ -309,6 +349,10 @@ def test_spark_with_the_fast_backend_equals_local_and_pinned(spark, compiled, ke
     # once per partition that finds the property in the level.
     found = sum(r.found for r in report.results.values())
     assert stats["states_built"] <= 2 * stats["partitions"] * found < report.states / 4
+    if key == ("raft", 3, 1, 1, 1, "async", True):
+        # The first levels on the driver, the large ones on Spark, the last ones back on the driver.
+        where = "".join("S" if lv["on_spark"] else "d" for lv in stats["levels"])
+        assert re.fullmatch(r"d+S+d+", where), where
 
 
 @pytest.mark.deep
