@@ -23,6 +23,7 @@ from __future__ import annotations
 from hwm.bridge.maelstrom.history import Finding
 from hwm.bridge.maelstrom.observe import describe_observation
 from hwm.checker.observed import ObservedValidator
+from hwm.checker.observed_kafka import ObservedKafkaValidator
 from hwm.checker.observed_zab import ObservedZabValidator
 from hwm.properties.events import Event, Header
 from hwm.properties.protocol import resolve
@@ -32,9 +33,9 @@ LOGGED = frozenset({"generation", "role", "log", "hwm"})
 FINDING = "ModelStep"
 
 
-# The systems whose correct nodes' finer steps a validator knows: raft's (checker/observed.py) and
-# ZAB's (checker/observed_zab.py).
-VALIDATORS = {"raft": ObservedValidator, "zab": ObservedZabValidator}
+# The systems whose correct nodes' finer steps a validator knows: raft's (checker/observed.py),
+# ZAB's (checker/observed_zab.py) and Kafka's (checker/observed_kafka.py).
+VALIDATORS = {"raft": ObservedValidator, "zab": ObservedZabValidator, "kafka": ObservedKafkaValidator}
 STEPPED_SYSTEMS = tuple(VALIDATORS)
 
 
@@ -79,7 +80,7 @@ class ModelSteps:
             self.unnamed.pop(node, None)
         else:
             self.unnamed[node] = seen
-        finding = self._feed(event, seen, None)
+        finding = self._feed(event, seen, None, seen.get("isr"))
         if seen["role"] == "leader" and finding is None:
             # Its voters showed this generation before anyone led it: now it is named, and their
             # state (unchanged since, so not observed again) is the model's voter's.
@@ -110,11 +111,14 @@ class ModelSteps:
                                         f"model explains the run without a change no node ever showed)")
         return self.finding
 
-    def _feed(self, event: Event, seen: dict, what: str | None) -> Finding | None:
+    def _feed(self, event: Event, seen: dict, what: str | None, isr: list | None = None) -> Finding | None:
         if self.finding is not None:
             return None
         self.events += 1
-        discrepancy = self.validator.feed(event)
+        if isr is not None and isinstance(self.validator, ObservedKafkaValidator):
+            discrepancy = self.validator.feed(event, isr=isr)  # a Kafka leader's ISR is compared too
+        else:
+            discrepancy = self.validator.feed(event)
         if discrepancy is None:
             return None
         state = " ".join(describe_observation(seen).split()[1:])
