@@ -15,7 +15,11 @@ The mapping from what a node shows to the model's variables:
   recovered;
 - on the log workload, where an index is a log index, a `log_append` acknowledged at index i and
   a `log_read` served at index i are checked after the node's next answer: the entry must be at
-  or below the node's high-water mark there, as the model allows a read or an acknowledgement.
+  or below the node's high-water mark there, as the model allows a read or an acknowledgement. On
+  the kafka workload the same holds for a `send` acknowledged at offset i and each message a `poll`
+  served at offset i, for a node whose offsets are log indexes (it says `"kafka_offsets":
+  "log-index"` in `hwm_state_ok`: hwm's own node multiplexes every key onto its one log). Another
+  node's offsets are per key, and nothing it shows maps them to its log.
 """
 
 from __future__ import annotations
@@ -91,14 +95,16 @@ class ModelSteps:
                                          cause=seen["cause"]), f"{voter}, of {node}'s generation {generation},")
         return finding
 
-    def client(self, node: str, kind: str, index: int, seen: dict, step, cause: str) -> Finding | None:
-        """A log_append acknowledged (kind "ack") or a log_read served ("read") at `index`, judged on
-        the node's state `seen` right after it."""
+    def client(self, node: str, kind: str, index: int, seen: dict, step, cause: str,
+               op_type: str = "log_append") -> Finding | None:
+        """A log_append (or send) acknowledged (kind "ack") or a log_read (or poll) served ("read") at
+        `index`, judged on the node's state `seen` right after it."""
         log = seen["log"]
         entry = ((index, log[index - 1][1] if 1 <= index <= len(log) else seen["generation"]),)
         event = Event(server=node, **{kind: entry})
-        what = "acknowledged log_append at" if kind == "ack" else "served log_read of"
-        return self._feed(event, dict(seen, node=node, step=step, cause=cause), f"{node} {what} index {index}")
+        what = {"send": "acknowledged send at offset", "poll": "served a poll of offset"}.get(
+            op_type, "acknowledged log_append at index" if kind == "ack" else "served log_read of index")
+        return self._feed(event, dict(seen, node=node, step=step, cause=cause), f"{node} {what} {index}")
 
     def finish(self) -> Finding | None:
         """The end of the run: some explanation must have shown every change its model steps made."""
