@@ -48,7 +48,7 @@ def _default_save(command: list[str]) -> Path:
 @click.option("--seed", type=int, default=0, show_default=True, help="Hypothesis's seed (the same seed, the same schedules).")
 @click.option("--protocol", "protocol", type=ProtocolParam(), default=None,
               help="The preset the node implements (raft, raft-noop,hwm_durable=true, zab, ...): each change a "
-                   "node shows through hwm_state is stepped against the preset's model (the raft and zab systems' "
+                   "node shows through hwm_state is stepped against the preset's model (the raft, zab and kafka systems' "
                    "presets), and the first the model cannot make is a finding (ModelStep). Recorded in the saved "
                    "schedule: hwm replay steps it too.")
 @click.option("--save", "save", type=click.Path(dir_okay=False, path_type=Path), default=None,
