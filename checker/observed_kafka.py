@@ -235,7 +235,7 @@ class ObservedKafkaValidator(ObservedValidator):
                 if now == follower:
                     continue
                 step = "fetch_response_late" if late else "fetch_response"
-                yield (step, l, k), self._with_follower(state, k, now, l, leader, len(fetched))
+                yield (step, l, k), self._with_follower(state, k, now, l, leader, (len(log), len(fetched)))
 
     def _truncated(self, follower, leader) -> tuple:
         """Where the model's `replicate` truncates the follower's log before fetching."""
@@ -251,15 +251,21 @@ class ObservedKafkaValidator(ObservedValidator):
             log = log[:len(leader.log)]  # OFFSET_OUT_OF_RANGE
         return log
 
-    def _with_follower(self, state, k, now, l, leader, offset):
-        """`state` with follower k as `now` and, when it appended, its next fetch (from `offset`) on
-        its way to leader l."""
+    def _with_follower(self, state, k, now, l, leader, offsets):
+        """`state` with follower k as `now` and, for a fetch response, the fetch it answered and the
+        next one (from the new log end offset) on their way to leader l: the leader took the first
+        before it answered, but nothing it showed may have needed it yet (an ISR expansion it caused
+        waits for the controller's answer, and the HW it gives then is counted with it)."""
         servers = state.servers[:k] + (now,) + state.servers[k + 1:]
-        if offset is None:
+        if offsets is None:
             return state._replace(servers=servers)
         channels = self._channels(state)
-        fetch = (leader.generation, offset)
-        channels[k * self.n + l] = channels[k * self.n + l] + (fetch,)
+        queue = channels[k * self.n + l]
+        for offset in dict.fromkeys(offsets):
+            fetch = (leader.generation, offset)
+            if not queue or queue[-1] != fetch:
+                queue = queue + (fetch,)
+        channels[k * self.n + l] = queue
         return state._replace(servers=servers, channels=tuple(channels))
 
     # ---- the leader's side
