@@ -139,6 +139,19 @@ def test_isr_changes_are_the_controllers_answers_to_the_leader_of_its_epoch():
     assert verdict.valid, verdict.discrepancy.describe()
 
 
+def test_an_expansion_counts_the_offset_of_the_fetch_that_caused_it():
+    # n1's ISR is {n1} alone (below min.insync.replicas: no HW). n3, restarted, fetches from offset 0,
+    # which reaches the HW 0: AlterIsr. n3 appends the answer; the controller's answer comes after it,
+    # and n1's HW counts n3 at offset 0 (its next fetch, from 1, has not arrived).
+    events = ELECTED + [("n2", dict(crash=True)), ("n3", dict(crash=True)), ("n1", dict(), ("n1",)),
+                        ("n3", dict(restart=True, generation=1, role="follower", log=(), hwm=0)),
+                        ("n1", dict(log=((1, 1),)), ("n1",)), ("n3", dict(log=((1, 1),))),
+                        ("n1", dict(), ("n1", "n3"))]
+    verdict = run(*events)
+    assert verdict.valid, verdict.discrepancy.describe()
+    assert run(*events[:-1], ("n1", dict(hwm=1), ("n1", "n3"))).valid  # or after n3's next fetch
+
+
 def test_the_leaders_isr_is_compared_where_the_node_shows_it():
     shrunk = ELECTED + [("n3", dict(crash=True)), ("n1", dict(), ("n1", "n2"))]
     verdict = run(*shrunk)
