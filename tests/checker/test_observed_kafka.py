@@ -162,7 +162,8 @@ def test_the_leaders_isr_is_compared_where_the_node_shows_it():
     assert run(*shrunk, ("n1", dict())).valid  # a node that does not show its ISR: nothing to compare
 
 
-@pytest.mark.parametrize("preset", ["kafka", pytest.param("kafka-truncate-to-hwm", marks=pytest.mark.deep)])
+@pytest.mark.deep
+@pytest.mark.parametrize("preset", ["kafka", "kafka-truncate-to-hwm"])
 def test_recorded_runs_of_the_kafka_model_stay_valid(preset):
     protocol = resolve(preset)[1]
     model = build_model(protocol, Config(servers=3, max_generation=4, max_log=3, max_crashes=2))
