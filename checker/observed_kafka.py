@@ -68,16 +68,25 @@ class ObservedKafkaValidator(ObservedValidator):
             raise ValueError(f"ObservedKafkaValidator steps Kafka's model, not {protocol.system}'s")
         self.refines = header.network == "rpc"
         self._isr_seen: frozenset[int] | None = None  # the ISR the event's node shows, as positions
+        self._elections_wanted = True
 
     # ------------------------------------------------------------------ interface
     def feed(self, event, isr=None):
         """`Validator.feed`; `isr` (names) is the ISR the node reports with this event, compared on a leader."""
         self._isr_seen = None if isr is None else frozenset(self.positions[name] for name in isr
                                                             if name in self.positions)
+        # An election is searched for only where the event shows a new epoch or role: no other change
+        # of a node needs one (a replica of a new epoch shows it), and each state offers one per ISR
+        # replica, each with the ISRs the controller may choose (the search's cost, on five nodes).
+        before = self.observed[self.positions[event.server]] if event.server in self.positions else None
+        self._elections_wanted = before is None or event.restart or (
+            event.generation is not None and event.generation != before.generation) or (
+            event.role is not None and event.role != before.role)
         try:
             return super().feed(event)
         finally:
             self._isr_seen = None
+            self._elections_wanted = True
 
     def _confirm(self, cand: Candidate, k, seen, event):
         options = cand.pending[k] or (cand.state.servers[k],)
@@ -100,6 +109,17 @@ class ObservedKafkaValidator(ObservedValidator):
         return self._isr_seen == frozenset(j for j, held in enumerate(server.isr) if held or j == k)
 
     # ------------------------------------------------------------------ steps
+    def _step(self, cand: Candidate, action, after):
+        if self.followers_first and action[0] == "fetch":
+            # A follower's change is observed before the fetch it sends next can reach the leader: no
+            # fetch is taken from a follower whose last change no event has shown yet.
+            l = action[2]
+            before, now = cand.state.servers[l].match, after.servers[l].match
+            if any(cand.pending[f] for f in range(self.n) if f != l and (not before or before[f] != now[f]
+                                                                            or action[1] == f)):
+                return None
+        return super()._step(cand, action, after)
+
     def _apply(self, state, action):
         """The model's step, keeping the validator's channels (Kafka's model runs on no network)."""
         return self.model.apply(state, action)._replace(channels=state.channels)
@@ -116,6 +136,8 @@ class ObservedKafkaValidator(ObservedValidator):
             if name in ("replicate", "shrink_isr", "leader_and_isr"):
                 continue  # split into the finer steps below (shrink_isr: relaxed below)
             if name == "elect":
+                if not self._elections_wanted:
+                    continue
                 for after in self._elections(state, action):
                     yield action, self._remember_leaders(state, after)
                 continue
@@ -131,14 +153,20 @@ class ObservedKafkaValidator(ObservedValidator):
         for l, leader in enumerate(state.servers):
             if leader.alive and leader.role == LEADER:
                 yield from self._fetches(state, l)
+                yield from self._fetches_together(state, l, seen.hwm if l == k else None)
                 yield from self._shrinks(state, l)
         yield from self._late_leader_and_isr(state)
 
     # ---- elections and the controller's requests
     def _elections(self, state, action):
         """The model's election, and the same with the ISR as the controller's broker sessions show it:
-        each ISR replica the request did not reach may stay in the new ISR or leave it."""
+        each ISR replica the request did not reach may stay in the new ISR or leave it. Only the
+        election whose request reaches the new leader alone: every other replica's request is a late
+        one (`_late_leader_and_isr`, the same change), so the other recipient sets add nothing but
+        candidates (2^(n-1) of them, for each ISR)."""
         _, c, voters = action
+        if voters != (c,):
+            return
         after = self._apply(state, action)
         yield after
         if not state.servers[c].in_isr:
@@ -272,20 +300,14 @@ class ObservedKafkaValidator(ObservedValidator):
     def _fetches(self, state, l):
         """Each fetch leader l may take now: one waiting from a follower, or one from a follower's
         current log end offset; with the ISR expansion it may lead to (the controller's answer)."""
-        leader = state.servers[l]
         n = self.n
         for f in range(n):
             if f == l:
                 continue
             queue = state.channels[f * n + l] if state.channels else ()
-            offers = [(at, offset) for at, (generation, offset) in enumerate(queue) if generation == leader.generation]
-            follower = state.servers[f]
-            if (follower.alive and follower.role == FOLLOWER and follower.leader == l + 1 and not follower.truncating
-                    and (follower.generation == leader.generation or self.protocol.follower_truncation != "fenced")):
-                offers.append((len(queue), len(follower.log)))
             seen_offsets = set()
-            for at, offset in offers:
-                if offset > len(leader.log) or offset in seen_offsets:
+            for at, offset in self._offers(state, l, f):
+                if offset in seen_offsets:
                     continue
                 seen_offsets.add(offset)
                 channels = list(self._channels(state))
@@ -294,6 +316,42 @@ class ObservedKafkaValidator(ObservedValidator):
                     after = self._take_fetch(state, l, f, offset, expand)
                     if after is not None:
                         yield ("fetch", f, l), after._replace(channels=tuple(channels))
+
+    def _offers(self, state, l, f) -> list[tuple[int, int]]:
+        """The fetches from f that leader l may take now, in order: (position in the queue, offset)."""
+        leader, follower = state.servers[l], state.servers[f]
+        queue = state.channels[f * self.n + l] if state.channels else ()
+        offers = [(at, offset) for at, (generation, offset) in enumerate(queue) if generation == leader.generation]
+        if (follower.alive and follower.role == FOLLOWER and follower.leader == l + 1 and not follower.truncating
+                and (follower.generation == leader.generation or self.protocol.follower_truncation != "fenced")):
+            offers.append((len(queue), len(follower.log)))
+        return [(at, offset) for at, offset in offers if offset <= len(leader.log)]
+
+    def _fetches_together(self, state, l, hwm):
+        """Several followers' fetches taken as one step (each the step above, without an expansion):
+        with five replicas the HW moves only when the last of four fetches arrives, and the three
+        before it change nothing a node shows. Each follower's latest fetch, or (for the leader's own
+        change to HW `hwm`) its first from at least `hwm`: the search's depth, not the model, is what
+        this saves."""
+        n = self.n
+        choices = {f: self._offers(state, l, f) for f in range(n) if f != l}
+        picks = [{f: offers[-1] for f, offers in choices.items() if offers}]
+        if hwm is not None:
+            picks.append({f: next((o for o in offers if o[1] >= hwm), offers[-1])
+                          for f, offers in choices.items() if offers})
+        leader = state.servers[l]
+        for pick in picks:
+            if len(pick) < 2:
+                continue  # one fetch: the step above
+            channels = list(self._channels(state))
+            match = list(leader.match)
+            for f, (at, offset) in pick.items():
+                channels[f * n + l] = channels[f * n + l][at + 1:]
+                match[f] = offset
+            servers = list(state.servers)
+            servers[l] = leader._replace(match=tuple(match))
+            acked = self.model._advance_hwm(servers, l, state.acked)
+            yield ("fetch", "all", l), state._replace(servers=tuple(servers), acked=acked, channels=tuple(channels))
 
     def _take_fetch(self, state, l, f, offset, expand):
         """Leader l takes f's fetch from `offset`: its view of f, the ISR expansion if `expand` (f reached
@@ -327,7 +385,8 @@ class ObservedKafkaValidator(ObservedValidator):
     def _action_text(self, action) -> str:
         names = self.header.servers
         if action[0] == "fetch":
-            return f"fetch({names[action[1]]}→{names[action[2]]})"
+            who = "followers" if action[1] == "all" else names[action[1]]
+            return f"fetch({who}→{names[action[2]]})"
         if action[0] == "leader_and_isr" and action[1] == action[2]:
             return f"leader_and_isr({names[action[1]]}, no leader)"
         return Validator._action_text(self, action)
