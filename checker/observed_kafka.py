@@ -322,8 +322,11 @@ class ObservedKafkaValidator(ObservedValidator):
         leader, follower = state.servers[l], state.servers[f]
         queue = state.channels[f * self.n + l] if state.channels else ()
         offers = [(at, offset) for at, (generation, offset) in enumerate(queue) if generation == leader.generation]
-        if (follower.alive and follower.role == FOLLOWER and follower.leader == l + 1 and not follower.truncating
-                and (follower.generation == leader.generation or self.protocol.follower_truncation != "fenced")):
+        # Its fetch from its log end offset now: sent after its last change, or, for a replica that must
+        # first find its truncation point, after an OffsetsForLeaderEpoch answer that truncates nothing.
+        if (follower.alive and follower.role == FOLLOWER and follower.leader == l + 1
+                and (follower.generation == leader.generation or self.protocol.follower_truncation != "fenced")
+                and (not follower.truncating or self._truncated(follower, leader) == follower.log)):
             offers.append((len(queue), len(follower.log)))
         return [(at, offset) for at, offset in offers if offset <= len(leader.log)]
 
