@@ -30,14 +30,20 @@ timed alone on the observations of unstepped hunts (`validator_cpu`, 2 seeds x 5
     1. kafka  3 nodes  10 runs  143 changes stepped again  0 ModelStep findings  validator CPU 0.07 s (0.5 ms per change)
     1. kafka  5 nodes  10 runs  210 changes stepped again  0 ModelStep findings  validator CPU 1.45 s (6.9 ms per change)
 
-2, `--seeds 2 --hunt-schedules 8` (the kafka workload, 20 steps):
+2, `--seeds 2 --hunt-schedules 8` (the kafka workload, 20 steps; about 10 minutes):
 
-PLANTED
+    2. hw-past-isr     without          caught by 1/2 seeds: median 8 schedules; first finding: CommittedOffsetsMonotonic x1
+    2. hw-past-isr     with --protocol  caught by 2/2 seeds: median 7.5 schedules; first finding: ModelStep x2
+    2. forget-epoch    without          caught by 0/2 seeds: never; first finding:
+    2. forget-epoch    with --protocol  caught by 2/2 seeds: median 3 schedules; first finding: ModelStep x2
+    2. poll-above-hwm  without          caught by 1/2 seeds: median 3 schedules; first finding: AckedAtOrBelowHwm x1
+    2. poll-above-hwm  with --protocol  caught by 2/2 seeds: median 5.5 schedules; first finding: ModelStep x2
 
 Without --protocol a forgotten epoch is never seen (the controller's LeaderAndIsr gives it back at
 once); a HW past the ISR's minimum is seen by the history only when a later leader change makes a
-committed offset go back, and a poll above the HW only through a send acknowledged in the same
-schedule (`AckedAtOrBelowHwm`, the catalogue on the node's state). Longer hunts with no ModelStep
+committed offset go back, and the poll plant only through the acknowledgement of a send it also
+lets a follower relay before its HW covers it (`AckedAtOrBelowHwm`, the catalogue on the node's
+state, which a node that says its offsets are log indexes gets without --protocol too). Longer hunts with no ModelStep
 finding (the same hunt() calls, `--protocol kafka`): 10 x 25 steps seed 5 log and seed 6 kafka,
 3 nodes; 4 x 20 seed 11 log and 5 x 20 seed 4 kafka, 5 nodes.
 

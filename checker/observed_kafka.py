@@ -51,10 +51,6 @@ from hwm.checker.validate import Candidate, Validator
 from hwm.model.kafka import NO_LEADER, diverged_at, truncation_offset
 from hwm.model.state import FOLLOWER, LEADER
 
-# The steps this validator adds to the model's own (the model's `replicate` is split into them).
-FINER_STEPS = ("fetch", "fetch_response", "fetch_response_late", "truncate", "leader_and_isr")
-
-
 class ObservedKafkaValidator(ObservedValidator):
     """`Validator` over Kafka's model with a correct broker's finer steps (see the module's docstring).
 
@@ -395,4 +391,4 @@ class ObservedKafkaValidator(ObservedValidator):
         return Validator._action_text(self, action)
 
 
-__all__ = ["ObservedKafkaValidator", "FINER_STEPS"]
+__all__ = ["ObservedKafkaValidator"]
