@@ -48,7 +48,7 @@ def _default_save(command: list[str]) -> Path:
 @click.option("--seed", type=int, default=0, show_default=True, help="Hypothesis's seed (the same seed, the same schedules).")
 @click.option("--protocol", "protocol", type=ProtocolParam(), default=None,
               help="The preset the node implements (raft, raft-noop,hwm_durable=true, zab, ...): each change a "
-                   "node shows through hwm_state is stepped against the preset's model (the raft and zab systems' "
+                   "node shows through hwm_state is stepped against the preset's model (the raft, zab and kafka systems' "
                    "presets), and the first the model cannot make is a finding (ModelStep). Recorded in the saved "
                    "schedule: hwm replay steps it too.")
 @click.option("--save", "save", type=click.Path(dir_okay=False, path_type=Path), default=None,
@@ -118,7 +118,8 @@ def test(command, nodes, workload, clock, schedules, steps, seed, protocol, save
                    f"{report.operations / max(1e-9, report.seconds):.1f} operations/s)")
         if protocol is not None and not steps_against_model(protocol):
             click.echo(f"--protocol {resolve(protocol)[0]}: recorded in the schedule; observed changes are stepped "
-                       f"against the model for the {' and '.join(STEPPED_SYSTEMS)} systems' presets only")
+                       f"against the model for the {', '.join(STEPPED_SYSTEMS[:-1])} and {STEPPED_SYSTEMS[-1]} "
+                       "systems' presets only")
         elif protocol is not None:
             click.echo(f"{stepped[0]} observed changes stepped against the model of {resolve(protocol)[0]}"
                        if stepped[0] else "--protocol: no node answered hwm_state, so no change was stepped "

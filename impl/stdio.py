@@ -16,7 +16,8 @@ What it answers (requests carry ``msg_id``; answers ``in_reply_to`` it):
 - Maelstrom's kafka workload, multiplexed onto the one log: a ``send {key, msg}`` is one entry and
   its offset is the entry's index; ``poll`` returns only entries at or below the high-water mark;
   ``commit_offsets`` is an entry too, and ``list_committed_offsets`` reads the committed ones.
-- ``hwm_state`` -> ``hwm_state_ok {generation, role, log, hwm[, isr]}``.
+- ``hwm_state`` -> ``hwm_state_ok {generation, role, log, hwm[, isr], kafka_offsets: "log-index"}``
+  (the kafka workload's offsets are log indexes: hwm checks sends and polls against the log).
 - ``hwm_tick`` (no answer): one tick of a virtual clock. From the first one on (or from the start
   with ``clock="virtual"``) the node uses no timer of its own, so what it does depends only on the
   lines it reads. A virtual tick is a step of a schedule, not 10 ms: with ``clock="virtual"`` or
@@ -660,7 +661,8 @@ class StdioNode:
     def _on_state(self, envelope: dict) -> None:
         replica = self.replica
         body = {"type": "hwm_state_ok", "generation": replica.generation, "role": replica.role,
-                "log": [[i, g] for i, g in enumerate(replica.log_generations(), start=1)], "hwm": replica.hwm}
+                "log": [[i, g] for i, g in enumerate(replica.log_generations(), start=1)], "hwm": replica.hwm,
+                "kafka_offsets": "log-index"}  # a send's offset is its entry's index in the one log
         if self.protocol.system == "kafka":
             body["isr"] = list(replica.isr)
         self._reply(envelope, body)

@@ -33,6 +33,7 @@ from hwm.bridge.maelstrom.services import services
 from hwm.bridge.maelstrom.validation import ModelSteps, steps_against_model
 
 HWM_CLIENT = "c0"  # hwm's own client id: init, hwm_state and hwm_tick come from it
+KAFKA_OFFSETS_ARE_INDEXES = "log-index"  # hwm_state_ok's optional `kafka_offsets`
 WALL_TICK_MS = 50
 
 
@@ -86,6 +87,9 @@ class Run:
         self.next_msg_id = 0
         self.awaiting: dict[str, int | None] = {n: None for n in self.node_ids}  # hwm_state id awaited
         self.introspects: dict[str, bool | None] = {n: None for n in self.node_ids}
+        # Nodes whose hwm_state_ok says `"kafka_offsets": "log-index"`: a kafka offset is the index of
+        # the entry in the log the node shows, so sends and polls are checked as log_append and log_read.
+        self.offsets_are_indexes: set[str] = set()
         self.barrier_ok: dict[str, bool] = {n: True for n in self.node_ids}
         self.lines_this_step: dict[str, int] = {}
         self.killed_by_us: set[str] = set()
@@ -247,6 +251,8 @@ class Run:
             except ObservationError as e:
                 raise NodeProtocolError(node, str(e), raw.decode(errors="replace"))
             self.introspects[node] = True
+            if body.get("kafka_offsets") == KAFKA_OFFSETS_ARE_INDEXES:
+                self.offsets_are_indexes.add(node)
             self._observed(lambda: self.observer.observe(node, self.step_number, self.cause, state))
         elif body["type"] == "error" and body.get("code") == NOT_SUPPORTED:
             self.introspects[node] = False
@@ -284,8 +290,22 @@ class Run:
             if op["type"] == "log_read" and isinstance(body.get("index"), int):
                 self._observed(lambda: self.observer.read_served(node, body["index"], self.step_number,
                                                                  f"{self.cause}: {describe_op(op)}"))
+            if node in self.offsets_are_indexes:
+                self._kafka_offsets_checked(node, op, body)
             for finding in self.checker.findings[before:]:
                 self._event(f"FINDING {finding}")
+
+    def _kafka_offsets_checked(self, node: str, op: dict, body: dict) -> None:
+        """A node whose kafka offsets are log indexes: an acknowledged send is an acknowledged append at
+        its offset, each polled message a read of its offset (judged on the node's next state)."""
+        if op["type"] == "send" and type(body.get("offset")) is int:
+            self.observer.acknowledge(node, body["offset"], describe_op(op), "send")
+        elif op["type"] == "poll" and isinstance(body.get("msgs"), dict):
+            offsets = sorted({pair[0] for pairs in body["msgs"].values() if isinstance(pairs, list) for pair in pairs
+                              if isinstance(pair, list) and len(pair) == 2 and type(pair[0]) is int})
+            for offset in offsets:
+                self._observed(lambda: self.observer.read_served(node, offset, self.step_number,
+                                                                 f"{self.cause}: {describe_op(op)}", "poll"))
 
     def _observed(self, observe) -> None:
         """Run one observer call; what it adds (a changed state, a finding) goes into the step's events."""

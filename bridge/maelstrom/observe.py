@@ -13,7 +13,9 @@ trace a validator steps against the model. Here every observation also updates t
 snapshot (properties/snapshot.py: node k is server S(k)), and the whole catalogue's `always`
 properties are checked on each observed change; a finding names the node (n2, not S2) and the step.
 With the log workload, where an index is a log index, a node's answer after it acknowledged
-`log_append` must show its high-water mark at or past that index (`AckedAtOrBelowHwm`). With a preset named
+`log_append` must show its high-water mark at or past that index (`AckedAtOrBelowHwm`); so must a
+node's answer after a `send`, on the kafka workload, where the node says its offsets are log indexes
+(`"kafka_offsets": "log-index"` in `hwm_state_ok`, as hwm's own node does). With a preset named
 (`--protocol`), validation.py also steps each observation, and each acknowledgement or read, against
 the preset's model (`ModelStep`).
 """
@@ -80,7 +82,8 @@ class Observer:
         self.acknowledged: dict[str, list[tuple[int, str]]] = {}  # node -> (index, op) awaiting its state
         # With --protocol: each change stepped against the preset's model (validation.py's ModelSteps).
         self.model_steps = None
-        self.client_events: dict[str, list[tuple[str, int]]] = {}  # node -> ("ack"|"read", index) awaiting its state
+        # node -> ("ack"|"read", index, the operation's type) awaiting its state
+        self.client_events: dict[str, list[tuple[str, int, str]]] = {}
 
     def _snapshot(self) -> Snapshot | None:
         if len(self.latest) != len(self.node_ids):
@@ -97,8 +100,8 @@ class Observer:
         self._observe_state(node, step, cause, state, alive)
         waiting = self.client_events.pop(node, [])
         if state is not None and self.model_steps is not None:
-            for kind, index in waiting:  # judged on the state the answer shows, right after them
-                self._stepped(self.model_steps.client(node, kind, index, self.latest[node], step, cause))
+            for kind, index, op_type in waiting:  # judged on the state the answer shows, right after them
+                self._stepped(self.model_steps.client(node, kind, index, self.latest[node], step, cause, op_type))
 
     def finish(self) -> None:
         """The run is over: the model's steps must all have been shown (ModelSteps.finish)."""
@@ -126,10 +129,11 @@ class Observer:
         if self.model_steps is not None:
             self._stepped(self.model_steps.observed(self.observations[-1]))
 
-    def acknowledge(self, node: str, index: int, op: str) -> None:
-        """`node` acknowledged a log_append at `index`; its next answer must show a HWM at or past it."""
+    def acknowledge(self, node: str, index: int, op: str, op_type: str = "log_append") -> None:
+        """`node` acknowledged a log_append (or a send whose offset is an index) at `index`; its next
+        answer must show a HWM at or past it."""
         self.acknowledged.setdefault(node, []).append((index, op))
-        self.client_events.setdefault(node, []).append(("ack", index))
+        self.client_events.setdefault(node, []).append(("ack", index, op_type))
 
     def _check_acknowledged(self, node: str, state: dict, step) -> None:
         for index, op in self.acknowledged.pop(node, []):
@@ -138,9 +142,10 @@ class Observer:
                 self.findings.append(Finding("AckedAtOrBelowHwm", f"{op} was acknowledged at index {index}, but "
                                                                   f"{node}'s high-water mark was {state['hwm']}", step))
 
-    def read_served(self, node: str, index: int, step, cause: str) -> None:
-        """A client read `index` from `node`: the entry, as that node last showed its log, is read."""
-        self.client_events.setdefault(node, []).append(("read", index))
+    def read_served(self, node: str, index: int, step, cause: str, op_type: str = "log_read") -> None:
+        """A client read `index` from `node` (a log_read, or a poll's message whose offset is an index):
+        the entry, as that node last showed its log, is read."""
+        self.client_events.setdefault(node, []).append(("read", index, op_type))
         seen = self.latest.get(node)
         if seen and 1 <= index <= len(seen["log"]):
             self.reads.add((index, seen["log"][index - 1][1]))

@@ -15,7 +15,11 @@ The mapping from what a node shows to the model's variables:
   recovered;
 - on the log workload, where an index is a log index, a `log_append` acknowledged at index i and
   a `log_read` served at index i are checked after the node's next answer: the entry must be at
-  or below the node's high-water mark there, as the model allows a read or an acknowledgement.
+  or below the node's high-water mark there, as the model allows a read or an acknowledgement. On
+  the kafka workload the same holds for a `send` acknowledged at offset i and each message a `poll`
+  served at offset i, for a node whose offsets are log indexes (it says `"kafka_offsets":
+  "log-index"` in `hwm_state_ok`: hwm's own node multiplexes every key onto its one log). Another
+  node's offsets are per key, and nothing it shows maps them to its log.
 """
 
 from __future__ import annotations
@@ -23,6 +27,7 @@ from __future__ import annotations
 from hwm.bridge.maelstrom.history import Finding
 from hwm.bridge.maelstrom.observe import describe_observation
 from hwm.checker.observed import ObservedValidator
+from hwm.checker.observed_kafka import ObservedKafkaValidator
 from hwm.checker.observed_zab import ObservedZabValidator
 from hwm.properties.events import Event, Header
 from hwm.properties.protocol import resolve
@@ -32,9 +37,9 @@ LOGGED = frozenset({"generation", "role", "log", "hwm"})
 FINDING = "ModelStep"
 
 
-# The systems whose correct nodes' finer steps a validator knows: raft's (checker/observed.py) and
-# ZAB's (checker/observed_zab.py).
-VALIDATORS = {"raft": ObservedValidator, "zab": ObservedZabValidator}
+# The systems whose correct nodes' finer steps a validator knows: raft's (checker/observed.py),
+# ZAB's (checker/observed_zab.py) and Kafka's (checker/observed_kafka.py).
+VALIDATORS = {"raft": ObservedValidator, "zab": ObservedZabValidator, "kafka": ObservedKafkaValidator}
 STEPPED_SYSTEMS = tuple(VALIDATORS)
 
 
@@ -79,7 +84,7 @@ class ModelSteps:
             self.unnamed.pop(node, None)
         else:
             self.unnamed[node] = seen
-        finding = self._feed(event, seen, None)
+        finding = self._feed(event, seen, None, seen.get("isr"))
         if seen["role"] == "leader" and finding is None:
             # Its voters showed this generation before anyone led it: now it is named, and their
             # state (unchanged since, so not observed again) is the model's voter's.
@@ -90,14 +95,16 @@ class ModelSteps:
                                          cause=seen["cause"]), f"{voter}, of {node}'s generation {generation},")
         return finding
 
-    def client(self, node: str, kind: str, index: int, seen: dict, step, cause: str) -> Finding | None:
-        """A log_append acknowledged (kind "ack") or a log_read served ("read") at `index`, judged on
-        the node's state `seen` right after it."""
+    def client(self, node: str, kind: str, index: int, seen: dict, step, cause: str,
+               op_type: str = "log_append") -> Finding | None:
+        """A log_append (or send) acknowledged (kind "ack") or a log_read (or poll) served ("read") at
+        `index`, judged on the node's state `seen` right after it."""
         log = seen["log"]
         entry = ((index, log[index - 1][1] if 1 <= index <= len(log) else seen["generation"]),)
         event = Event(server=node, **{kind: entry})
-        what = "acknowledged log_append at" if kind == "ack" else "served log_read of"
-        return self._feed(event, dict(seen, node=node, step=step, cause=cause), f"{node} {what} index {index}")
+        what = {"send": "acknowledged send at offset", "poll": "served a poll of offset"}.get(
+            op_type, "acknowledged log_append at index" if kind == "ack" else "served log_read of index")
+        return self._feed(event, dict(seen, node=node, step=step, cause=cause), f"{node} {what} {index}")
 
     def finish(self) -> Finding | None:
         """The end of the run: some explanation must have shown every change its model steps made."""
@@ -110,11 +117,14 @@ class ModelSteps:
                                         f"model explains the run without a change no node ever showed)")
         return self.finding
 
-    def _feed(self, event: Event, seen: dict, what: str | None) -> Finding | None:
+    def _feed(self, event: Event, seen: dict, what: str | None, isr: list | None = None) -> Finding | None:
         if self.finding is not None:
             return None
         self.events += 1
-        discrepancy = self.validator.feed(event)
+        if isr is not None and isinstance(self.validator, ObservedKafkaValidator):
+            discrepancy = self.validator.feed(event, isr=isr)  # a Kafka leader's ISR is compared too
+        else:
+            discrepancy = self.validator.feed(event)
         if discrepancy is None:
             return None
         state = " ".join(describe_observation(seen).split()[1:])

@@ -1,0 +1,394 @@
+"""Trace validation of a live Kafka cluster: the finer steps of a correct Kafka broker, in Kafka's model.
+
+Kafka's model (model/kafka.py) makes a fetch one step: `replicate(L, F)` truncates F where it must,
+appends what L holds from F's log end, moves F's high watermark, and at once counts F's new log
+end offset on L (its HW, an ISR expansion). Elections are the controller's, atomic, with each
+LeaderAndIsr request arriving with its election or never, and a restart learns the current epoch
+and leader in the same step. A correct broker (hwm's own node, `impl/kafka.py`) shows these in
+finer steps, and this validator accepts exactly these:
+
+- **A LeaderAndIsr request arrives late.** A replica of an older epoch (or one restarted that
+  knows no leader yet) receives the current epoch's request later than its election:
+  `leader_and_isr(L, R)` is the model's step of that name (taken whatever `late_leader_and_isr`
+  says: the flag is about a request the controller sent long ago, this is one on its way), or
+  the request of an epoch whose leader the controller holds failed (no leader: R becomes a
+  follower of that epoch that fetches from no one).
+- **A restart shows what the disk holds before the controller answers.** A restarted broker is a
+  follower of the epoch it checkpointed, of no leader, with its log and HW; the controller's
+  LeaderAndIsr (above) then makes it a follower as the model's restart does in one step.
+- **The HW moves on the next fetch, not on the follower's append.** F's side of a fetch is one
+  change (a truncation exchange, OffsetsForLeaderEpoch, may be a change of its own before it);
+  what L learns comes with F's next fetch, whose offset is F's log end offset then: `fetch(F→L)`
+  sets L's view of F and advances L's HW by the model's rule, later, in order with F's other
+  fetches or never (a fetch from F's current log end offset may also reach L at any time: F sends
+  one after each change). A fetch to an earlier epoch of L is ignored.
+- **A fetch response carries the leader's log and HW of when it was answered**: F may append a
+  shorter prefix of what L holds, or learn an older HW; never an entry L lacks.
+- **A late fetch response from an old leader epoch**: a leader that crashed or was deposed
+  answered F's fetch before; F, still its follower in that epoch, appends the answer now.
+- **ISR changes are the controller's answers.** An expansion (F's fetch reached the HW) is made
+  when the AlterIsr answer comes back: `fetch(F→L)` with the expansion, in one step. A shrink the
+  leader asked for when F was behind (or its session lapsed) may be accepted after F caught up:
+  a shrink of any ISR replica by the current epoch's leader (it never raises the HW above an
+  in-sync replica's log end). The controller elects with the ISR as its broker sessions show it:
+  ISR replicas that received no LeaderAndIsr may be in the new ISR or not (a dead broker whose
+  session has not expired stays; a live one cut off from the controller leaves).
+- **The ISR is compared where the node shows it**: a leader's own copy of the ISR (the model's
+  `isr` of a leader, itself included) must be the one the node reports (`feed(event, isr=...)`).
+
+Everything else is Kafka's model: entries are the leader's (its epoch, from a follower's log end),
+a follower truncates where the preset's rule says, a HW is the minimum log end offset over the
+leader's copy of the ISR and only while that ISR has min.insync.replicas replicas, a deposed
+leader's ISR update is refused, elections are from the ISR (or unclean where the preset allows).
+"""
+
+from __future__ import annotations
+
+from itertools import combinations
+
+from hwm.checker.observed import ObservedValidator
+from hwm.checker.validate import Candidate, Validator
+from hwm.model.kafka import NO_LEADER, diverged_at, truncation_offset
+from hwm.model.state import FOLLOWER, LEADER
+
+class ObservedKafkaValidator(ObservedValidator):
+    """`Validator` over Kafka's model with a correct broker's finer steps (see the module's docstring).
+
+    Fetches a leader has not yet applied live in the state's `channels`, laid out as the raft
+    validator's (channel f*n+l holds f's fetches to l as (L's epoch, offset)); channel l*n+l holds
+    leader l as it was when it stopped leading (its answers may still arrive)."""
+
+    def __init__(self, protocol, header, **options):
+        super().__init__(protocol, header, **options)
+        if protocol.system != "kafka":
+            raise ValueError(f"ObservedKafkaValidator steps Kafka's model, not {protocol.system}'s")
+        self.refines = header.network == "rpc"
+        self._isr_seen: frozenset[int] | None = None  # the ISR the event's node shows, as positions
+        self._elections_wanted = True
+
+    # ------------------------------------------------------------------ interface
+    def feed(self, event, isr=None):
+        """`Validator.feed`; `isr` (names) is the ISR the node reports with this event, compared on a leader."""
+        self._isr_seen = None if isr is None else frozenset(self.positions[name] for name in isr
+                                                            if name in self.positions)
+        # An election is searched for only where the event shows a new epoch or role: no other change
+        # of a node needs one (a replica of a new epoch shows it), and each state offers one per ISR
+        # replica, each with the ISRs the controller may choose (the search's cost, on five nodes).
+        before = self.observed[self.positions[event.server]] if event.server in self.positions else None
+        self._elections_wanted = before is None or event.restart or (
+            event.generation is not None and event.generation != before.generation) or (
+            event.role is not None and event.role != before.role)
+        try:
+            return super().feed(event)
+        finally:
+            self._isr_seen = None
+            self._elections_wanted = True
+
+    def _confirm(self, cand: Candidate, k, seen, event):
+        options = cand.pending[k] or (cand.state.servers[k],)
+        for at, server in enumerate(options):
+            if not self._isr_matches(server, k):
+                continue
+            generations = self._match(server, seen, cand.generations)
+            if generations is None:
+                continue
+            generations = self._satisfies(cand.state, k, event, generations)
+            if generations is None:
+                continue
+            pending = cand.pending[:k] + (cand.pending[k][at + 1:],) + cand.pending[k + 1:]
+            return Candidate(cand.state, generations, pending)
+        return None
+
+    def _isr_matches(self, server, k: int) -> bool:
+        if self._isr_seen is None or not server.alive or server.role != LEADER:
+            return True  # a follower's copy is the one its last LeaderAndIsr sent: the model keeps none
+        return self._isr_seen == frozenset(j for j, held in enumerate(server.isr) if held or j == k)
+
+    # ------------------------------------------------------------------ steps
+    def _step(self, cand: Candidate, action, after):
+        if self.followers_first and action[0] == "fetch":
+            # A follower's change is observed before the fetch it sends next can reach the leader: no
+            # fetch is taken from a follower whose last change no event has shown yet.
+            l = action[2]
+            before, now = cand.state.servers[l].match, after.servers[l].match
+            if any(cand.pending[f] for f in range(self.n) if f != l and (not before or before[f] != now[f]
+                                                                            or action[1] == f)):
+                return None
+        return super()._step(cand, action, after)
+
+    def _apply(self, state, action):
+        """The model's step, keeping the validator's channels (Kafka's model runs on no network)."""
+        return self.model.apply(state, action)._replace(channels=state.channels)
+
+    def _successors(self, state, k, seen, event_reads=False):
+        if not self.refines:
+            yield from Validator._successors(self, state, k, seen, event_reads)
+            return
+        model = self.model
+        for action in model.actions(state._replace(reads=frozenset())):
+            name = action[0]
+            if name == "read" and not event_reads:
+                continue
+            if name in ("replicate", "shrink_isr", "leader_and_isr"):
+                continue  # split into the finer steps below (shrink_isr: relaxed below)
+            if name == "elect":
+                if not self._elections_wanted:
+                    continue
+                for after in self._elections(state, action):
+                    yield action, self._remember_leaders(state, after)
+                continue
+            after = self._apply(state, action)
+            if name == "crash":
+                after = self._crashed(state, action[1], after)
+            yield action, self._remember_leaders(state, after)
+            if name == "restart":
+                yield action, self._restarted_unled(state, action[1])
+        for f in range(self.n):
+            # Another follower's change is not observed yet: it waits as the model's pending change.
+            yield from self._follower_steps(state, f, seen if f == k else None)
+        for l, leader in enumerate(state.servers):
+            if leader.alive and leader.role == LEADER:
+                yield from self._fetches(state, l)
+                yield from self._fetches_together(state, l, seen.hwm if l == k else None)
+                yield from self._shrinks(state, l)
+        yield from self._late_leader_and_isr(state)
+
+    # ---- elections and the controller's requests
+    def _elections(self, state, action):
+        """The model's election, and the same with the ISR as the controller's broker sessions show it:
+        each ISR replica the request did not reach may stay in the new ISR or leave it. Only the
+        election whose request reaches the new leader alone: every other replica's request is a late
+        one (`_late_leader_and_isr`, the same change), so the other recipient sets add nothing but
+        candidates (2^(n-1) of them, for each ISR)."""
+        _, c, voters = action
+        if voters != (c,):
+            return
+        after = self._apply(state, action)
+        yield after
+        if not state.servers[c].in_isr:
+            return  # unclean: the new ISR is the new leader alone
+        model = self.model
+        others = [k for k, sv in enumerate(state.servers) if sv.in_isr and k not in voters]
+        chosen_by_model = frozenset(k for k, sv in enumerate(after.servers) if sv.in_isr)
+        for size in range(len(others) + 1):
+            for kept in combinations(others, size):
+                isr = frozenset(voters) & frozenset(k for k, sv in enumerate(state.servers) if sv.in_isr or k == c)
+                isr = isr | frozenset(kept) | {c}
+                if isr == chosen_by_model:
+                    continue
+                servers = [sv._replace(in_isr=j in isr) for j, sv in enumerate(after.servers)]
+                servers[c] = servers[c]._replace(isr=tuple(j in isr for j in range(self.n)),
+                                                 hwm=state.servers[c].hwm)
+                acked = model._advance_hwm(servers, c, state.acked)
+                yield after._replace(servers=tuple(servers), acked=acked)
+
+    def _late_leader_and_isr(self, state):
+        """The current epoch's LeaderAndIsr reaching a replica of an older epoch, or a restarted one
+        that knows no leader: from the epoch's live leader (the model's step), or naming no leader
+        (the controller holds that leader failed)."""
+        model = self.model
+        epoch = model.epoch(state)
+        leader = next((l for l, sv in enumerate(state.servers)
+                       if sv.alive and sv.role == LEADER and sv.generation == epoch), None)
+        for r, replica in enumerate(state.servers):
+            if not replica.alive or r == leader or not (replica.generation < epoch or replica.leader == NO_LEADER):
+                continue
+            if replica.role == LEADER and replica.generation == epoch:
+                continue
+            if leader is not None:
+                after = model.effect_leader_and_isr(state, leader, r)._replace(channels=state.channels)
+                yield ("leader_and_isr", leader, r), self._remember_leaders(state, after)
+            unled = model._become_follower(replica, epoch, NO_LEADER)
+            after = state._replace(servers=state.servers[:r] + (unled,) + state.servers[r + 1:])
+            yield ("leader_and_isr", r, r), self._remember_leaders(state, after)
+
+    def _restarted_unled(self, state, r: int):
+        """A restart before the controller's answer: the checkpointed epoch, no leader, the log and HW
+        the model's restart keeps (its LeaderAndIsr comes as a later step)."""
+        # The crash already left what the disk holds (under log_flush=never, the flushed prefix).
+        server = state.servers[r]._replace(alive=True, role=FOLLOWER, match=(), isr=(), leader=NO_LEADER,
+                                           truncating=False)
+        return state._replace(servers=state.servers[:r] + (server,) + state.servers[r + 1:])
+
+    def _crashed(self, state, c: int, after):
+        """A crash: fetches sent to c are lost with its connections (a restarted broker is a new
+        incarnation); the ones it sent stay on the network."""
+        if not state.channels:
+            return after
+        n = self.n
+        channels = tuple(() if i % n == c and i // n != c else ch for i, ch in enumerate(after.channels))
+        return after._replace(channels=channels)
+
+    # ---- the follower's side of a fetch
+    def _follower_steps(self, state, k, seen):
+        """Follower k's truncation exchange, and a fetch response appended (with the leader's log and HW
+        of when it was answered), from its leader or from a leader that has since stopped leading."""
+        follower = state.servers[k]
+        if not follower.alive or follower.role != FOLLOWER or follower.leader == NO_LEADER:
+            return
+        l = follower.leader - 1
+        leader = state.servers[l]
+        late = False
+        if not (leader.alive and leader.role == LEADER):
+            was = state.channels[l * self.n + l] if state.channels else ()
+            if not was:
+                return
+            leader, late = was[0], True
+        if leader.generation != follower.generation and (late or self.protocol.follower_truncation == "fenced"):
+            return  # fenced: the leader answers FENCED_LEADER_EPOCH / UNKNOWN_LEADER_EPOCH
+        log = self._truncated(follower, leader)
+        if log != follower.log or follower.truncating:
+            now = follower._replace(log=log, hwm=min(follower.hwm, len(log)), truncating=False,
+                                    flushed=min(follower.flushed, len(log)))
+            yield ("truncate", l, k), self._with_follower(state, k, now, l, leader, None)
+        if late and log != follower.log:
+            return  # a late answer is a fetch's, never an OffsetsForLeaderEpoch's
+        # The fetch response, from the log end after the truncation (the fetch is sent from there).
+        lengths = {len(leader.log)}
+        if seen is not None and seen.log is not None and len(log) <= len(seen.log) <= len(leader.log):
+            lengths.add(len(seen.log))
+        hwms = {leader.hwm}
+        if seen is not None and seen.hwm is not None and seen.hwm < leader.hwm:
+            hwms.add(seen.hwm)
+        for length in lengths:
+            fetched = log + leader.log[len(log):length]
+            for hwm in hwms:
+                high = max(min(follower.hwm, len(fetched)), min(hwm, len(fetched)))
+                now = follower._replace(log=fetched, hwm=high, truncating=False,
+                                        flushed=min(follower.flushed, len(log)))
+                if now == follower:
+                    continue
+                step = "fetch_response_late" if late else "fetch_response"
+                yield (step, l, k), self._with_follower(state, k, now, l, leader, (len(log), len(fetched)))
+
+    def _truncated(self, follower, leader) -> tuple:
+        """Where the model's `replicate` truncates the follower's log before fetching."""
+        log = follower.log
+        rule = self.protocol.follower_truncation
+        if follower.truncating:
+            log = log[:truncation_offset(rule, log, follower.hwm, leader.log)]
+        elif rule == "last-fetched-epoch":
+            truncate_to = diverged_at(log, leader.log)
+            if truncate_to is not None:
+                log = log[:truncate_to]
+        if len(log) > len(leader.log):
+            log = log[:len(leader.log)]  # OFFSET_OUT_OF_RANGE
+        return log
+
+    def _with_follower(self, state, k, now, l, leader, offsets):
+        """`state` with follower k as `now` and, for a fetch response, the fetch it answered and the
+        next one (from the new log end offset) on their way to leader l: the leader took the first
+        before it answered, but nothing it showed may have needed it yet (an ISR expansion it caused
+        waits for the controller's answer, and the HW it gives then is counted with it)."""
+        servers = state.servers[:k] + (now,) + state.servers[k + 1:]
+        if offsets is None:
+            return state._replace(servers=servers)
+        channels = self._channels(state)
+        queue = channels[k * self.n + l]
+        for offset in dict.fromkeys(offsets):
+            fetch = (leader.generation, offset)
+            if not queue or queue[-1] != fetch:
+                queue = queue + (fetch,)
+        channels[k * self.n + l] = queue
+        return state._replace(servers=servers, channels=tuple(channels))
+
+    # ---- the leader's side
+    def _fetches(self, state, l):
+        """Each fetch leader l may take now: one waiting from a follower, or one from a follower's
+        current log end offset; with the ISR expansion it may lead to (the controller's answer)."""
+        n = self.n
+        for f in range(n):
+            if f == l:
+                continue
+            queue = state.channels[f * n + l] if state.channels else ()
+            seen_offsets = set()
+            for at, offset in self._offers(state, l, f):
+                if offset in seen_offsets:
+                    continue
+                seen_offsets.add(offset)
+                channels = list(self._channels(state))
+                channels[f * n + l] = queue[at + 1:]  # FIFO: the ones before it were taken before it
+                for expand in (False, True):
+                    after = self._take_fetch(state, l, f, offset, expand)
+                    if after is not None:
+                        yield ("fetch", f, l), after._replace(channels=tuple(channels))
+
+    def _offers(self, state, l, f) -> list[tuple[int, int]]:
+        """The fetches from f that leader l may take now, in order: (position in the queue, offset)."""
+        leader, follower = state.servers[l], state.servers[f]
+        queue = state.channels[f * self.n + l] if state.channels else ()
+        offers = [(at, offset) for at, (generation, offset) in enumerate(queue) if generation == leader.generation]
+        # Its fetch from its log end offset now: sent after its last change, or, for a replica that must
+        # first find its truncation point, after an OffsetsForLeaderEpoch answer that truncates nothing.
+        if (follower.alive and follower.role == FOLLOWER and follower.leader == l + 1
+                and (follower.generation == leader.generation or self.protocol.follower_truncation != "fenced")
+                and (not follower.truncating or self._truncated(follower, leader) == follower.log)):
+            offers.append((len(queue), len(follower.log)))
+        return [(at, offset) for at, offset in offers if offset <= len(leader.log)]
+
+    def _fetches_together(self, state, l, hwm):
+        """Several followers' fetches taken as one step (each the step above, without an expansion):
+        with five replicas the HW moves only when the last of four fetches arrives, and the three
+        before it change nothing a node shows. Each follower's latest fetch, or (for the leader's own
+        change to HW `hwm`) its first from at least `hwm`: the search's depth, not the model, is what
+        this saves."""
+        n = self.n
+        choices = {f: self._offers(state, l, f) for f in range(n) if f != l}
+        picks = [{f: offers[-1] for f, offers in choices.items() if offers}]
+        if hwm is not None:
+            picks.append({f: next((o for o in offers if o[1] >= hwm), offers[-1])
+                          for f, offers in choices.items() if offers})
+        leader = state.servers[l]
+        for pick in picks:
+            if len(pick) < 2:
+                continue  # one fetch: the step above
+            channels = list(self._channels(state))
+            match = list(leader.match)
+            for f, (at, offset) in pick.items():
+                channels[f * n + l] = channels[f * n + l][at + 1:]
+                match[f] = offset
+            servers = list(state.servers)
+            servers[l] = leader._replace(match=tuple(match))
+            acked = self.model._advance_hwm(servers, l, state.acked)
+            yield ("fetch", "all", l), state._replace(servers=tuple(servers), acked=acked, channels=tuple(channels))
+
+    def _take_fetch(self, state, l, f, offset, expand):
+        """Leader l takes f's fetch from `offset`: its view of f, the ISR expansion if `expand` (f reached
+        the HW and l leads the controller's epoch), then the HW (maybeIncrementLeaderHW)."""
+        model = self.model
+        servers = list(state.servers)
+        leader = servers[l]
+        if expand:
+            if servers[f].in_isr or offset < leader.hwm or leader.generation != model.epoch(state):
+                return None
+            servers[f] = servers[f]._replace(in_isr=True)
+            leader = leader._replace(isr=leader.isr[:f] + (True,) + leader.isr[f + 1:])
+        match = leader.match[:f] + (offset,) + leader.match[f + 1:]
+        servers[l] = leader._replace(match=match)
+        acked = model._advance_hwm(servers, l, state.acked)
+        after = state._replace(servers=tuple(servers), acked=acked)
+        return None if after == state and not expand else after
+
+    def _shrinks(self, state, l):
+        """The controller accepts leader l's AlterIsr without f: l leads the controller's epoch, f is in
+        the ISR (whether f is still behind now or caught up since l asked)."""
+        model = self.model
+        leader = state.servers[l]
+        if leader.generation != model.epoch(state):
+            return
+        for f, follower in enumerate(state.servers):
+            if f != l and follower.in_isr:
+                after = model.effect_shrink_isr(state, l, f)._replace(channels=state.channels)
+                yield ("shrink_isr", l, f), after
+
+    def _action_text(self, action) -> str:
+        names = self.header.servers
+        if action[0] == "fetch":
+            who = "followers" if action[1] == "all" else names[action[1]]
+            return f"fetch({who}→{names[action[2]]})"
+        if action[0] == "leader_and_isr" and action[1] == action[2]:
+            return f"leader_and_isr({names[action[1]]}, no leader)"
+        return Validator._action_text(self, action)
+
+
+__all__ = ["ObservedKafkaValidator"]

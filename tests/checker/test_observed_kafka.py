@@ -1,0 +1,184 @@
+"""checker/observed_kafka.py: what a correct Kafka broker does between the model's steps is accepted (a
+LeaderAndIsr request arriving late, a restart shown before the controller answers, the HW moved by the
+next fetch, an older fetch response, a late answer of a deposed leader, ISR changes as the
+controller's answers), and the wrong version of each is still rejected."""
+
+import pytest
+
+from hwm.checker.model_events import random_actions, run_events
+from hwm.checker.observed_kafka import ObservedKafkaValidator
+from hwm.checker.validate import Validator
+from hwm.model.registry import build_model
+from hwm.model.state import Config
+from hwm.properties.events import Event, Header
+from hwm.properties.protocol import resolve
+
+KAFKA = resolve("kafka")[1]
+LOGGED = frozenset({"generation", "role", "log", "hwm"})
+NODES = ("n1", "n2", "n3")
+
+
+def run(*events, validator=ObservedKafkaValidator, protocol=KAFKA, servers=3):
+    """The verdict on `events`, each (server, fields) or (server, fields, isr the node reports)."""
+    v = validator(protocol, Header(tuple(f"n{k}" for k in range(1, servers + 1)), LOGGED))
+    for number, (server, fields, *isr) in enumerate(events, 1):
+        event = Event(server=server, **fields)
+        if (v.feed(event, isr=isr[0]) if isr and isinstance(v, ObservedKafkaValidator) else v.feed(event)) is not None:
+            break
+    else:
+        v.finish()
+    return v.verdict()
+
+
+ELECTED = [("n1", dict(generation=1, role="leader"), NODES), ("n2", dict(generation=1)), ("n3", dict(generation=1))]
+# n1 appends an entry; both followers fetch it (their next fetches, which carry offset 1, not yet taken).
+FETCHED = ELECTED + [("n1", dict(log=((1, 1),))), ("n2", dict(log=((1, 1),))), ("n3", dict(log=((1, 1),)))]
+
+
+def test_a_leader_and_isr_request_may_reach_a_replica_after_another_change_of_it():
+    # n2 first shows the start-up LeaderAndIsr of epoch 0 (its ISR changed: nothing the model compares),
+    # then the request of epoch 1, which in the model came with n1's election or never.
+    events = [("n1", dict(generation=1, role="leader")), ("n2", dict(generation=0)), ("n2", dict(generation=1))]
+    verdict = run(*events)
+    assert verdict.valid, verdict.discrepancy.describe()
+    assert not run(*events, validator=Validator).valid
+
+
+def test_a_late_leader_and_isr_request_truncates_only_where_the_presets_rule_says():
+    # n2 holds epoch 1's entry above its HW; n3 leads epoch 2 (n1 down, n2 not told yet).
+    before = FETCHED + [("n1", dict(crash=True)), ("n3", dict(generation=2, role="leader"))]
+    verdict = run(*before, ("n2", dict(generation=2)))
+    assert verdict.valid, verdict.discrepancy.describe()
+    # KIP-320 truncates only after asking the leader; truncating to its own HW is Kafka before KIP-101.
+    wrong = run(*before, ("n2", dict(generation=2, log=())))
+    assert not wrong.valid and wrong.discrepancy.number == len(before) + 1
+    assert run(*before, ("n2", dict(generation=2, log=())), protocol=resolve("kafka-truncate-to-hwm")[1]).valid
+
+
+def test_a_restarted_broker_shows_its_checkpointed_epoch_before_the_controller_answers():
+    # n2 down; n3 leads epoch 2; n2 restarts showing epoch 1 from its disk, then takes epoch 2.
+    before = FETCHED + [("n2", dict(crash=True)), ("n1", dict(crash=True)), ("n3", dict(generation=2, role="leader"))]
+    verdict = run(*before, ("n2", dict(restart=True, generation=1, role="follower", log=((1, 1),), hwm=0)),
+                  ("n2", dict(generation=2)))
+    assert verdict.valid, verdict.discrepancy.describe()
+    # A broker that forgot its epoch on restart (g0 with an entry of epoch 1) is no Kafka broker.
+    wrong = run(*before, ("n2", dict(restart=True, generation=0, role="follower", log=((1, 1),), hwm=0)))
+    assert not wrong.valid and wrong.discrepancy.number == len(before) + 1
+
+
+def test_the_hw_moves_when_the_followers_next_fetches_reach_the_leader():
+    events = FETCHED + [("n1", dict(log=((1, 1), (2, 1)))),  # a second produce: the fetches from 1 not yet in
+                        ("n1", dict(hwm=1)),  # now they are
+                        ("n2", dict(log=((1, 1), (2, 1)), hwm=1)), ("n3", dict(log=((1, 1), (2, 1)), hwm=1)),
+                        ("n1", dict(hwm=2))]
+    verdict = run(*events)
+    assert verdict.valid, verdict.discrepancy.describe()
+    # The model's fetch is one round trip: n1's HW would be 1 before its second produce.
+    assert not run(*events, validator=Validator).valid
+
+
+def test_with_five_replicas_the_hw_moves_when_the_last_of_four_fetches_arrives():
+    # The three fetches before the last change nothing n1 shows: taken together, within the search's depth.
+    five = ("n1", "n2", "n3", "n4", "n5")
+    events = ([("n1", dict(generation=1, role="leader"), five)] + [(f"n{k}", dict(generation=1)) for k in range(2, 6)]
+              + [("n1", dict(log=((1, 1),)))] + [(f"n{k}", dict(log=((1, 1),))) for k in range(2, 6)])
+    verdict = run(*events, ("n1", dict(hwm=1), five), servers=5)
+    assert verdict.valid, verdict.discrepancy.describe()
+    # n5 never fetched the entry: the ISR's smallest log end offset is 0.
+    wrong = run(*events[:-1], ("n1", dict(hwm=1), five), servers=5)
+    assert not wrong.valid and wrong.discrepancy.number == len(events)
+
+
+def test_the_hw_never_passes_the_smallest_log_end_offset_of_the_isr():
+    # n2 fetched the entry, n3 (in the ISR n1 shows) did not: the HW stays at 0.
+    events = ELECTED + [("n1", dict(log=((1, 1),))), ("n2", dict(log=((1, 1),))), ("n1", dict(hwm=1), NODES)]
+    verdict = run(*events)
+    assert not verdict.valid and verdict.discrepancy.number == len(events), verdict
+    # Once the leader's ISR is {n1, n2} (its AlterIsr without n3 accepted) it may.
+    assert run(*events[:-1], ("n1", dict(hwm=1), ("n1", "n2"))).valid
+
+
+def test_a_fetch_response_carries_the_leaders_log_and_hw_of_when_it_was_answered():
+    events = FETCHED + [("n1", dict(log=((1, 1), (2, 1)))), ("n1", dict(hwm=1)),
+                        ("n2", dict(log=((1, 1), (2, 1)))),  # answered before the HW moved: HW 0
+                        ("n3", dict(hwm=1))]  # an answer with the HW and no new entry
+    verdict = run(*events)
+    assert verdict.valid, verdict.discrepancy.describe()
+    # Never an entry the leader lacks, nor a HW it never had.
+    assert not run(*events[:-1], ("n3", dict(log=((1, 1), (2, 1), (3, 1))))).valid
+    assert not run(*events[:-2], ("n2", dict(log=((1, 1), (2, 1)), hwm=2))).valid
+
+
+def test_a_deposed_leaders_late_fetch_response_is_appended_only_in_its_epoch():
+    # n1 appends and is killed before n2's fetch is answered... the answer is on its way.
+    before = ELECTED + [("n1", dict(log=((1, 1),))), ("n1", dict(crash=True))]
+    verdict = run(*before, ("n2", dict(log=((1, 1),))))
+    assert verdict.valid, verdict.discrepancy.describe()
+    assert not run(*before, ("n2", dict(log=((1, 1), (2, 1))))).valid  # more than n1 ever held
+    # Once n2 follows n3 in epoch 2 it fetches from n3: n1's old answer is not for it.
+    moved = before + [("n3", dict(generation=2, role="leader")), ("n2", dict(generation=2))]
+    wrong = run(*moved, ("n2", dict(log=((1, 1),))))
+    assert not wrong.valid and wrong.discrepancy.number == len(moved) + 1
+
+
+def test_a_follower_of_an_older_epoch_is_fenced():
+    # n1 restarts and is elected again for epoch 2 without n2 (which still follows it in epoch 1).
+    again = ELECTED + [("n1", dict(crash=True)), ("n1", dict(restart=True, generation=1, role="follower")),
+                       ("n1", dict(generation=2, role="leader")), ("n3", dict(generation=2)),
+                       ("n1", dict(log=((1, 2),)))]
+    # KIP-320: n2's fetch carries epoch 1 and is answered FENCED_LEADER_EPOCH; before it, it was served.
+    wrong = run(*again, ("n2", dict(log=((1, 2),))))
+    assert not wrong.valid and wrong.discrepancy.number == len(again) + 1
+    verdict = run(*again, ("n2", dict(log=((1, 2),))), protocol=resolve("kafka-kip279")[1])
+    assert verdict.valid, verdict.discrepancy.describe()
+
+
+def test_isr_changes_are_the_controllers_answers_to_the_leader_of_its_epoch():
+    # n3 down: n1's shrink is accepted, and its HW follows the ISR {n1, n2}.
+    down = ELECTED + [("n1", dict(log=((1, 1),))), ("n2", dict(log=((1, 1),))), ("n3", dict(crash=True))]
+    verdict = run(*down, ("n1", dict(hwm=1), ("n1", "n2")))
+    assert verdict.valid, verdict.discrepancy.describe()
+    # A leader deposed by epoch 2 (it missed the request) has its AlterIsr refused: its ISR stays.
+    deposed = ELECTED + [("n2", dict(generation=2, role="leader")), ("n1", dict(role="leader"), ("n1", "n2"))]
+    wrong = run(*deposed)
+    assert not wrong.valid and wrong.discrepancy.number == len(deposed), wrong
+    # Expansion: n3, restarted, fetches up to the HW and is added back; never while it is behind it.
+    behind = down + [("n1", dict(hwm=1), ("n1", "n2")),
+                     ("n3", dict(restart=True, generation=1, role="follower", log=(), hwm=0)), ("n3", dict())]
+    assert not run(*behind, ("n1", dict(), NODES)).valid
+    caught_up = behind + [("n3", dict(log=((1, 1),), hwm=1))]
+    verdict = run(*caught_up, ("n1", dict(), NODES))
+    assert verdict.valid, verdict.discrepancy.describe()
+
+
+def test_an_expansion_counts_the_offset_of_the_fetch_that_caused_it():
+    # n1's ISR is {n1} alone (below min.insync.replicas: no HW). n3, restarted, fetches from offset 0,
+    # which reaches the HW 0: AlterIsr. n3 appends the answer; the controller's answer comes after it,
+    # and n1's HW counts n3 at offset 0 (its next fetch, from 1, has not arrived).
+    events = ELECTED + [("n2", dict(crash=True)), ("n3", dict(crash=True)), ("n1", dict(), ("n1",)),
+                        ("n3", dict(restart=True, generation=1, role="follower", log=(), hwm=0)),
+                        ("n1", dict(log=((1, 1),)), ("n1",)), ("n3", dict(log=((1, 1),))),
+                        ("n1", dict(), ("n1", "n3"))]
+    verdict = run(*events)
+    assert verdict.valid, verdict.discrepancy.describe()
+    assert run(*events[:-1], ("n1", dict(hwm=1), ("n1", "n3"))).valid  # or after n3's next fetch
+
+
+def test_the_leaders_isr_is_compared_where_the_node_shows_it():
+    shrunk = ELECTED + [("n3", dict(crash=True)), ("n1", dict(), ("n1", "n2"))]
+    verdict = run(*shrunk)
+    assert verdict.valid, verdict.discrepancy.describe()
+    # n3, down, never fetched again: no AlterIsr could have added it back.
+    wrong = run(*shrunk, ("n1", dict(), NODES))
+    assert not wrong.valid and wrong.discrepancy.number == len(shrunk) + 1
+    assert run(*shrunk, ("n1", dict())).valid  # a node that does not show its ISR: nothing to compare
+
+
+@pytest.mark.parametrize("preset", ["kafka", pytest.param("kafka-truncate-to-hwm", marks=pytest.mark.deep)])
+def test_recorded_runs_of_the_kafka_model_stay_valid(preset):
+    protocol = resolve(preset)[1]
+    model = build_model(protocol, Config(servers=3, max_generation=4, max_log=3, max_crashes=2))
+    header, events = run_events(model, list(random_actions(model, 40, 1)), NODES)
+    # A model run logs each step's changes leader first: no order between them to rely on.
+    verdict = ObservedKafkaValidator(protocol, header, followers_first=False).validate(events)
+    assert verdict.valid, verdict.discrepancy.describe()
