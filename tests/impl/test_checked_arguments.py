@@ -1,0 +1,40 @@
+"""Arguments the implementation checks at its edges, each where a mutant that dropped the check
+passed the suite (docs/mutation.md): a client's own id is a server id's shape (it travels in the
+same field of the wire format), and `makedirs` of a directory that exists is no error on either
+file system (a restarted node makes its data directory again)."""
+
+from __future__ import annotations
+
+import os
+import random
+
+import pytest
+
+from hwm.bridge.dst.disk import SimDisk
+from hwm.impl.client import Client
+from hwm.impl.fs import OS_FILESYSTEM
+from hwm.impl.messages import MAX_SERVER_ID_BYTES
+
+
+@pytest.mark.parametrize("client_id, message", [("", "cannot be empty"), (7, "expected a str"),
+                                                ("c" * (MAX_SERVER_ID_BYTES + 1), "at most")])
+def test_a_client_refuses_an_id_the_wire_cannot_carry(client_id, message):
+    with pytest.raises(ValueError, match=f"client_id: .*{message}"):
+        Client({"S1": ("127.0.0.1", 1)}, client_id=client_id)
+
+
+def test_a_client_keeps_the_id_it_is_given_and_draws_one_otherwise():
+    assert Client({"S1": ("127.0.0.1", 1)}, client_id="c" * MAX_SERVER_ID_BYTES).client_id == "c" * MAX_SERVER_ID_BYTES
+    drawn = {Client({"S1": ("127.0.0.1", 1)}).client_id for _ in range(3)}
+    assert len(drawn) == 3
+
+
+def test_makedirs_of_an_existing_directory_is_no_error(tmp_path):
+    path = os.path.join(tmp_path, "data", "S1")
+    OS_FILESYSTEM.makedirs(path)
+    OS_FILESYSTEM.makedirs(path)
+    assert os.path.isdir(path)
+    disk = SimDisk(random.Random(0), ("/data",))
+    disk.makedirs("/data/S1")
+    disk.makedirs("/data/S1")
+    assert disk.isdir("/data/S1")
