@@ -38,6 +38,7 @@ import ast
 import json
 import os
 import random
+import resource
 import signal
 import subprocess
 import sys
@@ -64,19 +65,20 @@ NODES = "tests/nodes/"
 TARGETS: dict[str, Target] = {
     # impl/
     "impl/__init__.py": Target((), 0),
-    "impl/client.py": Target((*RUNTIME_FAST, "tests/impl/test_sessions.py"), 6),
+    "impl/client.py": Target((*RUNTIME_FAST, "tests/impl/test_sessions.py", "tests/impl/test_checked_arguments.py"), 6),
     "impl/codec.py": Target(("tests/impl/test_codec.py", "tests/impl/test_codec_counts.py",
-                             "tests/impl/test_codec_frame_limit.py"), 9),
+                             "tests/impl/test_codec_frame_limit.py", "tests/impl/test_codec_bounds.py"), 9),
     "impl/controller.py": Target((
-        "tests/impl/test_controller_durability.py", "tests/sim/test_dst_kafka.py",
+        "tests/impl/test_controller_durability.py", "tests/sim/test_dst_kafka.py", "tests/sim/test_dst_controller_state.py",
         "tests/impl/test_kafka_runtime.py::test_a_restarted_controller_goes_on_from_its_saved_epoch_and_isr",
         "tests/impl/test_kafka_runtime.py::test_a_second_controller_on_the_same_state_exits_2_naming_the_holder",
         "tests/impl/test_kafka_runtime.py::test_a_damaged_partition_state_stops_the_controller_naming_the_file",
         "tests/impl/test_kafka_runtime.py::test_garbage_and_foreign_messages_to_a_kafka_broker_or_its_controller_"
         "are_refused_by_name"), 6),
-    "impl/core.py": Target(("tests/impl/test_core.py", "tests/impl/test_vote_durability.py"), 12),
+    "impl/core.py": Target(("tests/impl/test_core.py", "tests/impl/test_vote_durability.py",
+                            "tests/impl/test_core_quorum.py"), 12),
     "impl/fs.py": Target(("tests/impl/test_fs_seam.py", "tests/impl/test_fs_os_calls.py",
-                          "tests/impl/test_storage.py"), 4),
+                          "tests/impl/test_storage.py", "tests/impl/test_checked_arguments.py"), 4),
     "impl/kafka.py": Target(("tests/impl/test_kafka.py", "tests/sim/test_dst_kafka.py",
                              "tests/impl/test_controller_durability.py"), 15),
     "impl/messages.py": Target(("tests/impl/test_codec.py", "tests/impl/test_codec_counts.py",
@@ -100,9 +102,10 @@ TARGETS: dict[str, Target] = {
                                       "tests/sim/test_dst_clients.py", "tests/sim/test_dst_reordering.py",
                                       "tests/sim/test_dst_kafka.py"), 15),
     "bridge/dst/disk.py": Target(("tests/sim/test_simdisk.py", "tests/sim/test_reordering_disk.py",
-                                  "tests/sim/test_simdisk_truncation.py", "tests/sim/test_disk_witnesses.py"), 10),
+                                  "tests/sim/test_simdisk_truncation.py", "tests/sim/test_disk_witnesses.py",
+                                  "tests/sim/test_dst_controller_state.py"), 10),
     "bridge/dst/kafka.py": Target(("tests/sim/test_dst_kafka.py", "tests/sim/test_dst_clients.py",
-                                   "tests/sim/test_disk_witnesses.py"), 6),
+                                   "tests/sim/test_disk_witnesses.py", "tests/sim/test_dst_controller_state.py"), 6),
     "bridge/dst/net.py": Target(("tests/sim/test_simnet.py", "tests/sim/test_dst_kafka.py"), 6),
     "bridge/dst/ordering.py": Target(("tests/sim/test_reordering_disk.py", "tests/sim/test_dst_reordering.py"), 4),
     "bridge/maelstrom/__init__.py": Target((), 0),
@@ -352,7 +355,8 @@ def main(argv: list[str] | None = None) -> int:
         if relative not in TARGETS or not number.isdigit():
             parser.error(f"--point {point!r}: expected FILE:N with FILE one of {', '.join(TARGETS)}")
         only.setdefault(relative, []).append(int(number))
-    deadline = time.perf_counter() + args.budget
+    started = time.perf_counter()
+    deadline = started + args.budget
     results: list[Mutant] = []
     points: dict[str, int] = {}
     for relative in (list(only) if only else args.file or list(TARGETS)):
@@ -362,6 +366,9 @@ def main(argv: list[str] | None = None) -> int:
         sample = TARGETS[relative].sample and max(1, round(TARGETS[relative].sample * args.scale))
         found, points[relative] = run_file(relative, sample, args.seed, deadline, only.get(relative), args.tests)
         results.extend(found)
+    children = resource.getrusage(resource.RUSAGE_CHILDREN)
+    print(f"\n{len(results)} mutants in {time.perf_counter() - started:.0f}s of wall time, "
+          f"{children.ru_utime + children.ru_stime:.0f}s of CPU time in the test runs")
     print("\nper package and per module (timeouts count as killed):")
     for line in score_table(results, points):
         print("  " + line)
