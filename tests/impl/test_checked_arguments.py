@@ -1,7 +1,8 @@
 """Arguments the implementation checks at its edges, each where a mutant that dropped the check
 passed the suite (docs/mutation.md): a client's own id is a server id's shape (it travels in the
 same field of the wire format), and `makedirs` of a directory that exists is no error on either
-file system (a restarted node makes its data directory again)."""
+file system (a restarted node makes its data directory again); a ZAB vote request checks the fields
+it shares with raft's as well as its own."""
 
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ import pytest
 from hwm.bridge.dst.disk import SimDisk
 from hwm.impl.client import Client
 from hwm.impl.fs import OS_FILESYSTEM
-from hwm.impl.messages import MAX_SERVER_ID_BYTES
+from hwm.impl.messages import MAX_SERVER_ID_BYTES, ZabVoteRequest
 
 
 @pytest.mark.parametrize("client_id, message", [("", "cannot be empty"), (7, "expected a str"),
@@ -38,3 +39,15 @@ def test_makedirs_of_an_existing_directory_is_no_error(tmp_path):
     disk.makedirs("/data/S1")
     disk.makedirs("/data/S1")
     assert disk.isdir("/data/S1")
+
+
+@pytest.mark.parametrize("fields, message", [
+    ((-1, "S1", 0, 0), r"ZabVoteRequest\.generation: -1 is out of range"),
+    ((1, "", 0, 0), r"candidate: a server id cannot be empty"),
+    ((1, "S1", 0, 2**64), r"ZabVoteRequest\.last_generation: .* is out of range"),
+])
+def test_a_zab_vote_request_checks_the_fields_it_shares_with_raft(fields, message):
+    with pytest.raises(ValueError, match=message):
+        ZabVoteRequest(*fields, current_epoch=0)
+    with pytest.raises(ValueError, match=r"ZabVoteRequest\.current_epoch: 2 is newer"):
+        ZabVoteRequest(1, "S1", 0, 0, current_epoch=2)
