@@ -2,7 +2,8 @@
 passed the suite (docs/mutation.md): a client's own id is a server id's shape (it travels in the
 same field of the wire format), and `makedirs` of a directory that exists is no error on either
 file system (a restarted node makes its data directory again); a ZAB vote request checks the fields
-it shares with raft's as well as its own."""
+it shares with raft's as well as its own; an append whose last index would pass 2**64-1 and a get
+reply with a generation that is no count are refused."""
 
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ import pytest
 from hwm.bridge.dst.disk import SimDisk
 from hwm.impl.client import Client
 from hwm.impl.fs import OS_FILESYSTEM
-from hwm.impl.messages import MAX_SERVER_ID_BYTES, ZabVoteRequest
+from hwm.impl.messages import MAX_SERVER_ID_BYTES, AppendRequest, GetReply, ZabVoteRequest
 
 
 @pytest.mark.parametrize("client_id, message", [("", "cannot be empty"), (7, "expected a str"),
@@ -51,3 +52,15 @@ def test_a_zab_vote_request_checks_the_fields_it_shares_with_raft(fields, messag
         ZabVoteRequest(*fields, current_epoch=0)
     with pytest.raises(ValueError, match=r"ZabVoteRequest\.current_epoch: 2 is newer"):
         ZabVoteRequest(1, "S1", 0, 0, current_epoch=2)
+
+
+def test_an_append_request_whose_last_index_would_not_fit_a_u64_is_refused():
+    AppendRequest(1, "S1", 2**64 - 2, 1, ((1, b"x"),), 0)  # the last index is 2**64-1: fits
+    with pytest.raises(ValueError, match=r"AppendRequest\.entries: the last index would exceed 2\*\*64-1"):
+        AppendRequest(1, "S1", 2**64 - 1, 1, ((1, b"x"),), 0)
+
+
+@pytest.mark.parametrize("generation", [-1, 2**64, "1"])
+def test_a_get_reply_refuses_a_generation_that_is_no_count(generation):
+    with pytest.raises(ValueError, match=r"GetReply\.generation"):
+        GetReply(1, generation, b"v")
