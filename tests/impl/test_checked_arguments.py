@@ -3,10 +3,12 @@ passed the suite (docs/mutation.md): a client's own id is a server id's shape (i
 same field of the wire format), and `makedirs` of a directory that exists is no error on either
 file system (a restarted node makes its data directory again); a ZAB vote request checks the fields
 it shares with raft's as well as its own; an append whose last index would pass 2**64-1 and a get
-reply with a generation that is no count are refused."""
+reply with a generation that is no count are refused; every message is an immutable value (the
+sender, the network's queues and the receiver hold the same object)."""
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import random
 
@@ -15,6 +17,7 @@ import pytest
 from hwm.bridge.dst.disk import SimDisk
 from hwm.impl.client import Client
 from hwm.impl.fs import OS_FILESYSTEM
+from hwm.impl import messages
 from hwm.impl.messages import MAX_SERVER_ID_BYTES, AppendRequest, GetReply, ZabVoteRequest
 
 
@@ -64,3 +67,12 @@ def test_an_append_request_whose_last_index_would_not_fit_a_u64_is_refused():
 def test_a_get_reply_refuses_a_generation_that_is_no_count(generation):
     with pytest.raises(ValueError, match=r"GetReply\.generation"):
         GetReply(1, generation, b"v")
+
+
+def test_every_message_is_frozen():
+    classes = [c for c in vars(messages).values() if isinstance(c, type) and dataclasses.is_dataclass(c)
+               and c.__module__ == messages.__name__]
+    assert len(classes) > 20 and messages.GetReply in classes
+    assert [c.__name__ for c in classes if not c.__dataclass_params__.frozen] == []
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        GetReply(1, 1, b"v").value = b"w"
