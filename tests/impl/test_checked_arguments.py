@@ -76,3 +76,9 @@ def test_every_message_is_frozen():
     assert [c.__name__ for c in classes if not c.__dataclass_params__.frozen] == []
     with pytest.raises(dataclasses.FrozenInstanceError):
         GetReply(1, 1, b"v").value = b"w"
+
+
+@pytest.mark.parametrize("fields", [(None, None, None), (1, None, None), (None, b"v", None)])
+def test_a_get_reply_without_an_error_holds_a_whole_entry(fields):
+    with pytest.raises(ValueError, match=r"GetReply\.error: either generation and value, or error"):
+        GetReply(1, *fields)
