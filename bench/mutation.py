@@ -330,6 +330,31 @@ def score_table(results: list[Mutant], points: dict[str, int]) -> list[str]:
     return lines
 
 
+def report(paths: list[str]) -> int:
+    """The tables of saved results, merged in order (a later file's mutant replaces an earlier one's)."""
+    points: dict[str, int] = {}
+    merged: dict[tuple[str, int], Mutant] = {}
+    for path in paths:
+        try:
+            with open(path, encoding="utf-8") as file:
+                saved = json.load(file)
+            points.update(saved["points"])
+            for fields in saved["mutants"]:
+                mutant = Mutant(**fields)
+                merged[(mutant.path, mutant.number)] = mutant
+        except (OSError, ValueError, KeyError, TypeError) as error:
+            print(f"{path}: not a results file of bench/mutation.py --json: {error}", file=sys.stderr)
+            return 2
+    results = sorted(merged.values(), key=lambda m: (m.path, m.number))
+    for line in score_table(results, points):
+        print("  " + line)
+    survivors = [m for m in results if m.status == "survived"]
+    print(f"\nsurvivors ({len(survivors)}):")
+    for mutant in survivors:
+        print(f"  {mutant.path}:{mutant.line} [{mutant.operator}, point {mutant.number}] {mutant.mutated_line}")
+    return 0
+
+
 def _interrupted(signum, frame) -> None:
     raise KeyboardInterrupt
 
@@ -344,11 +369,16 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--json", help="write every mutant's result here")
     parser.add_argument("--point", action="append", metavar="FILE:N",
                         help="run only mutation point N of FILE (as the survivors list names them)")
+    parser.add_argument("--report", nargs="+", metavar="JSON",
+                        help="run nothing: print the tables of saved --json results, a later file's mutants "
+                        "replacing an earlier one's of the same file and point (a re-run of the survivors)")
     parser.add_argument("--tests", nargs="+", help="pytest arguments to run instead of the module's subset "
                         "(to see whether a wider part of the suite kills a survivor)")
     args = parser.parse_args(argv)
     if args.scale <= 0:
         parser.error("--scale must be positive")
+    if args.report:
+        return report(args.report)
     # A SIGTERM (timeout, a closed terminal) must still run the `finally` that puts the file back.
     signal.signal(signal.SIGTERM, _interrupted)
     only: dict[str, list[int]] = {}

@@ -10,6 +10,7 @@ tests with real processes and kill -9 are in test_e2e.py.
 from __future__ import annotations
 
 import asyncio
+import logging
 import random
 import socket
 import struct
@@ -591,3 +592,36 @@ def test_a_prospective_zab_leader_refuses_to_open_a_session_and_keeps_serving(tm
         assert opened.index is not None, opened  # still serving, and nothing was written before
     finally:
         made.close()
+
+
+@pytest.mark.network
+def test_a_connection_serves_request_after_request_and_nothing_after_a_refused_frame(caplog, tmp_path):
+    # A node that stopped reading a connection after its first frames would pass every other test
+    # (the client reconnects and retries); a put behind a refused frame is not written; and the log
+    # line of a pre-vote names the generation asked for, the next one (docs/mutation.md).
+    caplog.set_level(logging.INFO, logger="hwm.node")
+    made = ThreadCluster(tmp_path)
+    try:
+        leader = made.addresses[made.leader()]
+        with closing(socket.create_connection(leader, timeout=5)) as sock:
+            frames = codec.FrameReader()
+            for _ in range(3):
+                sock.sendall(codec.encode(m.StatusRequest()))
+                answers: list = []
+                while not answers:
+                    chunk = sock.recv(65536)
+                    assert chunk, "the node closed a connection that had asked for nothing wrong"
+                    answers += [codec.decode(p) for p in frames.feed(chunk)]
+                assert [type(a).__name__ for a in answers] == ["StatusReply"]
+        before = answers[0].last_index
+        refused = m.StatusReply("S1", "leader", 1, 0, 0, None)  # a reply sent to a server
+        received = exchange(leader, codec.encode(refused) + codec.encode(m.PutRequest(b"after the refusal")))
+        assert [type(r).__name__ for r in received[:1]] == ["ErrorReply"] and "PutReply" not in map(
+            lambda r: type(r).__name__, received), received
+        time.sleep(0.3)  # a put that was taken would be in the leader's log by now
+        status = exchange(leader, codec.encode(m.StatusRequest()))[0]
+        assert status.last_index == before, "the node wrote a put that followed a frame it refused"
+    finally:
+        made.close()
+    asked = [r.getMessage() for r in caplog.records if "asking for pre-votes" in r.getMessage()]
+    assert asked and " for generation 1 (" in asked[0], asked
