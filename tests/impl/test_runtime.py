@@ -625,3 +625,38 @@ def test_a_connection_serves_request_after_request_and_nothing_after_a_refused_f
         made.close()
     asked = [r.getMessage() for r in caplog.records if "asking for pre-votes" in r.getMessage()]
     assert asked and " for generation 1 (" in asked[0], asked
+
+
+def test_a_peer_link_to_a_peer_that_refuses_waits_between_attempts_and_a_kick_ends_the_wait(monkeypatch):
+    """The link backs off between connection attempts (a link that did not wait dialled a down peer
+    thousands of times a second and passed the suite: docs/mutation.md), and a kick (the peer just
+    spoke to us) ends the wait at once."""
+    from types import SimpleNamespace
+    from hwm.impl.runtime import RECONNECT_SECONDS, _PeerLink
+
+    attempts: list[float] = []
+
+    async def refused(*address):
+        attempts.append(asyncio.get_running_loop().time())
+        await asyncio.sleep(0)
+        raise ConnectionRefusedError(111, "refused")
+
+    monkeypatch.setattr(asyncio, "open_connection", refused)
+
+    async def scenario() -> None:
+        link = _PeerLink(SimpleNamespace(server_id="S1", _stopping=False), "S2", ("127.0.0.1", 1))
+        started = asyncio.get_running_loop().time()
+        task = asyncio.create_task(link.run())
+        await asyncio.sleep(6 * RECONNECT_SECONDS[0])
+        elapsed = asyncio.get_running_loop().time() - started
+        # Every pause is at least half the first one: a bound that a slow machine cannot break.
+        most = 1 + elapsed / (0.5 * RECONNECT_SECONDS[0])
+        assert 2 <= len(attempts) <= most, f"{len(attempts)} attempts in {elapsed:.3f} s"
+        before = len(attempts)
+        link.kick()
+        await asyncio.sleep(0.01)
+        assert len(attempts) == before + 1, "a kick did not end the wait"
+        task.cancel()
+        await asyncio.gather(task, return_exceptions=True)
+
+    asyncio.run(scenario())
