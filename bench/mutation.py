@@ -92,7 +92,8 @@ TARGETS: dict[str, Target] = {
     "impl/stdio.py": Target(("tests/impl/test_stdio.py",), 8),
     "impl/storage.py": Target(("tests/impl/test_storage.py", "tests/impl/test_vote_durability.py",
                                "tests/impl/test_storage_entry_bounds.py"), 5),
-    "impl/wal.py": Target(("tests/impl/test_wal.py", "-k", "not crash_recovery", "tests/sim/test_reordering_disk.py"), 15),
+    "impl/wal.py": Target(("tests/impl/test_wal.py", "-k", "not crash_recovery", "tests/sim/test_reordering_disk.py",
+                           "tests/impl/test_wal_descriptors.py"), 15),
     "impl/zab.py": Target(("tests/impl/test_zab.py", "tests/sim/test_dst_zab.py", "-k", "not derandomized"), 8),
     # bridge/
     "bridge/__init__.py": Target((), 0),
