@@ -32,6 +32,10 @@ def test_the_controller_refuses_a_damaged_partition_state_file_and_one_that_trus
     assert real.witnesses[f"controller partition-state file {kind}"] == 1, dict(real.witnesses)
     assert real.witnesses["controller refused a damaged partition-state file"] == 1, dict(real.witnesses)
     assert real.witnesses["controller restarts"] == 1 and real.witnesses["acknowledged puts"] >= 2, dict(real.witnesses)
+    # Restored and restarted at once, not left down until the end of the schedule.
+    refused = next(e for e in real.events if "controller failed to start" in e)
+    restarted = next(e for e in real.events[real.events.index(refused):] if e.endswith(" start controller"))
+    assert refused.split()[0] == restarted.split()[0], (refused, restarted)
     planted = run_schedule(damaging(arg), plant="controller-trusts-damaged-state", protocol=KAFKA,
                            first_violation=True)
     assert any("the controller started from leader epoch 0" in v and f"damaged: {kind}" in v
