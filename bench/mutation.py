@@ -100,7 +100,8 @@ TARGETS: dict[str, Target] = {
     "bridge/replay.py": Target(("tests/conformance/test_conformance.py::test_a_violation_is_written_as_a_trace_that_"
                                 "replays_as_is", "tests/impl/test_zab.py",
                                 "tests/checker/test_liveness.py::test_catalogue_lasso_replays_on_the_implementation"), 2),
-    "bridge/conformance/__init__.py": Target(("tests/conformance/test_conformance.py",), 5),
+    "bridge/conformance/__init__.py": Target(("tests/conformance/test_conformance.py",
+                                              "tests/conformance/test_hunt_counts.py"), 5),
     "bridge/conformance/kill_matrix.py": Target(("tests/quality/test_kill_matrix.py", "-k",
                                                  "not raft-truncate-to-own-hwm and not zab-ack"), 2),
     "bridge/dst/__init__.py": Target(("tests/sim/test_dst_plants.py", "tests/sim/test_dst_zab.py",
