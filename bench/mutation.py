@@ -106,7 +106,7 @@ TARGETS: dict[str, Target] = {
                                                  "not raft-truncate-to-own-hwm and not zab-ack"), 2),
     "bridge/dst/__init__.py": Target(("tests/sim/test_dst_plants.py", "tests/sim/test_dst_zab.py",
                                       "tests/sim/test_dst_clients.py", "tests/sim/test_dst_reordering.py",
-                                      "tests/sim/test_dst_kafka.py"), 15),
+                                      "tests/sim/test_dst_kafka.py", "tests/sim/test_dst_events.py"), 15),
     "bridge/dst/disk.py": Target(("tests/sim/test_simdisk.py", "tests/sim/test_reordering_disk.py",
                                   "tests/sim/test_simdisk_truncation.py", "tests/sim/test_disk_witnesses.py",
                                   "tests/sim/test_dst_controller_state.py"), 10),
