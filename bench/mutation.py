@@ -109,7 +109,7 @@ TARGETS: dict[str, Target] = {
                                       "tests/sim/test_dst_kafka.py", "tests/sim/test_dst_events.py"), 15),
     "bridge/dst/disk.py": Target(("tests/sim/test_simdisk.py", "tests/sim/test_reordering_disk.py",
                                   "tests/sim/test_simdisk_truncation.py", "tests/sim/test_disk_witnesses.py",
-                                  "tests/sim/test_dst_controller_state.py"), 10),
+                                  "tests/sim/test_dst_controller_state.py", "tests/sim/test_simdisk_write_like.py"), 10),
     "bridge/dst/kafka.py": Target(("tests/sim/test_dst_kafka.py", "tests/sim/test_dst_clients.py",
                                    "tests/sim/test_disk_witnesses.py", "tests/sim/test_dst_controller_state.py"), 6),
     "bridge/dst/net.py": Target(("tests/sim/test_simnet.py", "tests/sim/test_dst_kafka.py"), 6),
