@@ -49,3 +49,14 @@ def test_reads_are_not_write_like():
     assert disk.open("/data/f", os.O_RDONLY) > 0 and disk.listdir("/data") == ["f"]
     with pytest.raises(OSError):
         disk.fsync(fd)  # the fault is still there for the first write-like call
+
+
+@pytest.mark.parametrize("after", [1, 2, 3])
+def test_inject_fails_exactly_the_nth_write_like_call_from_now(after):
+    disk, fd = disk_with_a_file()
+    disk.inject(after, errno.ENOSPC)
+    for _ in range(after - 1):
+        disk.pwrite(fd, b"x", 0)
+    with pytest.raises(OSError) as failed:
+        disk.pwrite(fd, b"y", 0)
+    assert failed.value.errno == errno.ENOSPC
