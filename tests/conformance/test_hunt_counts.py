@@ -18,9 +18,9 @@ def test_a_hunt_counts_every_test_case_it_started_from_zero():
             super().__init__()
 
     assert Counted.runs == 0
-    found = hunt(Counted, 3)
+    found = hunt(Counted, 1)
     assert found.failure is None and found.examples is None
-    assert Counted.runs == len(started) >= 3
+    assert Counted.runs == len(started) >= 1
 
 
 def test_a_hunt_is_derandomized_unless_a_seed_is_given(monkeypatch):
