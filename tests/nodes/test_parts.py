@@ -84,3 +84,18 @@ def test_a_bad_schedule_step_is_named_by_file_step_and_field(tmp_path, step, mes
     with pytest.raises(ScheduleError) as e:
         load(path)
     assert str(e.value) == f"{path}, {message}" or str(e.value).startswith(f"{path}, {message}")
+
+
+def test_a_message_a_poll_read_is_one_no_later_poll_or_final_read_may_change_or_drop():
+    # A checker that recorded only acknowledged sends, not what polls read, passed the suite
+    # (docs/mutation.md): a polled message must stay what it was.
+    checker = HistoryChecker()
+    checker.on_reply(_op(1, "poll", {"offsets": {"k": 0}}, {"msgs": {"k": [[1, 5]]}}), 1)
+    checker.on_reply(_op(2, "poll", {"offsets": {"k": 0}}, {"msgs": {"k": [[1, 6]]}}, node="n2"), 2)
+    assert [f.name for f in checker.findings] == ["ReadNeverTruncated"]
+    assert "read 5 at offset 1 of key 'k'; op 2 c1→n2 poll({'k': 0}) at step 2 got 6 there" in checker.findings[0].text
+    checker = HistoryChecker()
+    checker.on_reply(_op(1, "poll", {"offsets": {"k": 0}}, {"msgs": {"k": [[1, 5]]}}), 1)
+    checker.at_end([_op(9, "poll", {"offsets": {"k": 0}}, {"msgs": {"k": [[2, 7]]}})])
+    assert [f.name for f in checker.findings] == ["ReadNeverTruncated"]
+    assert "no node serves it any more" in checker.findings[0].text
