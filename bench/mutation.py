@@ -386,6 +386,10 @@ def main(argv: list[str] | None = None) -> int:
         return report(args.report)
     # A SIGTERM (timeout, a closed terminal) must still run the `finally` that puts the file back.
     signal.signal(signal.SIGTERM, _interrupted)
+    # Started in the background, a process inherits SIGINT ignored, and so would every test's child:
+    # the tests that send Ctrl-C to a node (exit 130) would fail on every mutant. A handler of our own
+    # is reset to the default in the children.
+    signal.signal(signal.SIGINT, signal.default_int_handler)
     only: dict[str, list[int]] = {}
     for point in args.point or []:
         relative, _, number = point.rpartition(":")
