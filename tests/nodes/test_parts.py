@@ -76,6 +76,7 @@ def test_two_messages_at_one_offset_and_committed_offsets_going_back_are_finding
     ({"op": "kill", "node": "n7"}, "step 2, field 'node': no node 'n7'; this run has n1, n2, n3"),
     ({"op": "log_append", "node": "n1"}, "step 2, field 'value': log_append needs field 'value'"),
     ({"op": "send", "node": "n1", "key": "k", "msg": 1}, "step 2, field 'op': 'send' belongs to the kafka workload"),
+    ({"op": "tick", "node": 5}, "step 2, field 'node': 'node' must be str"),
 ])
 def test_a_bad_schedule_step_is_named_by_file_step_and_field(tmp_path, step, message):
     path = tmp_path / "s.json"
@@ -108,3 +109,25 @@ def test_a_fresh_hunt_report_is_not_out_of_time_and_has_no_failure():
 
     report = HuntReport()
     assert report.out_of_time is False and report.shortest is None and report.failures == []
+
+
+@pytest.mark.parametrize("nodes, refused", [(1, False), (9, False), (0, True), (10, True)])
+def test_a_schedule_runs_one_to_nine_nodes(tmp_path, nodes, refused):
+    path = tmp_path / "s.json"
+    path.write_text(json.dumps({"format": "hwm-schedule/1", "workload": "log", "nodes": nodes,
+                                "steps": [{"op": "tick"}]}))
+    if refused:
+        with pytest.raises(ScheduleError, match="nodes must be an integer from 1 to 9"):
+            load(path)
+    else:
+        assert load(path).nodes == nodes
+
+
+def test_a_replayed_step_is_narrated_with_its_own_events():
+    from types import SimpleNamespace
+
+    from hwm.bridge.maelstrom.replay import narrate_step
+
+    lines: list[str] = []
+    narrate_step(2, {"op": "tick"}, SimpleNamespace(events=[["of step 1"], ["of step 2"]]), lines.append)
+    assert lines[1:] == ["    of step 2"]
