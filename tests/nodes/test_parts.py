@@ -131,3 +131,12 @@ def test_a_replayed_step_is_narrated_with_its_own_events():
     lines: list[str] = []
     narrate_step(2, {"op": "tick"}, SimpleNamespace(events=[["of step 1"], ["of step 2"]]), lines.append)
     assert lines[1:] == ["    of step 2"]
+
+
+def test_a_runs_operations_are_its_history_entries_that_a_schedule_step_made():
+    # `hwm test` reports this count; a mutant that counted each twice passed the suite (docs/mutation.md).
+    from hwm.bridge.maelstrom.cluster import RunResult
+    from hwm.bridge.maelstrom.schedule import Schedule
+
+    result = RunResult(Schedule(), history=[{"step": 1}, {"step": None}, {"step": 3}, {}])
+    assert result.operations() == 2 and not result.failed
