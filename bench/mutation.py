@@ -27,7 +27,7 @@ Why a runner of our own: mutmut 3 imports its mutants under module names derived
 path, and this project installs `impl/wal.py` as `hwm.impl.wal` (a package-dir mapping), so its
 trampolines would never be imported; cosmic-ray mutates in place like this runner, but runs every
 mutant of a session with one test command and has no sampling or time budget, which a loaded
-two-core machine needs (impl/ and bridge/ hold about 5,600 mutation points; the sample is 5 % of them).
+two-core machine needs (impl/ and bridge/ hold about 5,300 mutation points; the sample is 4 % of them).
 The runner writes over the checkout's files: run nothing else in the same checkout meanwhile.
 """
 
