@@ -1,16 +1,22 @@
-"""A mutation score for impl/ and bridge/: small semantic mutants of one file at a time, each run
-against the tests that cover that file; a mutant the tests still pass *survives*.
+"""A mutation score for impl/ and bridge/: small semantic mutants of one module at a time, each run
+against the tests that cover that module; a mutant the tests still pass *survives*.
 
-    python bench/mutation.py [--per-file 8] [--budget 900] [--seed 0] [--file impl/wal.py ...]
-                             [--json results.json] [--point impl/wal.py:123 ...] [--tests PYTEST-ARGS...]
+    nice -n 5 python bench/mutation.py [--seed 0] [--budget 3000] [--scale 1.0] [--file impl/wal.py ...]
+                                       [--json results.json] [--point impl/wal.py:123 ...] [--tests PYTEST-ARGS...]
 
-For each target file (TARGETS: the file and its test subset) the runner lists every mutation point,
-samples `--per-file` of them (seeded), and for each one writes the mutated source over the file,
-runs the subset (`python -m pytest -x -q -n 0 -p no:cacheprovider ...`, bytecode caching off) and
-puts the original bytes back (in a `finally`, and the file is checked against them at the end). It
-stops starting mutants once `--budget` seconds have passed. The score per package is killed / run;
-survivors are printed as file:line, operator, and the mutated line, to be killed by a new test or
-argued equivalent (docs/mutation.md).
+Every module of impl/ and bridge/ is a target (TARGETS: its test subset and its sample size; a
+module with no mutation point is listed with none). For each target the runner lists every mutation
+point, draws a sample stratified by operator (each operator's share of the module's points, at
+least one of each while the size allows) with a generator seeded by `--seed` and the module's path,
+so one module's sample does not depend on which others run. It runs the subset once on the file as
+`ast.unparse` prints it (the clean run, which must pass), then for each sampled point writes the
+mutated source over the file, runs the subset (`python -m pytest -x -q -n 0 -p no:cacheprovider
+...`, bytecode caching off) with a time limit of three times the clean run (at least ten seconds
+more than it), and puts the original bytes back (in a `finally`, SIGTERM included; the file is
+checked against them at the end). No mutant starts after `--budget` seconds. It prints, per package
+and per module, the mutants run, killed, timed out (counted as killed: the tests did not pass) and
+survived; survivors are printed as file:line, operator, point number and the mutated line, to be
+killed by a new test or argued equivalent (docs/mutation.md).
 
 Operators (one change per mutant): a comparison flipped to its neighbour or negation (`<` `<=`,
 `==` `!=`, `in` `not in`, `is` `is not`), `and`/`or` swapped, a `not` dropped, `+`/`-` swapped, an
@@ -21,7 +27,8 @@ Why a runner of our own: mutmut 3 imports its mutants under module names derived
 path, and this project installs `impl/wal.py` as `hwm.impl.wal` (a package-dir mapping), so its
 trampolines would never be imported; cosmic-ray mutates in place like this runner, but runs every
 mutant of a session with one test command and has no sampling or time budget, which a loaded
-two-core machine needs (a whole-file session of impl/core.py alone is hundreds of mutants).
+two-core machine needs (impl/ and bridge/ hold about 5,300 mutation points; the sample is 4 % of them).
+The runner writes over the checkout's files: run nothing else in the same checkout meanwhile.
 """
 
 from __future__ import annotations
@@ -31,29 +38,103 @@ import ast
 import json
 import os
 import random
+import resource
 import signal
 import subprocess
 import sys
 import time
-from collections import Counter
+from collections import Counter, defaultdict
 from dataclasses import asdict, dataclass
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
-# file -> the tests that cover it, fast enough to run once per mutant (no -m deep, no long searches)
-TARGETS: dict[str, list[str]] = {
-    "impl/wal.py": ["tests/impl/test_wal.py", "-k", "not crash_recovery", "tests/sim/test_reordering_disk.py"],
-    "impl/storage.py": ["tests/impl/test_storage.py", "tests/impl/test_vote_durability.py"],
-    "impl/codec.py": ["tests/impl/test_codec.py"],
-    "impl/fs.py": ["tests/impl/test_fs_seam.py", "tests/impl/test_storage.py"],
-    "impl/controller.py": ["tests/impl/test_controller_durability.py", "tests/sim/test_dst_kafka.py"],
-    "impl/zab.py": ["tests/impl/test_zab.py", "tests/sim/test_dst_zab.py", "-k", "not derandomized"],
-    "bridge/dst/disk.py": ["tests/sim/test_simdisk.py", "tests/sim/test_reordering_disk.py"],
-    "bridge/dst/net.py": ["tests/sim/test_simnet.py"],
-    "bridge/dst/kafka.py": ["tests/sim/test_dst_kafka.py"],
-    "bridge/dst/ordering.py": ["tests/sim/test_reordering_disk.py"],
-}
 
+@dataclass(frozen=True)
+class Target:
+    """A module's test subset (pytest arguments: files, node ids, -k) and how many mutants to draw."""
+
+    tests: tuple[str, ...]
+    sample: int
+
+
+# module -> the tests that exercise it, fast enough to run once per mutant (no -m deep, no long
+# searches), and the sample drawn from its mutation points: about 4 % of a module's points, fewer
+# where its subset is slow, so that the whole run takes about 40 minutes of one core (docs/mutation.md).
+RUNTIME_FAST = ("tests/impl/test_runtime.py", "-k", "not full_disk and not restarting_server")
+NODES = "tests/nodes/"
+TARGETS: dict[str, Target] = {
+    # impl/
+    "impl/__init__.py": Target((), 0),
+    "impl/client.py": Target((*RUNTIME_FAST, "tests/impl/test_sessions.py", "tests/impl/test_checked_arguments.py"), 6),
+    "impl/codec.py": Target(("tests/impl/test_codec.py", "tests/impl/test_codec_counts.py",
+                             "tests/impl/test_codec_frame_limit.py", "tests/impl/test_codec_bounds.py"), 9),
+    "impl/controller.py": Target((
+        "tests/impl/test_controller_durability.py", "tests/sim/test_dst_kafka.py", "tests/sim/test_dst_controller_state.py",
+        "tests/impl/test_kafka_runtime.py::test_a_restarted_controller_goes_on_from_its_saved_epoch_and_isr",
+        "tests/impl/test_kafka_runtime.py::test_a_second_controller_on_the_same_state_exits_2_naming_the_holder",
+        "tests/impl/test_kafka_runtime.py::test_a_damaged_partition_state_stops_the_controller_naming_the_file",
+        "tests/impl/test_kafka_runtime.py::test_garbage_and_foreign_messages_to_a_kafka_broker_or_its_controller_"
+        "are_refused_by_name"), 6),
+    "impl/core.py": Target(("tests/impl/test_core.py", "tests/impl/test_vote_durability.py",
+                            "tests/impl/test_core_quorum.py"), 12),
+    "impl/fs.py": Target(("tests/impl/test_fs_seam.py", "tests/impl/test_fs_os_calls.py",
+                          "tests/impl/test_storage.py", "tests/impl/test_checked_arguments.py"), 4),
+    "impl/kafka.py": Target(("tests/impl/test_kafka.py", "tests/sim/test_dst_kafka.py",
+                             "tests/impl/test_controller_durability.py"), 15),
+    "impl/messages.py": Target(("tests/impl/test_codec.py", "tests/impl/test_codec_counts.py",
+                                "tests/impl/test_kafka.py", "tests/impl/test_zab.py",
+                                "tests/impl/test_checked_arguments.py"), 10),
+    "impl/recorder.py": Target(("tests/impl/test_recorded_runs.py", "tests/conformance/test_recorded_simcluster.py",
+                                "tests/impl/test_recorder_parts.py"), 4),
+    "impl/runtime.py": Target(("tests/impl/test_runtime.py",), 8),
+    "impl/sessions.py": Target(("tests/impl/test_sessions.py", "tests/impl/test_runtime.py", "-k",
+                                "session or retr or Session or latest or evicted or entries"), 3),
+    "impl/stdio.py": Target(("tests/impl/test_stdio.py",), 8),
+    "impl/storage.py": Target(("tests/impl/test_storage.py", "tests/impl/test_vote_durability.py",
+                               "tests/impl/test_storage_entry_bounds.py"), 5),
+    "impl/wal.py": Target(("tests/impl/test_wal.py", "-k", "not crash_recovery", "tests/sim/test_reordering_disk.py",
+                           "tests/impl/test_wal_descriptors.py"), 15),
+    "impl/zab.py": Target(("tests/impl/test_zab.py", "tests/sim/test_dst_zab.py", "-k", "not derandomized"), 8),
+    # bridge/
+    "bridge/__init__.py": Target((), 0),
+    "bridge/replay.py": Target(("tests/conformance/test_conformance.py::test_a_violation_is_written_as_a_trace_that_"
+                                "replays_as_is", "tests/impl/test_zab.py",
+                                "tests/checker/test_liveness.py::test_catalogue_lasso_replays_on_the_implementation"), 2),
+    "bridge/conformance/__init__.py": Target(("tests/conformance/test_conformance.py",
+                                              "tests/conformance/test_hunt_counts.py"), 5),
+    "bridge/conformance/kill_matrix.py": Target(("tests/quality/test_kill_matrix.py", "-k",
+                                                 "not raft-truncate-to-own-hwm and not zab-ack"), 2),
+    "bridge/dst/__init__.py": Target(("tests/sim/test_dst_plants.py", "tests/sim/test_dst_zab.py",
+                                      "tests/sim/test_dst_clients.py", "tests/sim/test_dst_reordering.py",
+                                      "tests/sim/test_dst_kafka.py", "tests/sim/test_dst_events.py"), 15),
+    "bridge/dst/disk.py": Target(("tests/sim/test_simdisk.py", "tests/sim/test_reordering_disk.py",
+                                  "tests/sim/test_simdisk_truncation.py", "tests/sim/test_disk_witnesses.py",
+                                  "tests/sim/test_dst_controller_state.py", "tests/sim/test_simdisk_write_like.py"), 10),
+    "bridge/dst/kafka.py": Target(("tests/sim/test_dst_kafka.py", "tests/sim/test_dst_clients.py",
+                                   "tests/sim/test_disk_witnesses.py", "tests/sim/test_dst_controller_state.py"), 6),
+    "bridge/dst/net.py": Target(("tests/sim/test_simnet.py", "tests/sim/test_dst_kafka.py"), 6),
+    "bridge/dst/ordering.py": Target(("tests/sim/test_reordering_disk.py", "tests/sim/test_dst_reordering.py"), 4),
+    "bridge/maelstrom/__init__.py": Target((), 0),
+    "bridge/maelstrom/cluster.py": Target((NODES + "test_protocol_errors.py", NODES + "test_cli.py",
+                                           NODES + "test_examples.py"), 8),
+    "bridge/maelstrom/history.py": Target((NODES + "test_parts.py", NODES + "test_examples.py"), 5),
+    "bridge/maelstrom/hunt.py": Target((NODES + "test_hunt.py", NODES + "test_examples.py", NODES + "test_cli.py",
+                                        NODES + "test_parts.py"), 6),
+    "bridge/maelstrom/observe.py": Target((NODES + "test_parts.py", NODES + "test_examples.py",
+                                           NODES + "test_introspection.py"), 3),
+    "bridge/maelstrom/process.py": Target((NODES + "test_protocol_errors.py", NODES + "test_examples.py"), 4),
+    "bridge/maelstrom/protocol.py": Target((NODES + "test_protocol_errors.py", NODES + "test_parts.py"), 2),
+    "bridge/maelstrom/replay.py": Target((NODES + "test_examples.py",), 2),
+    "bridge/maelstrom/schedule.py": Target((NODES + "test_parts.py", NODES + "test_cli.py", NODES + "test_examples.py"), 4),
+    "bridge/maelstrom/services.py": Target((NODES + "test_parts.py", NODES + "test_examples.py"), 2),
+    "bridge/maelstrom/validation.py": Target((NODES + "test_protocol_errors.py", NODES + "test_cli.py"), 3),
+    "bridge/simcluster/__init__.py": Target(("tests/conformance/test_simcluster.py",
+                                             "tests/conformance/test_recorded_simcluster.py"), 6),
+    "bridge/simcluster/drivers.py": Target(("tests/conformance/test_simcluster.py", "tests/impl/test_zab.py"), 2),
+    "bridge/simcluster/kafka.py": Target(("tests/impl/test_kafka.py", "tests/conformance/test_simcluster.py"), 3),
+    "bridge/simcluster/record.py": Target(("tests/conformance/test_recorded_simcluster.py",), 1),
+    "bridge/simcluster/zab.py": Target(("tests/impl/test_zab.py", "tests/conformance/test_simcluster.py"), 4),
+}
 _FLIPS = {ast.Lt: ast.LtE, ast.LtE: ast.Lt, ast.Gt: ast.GtE, ast.GtE: ast.Gt, ast.Eq: ast.NotEq,
           ast.NotEq: ast.Eq, ast.In: ast.NotIn, ast.NotIn: ast.In, ast.Is: ast.IsNot, ast.IsNot: ast.Is}
 
@@ -140,7 +221,7 @@ def _changed_line(before: list[str], after: list[str]) -> str:
     return "(no visible change)"
 
 
-def run_tests(tests: list[str], timeout: float) -> str:
+def run_tests(tests: tuple[str, ...] | list[str], timeout: float) -> str:
     env = dict(os.environ, PYTHONDONTWRITEBYTECODE="1", HYPOTHESIS_PROFILE="ci")
     command = [sys.executable, "-m", "pytest", "-x", "-q", "-n", "0", "-p", "no:cacheprovider", *tests]
     try:
@@ -150,16 +231,50 @@ def run_tests(tests: list[str], timeout: float) -> str:
     return "survived" if result.returncode == 0 else "killed"
 
 
-def run_file(relative: str, per_file: int, rng: random.Random, deadline: float,
-             only: list[int] | None = None, tests: list[str] | None = None) -> list[Mutant]:
+def stratified_sample(points: list[tuple[ast.AST, str]], size: int, seed: int, relative: str) -> list[int]:
+    """`size` point numbers, each operator getting its share of the module's points (largest
+    remainders round up; every operator at least one while the size allows), drawn at random
+    within each operator by a generator seeded by the seed and the module's path alone."""
+    rng = random.Random(f"{seed}:{relative}")
+    by_operator: dict[str, list[int]] = defaultdict(list)
+    for number, (_, operator) in enumerate(points):
+        by_operator[operator].append(number)
+    size = min(size, len(points))
+    shares = {op: size * len(numbers) / len(points) for op, numbers in by_operator.items()}
+    quota = {op: int(share) for op, share in shares.items()}
+    for op in sorted(shares, key=lambda o: (quota[o] - shares[o], o))[: size - sum(quota.values())]:
+        quota[op] += 1
+    # An operator left out takes one from the operator with the most, while that keeps one.
+    for op in sorted(by_operator, key=lambda o: (len(by_operator[o]), o)):
+        richest = max(quota, key=lambda o: (quota[o], o))
+        if quota[op] == 0 and quota[richest] > 1:
+            quota[op], quota[richest] = 1, quota[richest] - 1
+    chosen = []
+    for op in sorted(by_operator):
+        chosen += rng.sample(by_operator[op], quota[op])
+    return sorted(chosen)
+
+
+def mutant_timeout(clean_seconds: float) -> float:
+    """A mutant may run three times as long as the clean run of its subset, and at least ten seconds
+    more (a slower start on a loaded machine is not a kill)."""
+    return max(3 * clean_seconds, clean_seconds + 10)
+
+
+def run_file(relative: str, sample: int, seed: int, deadline: float,
+             only: list[int] | None = None, tests: list[str] | None = None) -> tuple[list[Mutant], int]:
+    """Run the module's sampled mutants; returns them and the module's number of mutation points."""
     path = os.path.join(ROOT, relative)
     with open(path, "rb") as file:
         original = file.read()
     source = original.decode("utf-8")
-    tests = tests or TARGETS[relative]
+    tests = tests or list(TARGETS[relative].tests)
     points = _points(ast.parse(source))
+    if not points or (only is None and sample == 0):
+        print(f"{relative}: {len(points)} mutation points, none sampled", flush=True)
+        return [], len(points)
     reprinted = ast.unparse(ast.parse(source)).splitlines()
-    chosen = only if only is not None else sorted(rng.sample(range(len(points)), min(per_file, len(points))))
+    chosen = only if only is not None else stratified_sample(points, sample, seed, relative)
     results: list[Mutant] = []
     try:
         # The file as ast.unparse writes it must pass: a mutant differs from it in one place only.
@@ -167,10 +282,12 @@ def run_file(relative: str, per_file: int, rng: random.Random, deadline: float,
             file.write(ast.unparse(ast.parse(source)))
         _clear_bytecode(path)
         started = time.perf_counter()
-        baseline = run_tests(tests, timeout=600)
+        baseline = run_tests(tests, timeout=900)
         baseline_seconds = time.perf_counter() - started
-        if baseline != "survived":
-            raise SystemExit(f"{relative}: its tests fail on the unmutated (re-printed) file: {tests}")
+        if baseline != "survived":  # said, and the run goes on with the next module
+            print(f"{relative}: NOT RUN: its tests fail ({baseline}) on the unmutated (re-printed) file: {tests}",
+                  flush=True)
+            return results, len(points)
         print(f"{relative}: {len(points)} mutation points, {len(chosen)} sampled; tests take {baseline_seconds:.1f}s",
               flush=True)
         for number in chosen:
@@ -183,17 +300,64 @@ def run_file(relative: str, per_file: int, rng: random.Random, deadline: float,
                 file.write(text)
             _clear_bytecode(path)
             started = time.perf_counter()
-            mutant.status = run_tests(tests, timeout=3 * baseline_seconds + 30)
+            mutant.status = run_tests(tests, timeout=mutant_timeout(baseline_seconds))
             mutant.seconds = time.perf_counter() - started
             results.append(mutant)
-            print(f"  {mutant.status:8} {relative}:{line} {operator}: {mutant.mutated_line}", flush=True)
+            print(f"  {mutant.status:8} {relative}:{line} [{operator}, point {number}] {mutant.mutated_line}",
+                  flush=True)
     finally:
         with open(path, "wb") as file:
             file.write(original)
         _clear_bytecode(path)
     with open(path, "rb") as file:
         assert file.read() == original, f"{relative} was not restored"
-    return results
+    return results, len(points)
+
+
+def score_table(results: list[Mutant], points: dict[str, int]) -> list[str]:
+    """Per package, then per module: points, mutants run, killed, timed out, survived, score."""
+    rows: dict[str, Counter] = defaultdict(Counter)
+    for relative, count in points.items():
+        for key in (relative.split("/")[0], relative):
+            rows[key]["points"] += count
+            rows[key]["run"] += 0
+    for mutant in results:
+        for key in (mutant.path.split("/")[0], mutant.path):
+            rows[key]["run"] += 1
+            rows[key][mutant.status] += 1
+    lines = [f"{'':34} {'points':>6} {'run':>4} {'killed':>6} {'timeout':>7} {'survived':>8} {'score':>6}"]
+    for key in sorted(rows, key=lambda k: (k.split("/")[0], "/" in k, k)):
+        c = rows[key]
+        score = f"{100 * (c['killed'] + c['timeout']) / c['run']:.0f}%" if c["run"] else "-"
+        name = key if "/" in key else f"{key}/ (package)"
+        lines.append(f"{name:34} {c['points']:6} {c['run']:4} {c['killed']:6} {c['timeout']:7} {c['survived']:8} "
+                     f"{score:>6}")
+    return lines
+
+
+def report(paths: list[str]) -> int:
+    """The tables of saved results, merged in order (a later file's mutant replaces an earlier one's)."""
+    points: dict[str, int] = {}
+    merged: dict[tuple[str, int], Mutant] = {}
+    for path in paths:
+        try:
+            with open(path, encoding="utf-8") as file:
+                saved = json.load(file)
+            points.update(saved["points"])
+            for fields in saved["mutants"]:
+                mutant = Mutant(**fields)
+                merged[(mutant.path, mutant.number)] = mutant
+        except (OSError, ValueError, KeyError, TypeError) as error:
+            print(f"{path}: not a results file of bench/mutation.py --json: {error}", file=sys.stderr)
+            return 2
+    results = sorted(merged.values(), key=lambda m: (m.path, m.number))
+    for line in score_table(results, points):
+        print("  " + line)
+    survivors = [m for m in results if m.status == "survived"]
+    print(f"\nsurvivors ({len(survivors)}):")
+    for mutant in survivors:
+        print(f"  {mutant.path}:{mutant.line} [{mutant.operator}, point {mutant.number}] {mutant.mutated_line}")
+    return 0
 
 
 def _interrupted(signum, frame) -> None:
@@ -202,48 +366,61 @@ def _interrupted(signum, frame) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--per-file", type=int, default=8, help="mutants sampled per file")
-    parser.add_argument("--budget", type=float, default=900, help="seconds after which no mutant starts")
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--file", action="append", choices=sorted(TARGETS), help="only these files")
+    parser.add_argument("--scale", type=float, default=1.0,
+                        help="multiply every module's sample size (0.5: half the run; rounded, at least 1)")
+    parser.add_argument("--budget", type=float, default=3000, help="seconds after which no mutant starts")
+    parser.add_argument("--file", action="append", choices=sorted(TARGETS), help="only these modules")
     parser.add_argument("--json", help="write every mutant's result here")
     parser.add_argument("--point", action="append", metavar="FILE:N",
                         help="run only mutation point N of FILE (as the survivors list names them)")
-    parser.add_argument("--tests", nargs="+", help="pytest arguments to run instead of the file's subset "
+    parser.add_argument("--report", nargs="+", metavar="JSON",
+                        help="run nothing: print the tables of saved --json results, a later file's mutants "
+                        "replacing an earlier one's of the same file and point (a re-run of the survivors)")
+    parser.add_argument("--tests", nargs="+", help="pytest arguments to run instead of the module's subset "
                         "(to see whether a wider part of the suite kills a survivor)")
     args = parser.parse_args(argv)
+    if args.scale <= 0:
+        parser.error("--scale must be positive")
+    if args.report:
+        return report(args.report)
     # A SIGTERM (timeout, a closed terminal) must still run the `finally` that puts the file back.
     signal.signal(signal.SIGTERM, _interrupted)
+    # Started in the background, a process inherits SIGINT ignored, and so would every test's child:
+    # the tests that send Ctrl-C to a node (exit 130) would fail on every mutant. A handler of our own
+    # is reset to the default in the children.
+    signal.signal(signal.SIGINT, signal.default_int_handler)
     only: dict[str, list[int]] = {}
     for point in args.point or []:
         relative, _, number = point.rpartition(":")
         if relative not in TARGETS or not number.isdigit():
             parser.error(f"--point {point!r}: expected FILE:N with FILE one of {', '.join(TARGETS)}")
         only.setdefault(relative, []).append(int(number))
-    rng = random.Random(args.seed)
-    deadline = time.perf_counter() + args.budget
+    started = time.perf_counter()
+    deadline = started + args.budget
     results: list[Mutant] = []
+    points: dict[str, int] = {}
     for relative in (list(only) if only else args.file or list(TARGETS)):
         if time.perf_counter() > deadline:
             print(f"{relative}: not run (budget spent)")
             continue
-        results.extend(run_file(relative, args.per_file, rng, deadline, only.get(relative), args.tests))
-    packages: dict[str, Counter] = {}
-    for mutant in results:
-        package = "bridge" if mutant.path.startswith("bridge/") else "impl"
-        packages.setdefault(package, Counter())[mutant.status] += 1
-    print("\nscore per package (killed, timeouts counted as killed / run):")
-    for package, counts in sorted(packages.items()):
-        run = sum(counts.values())
-        killed = counts["killed"] + counts["timeout"]
-        print(f"  {package}: {killed}/{run} = {100 * killed / run:.0f}% ({dict(counts)})")
+        sample = TARGETS[relative].sample and max(1, round(TARGETS[relative].sample * args.scale))
+        found, points[relative] = run_file(relative, sample, args.seed, deadline, only.get(relative), args.tests)
+        results.extend(found)
+    children = resource.getrusage(resource.RUSAGE_CHILDREN)
+    print(f"\n{len(results)} mutants in {time.perf_counter() - started:.0f}s of wall time, "
+          f"{children.ru_utime + children.ru_stime:.0f}s of CPU time in the test runs")
+    print("\nper package and per module (timeouts count as killed):")
+    for line in score_table(results, points):
+        print("  " + line)
     survivors = [m for m in results if m.status == "survived"]
     print(f"\nsurvivors ({len(survivors)}):")
     for mutant in survivors:
         print(f"  {mutant.path}:{mutant.line} [{mutant.operator}, point {mutant.number}] {mutant.mutated_line}")
     if args.json:
         with open(args.json, "w", encoding="utf-8") as file:
-            json.dump([asdict(m) for m in results], file, indent=1)
+            json.dump({"seed": args.seed, "scale": args.scale, "points": points,
+                       "mutants": [asdict(m) for m in results]}, file, indent=1)
     return 0
 
 

@@ -747,7 +747,9 @@ def shrink(schedule: Schedule, fails: Callable[[Schedule], bool], budget: int = 
             if k < len(schedule.steps) and attempt(candidate):
                 schedule, changed = candidate, True
         for k, step in enumerate(schedule.steps):
-            for simpler in (Step(0, step.action, step.server, step.arg), Step(step.pause_ms, step.action, step.server, 0)):
+            # Each simplification of the step as it now is (from the original, the second undid the first).
+            for simplify in (lambda s: Step(0, s.action, s.server, s.arg), lambda s: Step(s.pause_ms, s.action, s.server, 0)):
+                simpler = simplify(step)
                 if simpler != step:
                     candidate = Schedule(schedule.seed, schedule.steps[:k] + (simpler,) + schedule.steps[k + 1:])
                     if attempt(candidate):

@@ -28,6 +28,11 @@ docstring and docs/simulation.md).
 Every random choice comes from the `random.Random` the disk is given, so a seed replays a crash
 exactly. `stats` counts what happened (bytes lost to crashes, torn writes, injected faults) for the
 simulation's `sometimes` witnesses.
+
+`damage(path, kind)` is a fault of the medium under a file at rest, which no fsync prevents (the
+faults storage studies inject under ZooKeeper and Kafka): `torn`, only a prefix of the file's bytes
+reached the medium; `lost`, its write never did, and it reads back as zeros of its length; `eio`,
+every read of it fails with EIO. `restore(path, content)` is the operator's repair.
 """
 
 from __future__ import annotations
@@ -49,6 +54,7 @@ class _File:
     durable: bytes = b""
     unsynced: list[tuple] = field(default_factory=list)  # ("write", offset, bytes) | ("truncate", size)
     lock: int | None = None  # the descriptor holding the lock
+    unreadable: bool = False  # damage(path, "eio"): every read fails until the file is restored
 
 
 @dataclass
@@ -247,7 +253,9 @@ class SimDisk:
             handle.file.lock = None
 
     def pread(self, fd: int, length: int, offset: int) -> bytes:
-        return bytes(self._handle(fd).file.data[offset:offset + length])
+        handle = self._handle(fd)
+        self._check_readable(handle.file, handle.path)
+        return bytes(handle.file.data[offset:offset + length])
 
     def pwrite(self, fd: int, data: bytes, offset: int) -> int:
         handle = self._handle(fd)
@@ -332,7 +340,42 @@ class SimDisk:
         node = self._lookup(path)
         if not isinstance(node, _File):
             raise FileNotFoundError(errno.ENOENT, "no such file", path)
+        self._check_readable(node, path)
         return bytes(node.data)
+
+    @staticmethod
+    def _check_readable(file: _File, path: str) -> None:
+        if file.unreadable:
+            raise OSError(errno.EIO, os.strerror(errno.EIO), path)
+
+    # ------------------------------------------------------------------ the medium's own faults
+    def damage(self, path: str, kind: str) -> bytes | None:
+        """Damage the file at `path` on the medium (page cache and durable content alike): `torn`
+        keeps a random strict prefix of its bytes, `lost` makes them zeros, `eio` makes every read
+        fail. Returns what it held before; None (nothing damaged) when there is no such file."""
+        node = self._lookup(path)
+        if not isinstance(node, _File):
+            return None
+        kept = bytes(node.data)
+        if kind == "torn":
+            damaged = kept[: self.rng.randrange(len(kept))] if kept else b""
+        elif kind == "lost":
+            damaged = bytes(len(kept))
+        elif kind == "eio":
+            damaged = kept
+            node.unreadable = True
+        else:
+            raise ValueError(f"damage kind {kind!r}: expected torn, lost or eio")
+        node.data, node.durable, node.unsynced = bytearray(damaged), damaged, []
+        self.stats[f"{posixpath.basename(path)} damaged ({kind})"] += 1
+        return kept
+
+    def restore(self, path: str, content: bytes) -> None:
+        """The operator puts `content` back in the file at `path`, durably, and it reads again."""
+        node = self._lookup(path)
+        if not isinstance(node, _File):
+            raise FileNotFoundError(errno.ENOENT, "no such file", path)
+        node.data, node.durable, node.unsynced, node.unreadable = bytearray(content), bytes(content), [], False
 
     def fsync_directory(self, path: str) -> None:
         self._write_like("directory fsync", path)

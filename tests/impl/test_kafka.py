@@ -338,3 +338,21 @@ def test_the_tcp_runtime_runs_every_kafka_preset_but_refuses_the_model_only_flag
     assert result.exit_code == 2 and "last-fetched-epoch" in result.output, result.output
     result = CliRunner().invoke(main, ["cluster", "--protocol", "kafka-kip320-first-try"])
     assert result.exit_code == 2 and "late_leader_and_isr" in result.output, result.output
+
+
+def test_kip279_asks_again_when_the_follower_lacks_the_epoch_the_leader_answered_with():
+    # S2 wrote 1@e3 as a leader of epoch 3 that S1 never heard of; S1 leads epoch 4 with [e1, e2, e2].
+    # S2 asks for epoch 3's end; S1 answers with epoch 2, which S2 lacks too: S2 truncates to the end of
+    # its epoch 1 and asks again (truncationCompleted = false). A follower that did not ask again
+    # stayed truncating, never fetching (a mutant the suite missed: docs/mutation.md).
+    c = hand_built(rule("leader-epoch-kip279"), (1, 2, 2), (1, 3), (), epoch=3)
+    ok(c, ("elect", "S1", ("S1", "S2")), ("replicate", "S1", "S2"))
+    assert logs(c)[1] == (1, 2, 2) and not c["S2"].truncating
+
+
+def test_the_epoch_cache_refuses_an_epoch_that_starts_before_the_last_one_naming_both():
+    cache = LeaderEpochCache((1, 1, 2))
+    with pytest.raises(ReplicaError, match=r"epoch 3 at offset 1 is not after epoch 2's start 2"):
+        cache.assign(3, 1)
+    with pytest.raises(ReplicaError, match=r"epoch 2 at offset 0 is not after epoch 1's start 0"):
+        LeaderEpochCache((1,)).assign(2, 0)

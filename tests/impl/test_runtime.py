@@ -10,6 +10,7 @@ tests with real processes and kill -9 are in test_e2e.py.
 from __future__ import annotations
 
 import asyncio
+import logging
 import random
 import socket
 import struct
@@ -591,3 +592,71 @@ def test_a_prospective_zab_leader_refuses_to_open_a_session_and_keeps_serving(tm
         assert opened.index is not None, opened  # still serving, and nothing was written before
     finally:
         made.close()
+
+
+@pytest.mark.network
+def test_a_connection_serves_request_after_request_and_nothing_after_a_refused_frame(caplog, tmp_path):
+    # A node that stopped reading a connection after its first frames would pass every other test
+    # (the client reconnects and retries); a put behind a refused frame is not written; and the log
+    # line of a pre-vote names the generation asked for, the next one (docs/mutation.md).
+    caplog.set_level(logging.INFO, logger="hwm.node")
+    made = ThreadCluster(tmp_path)
+    try:
+        leader = made.addresses[made.leader()]
+        with closing(socket.create_connection(leader, timeout=5)) as sock:
+            frames = codec.FrameReader()
+            for _ in range(3):
+                sock.sendall(codec.encode(m.StatusRequest()))
+                answers: list = []
+                while not answers:
+                    chunk = sock.recv(65536)
+                    assert chunk, "the node closed a connection that had asked for nothing wrong"
+                    answers += [codec.decode(p) for p in frames.feed(chunk)]
+                assert [type(a).__name__ for a in answers] == ["StatusReply"]
+        before = answers[0].last_index
+        refused = m.StatusReply("S1", "leader", 1, 0, 0, None)  # a reply sent to a server
+        received = exchange(leader, codec.encode(refused) + codec.encode(m.PutRequest(b"after the refusal")))
+        assert [type(r).__name__ for r in received[:1]] == ["ErrorReply"] and "PutReply" not in map(
+            lambda r: type(r).__name__, received), received
+        time.sleep(0.3)  # a put that was taken would be in the leader's log by now
+        status = exchange(leader, codec.encode(m.StatusRequest()))[0]
+        assert status.last_index == before, "the node wrote a put that followed a frame it refused"
+    finally:
+        made.close()
+    asked = [r.getMessage() for r in caplog.records if "asking for pre-votes" in r.getMessage()]
+    assert asked and " for generation 1 (" in asked[0], asked
+
+
+def test_a_peer_link_to_a_peer_that_refuses_waits_between_attempts_and_a_kick_ends_the_wait(monkeypatch):
+    """The link backs off between connection attempts (a link that did not wait dialled a down peer
+    thousands of times a second and passed the suite: docs/mutation.md), and a kick (the peer just
+    spoke to us) ends the wait at once."""
+    from types import SimpleNamespace
+    from hwm.impl.runtime import RECONNECT_SECONDS, _PeerLink
+
+    attempts: list[float] = []
+
+    async def refused(*address):
+        attempts.append(asyncio.get_running_loop().time())
+        await asyncio.sleep(0)
+        raise ConnectionRefusedError(111, "refused")
+
+    monkeypatch.setattr(asyncio, "open_connection", refused)
+
+    async def scenario() -> None:
+        link = _PeerLink(SimpleNamespace(server_id="S1", _stopping=False), "S2", ("127.0.0.1", 1))
+        started = asyncio.get_running_loop().time()
+        task = asyncio.create_task(link.run())
+        await asyncio.sleep(6 * RECONNECT_SECONDS[0])
+        elapsed = asyncio.get_running_loop().time() - started
+        # Every pause is at least half the first one: a bound that a slow machine cannot break.
+        most = 1 + elapsed / (0.5 * RECONNECT_SECONDS[0])
+        assert 2 <= len(attempts) <= most, f"{len(attempts)} attempts in {elapsed:.3f} s"
+        before = len(attempts)
+        link.kick()
+        await asyncio.sleep(0.01)
+        assert len(attempts) == before + 1, "a kick did not end the wait"
+        task.cancel()
+        await asyncio.gather(task, return_exceptions=True)
+
+    asyncio.run(scenario())

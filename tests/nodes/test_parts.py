@@ -76,6 +76,7 @@ def test_two_messages_at_one_offset_and_committed_offsets_going_back_are_finding
     ({"op": "kill", "node": "n7"}, "step 2, field 'node': no node 'n7'; this run has n1, n2, n3"),
     ({"op": "log_append", "node": "n1"}, "step 2, field 'value': log_append needs field 'value'"),
     ({"op": "send", "node": "n1", "key": "k", "msg": 1}, "step 2, field 'op': 'send' belongs to the kafka workload"),
+    ({"op": "tick", "node": 5}, "step 2, field 'node': 'node' must be str"),
 ])
 def test_a_bad_schedule_step_is_named_by_file_step_and_field(tmp_path, step, message):
     path = tmp_path / "s.json"
@@ -84,3 +85,58 @@ def test_a_bad_schedule_step_is_named_by_file_step_and_field(tmp_path, step, mes
     with pytest.raises(ScheduleError) as e:
         load(path)
     assert str(e.value) == f"{path}, {message}" or str(e.value).startswith(f"{path}, {message}")
+
+
+def test_a_message_a_poll_read_is_one_no_later_poll_or_final_read_may_change_or_drop():
+    # A checker that recorded only acknowledged sends, not what polls read, passed the suite
+    # (docs/mutation.md): a polled message must stay what it was.
+    checker = HistoryChecker()
+    checker.on_reply(_op(1, "poll", {"offsets": {"k": 0}}, {"msgs": {"k": [[1, 5]]}}), 1)
+    checker.on_reply(_op(2, "poll", {"offsets": {"k": 0}}, {"msgs": {"k": [[1, 6]]}}, node="n2"), 2)
+    assert [f.name for f in checker.findings] == ["ReadNeverTruncated"]
+    assert "read 5 at offset 1 of key 'k'; op 2 c1→n2 poll({'k': 0}) at step 2 got 6 there" in checker.findings[0].text
+    checker = HistoryChecker()
+    checker.on_reply(_op(1, "poll", {"offsets": {"k": 0}}, {"msgs": {"k": [[1, 5]]}}), 1)
+    checker.at_end([_op(9, "poll", {"offsets": {"k": 0}}, {"msgs": {"k": [[2, 7]]}})])
+    assert [f.name for f in checker.findings] == ["ReadNeverTruncated"]
+    assert "no node serves it any more" in checker.findings[0].text
+
+
+def test_a_fresh_hunt_report_is_not_out_of_time_and_has_no_failure():
+    # `hwm test` prints "(stopped by --time-limit)" from this flag: a report that started out of time
+    # printed it after every hunt, and passed the suite (docs/mutation.md).
+    from hwm.bridge.maelstrom.hunt import HuntReport
+
+    report = HuntReport()
+    assert report.out_of_time is False and report.shortest is None and report.failures == []
+
+
+@pytest.mark.parametrize("nodes, refused", [(1, False), (9, False), (0, True), (10, True)])
+def test_a_schedule_runs_one_to_nine_nodes(tmp_path, nodes, refused):
+    path = tmp_path / "s.json"
+    path.write_text(json.dumps({"format": "hwm-schedule/1", "workload": "log", "nodes": nodes,
+                                "steps": [{"op": "tick"}]}))
+    if refused:
+        with pytest.raises(ScheduleError, match="nodes must be an integer from 1 to 9"):
+            load(path)
+    else:
+        assert load(path).nodes == nodes
+
+
+def test_a_replayed_step_is_narrated_with_its_own_events():
+    from types import SimpleNamespace
+
+    from hwm.bridge.maelstrom.replay import narrate_step
+
+    lines: list[str] = []
+    narrate_step(2, {"op": "tick"}, SimpleNamespace(events=[["of step 1"], ["of step 2"]]), lines.append)
+    assert lines[1:] == ["    of step 2"]
+
+
+def test_a_runs_operations_are_its_history_entries_that_a_schedule_step_made():
+    # `hwm test` reports this count; a mutant that counted each twice passed the suite (docs/mutation.md).
+    from hwm.bridge.maelstrom.cluster import RunResult
+    from hwm.bridge.maelstrom.schedule import Schedule
+
+    result = RunResult(Schedule(), history=[{"step": 1}, {"step": None}, {"step": 3}, {}])
+    assert result.operations() == 2 and not result.failed

@@ -62,7 +62,9 @@ def test_kafka_under_random_schedules():
                     "crashes during a persist", "crashes inside a system call", "fault ENOSPC", "fault EIO",
                     "fail-stop after a disk error", "controller crashes", "controller restarts",
                     "controller crashes inside a save", "controller fail-stop after a disk error",
-                    "controller partitions", "fault or crash in a call on partition-state.json.tmp"):
+                    "controller partitions", "fault or crash in a call on partition-state.json.tmp",
+                    "controller partition-state file torn", "controller partition-state file lost",
+                    "controller partition-state file eio", "controller refused a damaged partition-state file"):
         assert seen[witness] > 0, f"no schedule exercised {witness!r}: {dict(seen)}"
 
 

@@ -130,3 +130,10 @@ def test_a_synced_record_damaged_on_a_reordering_disk_is_still_refused():
     fs.close(fd)
     with pytest.raises(CorruptLogError, match="at or below the synced index 8"):
         DiskStorage("/data/S1", fs=fs).load()
+
+
+def test_schedules_until_found_tries_exactly_its_limit():
+    # Seed 0's tenth schedule is the first to catch the planted ordering bug. A search that tried one
+    # schedule too few or too many passed the suite (docs/mutation.md).
+    assert schedules_until_found(0, "reordering", True, 10) == 10
+    assert schedules_until_found(0, "reordering", True, 9) is None

@@ -1,0 +1,25 @@
+"""`entry(index)` of both storages answers 1..last and refuses 0 and last + 1 with the range: a
+MemoryStorage that refused entry 1 passed the suite, which reads its entries in ranges
+(docs/mutation.md)."""
+
+from __future__ import annotations
+
+import pytest
+
+from hwm.impl.storage import DiskStorage, MemoryStorage
+
+
+@pytest.mark.parametrize("make", [lambda tmp_path: MemoryStorage(),
+                                  lambda tmp_path: DiskStorage(str(tmp_path / "S1"), owner="server S1")],
+                         ids=["memory", "disk"])
+def test_entry_answers_the_first_and_the_last_and_refuses_outside_them(make, tmp_path):
+    storage = make(tmp_path)
+    storage.load()
+    storage.append([(1, 1, b"a"), (2, 1, b"b"), (3, 2, b"c")])
+    try:
+        assert storage.entry(1) == (1, b"a") and storage.entry(3) == (2, b"c")
+        for index in (0, 4):
+            with pytest.raises(IndexError, match=r"outside the log \[1, 3\]"):
+                storage.entry(index)
+    finally:
+        storage.close()
