@@ -15,7 +15,7 @@ from hwm.model.state import Config
 from hwm.properties.protocol import MODEL_ONLY_SYSTEMS, PRESETS, model_only, resolve
 from hwm.properties.snapshot import snapshot_of
 from hwm.properties.trace import TraceError, load
-from tests.explored import explore
+from tests.explored import explore_compiled
 
 FILES = sorted(HERE.glob("*.json"))
 # Entries whose protocol the implementation follows (every system's), and the model-only ones (a flag
@@ -60,7 +60,7 @@ SLOW_TO_EXPLORE = {"kafka-unflushed-divergence", "kafka-without-controller-fenci
                                   for f in FILES], ids=lambda p: p.stem)
 def test_entry_is_the_explorers_shortest_trace(path):
     trace = load(path)
-    report = explore(trace.protocol, Config.from_mapping(trace.config))
+    report = explore_compiled(trace.protocol, Config.from_mapping(trace.config))
     shortest = trace_for(report, trace.protocol, trace.property)
     assert [s.to_json() for s in trace.steps] == [s.to_json() for s in shortest.steps]
 

@@ -7,7 +7,7 @@ import pytest
 
 from hwm.model.state import Config
 from hwm.properties.protocol import KAFKA, MUTANTS, PRESETS, presets_of
-from tests.explored import explore
+from tests.explored import explore_compiled
 
 # mutant -> (smallest bounds, {property: shortest length} at those bounds)
 TABLE = {
@@ -32,7 +32,7 @@ LIMITS = {"max_generation": 1, "max_log": 1, "max_crashes": 0, "max_partitions":
 
 
 def violated(preset, config):
-    report = explore(preset, config)
+    report = explore_compiled(preset, config)
     return {name: report.results[name].length for name in report.violated}
 
 
@@ -70,14 +70,14 @@ def test_seed_quorum_is_caught_only_with_an_even_number_of_servers():
 
 @pytest.mark.parametrize("mutant", sorted(SAFE))
 def test_safe_mutants_hold_with_every_witness_reached(mutant):
-    report = explore(mutant, Config(max_log=2, max_generation=3))
+    report = explore_compiled(mutant, Config(max_log=2, max_generation=3))
     assert report.ok, (report.violated, report.unreached)
 
 
 @pytest.mark.deep
 @pytest.mark.parametrize("mutant", sorted(SAFE))
 def test_safe_mutants_hold_at_larger_bounds(mutant):
-    report = explore(mutant, Config(max_log=2, max_generation=4, max_crashes=2))
+    report = explore_compiled(mutant, Config(max_log=2, max_generation=4, max_crashes=2))
     assert report.ok, (report.violated, report.unreached)
 
 
@@ -126,7 +126,7 @@ def test_system_mutant_keeps_its_promise_one_step_below_on_any_bound(mutant):
 
 @pytest.mark.parametrize("safe", sorted(set(SYSTEM_SAFE.values())))
 def test_safe_system_presets_hold_with_every_witness_reached(safe):
-    report = explore(safe, Config())
+    report = explore_compiled(safe, Config())
     assert report.ok, (report.violated, report.unreached)
     assert report.results["WriteAcknowledged"].found  # the acknowledged-write promise is not vacuous
 
@@ -141,7 +141,7 @@ def test_safe_system_presets_hold_with_every_witness_reached(safe):
     ("bookkeeper-ensemble-change", Config(max_log=2)),
 ])
 def test_safe_system_presets_hold_at_larger_bounds(safe, config):
-    report = explore(safe, config)
+    report = explore_compiled(safe, config)
     assert not report.violated, report.violated
 
 
@@ -197,5 +197,5 @@ def test_kafka_caught_at_its_smallest_bounds_and_not_one_step_below(mutant):
 
 
 def test_safe_kafka_holds_with_every_witness_reached():
-    report = explore("kafka", Config(servers=2, max_generation=3, max_log=2))
+    report = explore_compiled("kafka", Config(servers=2, max_generation=3, max_log=2))
     assert report.ok, (report.violated, report.unreached)
