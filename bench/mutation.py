@@ -98,7 +98,8 @@ TARGETS: dict[str, Target] = {
                                   "tests/conformance/test_bookkeeper_conformance.py",
                                   "tests/impl/test_bookkeeper_reads.py"), 8),
     "impl/bookie_server.py": Target(("tests/impl/test_bookkeeper_runtime.py",), 4),
-    "impl/zab.py": Target(("tests/impl/test_zab.py", "tests/sim/test_dst_zab.py", "-k", "not derandomized"), 8),
+    "impl/zab.py": Target(("tests/impl/test_zab.py", "tests/sim/test_dst_zab.py", "tests/impl/test_zab_durable_hwm.py",
+                           "-k", "not derandomized"), 8),
     # bridge/
     "bridge/__init__.py": Target((), 0),
     "bridge/replay.py": Target(("tests/conformance/test_conformance.py::test_a_violation_is_written_as_a_trace_that_"
