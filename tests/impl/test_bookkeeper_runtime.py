@@ -83,6 +83,10 @@ def test_acknowledged_entries_survive_a_bookie_stopping_and_recovery_closes_the_
         closed = recovery.recover()  # S1 and S2 answer the fencing reads: E - AQ + 1 = 2
     assert [payload for _, payload in closed][:4] == [b"e1", b"e2", b"e3", b"e4"]
     assert read_ledger(ledger_file) == len(closed)
+    # Recovery wrote what it read back to the bookies it reached, and closed the ledger on them.
+    for name in ("S1", "S2"):
+        assert servers[name].bookie.closed_at == len(closed)
+        assert all(servers[name].bookie.holds(entry) for entry in range(1, len(closed) + 1))
     # S3 was down at the close: it trims its journal to the closed ledger when it starts.
     assert start("S3").bookie.closed_at == len(closed)
     # The writer is fenced out of every bookie that answered recovery.

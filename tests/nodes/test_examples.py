@@ -70,9 +70,12 @@ def test_one_mistake_alone_is_not_caught_by_another_mistakes_schedule():
 
 
 def test_the_correct_node_passes_a_fixed_number_of_hypothesis_schedules():
-    report = hunt(log_node(), workload="kafka", schedules=2, steps=10, seed=1, protocol=LOG_NODE_PROTOCOL)
+    counted = []  # the report's count as each schedule ends: one more each time
+    report = hunt(log_node(), workload="kafka", schedules=2, steps=10, seed=1, protocol=LOG_NODE_PROTOCOL,
+                  on_schedule=lambda report, result: counted.append(report.schedules))
     assert report.failures == [] and report.schedules >= 2 and report.operations > 0, \
         [str(f) for r in report.failures for f in r.findings]
+    assert counted == list(range(1, report.schedules + 1))
 
 
 def test_hwm_replay_runs_a_saved_schedule_step_by_step():
