@@ -191,7 +191,7 @@ def test_simulation_covers_a_tiny_state_space_exactly(key):
 def test_simulation_stays_inside_the_breadth_first_state_space(key):
     preset, config, symmetry = config_of(key)
     model = build_model(PRESETS[preset].protocol, config)
-    report = simulate(model, preset, walks=3000, seed=3, symmetry=symmetry)
+    report = simulate(model, preset, walks=1500, seed=3, symmetry=symmetry)
     assert 0 < report.states <= PINNED[key]["states"]
     for name in report.violated:  # whatever it finds is real and no shorter than the shortest
         assert report.results[name].length >= PINNED[key]["lengths"][name]
