@@ -33,10 +33,11 @@ from __future__ import annotations
 
 from typing import Iterator, NamedTuple
 
-from hwm.model.actions import Action, BoundHit
+from hwm.model.actions import Action
 from hwm.model.encoding import canonical, fingerprint_bytes
 from hwm.model.kafka import KafkaModel, KafkaServer, KafkaState, NO_LEADER, _server_bytes, decode as decode_kafka
 from hwm.model.kafka import encode as encode_kafka
+from hwm.model.partition import partition_guard
 from hwm.model.state import LEADER, Config
 from hwm.properties.protocol import Protocol
 from hwm.properties.snapshot import describe_server, server_name
@@ -242,11 +243,7 @@ class PartitionedKafkaModel(KafkaModel):
         return self._with(s, super().effect_flush(self._base(s), k))
 
     def guard_partition(self, s: KafkaPartitionState, k: int) -> str | None:
-        if any(s.cut):
-            return "the network is already partitioned (heal it first)"
-        if s.partitions >= self.config.max_partitions:
-            return BoundHit("max_partitions", f"max_partitions {self.config.max_partitions} reached")
-        return None
+        return partition_guard(s.cut, s.partitions, self.config.max_partitions)
 
     def effect_partition(self, s: KafkaPartitionState, k: int) -> KafkaPartitionState:
         cut = tuple(j == k for j in range(self.n))

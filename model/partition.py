@@ -37,6 +37,16 @@ from hwm.properties.protocol import Protocol
 from hwm.properties.snapshot import describe_server, server_name
 
 
+
+def partition_guard(cut: tuple[bool, ...], partitions: int, max_partitions: int) -> str | BoundHit | None:
+    """Why no partition may start now, for every system's partitioned model: one cut at a time (a
+    heal first), and at most `max_partitions` cuts a behaviour."""
+    if any(cut):
+        return "the network is already partitioned (heal it first)"
+    if partitions >= max_partitions:
+        return BoundHit("max_partitions", f"max_partitions {max_partitions} reached")
+    return None
+
 class PartitionState(NamedTuple):
     """The raft model's state, plus the cut (`cut[k]`: server k is isolated from the others; all
     False when the network is whole) and how many partitions the run has made."""
@@ -192,11 +202,7 @@ class PartitionedRaftModel(RaftModel):
         return self._with(s, super().effect_restart(self._base(s), r))
 
     def guard_partition(self, s: PartitionState, k: int) -> str | None:
-        if any(s.cut):
-            return "the network is already partitioned (heal it first)"
-        if s.partitions >= self.config.max_partitions:
-            return BoundHit("max_partitions", f"max_partitions {self.config.max_partitions} reached")
-        return None
+        return partition_guard(s.cut, s.partitions, self.config.max_partitions)
 
     def effect_partition(self, s: PartitionState, k: int) -> PartitionState:
         cut = tuple(j == k for j in range(self.n))

@@ -25,8 +25,9 @@ from __future__ import annotations
 
 from typing import Iterator, NamedTuple
 
-from hwm.model.actions import Action, BoundHit
+from hwm.model.actions import Action
 from hwm.model.encoding import encode, fingerprint_bytes, canonical
+from hwm.model.partition import partition_guard
 from hwm.model.state import FOLLOWER, LEADER, Config, Server
 from hwm.model.zab import ZabModel, ZabState
 from hwm.properties.protocol import Protocol
@@ -177,11 +178,7 @@ class PartitionedZabModel(ZabModel):
         return self._recut(s, base)
 
     def guard_partition(self, s: ZabPartitionState, k: int) -> str | None:
-        if any(s.cut):
-            return "the network is already partitioned (heal it first)"
-        if s.partitions >= self.config.max_partitions:
-            return BoundHit("max_partitions", f"max_partitions {self.config.max_partitions} reached")
-        return None
+        return partition_guard(s.cut, s.partitions, self.config.max_partitions)
 
     def effect_partition(self, s: ZabPartitionState, k: int) -> ZabPartitionState:
         cut = tuple(j == k for j in range(self.n))
