@@ -317,16 +317,18 @@ class BookKeeperSimulation:
         for bookie, server in self.servers.items():
             if server.failure is not None or bookie not in self.recovery.members():
                 continue
-            # Its write sets' entries of the closed ledger, a hole (or nothing) elsewhere, nothing beyond.
+            # Its write sets' entries of the closed ledger, a hole (or nothing) elsewhere. Beyond the close
+            # anything may lie: a bookie that recovery did not fence may still take a late add of the writer
+            # (the model allows it too), and no reader reads past the ledger's end in the metadata.
             journal = tuple(server.bookie._log)
             mine = self.recovery.write_back(bookie)
-            if len(journal) > len(closed) or any(
+            if any(
                     want != HOLE and (index >= len(journal) or journal[index] != want)
                     for index, want in enumerate(mine)) or any(
                     want == HOLE and index < len(journal) and journal[index] != HOLE
                     for index, want in enumerate(mine)):
-                self.violation(f"{bookie} holds {len(journal)} entries after the close, not the closed ledger's "
-                               f"{len(closed)} (its write sets' entries)")
+                self.violation(f"{bookie} holds {len(journal)} entries after the close, and they differ from its "
+                               f"write sets' entries of the closed ledger's {len(closed)}")
 
 
 def bookkeeper_schedules(max_steps: int = 10, max_pause_ms: int = 200):
