@@ -143,3 +143,12 @@ def test_a_search_of_the_race_finds_issue_2614_and_never_fails_the_fix():
 
     search()
     assert found, "200 timings of the race missed issue 2614"
+
+
+def test_a_late_add_to_a_bookie_recovery_did_not_fence_is_no_violation():
+    """Recovery fences S1 and S3 while S2 is down; the writer's add then reaches S2 after the close. S2 holds
+    an entry beyond the closed ledger, which no reader reads (the model allows the same late add)."""
+    schedule = Schedule(seed=84, steps=(Step(0, "recover", 0, 0), Step(0, "cut", 0, 0), Step(0, "crash", 1, 0),
+                                        Step(0, "put", 0, 0), Step(5, "get", 0, 0)))
+    outcome = run_bookkeeper_schedule(schedule, protocol=PRESETS["bookkeeper-striped"].protocol)
+    assert outcome.violations == [] and outcome.witnesses["ledgers closed"] == 1
