@@ -268,6 +268,8 @@ def _partition_of(partition: int) -> int:
 
 
 def _records(records: list) -> list:
+    """`flatMap`'s identity over a partition's list of records: a module-level function, which the
+    executors import, where a lambda would be pickled with the closure of `spark_bfs`."""
     return records
 
 
