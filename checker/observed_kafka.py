@@ -51,6 +51,7 @@ from hwm.checker.validate import Candidate, Validator
 from hwm.model.kafka import NO_LEADER, diverged_at, truncation_offset
 from hwm.model.state import FOLLOWER, LEADER
 
+
 class ObservedKafkaValidator(ObservedValidator):
     """`Validator` over Kafka's model with a correct broker's finer steps (see the module's docstring).
 

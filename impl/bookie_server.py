@@ -33,7 +33,6 @@ import os
 import socket
 from contextlib import contextmanager
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Mapping
 
 from hwm.impl import codec
