@@ -7,7 +7,6 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from hwm.model.actions import Model
 from hwm.model.raft import RaftModel
 from hwm.model.registry import build_model
 from hwm.checker.report import bfs, reconstruct
@@ -16,7 +15,6 @@ from hwm.checker.simulation import simulate
 from hwm.model.state import Config, State, initial_state
 from hwm.properties.protocol import PRESETS
 from hwm.properties.quorum import majority, quorum_index
-from tests.explored import explore
 from tests.pinned import PINNED, check_against_pins, config_of
 
 

@@ -17,12 +17,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from hwm.model.actions import Model
 from hwm.model.registry import build_model
 from hwm.checker.backend import BackendUnavailable, ReferenceBackend, make_backend
 from hwm.checker.report import bfs
 from hwm.checker.engine import CheckOptions, PropertyTracker, Sampler, Search, VisitedSet, Visitor, check
-from hwm.model.state import Config
 from hwm.properties.protocol import PRESETS, Protocol
 from tests.explored import explore
 from tests.pinned import PINNED, check_against_pins, config_of

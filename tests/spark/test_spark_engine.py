@@ -19,13 +19,11 @@ from pathlib import Path
 import pytest
 
 from hwm.checker import spark_engine
-from hwm.model.actions import Model
 from hwm.model.raft import RaftModel
 from hwm.model.registry import build_model
 from hwm.checker.report import bfs
 from hwm.checker.spark_engine import (SparkUnavailable, check_java, check_master, free_port, get_spark,
                                 spark_bfs, standalone_cluster, to_signed, to_unsigned)
-from hwm.properties.acked import ALL_BY_NAME as BY_NAME
 from hwm.properties.protocol import PRESETS
 from tests.pinned import PINNED, PINNED_PARTITIONS, config_of, partition_config_of
 
