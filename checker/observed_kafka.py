@@ -85,22 +85,7 @@ class ObservedKafkaValidator(ObservedValidator):
             self._isr_seen = None
             self._elections_wanted = True
 
-    def _confirm(self, cand: Candidate, k, seen, event):
-        options = cand.pending[k] or (cand.state.servers[k],)
-        for at, server in enumerate(options):
-            if not self._isr_matches(server, k):
-                continue
-            generations = self._match(server, seen, cand.generations)
-            if generations is None:
-                continue
-            generations = self._satisfies(cand.state, k, event, generations)
-            if generations is None:
-                continue
-            pending = cand.pending[:k] + (cand.pending[k][at + 1:],) + cand.pending[k + 1:]
-            return Candidate(cand.state, generations, pending)
-        return None
-
-    def _isr_matches(self, server, k: int) -> bool:
+    def _also_matches(self, server, k: int) -> bool:
         if self._isr_seen is None or not server.alive or server.role != LEADER:
             return True  # a follower's copy is the one its last LeaderAndIsr sent: the model keeps none
         return self._isr_seen == frozenset(j for j, held in enumerate(server.isr) if held or j == k)

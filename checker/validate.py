@@ -264,11 +264,17 @@ class Validator:
                 and ("log" not in logged or a.log is b.log or a.log == b.log))
 
     # ---------------------------------------------------------------- search
+    def _also_matches(self, server, k: int) -> bool:
+        """What a subclass compares beyond the observed variables (Kafka: a leader's ISR); nothing here."""
+        return True
+
     def _confirm(self, cand: Candidate, k: int, seen: Observed, event: Event):
         """Candidate with server k's change confirmed by `seen`, or None: the earliest pending
         change of k that matches (the ones before it were not logged), else its current state."""
         options = cand.pending[k] or (cand.state.servers[k],)
         for at, server in enumerate(options):
+            if not self._also_matches(server, k):
+                continue
             generations = self._match(server, seen, cand.generations)
             if generations is None:
                 continue
