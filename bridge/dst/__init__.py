@@ -647,6 +647,27 @@ class _View:
     acked: frozenset
 
 
+def shut_down(loop) -> None:
+    """Cancel every task a simulation left on `loop` (its machines' and any other), let them finish, and
+    close the loop: the end of every system's run."""
+    for tasks in list(loop.tasks.values()):
+        for task in tasks:
+            task.cancel()
+    pending = [t for t in asyncio.all_tasks(loop) if not t.done()]
+    for task in pending:
+        task.cancel()
+    if pending:
+        gathered = asyncio.gather(*pending, return_exceptions=True)
+        for _ in range(3):  # a stop at a violation in main's last step is still queued: it ends one run
+            try:
+                loop.run_until_complete(gathered)
+                break
+            except RuntimeError:
+                if gathered.done():
+                    break
+    loop.close()
+
+
 def run_schedule(schedule: Schedule, plant: str | None = None, first_violation: bool = False,
                  protocol: Protocol = RAFT, disk: str = "prefix", clients: int = 1) -> Outcome:
     """Run one schedule on a fresh simulated cluster; deterministic in `schedule` (and `plant`).
@@ -681,22 +702,7 @@ def run_schedule(schedule: Schedule, plant: str | None = None, first_violation: 
         if not (first_violation and simulation.outcome.violations):
             raise  # not the stop at the first violation
     finally:
-        for tasks in list(loop.tasks.values()):
-            for task in tasks:
-                task.cancel()
-        pending = [t for t in asyncio.all_tasks(loop) if not t.done()]
-        for task in pending:
-            task.cancel()
-        if pending:
-            gathered = asyncio.gather(*pending, return_exceptions=True)
-            for _ in range(3):  # a stop at a violation in main's last step is still queued: it ends one run
-                try:
-                    loop.run_until_complete(gathered)
-                    break
-                except RuntimeError:
-                    if gathered.done():
-                        break
-        loop.close()
+        shut_down(loop)
         random.setstate(saved_random)
         node_log.disabled = disabled
         controller_log.disabled = controller_disabled

@@ -37,7 +37,7 @@ import errno
 import logging
 import random
 
-from hwm.bridge.dst import DISK_LATENCY, Outcome, Schedule, _ClientProtocol, _NoFsyncStorage
+from hwm.bridge.dst import DISK_LATENCY, Outcome, Schedule, _ClientProtocol, _NoFsyncStorage, shut_down
 from hwm.bridge.dst.disk import SimDisk
 from hwm.bridge.dst.net import MACHINE, SimLoop
 from hwm.impl import codec
@@ -382,15 +382,7 @@ def run_bookkeeper_schedule(schedule: Schedule, plant: str | None = None, protoc
     try:
         loop.run_until_complete(simulation.main())
     finally:
-        for tasks in list(loop.tasks.values()):
-            for task in tasks:
-                task.cancel()
-        pending = [t for t in asyncio.all_tasks(loop) if not t.done()]
-        for task in pending:
-            task.cancel()
-        if pending:
-            loop.run_until_complete(asyncio.gather(*pending, return_exceptions=True))
-        loop.close()
+        shut_down(loop)
         random.setstate(saved_random)
         bookie_log.disabled = disabled
     for disk in simulation.disks.values():
