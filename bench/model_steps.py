@@ -77,23 +77,30 @@ def clean(seeds: int, schedules: int) -> None:
             print(f"     {text[:300]}")
 
 
+def catches(bug: str, command: list[str], workload: str, preset: str, seeds: int, schedules: int,
+            steps: int = 30) -> None:
+    """Hunt `command` without and with `--protocol preset` under each seed; print how many seeds catch the
+    bug, the median schedule that does, and which finding comes first."""
+    for protocol in (None, preset):
+        found, first = [], {}
+        for seed in range(seeds):
+            report = hunt(command, workload=workload, schedules=schedules, steps=steps, seed=seed, protocol=protocol,
+                          shrink=False)
+            if report.first_failure_at is not None:
+                found.append(report.first_failure_at)
+                findings = report.failures[0].findings  # the earliest by step (None: at the end)
+                name = min(findings, key=lambda f: (f.step is None, f.step or 0)).name if findings else "protocol"
+                first[name] = first.get(name, 0) + 1
+        label = "with --protocol" if protocol else "without"
+        median = f"median {statistics.median(found):g} schedules" if found else "never"
+        print(f"2. {bug:<20} {label:<16} caught by {len(found)}/{seeds} seeds: {median}; first finding: "
+              + ", ".join(f"{k} x{v}" for k, v in sorted(first.items())), flush=True)
+
+
 def mistakes(seeds: int, schedules: int) -> None:
     for mistake in MISTAKES:
-        command = [sys.executable, str(NODES / "naive_node.py"), "--mistakes", mistake]
-        for protocol in (None, PRESET):
-            found, first = [], {}
-            for seed in range(seeds):
-                report = hunt(command, workload="log", schedules=schedules, steps=30, seed=seed, protocol=protocol,
-                              shrink=False)
-                if report.first_failure_at is not None:
-                    found.append(report.first_failure_at)
-                    findings = report.failures[0].findings  # the earliest by step (None: at the end)
-                    name = min(findings, key=lambda f: (f.step is None, f.step or 0)).name if findings else "protocol"
-                    first[name] = first.get(name, 0) + 1
-            label = "with --protocol" if protocol else "without"
-            median = f"median {statistics.median(found):g} schedules" if found else "never"
-            print(f"2. {mistake:<20} {label:<16} caught by {len(found)}/{seeds} seeds: {median}; first finding: "
-                  + ", ".join(f"{k} x{v}" for k, v in sorted(first.items())))
+        catches(mistake, [sys.executable, str(NODES / "naive_node.py"), "--mistakes", mistake], "log", PRESET,
+                seeds, schedules)
 
 
 def main() -> None:

@@ -57,7 +57,6 @@ for only where a node shows a new epoch.
 from __future__ import annotations
 
 import argparse
-import statistics
 import sys
 import time
 from pathlib import Path
@@ -65,7 +64,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from bench.model_steps import stepped_runs  # noqa: E402
+from bench.model_steps import catches, stepped_runs  # noqa: E402
 from hwm.bridge.maelstrom.hunt import hunt  # noqa: E402
 from hwm.bridge.maelstrom.validation import ModelSteps  # noqa: E402
 
@@ -107,21 +106,8 @@ def clean(preset: str, workload: str, seeds: int, schedules: int, steps: int) ->
 
 def planted(preset: str, seeds: int, schedules: int, steps: int) -> None:
     for plant in PLANTS:
-        command = [sys.executable, str(PLANT), plant, "node", "--stdio", "--protocol", preset]
-        for protocol in (None, preset):
-            found, first = [], {}
-            for seed in range(seeds):
-                report = hunt(command, workload="kafka", schedules=schedules, steps=steps, seed=seed,
-                              protocol=protocol, shrink=False)
-                if report.first_failure_at is not None:
-                    found.append(report.first_failure_at)
-                    findings = report.failures[0].findings  # the earliest by step (None: at the end)
-                    name = min(findings, key=lambda f: (f.step is None, f.step or 0)).name if findings else "protocol"
-                    first[name] = first.get(name, 0) + 1
-            label = "with --protocol" if protocol else "without"
-            median = f"median {statistics.median(found):g} schedules" if found else "never"
-            print(f"2. {plant:<15} {label:<16} caught by {len(found)}/{seeds} seeds: {median}; first finding: "
-                  + ", ".join(f"{k} x{v}" for k, v in sorted(first.items())), flush=True)
+        catches(plant, [sys.executable, str(PLANT), plant, "node", "--stdio", "--protocol", preset], "kafka", preset,
+                seeds, schedules, steps)
 
 
 def main() -> None:
