@@ -28,6 +28,8 @@ class CheckRequest:
     seed: int = 0
     workers: int = 1  # processes of the local engine
     successors: str = "reference"  # the successor backend (checker.backend): reference | fast | auto
+    spark_exchange: str | None = None  # Spark's exchange between levels (`spark_bfs`'s `exchange`); None: its default
+    spark_dir: str | None = None  # Spark's checkpoint and exchange directory; None: a temporary one
 
 
 def _local(model, name: str, request: CheckRequest, progress) -> Report:
@@ -44,7 +46,8 @@ def _simulation(model, name: str, request: CheckRequest, progress) -> Report:
 def _spark(model, name: str, request: CheckRequest, progress) -> Report:
     from hwm.checker.spark_engine import spark_bfs  # PySpark is optional: imported only when asked for
     return spark_bfs(model, name, symmetry=request.symmetry, master=request.spark_master or "local[*]",
-                     progress=progress, successors=request.successors)
+                     progress=progress, successors=request.successors, exchange=request.spark_exchange,
+                     checkpoint_dir=request.spark_dir)
 
 
 # Every engine takes the same arguments and returns the same `Report`.

@@ -66,6 +66,7 @@ __all__ = ["SparkUnavailable", "get_spark", "spark_bfs", "standalone_cluster"]
 INSTALL_JAVA = "install Java 17 (apt-get install openjdk-17-jre-headless)"
 INSTALL_PYSPARK = "pip install 'hwm[spark]'"
 DRIVER_LEVEL = 100_000  # candidate successors: a level with fewer runs on the driver (`spark_bfs`)
+RESIDENT_DRIVER_LEVEL = 2_000  # the same with resident stages, whose levels cost milliseconds more than the work
 DRIVER_VISITED = 10_000_000  # visited states (18 B each) the driver may take back for the last, small levels
 CONNECT_TIMEOUT = 3.0  # seconds to reach a spark:// master's port
 EXECUTOR_TIMEOUT = 60.0  # seconds for a standalone master to give us an executor
@@ -284,6 +285,8 @@ class _Summaries:
         return a
 
 
+EXCHANGES = ("resident", "files", "shuffle")  # how a level's records reach the next level (`spark_bfs`)
+FILE_EXCHANGES = ("resident", "files")  # the ones through files in a directory every executor sees
 FILES = "files"  # `_search`'s `current` when the level's records are the file exchange's files
 _backends: dict = {}  # per executor process: the backend of the last (model, symmetry, name)
 
@@ -327,6 +330,132 @@ def _file_task(shared, level, directory: str):
     return run
 
 
+def _slots(sc) -> int:
+    """How many tasks the cluster runs at once now (a gang-scheduled stage may not have more); the default
+    parallelism is no measure of it: a standalone cluster of one core says 2."""
+    jsc = sc._jsc.sc()
+    return max(1, jsc.maxNumConcurrentTasks(jsc.resourceProfileManager().defaultResourceProfile()))
+
+
+def _back(done: Iterable, driver_level: int) -> bool:
+    """Whether the level after these summaries' comes back to the driver: few candidates, and visited sets
+    small enough to hold there."""
+    done = list(done)
+    return sum(s.candidates for s in done) <= driver_level and sum(s.visited for s in done) <= DRIVER_VISITED
+
+
+def _resident_task(shared, first, directory: str, launch: str, tasks: int, max_depth: int | None, most: int):
+    """The function a resident stage's tasks run (`exchange="resident"`): task i owns the partitions
+    p with p % tasks == i and runs their levels from `first` on, at most `most` of them, until one ends the
+    search (the decision the driver takes too). The levels never come back to the driver: a level costs a
+    resident stage a meeting of milliseconds, less than the driver would spend on all but the smallest.
+
+    A partition's visited set, and what the task's partitions send each other, stay in memory; the
+    records for other tasks' partitions go through `checker.spark_files`, and the tasks meet after each
+    level there (`gather`). The last level's records all go to files, where the driver or the next stage
+    reads them."""
+    from hwm.checker.spark_files import drop_level, gather, read_records, start_task, write_records
+    from hwm.checker.spark_levels import Level, advance
+
+    def run(task, _):
+        start_task(directory, launch, task)
+        model, symmetry, successors, properties = shared.value if hasattr(shared, "value") else shared
+        backend = _executor_backend(model, symmetry, successors)
+        props = {p.name: p for p in properties}
+        mine = range(task, first.partitions, tasks)
+        inbox: dict[int, list] = {p: [] for p in mine}
+        spec = first
+        mark = time.perf_counter()
+        for run_level in range(most):
+            kept: dict[int, list] = {}  # sender: its (destination, record) pairs for this task's partitions
+            summaries = []
+            for p in mine:
+                records = inbox[p] + list(read_records(directory, spec.level, p, required=False))
+                out, summary = advance(p, records, backend, props, spec)
+                write_records(directory, spec.level + 1, p, [(d, r) for d, r in out if d % tasks != task])
+                kept[p] = [(d, r) for d, r in out if d % tasks == task]
+                summaries.append(summary)
+            everyone = gather(directory, launch, spec.level, task, tasks, (summaries, time.perf_counter() - mark))
+            mark = time.perf_counter()
+            if task == 0 and run_level:  # every task has read this level; the first stays for a rerun stage
+                drop_level(directory, spec.level)
+            done = [s for ones, _ in everyone for s in ones]
+            if sum(s.new for s in done) == 0 or not spec.expand or run_level == most - 1:
+                for p in mine:
+                    write_records(directory, spec.level + 1, p, kept[p])
+                return []
+            inbox = {p: [] for p in mine}
+            for pairs in kept.values():
+                for d, r in pairs:
+                    inbox[d].append(r)
+            found = {d[0] for s in done for d in s.discoveries}
+            following = spec.level + 1
+            spec = Level(following, spec.partitions, tuple(n for n in spec.state_props if n not in found),
+                         tuple(n for n in spec.step_props if n not in found),
+                         max_depth is None or following < max_depth, spec.count_states)
+        return []
+    return run
+
+
+RESIDENT_LAUNCHES = 2  # launches of one resident stage before its failure ends the search
+
+
+def _run_resident(sc, shared, first, directory: str, tasks: int, max_depth: int | None, most: int,
+                  account) -> tuple[int, bool, int]:
+    """Run levels from `first` in one resident stage (`_resident_task`), passing each finished level to
+    `account(level, expand, done, seconds, on_spark)` as the tasks publish it; (the last level run, whether
+    the search goes on below it, the launches it took).
+
+    A failed stage is launched again from `first` (whose files stay until the stage is done), its
+    levels below dropped; the levels already taken in are not taken in twice (they come out the same)."""
+    import threading
+    import uuid
+
+    from hwm.checker.spark_files import drop_levels_after, gathered
+
+    outcome: dict[int, bool] = {}  # the levels passed to `account`, and whether the search went on below
+    for launches in range(1, RESIDENT_LAUNCHES + 1):
+        launch = uuid.uuid4().hex
+        failure: list[BaseException] = []
+
+        def stage():
+            try:
+                sc.parallelize(range(tasks), tasks).barrier().mapPartitionsWithIndex(
+                    _resident_task(shared, first, directory, launch, tasks, max_depth, most)).collect()
+            except BaseException as e:  # noqa: BLE001 - raised again, or the stage launched again, by the driver
+                failure.append(e)
+
+        launched = time.perf_counter()
+        thread = threading.Thread(target=stage, name="hwm-resident-stage", daemon=True)
+        thread.start()
+        level, ended = first.level, None
+        while ended is None:
+            alive = thread.is_alive()
+            everyone = gathered(directory, launch, level, tasks)
+            if everyone is None:
+                if not alive:
+                    break
+                thread.join(0.01)
+                continue
+            done = {s.partition: s for ones, _ in everyone for s in ones}
+            if level not in outcome:
+                # A level's wall is its slowest task's; the first one's the driver's, from the stage's launch.
+                seconds = time.perf_counter() - launched if level == first.level else max(w for _, w in everyone)
+                outcome[level] = account(level, max_depth is None or level < max_depth, done, seconds, True)
+            if not outcome[level] or level == first.level + most - 1:
+                ended = (level, outcome[level], launches)
+            level += 1
+        thread.join()
+        if not failure:
+            if ended is None:
+                raise RuntimeError(f"the resident stage from level {first.level} ended before level {level}")
+            return ended
+        if launches == RESIDENT_LAUNCHES:
+            raise failure[0]
+        drop_levels_after(directory, first.level)  # what the failed stage wrote; the next launch writes it again
+    raise AssertionError("unreachable")
+
+
 def _share(sc, value):
     """A broadcast of the search's constants (model, properties), shipped once per executor, not per level;
     the value itself (pickled with each level's job) when plain pickle cannot carry it."""
@@ -344,52 +473,60 @@ def spark_bfs(model: Model, protocol_name: str, *, symmetry: bool = True, master
               properties: Iterable[Property] | None = None, partitions: int | None = None,
               max_depth: int | None = None, checkpoint_dir: str | None = None,
               successors: str = "reference", stats: dict | None = None, count_states: bool = False,
-              driver_level: int = DRIVER_LEVEL, exchange: str | None = None) -> Report:
+              driver_level: int | None = None, exchange: str | None = None) -> Report:
     """Breadth-first search of the whole reachable state space on Spark (engine "spark").
 
     `spark` is an existing SparkSession (else `get_spark(master)`); `partitions` the
     number of fingerprint partitions (default: the default parallelism, at least 2);
     `checkpoint_every` how many levels run on Spark apart the level's records are reliably checkpointed
-    into `checkpoint_dir` (the others are local checkpoints), which must be shared by all
+    into `checkpoint_dir` (the others are local checkpoints), or how many levels one resident stage runs
+    at most; `checkpoint_dir` must be shared by all
     executors on a multi-machine cluster (default: a temporary directory, right for local
     and single-machine masters); `successors` the successor backend of the executors
     (`checker.backend`). Levels reached by at most `driver_level` candidate successors (the first
-    few, and the last few once the visited sets are small enough to bring back: `DRIVER_VISITED`)
-    run on the driver, in this process: a Spark stage would cost more. `stats`, when given, is filled with per-level figures (seconds,
+    few, and with a stage per level the last few once the visited sets are small enough to bring back:
+    `DRIVER_VISITED`) run on the driver, in this process: a Spark stage would cost more (default
+    `DRIVER_LEVEL`, `RESIDENT_DRIVER_LEVEL` for resident stages). `stats`, when given, is filled with per-level figures (seconds,
     transitions, bytes sent between partitions, visited-set bytes, the Python workers' peak memory); `count_states`
     counts the model's state objects the executors build (a test of the batch-only path).
 
-    `exchange` is how a level's records reach the next level's tasks: "files" (`checker.spark_files`:
-    files in a directory under `checkpoint_dir`, which every executor and the driver must see; no
-    shuffle, no checkpoints needed: the records are on disk between levels) or "shuffle" (Spark's
-    shuffle through the JVM, checkpointed every `checkpoint_every` levels; any cluster). Default:
-    "files" on `local[N]`, "shuffle" elsewhere.
+    `exchange` is how a level's records reach the next level's tasks: "resident" (one gang-scheduled
+    stage runs many levels; each task keeps its partitions' visited sets in memory and meets the others
+    after each level through files: `checker.spark_files`), "files" (a stage per level; the records,
+    visited sets too, as files between them) or "shuffle" (Spark's shuffle through the JVM, checkpointed
+    every `checkpoint_every` levels; any cluster). The first two need a directory under `checkpoint_dir`
+    that every executor and the driver see. Default: "resident" on `local[N]`, "shuffle" elsewhere.
     """
     if checkpoint_every < 1:
         raise ValueError(f"checkpoint_every must be at least 1, not {checkpoint_every}")
     if partitions is not None and partitions < 1:
         raise ValueError(f"partitions must be at least 1, not {partitions}")
-    if exchange not in (None, "files", "shuffle"):
-        raise ValueError(f"exchange must be 'files' or 'shuffle', not {exchange!r}")
+    if exchange not in (None, *EXCHANGES):
+        raise ValueError(f"exchange must be one of {', '.join(map(repr, EXCHANGES))}, not {exchange!r}")
+    if exchange is None:
+        exchange = "resident" if (spark.sparkContext.master if spark else master).startswith("local") else "shuffle"
+    if exchange in FILE_EXCHANGES and checkpoint_dir is not None and "://" in checkpoint_dir:
+        raise ValueError(f"exchange={exchange!r} needs a directory path every executor sees, not {checkpoint_dir}: "
+                         f"give a shared mount as checkpoint_dir, or exchange='shuffle'")
+    if driver_level is None:
+        driver_level = RESIDENT_DRIVER_LEVEL if exchange == "resident" else DRIVER_LEVEL
     if spark is None:
         spark = get_spark(master)
     ship_packages(spark)
     sc = spark.sparkContext
     partitions = partitions or max(2, sc.defaultParallelism)
-    if exchange is None:
-        exchange = "files" if sc.master.startswith("local") else "shuffle"
-    if exchange == "files" and checkpoint_dir is not None and "://" in checkpoint_dir:
-        raise ValueError(f"exchange='files' needs a directory path every executor sees, not {checkpoint_dir}: "
-                         f"give a shared mount as checkpoint_dir, or exchange='shuffle'")
     own_dir = None
-    if checkpoint_dir is None:
-        own_dir = checkpoint_dir = tempfile.mkdtemp(prefix="hwm-spark-checkpoints-")
+    if checkpoint_dir is None or "://" not in checkpoint_dir:  # a folder of this search's own, removed after it
+        if checkpoint_dir is not None:
+            os.makedirs(checkpoint_dir, exist_ok=True)
+        own_dir = checkpoint_dir = tempfile.mkdtemp(prefix="hwm-spark-checkpoints-", dir=checkpoint_dir)
     sc.setCheckpointDir(checkpoint_dir)
-    exchange_dir = tempfile.mkdtemp(prefix="hwm-exchange-", dir=checkpoint_dir) if exchange == "files" else None
+    exchange_dir = tempfile.mkdtemp(prefix="hwm-exchange-", dir=checkpoint_dir) if exchange in FILE_EXCHANGES else None
     try:
         return _search(sc, model, protocol_name, symmetry, progress, checkpoint_every,
                        model.properties if properties is None else properties,
-                       partitions, max_depth, successors, stats, count_states, driver_level, exchange_dir)
+                       partitions, max_depth, successors, stats, count_states, driver_level, exchange,
+                       exchange_dir)
     finally:
         if exchange_dir is not None:
             shutil.rmtree(exchange_dir, ignore_errors=True)
@@ -400,8 +537,8 @@ def spark_bfs(model: Model, protocol_name: str, *, symmetry: bool = True, master
 def _search(sc, model: Model, protocol_name: str, symmetry: bool, progress: ProgressFn | None,
             checkpoint_every: int, properties: Iterable[Property], partitions: int,
             max_depth: int | None, successors: str, stats: dict | None, count_states: bool,
-            driver_level: int, exchange_dir: str | None) -> Report:
-    """`exchange_dir` is the file exchange's directory (None: Spark's shuffle)."""
+            driver_level: int, exchange: str, exchange_dir: str | None) -> Report:
+    """`exchange_dir` is the directory of the files between levels (None with Spark's shuffle)."""
     from pyspark import StorageLevel
 
     from hwm.checker.spark_files import drop_level, read_records, write_records
@@ -428,8 +565,35 @@ def _search(sc, model: Model, protocol_name: str, symmetry: bool, progress: Prog
     on_spark = 0  # levels run on Spark so far
     states, transitions, depth, level = 0, 0, 0, 0
     bounds_hit: set[str] = set()
+    # Resident tasks (`_run_resident`): as many as the cluster runs at once, each owning every tasks-th partition.
+    resident = min(partitions, _slots(sc)) if exchange == "resident" else 0
+    resident_launches = 0
     per_level: list[dict] = []
     anchor = None  # the level last checkpointed (cached until the next one is)
+
+    def account(level: int, expand: bool, done: dict, seconds: float, on_spark: bool) -> bool:
+        """Take in one finished level's summaries; whether the search goes on below it."""
+        nonlocal states, transitions, depth
+        new = sum(s.new for s in done.values())
+        transitions += sum(s.transitions for s in done.values())
+        for s in done.values():
+            bounds_hit.update(s.bounds_hit)
+        _record_discoveries(tracker, by_name, done.values())
+        if stats is not None:
+            per_level.append(_level_figures(sc, level, seconds, done.values(), on_spark))
+        if new == 0:
+            return False
+        states += new
+        depth = level
+        if progress is not None and level:
+            elapsed = time.perf_counter() - started
+            progress({"depth": depth, "states": states, "frontier": new,
+                      "states_per_second": states / elapsed if elapsed > 0 else float("inf"), "elapsed": elapsed})
+        if not expand:
+            report.complete = False
+            return False
+        return True
+
     while True:
         expand = max_depth is None or level < max_depth
         spec = Level(level, partitions, tuple(p.name for p in tracker.state_props),
@@ -461,13 +625,23 @@ def _search(sc, model: Model, protocol_name: str, symmetry: bool, progress: Prog
                 for p in range(partitions):
                     write_records(exchange_dir, level, "driver", [(p, r) for r in inbox[p]])
                 inbox, current = None, FILES
+            if resident:
+                # One stage runs levels until one of them ends the search or is small enough to come back.
+                last, goes_on, launches = _run_resident(sc, shared, spec, exchange_dir, resident, max_depth,
+                                                        checkpoint_every, account)
+                resident_launches += launches
+                drop_level(exchange_dir, level)  # the stage's first level: kept until now for a rerun stage
+                if not goes_on:
+                    level = last
+                    break
+                level = last + 1
+                continue
             # One stage, no shuffle: each task reads its partition's files and writes the next level's.
             results = sc.parallelize(range(partitions), partitions).mapPartitionsWithIndex(
                 _file_task(shared, spec, exchange_dir)).collect()
             drop_level(exchange_dir, level)  # every task is done with them
             done = {s.partition: s for s in results}
-            back = (sum(s.candidates for s in done.values()) <= driver_level
-                    and sum(s.visited for s in done.values()) <= DRIVER_VISITED)
+            back = _back(done.values(), driver_level)
         else:
             if current is None:
                 # Slice p of the list is partition p's records: no shuffle to put them in place.
@@ -494,26 +668,8 @@ def _search(sc, model: Model, protocol_name: str, symmetry: bool, progress: Prog
             if len(done) != partitions:
                 raise RuntimeError(f"level {level}: {len(done)} of {partitions} partitions reported")
             current = following
-            back = (sum(s.candidates for s in done.values()) <= driver_level
-                    and sum(s.visited for s in done.values()) <= DRIVER_VISITED)
-        seconds = time.perf_counter() - level_started
-        new = sum(s.new for s in done.values())
-        transitions += sum(s.transitions for s in done.values())
-        for s in done.values():
-            bounds_hit |= s.bounds_hit
-        _record_discoveries(tracker, by_name, done.values())
-        if stats is not None:
-            per_level.append(_level_figures(sc, level, seconds, done.values(), current is not None))
-        if new == 0:
-            break
-        states += new
-        depth = level
-        if progress is not None and level:
-            elapsed = time.perf_counter() - started
-            progress({"depth": depth, "states": states, "frontier": new,
-                      "states_per_second": states / elapsed if elapsed > 0 else float("inf"), "elapsed": elapsed})
-        if not expand:
-            report.complete = False
+            back = _back(done.values(), driver_level)
+        if not account(level, expand, done, time.perf_counter() - level_started, current is not None):
             break
         level += 1
     report.states = states
@@ -522,7 +678,8 @@ def _search(sc, model: Model, protocol_name: str, symmetry: bool, progress: Prog
     report.bounds_hit = bounds_hit
     report.seconds = time.perf_counter() - started
     if stats is not None:
-        stats.update(partitions=partitions, levels=per_level,
+        stats.update(partitions=partitions, levels=per_level, resident_tasks=resident,
+                     resident_launches=resident_launches,
                      states_built=sum(row["states_built"] for row in per_level))
     if current is None:  # the search ended on the driver
         def lookup(fps):

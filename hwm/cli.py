@@ -73,6 +73,16 @@ def main() -> None:
               help="local: breadth-first, shortest counterexamples; simulation: random walks; spark: "
                    "breadth-first on a Spark cluster.")
 @click.option("--spark-master", default="local[*]", show_default=True, help="Spark master URL (--engine spark).")
+@click.option("--spark-exchange", type=click.Choice(["auto", "resident", "files", "shuffle"]), default="auto",
+              show_default=True,
+              help="How Spark's levels hand their states on (--engine spark): resident keeps one task per core "
+                   "running from level to level, meeting through files in --spark-dir (the fastest); files runs "
+                   "a stage per level, through the same files; shuffle goes through Spark's shuffle and needs no "
+                   "shared directory. auto: resident on local[N], shuffle on a cluster.")
+@click.option("--spark-dir", type=OutputDir(), default=None,
+              help="Directory for Spark's checkpoints and exchange files (--engine spark); resident and files need "
+                   "one that the driver and every executor see at the same path, e.g. an NFS mount "
+                   "[default: a temporary directory on this machine].")
 @click.option("--walks", type=click.IntRange(1), default=2000, show_default=True, help="Random walks (--engine simulation).")
 @click.option("--seed", type=int, default=0, show_default=True, help="Random seed (--engine simulation).")
 @click.option("--jobs", type=click.IntRange(1, 64), default=None,
@@ -108,7 +118,7 @@ def main() -> None:
 def check(protocol, servers, max_generation, max_log, max_crashes, network, channel_capacity, no_symmetry,
           engine, spark_master, walks, seed, jobs, as_json, save, workers, liveness=False,
           liveness_max_states=50_000, successors="auto", junit_out=None, progress_mode="auto",
-          progress_interval=10.0, itf_too=False, max_partitions=0) -> None:
+          progress_interval=10.0, itf_too=False, max_partitions=0, spark_exchange="auto", spark_dir=None) -> None:
     """Explore the model exhaustively and report every property's verdict.
 
     Exit status: 0 when every always property holds and every sometimes witness
@@ -120,6 +130,8 @@ def check(protocol, servers, max_generation, max_log, max_crashes, network, chan
     """
     config = Config(servers, max_generation, max_log, max_crashes, network, channel_capacity, max_partitions)
     symmetry = not no_symmetry
+    if engine != "spark" and (spark_exchange != "auto" or spark_dir is not None):
+        raise click.UsageError("--spark-exchange and --spark-dir apply to --engine spark")
     if workers > 1 and (engine != "local" or protocol is None):
         raise click.UsageError("--workers applies to one protocol on the local engine (the tour runs presets "
                                "in parallel with --jobs; Spark has its own executors)")
@@ -164,7 +176,8 @@ def check(protocol, servers, max_generation, max_log, max_crashes, network, chan
     progress = Progress(f"checking {protocol if isinstance(protocol, str) else resolve(protocol)[0]}",
                         mode=progress_mode, interval=progress_interval)
     request = checking.CheckRequest(protocol, config, symmetry, engine, spark_master, walks, seed, workers,
-                                    successors)
+                                    successors, None if spark_exchange == "auto" else spark_exchange,
+                                    None if spark_dir is None else str(spark_dir))
     try:
         report = checking.run(request, progress)
     except RuntimeError as e:  # engine unavailable (e.g. Spark without Java): say what to install

@@ -24,7 +24,9 @@ from hwm.model.registry import build_model
 from hwm.checker.report import bfs
 from hwm.checker.spark_engine import (SparkUnavailable, check_java, check_master, free_port, get_spark,
                                 spark_bfs, standalone_cluster, to_signed, to_unsigned)
+from hwm.properties.catalogue import Property
 from hwm.properties.protocol import PRESETS
+from tests.spark.conftest import TEST_MASTER
 from tests.pinned import PINNED, PINNED_PARTITIONS, config_of, partition_config_of
 
 pytestmark = pytest.mark.spark
@@ -122,7 +124,7 @@ def check_case(spark, key, **options):
 @pytest.mark.parametrize("key", CASES, ids=case_id)
 def test_spark_equals_local_and_pinned(spark, key):
     # The first case through Spark's shuffle (the default off local[N]): its middle levels go to Spark and its
-    # last come back to the driver; the others through files (local[N]'s default).
+    # last come back to the driver; the others in resident stages (local[N]'s default).
     check_case(spark, key, exchange="shuffle" if key == CASES[0] else None)
 
 
@@ -141,15 +143,85 @@ def test_results_do_not_depend_on_partitioning_or_checkpoints_and_progress_cover
     # The shuffle, a reliable checkpoint every third level (the others run their map stage alone).
     three = check_case(spark, TINY, partitions=3, checkpoint_every=3, driver_level=0, exchange="shuffle")
     assert {n: r.steps for n, r in one.results.items()} == {n: r.steps for n, r in three.results.items()}
-    # The file exchange (local[N]'s default), every level on Spark, the traces looked up in its files.
+    # The file exchange, a stage per level, every level on Spark, the traces looked up in its files.
     files = check_case(spark, TINY, partitions=2, driver_level=0, exchange="files")
     assert {n: r.steps for n, r in one.results.items()} == {n: r.steps for n, r in files.results.items()}
+    # Resident stages (local[N]'s default) of at most 2 levels: 3 partitions on local[2]'s 2 tasks, so one
+    # task holds two partitions and keeps what they send each other; then one task alone, whose records
+    # never go to a file after the hand-over.
+    for partitions in (3, 1):
+        stats: dict = {}
+        resident = check_case(spark, TINY, partitions=partitions, checkpoint_every=2, driver_level=0,
+                              exchange="resident", stats=stats)
+        assert {n: r.steps for n, r in one.results.items()} == {n: r.steps for n, r in resident.results.items()}
+        assert all(lv["on_spark"] for lv in stats["levels"])
 
     assert [set(p) for p in seen] == [{"depth", "states", "frontier", "states_per_second", "elapsed"}] * one.depth
     assert [p["depth"] for p in seen] == list(range(1, one.depth + 1))
     assert seen[-1]["states"] == one.states
     assert 1 + sum(p["frontier"] for p in seen) == one.states
     assert all(p["states_per_second"] > 0 for p in seen)
+
+
+def test_a_resident_stage_that_loses_a_task_is_launched_again(spark, tmp_path):
+    """A task's Python worker dies in the middle of a resident stage (as on a lost executor): the stage
+    fails, the driver launches it again from its first level, and takes in only the levels it had not,
+    so the search ends as the local engine's. The death is planted in a property's check, run on the
+    executors: the first worker to check a state with an entry takes the flag and exits."""
+    flag = tmp_path / "die-once"
+    flag.touch()
+
+    def dies_once(state):
+        if any(server.log for server in state.servers):
+            try:
+                os.remove(flag)
+            except FileNotFoundError:
+                return None
+            os._exit(3)
+        return None
+
+    preset, config, symmetry = config_of(TINY)
+    model = build_model(PRESETS[preset].protocol, config)
+    properties = [*model.properties, Property("DiesOnce", "always", "state", "a planted worker death", dies_once)]
+    stats: dict = {}
+    report = spark_bfs(model, preset, symmetry=symmetry, spark=spark, driver_level=0, exchange="resident",
+                       stats=stats, properties=properties)
+    assert not flag.exists()
+    assert stats["resident_launches"] == 2
+    assert [lv["level"] for lv in stats["levels"]] == list(range(report.depth + 2))  # each level taken in once
+    # The flag is gone: here the planted check finds nothing, as it found nothing on the executors.
+    assert outcome(report) == outcome(bfs(model, preset, symmetry=symmetry, properties=properties))
+    assert {k: outcome(report)[k] for k in pinned_outcome(TINY)} == pinned_outcome(TINY)
+    assert_traces_replay(model, report)
+
+
+def test_check_on_spark_takes_the_exchange_and_its_directory(spark, tmp_path):
+    """`hwm check --engine spark --spark-exchange ... --spark-dir DIR`: the report is the local engine's; the
+    exchange's files go under DIR (emptied at the end); the flags without Spark, or a directory that cannot be
+    written, are refused before any search."""
+    from click.testing import CliRunner
+
+    from hwm.cli import main
+
+    preset, config, symmetry = config_of(TINY)
+    flags = ["check", "--protocol", preset, "--servers", str(config.servers), "--max-generation",
+             str(config.max_generation), "--max-log", str(config.max_log), "--max-crashes", str(config.max_crashes),
+             "--json", "--progress", "never"]
+    local = bfs(build_model(PRESETS[preset].protocol, config), preset, symmetry=symmetry)
+    for exchange in ("resident", "shuffle"):
+        spark_dir = tmp_path / exchange
+        result = CliRunner().invoke(main, flags + ["--engine", "spark", "--spark-master", TEST_MASTER,
+                                                   "--spark-exchange", exchange, "--spark-dir", str(spark_dir)])
+        assert result.exit_code in (0, 1), result.output
+        got = json.loads(result.stdout)
+        assert (got["engine"], got["distinct_states"], got["transitions"]) == \
+            ("spark", local.states, local.transitions)
+        assert spark_dir.is_dir() and not list(spark_dir.iterdir())  # the search's own folder is gone
+    refused = CliRunner().invoke(main, flags + ["--spark-exchange", "resident"])
+    assert refused.exit_code == 2 and "--spark-exchange and --spark-dir apply to --engine spark" in refused.output
+    (tmp_path / "a file").write_text("")
+    refused = CliRunner().invoke(main, flags + ["--engine", "spark", "--spark-dir", str(tmp_path / "a file")])
+    assert refused.exit_code == 2 and "exists and is not a directory" in refused.output
 
 
 def test_max_depth_stops_like_the_local_engine(spark):
@@ -165,11 +237,12 @@ def test_max_depth_stops_like_the_local_engine(spark):
 
 def test_a_bad_exchange_is_named(spark):
     model = build_model(PRESETS[TINY[0]].protocol, config_of(TINY)[1])
-    with pytest.raises(ValueError, match="exchange must be 'files' or 'shuffle', not 'mail'"):
+    with pytest.raises(ValueError, match="exchange must be one of 'resident', 'files', 'shuffle', not 'mail'"):
         spark_bfs(model, TINY[0], spark=spark, exchange="mail")
-    with pytest.raises(ValueError, match="exchange='files' needs a directory path every executor sees, not "
-                                         "hdfs://cluster/checkpoints"):
-        spark_bfs(model, TINY[0], spark=spark, exchange="files", checkpoint_dir="hdfs://cluster/checkpoints")
+    for exchange in ("files", "resident"):
+        with pytest.raises(ValueError, match=f"exchange='{exchange}' needs a directory path every executor sees, "
+                                             "not hdfs://cluster/checkpoints"):
+            spark_bfs(model, TINY[0], spark=spark, exchange=exchange, checkpoint_dir="hdfs://cluster/checkpoints")
 
 
 def test_fingerprints_survive_the_signed_round_trip():
@@ -257,7 +330,8 @@ def test_standalone_cluster_equals_local(tmp_path):
                "--max-crashes", str(config.max_crashes), "--network", config.network, "--engine", "spark",
                "--json"]
     # The engine's default keeps a search this small on the driver (`driver_level`): here most levels go
-    # to the workers and the last come back, with either exchange (the files: this machine's /tmp).
+    # to the workers and, with a stage per level, the last come back; resident stages keep them to the end
+    # (the files: this machine's /tmp).
     script = ("import json, sys\n"
               "from hwm.checker.spark_engine import spark_bfs\n"
               "from hwm.model.registry import build_model\n"
@@ -265,7 +339,7 @@ def test_standalone_cluster_equals_local(tmp_path):
               "from tests.pinned import config_of\n"
               f"preset, config, symmetry = config_of({key!r})\n"
               "model, found = build_model(PRESETS[preset].protocol, config), {}\n"
-              "for exchange in ('shuffle', 'files'):\n"
+              "for exchange in ('shuffle', 'files', 'resident'):\n"
               "    stats = {}\n"
               "    r = spark_bfs(model, preset, symmetry=symmetry, master=sys.argv[1], driver_level=50,\n"
               "                  exchange=exchange, stats=stats)\n"
@@ -283,7 +357,7 @@ def test_standalone_cluster_equals_local(tmp_path):
     for exchange, (states, transitions, depth, lengths, where) in json.loads(direct.stdout).items():
         assert (states, transitions, depth) == (pinned["states"], pinned["transitions"], pinned["depth"]), exchange
         assert {n: v for n, v in lengths.items() if v is not None} == pinned["lengths"], exchange
-        assert re.fullmatch(r"d+S+d+", where), (exchange, where)
+        assert re.fullmatch(r"d+S+" if exchange == "resident" else r"d+S+d+", where), (exchange, where)
     got = json.loads(run.stdout)
     assert got["engine"] == "spark"
     local = bfs(build_model(PRESETS[preset].protocol, config), preset, symmetry=symmetry)
@@ -341,7 +415,9 @@ def test_spark_with_the_fast_backend_equals_local_and_pinned(spark, compiled, ke
             check_case(spark, key, successors="fast")
         return
     stats: dict = {}
-    report = check_case(spark, key, successors="fast", stats=stats, count_states=True)
+    # The async case with a stage per level, whose last levels come back to the driver; the rpc one resident.
+    exchange = "files" if key == ("raft", 3, 1, 1, 1, "async", True) else "resident"
+    report = check_case(spark, key, successors="fast", stats=stats, count_states=True, exchange=exchange)
     # No model state per state on the executors' hot path: the state type's constructor, counted there
     # during every task, builds only the states that word a finding (one, or two for a step), at most
     # once per partition that finds the property in the level.
