@@ -40,7 +40,7 @@ from typing import Iterable, Iterator
 __all__ = ["write_records", "read_records", "drop_level", "drop_levels_after", "start_task", "gather", "gathered"]
 
 POLL = 0.0005  # seconds between looks for the other tasks' summaries, doubling up to POLL_MAX
-POLL_MAX = 0.01
+POLL_MAX = 0.002
 
 
 def _folder(directory: str, level: int, partition: int) -> str:
