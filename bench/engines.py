@@ -183,7 +183,9 @@ def spark_figures(report, stats: dict) -> dict:
     all run on Spark, since a search's own small levels run on the driver), and the intercept of
     seconds ~ transitions.
     Bytes: the payload of the records the tasks send on (before Spark's pickling and compression),
-    candidates alone and all records (the visited sets and the keys travel too), per transition.
+    candidates alone and all records (the visited sets and the keys travel too), per transition; and the
+    bytes of files written (the files and resident exchanges; resident tasks write only what crosses to
+    another task, not counting each stage's hand-over of its visited sets).
     Memory: the visited sets' arrays per visited state, and the growth of the Python workers' peak
     resident memory over the run (their sum, per visited state).
     """
@@ -206,6 +208,7 @@ def spark_figures(report, stats: dict) -> dict:
             "small_levels": len(small), "fixed_intercept": intercept,
             "candidate_bytes": sum(lv["candidate_bytes"] for lv in levels) / transitions,
             "record_bytes": sum(lv["record_bytes"] for lv in levels) / transitions,
+            "written_bytes": sum(lv["written_bytes"] for lv in levels) / transitions,
             "visited_bytes": levels[-1]["visited_bytes"] / report.states,
             "worker_growth": growth / report.states, "workers": len(last),
             "tasks": statistics.median(lv["task_seconds"] for lv in on_spark) if on_spark else float("nan"),
@@ -325,15 +328,15 @@ def main() -> None:
     if spark_rows:
         print()
         print(f"{'spark (medians of the runs)':40} {'levels (driver)':>15} {'fixed s/level: small, fit':>26} {'task s':>7} "
-              f"{'B sent/transition: cand., all':>30} {'visited B/state':>15} {'workers: mem B/state':>21} "
+              f"{'B sent/transition: cand., all, written':>39} {'visited B/state':>15} {'workers: mem B/state':>21} "
               f"{'levels CPU s':>12}")
     for name, figures in spark_rows:
         med = {k: statistics.median(f[k] for f in figures) for k in figures[0]}
         fixed = f"{med['fixed_small']:.3f} ({med['small_levels']:.0f}), {med['fixed_intercept']:.3f}"
-        sent = f"{med['candidate_bytes']:.1f}, {med['record_bytes']:.1f}"
+        sent = f"{med['candidate_bytes']:.1f}, {med['record_bytes']:.1f}, {med['written_bytes']:.1f}"
         memory_text = f"{med['workers']:.0f}: {med['worker_growth']:.1f}"
         levels = f"{med['levels']:.0f} ({med['driver_levels']:.0f})"
-        print(f"{name:40} {levels:>15} {fixed:>26} {med['tasks']:>7.3f} {sent:>30} "
+        print(f"{name:40} {levels:>15} {fixed:>26} {med['tasks']:>7.3f} {sent:>39} "
               f"{med['visited_bytes']:>15.1f} {memory_text:>21} {med['task_cpu']:>12.2f}")
     if "memory" not in skip:
         m = memory(args)

@@ -325,8 +325,8 @@ def _file_task(shared, level, directory: str):
         backend = _executor_backend(model, symmetry, successors)
         out, summary = advance(partition, read_records(directory, level.level, partition), backend,
                                {p.name: p for p in properties}, level)
-        write_records(directory, level.level + 1, partition, out)
-        return [summary]
+        written = write_records(directory, level.level + 1, partition, out)
+        return [summary._replace(written_bytes=written)]
     return run
 
 
@@ -372,9 +372,11 @@ def _resident_task(shared, first, directory: str, launch: str, tasks: int, max_d
             for p in mine:
                 records = inbox[p] + list(read_records(directory, spec.level, p, required=False))
                 out, summary = advance(p, records, backend, props, spec)
-                write_records(directory, spec.level + 1, p, [(d, r) for d, r in out if d % tasks != task])
+                # The bytes written count what crosses to other tasks; a stage's last level also writes
+                # what it kept (its visited sets, once a stage), after its summary has gone.
+                written = write_records(directory, spec.level + 1, p, [(d, r) for d, r in out if d % tasks != task])
                 kept[p] = [(d, r) for d, r in out if d % tasks == task]
-                summaries.append(summary)
+                summaries.append(summary._replace(written_bytes=written))
             everyone = gather(directory, launch, spec.level, task, tasks, (summaries, time.perf_counter() - mark))
             mark = time.perf_counter()
             if task == 0 and run_level:  # every task has read this level; the first stays for a rerun stage
@@ -730,6 +732,7 @@ def _level_figures(sc, level: int, seconds: float, summaries, on_spark: bool) ->
             "transitions": sum(s.transitions for s in summaries),
             "candidate_bytes": sum(s.candidate_bytes for s in summaries),
             "record_bytes": sum(s.record_bytes for s in summaries),
+            "written_bytes": sum(s.written_bytes for s in summaries),
             "visited": sum(s.visited for s in summaries),
             "visited_bytes": sum(s.visited_bytes for s in summaries),
             "task_seconds": max(s.seconds for s in summaries), "task_cpu": sum(s.cpu_seconds for s in summaries),

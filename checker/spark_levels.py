@@ -123,6 +123,7 @@ class Summary(NamedTuple):
     peak_rss: int  # its peak resident memory so far, bytes
     candidates: int = 0  # candidate successors sent on (the next level's work, before deduplication there)
     cpu_seconds: float = 0.0  # the task's CPU time (its wall `seconds` include waiting for a core)
+    written_bytes: int = 0  # bytes of files the task wrote for the next level (`checker.spark_files`)
 
 
 class Level(NamedTuple):
