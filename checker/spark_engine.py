@@ -64,7 +64,6 @@ from hwm.properties.catalogue import Property
 __all__ = ["SparkUnavailable", "get_spark", "spark_bfs", "standalone_cluster"]
 
 INSTALL_JAVA = "install Java 17 (apt-get install openjdk-17-jre-headless)"
-INSTALL_PYSPARK = "pip install 'hwm[spark]'"
 DRIVER_LEVEL = 100_000  # candidate successors: a level with fewer runs on the driver (`spark_bfs`)
 RESIDENT_DRIVER_LEVEL = 2_000  # the same with resident stages, whose levels cost milliseconds more than the work
 DRIVER_VISITED = 10_000_000  # visited states (18 B each) the driver may take back for the last, small levels
@@ -89,6 +88,15 @@ def to_unsigned(value: int) -> int:
 
 
 # ------------------------------------------------------------------ sessions
+def install_pyspark() -> str:
+    """The line that installs PySpark for this hwm: the `spark` extra of the installed package, or of the
+    checkout it runs from (an editable install)."""
+    root = Path(__file__).resolve().parent.parent
+    if (root / "pyproject.toml").is_file():
+        return f"pip install -e '{root}[spark]'"
+    return "pip install 'hwm[spark]'"
+
+
 def _spark_home() -> Path:
     import pyspark
 
@@ -184,7 +192,7 @@ def get_spark(master: str = "local[*]", *, conf: dict[str, str] | None = None,
     try:
         from pyspark.sql import SparkSession
     except ImportError as e:
-        raise SparkUnavailable(f"PySpark is not installed ({e}): {INSTALL_PYSPARK}") from None
+        raise SparkUnavailable(f"PySpark is not installed ({e}): {install_pyspark()}") from None
     check_master(master)
     if _session is not None and _session.sparkContext._jsc is not None:
         current = _session.sparkContext.master
@@ -236,20 +244,29 @@ def _wait_for_executor(session, master: str, timeout: float) -> None:
         time.sleep(0.2)
 
 
+def package_zip() -> bytes:
+    """`hwm/__init__.py` and the packages the executors import, as a zip laid out as the installed package,
+    read from wherever they are imported from: an installed package or a checkout (whose folders
+    `checker/`, `model/`, `properties/` install as `hwm.checker`, ...)."""
+    import importlib
+
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as z:
+        z.write(importlib.import_module("hwm").__file__, "hwm/__init__.py")
+        for package in ("checker", "model", "properties"):
+            folder = Path(importlib.import_module(f"hwm.{package}").__file__).parent
+            for path in sorted(folder.rglob("*.py")):  # subpackages too (checker/fast)
+                z.write(path, f"hwm/{package}/" + path.relative_to(folder).as_posix())
+    return buffer.getvalue()
+
+
 def ship_packages(spark) -> None:
     """Executors import `hwm.checker`, `hwm.model` and `hwm.properties`: send them as one zip laid out
     as the installed package (`hwm/checker/...`), so it works on any cluster, with or without hwm."""
     sc = spark.sparkContext
     if sc.applicationId in _shipped:
         return
-    root = Path(__file__).resolve().parent.parent
-    buffer = io.BytesIO()
-    with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as z:
-        z.write(root / "hwm" / "__init__.py", "hwm/__init__.py")
-        for package in ("checker", "model", "properties"):
-            for path in sorted((root / package).rglob("*.py")):  # subpackages too (checker/fast)
-                z.write(path, "hwm/" + path.relative_to(root).as_posix())
-    data = buffer.getvalue()
+    data = package_zip()
     target = Path(tempfile.mkdtemp(prefix="hwm-pyfiles-")) / f"hwm-{hashlib.sha256(data).hexdigest()[:12]}.zip"
     target.write_bytes(data)
     sc.addPyFile(str(target))
@@ -813,7 +830,7 @@ def standalone_cluster(workers: int = 2, cores: int = 1, memory: str = "1g", tim
     """
     check_java()
     if not _pyspark_present():
-        raise SparkUnavailable(f"PySpark is not installed: {INSTALL_PYSPARK}")
+        raise SparkUnavailable(f"PySpark is not installed: {install_pyspark()}")
     spark_class = str(_spark_home() / "bin" / "spark-class")
     logs = Path(log_dir or tempfile.mkdtemp(prefix="hwm-standalone-"))
     logs.mkdir(parents=True, exist_ok=True)

@@ -181,7 +181,12 @@ def check(protocol, servers, max_generation, max_log, max_crashes, network, chan
     try:
         report = checking.run(request, progress)
     except RuntimeError as e:  # engine unavailable (e.g. Spark without Java): say what to install
-        raise click.ClickException(str(e))
+        error = click.ClickException(str(e))
+        if engine == "spark":
+            from hwm.checker.spark_engine import SparkUnavailable
+            if isinstance(e, SparkUnavailable):
+                error.exit_code = EXIT_USAGE  # what to install or start, before any search
+        raise error
     except ValueError as e:  # the protocol's model cannot run these options (e.g. ZAB on async)
         raise click.UsageError(str(e))
     finally:

@@ -132,7 +132,9 @@ def _coverage(files, protocol_spec, depth, engine, spark_master, bounds, table_o
         try:
             spark = get_spark(spark_master)
         except SparkUnavailable as e:
-            raise click.ClickException(str(e))
+            error = click.ClickException(str(e))
+            error.exit_code = EXIT_USAGE  # what to install or start, before any run is read
+            raise error
     texts = [(str(name), dumps(header, events)) for name, header, events in runs]
     result = coverage_table(texts, spec, bounds, depth=depth, engine=engine, spark=spark)
     click.echo(result.describe())

@@ -10,10 +10,12 @@ import importlib.util
 import json
 import os
 import re
+import shutil
 import socket
 import subprocess
 import sys
 import time
+import tomllib
 from pathlib import Path
 
 import pytest
@@ -284,6 +286,66 @@ def test_a_silent_master_times_out(monkeypatch):
 def test_a_bad_master_url_is_named():
     with pytest.raises(SparkUnavailable, match="expected spark://HOST:PORT"):
         check_master("spark://nohost")
+
+
+# `hwm check --engine spark` in a fresh interpreter in which PySpark cannot be imported.
+WITHOUT_PYSPARK = r'''
+import sys
+class NoPySpark:
+    def find_spec(self, name, path=None, target=None):
+        if name.split(".")[0] == "pyspark":
+            raise ImportError(f"No module named {name!r}")
+sys.meta_path.insert(0, NoPySpark())
+import hwm
+print(hwm.__file__)
+from hwm.cli import main
+main(["check", "--protocol", "raft", "--servers", "2", "--max-generation", "1", "--max-log", "1", "--engine", "spark"])
+'''
+CHECK_ON_SPARK = ["-m", "hwm.cli", "check", "--protocol", "raft", "--servers", "2", "--max-generation", "1",
+                  "--max-log", "1", "--engine", "spark"]
+EXECUTORS_ZIP = ("import io, json, zipfile\n"
+                 "from hwm.checker.spark_engine import package_zip\n"
+                 "print(json.dumps(zipfile.ZipFile(io.BytesIO(package_zip())).namelist()))\n")
+
+
+def _installed_copy(target: Path) -> None:
+    """The package laid out as `pip install hwm` lays it out (pyproject's package-dir), under `target`."""
+    settings = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]
+    for name, folder in settings["package-dir"].items():
+        shutil.copytree(ROOT / folder, target / name.replace(".", "/"),
+                        ignore=shutil.ignore_patterns("__pycache__", "*.so"))
+
+
+def test_a_missing_pyspark_or_java_exits_2_with_the_install_line(tmp_path):
+    """Before any search: the extra of the checkout hwm runs from (an editable install), or of the installed
+    package; a missing Java, the package to install. An installed package also ships its own code to the
+    executors (the zip laid out as the package, whichever layout it is read from)."""
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    checkout = subprocess.run([sys.executable, "-c", WITHOUT_PYSPARK], cwd=tmp_path, env=env, capture_output=True,
+                              text=True, timeout=120)
+    assert checkout.returncode == 2, checkout.stderr
+    assert checkout.stdout.startswith(str(ROOT))
+    assert f"PySpark is not installed (No module named 'pyspark'): pip install -e '{ROOT}[spark]'" in checkout.stderr
+
+    site = tmp_path / "site"
+    _installed_copy(site)
+    env = dict(os.environ, PYTHONPATH=str(site))
+    installed = subprocess.run([sys.executable, "-c", WITHOUT_PYSPARK], cwd=tmp_path, env=env, capture_output=True,
+                               text=True, timeout=120)
+    assert installed.returncode == 2, installed.stderr
+    assert installed.stdout.startswith(str(site / "hwm"))
+    assert "PySpark is not installed (No module named 'pyspark'): pip install 'hwm[spark]'" in installed.stderr
+    shipped = subprocess.run([sys.executable, "-c", EXECUTORS_ZIP], cwd=tmp_path, env=env, capture_output=True,
+                             text=True, timeout=120)
+    names = json.loads(shipped.stdout)
+    assert {"hwm/__init__.py", "hwm/checker/spark_levels.py", "hwm/checker/fast/__init__.py",
+            "hwm/model/state.py", "hwm/properties/catalogue.py"} <= set(names), names
+    assert all(re.match(r"hwm/(__init__\.py$|checker/|model/|properties/)", n) for n in names), names
+
+    no_java = subprocess.run([sys.executable, *CHECK_ON_SPARK], cwd=tmp_path, capture_output=True, text=True,
+                             timeout=120, env=dict(os.environ, PYTHONPATH=str(ROOT), JAVA_HOME=str(tmp_path)))
+    assert no_java.returncode == 2, no_java.stderr
+    assert f"JAVA_HOME={tmp_path} has no bin/java" in no_java.stderr and "openjdk-17-jre-headless" in no_java.stderr
 
 
 def test_missing_java_says_what_to_install(monkeypatch):
