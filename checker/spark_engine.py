@@ -387,7 +387,9 @@ def _resident_task(shared, first, directory: str, launch: str, tasks: int, max_d
             kept: dict[int, list] = {}  # sender: its (destination, record) pairs for this task's partitions
             summaries = []
             for p in mine:
-                records = inbox[p] + list(read_records(directory, spec.level, p, required=False))
+                # A stage's first level reads every partition's visited set from the files: a directory the
+                # tasks do not share fails there, by name; later levels may have nothing from the others.
+                records = inbox[p] + list(read_records(directory, spec.level, p, required=not run_level))
                 out, summary = advance(p, records, backend, props, spec)
                 # The bytes written count what crosses to other tasks; a stage's last level also writes
                 # what it kept (its visited sets, once a stage), after its summary has gone.
