@@ -325,6 +325,10 @@ def main() -> None:
             used = f"{own:.2f} + {pool:.2f}"
             bound = f"{reference_cpu / ((own + pool) / usable):.2f}x" if reference_cpu else "-"
         print(f"{name:34} {states:>9,} {seconds:>9.2f} {rate:>9,.0f} {ratio:>9} {used:>25} {bound:>6}")
+    standalone = [(w, row[2]) for w, row in zip(standalone_workers, [r for r in rows if "standalone" in r[0]])]
+    if len(standalone) > 1:  # the cluster's speed-up, from its fewest workers to each larger count
+        (fewest, base), *more = standalone
+        print("standalone speed-up: " + ", ".join(f"{fewest} -> {w} workers {base / s:.2f}x" for w, s in more))
     if spark_rows:
         print()
         print(f"{'spark (medians of the runs)':40} {'levels (driver)':>15} {'fixed s/level: small, fit':>26} {'task s':>7} "
