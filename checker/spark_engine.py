@@ -354,6 +354,12 @@ def _slots(sc) -> int:
     return max(1, jsc.maxNumConcurrentTasks(jsc.resourceProfileManager().defaultResourceProfile()))
 
 
+def _goes_on(new: int, expand: bool) -> bool:
+    """Whether the search goes on below a level with `new` states (the driver's decision, and each resident
+    task's): not below an empty level, nor below the depth limit (`expand` False)."""
+    return new > 0 and expand
+
+
 def _back(done: Iterable, driver_level: int) -> bool:
     """Whether the level after these summaries' comes back to the driver: few candidates, and visited sets
     small enough to hold there."""
@@ -401,7 +407,7 @@ def _resident_task(shared, first, directory: str, launch: str, tasks: int, max_d
             if task == 0 and run_level:  # every task has read this level; the first stays for a rerun stage
                 drop_level(directory, spec.level)
             done = [s for ones, _ in everyone for s in ones]
-            if sum(s.new for s in done) == 0 or not spec.expand or run_level == most - 1:
+            if not _goes_on(sum(s.new for s in done), spec.expand) or run_level == most - 1:
                 for p in mine:
                     write_records(directory, spec.level + 1, p, kept[p])
                 return []
@@ -602,18 +608,15 @@ def _search(sc, model: Model, protocol_name: str, symmetry: bool, progress: Prog
         _record_discoveries(tracker, by_name, done.values())
         if stats is not None:
             per_level.append(_level_figures(sc, level, seconds, done.values(), on_spark))
-        if new == 0:
-            return False
-        states += new
-        depth = level
-        if progress is not None and level:
-            elapsed = time.perf_counter() - started
-            progress({"depth": depth, "states": states, "frontier": new,
-                      "states_per_second": states / elapsed if elapsed > 0 else float("inf"), "elapsed": elapsed})
-        if not expand:
-            report.complete = False
-            return False
-        return True
+        if new:
+            states += new
+            depth = level
+            if progress is not None and level:
+                elapsed = time.perf_counter() - started
+                progress({"depth": depth, "states": states, "frontier": new,
+                          "states_per_second": states / elapsed if elapsed > 0 else float("inf"), "elapsed": elapsed})
+            report.complete = report.complete and expand
+        return _goes_on(new, expand)
 
     while True:
         expand = max_depth is None or level < max_depth
