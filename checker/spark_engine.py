@@ -8,14 +8,18 @@ a few large binary records; it deduplicates, drops the visited candidates, expan
 rest with the successor backend the local engine calls (`checker.backend`;
 `successors="fast"` for the compiled one, whose batches are uint8 rows end to end),
 checks the properties (the backend's compiled checks where it has them) and sends the
-successors on, one block per destination partition. The blocks travel one of two ways
-(`exchange`): as files in a directory every executor sees (`checker.spark_files`, the
-default on `local[N]`: one stage per level and no byte through the JVM), or through
-Spark's shuffle (`RDD.partitionBy`; any cluster), where the driver runs each level's map
-stage alone (`submitMapStage`: the next level reads its output where it lies). The
-driver hears each task's `Summary` (new states, transitions, bounds hit, the first
-discovery of each property) and never sees a state of a level run on Spark. The first
-and the last levels, small, run on the driver itself (`driver_level`).
+successors on, one block per destination partition. The blocks travel one of three ways
+(`exchange`): in resident stages (the default on `local[N]`: `_resident_task`), one
+gang-scheduled stage of one task per slot runs many levels, each task keeping its
+partitions' visited sets in memory and sending the others' blocks as files, the tasks
+meeting after each level through the same directory; as files in a directory every
+executor sees with a stage per level (`checker.spark_files`; no byte through the JVM);
+or through Spark's shuffle (`RDD.partitionBy`; any cluster), where the driver runs each
+level's map stage alone (`submitMapStage`: the next level reads its output where it
+lies). The driver hears each task's `Summary` (new states, transitions, bounds hit, the
+first discovery of each property) and never sees a state of a level run on Spark. The
+first levels, small, run on the driver itself (`driver_level`), and with a stage per
+level the last ones too.
 
 Ties are broken as the local engine breaks them (`checker.engine`'s canonical order:
 levels, then states in discovery order, then each state's transitions in action order):
@@ -27,8 +31,10 @@ parent links looked up on the partitions that hold them.
 
 With the shuffle, every `checkpoint_every` levels run on Spark the level's records are reliably checkpointed: that cuts
 the lineage (the older shuffles can be cleaned up) and survives a lost executor; between
-checkpoints a lost executor's map output is recomputed from the lineage. docs/scaling.md
-has the costs.
+checkpoints a lost executor's map output is recomputed from the lineage. A resident stage
+runs at most `checkpoint_every` levels and leaves its records in files; a lost executor
+fails it, and the driver launches it again from its first level (`_run_resident`).
+docs/scaling.md has the costs.
 
 The result equals the local engine's: distinct states, transitions, depth, bounds hit,
 verdicts and the shortest traces themselves, step for step, for any partitioning.

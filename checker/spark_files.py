@@ -20,9 +20,10 @@ send each other in memory, and the files carry only what crosses to another task
 tasks meet after each level through the same directory (`gather`): each publishes its
 `Summary` records under `summaries/<launch>/level-<L>/<task>` and waits until every
 task has (`launch` names one launch of the stage: a stage Spark reruns fails, and the
-driver launches it again under a new name). Spark's own barrier (`BarrierTaskContext.barrier`) would do
-the same but costs about a second a call; a file and a poll cost milliseconds. The
-driver reads the same files (`gathered`) to follow the levels while the stage runs.
+driver launches it again under a new name). Spark's own barrier
+(`BarrierTaskContext.barrier`) would do the same but costs about a second a call; a
+file and a poll cost milliseconds. The driver reads the same files (`gathered`) to
+follow the levels while the stage runs.
 
 The directory must be one that every executor and the driver see at the same path: a
 local temporary directory on one machine (`local[N]`, a standalone cluster on one
@@ -135,7 +136,7 @@ def gathered(directory: str, launch: str, level: int, tasks: int) -> list | None
 
 
 def drop_levels_after(directory: str, level: int) -> None:
-    """Remove the records of every level below `level`: what a failed resident stage left."""
+    """Remove the records of every level deeper than `level`: what a failed resident stage left."""
     for name in os.listdir(directory):
         if name.startswith("level-") and int(name[len("level-"):]) > level:
             shutil.rmtree(os.path.join(directory, name), ignore_errors=True)
