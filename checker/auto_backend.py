@@ -14,9 +14,11 @@ So (`choose`):
   check on a fresh machine is not made to wait a minute for a compile it does not need
   (bench/first_run.py, docs/scaling.md);
 - the reference backend, with a one-line reason, where the compiled kernels have no form of the
-  model, a flag or a bound (`checker.fast.unsupported`); on Spark, whose executors may be other
-  machines that would each build the kernels (`--successors fast` asks for that on purpose); and
-  where neither a built module nor Numba is there. The simulation walks the model itself.
+  model, a flag or a bound (`checker.fast.unsupported`); on a Spark cluster, whose executors may be
+  other machines that would each build the kernels (`--successors fast` asks for that on purpose);
+  and where neither a built module nor Numba is there. Spark on `local[N]` runs its executors on this
+  machine, where they load the kernels the driver built or found: it is chosen for as the local engine
+  is. The simulation walks the model itself.
 """
 
 from __future__ import annotations
@@ -29,12 +31,13 @@ from hwm.model.actions import Model
 __all__ = ["auto_backend", "choose", "fast_kernels_ready", "prepare_fast"]
 
 
-def auto_backend(model: Model, engine: str = "local") -> tuple[str, str | None]:
-    """(backend name, why not the compiled one or None) for `model` searched by `engine`."""
+def auto_backend(model: Model, engine: str = "local", spark_master: str | None = None) -> tuple[str, str | None]:
+    """(backend name, why not the compiled one or None) for `model` searched by `engine` (on `spark_master`,
+    default `local[*]`, for Spark)."""
     if engine == "simulation":
         return "reference", None  # random walks call the model itself: no successor backend
-    if engine == "spark":
-        return "reference", ("the Spark engine's executors would each build the compiled kernels "
+    if engine == "spark" and not (spark_master or "local[*]").startswith("local"):
+        return "reference", ("the Spark cluster's executors would each build the compiled kernels "
                              "(--successors fast asks for it)")
     from hwm.checker.fast import unsupported
 
@@ -57,7 +60,8 @@ def fast_kernels_ready() -> bool:
     return os.path.exists(path) or os.path.exists(path + ".failed")
 
 
-def choose(models: dict[str, Model], symmetry: bool, engine: str = "local") -> tuple[dict[str, str], list[str]]:
+def choose(models: dict[str, Model], symmetry: bool, engine: str = "local",
+           spark_master: str | None = None) -> tuple[dict[str, str], list[str]]:
     """The backend `--successors auto` runs for each of `models` (by protocol name) in one command (one
     check, or the tour's presets), and one note per reason some run the reference backend, naming them."""
     from hwm.checker.estimate import predicted_seconds, predicted_states
@@ -66,7 +70,7 @@ def choose(models: dict[str, Model], symmetry: bool, engine: str = "local") -> t
     chosen: dict[str, str] = {}
     why_not: dict[str, list[str]] = {}
     for name, model in models.items():
-        chosen[name], why = auto_backend(model, engine)
+        chosen[name], why = auto_backend(model, engine, spark_master)
         if why:
             why_not.setdefault(why, []).append(name)
     compiled = [name for name, backend in chosen.items() if backend == "fast"]

@@ -64,12 +64,13 @@ def run(request: CheckRequest, progress=None) -> Report:
     if request.successors == "auto":  # checker.auto_backend: the compiled one wherever it pays
         from dataclasses import replace
         from hwm.checker.auto_backend import choose
-        request = replace(request, successors=choose({name: model}, request.symmetry, request.engine)[0][name])
+        request = replace(request, successors=choose({name: model}, request.symmetry, request.engine,
+                                                     request.spark_master)[0][name])
     return engine(model, name, request, progress)
 
 
 def choose_successors(protocols, config: Config, symmetry: bool, successors: str, engine: str = "local",
-                      tour: bool = False) -> tuple[dict[str, str], list[str]]:
+                      tour: bool = False, spark_master: str | None = None) -> tuple[dict[str, str], list[str]]:
     """The backend each of `protocols` runs under `successors` (each at its tour bounds when `tour`), and
     for `auto` the notes on those that run the reference backend (`checker.auto_backend.choose`)."""
     models = {}
@@ -82,7 +83,7 @@ def choose_successors(protocols, config: Config, symmetry: bool, successors: str
     if successors != "auto":
         return {name: successors for name in models}, []
     from hwm.checker.auto_backend import choose
-    return choose(models, symmetry, engine)
+    return choose(models, symmetry, engine, spark_master)
 
 
 def successors_refusal(protocols, config: Config, successors: str) -> str | None:

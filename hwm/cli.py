@@ -163,7 +163,8 @@ def check(protocol, servers, max_generation, max_log, max_crashes, network, chan
         if reason:
             raise click.UsageError(f"--liveness: {reason}")
     if engine != "simulation":
-        backends, notes = checking.choose_successors([protocol], config, symmetry, successors, engine)
+        backends, notes = checking.choose_successors([protocol], config, symmetry, successors, engine,
+                                                     spark_master=spark_master)
         for note in notes:
             click.echo(f"note: {note}", err=True)
         successors = next(iter(backends.values()), successors)

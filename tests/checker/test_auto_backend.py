@@ -61,11 +61,14 @@ def test_once_built_or_failed_every_check_runs_the_compiled_backend(empty_cache)
         os.remove(marker)
 
 
-def test_what_the_kernels_cannot_run_and_spark_get_the_reference_backend_with_the_reason(empty_cache):
+def test_what_the_kernels_cannot_run_and_a_spark_cluster_get_the_reference_backend_with_the_reason(empty_cache):
     os.makedirs(os.path.dirname(aot.module_path()))
     open(aot.module_path(), "w").close()  # built: what is refused is refused for what it is
     chosen, [note] = choose(_models("raft", config=Config(servers=8)), symmetry=True)
     assert chosen == {"raft": "reference"} and "handles up to 7 servers, not 8" in note
-    chosen, [note] = choose(_models("raft"), symmetry=True, engine="spark")
-    assert chosen == {"raft": "reference"} and "Spark engine" in note
+    chosen, [note] = choose(_models("raft"), symmetry=True, engine="spark", spark_master="spark://10.0.0.9:7077")
+    assert chosen == {"raft": "reference"} and "Spark cluster's executors would each build" in note
+    # Spark on local[N]: its executors share this machine's built kernels, as the local engine's workers do.
+    assert choose(_models("raft"), symmetry=True, engine="spark", spark_master="local[2]") == ({"raft": "fast"}, [])
+    assert choose(_models("raft"), symmetry=True, engine="spark") == ({"raft": "fast"}, [])  # local[*]
     assert choose(_models("raft"), symmetry=True, engine="simulation") == ({"raft": "reference"}, [])
