@@ -67,7 +67,7 @@ from hwm.checker.backend import make_backend
 from hwm.checker.report import Discovery, ProgressFn, Report, Tracker, finish_report, path_to
 from hwm.properties.catalogue import Property
 
-__all__ = ["SparkUnavailable", "get_spark", "spark_bfs", "standalone_cluster"]
+__all__ = ["SparkUnavailable", "get_spark", "preflight", "spark_bfs", "standalone_cluster"]
 
 INSTALL_JAVA = "install Java 17 (apt-get install openjdk-17-jre-headless)"
 DRIVER_LEVEL = 100_000  # candidate successors: a level with fewer runs on the driver (`spark_bfs`)
@@ -94,6 +94,10 @@ def to_unsigned(value: int) -> int:
 
 
 # ------------------------------------------------------------------ sessions
+def _no_pyspark(error: ImportError) -> SparkUnavailable:
+    return SparkUnavailable(f"PySpark is not installed ({error}): {install_pyspark()}")
+
+
 def install_pyspark() -> str:
     """The line that installs PySpark for this hwm: the `spark` extra of the installed package, or of the
     checkout it runs from (an editable install)."""
@@ -183,6 +187,18 @@ def check_master(master: str, timeout: float = CONNECT_TIMEOUT) -> None:
     raise SparkUnavailable(f"no Spark master at {master} ({'; '.join(errors)}): {_start_master_hint(host, port)}")
 
 
+def preflight(master: str = "local[*]") -> None:
+    """SparkUnavailable, naming what to install or start, unless PySpark imports, a Java runtime is there
+    and a spark:// master answers: what `get_spark` checks, in milliseconds, before a command spends any
+    time (a kernel build, a search) on a run Spark would then refuse."""
+    try:
+        import pyspark  # noqa: F401
+    except ImportError as e:
+        raise _no_pyspark(e) from None
+    check_master(master)
+    check_java()
+
+
 _session = None  # the process's one SparkSession (a JVM holds one SparkContext)
 _shipped: set[str] = set()  # applicationIds that already have our packages
 
@@ -198,7 +214,7 @@ def get_spark(master: str = "local[*]", *, conf: dict[str, str] | None = None,
     try:
         from pyspark.sql import SparkSession
     except ImportError as e:
-        raise SparkUnavailable(f"PySpark is not installed ({e}): {install_pyspark()}") from None
+        raise _no_pyspark(e) from None
     check_master(master)
     if _session is not None and _session.sparkContext._jsc is not None:
         current = _session.sparkContext.master

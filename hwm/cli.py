@@ -162,6 +162,12 @@ def check(protocol, servers, max_generation, max_log, max_crashes, network, chan
         reason = liveness_report.refused(protocol, config)
         if reason:
             raise click.UsageError(f"--liveness: {reason}")
+    if engine == "spark":  # before the kernels' build or the search: what to install or start, exit 2
+        from hwm.checker.spark_engine import SparkUnavailable, preflight
+        try:
+            preflight(spark_master)
+        except SparkUnavailable as e:
+            raise click.UsageError(str(e))
     if engine != "simulation":
         backends, notes = checking.choose_successors([protocol], config, symmetry, successors, engine,
                                                      spark_master=spark_master)

@@ -299,7 +299,7 @@ sys.meta_path.insert(0, NoPySpark())
 import hwm
 print(hwm.__file__)
 from hwm.cli import main
-main(["check", "--protocol", "raft", "--servers", "2", "--max-generation", "1", "--max-log", "1", "--engine", "spark"])
+main(["check", "--protocol", "raft", "--servers", "5", "--max-log", "2", "--engine", "spark"])
 '''
 CHECK_ON_SPARK = ["-m", "hwm.cli", "check", "--protocol", "raft", "--servers", "2", "--max-generation", "1",
                   "--max-log", "1", "--engine", "spark"]
@@ -326,6 +326,8 @@ def test_a_missing_pyspark_or_java_exits_2_with_the_install_line(tmp_path):
     assert checkout.returncode == 2, checkout.stderr
     assert checkout.stdout.startswith(str(ROOT))
     assert f"PySpark is not installed (No module named 'pyspark'): pip install -e '{ROOT}[spark]'" in checkout.stderr
+    # Refused before anything slow: no long-run warning for these bounds, no note on the kernels, no build.
+    assert "predict" not in checkout.stderr and "note:" not in checkout.stderr and "compiling" not in checkout.stderr
 
     site = tmp_path / "site"
     _installed_copy(site)
