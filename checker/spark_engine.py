@@ -455,8 +455,8 @@ def _run_resident(sc, shared, first, directory: str, tasks: int, max_depth: int 
     `account(level, expand, done, seconds, on_spark)` as the tasks publish it; (the last level run, whether
     the search goes on below it, the launches it took).
 
-    A failed stage is launched again from `first` (whose files stay until the stage is done), its
-    levels below dropped; the levels already taken in are not taken in twice (they come out the same)."""
+    A failed stage is launched again from `first` (whose files stay until the stage is done), the deeper
+    levels it wrote dropped; the levels already taken in are not taken in twice (they come out the same)."""
     import threading
     import uuid
 
@@ -535,9 +535,10 @@ def spark_bfs(model: Model, protocol_name: str, *, symmetry: bool = True, master
     (`checker.backend`). Levels reached by at most `driver_level` candidate successors (the first
     few, and with a stage per level the last few once the visited sets are small enough to bring back:
     `DRIVER_VISITED`) run on the driver, in this process: a Spark stage would cost more (default
-    `DRIVER_LEVEL`, `RESIDENT_DRIVER_LEVEL` for resident stages). `stats`, when given, is filled with per-level figures (seconds,
-    transitions, bytes sent between partitions, visited-set bytes, the Python workers' peak memory); `count_states`
-    counts the model's state objects the executors build (a test of the batch-only path).
+    `DRIVER_LEVEL`, `RESIDENT_DRIVER_LEVEL` for resident stages). `stats`, when given, is filled with
+    per-level figures (seconds, transitions, bytes sent between partitions, visited-set bytes, the Python
+    workers' peak memory); `count_states` counts the model's state objects the executors build (a test of
+    the batch-only path).
 
     `exchange` is how a level's records reach the next level's tasks: "resident" (one gang-scheduled
     stage runs many levels; each task keeps its partitions' visited sets in memory and meets the others
