@@ -562,8 +562,12 @@ def spark_bfs(model: Model, protocol_name: str, *, symmetry: bool = True, master
         driver_level = RESIDENT_DRIVER_LEVEL if exchange == "resident" else DRIVER_LEVEL
     if spark is None:
         spark = get_spark(master)
-    ship_packages(spark)
     sc = spark.sparkContext
+    if exchange == "resident" and sc.getConf().get("spark.dynamicAllocation.enabled", "false").lower() == "true":
+        # A barrier stage needs its executors for its whole life; Spark refuses one under dynamic allocation.
+        raise ValueError("exchange='resident' runs gang-scheduled stages, which Spark refuses under dynamic "
+                         "allocation: set spark.dynamicAllocation.enabled=false, or use exchange='shuffle'")
+    ship_packages(spark)
     partitions = partitions or max(2, sc.defaultParallelism)
     own_dir = None
     if checkpoint_dir is None or "://" not in checkpoint_dir:  # a folder of this search's own, removed after it

@@ -247,6 +247,18 @@ def test_a_bad_exchange_is_named(spark):
             spark_bfs(model, TINY[0], spark=spark, exchange=exchange, checkpoint_dir="hdfs://cluster/checkpoints")
 
 
+def test_resident_stages_under_dynamic_allocation_are_refused_by_name(spark, monkeypatch):
+    class DynamicConf:
+        def get(self, key, default=None):
+            return "true" if key == "spark.dynamicAllocation.enabled" else default
+
+    model = build_model(PRESETS[TINY[0]].protocol, config_of(TINY)[1])
+    monkeypatch.setattr(spark.sparkContext, "getConf", DynamicConf)
+    with pytest.raises(ValueError, match="exchange='resident' runs gang-scheduled stages, which Spark refuses "
+                                         "under dynamic allocation: set spark.dynamicAllocation.enabled=false"):
+        spark_bfs(model, TINY[0], spark=spark, exchange="resident")
+
+
 def test_fingerprints_survive_the_signed_round_trip():
     for fp in (0, 1, 2**63 - 1, 2**63, 2**64 - 1):
         signed = to_signed(fp)
