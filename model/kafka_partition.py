@@ -37,7 +37,7 @@ from hwm.model.actions import Action
 from hwm.model.encoding import canonical, fingerprint_bytes
 from hwm.model.kafka import KafkaModel, KafkaServer, KafkaState, NO_LEADER, _server_bytes, decode as decode_kafka
 from hwm.model.kafka import encode as encode_kafka
-from hwm.model.partition import partition_guard
+from hwm.model.partition import new_partitions, partition_guard
 from hwm.model.state import LEADER, Config
 from hwm.properties.protocol import Protocol
 from hwm.properties.snapshot import describe_server, server_name
@@ -296,7 +296,4 @@ class PartitionedKafkaModel(KafkaModel):
             yield ("heal",)
             return
         yield from super().actions(s, hit)
-        if s.partitions < self.config.max_partitions:
-            yield from (("partition", k) for k in range(self.n))
-        else:
-            hit.add("max_partitions")
+        yield from new_partitions(self.n, s.partitions, self.config.max_partitions, hit)

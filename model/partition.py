@@ -47,6 +47,15 @@ def partition_guard(cut: tuple[bool, ...], partitions: int, max_partitions: int)
         return BoundHit("max_partitions", f"max_partitions {max_partitions} reached")
     return None
 
+def new_partitions(n: int, partitions: int, max_partitions: int, hit: set) -> Iterator[Action]:
+    """The partition actions of a whole network, one per server to cut off, for every system's
+    partitioned model; none, and the bound marked hit, once `max_partitions` cuts are made."""
+    if partitions < max_partitions:
+        yield from (("partition", k) for k in range(n))
+    else:
+        hit.add("max_partitions")
+
+
 class PartitionState(NamedTuple):
     """The raft model's state, plus the cut (`cut[k]`: server k is isolated from the others; all
     False when the network is whole) and how many partitions the run has made."""
@@ -235,7 +244,5 @@ class PartitionedRaftModel(RaftModel):
             yield action
         if not whole:
             yield ("heal",)
-        elif s.partitions < self.config.max_partitions:
-            yield from (("partition", k) for k in range(self.n))
         else:
-            hit.add("max_partitions")
+            yield from new_partitions(self.n, s.partitions, self.config.max_partitions, hit)

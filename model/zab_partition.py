@@ -27,7 +27,7 @@ from typing import Iterator, NamedTuple
 
 from hwm.model.actions import Action
 from hwm.model.encoding import encode, fingerprint_bytes, canonical
-from hwm.model.partition import partition_guard
+from hwm.model.partition import new_partitions, partition_guard
 from hwm.model.state import FOLLOWER, LEADER, Config, Server
 from hwm.model.zab import ZabModel, ZabState
 from hwm.properties.protocol import Protocol
@@ -212,7 +212,4 @@ class PartitionedZabModel(ZabModel):
             yield ("heal",)
             return
         yield from super().actions(s, hit)
-        if s.partitions < self.config.max_partitions:
-            yield from (("partition", k) for k in range(self.n))
-        else:
-            hit.add("max_partitions")
+        yield from new_partitions(self.n, s.partitions, self.config.max_partitions, hit)
