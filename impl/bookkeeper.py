@@ -197,7 +197,20 @@ class LedgerMetadata:
         return f"LedgerMetadata(v{self.version} {state} fragments={self.fragments})"
 
 
+def ledger_layout(bookies: tuple[str, ...], ensemble_size: int | None, ack_quorum: int | None,
+                  write_quorum: int | None, metadata: LedgerMetadata | None) -> tuple[LedgerQuorums, LedgerMetadata]:
+    """A ledger client's quorums and metadata: the first `ensemble_size` bookies (all by default) as the first
+    ensemble unless `metadata` is given (the writer and the recovery client agree on this)."""
+    size = len(bookies) if ensemble_size is None else ensemble_size
+    if type(size) is not int or not 1 <= size <= len(bookies):
+        raise ValueError(f"ensemble_size: expected an int in 1..{len(bookies)} (the bookies), got {size!r}")
+    return (LedgerQuorums.of(size, ack_quorum, write_quorum),
+            metadata if metadata is not None else LedgerMetadata(bookies[:size]))
+
+
 # ------------------------------------------------------------------------ the bookie's storage
+
+
 @dataclass(frozen=True)
 class BookieDurable(Durable):
     """What a bookie recovers: its journal (log, LAC as hwm, generation), the fence bit, and the
@@ -499,11 +512,7 @@ class Writer:
         check_server_id(writer_id, "writer_id")
         self.writer_id = self.server_id = writer_id
         self.bookies = tuple(bookies)
-        size = len(self.bookies) if ensemble_size is None else ensemble_size
-        if type(size) is not int or not 1 <= size <= len(self.bookies):
-            raise ValueError(f"ensemble_size: expected an int in 1..{len(self.bookies)} (the bookies), got {size!r}")
-        self.quorums = LedgerQuorums.of(size, ack_quorum, write_quorum)
-        self.metadata = metadata if metadata is not None else LedgerMetadata(self.bookies[:size])
+        self.quorums, self.metadata = ledger_layout(self.bookies, ensemble_size, ack_quorum, write_quorum, metadata)
         self.metadata_version = self.metadata.version
         self.fragments: tuple[tuple[int, tuple[str, ...]], ...] = self.metadata.fragments  # the writer's own view
         self.block_add_completions = block_add_completions
@@ -651,11 +660,7 @@ class RecoveryClient:
                              f"{getattr(protocol, 'system', protocol)!r}")
         self.client_id = self.server_id = client_id
         self.bookies = tuple(bookies)
-        size = len(self.bookies) if ensemble_size is None else ensemble_size
-        if type(size) is not int or not 1 <= size <= len(self.bookies):
-            raise ValueError(f"ensemble_size: expected an int in 1..{len(self.bookies)} (the bookies), got {size!r}")
-        self.quorums = LedgerQuorums.of(size, ack_quorum, write_quorum)
-        self.metadata = metadata if metadata is not None else LedgerMetadata(self.bookies[:size])
+        self.quorums, self.metadata = ledger_layout(self.bookies, ensemble_size, ack_quorum, write_quorum, metadata)
         self.metadata_version: int | None = None  # the version recovery wrote when it began
         self.fragments = self.metadata.fragments
         self.reads_fence = protocol.bookkeeper_recovery_reads_fence
