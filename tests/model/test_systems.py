@@ -235,21 +235,6 @@ def test_bookkeeper_symmetry_permutes_bookies_only():
     assert isinstance(a, BookKeeperState)
 
 
-def test_step_tables_show_what_the_bugs_turn_on():
-    from hwm.counterexamples.build import HERE
-    from hwm.render import step_table
-    from hwm.checker.replay import replay_on_model
-    from hwm.properties.trace import load
-
-    zab_rows = replay_on_model(load(HERE / "zab-ack-before-persist.json")).rows
-    table = step_table(zab_rows)
-    assert "prospective" in table and "disk=0" in table  # S3 acknowledged with nothing on disk
-    bk_rows = replay_on_model(load(HERE / "bookkeeper-recovery-without-fencing.json")).rows
-    table = step_table(bk_rows)
-    assert "S4 writer" in table and "S5 recovery" in table and table.count("fenced") >= 2
-    assert "S3 fenced" not in table and "F1 [1] h0  " in table.splitlines()[-1]
-
-
 # ------------------------------------------- enumeration and symmetry, on random reachable states
 def random_walk(model, rng, steps):
     state = model.initial_state()

@@ -11,14 +11,11 @@ N=5 induction and a larger conformance sample.
 
 from __future__ import annotations
 
-import json
 import random
 
 import pytest
 import z3
-from click.testing import CliRunner
 
-from hwm.prove_cli import prove
 from hwm.model.actions import Model
 from hwm.model.raft import RaftModel
 from hwm.checker.report import bfs
@@ -328,7 +325,7 @@ def test_bmc_raft_finds_nothing_within_a_few_steps():
         "ReadNeverTruncated"].length is None
 
 
-# ------------------------------------------------------ plan and command
+# ------------------------------------------------------ plan
 def test_expectations_follow_the_catalogue():
     assert not expected_broken(PRESETS["raft"].protocol, 3)
     assert all(expected_broken(PRESETS[name].protocol, 3) for name in BROKEN)
@@ -342,54 +339,9 @@ def test_partitions_and_leases_are_refused_with_a_reason():
     for name in ("raft-lease-reads", "raft-lease-reads-without-check-quorum"):
         assert "lease_reads" in unencoded(PRESETS[name].protocol)
     assert "kafka rules" in unencoded(PRESETS["kafka"].protocol)
-    result = _invoke("--protocol", "raft-lease-reads")
-    assert result.exit_code == 2 and "no partitions, check-quorum" in result.output
 
 
 def test_run_a_small_plan():
     proofs = run(Plan("kip101", PRESETS["kip101"].protocol, ("bmc",), depth=8))
     assert [p.ok for p in proofs] == [True]
     assert proofs[0].data["results"]["ReadNeverTruncated"]["length"] == 6
-
-
-def _invoke(*args):
-    return CliRunner().invoke(prove, list(args))
-
-
-def test_prove_command_exit_codes():
-    ok = _invoke("--part", "quorum", "--max-n", "6")
-    assert ok.exit_code == 0, ok.output
-    assert ok.output.splitlines()[0].startswith("✓")
-    # A broken preset whose counterexample is not found within the depth: exit 1.
-    short = _invoke("--protocol", "kip101", "--part", "bmc", "--depth", "3", "--no-explorer")
-    assert short.exit_code == 1, short.output
-    assert short.output.splitlines()[0].startswith("✗")
-    # Not a preset, so expected safe; BMC finds a violation: exit 1.
-    unsafe = _invoke("--protocol", "raft,restart=truncate-to-own-hwm,hwm_durable=true,noop_on_election=true",
-                     "--part", "bmc", "--depth", "7", "--no-explorer")
-    assert unsafe.exit_code == 1, unsafe.output
-    # raft-seed-quorum is broken exactly at even N (the quorum proof), two servers included: a
-    # violation exits 1 as `hwm check` does, expected or not; --expect-catalogue judges by the catalogue.
-    even = _invoke("--protocol", "raft-seed-quorum", "--servers", "2", "--part", "bmc", "--depth", "4")
-    assert even.exit_code == 1, even.output
-    assert "raft-seed-quorum violates a property (bmc raft-seed-quorum)" in even.output
-    even = _invoke("--protocol", "raft-seed-quorum", "--servers", "2", "--part", "bmc", "--depth", "4",
-                   "--expect-catalogue")
-    assert even.exit_code == 0, even.output
-    assert "as the catalogue expects" in even.output
-    odd = _invoke("--protocol", "raft-seed-quorum", "--servers", "3", "--part", "bmc", "--depth", "4",
-                  "--expect-catalogue")
-    assert odd.exit_code == 0, odd.output  # at odd N it is raft: nothing to find, nothing expected
-    assert _invoke("--protocol", "nope").exit_code == 2
-    assert _invoke("--part", "everything").exit_code == 2
-    assert _invoke("--servers", "0").exit_code == 2
-
-
-def test_prove_command_json():
-    result = _invoke("--protocol", "raft-truncate-to-own-hwm", "--part", "bmc", "--json")
-    assert result.exit_code == 1, result.output
-    data = json.loads(result.output)
-    bmc_proof = data["proofs"][0]
-    assert not data["ok"] and data["obligations_met"] and data["violations_found"] == ["bmc raft-truncate-to-own-hwm"]
-    assert bmc_proof["part"] == "bmc"
-    assert bmc_proof["results"]["ReadNeverTruncated"]["length"] == 6

@@ -1,13 +1,10 @@
-"""The hwm-trace/1 format: what is written reads back identically; the progress line."""
+"""The hwm-trace/1 format: what is written reads back identically."""
 
-import io
 import json
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from hwm.render import Progress, step_table
-from hwm.model.state import initial_state, Config
 from hwm.properties.trace import ACTIONS, FORMAT, Step, Trace, load, parse
 
 names = st.sampled_from(["S1", "S2", "S3"])
@@ -39,25 +36,3 @@ def test_saved_trace_reads_back_identically(tmp_path_factory, step_list, title, 
     assert again.to_json() == trace.to_json()
     assert json.loads(path.read_text())["format"] == FORMAT
     assert parse(json.loads(trace.dumps())).steps == step_list
-
-
-def test_progress_line_on_a_terminal_and_silence_elsewhere():
-    class Terminal(io.StringIO):
-        def isatty(self):
-            return True
-
-    stream = Terminal()
-    progress = Progress("checking raft", stream)
-    progress({"depth": 7, "states": 12345, "frontier": 678, "states_per_second": 9000.4})
-    progress.close()
-    assert "depth 7  states 12,345  frontier 678  9,000 states/s" in stream.getvalue()
-    quiet = io.StringIO()
-    Progress("x", quiet)({"depth": 1, "states": 1, "frontier": 1, "states_per_second": 1})
-    assert quiet.getvalue() == ""
-
-
-def test_step_table_marks_the_violation():
-    state = initial_state(Config())
-    text = step_table([("(initial)", state), ("crash(S1)", state)], {1: "Something: broke"})
-    assert text.splitlines()[0].split() == ["#", "step", "S1", "S2", "S3", "reads"]
-    assert "^ Something: broke" in text
