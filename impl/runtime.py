@@ -256,7 +256,8 @@ class _PeerLink:
             self._kick.set()
 
     async def _pause(self, seconds: float) -> None:
-        self._kick.clear()
+        # The kick is cleared when an attempt starts (run), not here: a kick that lands during a
+        # failing attempt still ends the pause that follows it.
         try:
             async with asyncio.timeout(seconds):
                 await self._kick.wait()
@@ -293,6 +294,7 @@ class _PeerLink:
         # arrives as the connection completes, and the link then outlives stop().
         while not self.node._stopping:
             self._connecting = True
+            self._kick.clear()
             try:
                 async with asyncio.timeout(1.0):
                     reader, writer = await asyncio.open_connection(*self.address)

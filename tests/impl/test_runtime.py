@@ -627,10 +627,9 @@ def test_a_connection_serves_request_after_request_and_nothing_after_a_refused_f
     assert asked and " for generation 1 (" in asked[0], asked
 
 
-def test_a_peer_link_to_a_peer_that_refuses_waits_between_attempts_and_a_kick_ends_the_wait(monkeypatch):
+def test_a_peer_link_to_a_peer_that_refuses_waits_between_attempts(monkeypatch):
     """The link backs off between connection attempts (a link that did not wait dialled a down peer
-    thousands of times a second and passed the suite: docs/mutation.md), and a kick (the peer just
-    spoke to us) ends the wait at once."""
+    thousands of times a second and passed the suite: docs/mutation.md)."""
     from types import SimpleNamespace
     from hwm.impl.runtime import RECONNECT_SECONDS, _PeerLink
 
@@ -652,10 +651,52 @@ def test_a_peer_link_to_a_peer_that_refuses_waits_between_attempts_and_a_kick_en
         # Every pause is at least half the first one: a bound that a slow machine cannot break.
         most = 1 + elapsed / (0.5 * RECONNECT_SECONDS[0])
         assert 2 <= len(attempts) <= most, f"{len(attempts)} attempts in {elapsed:.3f} s"
-        before = len(attempts)
-        link.kick()
-        await asyncio.sleep(0.01)
-        assert len(attempts) == before + 1, "a kick did not end the wait"
+        task.cancel()
+        await asyncio.gather(task, return_exceptions=True)
+
+    asyncio.run(scenario())
+
+
+@pytest.mark.parametrize("during_attempt", [False, True], ids=["while-waiting", "during-an-attempt"])
+def test_a_kick_ends_a_peer_links_wait_even_when_it_lands_during_an_attempt(monkeypatch, during_attempt):
+    """A kick (the peer just spoke to us) ends the wait between attempts at once, also when it lands
+    while an attempt is under way and that attempt then fails: the pause that follows must not swallow
+    it (it did, and a machine busy enough to land the kick there failed CI). The pauses here are 30 s,
+    so only the kick can bring the next attempt within the test's bound."""
+    from types import SimpleNamespace
+    from hwm.impl import runtime
+    from hwm.impl.runtime import _PeerLink
+
+    monkeypatch.setattr(runtime, "RECONNECT_SECONDS", (30.0, 30.0))
+    attempts: list[asyncio.Event] = []
+
+    async def refused(*address):
+        release = asyncio.Event()
+        attempts.append(release)
+        if during_attempt and len(attempts) == 1:
+            await release.wait()  # held until the test has kicked
+        raise ConnectionRefusedError(111, "refused")
+
+    monkeypatch.setattr(asyncio, "open_connection", refused)
+
+    async def until(condition, seconds: float = 5.0) -> bool:
+        deadline = asyncio.get_running_loop().time() + seconds
+        while not condition() and asyncio.get_running_loop().time() < deadline:
+            await asyncio.sleep(0.001)
+        return condition()
+
+    async def scenario() -> None:
+        link = _PeerLink(SimpleNamespace(server_id="S1", _stopping=False), "S2", ("127.0.0.1", 1))
+        task = asyncio.create_task(link.run())
+        assert await until(lambda: len(attempts) == 1)
+        if during_attempt:
+            link.kick()
+            attempts[0].set()
+        else:
+            await asyncio.sleep(0.05)  # the link is in its 15-45 s pause now
+            assert len(attempts) == 1
+            link.kick()
+        assert await until(lambda: len(attempts) == 2), "a kick did not end the wait"
         task.cancel()
         await asyncio.gather(task, return_exceptions=True)
 
