@@ -5,12 +5,12 @@ from __future__ import annotations
 
 import multiprocessing
 import os
-import signal
 import time
 from dataclasses import dataclass
 
 from hwm.checker.report import Report, bfs
 from hwm.checker.verdict import tour_config
+from hwm.checker.workers import worker_signals
 from hwm.model.registry import build_model
 from hwm.model.state import Config
 from hwm.properties.protocol import PRESETS, resolve
@@ -178,8 +178,7 @@ def tour(config: Config, symmetry: bool, jobs: int, progress_stream=None,
         return [(r.protocol, by_name[r.protocol]) for r in requests]
     # Workers ignore SIGINT: Ctrl-C is the parent's to handle, and terminate() stops searches mid-way
     # (a worker's own search would catch it and return a partial report as if finished).
-    pool = multiprocessing.get_context().Pool(jobs, initializer=signal.signal,
-                                              initargs=(signal.SIGINT, signal.SIG_IGN))
+    pool = multiprocessing.get_context().Pool(jobs, initializer=worker_signals)
     try:
         pending = {r.protocol: pool.apply_async(_run_quiet, (r,)) for r in requests}
         while pending:

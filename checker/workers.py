@@ -68,9 +68,18 @@ def _get(region: memoryview, head: bytes, spans: list[tuple[int, int]] | None) -
     return pickle.loads(head, buffers=[bytearray(region[a:b]) for a, b in spans])
 
 
+def worker_signals() -> None:
+    """A forked worker leaves Ctrl-C to its parent (it reaches every process: the parent answers it)
+    and dies on terminate(): SIGTERM goes back to its default, whatever handler the parent had (a
+    handler inherited from a command run in the same process left a pool worker alive, and its
+    parent joined it forever)."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+
+
 def _serve(connection, regions: list[memoryview], work: Callable[[Any], Any]) -> None:
     """A worker's loop: a task in a slot's region, its result (or the exception) back in the same region."""
-    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C reaches every process: the search answers it
+    worker_signals()
     while True:
         try:
             slot, head, spans = pickle.loads(connection.recv_bytes())

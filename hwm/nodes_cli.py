@@ -12,6 +12,8 @@ import json
 import signal
 import sys
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import click
@@ -22,9 +24,19 @@ from hwm.properties.protocol import resolve
 EXIT_OK, EXIT_FOUND, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
 
 
-def _terminated(signum, frame):
-    """SIGTERM (a CI job cancelled) ends a run as Ctrl-C does: every node process is killed."""
-    raise KeyboardInterrupt
+@contextmanager
+def _sigterm_as_ctrl_c() -> Iterator[None]:
+    """While nodes run, SIGTERM (a CI job cancelled) ends the run as Ctrl-C does: every node process
+    is killed. The previous handler comes back after, for a caller that runs the command in its own
+    process (one left behind was inherited by forked workers, which terminate() then could not stop)."""
+    def terminated(signum, frame):
+        raise KeyboardInterrupt
+
+    previous = signal.signal(signal.SIGTERM, terminated)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
 
 
 def _default_save(command: list[str]) -> Path:
@@ -86,11 +98,11 @@ def test(command, nodes, workload, clock, schedules, steps, seed, protocol, save
             click.echo(f"\r  schedules {report.schedules:>4} {mark} operations {report.operations:>6}  "
                        f"{report.schedules / max(1e-9, time.monotonic() - began):.1f} schedules/s", nl=False, err=True)
 
-    signal.signal(signal.SIGTERM, _terminated)
     began = time.monotonic()
     try:
-        report = hunt(command, workload=workload, nodes=nodes, clock=clock, schedules=schedules, steps=steps,
-                      seed=seed, protocol=name, time_limit=time_limit, shrink=not no_shrink, on_schedule=progress)
+        with _sigterm_as_ctrl_c():
+            report = hunt(command, workload=workload, nodes=nodes, clock=clock, schedules=schedules, steps=steps,
+                          seed=seed, protocol=name, time_limit=time_limit, shrink=not no_shrink, on_schedule=progress)
     except HypothesisMissing as e:
         click.echo(f"error: {e}", err=True)
         sys.exit(EXIT_USAGE)
@@ -161,9 +173,9 @@ def replay_schedule(path: Path, command: list[str], brief: bool) -> int:
     click.echo(f"== {path} against {' '.join(command)}" + (f": {schedule.title}" if schedule.title else ""))
     click.echo(f"   {schedule.nodes} nodes, {schedule.workload} workload, {schedule.clock} clock, "
                f"{len(schedule.steps)} steps")
-    signal.signal(signal.SIGTERM, _terminated)
     try:
-        result, comparison = replay(command, schedule, echo=click.echo, brief=brief)
+        with _sigterm_as_ctrl_c():
+            result, comparison = replay(command, schedule, echo=click.echo, brief=brief)
     except KeyboardInterrupt:
         kill_all()
         click.echo("\ninterrupted: every node process has been killed", err=True)

@@ -124,3 +124,44 @@ def test_a_task_that_does_not_pickle_costs_no_slot(workers):
         with pytest.raises(Exception):
             list(workers.imap([1, lambda: None, 2]))
     assert [r[0] for r in workers.imap(range(12))] == list(range(12))
+
+
+
+WORKERS_UNDER_A_PARENT_HANDLER = """
+import multiprocessing, signal
+from hwm.checker.workers import Workers, worker_signals
+
+def handlers(task):
+    return signal.getsignal(signal.SIGINT) is signal.SIG_IGN, signal.getsignal(signal.SIGTERM) is signal.SIG_DFL
+
+if __name__ == "__main__":
+    signal.signal(signal.SIGTERM, lambda signum, frame: None)  # as a command run in this process may leave
+    engine = Workers(1, handlers)
+    print("engine", list(engine.imap([0])), flush=True)
+    engine.close()  # terminate(), then join()
+    tour = multiprocessing.get_context("fork").Pool(1, initializer=worker_signals)  # as checker/run.tour
+    print("tour", tour.apply(handlers, (0,)), flush=True)
+    tour.terminate()
+    tour.join()
+"""
+
+
+def test_workers_leave_ctrl_c_to_the_search_and_die_on_terminate_whatever_the_parent_installed(tmp_path):
+    """A SIGTERM handler in the parent (a command run in the same process installs one) must not reach
+    a forked worker: terminate() would not stop it, and the parent would join it forever (the suite hung)."""
+    import signal
+    import subprocess
+    import sys
+
+    script = tmp_path / "workers.py"
+    script.write_text(WORKERS_UNDER_A_PARENT_HANDLER)
+    process = subprocess.Popen([sys.executable, str(script)], stdout=subprocess.PIPE, text=True,
+                               start_new_session=True)
+    try:
+        out, _ = process.communicate(timeout=60)
+    except subprocess.TimeoutExpired:
+        os.killpg(process.pid, signal.SIGKILL)
+        out, _ = process.communicate()
+        pytest.fail(f"the workers did not stop on terminate(): {out!r}")
+    assert out.splitlines() == ["engine [(True, True)]", "tour (True, True)"]
+    assert process.returncode == 0

@@ -1,6 +1,7 @@
 """`hwm test` on the command line: exit codes, the saved schedule, the error for a broken node."""
 
 import json
+import signal
 
 from click.testing import CliRunner
 
@@ -34,6 +35,24 @@ def test_a_finding_exits_1_and_names_the_replay_command(tmp_path):
     assert report["saved"] == str(saved) and report["findings"] and report["first_failure_at"] >= 1
     assert report["findings"][0].split(" ")[0].rstrip(":") in ("AckedNeverLost", "OneValuePerOffset")
     assert json.loads(saved.read_text())["steps"][0] == {"op": "settle", "rounds": 6}
+
+
+def test_hwm_test_and_replay_leave_the_sigterm_handler_they_found(tmp_path):
+    """While nodes run, SIGTERM stops them as Ctrl-C does; after, the caller's handler is back. One left
+    behind in a test process was inherited by the tour's forked workers, and terminate() could not stop
+    them: the suite hung."""
+    saved = tmp_path / "found.json"
+    mine = signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    try:
+        done = CliRunner().invoke(main, ["test", "--workload", "log", "--clock", "virtual", "--schedules", "20",
+                                         "--no-shrink", "--save", str(saved), "--", *bad_node("one-index")])
+        assert done.exit_code == 1, done.output
+        assert signal.getsignal(signal.SIGTERM) is signal.SIG_DFL
+        done = CliRunner().invoke(main, ["replay", str(saved), "--", *bad_node("one-index")])
+        assert done.exit_code == 1, done.output
+        assert signal.getsignal(signal.SIGTERM) is signal.SIG_DFL
+    finally:
+        signal.signal(signal.SIGTERM, mine)
 
 
 def test_a_failing_schedule_shrinks_to_the_steps_that_matter():

@@ -44,16 +44,20 @@ def test_resident_tasks_meet_once_all_have_published(tmp_path):
     directory, tasks = str(tmp_path), 3
     got: dict[int, list] = {}
 
+    last = threading.Event()  # the last task arrives only when the test lets it
+
     def task(t):
-        time.sleep(0.05 * t)  # they arrive one after the other; none leaves before the last arrives
+        if t == tasks - 1:
+            last.wait(timeout=10)
         got[t] = gather(directory, "launch", 4, t, tasks, ("summary", t))
 
     assert gathered(directory, "launch", 4, tasks) is None
     threads = [threading.Thread(target=task, args=(t,)) for t in range(tasks)]
     for thread in threads:
         thread.start()
-    time.sleep(0.06)  # tasks 0 and 1 have published, task 2 has not
+    time.sleep(0.06)  # tasks 0 and 1 have published (or soon will); none leaves before the last arrives
     assert gathered(directory, "launch", 4, tasks) is None and not got
+    last.set()
     for thread in threads:
         thread.join(timeout=10)
     expected = [("summary", t) for t in range(tasks)]
