@@ -11,6 +11,7 @@ A test that sets its own max_examples keeps it; the conformance machines inherit
 from __future__ import annotations
 
 import os
+import threading
 
 import pytest
 from hypothesis import HealthCheck, settings
@@ -22,6 +23,12 @@ settings.register_profile("deep", max_examples=2000, deadline=None, print_blob=T
 
 
 def pytest_configure(config):
+    # The Ctrl-C tests need Ctrl-C to reach the processes they start. A suite started in the background
+    # by a shell without job control (`cmd &` in a script) inherits SIGINT ignored, and so would they.
+    import signal
+
+    if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
     chosen = config.getoption("hypothesis_profile", None) or os.environ.get("HYPOTHESIS_PROFILE")
     if not chosen:
         marks = config.option.markexpr or ""
@@ -58,3 +65,32 @@ def pytest_collection_modifyitems(config, items):
         path = item.nodeid.split("::")[0]
         return next((k for k, prefix in enumerate(_LONGEST_FIRST) if path.startswith(prefix)), len(_LONGEST_FIRST))
     items.sort(key=rank)  # stable: the order within each file is kept
+
+
+def _signal_masks() -> dict[str, int]:
+    """This thread's ignored and blocked signals as the kernel has them (a library can change them
+    without Python's signal module knowing); empty where /proc is missing."""
+    try:
+        with open(f"/proc/self/task/{threading.get_native_id()}/status") as status:
+            return {k: int(v, 16) for k, v in (line.split(":\t") for line in status) if k in ("SigIgn", "SigBlk")}
+    except OSError:
+        return {}
+
+
+@pytest.fixture(autouse=True)
+def _signal_handlers_kept():
+    """A test leaves SIGTERM's handler, and whether the kernel ignores or blocks SIGINT and SIGTERM, as it
+    found them: what is left behind in a worker process is inherited by the processes later tests start
+    (a SIGTERM handler made forked workers outlive terminate(), and the suite hung). SIGINT's Python
+    handler is not watched: the Spark session's and asyncio's own come and go outside the tests."""
+    import signal
+
+    bits = (1 << (signal.SIGINT - 1)) | (1 << (signal.SIGTERM - 1))
+    before, masks = signal.getsignal(signal.SIGTERM), _signal_masks()
+    yield
+    after = signal.getsignal(signal.SIGTERM)
+    changed = [f"SIGTERM's handler ({before} -> {after})"] if after is not before else []
+    changed += [f"{name} {masks[name] & bits:#x} -> {now & bits:#x}" for name, now in _signal_masks().items()
+                if name in masks and (now ^ masks[name]) & bits]
+    signal.signal(signal.SIGTERM, before)
+    assert not changed, f"the test changed {'; '.join(changed)}"
