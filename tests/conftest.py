@@ -72,7 +72,7 @@ def _signal_masks() -> dict[str, int]:
     without Python's signal module knowing); empty where /proc is missing."""
     try:
         with open(f"/proc/self/task/{threading.get_native_id()}/status") as status:
-            return {k: int(v, 16) for k, v in (line.split(":\t") for line in status) if k in ("SigIgn", "SigBlk")}
+            return {line[:6]: int(line[7:], 16) for line in status if line.startswith(("SigIgn:", "SigBlk:"))}
     except OSError:
         return {}
 
