@@ -48,20 +48,9 @@ import time
 ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
 sys.path.insert(0, ROOT)
 
+from bench.bounds import add_search_arguments, bounds_of, model_of  # noqa: E402
+
 WARM_UP = dict(preset="raft", servers=2, max_generation=2, max_log=1, max_crashes=1, network="rpc")
-
-
-def model_of(preset: str, **bounds):
-    from hwm.model.registry import build_model
-    from hwm.model.state import Config
-    from hwm.properties.protocol import PRESETS
-
-    return build_model(PRESETS[preset].protocol, Config(**bounds))
-
-
-def bounds_of(args) -> dict:
-    return dict(servers=args.servers, max_generation=args.max_generation, max_log=args.max_log,
-                max_crashes=args.max_crashes, network=args.network)
 
 
 def run_local(args, workers: int = 1, runs: int | None = None) -> list[tuple[int, float, float, float]]:
@@ -237,13 +226,7 @@ def run_standalone(args, workers: int) -> list[tuple[int, float, dict]]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--runs", type=int, default=3)
-    parser.add_argument("--preset", default="raft")
-    parser.add_argument("--servers", type=int, default=3)
-    parser.add_argument("--max-generation", type=int, default=4)
-    parser.add_argument("--max-log", type=int, default=2)
-    parser.add_argument("--max-crashes", type=int, default=1)
-    parser.add_argument("--network", default="rpc", choices=["rpc", "async"])
-    parser.add_argument("--no-symmetry", action="store_true")
+    add_search_arguments(parser, servers=3, max_log=2)
     parser.add_argument("--workers", default="2", help="standalone clusters' workers, one core each, e.g. 1,2")
     parser.add_argument("--local-workers", default="1,2", help="worker counts of the local engine, e.g. 1,2,4")
     parser.add_argument("--successors", default="reference", help="successor backend (local engine and Spark executors)")

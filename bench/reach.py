@@ -23,6 +23,7 @@ from hwm.model.registry import build_model  # noqa: E402
 from hwm.checker.engine import CheckOptions, check  # noqa: E402
 from hwm.model.state import Config  # noqa: E402
 from hwm.properties.protocol import PRESETS  # noqa: E402
+from bench.bounds import add_search_arguments, bounds_of  # noqa: E402
 
 
 def rss_mib() -> float:
@@ -32,21 +33,13 @@ def rss_mib() -> float:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--preset", default="raft", choices=sorted(PRESETS))
-    parser.add_argument("--servers", type=int, default=3)
-    parser.add_argument("--max-generation", type=int, default=4)
-    parser.add_argument("--max-log", type=int, default=1)
-    parser.add_argument("--max-crashes", type=int, default=1)
-    parser.add_argument("--network", default="rpc", choices=["rpc", "async"])
+    add_search_arguments(parser, servers=3, max_log=1)
     parser.add_argument("--channel-capacity", type=int, default=1)
     parser.add_argument("--workers", type=int, default=1)
-    parser.add_argument("--no-symmetry", action="store_true")
     parser.add_argument("--every", type=float, default=5.0, help="seconds between progress lines")
     args = parser.parse_args()
 
-    config = Config(servers=args.servers, max_generation=args.max_generation, max_log=args.max_log,
-                    max_crashes=args.max_crashes, network=args.network,
-                    channel_capacity=args.channel_capacity)
+    config = Config(**bounds_of(args), channel_capacity=args.channel_capacity)
     model = build_model(PRESETS[args.preset].protocol, config)
     last = [0.0]
 

@@ -30,6 +30,8 @@ import time
 ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
 sys.path.insert(0, ROOT)
 
+from bench.bounds import add_search_arguments, bounds_of, model_of  # noqa: E402
+
 
 class _Processes:
     """The one chain of Spark calls `_run_resident` makes, with a forked process per task."""
@@ -110,12 +112,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--tasks", default="1,2,4,8,16", help="task (and local worker) counts")
     parser.add_argument("--runs", type=int, default=3)
-    parser.add_argument("--preset", default="raft")
-    parser.add_argument("--servers", type=int, default=4)
-    parser.add_argument("--max-generation", type=int, default=4)
-    parser.add_argument("--max-log", type=int, default=2)
-    parser.add_argument("--max-crashes", type=int, default=1)
-    parser.add_argument("--no-symmetry", action="store_true")
+    add_search_arguments(parser, servers=4, max_log=2)
     parser.add_argument("--most", type=int, default=16, help="levels per resident stage (spark_bfs's checkpoint_every)")
     args = parser.parse_args()
     counts = [int(t) for t in args.tasks.split(",") if t]
@@ -123,15 +120,11 @@ def main() -> None:
         parser.error("--tasks lists counts of at least 1, and --runs is at least 1")
 
     from hwm.checker.report import bfs
-    from hwm.model.registry import build_model
-    from hwm.model.state import Config
-    from hwm.properties.protocol import PRESETS
 
-    model = build_model(PRESETS[args.preset].protocol, Config(servers=args.servers, max_generation=args.max_generation,
-                                                               max_log=args.max_log, max_crashes=args.max_crashes))
+    model = model_of(args.preset, **bounds_of(args))
     symmetry = not args.no_symmetry
-    print(f"{args.preset} servers={args.servers} max_generation={args.max_generation} max_log={args.max_log} "
-          f"max_crashes={args.max_crashes} symmetry={'on' if symmetry else 'off'}; median of {args.runs} runs; "
+    print(f"{args.preset} {' '.join(f'{k}={v}' for k, v in bounds_of(args).items())} "
+          f"symmetry={'on' if symmetry else 'off'}; median of {args.runs} runs; "
           f"{os.cpu_count()} cores; load {os.getloadavg()[0]:.2f}", flush=True)
     bfs(model, args.preset, symmetry=symmetry, successors="fast", max_depth=2)  # the kernels, built or loaded
     rows = []
