@@ -36,9 +36,11 @@ def auto_backend(model: Model, engine: str = "local", spark_master: str | None =
     default `local[*]`, for Spark)."""
     if engine == "simulation":
         return "reference", None  # random walks call the model itself: no successor backend
-    if engine == "spark" and not (spark_master or "local[*]").startswith("local"):
-        return "reference", ("the Spark cluster's executors would each build the compiled kernels "
-                             "(--successors fast asks for it)")
+    if engine == "spark":
+        from hwm.checker.spark_engine import on_this_machine  # imported when Spark is asked for
+        if not on_this_machine(spark_master or "local[*]"):
+            return "reference", ("the Spark cluster's executors would each build the compiled kernels "
+                                 "(--successors fast asks for it)")
     from hwm.checker.fast import unsupported
 
     why = unsupported(model)

@@ -187,6 +187,12 @@ def check_master(master: str, timeout: float = CONNECT_TIMEOUT) -> None:
     raise SparkUnavailable(f"no Spark master at {master} ({'; '.join(errors)}): {_start_master_hint(host, port)}")
 
 
+def on_this_machine(master: str) -> bool:
+    """Whether Spark master `master` (local, local[N], local[*]) runs its executors on this machine: they
+    see this machine's files and load the compiled kernels built here."""
+    return master.startswith("local")
+
+
 def preflight(master: str = "local[*]") -> None:
     """SparkUnavailable, naming what to install or start, unless PySpark imports, a Java runtime is there
     and a spark:// master answers: what `get_spark` checks, in milliseconds, before a command spends any
@@ -554,7 +560,7 @@ def spark_bfs(model: Model, protocol_name: str, *, symmetry: bool = True, master
     if exchange not in (None, *EXCHANGES):
         raise ValueError(f"exchange must be one of {', '.join(map(repr, EXCHANGES))}, not {exchange!r}")
     if exchange is None:
-        exchange = "resident" if (spark.sparkContext.master if spark else master).startswith("local") else "shuffle"
+        exchange = "resident" if on_this_machine(spark.sparkContext.master if spark else master) else "shuffle"
     if exchange in FILE_EXCHANGES and checkpoint_dir is not None and "://" in checkpoint_dir:
         raise ValueError(f"exchange={exchange!r} needs a directory path every executor sees, not {checkpoint_dir}: "
                          f"give a shared mount as checkpoint_dir, or exchange='shuffle'")
