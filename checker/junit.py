@@ -7,6 +7,7 @@ reached) is skipped with the reason."""
 
 from __future__ import annotations
 
+import contextlib
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
@@ -93,8 +94,13 @@ def write(path: Path, suites: list[ET.Element]) -> Path:
     names the path."""
     path = Path(path)
     tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(document(suites), encoding="utf-8")
-    tmp.replace(path)
+    try:
+        tmp.write_text(document(suites), encoding="utf-8")
+        tmp.replace(path)
+    except OSError as error:  # named by the path the user gave, not the temporary file's
+        with contextlib.suppress(OSError):
+            tmp.unlink(missing_ok=True)
+        raise OSError(error.errno, error.strerror, str(path)) from error
     return path
 
 

@@ -44,9 +44,10 @@ def report_json(report: Report, protocol: Protocol) -> dict:
     return data
 
 
-def describe_report(report: Report, saved: dict[str, Path] | None = None, protocol: Protocol | None = None) -> str:
+def describe_report(report: Report, saved: dict[str, Path] | None = None, protocol: Protocol | None = None,
+                    stopped_by: str = "Ctrl-C") -> str:
     """The closing report of one check; with `protocol`, witnesses the bounds rule out and a thin
-    check are told as such."""
+    check are told as such. `stopped_by`: what interrupted the search, if it was (Ctrl-C, SIGTERM)."""
     saved = saved or {}
     config = Config.from_mapping(report.config)
     impossible = impossible_witnesses(report, protocol, config) if protocol is not None else {}
@@ -61,7 +62,7 @@ def describe_report(report: Report, saved: dict[str, Path] | None = None, protoc
         lines.append(f"set-up {report.setup_seconds:.1f} s before the search (building the {report.successors} "
                      "successor backend: compiling or loading its cache)")
     if report.interrupted:
-        lines.append("INTERRUPTED: Ctrl-C stopped the search; below is what the explored part shows, "
+        lines.append(f"INTERRUPTED: {stopped_by} stopped the search; below is what the explored part shows, "
                      "nothing is proved")
     elif not report.complete:
         lines.append("INCOMPLETE: a state or depth limit stopped the search; nothing is proved")

@@ -8,7 +8,9 @@ from __future__ import annotations
 
 import contextlib
 import json
+import signal
 import sys
+import threading
 from pathlib import Path
 
 import click
@@ -27,6 +29,7 @@ EXIT_INTERRUPTED = 130  # 128 + SIGINT, as shells report Ctrl-C
 # The tour ran and nothing contradicts the catalogue, but its bounds are below those some expected
 # violation needs: not a pass (a CI job that lowered the bounds lost those checks), not a finding.
 EXIT_NOT_SHOWN = 3
+EXPLORE_SAVE_DIR = Path("hwm-out/explore")  # where `hwm explore -- CMD`'s page saves paths
 
 
 class _Commands(click.Group):
@@ -115,10 +118,7 @@ def main() -> None:
                    "--progress-interval off one (a CI log); always writes lines even on a terminal.")
 @click.option("--progress-interval", type=click.FloatRange(0.1), default=10.0, show_default=True,
               help="Seconds between progress lines off a terminal.")
-def check(protocol, servers, max_generation, max_log, max_crashes, network, channel_capacity, no_symmetry,
-          engine, spark_master, walks, seed, jobs, as_json, save, workers, liveness=False,
-          liveness_max_states=50_000, successors="auto", junit_out=None, progress_mode="auto",
-          progress_interval=10.0, itf_too=False, max_partitions=0, spark_exchange="auto", spark_dir=None) -> None:
+def check(**options) -> None:
     """Explore the model exhaustively and report every property's verdict.
 
     Exit status: 0 when every always property holds and every sometimes witness
@@ -126,8 +126,17 @@ def check(protocol, servers, max_generation, max_log, max_crashes, network, chan
     impossible and does not fail the check); the tour: when every preset behaves
     as the catalogue expects and every violation it expects was seen. 1 otherwise,
     2 on bad arguments or an output path that cannot be written, 3 (the tour) when
-    the bounds are below those some expected violation needs, 130 on Ctrl-C.
+    the bounds are below those some expected violation needs, 130 on Ctrl-C or
+    SIGTERM (after the partial report).
     """
+    with _sigterm_as_ctrl_c():
+        _check(**options)
+
+
+def _check(protocol, servers, max_generation, max_log, max_crashes, network, channel_capacity, no_symmetry,
+           engine, spark_master, walks, seed, jobs, as_json, save, workers, liveness=False,
+           liveness_max_states=50_000, successors="auto", junit_out=None, progress_mode="auto",
+           progress_interval=10.0, itf_too=False, max_partitions=0, spark_exchange="auto", spark_dir=None) -> None:
     config = Config(servers, max_generation, max_log, max_crashes, network, channel_capacity, max_partitions)
     symmetry = not no_symmetry
     if engine != "spark" and (spark_exchange != "auto" or spark_dir is not None):
@@ -215,7 +224,7 @@ def check(protocol, servers, max_generation, max_log, max_crashes, network, chan
             body["liveness"] = lively.to_json()
         click.echo(json.dumps(body, indent=2))
     else:
-        click.echo(checking.describe_report(report, saved, resolved))
+        click.echo(checking.describe_report(report, saved, resolved, stopped_by=_stop()))
         if lively is not None:
             click.echo(liveness_report.describe(lively, symmetry, lively_saved))
     with _output_errors():
@@ -263,7 +272,7 @@ def _tour(config: Config, symmetry: bool, jobs: int, as_json: bool, directories:
         # What finished is as true as a whole tour's row; what did not is named, not guessed.
         if stop.finished:
             click.echo(checking.tour_table(stop.finished, config))
-        click.echo(f"\nINTERRUPTED: Ctrl-C stopped the tour; {len(stop.finished)} of "
+        click.echo(f"\nINTERRUPTED: {_stop()} stopped the tour; {len(stop.finished)} of "
                    f"{len(stop.finished) + len(stop.unfinished)} presets finished"
                    + (f"; not checked: {', '.join(stop.unfinished)}" if stop.unfinished else ""))
         if junit_out is not None:  # what finished, as a whole tour's; the rest skipped, never passed
@@ -272,7 +281,7 @@ def _tour(config: Config, symmetry: bool, jobs: int, as_json: bool, directories:
                 junit.write(junit_out, [junit.suite(r, name, {}, junit.expected_not_shown(name, r))
                                         for name, r in stop.finished]
                             + [junit.not_checked(name, checking.tour_config(name, config),
-                                                 "not checked: Ctrl-C stopped the tour before this preset")
+                                                 f"not checked: {_stop()} stopped the tour before this preset")
                                for name in stop.unfinished])
         sys.exit(EXIT_INTERRUPTED)
     saved = [path for name, report in results
@@ -437,15 +446,18 @@ def graph(protocol, servers, max_generation, max_log, max_crashes, network, no_s
 @click.option("--quiet", "-q", is_flag=True, help="Only the verdict line per file.")
 @click.option("--brief", is_flag=True,
               help="The step table only: without the file's explanation and the reason for every step.")
-@click.option("--html", "html_out", type=click.Path(dir_okay=False, writable=True, path_type=Path), default=None,
+@click.option("--html", "html_out", type=OutputFile(), default=None,
               help="Write the trace as one self-contained HTML page (slider, keys; opens offline).")
-@click.option("--svg", "svg_dir", type=click.Path(file_okay=False, path_type=Path), default=None,
+@click.option("--svg", "svg_dir", type=OutputDir(), default=None,
               help="Write one SVG picture per step into DIR (step-00.svg is the initial state).")
 @click.option("--compare", "compare", type=ProtocolParam(), default=None,
               help="With --html: the same steps under this protocol too, side by side (e.g. the fix).")
-@click.option("--itf", "itf_out", type=click.Path(dir_okay=False, path_type=Path), default=None,
+@click.option("--itf", "itf_out", type=OutputFile(), default=None,
               help="Write the states the trace goes through on the model as an ITF trace (for the TLA+ tools).")
-def replay(files, on, protocol, quiet, brief, html_out, svg_dir, compare, itf_out=None) -> None:
+@click.option("--fixed", is_flag=True,
+              help="A node schedule replayed against a node meant to be fixed: exit 0 when the saved finding does "
+                   "not come back (else such a replay exits 3: the finding did not reproduce).")
+def replay(files, on, protocol, quiet, brief, html_out, svg_dir, compare, itf_out=None, fixed=False) -> None:
     """Replay saved counterexample traces and compare each outcome with its `expect`.
 
     Prints the file's explanation, the step table, then every step with why it
@@ -453,12 +465,14 @@ def replay(files, on, protocol, quiet, brief, html_out, svg_dir, compare, itf_ou
     entry an append check compares, truncated entries, a refused vote).
 
     Exit status: 0 when every file's outcome equals its expect (with --protocol:
-    no violation), 1 when one differs, 2 on invalid input.
+    no violation), 1 when one differs, 2 on invalid input. A node schedule (hwm replay
+    FILE -- CMD): 0 nothing found, 1 a finding, 2 bad input, 3 the saved finding did not
+    come back (0 with --fixed).
     """
     from hwm.bridge.maelstrom.schedule import is_schedule_file
     if is_schedule_file(files[0]):  # a node schedule: hwm replay FILE -- CMD ... (hwm/nodes_cli.py)
         from hwm.nodes_cli import replay_schedule
-        sys.exit(replay_schedule(files[0], [str(f) for f in files[1:]], brief))
+        sys.exit(replay_schedule(files[0], [str(f) for f in files[1:]], brief, fixed))
     from hwm.replay import REPLAYERS, judge  # here: the simulated cluster is not needed by `hwm check`
     from hwm.itf_cli import load_any
     from hwm.properties.itf import ItfError
@@ -470,8 +484,6 @@ def replay(files, on, protocol, quiet, brief, html_out, svg_dir, compare, itf_ou
     _check_picture_options(files, html_out, svg_dir, compare)
     if itf_out is not None and len(files) != 1:
         raise click.UsageError("--itf writes one trace: give exactly one FILE")
-    if itf_out is not None and not itf_out.parent.is_dir():
-        raise click.UsageError(f"--itf {itf_out}: directory {itf_out.parent} does not exist")
     status = EXIT_OK
     for path in files:
         try:
@@ -525,8 +537,6 @@ def _check_picture_options(files, html_out, svg_dir, compare) -> None:
         raise click.UsageError("--html and --svg draw one trace: give exactly one FILE")
     if compare is not None and html_out is None:
         raise click.UsageError("--compare draws a second column on the --html page: give --html too")
-    if html_out is not None and not html_out.parent.is_dir():
-        raise click.UsageError(f"--html {html_out}: directory {html_out.parent} does not exist")
     if compare is not None:
         try:
             own = resolve(load(files[0]).protocol)[1].system
@@ -536,6 +546,34 @@ def _check_picture_options(files, html_out, svg_dir, compare) -> None:
         if other != own:
             raise click.UsageError(f"--compare {resolve(compare)[0]} is a {other} protocol; {files[0]} is a trace of "
                                    f"{own}: compare it with a {own} protocol")
+
+
+_stopped_by = ["Ctrl-C"]  # what stops a search that a KeyboardInterrupt ended: Ctrl-C, or SIGTERM
+
+
+def _stop() -> str:
+    return _stopped_by[-1]
+
+
+@contextlib.contextmanager
+def _sigterm_as_ctrl_c():
+    """While `hwm check` runs, SIGTERM (a CI job cancelled, `timeout`, `kill`) stops it as Ctrl-C does:
+    the search ends, what it explored is reported, exit 130. The previous handler comes back after
+    (one left behind would reach forked workers, which terminate() then could not stop)."""
+    if threading.current_thread() is not threading.main_thread():  # only the main thread takes signals
+        yield
+        return
+
+    def terminated(signum, frame):
+        _stopped_by.append("SIGTERM")
+        raise KeyboardInterrupt
+
+    _stopped_by[:] = ["Ctrl-C"]
+    previous = signal.signal(signal.SIGTERM, terminated)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
 
 
 @contextlib.contextmanager
@@ -590,8 +628,8 @@ def _write_pictures(trace, protocol, compare, targets, html_out, svg_dir) -> Non
 @click.option("--verbose", is_flag=True, help="Log every request to stderr.")
 @click.option("--nodes", type=click.IntRange(1, 9), default=3, show_default=True,
               help="With -- CMD: how many copies of the node program to run.")
-@click.option("--save-dir", type=click.Path(file_okay=False, path_type=Path), default=Path("hwm-out/explore"),
-              show_default=True, help="With -- CMD: the folder the page saves paths to.")
+@click.option("--save-dir", type=click.Path(file_okay=False, path_type=Path), default=None,
+              help=f"With -- CMD: the folder the page saves paths to [default: {EXPLORE_SAVE_DIR}].")
 @click.option("--open", "schedule", type=click.Path(exists=True, dir_okay=False, path_type=Path), default=None,
               help="With -- CMD: start from a saved schedule (hwm-schedule/1, e.g. what hwm test found), at its end.")
 @click.argument("command", nargs=-1, type=click.UNPROCESSED)
@@ -616,10 +654,16 @@ def explore(protocol, host, port, verbose, nodes, save_dir, schedule, command) -
     if command:
         from hwm.teach.node_explorer import serve_from_command_line
 
+        # Checked here, not by the option's type: the default matters only with a node program (the
+        # model's explorer saves nothing), and a read-only working directory must not refuse that.
+        save_dir = EXPLORE_SAVE_DIR if save_dir is None else save_dir
+        if directory_problem(save_dir):
+            raise click.BadParameter(directory_problem(save_dir), param_hint="'--save-dir'")
         sys.exit(serve_from_command_line(list(command), nodes, save_dir, host, port, verbose, schedule))
-    if schedule is not None:
-        raise click.UsageError("--open FILE explores a node program: give its command after --, "
-                               "e.g. hwm explore --open FILE -- python3 mynode.py")
+    for flag, value in (("--open FILE", schedule), ("--save-dir DIR", save_dir)):
+        if value is not None:
+            raise click.UsageError(f"{flag} is for exploring a node program: give its command after --, "
+                                   f"e.g. hwm explore {flag.split()[0]} {value} -- python3 mynode.py")
 
     try:
         server = make_server(host, port, verbose)

@@ -23,6 +23,8 @@ from pathlib import Path
 
 import click
 
+from hwm.params import OutputDir, OutputFile, ProtocolParam, spec_text
+from hwm.properties.protocol import resolve
 from hwm.impl.client import (
     Client,
     ClientError,
@@ -39,21 +41,13 @@ CLUSTER_FORMAT = "hwm-cluster/1"
 
 
 # ------------------------------------------------------------------------- parameters
-def _protocol(ctx: click.Context, param: click.Parameter, value: str):
-    # The `--protocol` syntax of `hwm check` (preset[,flag=value...]), parsed in one place.
-    from hwm.cli import ProtocolParam
-    from hwm.properties.protocol import resolve, without_runtime
-
-    spec = ProtocolParam().convert(value, param, ctx)
-    protocol = resolve(spec)[1]
-    if without_runtime(protocol):
-        raise click.BadParameter(without_runtime(protocol), ctx=ctx, param=param)
-    return protocol
+# `--protocol` takes `hwm check`'s syntax (preset[,flag=value...]), parsed once by ProtocolParam; the
+# node and the controller run the resolved protocol, `hwm cluster` passes the spec's text on.
+RUNTIME_PROTOCOL = ProtocolParam(runtime=True)
 
 
-def _protocol_text(ctx: click.Context, param: click.Parameter, value: str) -> str:
-    _protocol(ctx, param, value)  # validate now (exit 2), pass the text on to every `hwm node`
-    return value
+def _resolved(ctx: click.Context, param: click.Parameter, spec):
+    return resolve(spec)[1]
 
 
 def _address(ctx, param, value):
@@ -128,17 +122,17 @@ def _show_value(value: bytes) -> str:
               help="Address for peers and clients (not with --stdio).")
 @click.option("--peers", default="", callback=_peers, metavar="S2=HOST:PORT,...",
               help="The other servers [default: none, a cluster of one].")
-@click.option("--data", default=None, type=click.Path(file_okay=False, path_type=Path),
+@click.option("--data", default=None, type=OutputDir(),
               help="Directory of this server's write-ahead log and metadata (created if missing). With "
                    "--stdio: init's hwm_data_dir, else $HWM_DATA_DIR, else the current directory.")
-@click.option("--protocol", default="raft", show_default=True, callback=_protocol,
+@click.option("--protocol", default="raft", show_default=True, type=RUNTIME_PROTOCOL, callback=_resolved,
               help="Preset, optionally with flags: raft,noop_on_election=true (see `hwm protocols`).")
 @click.option("--tick-ms", type=click.FloatRange(1, 1000), default=10.0, show_default=True,
               help="Length of one tick; elections time out after 30-60 ticks, heartbeats every 5.")
 @click.option("--controller", callback=_address, default=None, metavar="HOST:PORT",
               help="Kafka only: where the partition's controller (`hwm controller`) listens.")
 @click.option("--quiet", "-q", is_flag=True, help="Only warnings and errors on stderr.")
-@click.option("--record", type=click.Path(dir_okay=False, path_type=Path), default=None,
+@click.option("--record", type=OutputFile(create_parent=True), default=None,
               help="Record this server's part of the run as hwm-events/1 lines in FILE (for `hwm validate`); "
                    "a restart on the same FILE records the crash and the restart.")
 @click.option("--stdio", is_flag=True,
@@ -146,7 +140,7 @@ def _show_value(value: bytes) -> str:
                    "starts the node is its network (hwm test, Maelstrom). See docs/cluster.md.")
 @click.option("--clock", type=click.Choice(["real", "virtual"]), default="real", show_default=True,
               help="With --stdio: virtual uses no timers, only hwm_tick messages (also after the first one).")
-@click.option("--ledger", type=click.Path(dir_okay=False, path_type=Path), default=None,
+@click.option("--ledger", type=OutputFile(), default=None,
               help="BookKeeper only: the ledger's metadata file, where recovery records the close (hwm cluster: "
                    "DIR/ledger.json); a bookie reads it when it starts.")
 def node(server_id, listen, peers, data, protocol, tick_ms, controller, quiet, stdio, clock, record=None,
@@ -252,9 +246,9 @@ def _log_to_stderr(quiet: bool) -> None:
               help="Address for the brokers' ISR updates.")
 @click.option("--brokers", required=True, callback=_peers, metavar="S1=HOST:PORT,...",
               help="The partition's replicas: every `hwm node --protocol kafka...` of the cluster.")
-@click.option("--data", required=True, type=click.Path(file_okay=False, path_type=Path),
+@click.option("--data", required=True, type=OutputDir(),
               help="Directory of the partition state (leader epoch, leader, ISR; created if missing).")
-@click.option("--protocol", default="kafka", show_default=True, callback=_protocol,
+@click.option("--protocol", default="kafka", show_default=True, type=RUNTIME_PROTOCOL, callback=_resolved,
               help="A Kafka preset (see `hwm protocols`); unclean_election decides the elections.")
 @click.option("--tick-ms", type=click.FloatRange(1, 1000), default=10.0, show_default=True,
               help="Length of one tick; the first election waits up to 100 ticks for every broker.")
@@ -352,31 +346,30 @@ def _die_with_parent() -> None:
 
 @click.command()
 @click.option("--servers", type=click.IntRange(1, 9), default=3, show_default=True)
-@click.option("--data", type=click.Path(file_okay=False, path_type=Path), default=DEFAULT_DATA, show_default=True,
+@click.option("--data", type=OutputDir(), default=DEFAULT_DATA, show_default=True,
               help="Directory for the servers' data (DIR/S1, DIR/S2, ...) and DIR/cluster.json.")
 @click.option("--base-port", type=click.IntRange(1, 65535 - 9), default=7001, show_default=True,
               help="S1 listens on this port, S2 on the next, ... (a Kafka cluster's controller after the last).")
 @click.option("--host", default="127.0.0.1", show_default=True)
-@click.option("--protocol", default="raft", show_default=True, callback=_protocol_text,
+@click.option("--protocol", "spec", default="raft", show_default=True, type=RUNTIME_PROTOCOL,
               help="Preset, optionally with flags (see `hwm protocols`), passed to every `hwm node`.")
 @click.option("--restart-after", type=click.FloatRange(0, 3600), default=None,
               help="Restart a server that exits, after this many seconds [default: leave it down].")
 @click.option("--quiet", "-q", is_flag=True, help="Pass --quiet to every server.")
-@click.option("--record", type=click.Path(file_okay=False, path_type=Path), default=None,
+@click.option("--record", type=OutputDir(), default=None,
               help="Each server records its part of the run in DIR/<server>.jsonl (`hwm validate DIR`).")
-def cluster(servers, data, base_port, host, protocol, restart_after, quiet, record=None) -> None:
+def cluster(servers, data, base_port, host, spec, restart_after, quiet, record=None) -> None:
     """Start a local cluster of `hwm node` processes and supervise it until Ctrl-C or SIGTERM.
 
     Prints where each server listens and the --cluster string, and writes it to
     DIR/cluster.json, where `hwm put/get/status --data DIR` find it. The data
     survives: running it again on the same DIR restarts the same servers.
     """
-    from hwm.properties.protocol import resolve
-
+    protocol = spec_text(spec)  # what every `hwm node` is given
     ids = [f"S{k}" for k in range(1, servers + 1)]
     addresses = {server: (host, base_port + k) for k, server in enumerate(ids)}
-    kafka = resolve(protocol)[1].system == "kafka"
-    bookkeeper = resolve(protocol)[1].system == "bookkeeper"
+    kafka = resolve(spec)[1].system == "kafka"
+    bookkeeper = resolve(spec)[1].system == "bookkeeper"
     if bookkeeper and record is not None:
         raise click.BadParameter("BookKeeper's bookies do not record runs", param_hint="--record")
     controller_address = (host, base_port + servers) if kafka else None
@@ -384,14 +377,20 @@ def cluster(servers, data, base_port, host, protocol, restart_after, quiet, reco
     taken = [f"{s}={format_address(a)}" for s, a in listening.items() if not _port_free(*a)]
     if taken:
         _fail(f"port in use: {', '.join(taken)}; pick another --base-port")
-    data.mkdir(parents=True, exist_ok=True)
     cluster_string = ",".join(f"{s}={format_address(a)}" for s, a in addresses.items())
     cluster_file = data / CLUSTER_FILE
     document = {"format": CLUSTER_FORMAT, "protocol": protocol,
                 "servers": {s: format_address(a) for s, a in addresses.items()}}
     if kafka:
         document["controller"] = format_address(controller_address)
-    cluster_file.write_text(json.dumps(document, indent=2) + "\n")
+    try:  # OutputDir checked both paths; what fails now (a full disk) is one line, before any server starts
+        data.mkdir(parents=True, exist_ok=True)
+        if record is not None:
+            record.mkdir(parents=True, exist_ok=True)
+        cluster_file.write_text(json.dumps(document, indent=2) + "\n")
+    except OSError as error:
+        click.echo(f"error: cannot write {error.filename or data}: {error.strerror or error}", err=True)
+        sys.exit(EXIT_USAGE)
     extra = ("--quiet",) if quiet else ()
     commands = {s: node_command(s, addresses, data, protocol,
                                 extra + (("--record", str(record / f"{s}.jsonl")) if record is not None else ()),

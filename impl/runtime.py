@@ -479,8 +479,15 @@ class Node:
         if config.record is not None:
             from hwm.impl.recorder import Recorder
 
-            self.recorder = Recorder(config.record, self.server_id, [self.server_id, *config.peers],
-                                     _protocol_name(config.protocol))
+            try:
+                self.recorder = Recorder(config.record, self.server_id, [self.server_id, *config.peers],
+                                         _protocol_name(config.protocol))
+            except OSError as error:  # the command line checked the path; this is what changed since
+                self._server.close()
+                self.storage.close()
+                failure = NodeError(f"{self.server_id}: cannot record to {config.record}: {_reason(error)}")
+                failure.usage = True  # the fix is the --record path, as for a path refused up front
+                raise failure from None
             self._record()
         log.info("%s: listening on %s; %d entries recovered (generation %d, HWM %d), protocol %s",
                  self.server_id, format_address(self.address), self.replica.last_index, self.replica.generation,

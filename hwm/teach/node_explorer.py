@@ -118,7 +118,11 @@ class NodeSession:
             schedule.history = [{k: v for k, v in op.items() if k != "msg_id"} for op in run.ops]
             schedule.observations = list(run.observer.observations)
             schedule.findings = [str(f) for f in run.checker.findings + run.observer.findings]
-        return schedule.save(self.save_dir / (name.removesuffix(".json") + ".json"))
+        path = self.save_dir / (name.removesuffix(".json") + ".json")
+        try:
+            return schedule.save(path)
+        except OSError as e:  # the folder went away or filled up since `hwm explore` checked it
+            raise BadRequest(f"cannot write {path}: {e.strerror or e}") from None
 
     # ------------------------------------------------------------------ what the page shows
     def view(self) -> dict:
