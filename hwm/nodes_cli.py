@@ -18,7 +18,7 @@ from pathlib import Path
 
 import click
 
-from hwm.params import ProtocolParam
+from hwm.params import OutputFile, ProtocolParam
 from hwm.properties.protocol import resolve
 
 EXIT_OK, EXIT_FOUND, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
@@ -45,6 +45,58 @@ def _default_save(command: list[str]) -> Path:
     return Path("hwm-out") / "nodes" / f"{name}-{time.strftime('%Y%m%d-%H%M%S')}.json"
 
 
+def _plural(count: int, word: str) -> str:
+    return f"{count} {word}" if count == 1 else f"{count} {word}s"
+
+
+def _faults(value: str):
+    """`--faults`: auto (None: Maelstrom's and what the node declares) or names from FAULTS, or none."""
+    from hwm.bridge.maelstrom.hunt import FAULTS
+
+    if value == "auto":
+        return None
+    if value == "none":
+        return ()
+    names = [name.strip() for name in value.split(",") if name.strip()]
+    unknown = [name for name in names if name not in FAULTS]
+    if unknown:
+        raise click.BadParameter(f"unknown fault {unknown[0]!r}; faults are {', '.join(FAULTS)}, or auto, or none",
+                                 param_hint="--faults")
+    return tuple(names)
+
+
+def _print_found(report, found: dict, saved: dict, command: list[str]) -> None:
+    """Each kind of finding with its own (shrunk) schedule, where it is saved and how to replay it."""
+    from hwm.bridge.maelstrom.hunt import PROTOCOL
+
+    def length(result) -> str:
+        return _plural(len(result.schedule.steps), "step")
+
+    head = f"found after {_plural(report.first_failure_at, 'schedule')}"
+    if len(found) == 1:
+        result = next(iter(found.values()))
+        click.echo(f"{head}; " + (f"shrunk to {length(result)}:" if report.shrunk else f"not shrunk: {length(result)}:"))
+    else:
+        click.echo(f"{head}: {len(found)} kinds of finding, " + ("each shrunk on its own:" if report.shrunk
+                                                                  else f"not shrunk: {length(report.shortest)}:"))
+    for kind, result in found.items():
+        if len(found) > 1 and report.shrunk:
+            click.echo(f"{kind}, shrunk to {length(result)}:")
+        if kind == PROTOCOL:
+            click.echo(f"error: {result.protocol_error}", err=True)
+        for finding in result.findings:
+            if finding.name == kind:
+                click.echo(f"  ✗ {finding}")
+        if kind in saved and (report.shrunk or kind == next(iter(found))):
+            click.echo(f"saved {saved[kind]} (the history so far included)")
+            click.echo(f"replay it: hwm replay {saved[kind]} -- {' '.join(command)}")
+
+
+def _saved_paths(save: Path, kinds: list[str]) -> dict[str, Path]:
+    """One file per kind of finding: the first at `save`, the others beside it, named by their kind."""
+    return {kind: save if k == 0 else save.with_name(f"{save.stem}-{kind}{save.suffix}") for k, kind in enumerate(kinds)}
+
+
 @click.command(name="test", context_settings={"ignore_unknown_options": False})
 @click.argument("command", nargs=-1, required=True)
 @click.option("--nodes", type=click.IntRange(1, 9), default=3, show_default=True, help="Copies of the node to run.")
@@ -52,42 +104,60 @@ def _default_save(command: list[str]) -> Path:
               help="kafka: Maelstrom's (send, poll, commit_offsets, list_committed_offsets); "
                    "log: hwm's (log_append, log_read).")
 @click.option("--clock", type=click.Choice(["wall", "virtual"]), default="wall", show_default=True,
-              help="virtual: hwm sends hwm_tick and a tick step is one tick (repeatable runs); "
-                   "wall: the node keeps its own timers and a tick step waits 50 ms.")
+              help="virtual: hwm sends hwm_tick and a tick step is one tick (repeatable runs; the node must "
+                   "declare \"hwm_tick\" in init_ok); wall: the node keeps its own timers and a tick step waits 50 ms.")
 @click.option("--schedules", type=click.IntRange(1), default=20, show_default=True,
               help="Schedules to try before declaring the node clean.")
-@click.option("--steps", type=click.IntRange(1), default=30, show_default=True, help="Rules per schedule, at most.")
+@click.option("--steps", type=click.IntRange(1), default=30, show_default=True,
+              help="Steps per schedule, at most (the first settle included).")
 @click.option("--seed", type=int, default=0, show_default=True, help="Hypothesis's seed (the same seed, the same schedules).")
+@click.option("--faults", "faults", default="auto", show_default=True,
+              help="Faults to inject: auto (Maelstrom's partitions and pauses, plus kill and duplicate when the node "
+                   "declares them in init_ok), none, or a list of partition,pause,kill,duplicate.")
+@click.option("--settle-time", "settle_time", type=click.FloatRange(0), default=10.0, show_default=True,
+              help="Wall clock: the final phase's longest wait, in seconds, for open requests and for every "
+                   "acknowledged message to be served again (Maelstrom's recovery time; a node that replicates on "
+                   "a timer needs more than its period).")
+@click.option("--settle-rounds", "settle_rounds", type=click.IntRange(1), default=40, show_default=True,
+              help="Virtual clock: the final phase's most rounds of tick + deliver-all.")
+@click.option("--require-replies", is_flag=True,
+              help="A request still unanswered after the final phase is a finding (NoReply); by default it is "
+                   "indeterminate, as in Maelstrom, and reported as availability.")
 @click.option("--protocol", "protocol", type=ProtocolParam(), default=None,
               help="The preset the node implements (raft, raft-noop,hwm_durable=true, zab, ...): each change a "
                    "node shows through hwm_state is stepped against the preset's model (the raft, zab and kafka systems' "
                    "presets), and the first the model cannot make is a finding (ModelStep). Recorded in the saved "
                    "schedule: hwm replay steps it too.")
-@click.option("--save", "save", type=click.Path(dir_okay=False, path_type=Path), default=None,
-              help="Where to save the shrunk failing schedule [default: hwm-out/nodes/<node>-<time>.json].")
+@click.option("--save", "save", type=OutputFile((".json",), create_parent=True), default=None,
+              help="Where to save the shrunk failing schedule [default: hwm-out/nodes/<node>-<time>.json]; "
+                   "each further kind of finding beside it, as <name>-<Kind>.json.")
 @click.option("--time-limit", type=click.FloatRange(1), default=600.0, show_default=True,
               help="Seconds after which no new schedule starts (shrinking gets at most 120 s more).")
 @click.option("--no-shrink", is_flag=True, help="Report the first failing schedule as found.")
 @click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
-def test(command, nodes, workload, clock, schedules, steps, seed, protocol, save, time_limit, no_shrink, as_json):
+def test(command, nodes, workload, clock, schedules, steps, seed, faults, settle_time, settle_rounds, require_replies,
+         protocol, save, time_limit, no_shrink, as_json):
     """Run N copies of the node COMMAND (after --) under hwm's network and check what clients see.
 
-    Exit status: 0 when no schedule found anything, 1 for a finding (a safety property or a
-    request never answered), 2 for bad input (bad options, a node that breaks the protocol),
-    130 on Ctrl-C. Every process started is killed before hwm exits.
+    hwm speaks Maelstrom's protocol strictly: a node gets nothing of hwm's unless its init_ok
+    declares it ("hwm": ["hwm_state", "hwm_tick", "kill", "duplicate"]). Exit status: 0 when no
+    schedule found anything, 1 for a finding, 2 for bad input (bad options, a node that breaks the
+    protocol or does not start), 130 on Ctrl-C. Every process started is killed before hwm exits.
     """
-    from hwm.bridge.maelstrom.hunt import HypothesisMissing, hunt, saved_schedule
+    from hwm.bridge.maelstrom.cluster import Limits
+    from hwm.bridge.maelstrom.hunt import hunt, saved_schedule
     from hwm.bridge.maelstrom.process import kill_all
     from hwm.bridge.maelstrom.validation import STEPPED_SYSTEMS, steps_against_model
+    from hwm.params import file_problem
 
     command = list(command)
-    save = save or _default_save(command)
-    if not save.parent.exists():
-        try:
-            save.parent.mkdir(parents=True)
-        except OSError as e:
-            raise click.UsageError(f"--save {save}: cannot create {save.parent}: {e.strerror}")
-    name = protocol  # a preset name or {"preset", "flags"}: JSON either way
+    chosen_faults = _faults(faults)
+    if save is None:
+        save = _default_save(command)
+        problem = file_problem(save, create_parent=True)
+        if problem:
+            raise click.UsageError(f"the default --save path: {problem}; give --save FILE")
+    limits = Limits(final_rounds=settle_rounds, settle_seconds=settle_time, replies_required=require_replies)
 
     stepped = [0]  # observed changes stepped against the model, over all schedules
 
@@ -102,31 +172,49 @@ def test(command, nodes, workload, clock, schedules, steps, seed, protocol, save
     try:
         with _sigterm_as_ctrl_c():
             report = hunt(command, workload=workload, nodes=nodes, clock=clock, schedules=schedules, steps=steps,
-                          seed=seed, protocol=name, time_limit=time_limit, shrink=not no_shrink, on_schedule=progress)
-    except HypothesisMissing as e:
-        click.echo(f"error: {e}", err=True)
-        sys.exit(EXIT_USAGE)
+                          seed=seed, protocol=protocol, limits=limits, time_limit=time_limit, shrink=not no_shrink,
+                          on_schedule=progress, faults=chosen_faults)
     except KeyboardInterrupt:
         kill_all()
         click.echo("\ninterrupted: every node process has been killed", err=True)
         sys.exit(EXIT_INTERRUPTED)
     if not as_json and sys.stderr.isatty():
         click.echo("", err=True)
-    shortest = report.shortest
-    saved = saved_schedule(shortest, command, save) if shortest is not None else None
+    if report.start_error is not None:
+        # No schedule ran: there is nothing to shrink, save or replay.
+        if as_json:
+            click.echo(json.dumps({"schedules": 0, "start_error": str(report.start_error)}, indent=1))
+        click.echo(f"error: the node did not start: {report.start_error}", err=True)
+        sys.exit(EXIT_USAGE)
+    found = report.found
+    paths = _saved_paths(save, list(found))
+    saved, save_error = {}, None
+    for kind, result in (found.items() if report.shrunk else list(found.items())[:1]):
+        try:
+            saved[kind] = saved_schedule(result, command, paths[kind])
+        except OSError as e:
+            save_error = f"error: cannot save {paths[kind]}: {e.strerror or e}"
+            break
+    shrunk_note = f" (+{_plural(report.shrink_runs, 'run')} while shrinking)" if report.shrink_runs else ""
     if as_json:
-        click.echo(json.dumps({"schedules": report.schedules, "operations": report.operations,
-                               "succeeded": report.answered_ok,
-                               "seconds": round(report.seconds, 3),
+        click.echo(json.dumps({"schedules": report.schedules, "shrink_runs": report.shrink_runs,
+                               "operations": report.operations, "succeeded": report.answered_ok,
+                               "unanswered": report.unanswered,
+                               "seconds": round(report.seconds, 3), "faults": sorted(report.faults),
                                "first_failure_at": report.first_failure_at,
-                               "findings": shortest.schedule.findings if shortest else [],
-                               "protocol_error": str(shortest.protocol_error) if shortest and shortest.protocol_error else None,
-                               "shrunk_steps": len(shortest.schedule.steps) if shortest else None,
+                               "found": {kind: {"findings": [str(f) for f in result.findings],
+                                                "protocol_error": str(result.protocol_error) if result.protocol_error else None,
+                                                "steps": len(result.schedule.steps),
+                                                "saved": str(saved[kind]) if kind in saved else None}
+                                         for kind, result in found.items()},
+                               "findings": [str(f) for result in found.values() for f in result.findings],
+                               "protocol_error": next((str(r.protocol_error) for r in found.values() if r.protocol_error), None),
+                               "shrunk_steps": len(report.shortest.schedule.steps) if found and report.shrunk else None,
                                "model_steps": stepped[0] if steps_against_model(protocol) else None,
-                               "saved": str(saved) if saved else None}, indent=1))
+                               "saved": str(next(iter(saved.values()))) if saved else None}, indent=1))
     else:
-        click.echo(f"{report.schedules} schedules, {report.operations} client operations in {report.seconds:.1f} s "
-                   f"({report.schedules / max(1e-9, report.seconds):.2f} schedules/s, "
+        click.echo(f"{_plural(report.schedules, 'schedule')}{shrunk_note}, {report.operations} client operations in "
+                   f"{report.seconds:.1f} s ({report.schedules / max(1e-9, report.seconds):.2f} schedules/s, "
                    f"{report.operations / max(1e-9, report.seconds):.1f} operations/s)")
         if protocol is not None and not steps_against_model(protocol):
             click.echo(f"--protocol {resolve(protocol)[0]}: recorded in the schedule; observed changes are stepped "
@@ -135,28 +223,46 @@ def test(command, nodes, workload, clock, schedules, steps, seed, protocol, save
         elif protocol is not None:
             click.echo(f"{stepped[0]} observed changes stepped against the model of {resolve(protocol)[0]}"
                        if stepped[0] else "--protocol: no node answered hwm_state, so no change was stepped "
-                                          "against the model")
-        if shortest is None:
+                                          "against the model (a node declares \"hwm_state\" in init_ok to be stepped)")
+        if not found:
             note = " (stopped by --time-limit)" if report.out_of_time else ""
-            click.echo(f"no finding in {report.schedules} schedules of up to {steps} steps{note}; "
+            click.echo(f"no finding in {_plural(report.schedules, 'schedule')} of up to {steps} steps{note}; "
                        f"{report.answered_ok} of the {report.operations} operations succeeded")
             if report.operations and not report.answered_ok:
                 click.echo("  (no operation succeeded: the node never served a client, so this says little)")
         else:
-            if shortest.protocol_error:
-                click.echo(f"error: {shortest.protocol_error}", err=True)
-            click.echo(f"found after {report.first_failure_at} schedules; shrunk to {len(shortest.schedule.steps)} steps:")
-            for finding in shortest.findings:
-                click.echo(f"  ✗ {finding}")
-            click.echo(f"saved {saved} (the history so far included)")
-            click.echo(f"replay it: hwm replay {saved} -- {' '.join(command)}")
-    if shortest is None:
+            _print_found(report, found, saved, command)
+        if report.unanswered:
+            click.echo(f"availability: {_plural(report.unanswered, 'request')} never answered, even after the final "
+                       "phase (indeterminate, as in Maelstrom; --require-replies makes it a finding)")
+    if save_error:
+        click.echo(save_error, err=True)
+        sys.exit(EXIT_USAGE)
+    if not found:
         sys.exit(EXIT_OK)
-    sys.exit(EXIT_USAGE if shortest.protocol_error else EXIT_FOUND)
+    sys.exit(EXIT_USAGE if report.shortest.protocol_error else EXIT_FOUND)
 
 
-def replay_schedule(path: Path, command: list[str], brief: bool) -> int:
-    """`hwm replay FILE -- CMD ...` for an hwm-schedule/1 FILE: the exit status (0, 1 or 2)."""
+EXIT_NOT_REPRODUCED = 3
+
+
+def saved_kinds(findings: list[str]) -> list[str]:
+    """The kinds of the findings a schedule file saved ("Name (step 3): ..." or a protocol error,
+    "node n1: ...")."""
+    from hwm.bridge.maelstrom.hunt import PROTOCOL
+
+    kinds = []
+    for text in findings:
+        head = text.split(" ", 1)[0].rstrip(":")
+        kinds.append(PROTOCOL if head == "node" else head)
+    return list(dict.fromkeys(kinds))
+
+
+def replay_schedule(path: Path, command: list[str], brief: bool, fixed: bool = False) -> int:
+    """`hwm replay FILE -- CMD ...` for an hwm-schedule/1 FILE: the exit status. 0: nothing found (and,
+    with `fixed`, the saved finding is gone); 1: a finding; 2: bad input or a protocol error; 3: the
+    saved finding did not come back and `fixed` was not given (a replay that proves nothing)."""
+    from hwm.bridge.maelstrom.hunt import kinds
     from hwm.bridge.maelstrom.process import kill_all
     from hwm.bridge.maelstrom.replay import replay
     from hwm.bridge.maelstrom.schedule import ScheduleError, load
@@ -172,7 +278,7 @@ def replay_schedule(path: Path, command: list[str], brief: bool) -> int:
         return EXIT_USAGE
     click.echo(f"== {path} against {' '.join(command)}" + (f": {schedule.title}" if schedule.title else ""))
     click.echo(f"   {schedule.nodes} nodes, {schedule.workload} workload, {schedule.clock} clock, "
-               f"{len(schedule.steps)} steps")
+               f"{_plural(len(schedule.steps), 'step')}")
     try:
         with _sigterm_as_ctrl_c():
             result, comparison = replay(command, schedule, echo=click.echo, brief=brief)
@@ -189,7 +295,20 @@ def replay_schedule(path: Path, command: list[str], brief: bool) -> int:
         click.echo(f"  ✗ {finding}")
     if comparison is not None:
         click.echo(f"history: {comparison.summary()}")
+    before, now = saved_kinds(schedule.findings), kinds(result)
+    came_back = [k for k in before if k in now]
+    gone = [k for k in before if k not in now]
+    if came_back:
+        click.echo(f"the saved finding came back: {', '.join(came_back)}"
+                   + (f" (not {', '.join(gone)})" if gone else ""))
+    elif gone:
+        click.echo(f"the saved finding did not come back: {', '.join(gone)}"
+                   + (" (as --fixed expects)" if fixed and not now else
+                      "" if now else "; with a node that is not deterministic, replay it again, or pass --fixed "
+                                      "when the node is meant to be fixed"))
     if result.protocol_error:
         return EXIT_USAGE
-    click.echo(f"{path}: " + (f"{len(result.findings)} findings" if result.findings else "no finding"))
-    return EXIT_FOUND if result.findings else EXIT_OK
+    click.echo(f"{path}: " + (_plural(len(result.findings), "finding") if result.findings else "no finding"))
+    if result.findings:
+        return EXIT_FOUND
+    return EXIT_NOT_REPRODUCED if gone and not fixed else EXIT_OK

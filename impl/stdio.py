@@ -8,8 +8,9 @@ the same write-ahead log (`impl.storage`), in the data directory the node is sta
 
 What it answers (requests carry ``msg_id``; answers ``in_reply_to`` it):
 
-- ``init {node_id, node_ids[, hwm_data_dir]}`` -> ``init_ok``: opens the storage (the directory
-  of ``hwm_data_dir``, else ``$HWM_DATA_DIR``, else the current one) and recovers from it.
+- ``init {node_id, node_ids[, hwm_data_dir]}`` -> ``init_ok {hwm: [...]}``: opens the storage (the
+  directory of ``hwm_data_dir``, else ``$HWM_DATA_DIR``, else the current one) and recovers from it;
+  ``hwm`` declares the extensions of `hwm test` it takes part in (`HWM_EXTENSIONS`).
 - the log workload: ``log_append {value}`` -> ``log_append_ok {index}`` once the entry is at or
   below the leader's high-water mark; ``log_read {index}`` -> ``log_read_ok {index, value}``, or
   error 20 above this node's high-water mark (11 while it cannot serve reads).
@@ -21,7 +22,8 @@ What it answers (requests carry ``msg_id``; answers ``in_reply_to`` it):
 - ``hwm_tick`` (no answer): one tick of a virtual clock. From the first one on (or from the start
   with ``clock="virtual"``) the node uses no timer of its own, so what it does depends only on the
   lines it reads. A virtual tick is a step of a schedule, not 10 ms: with ``clock="virtual"`` or
-  ``"hwm_clock": "virtual"`` in init the node takes `VIRTUAL_TIMING` (elections after 3-6 ticks);
+  ``"hwm_clock": "virtual"`` in init (or ``HWM_CLOCK=virtual``, as `hwm test` sets it) the node
+  takes `VIRTUAL_TIMING` (elections after 3-6 ticks);
   a node that learns of the virtual clock only from its first tick keeps `REAL_TIMING`'s counts.
 
 Writes go to the leader: a follower that knows the leader forwards a client's write to it (a message
@@ -114,6 +116,9 @@ PARTITION_STATE_FILE = "partition-state.json"  # in the controller's node's data
 # channels) and Kafka (a fetch response is taken as the answer to the last fetch). Their peer
 # messages carry link numbers; the raft family's take the network as it is (Raft assumes nothing).
 FIFO_SYSTEMS = ("zab", "kafka")
+# What init_ok declares to `hwm test` (bridge/maelstrom/cluster.py's EXTENSIONS): it answers
+# hwm_state, follows hwm_tick, keeps its state on disk (kills are fair) and drops a duplicate.
+HWM_EXTENSIONS = ("hwm_state", "hwm_tick", "kill", "duplicate")
 INCARNATION_FILE = "stdio-incarnation"  # how many times a node started in this data directory
 
 
@@ -309,7 +314,7 @@ class StdioNode:
         if not isinstance(directory, str):
             self._error(envelope, MALFORMED_REQUEST, f"init: hwm_data_dir must be a str, got {directory!r}")
             return
-        if body.get("hwm_clock") == "virtual" and self.clock != "virtual":
+        if (body.get("hwm_clock") == "virtual" or os.environ.get("HWM_CLOCK") == "virtual") and self.clock != "virtual":
             self.clock = "virtual"  # hwm's hint: ticks will come; take the virtual clock's timers now
         self.node_id, self.node_ids = node_id, tuple(node_ids)
         peers = tuple(k for k in node_ids if k != node_id)
@@ -324,7 +329,7 @@ class StdioNode:
         replica = self.replica
         self.log(f"started in {directory}: {replica.last_index} entries recovered (generation {replica.generation}, "
                  f"HWM {replica.hwm}), peers {', '.join(peers) or 'none'}, {self.clock} clock")
-        self._reply(envelope, {"type": "init_ok"})
+        self._reply(envelope, {"type": "init_ok", "hwm": list(HWM_EXTENSIONS)})
         if self.protocol.system in FIFO_SYSTEMS:
             for peer in peers:
                 self._announce(peer)

@@ -1,15 +1,24 @@
 """One run of a schedule against N copies of a node program: hwm is the network, the clients and the clock.
 
-Every node-to-node message goes into hwm's in-flight list and reaches its destination only when a
-step delivers it, one at a time, in the schedule's order. After each input hwm writes to a node it
-sends `hwm_state` and waits for the answer (an answer of any kind, even error 10, tells hwm the node
-has handled everything before it); a node that ignores it is given a short quiet period instead.
-Services' requests are answered at once. So with the virtual clock and a node whose behaviour
-depends only on its inputs, a schedule yields the same history every time.
+hwm speaks Maelstrom's protocol strictly: a node gets `init {node_id, node_ids}`, the workload's
+requests, the services' replies and its peers' messages, nothing else, unless its `init_ok` declares
+hwm's extensions (`"hwm": [...]`, `EXTENSIONS`). Its data directory is its current directory (also
+`HWM_DATA_DIR`); the clock hwm keeps is in `HWM_CLOCK`.
 
-Every wait is bounded (`Limits`), a run ends after its steps and a final phase (heal, resume,
-restart, `final_rounds` of tick + deliver-all, then the final reads), and every process is killed
-when the run closes, whatever ends it.
+Every node-to-node message goes into hwm's in-flight list and reaches its destination only when a
+step delivers it, one at a time, in the schedule's order. After each input hwm writes to a node that
+declared `hwm_state` it asks for the node's state and waits for the answer (an answer of any kind
+tells hwm the node has handled everything before it); any other node is given a short quiet period
+instead, and what it says later is routed when it comes. Services' requests are answered at once.
+So with the virtual clock and a node whose behaviour depends only on its inputs, a schedule yields
+the same history every time.
+
+Every wait is bounded (`Limits`). A run ends after its steps and a final phase, Maelstrom's recovery
+period: heal, resume, restart, then rounds of tick + deliver-all until every request is answered,
+and reads of everything clients were shown, again and again until every node serves it or the
+phase's budget is spent (`final_rounds` on the virtual clock, `settle_seconds` on the wall clock), so
+a node that forwards requests or replicates on a timer has its chance. Every process is killed when
+the run closes, whatever ends it.
 """
 
 from __future__ import annotations
@@ -35,15 +44,28 @@ from hwm.bridge.maelstrom.validation import ModelSteps, steps_against_model
 HWM_CLIENT = "c0"  # hwm's own client id: init, hwm_state and hwm_tick come from it
 KAFKA_OFFSETS_ARE_INDEXES = "log-index"  # hwm_state_ok's optional `kafka_offsets`
 WALL_TICK_MS = 50
+# What a node may declare in init_ok's "hwm" list: the messages of hwm's it answers, and the faults
+# beyond Maelstrom's it is built to survive. Nothing else is ever sent to a node, nor done to it.
+EXTENSIONS = {
+    "hwm_state": "answers hwm_state with its generation, role, log and high-water mark",
+    "hwm_tick": "follows hwm's virtual clock (hwm_tick) and runs no timers of its own under it",
+    "kill": "keeps its state in its data directory: a SIGKILL and a restart are fair",
+    "duplicate": "tolerates a message delivered twice",
+}
 
 
 @dataclass
 class Limits:
     init_seconds: float = 10.0  # a node that has not answered init by then is broken
     barrier_seconds: float = 2.0  # longest wait for a node's answer to hwm_state
-    quiet_seconds: float = 0.03  # for a node that ignores hwm_state: this long without output = done
+    quiet_seconds: float = 0.03  # for a node that does not answer hwm_state: this long without output = done
     lines_per_step: int = 10_000  # more lines than this from one node in one step is a flood
-    final_rounds: int = 12  # tick + deliver-all rounds after healing, before the final reads
+    first_rounds: int = 12  # rounds of tick + deliver-all after healing before the first final reads
+    final_rounds: int = 40  # virtual clock: the final phase's most rounds of tick + deliver-all
+    settle_seconds: float = 10.0  # wall clock: the final phase's longest wait (Maelstrom's recovery time)
+    # A request never answered is indeterminate (Maelstrom's :info), reported as availability; True
+    # makes it a finding (NoReply), for a node that must answer every request once the network heals.
+    replies_required: bool = False
 
 
 @dataclass
@@ -53,6 +75,8 @@ class RunResult:
     history: list[dict] = field(default_factory=list)
     observations: list[dict] = field(default_factory=list)
     protocol_error: NodeProtocolError | None = None
+    started: bool = False  # every node answered init: a failure before that is no schedule's
+    unanswered: list[dict] = field(default_factory=list)  # requests never answered: indeterminate
     steps_run: int = 0
     events: list[list[str]] = field(default_factory=list)  # per step (index 0: start-up), what happened
     seconds: float = 0.0
@@ -87,6 +111,7 @@ class Run:
         self.next_msg_id = 0
         self.awaiting: dict[str, int | None] = {n: None for n in self.node_ids}  # hwm_state id awaited
         self.introspects: dict[str, bool | None] = {n: None for n in self.node_ids}
+        self.extensions: dict[str, frozenset] = {}  # node -> what its init_ok declared (EXTENSIONS)
         # Nodes whose hwm_state_ok says `"kafka_offsets": "log-index"`: a kafka offset is the index of
         # the entry in the log the node shows, so sends and polls are checked as log_append and log_read.
         self.offsets_are_indexes: set[str] = set()
@@ -101,6 +126,9 @@ class Run:
         self.cause = "start-up"
         self.events: list[list[str]] = [[]]
         self.final_ops: list[dict] = []
+        self.final_reads = 0  # how many times the final phase read everything back
+        self.unanswered: list[dict] = []
+        self.started = False
         self.init_waiting: tuple[str, int] | None = None
         self.initialised: set[str] = set()
         self.last_line_at: dict[str, float] = {}
@@ -108,9 +136,20 @@ class Run:
     # ---- life cycle ------------------------------------------------------------------------
     def start(self) -> None:
         for node in self.node_ids:
-            self.procs[node].start()
+            self.procs[node].start(clock=self.schedule.clock)
         for node in self.node_ids:
             self._init(node)
+        if self.schedule.clock == "virtual":
+            for node in self.node_ids:
+                if "hwm_tick" not in self.extensions[node]:
+                    raise NodeProtocolError(node, "does not follow hwm's virtual clock: its init_ok declares no "
+                                                  '"hwm_tick" (a node that does says "hwm": ["hwm_tick"] in init_ok); '
+                                                  "run it with --clock wall")
+        self.started = True
+
+    def declared(self, extension: str) -> bool:
+        """Whether every node declared `extension` in its init_ok (all run the same program)."""
+        return all(extension in self.extensions.get(n, ()) for n in self.node_ids)
 
     def close(self) -> None:
         for proc in self.procs.values():
@@ -120,10 +159,8 @@ class Run:
 
     def _init(self, node: str) -> None:
         msg_id = self._msg_id()
-        body = {"type": "init", "msg_id": msg_id, "node_id": node, "node_ids": self.node_ids,
-                "hwm_data_dir": str(self.procs[node].data_dir.resolve())}
-        if self.schedule.clock == "virtual":
-            body["hwm_clock"] = "virtual"  # a hint; a node may also wait for the first hwm_tick
+        # Exactly Maelstrom's init: a node may build a record from every field it is given.
+        body = {"type": "init", "msg_id": msg_id, "node_id": node, "node_ids": self.node_ids}
         self.procs[node].write(self._line(HWM_CLIENT, node, body))
         self.init_waiting = (node, msg_id)
         deadline = time.monotonic() + self.limits.init_seconds
@@ -160,7 +197,7 @@ class Run:
         proc = self.procs[node]
         if not proc.alive or proc.paused:
             return
-        if self.barrier_ok[node]:
+        if self.barrier_ok[node] and "hwm_state" in self.extensions.get(node, ()):
             msg_id = self._msg_id()
             self.awaiting[node] = msg_id
             proc.write(self._line(HWM_CLIENT, node, {"type": "hwm_state", "msg_id": msg_id}))
@@ -206,7 +243,8 @@ class Run:
         if raw is EOF_LINE:
             if incarnation == proc.incarnation and node not in self.killed_by_us:
                 proc.proc.wait()
-                at = f"at step {self.step_number}" if node in self.initialised else "at start-up, before init_ok"
+                at = ("at start-up, before init_ok" if node not in self.initialised else
+                      f"at step {self.step_number}" if self.step_number is not None else f"during {self.cause}")
                 raise NodeProtocolError(node, f"{proc.exit_description()} on its own {at} "
                                               "(hwm did not kill it)" + self._log_note(node))
             return
@@ -242,6 +280,7 @@ class Run:
             if body["type"] != "init_ok":
                 raise NodeProtocolError(node, f"answered init with {body['type']!r}; expected 'init_ok'",
                                         raw.decode(errors="replace"))
+            self.extensions[node] = declared_extensions(node, body, raw.decode(errors="replace"))
             self.init_waiting = None
             self.initialised.add(node)
             return
@@ -405,6 +444,7 @@ class Run:
               "msg_id": self._msg_id()}
         self.ops.append(op)
         self.op_by_request[(client, op["msg_id"])] = op
+        self.checker.on_request(op)
         self._event(f"{client}→{node} {kind} {json.dumps(request, separators=(',', ':'))} (op {op['id']})")
         return op
 
@@ -427,7 +467,7 @@ class Run:
         if proc.alive:
             return
         self.killed_by_us.discard(node)
-        proc.start()
+        proc.start(clock=self.schedule.clock)
         self._event(f"{node} restarted on {proc.data_dir}")
         self._init(node)
 
@@ -445,7 +485,8 @@ class Run:
 
     # ---- the whole run ---------------------------------------------------------------------
     def finish(self) -> None:
-        """Heal, resume, restart, let the cluster settle, read everything back, then judge."""
+        """Maelstrom's recovery period: heal, resume, restart, let every request be answered, read
+        everything back until it is served (or the budget is spent), then judge."""
         self.step_number, self.cause = None, "the final phase"
         self.events.append([])
         self.lines_this_step = {}
@@ -453,23 +494,98 @@ class Run:
         for node in self.node_ids:
             self._resume(node)
             self._restart(node)
-        for _ in range(self.limits.final_rounds):
-            self.run_step({"op": "tick"}, None)
-            self.run_step({"op": "deliver_all"}, None)
+        budget = FinalBudget(self.schedule.clock, self.limits)
+        # First the cluster gets a few rounds to find its leader again (a read before that would see
+        # what a truncation is about to remove), then as many as the requests still open need: a
+        # forwarded one needs its peer's answer, then its own.
+        for _ in range(self.limits.first_rounds):
+            if budget.half_left():
+                self._final_round()
+        while any(op["status"] == "pending" for op in self.ops) and budget.half_left():
+            self._final_round()
         self.step_number, self.cause = None, "the final reads"
-        for request in final_read_requests(self.schedule.workload, self.checker):
-            for node in self.node_ids:
-                op = self._new_op(node, request["type"], {k: v for k, v in request.items() if k != "type"}, None)
-                self.final_ops.append(op)
-                self._input(node, self._line(op["client"], node, dict(request, msg_id=op["msg_id"])))
-        self.run_step({"op": "deliver_all"}, None)
+        reads = 0
+        while True:
+            requests = final_read_requests(self.schedule.workload, self.checker)
+            if not requests:
+                break
+            asked = []
+            for request in requests:
+                for node in self.node_ids:
+                    op = self._new_op(node, request["type"], {k: v for k, v in request.items() if k != "type"}, None)
+                    asked.append(op)
+                    self._input(node, self._line(op["client"], node, dict(request, msg_id=op["msg_id"])))
+            self.final_ops.extend(asked)
+            reads += 1
+            while any(op["status"] == "pending" for op in asked) and budget.left():
+                self._final_round()
+            # Served everywhere it must be: done. Else a node on a timer may serve it later: read again.
+            if not self.checker.unserved(self.final_ops) or not budget.left():
+                break
+            for _ in range(budget.rounds_between_reads):
+                if budget.left():
+                    self._final_round()
+        self.final_reads = reads
         self._observed(self.observer.finish)
-        self.checker.at_end(self.final_ops)
-        for op in self.ops:
-            if op["status"] == "pending":
+        self.checker.at_end(self.final_ops, f"after healing and {budget.spent()}")
+        self.unanswered = [op for op in self.ops if op["status"] == "pending"]
+        if self.limits.replies_required:
+            for op in self.unanswered:
                 self.checker.findings.append(Finding(
-                    "NoReply", f"{describe_op(op)} got no reply by the end of the run (after healing, "
-                               f"{self.limits.final_rounds} rounds of ticks and deliveries)", op["step"]))
+                    "NoReply", f"{describe_op(op)} got no reply by the end of the run (after healing and "
+                               f"{budget.spent()})", op["step"]))
+
+    def _final_round(self) -> None:
+        self.run_step({"op": "tick"}, None)
+        self.run_step({"op": "deliver_all"}, None)
+
+
+class FinalBudget:
+    """How long the final phase may go on: rounds on the virtual clock, seconds on the wall clock
+    (where a round is a tick's 50 ms of the nodes' own timers and the delivery of all in flight)."""
+
+    def __init__(self, clock: str, limits: Limits):
+        self.clock, self.limits = clock, limits
+        self.began, self.rounds = time.monotonic(), 0
+        # Between two reads of everything: a few rounds, for what is still on its way.
+        self.rounds_between_reads = 4 if clock == "virtual" else 5
+
+    def _used(self) -> float:
+        """The share of the budget spent (rounds are counted by left() and half_left())."""
+        if self.clock == "virtual":
+            return self.rounds / max(1, self.limits.final_rounds)
+        return (time.monotonic() - self.began) / max(1e-9, self.limits.settle_seconds)
+
+    def left(self) -> bool:
+        if self._used() >= 1:
+            return False
+        self.rounds += 1
+        return True
+
+    def half_left(self) -> bool:
+        """Waiting for open requests takes at most half: the reads get the rest."""
+        if self._used() >= 0.5:
+            return False
+        self.rounds += 1
+        return True
+
+    def spent(self) -> str:
+        if self.clock == "virtual":
+            return f"{self.rounds} rounds of ticks and deliveries"
+        return f"{time.monotonic() - self.began:.1f} s of the nodes' own timers and deliveries"
+
+
+def declared_extensions(node: str, body: dict, line: str) -> frozenset:
+    """The extensions an init_ok declares (`"hwm": [...]`, names from EXTENSIONS); none when absent."""
+    declared = body.get("hwm", [])
+    if not isinstance(declared, list) or not all(isinstance(x, str) for x in declared):
+        raise NodeProtocolError(node, 'init_ok\'s "hwm" must be a list of extension names '
+                                      f"({', '.join(EXTENSIONS)})", line)
+    unknown = [x for x in declared if x not in EXTENSIONS]
+    if unknown:
+        raise NodeProtocolError(node, f"init_ok declares unknown hwm extension {unknown[0]!r}; "
+                                      f"known: {', '.join(EXTENSIONS)}", line)
+    return frozenset(declared)
 
 
 def absolute_paths(command: list[str]) -> list[str]:
@@ -489,6 +605,8 @@ def result_of(run: Run, result: RunResult) -> RunResult:
     """Fill `result` with what `run` saw (findings, history, observations, per-step events)."""
     result.findings = run.checker.findings + run.observer.findings
     result.history = [{k: v for k, v in op.items() if k != "msg_id"} for op in run.ops]
+    result.unanswered = run.unanswered
+    result.started = run.started
     result.observations = run.observer.observations
     result.events = run.events
     return result

@@ -9,10 +9,13 @@ being a log index):
   poll (read), nor missing from a later poll of its key that starts at or before it and returns
   offsets past it;
 - `AckedNeverLost`: an acknowledged send (append) is never contradicted, never missing in the same
-  way, and at the end some node still serves it;
+  way, and at the end, after the recovery period, some node still serves it;
 - `OneValuePerOffset`: clients never see two messages at one offset of a key (two values at one index);
-- `CommittedOffsetsMonotonic`: committed offsets never go back.
-Every finding names the operations and the nodes involved.
+- `CommittedOffsetsMonotonic`: a listed committed offset never goes below one acknowledged or listed
+  before, unless a client committed that low since (Maelstrom lets a consumer commit lower).
+These are Maelstrom's kafka semantics: no recency requirement (a node may serve an acknowledged
+message only later, after its replication timer), and a request never answered is indeterminate,
+not a finding. Every finding names the operations and the nodes involved.
 """
 
 from __future__ import annotations
@@ -46,7 +49,10 @@ class HistoryChecker:
         self.findings: list[Finding] = []
         # (key, offset) -> (value, op, how): how is "acknowledged" or "read"
         self.known: dict[tuple, tuple] = {}
-        self.committed: dict[str, tuple] = {}  # key -> (offset, op) highest committed offset seen
+        # key -> [(offset, op)]: acknowledged commits and listed committed offsets, each a floor
+        self.floors: dict[str, list[tuple]] = {}
+        self.commits: dict[str, list[tuple]] = {}  # key -> [(offset, op)]: every commit sent
+        self.order = 0  # sends and replies in the order they happened (op["sent"], op["answered"])
         self.reported: set[tuple] = set()  # (property, key, offset): one finding per entry is enough
 
     def _find(self, name: str, text: str, step, about=None) -> None:
@@ -83,8 +89,20 @@ class HistoryChecker:
                 self._find(name, f"{describe_op(old_op)} {how} {value!r} at offset {offset} of key {key!r}; "
                                  f"{describe_op(op)} returned offsets past it without it", step, (k, offset))
 
+    def on_request(self, op: dict) -> None:
+        """One request just sent."""
+        self.order += 1
+        op["sent"] = self.order
+        if op["type"] == "commit_offsets" and isinstance(op["request"].get("offsets"), dict):
+            for key, offset in op["request"]["offsets"].items():
+                self.commits.setdefault(key, []).append((offset, op))
+
     def on_reply(self, op: dict, step) -> None:
         """Check one operation that just completed with status ok."""
+        if "sent" not in op:  # checked without its request (a table of cases): sent just before
+            self.on_request(op)
+        self.order += 1
+        op["answered"] = self.order
         kind, request, reply = op["type"], op["request"], op["reply"]
         if kind == "send":
             self._saw(request["key"], reply.get("offset"), request["msg"], op, "acknowledged", step)
@@ -102,41 +120,77 @@ class HistoryChecker:
                     self._saw(key, offset, msg, op, "read", step)
                 self._missing(key, request["offsets"].get(key, 0), offsets, op, step)
         elif kind == "commit_offsets":
-            # An acknowledged commit sets a floor; a client may commit a lower offset later, but the
-            # committed offset a node lists must never go below what it acknowledged.
             for key, offset in request["offsets"].items():
-                if key not in self.committed or offset > self.committed[key][0]:
-                    self.committed[key] = (offset, op)
+                self.floors.setdefault(key, []).append((offset, op))
         elif kind == "list_committed_offsets":
             for key, offset in (reply.get("offsets") or {}).items():
-                self._committed(key, offset, op, step)
+                if isinstance(offset, int):
+                    self._committed(key, offset, op, step)
 
     def _committed(self, key, offset, op, step) -> None:
-        old = self.committed.get(key)
-        if old is not None and offset < old[0]:
-            self._find("CommittedOffsetsMonotonic", f"{describe_op(old[1])} had committed offset {old[0]} "
-                                                    f"for key {key!r}; {describe_op(op)} says {offset}", step)
-            return
-        if old is None or offset > old[0]:
-            self.committed[key] = (offset, op)
-
-    def at_end(self, final_ops: list[dict]) -> None:
-        """After the final reads: every acknowledged entry (and every read one) is served by some node."""
-        served: set[tuple] = set()
-        for op in final_ops:
-            if op["status"] != "ok":
+        """A listed committed offset below a floor set before this request was sent (an acknowledged
+        commit, an earlier listing) is a finding, unless a client sent a commit at or below it after
+        that floor's request and before this answer: the consumer committed lower, as it may."""
+        for floor, floor_op in self.floors.get(key, []):
+            if floor <= offset or floor_op.get("answered", 0) > op["sent"]:
                 continue
-            if op["type"] == "log_read":
-                served.add((None, op["reply"].get("index"), repr(op["reply"].get("value"))))
-            elif op["type"] == "poll":
-                for key, pairs in (op["reply"].get("msgs") or {}).items():
-                    served.update((key, p[0], repr(p[1])) for p in pairs if isinstance(p, list) and len(p) == 2)
+            lowered = any(c <= offset and c_op["status"] != "fail" and floor_op["sent"] < c_op["sent"] < op["answered"]
+                          for c, c_op in self.commits.get(key, []))
+            if not lowered:
+                how = "had committed" if floor_op["type"] == "commit_offsets" else "listed committed"
+                self._find("CommittedOffsetsMonotonic", f"{describe_op(floor_op)} {how} offset {floor} for key "
+                                                        f"{key!r}; {describe_op(op)} says {offset}", step, (key, "committed"))
+                break
+        self.floors.setdefault(key, []).append((offset, op))
+
+    def unserved(self, final_ops: list[dict]) -> list[tuple]:
+        """The entries (key, offset) clients were shown that no final read has served yet."""
+        served = _served(final_ops)
+        return [entry for entry, (value, _, _) in self.known.items() if (*entry, repr(value)) not in served]
+
+    def at_end(self, final_ops: list[dict], after: str = "after healing") -> None:
+        """After the final reads: every acknowledged entry (and every read one) is served by some node.
+        An entry of a key (an index) that no final read could read at all is not judged: the nodes
+        were unavailable, which says nothing of what they store."""
+        served = _served(final_ops)
+        readable = {(key, None) for key, _, _ in served} | _answered(final_ops)
         for (key, offset), (value, op, how) in sorted(self.known.items(), key=lambda kv: (str(kv[0][0]), kv[0][1])):
-            if (key, offset, repr(value)) not in served:
-                where = f"offset {offset} of key {key!r}" if key is not None else f"index {offset}"
-                name = "AckedNeverLost" if how == "acknowledged" else "ReadNeverTruncated"
-                self._find(name, f"{describe_op(op)} {how} {value!r} at {where}; after healing, "
-                                 "no node serves it any more", None, (key, offset))
+            if (key, offset, repr(value)) in served:
+                continue
+            if (key, None) not in readable and (key, offset) not in readable:
+                continue
+            where = f"offset {offset} of key {key!r}" if key is not None else f"index {offset}"
+            name = "AckedNeverLost" if how == "acknowledged" else "ReadNeverTruncated"
+            self._find(name, f"{describe_op(op)} {how} {value!r} at {where}; {after}, "
+                             "no node serves it any more", None, (key, offset))
+
+
+def _served(final_ops: list[dict]) -> set[tuple]:
+    """(key, offset, repr(value)) of every entry some final read served."""
+    served: set[tuple] = set()
+    for op in final_ops:
+        if op["status"] != "ok":
+            continue
+        if op["type"] == "log_read":
+            served.add((None, op["reply"].get("index"), repr(op["reply"].get("value"))))
+        elif op["type"] == "poll":
+            for key, pairs in (op["reply"].get("msgs") or {}).items():
+                served.update((key, p[0], repr(p[1])) for p in pairs if isinstance(p, list) and len(p) == 2)
+    return served
+
+
+def _answered(final_ops: list[dict]) -> set[tuple]:
+    """(key, None) for each key a final poll was answered for, (None, index) for each index a final
+    log_read was answered for (ok or a definite error: the node was there to say so)."""
+    answered: set[tuple] = set()
+    for op in final_ops:
+        if op["status"] not in ("ok", "fail"):
+            continue
+        if op["type"] == "log_read":
+            answered.add((None, op["request"].get("index")))
+        elif op["type"] == "poll" and op["status"] == "ok":
+            answered.update((key, None) for key in op["request"].get("offsets", {}))
+    return answered
 
 
 def final_read_requests(workload: str, checker: HistoryChecker) -> list[dict]:
@@ -144,5 +198,5 @@ def final_read_requests(workload: str, checker: HistoryChecker) -> list[dict]:
     if workload == "log":
         indexes = sorted({offset for (key, offset) in checker.known if isinstance(offset, int)})
         return [{"type": "log_read", "index": i} for i in indexes]
-    keys = sorted({key for (key, _) in checker.known if key is not None} | set(checker.committed))
+    keys = sorted({key for (key, _) in checker.known if key is not None})
     return [{"type": "poll", "offsets": {k: 0 for k in keys}}] if keys else []

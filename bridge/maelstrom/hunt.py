@@ -22,10 +22,15 @@ steers the second half of a hunt towards higher ones: the steps after which an e
 read is stored on fewer than a majority, and the entries a majority stores above a killed node's
 own high-water mark (both zero for a node that does not answer `hwm_state`).
 
-A failing schedule (a finding, or a node breaking the protocol) is shrunk by Hypothesis; every
-failing schedule it tries is kept, and the shortest is the one reported and saved. Hypothesis is a
-test-time dependency of hwm: this module imports it when a hunt starts and says how to install it
-when it is missing.
+The faults are Maelstrom's (`MAELSTROM_FAULTS`: partitions, which also lose and reorder messages,
+and pauses, a slow process) plus those every node declares in its init_ok that it survives (`kill`:
+its state is on disk; `duplicate`), or exactly those `faults` names.
+
+The hunt stops at the first failing schedule (a finding, or a node breaking the protocol once
+started) and shrinks it once for each kind of finding in it (`shrink_further`, deleting steps while
+the schedule still shows that kind), so a false-looking finding at the end of a run never hides a
+real one found earlier: every distinct kind is reported with its own shortest schedule. A node
+that fails to start fails no schedule: that is reported as it is, at once.
 """
 
 from __future__ import annotations
@@ -34,57 +39,84 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import hypothesis
+import hypothesis.stateful
+import hypothesis.strategies
+
 from hwm.bridge.maelstrom.cluster import Limits, Run, RunResult, result_of
 from hwm.bridge.maelstrom.protocol import NodeProtocolError
 from hwm.bridge.maelstrom.schedule import Schedule
 
+FAULTS = ("partition", "pause", "kill", "duplicate")
+# What Maelstrom's own network and nemesis do to any node: partitions (messages lost between the
+# sides, and reordered by their delays) and a paused process, which is only a slow one.
+MAELSTROM_FAULTS = frozenset({"partition", "pause"})
+PROTOCOL = "protocol"  # the kind of a failure where a node broke the protocol
 
-class HypothesisMissing(RuntimeError):
-    pass
+
+def faults_for(asked, run: Run) -> frozenset:
+    """The faults a hunt injects: `asked` (names from FAULTS), or with None Maelstrom's plus those every
+    node declared in init_ok that it survives."""
+    if asked is not None:
+        return frozenset(asked)
+    return MAELSTROM_FAULTS | {f for f in ("kill", "duplicate") if run.declared(f)}
 
 
-def _hypothesis():
-    try:
-        import hypothesis
-        import hypothesis.stateful
-        import hypothesis.strategies
-    except ImportError:
-        raise HypothesisMissing("choosing schedules needs Hypothesis: pip install 'hypothesis>=6.100' "
-                                "(or install hwm with its test extra: pip install -e '.[test]')")
-    return hypothesis
+def kinds(result: RunResult) -> list[str]:
+    """The distinct kinds of failure one run shows, the earliest seen first (a protocol error first)."""
+    if result.protocol_error is not None:
+        return [PROTOCOL]
+    ordered = sorted(result.findings, key=lambda f: (f.step is None, f.step or 0))
+    return list(dict.fromkeys(f.name for f in ordered))
+
+
+def shows(result: RunResult, kind: str) -> bool:
+    return result.protocol_error is not None if kind == PROTOCOL else any(f.name == kind for f in result.findings)
 
 
 @dataclass
 class HuntReport:
-    schedules: int = 0  # schedules run to the end (or to their failure)
+    schedules: int = 0  # schedules run to the end (or to their failure), shrinking's runs not counted
+    shrink_runs: int = 0  # runs of shorter schedules while shrinking
     operations: int = 0  # client operations sent, over all schedules
     answered_ok: int = 0  # of which the node answered with success: a clean hunt where none did says little
+    unanswered: int = 0  # requests never answered: indeterminate, an availability figure
     seconds: float = 0.0
     first_failure_at: int | None = None  # how many schedules until the first failure
     first_failure_seconds: float | None = None
-    failures: list[RunResult] = field(default_factory=list)
+    failures: list[RunResult] = field(default_factory=list)  # the failing schedule as found
+    shrunk: dict[str, RunResult] = field(default_factory=dict)  # kind -> its shortest schedule
+    start_error: NodeProtocolError | None = None  # the node did not start: no schedule ran
+    faults: frozenset = frozenset()
     out_of_time: bool = False
 
     @property
+    def found(self) -> dict[str, RunResult]:
+        """Each kind of failure with its schedule: shrunk when shrinking ran, else as found."""
+        if self.shrunk:
+            return self.shrunk
+        return {kind: self.failures[0] for kind in kinds(self.failures[0])} if self.failures else {}
+
+    @property
     def shortest(self) -> RunResult | None:
-        """The shrunk schedule: the shortest of the failing ones (Hypothesis ends on the minimal one);
-        a node that broke the protocol is reported before any finding its broken answers caused."""
-        return min(self.failures, key=lambda r: (r.protocol_error is None, len(r.schedule.steps))) \
-            if self.failures else None
+        """The first kind's schedule; a node that broke the protocol comes before any finding its
+        broken answers caused."""
+        found = self.found
+        return next(iter(found.values())) if found else None
 
 
 def hunt(command: list[str], workload: str = "log", nodes: int = 3, clock: str = "virtual",
          schedules: int = 20, steps: int = 30, seed: int | None = 0, protocol: str | None = None,
          limits: Limits | None = None, time_limit: float = 600.0, shrink: bool = True,
-         on_schedule=None, settle_rounds: int = 6, shrink_seconds: float = 120.0) -> HuntReport:
-    """Run up to `schedules` Hypothesis-chosen schedules of up to `steps` steps; stop (and shrink) at
-    the first failure. `seed` None draws fresh randomness; an integer makes the hunt repeatable.
-    The hunt stops starting schedules after `time_limit` seconds. Shrinking takes at most
-    `shrink_seconds` (or a little more): a quarter for Hypothesis's, the rest (at least half) for
-    deleting steps (`shrink_further`), which gains far more per run of the node."""
-    hypothesis = _hypothesis()
+         on_schedule=None, settle_rounds: int = 6, shrink_seconds: float = 120.0,
+         faults=None) -> HuntReport:
+    """Run up to `schedules` Hypothesis-chosen schedules of at most `steps` steps each; stop at the
+    first failure and shrink it, each kind of finding on its own. `seed` None draws fresh
+    randomness; an integer makes the hunt repeatable. No schedule starts after `time_limit`
+    seconds. Shrinking takes at most `shrink_seconds` (or a little more), shared by the kinds.
+    `faults` None: Maelstrom's and those the node declares (`faults_for`)."""
     st = hypothesis.strategies
-    from hypothesis.stateful import RuleBasedStateMachine, rule
+    from hypothesis.stateful import RuleBasedStateMachine, precondition, rule
 
     report = HuntReport()
     began = time.monotonic()
@@ -94,32 +126,42 @@ def hunt(command: list[str], workload: str = "log", nodes: int = 3, clock: str =
     # requests aimed there find the pattern's bugs far sooner (any node when the node does not say).
     target = st.one_of(st.just("leader"), node)
 
+    class Stop(Exception):
+        """Ends the hunt: a schedule failed, or the node could not start."""
+
+    def allowed(*wanted: str):
+        return precondition(lambda self: self.run is not None and any(f in self.faults for f in wanted))
+
     class NodeRun(RuleBasedStateMachine):
         def __init__(self):
             super().__init__()
             self.schedule = Schedule(workload=workload, nodes=nodes, clock=clock, seed=0, protocol=protocol)
             self.run: Run | None = None
             self.error: NodeProtocolError | None = None
+            self.faults = frozenset()
             self.values = 0
             self.last_reader: str | None = None  # the node that answered the latest successful read
             self.steps_at_risk = 0  # the two scores given to hypothesis.target
             self.risky_kills = 0
-            now = time.monotonic()
-            shrinking_too_long = report.first_failure_seconds is not None and \
-                now - began - report.first_failure_seconds > shrink_seconds / 4
-            if now - began > time_limit or shrinking_too_long:
+            if report.failures or report.start_error is not None or report.schedules >= schedules:
+                return  # the hunt is over: Hypothesis's own re-runs find nothing to do
+            if time.monotonic() - began > time_limit:
                 report.out_of_time = True  # this and later examples pass at once: Hypothesis ends soon
                 return
             self.run = Run(command, self.schedule, limits)
             try:
                 self.run.start()
             except NodeProtocolError as e:
-                self.error = e
+                self.run.close()
+                self.run = None
+                report.start_error = e
+                raise Stop()
+            self.faults = report.faults = faults_for(faults, self.run)
             # Let the cluster elect a leader first: most schedules are worth more with one.
             self.apply({"op": "settle", "rounds": settle_rounds})
 
         def apply(self, step: dict) -> None:
-            if self.run is None or self.error is not None:
+            if self.run is None or self.error is not None or len(self.schedule.steps) >= steps:
                 return
             if step["op"] == "kill":
                 self.risky_kills += self.stored_above_own_hwm(step["node"])
@@ -176,6 +218,10 @@ def hunt(command: list[str], workload: str = "log", nodes: int = 3, clock: str =
             self.values += 1
             return self.values
 
+        def cut_off_node(self, node: str) -> None:
+            """Cut `node` off, by a fault allowed here: it must not go on serving or replicating."""
+            self.apply({"op": "partition", "groups": [[node], [n for n in node_ids if n != node]]})
+
         if workload == "log":
             @rule(node=target)
             def log_append(self, node):
@@ -218,39 +264,54 @@ def hunt(command: list[str], workload: str = "log", nodes: int = 3, clock: str =
                 self.apply({"op": "send", "node": node, "key": key, "msg": self.next_value()})
                 self.apply({"op": "poll", "node": node, "offsets": {key: 0}})
 
-        @rule(who=st.sampled_from(["reader", "leader"]), how=st.sampled_from(["partition", "kill", "pause"]),
-              rounds=st.sampled_from([0, 8]))
-        def cut_off(self, who, how, rounds):
-            node = self.last_reader if who == "reader" and self.last_reader else self.resolve("leader")
-            if how == "partition":
-                self.apply({"op": "partition", "groups": [[node], [n for n in node_ids if n != node]]})
-            else:
-                self.apply({"op": how, "node": node})
-                # What it sent but the network had not yet carried goes down with it; else the
-                # others would still receive its latest entries, and nothing would be cut off.
-                for dest in node_ids:
-                    waiting = sum(1 for m in self.run.in_flight if m["src"] == node and m["dest"] == dest) \
-                        if self.run is not None else 0
-                    for _ in range(min(waiting, 3)):
-                        self.apply({"op": "drop", "from": node, "to": dest})
-            if rounds:  # enough for the others to time out and elect among themselves
-                self.apply({"op": "settle", "rounds": rounds})
+        if nodes > 1:
+            @allowed("partition", "kill", "pause")
+            @rule(who=st.sampled_from(["reader", "leader"]), how=st.sampled_from(["partition", "kill", "pause"]),
+                  rounds=st.sampled_from([0, 8]))
+            def cut_off(self, who, how, rounds):
+                node = self.last_reader if who == "reader" and self.last_reader else self.resolve("leader")
+                if how not in self.faults:
+                    how = next(f for f in ("partition", "kill", "pause") if f in self.faults)
+                if how == "partition":
+                    self.cut_off_node(node)
+                else:
+                    self.apply({"op": how, "node": node})
+                    # What it sent but the network had not yet carried goes down with it; else the
+                    # others would still receive its latest entries, and nothing would be cut off.
+                    for dest in node_ids:
+                        waiting = sum(1 for m in self.run.in_flight if m["src"] == node and m["dest"] == dest) \
+                            if self.run is not None else 0
+                        for _ in range(min(waiting, 3) if "partition" in self.faults else 0):
+                            self.apply({"op": "drop", "from": node, "to": dest})
+                if rounds:  # enough for the others to time out and elect among themselves
+                    self.apply({"op": "settle", "rounds": rounds})
 
-        @rule(follower=node)
-        def replicate_then_restart(self, follower):
-            leader = self.resolve("leader")
-            if follower == leader:
-                follower = node_ids[(node_ids.index(leader) + 1) % len(node_ids)]
-            for src, dest in ((leader, follower), (follower, leader)):
-                # The newest message carries the most: the leader's latest entries, the follower's
-                # latest match.
-                waiting = sum(1 for m in self.run.in_flight if m["src"] == src and m["dest"] == dest) \
-                    if self.run is not None else 0
-                if waiting:
-                    newest = {"nth": waiting - 1} if waiting > 1 else {}
-                    self.apply({"op": "deliver", "from": src, "to": dest, **newest})
-            self.apply({"op": "kill", "node": follower})
-            self.apply({"op": "restart", "node": follower})
+            @allowed("kill")
+            @rule(follower=node)
+            def replicate_then_restart(self, follower):
+                leader = self.resolve("leader")
+                if follower == leader:
+                    follower = node_ids[(node_ids.index(leader) + 1) % len(node_ids)]
+                for src, dest in ((leader, follower), (follower, leader)):
+                    # The newest message carries the most: the leader's latest entries, the follower's
+                    # latest match.
+                    waiting = sum(1 for m in self.run.in_flight if m["src"] == src and m["dest"] == dest) \
+                        if self.run is not None else 0
+                    if waiting:
+                        newest = {"nth": waiting - 1} if waiting > 1 else {}
+                        self.apply({"op": "deliver", "from": src, "to": dest, **newest})
+                self.apply({"op": "kill", "node": follower})
+                self.apply({"op": "restart", "node": follower})
+
+            @allowed("partition")
+            @rule(isolated=target)
+            def partition(self, isolated):
+                self.cut_off_node(self.resolve(isolated))
+
+            @allowed("partition")
+            @rule()
+            def heal(self):
+                self.apply({"op": "heal"})
 
         # ---- single steps --------------------------------------------------------------------
         @rule()
@@ -260,6 +321,9 @@ def hunt(command: list[str], workload: str = "log", nodes: int = 3, clock: str =
         @rule(how=st.sampled_from(["deliver", "deliver", "drop", "duplicate"]), src=node, dest=node,
               nth=st.integers(0, 2))
         def one_message(self, how, src, dest, nth):
+            # Maelstrom's network loses a message only to a partition, and never duplicates one.
+            if (how == "drop" and "partition" not in self.faults) or (how == "duplicate" and how not in self.faults):
+                how = "deliver"
             step = {"op": how, "from": src, "to": dest}
             if nth:
                 step["nth"] = nth  # a later message overtakes the oldest: reordering
@@ -269,22 +333,15 @@ def hunt(command: list[str], workload: str = "log", nodes: int = 3, clock: str =
         def tick(self, one):
             self.apply({"op": "tick"} if one is None else {"op": "tick", "node": one})
 
+        @allowed("kill", "pause")
         @rule(fault=st.sampled_from(["kill", "restart", "pause", "resume"]), node=target)
         def fault(self, fault, node):
-            self.apply({"op": fault, "node": self.resolve(node)})
-
-        @rule(isolated=target)
-        def partition(self, isolated):
-            isolated = self.resolve(isolated)
-            self.apply({"op": "partition", "groups": [[isolated], [n for n in node_ids if n != isolated]]})
+            if {"kill": "kill", "restart": "kill", "pause": "pause", "resume": "pause"}[fault] in self.faults:
+                self.apply({"op": fault, "node": self.resolve(node)})
 
         @rule(rounds=st.integers(1, 8))
         def settle(self, rounds):
             self.apply({"op": "settle", "rounds": rounds})
-
-        @rule()
-        def heal(self):
-            self.apply({"op": "heal"})
 
         def teardown(self):
             if self.run is None:
@@ -305,18 +362,17 @@ def hunt(command: list[str], workload: str = "log", nodes: int = 3, clock: str =
             report.schedules += 1
             report.operations += result.operations()
             report.answered_ok += sum(1 for op in result.history if op["step"] is not None and op["status"] == "ok")
+            report.unanswered += len(result.unanswered)
             if on_schedule is not None:
                 on_schedule(report, result)
             if result.failed:
                 report.failures.append(result)
-                if report.first_failure_at is None:
-                    report.first_failure_at = report.schedules
-                    report.first_failure_seconds = time.monotonic() - began
-                raise AssertionError(str(result.protocol_error or result.findings[0]))
+                report.first_failure_at = report.schedules
+                report.first_failure_seconds = time.monotonic() - began
+                raise Stop()
 
-    phases = list(hypothesis.Phase)
-    if not shrink:
-        phases = [p for p in phases if p != hypothesis.Phase.shrink]
+    # Hypothesis chooses the schedules; shrinking is hwm's own (shrink_further), one kind at a time.
+    phases = [p for p in hypothesis.Phase if p not in (hypothesis.Phase.shrink, hypothesis.Phase.explain)]
     settings = hypothesis.settings(max_examples=schedules, stateful_step_count=steps, deadline=None,
                                    database=None, phases=phases, report_multiple_bugs=False,
                                    suppress_health_check=list(hypothesis.HealthCheck),
@@ -328,42 +384,49 @@ def hunt(command: list[str], workload: str = "log", nodes: int = 3, clock: str =
         test = hypothesis.seed(seed)(test)
     try:
         test()
-    except AssertionError:
+    except Stop:
         pass
-    except hypothesis.errors.HypothesisException:
-        if not report.failures:  # Flaky and friends: what failed is in report.failures
+    except hypothesis.errors.HypothesisException as e:
+        if not report.failures and report.start_error is None:  # Flaky and friends: what failed is kept
+            inner = getattr(e, "exceptions", ())
+            if len(inner) == 1:  # Hypothesis's re-run did not raise it again (the hunt was over): raise it
+                raise inner[0] from None
             raise
     if report.failures and shrink:
-        left = shrink_seconds - (time.monotonic() - began - report.first_failure_seconds)
-        report.failures.append(shrink_further(command, report.shortest, limits, max(shrink_seconds / 2, left)))
+        found = report.failures[0]
+        wanted = kinds(found)
+        for k, kind in enumerate(wanted):
+            left = shrink_seconds - (time.monotonic() - began - report.first_failure_seconds)
+            share = max(shrink_seconds / (2 * len(wanted)), left / (len(wanted) - k))
+            report.shrunk[kind] = shrink_further(command, found, limits, share, kind=kind, report=report)
     report.seconds = time.monotonic() - began
     return report
 
 
 def shrink_further(command: list[str], failure: RunResult, limits: Limits | None = None,
-                   seconds: float = 60.0) -> RunResult:
-    """Delete steps while the schedule still fails the same way (a finding of a property it found
-    before, or a protocol error): halves, then quarters, down to single steps, then fewer settle rounds.
+                   seconds: float = 60.0, kind: str | None = None, report: HuntReport | None = None) -> RunResult:
+    """Delete steps while the schedule still shows `kind` (a finding's name, or PROTOCOL; by default
+    the failure's first kind): halves, then quarters, down to single steps, then fewer settle rounds.
+    Only that kind counts, so a shorter schedule that fails some other way never replaces it.
 
-    Hypothesis's own shrinking re-runs whole schedules through its choice sequence; with real
-    processes each try costs a run, so this direct pass over the steps finishes the job."""
+    Each try is a run of real processes, so this direct pass over the steps is the whole shrink."""
     from hwm.bridge.maelstrom.cluster import run_schedule
 
     began = time.monotonic()
-    wanted = "protocol" if failure.protocol_error else {f.name for f in failure.findings}
+    kind = kind or kinds(failure)[0]
     best = failure
 
     def still_fails(steps: list[dict]) -> RunResult | None:
         schedule = Schedule(workload=best.schedule.workload, nodes=best.schedule.nodes, clock=best.schedule.clock,
                             seed=best.schedule.seed, protocol=best.schedule.protocol, steps=steps)
         result = run_schedule(command, schedule, limits)
-        same = bool(result.protocol_error) if wanted == "protocol" else \
-            bool(wanted & {f.name for f in result.findings})
-        return result if same else None
+        if report is not None:
+            report.shrink_runs += 1
+        return result if shows(result, kind) else None
 
     # A finding seen online was visible at its step, so the steps after it are seldom needed:
     # one run tries without all of them before the slower deletions.
-    seen_at = [f.step for f in failure.findings if f.step is not None and wanted != "protocol" and f.name in wanted]
+    seen_at = [f.step for f in failure.findings if f.step is not None and kind != PROTOCOL and f.name == kind]
     if seen_at and min(seen_at) < len(best.schedule.steps):
         found = still_fails(best.schedule.steps[:min(seen_at)])
         if found is not None:

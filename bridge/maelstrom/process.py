@@ -1,7 +1,9 @@
 """One node process: started in its own process group, in its own data directory.
 
-The node's current directory is its data directory, also given as HWM_DATA_DIR (with HWM_NODE_ID)
-and in `init` as `hwm_data_dir`; the directory outlives a SIGKILL and the restart that follows.
+The node's current directory is its data directory, also given as HWM_DATA_DIR (with HWM_NODE_ID,
+and HWM_CLOCK: `virtual` or `wall`, for a node that follows hwm's clock); the directory outlives a
+SIGKILL and the restart that follows. Nothing of this reaches the node's stdin: its `init` is
+Maelstrom's.
 stdout lines go to one queue shared by the cluster (a reader thread per process); stderr is the
 node's log, appended to `<data dir>/../<node>.log`. Every signal goes to the whole process group,
 so a node started through a shell script or `go run` is stopped whole.
@@ -89,9 +91,9 @@ class NodeProcess:
     def alive(self) -> bool:
         return self.proc is not None and self.proc.poll() is None
 
-    def start(self) -> None:
+    def start(self, clock: str = "wall") -> None:
         self.incarnation += 1
-        env = dict(os.environ, HWM_DATA_DIR=str(self.data_dir.resolve()), HWM_NODE_ID=self.node)
+        env = dict(os.environ, HWM_DATA_DIR=str(self.data_dir.resolve()), HWM_NODE_ID=self.node, HWM_CLOCK=clock)
         with open(self.log_path, "ab") as log, _ctrl_c_held():
             try:
                 self.proc = subprocess.Popen(self.command, cwd=self.data_dir, env=env, stdin=subprocess.PIPE,

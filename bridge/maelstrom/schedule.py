@@ -183,7 +183,7 @@ def describe(step: dict) -> str:
         nth = f", #{step['nth']}" if step.get("nth") else ""
         return f"{op}({step['from']}→{step['to']}{nth})"
     if op == "partition":
-        return "partition(" + " | ".join(" ".join(g) for g in step["groups"]) + ")"
+        return "partition(" + " | ".join(" ".join(g) for g in step["groups"] if g) + ")"
     args = [str(step[k]) for k in ("node", "key", "msg", "value", "index", "ms", "rounds") if k in step]
     for k in ("offsets", "keys"):
         if k in step:

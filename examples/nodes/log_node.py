@@ -18,8 +18,10 @@ It speaks Maelstrom's protocol on stdin/stdout (one JSON message per line) and s
 - the log, the generation, the vote and the high-water mark live in `state.json` in the node's
   data directory (HWM_DATA_DIR), replaced atomically, so a SIGKILL loses nothing acknowledged.
 
-It answers hwm's introspection request (`hwm_state`) and follows hwm's virtual clock
-(`hwm_tick`) once it has seen one; before that it ticks every 50 ms of wall-clock time.
+Its `init_ok` declares the extensions of hwm's it takes part in (`"hwm": [...]`): it answers
+hwm's introspection request (`hwm_state`), follows hwm's virtual clock (`hwm_tick`; `HWM_CLOCK=virtual`
+says it is on, else it ticks every 50 ms of wall-clock time), keeps its state on disk, so a kill
+is fair, and ignores a duplicated message.
 
 `naive_node.py` is this node with the pattern's three classic mistakes switched on (MISTAKES).
 """
@@ -306,10 +308,11 @@ class Node:
             body = msg["body"]
             self.node_id = body["node_id"]
             self.peers = [n for n in body["node_ids"] if n != self.node_id]
-            self.data_dir = body.get("hwm_data_dir", self.data_dir)
-            self.virtual_clock = body.get("hwm_clock") == "virtual"  # hwm's hint: no wall-clock ticks
+            self.virtual_clock = os.environ.get("HWM_CLOCK") == "virtual"  # hwm's clock: no timers of ours
             self.recover()
-            self.reply(msg, {"type": "init_ok"})
+            # hwm's extensions this node takes part in: it answers hwm_state, follows hwm_tick, keeps
+            # its state in its data directory (so a kill is fair) and ignores a duplicated message.
+            self.reply(msg, {"type": "init_ok", "hwm": ["hwm_state", "hwm_tick", "kill", "duplicate"]})
         elif kind == "hwm_tick":
             self.virtual_clock = True
             self.on_tick()

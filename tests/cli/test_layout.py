@@ -107,13 +107,13 @@ def test_every_import_of_the_project_goes_through_the_hwm_namespace():
     assert not wrong, "\n".join(wrong)
 
 
-# Run in a fresh interpreter in which Hypothesis and pytest cannot be imported, as after
-# `pip install hwm` without the test extra.
+# Run in a fresh interpreter in which pytest and Selenium cannot be imported, as after
+# `pip install hwm` without the test extra (Hypothesis is a plain dependency: `hwm test` needs it).
 WITHOUT_TEST_EXTRA = r'''
 import importlib, pkgutil, sys
 class NoTestExtra:
     def find_spec(self, name, path=None, target=None):
-        if name.split(".")[0] in ("hypothesis", "pytest", "_pytest", "selenium"):
+        if name.split(".")[0] in ("pytest", "_pytest", "selenium"):
             raise ImportError(f"{name} is a test-only dependency")
 sys.meta_path.insert(0, NoTestExtra())
 import hwm

@@ -23,7 +23,9 @@ for line in sys.stdin:
     if body["type"] == "init":
         if mode == "no-init":
             continue
-        out({"src": me, "dest": msg["src"], "body": {"type": "init_ok", "in_reply_to": body["msg_id"]}})
+        # It takes hwm's virtual clock (ignoring every tick) and its hwm_state (answering error 10).
+        out({"src": me, "dest": msg["src"], "body": {"type": "init_ok", "in_reply_to": body["msg_id"],
+                                                     "hwm": ["hwm_state", "hwm_tick"]}})
         me = body["node_id"]
         if mode == "child":  # a grandchild in the node's process group, which hwm must kill too
             import subprocess

@@ -61,9 +61,12 @@ def test_a_failing_schedule_shrinks_to_the_steps_that_matter():
     steps = noise + append[:1] + [{"op": "tick"}] + append[1:] + noise
     failing = run_schedule(bad_node("one-index"), Schedule(workload="log", steps=steps))
     assert "OneValuePerOffset" in {f.name for f in failing.findings}
-    shrunk = shrink_further(bad_node("one-index"), failing, seconds=60)
-    # One append is enough: it is never served back (AckedNeverLost, a property the run found).
-    assert len(shrunk.schedule.steps) == 1 and shrunk.schedule.steps[0]["op"] == "log_append"
+    # Each kind shrinks on its own: two values at one index need both appends, and nothing else;
+    # one append alone is never served back (AckedNeverLost), which never stands in for it.
+    shrunk = shrink_further(bad_node("one-index"), failing, seconds=60, kind="OneValuePerOffset")
+    assert shrunk.schedule.steps == append and "OneValuePerOffset" in {f.name for f in shrunk.findings}
+    lost = shrink_further(bad_node("one-index"), failing, seconds=60, kind="AckedNeverLost")
+    assert len(lost.schedule.steps) == 1 and lost.schedule.steps[0]["op"] == "log_append"
 
 
 def test_bad_options_exit_2():

@@ -89,8 +89,14 @@ def test_hwm_replay_runs_a_saved_schedule_step_by_step():
     assert "step 2: log_append(n1, 1)" in done.output
     assert "n1→c1 log_append_ok" in done.output  # acknowledged at once: the mistake, in the narration
     assert "AckedNeverLost" in done.output and "history: the same history" in done.output
-    fixed = CliRunner().invoke(main, ["replay", path, "--", *log_node()])
-    assert fixed.exit_code == 0, fixed.output
-    assert "agree before the first difference" in fixed.output  # the fix answers differently
+    assert "the saved finding came back: AckedNeverLost" in done.output
+    # Against the correct node the finding does not come back: a replay that proves nothing exits 3,
+    # unless the node is meant to be fixed.
+    gone = CliRunner().invoke(main, ["replay", path, "--", *log_node()])
+    assert gone.exit_code == 3, gone.output
+    assert "agree before the first difference" in gone.output  # the fix answers differently
+    assert "the saved finding did not come back: AckedNeverLost, AckedAtOrBelowHwm" in gone.output
+    fixed = CliRunner().invoke(main, ["replay", path, "--fixed", "--", *log_node()])
+    assert fixed.exit_code == 0 and "(as --fixed expects)" in fixed.output, fixed.output
     missing = CliRunner().invoke(main, ["replay", path])
     assert missing.exit_code == 2 and "give the node's command after --" in missing.output

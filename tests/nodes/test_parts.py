@@ -64,11 +64,39 @@ def test_two_messages_at_one_offset_and_committed_offsets_going_back_are_finding
     checker = HistoryChecker()
     checker.on_reply(_op(1, "poll", {"offsets": {"k": 0}}, {"msgs": {"k": [[1, 5], [1, 6]]}}), 1)
     checker.on_reply(_op(2, "commit_offsets", {"offsets": {"k": 4}}, {}), 2)
-    checker.on_reply(_op(3, "commit_offsets", {"offsets": {"k": 2}}, {}), 3)  # a client may commit lower
-    checker.on_reply(_op(4, "list_committed_offsets", {"keys": ["k"]}, {"offsets": {"k": 3}}), 4)
+    checker.on_reply(_op(3, "list_committed_offsets", {"keys": ["k"]}, {"offsets": {"k": 3}}), 3)
     names = [f.name for f in checker.findings]
     assert names[0] == "OneValuePerOffset" and names[-1] == "CommittedOffsetsMonotonic"
     assert "says 3" in checker.findings[-1].text and "had committed offset 4" in checker.findings[-1].text
+
+
+# Maelstrom lets a consumer commit lower: a listed offset below an earlier floor is a finding only
+# when no client sent a commit at or below it after that floor's request (and before the listing's answer).
+@pytest.mark.parametrize("ops, found", [
+    ([("commit_offsets", 4), ("commit_offsets", 2), ("list_committed_offsets", 3)], False),  # lowered to 2
+    ([("commit_offsets", 2), ("commit_offsets", 4), ("list_committed_offsets", 3)], True),  # 2 came first
+    ([("commit_offsets", 4), ("commit_offsets", 3), ("list_committed_offsets", 3)], False),  # lowered to exactly it
+    ([("commit_offsets", 4), ("commit_offsets", 3), ("list_committed_offsets", 2)], True),  # below the lower commit
+    ([("commit_offsets", 4), ("list_committed_offsets", 4)], False),  # the first offset equal: no finding
+    ([("list_committed_offsets", 4), ("list_committed_offsets", 3)], True),  # a listing is a floor too
+    ([("list_committed_offsets", 4), ("commit_offsets", 0), ("list_committed_offsets", 0)], False),
+])
+def test_a_listed_committed_offset_may_go_back_only_after_a_client_committed_that_low(ops, found):
+    checker = HistoryChecker()
+    for k, (kind, offset) in enumerate(ops, 1):
+        request = {"offsets": {"k": offset}} if kind == "commit_offsets" else {"keys": ["k"]}
+        reply = {} if kind == "commit_offsets" else {"offsets": {"k": offset}}
+        checker.on_reply(_op(k, kind, request, reply), k)
+    assert bool(checker.findings) == found, [str(f) for f in checker.findings]
+
+
+def test_a_commit_that_definitely_failed_does_not_lower_the_floor():
+    checker = HistoryChecker()
+    checker.on_reply(_op(1, "commit_offsets", {"offsets": {"k": 4}}, {}), 1)
+    failed = dict(_op(2, "commit_offsets", {"offsets": {"k": 1}}, {"type": "error", "code": 11}), status="fail")
+    checker.on_request(failed)
+    checker.on_reply(_op(3, "list_committed_offsets", {"keys": ["k"]}, {"offsets": {"k": 1}}), 3)
+    assert [f.name for f in checker.findings] == ["CommittedOffsetsMonotonic"]
 
 
 @pytest.mark.parametrize("step, message", [

@@ -37,9 +37,15 @@ def test_a_node_that_never_answers_init_is_named_after_the_limit():
     assert time.monotonic() - began < 5
 
 
-def test_a_request_never_answered_is_an_availability_finding_not_a_hang():
+def test_a_request_never_answered_is_indeterminate_not_a_finding_and_not_a_hang():
+    # Maelstrom counts a request never answered as indeterminate: an availability figure.
+    result = run_schedule(bad_node("hang"), Schedule(nodes=2, steps=APPEND * 2), Limits(final_rounds=2))
+    assert not result.findings and [op["id"] for op in result.unanswered] == [1, 2]
+
+
+def test_with_replies_required_a_request_never_answered_is_a_finding():
     result = run_schedule(bad_node("hang"), Schedule(nodes=2, steps=APPEND * 2),
-                          Limits(final_rounds=1))
+                          Limits(final_rounds=2, replies_required=True))
     no_reply = [f for f in result.findings if f.name == "NoReply"]
     assert len(no_reply) == 2 and "op 1 c1→n1 log_append(1) at step 1 got no reply" in no_reply[0].text
 
