@@ -65,6 +65,9 @@ class ObservedKafkaValidator(ObservedValidator):
             raise ValueError(f"ObservedKafkaValidator steps Kafka's model, not {protocol.system}'s")
         self.refines = header.network == "rpc"
         self._isr_seen: frozenset[int] | None = None  # the ISR the event's node shows, as positions
+        # Whether the run shows a leader's ISR (hwm test's hwm_state answers do, recordings do not): then a
+        # step that changes a leader's ISR alone is a change an event must confirm, like a log or HW change.
+        self.shows_isr = False
         self._elections_wanted = True
 
     # ------------------------------------------------------------------ interface
@@ -72,6 +75,7 @@ class ObservedKafkaValidator(ObservedValidator):
         """`Validator.feed`; `isr` (names) is the ISR the node reports with this event, compared on a leader."""
         self._isr_seen = None if isr is None else frozenset(self.positions[name] for name in isr
                                                             if name in self.positions)
+        self.shows_isr = self.shows_isr or isr is not None
         # An election is searched for only where the event shows a new epoch or role: no other change
         # of a node needs one (a replica of a new epoch shows it), and each state offers one per ISR
         # replica, each with the ISRs the controller may choose (the search's cost, on five nodes).
@@ -88,7 +92,33 @@ class ObservedKafkaValidator(ObservedValidator):
     def _also_matches(self, server, k: int) -> bool:
         if self._isr_seen is None or not server.alive or server.role != LEADER:
             return True  # a follower's copy is the one its last LeaderAndIsr sent: the model keeps none
-        return self._isr_seen == frozenset(j for j, held in enumerate(server.isr) if held or j == k)
+        return self._isr_seen == self._model_isr(server, k)
+
+    def _model_isr(self, server, k: int) -> frozenset[int]:
+        return frozenset(j for j, held in enumerate(server.isr) if held or j == k)
+
+    def _isr_text(self, isr) -> str:
+        return ",".join(self.header.servers[j] for j in sorted(isr))
+
+    def _other_differences(self, server, k: int) -> list[str]:
+        if self._isr_seen is None or not server.alive or server.role != LEADER \
+                or self._isr_seen == self._model_isr(server, k):
+            return []
+        return [f"isr: model {self._isr_text(self._model_isr(server, k))}, run {self._isr_text(self._isr_seen)}"]
+
+    def _model_extra(self, server, k: int) -> str:
+        shown = self._isr_seen is not None and server.alive and server.role == LEADER
+        return f" isr={self._isr_text(self._model_isr(server, k))}" if shown else ""
+
+    def _run_extra(self, k: int) -> str:
+        return "" if self._isr_seen is None else f" isr={self._isr_text(self._isr_seen)}"
+
+    def _same(self, a, b) -> bool:
+        # Where the run shows a leader's ISR, an ISR-only change is a change: two AlterIsr answers between
+        # two answers of a node (an expansion, then a shrink or another expansion: under the wall clock
+        # the node's own timers shrink, and the controller in hwm's first node answers at once) are two
+        # steps whose second changes nothing else, and the node shows the ISR after the second.
+        return super()._same(a, b) and (not self.shows_isr or a.role != LEADER or a.isr == b.isr)
 
     # ------------------------------------------------------------------ steps
     def _step(self, cand: Candidate, action, after):
@@ -362,10 +392,18 @@ class ObservedKafkaValidator(ObservedValidator):
         leader = state.servers[l]
         if leader.generation != model.epoch(state):
             return
-        for f, follower in enumerate(state.servers):
-            if f != l and follower.in_isr:
-                after = model.effect_shrink_isr(state, l, f)._replace(channels=state.channels)
-                yield ("shrink_isr", l, f), after
+        members = [f for f, follower in enumerate(state.servers) if f != l and follower.in_isr]
+        for f in members:
+            after = model.effect_shrink_isr(state, l, f)._replace(channels=state.channels)
+            yield ("shrink_isr", l, f), after
+        # Partition.maybeShrinkIsr removes every out-of-sync replica with one AlterIsr; hwm's broker
+        # removes one per tick, and under the wall clock several ticks pass between two answers.
+        for size in range(2, len(members) + 1):
+            for removed in combinations(members, size):
+                after = state
+                for f in removed:
+                    after = model.effect_shrink_isr(after, l, f)
+                yield ("shrink_isr", l, removed), after._replace(channels=state.channels)
 
     def _action_text(self, action) -> str:
         names = self.header.servers
