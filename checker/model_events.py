@@ -1,7 +1,8 @@
 """The events a run of the model itself would record: for tests, benches and coverage baselines.
 
 Each model step becomes one event per server it changed (its new generation, role, log
-edits and HWM), in server order, with the acting server's event first; a read logs the
+edits and HWM), in server order, with the acting server's event first (in a round trip, the
+follower's: a recorder logs a change before the messages that announce it); a read logs the
 entries the client was given, a crash and a restart log themselves.
 """
 
@@ -9,6 +10,7 @@ from __future__ import annotations
 
 from typing import Iterable, Iterator
 
+from hwm.checker.validate import ROUND_TRIPS
 from hwm.properties.events import LOGGABLE, Event, Header, log_edit
 
 
@@ -20,6 +22,11 @@ def step_events(names: tuple[str, ...], action, before, after, logged=frozenset(
     if acting is not None:
         order.remove(acting)
         order.insert(0, acting)
+    if name in ROUND_TRIPS:
+        # The follower logs its change before its reply reaches the leader (a recorder logs a change
+        # before the messages that announce it): the leader's consequence comes second.
+        order.remove(action[2])
+        order.insert(0, action[2])
     events = []
     for k in order:
         old, new = before.servers[k], after.servers[k]

@@ -22,6 +22,7 @@ observations as they come), `validate(events)` a whole run.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import Iterable, NamedTuple
 
@@ -50,11 +51,19 @@ class Observed(NamedTuple):
 
 class Candidate(NamedTuple):
     """One model state consistent with the run, with the run's generations renamed into the model's
-    (sorted (run, model) pairs) and, per server, the model's changes not yet logged."""
+    (sorted (run, model) pairs), per server the model's changes not yet logged, and which of those
+    wait for another's: (j, at, f, at_f), server j's pending change at position `at` is a
+    consequence of server f's at `at_f` (a leader's, of its follower's in one round trip)."""
 
     state: object
     generations: tuple[tuple[int, int], ...]
     pending: tuple[tuple[object, ...], ...]
+    waits: tuple[tuple[int, int, int, int], ...] = ()
+
+
+# The model's round trips whose leader-side change (action[1]) is caused by the follower's (action[2]):
+# a recorder logs a change before the message that announces it, so the leader's is never logged first.
+ROUND_TRIPS = ("replicate", "sync")
 
 
 @dataclass
@@ -74,11 +83,17 @@ class Discrepancy:
             lines = [f"{source + ': ' if source else ''}end of run, after event {self.number - 1}: {self.reason}"]
         else:
             where = f"line {self.event.line}" if self.event.line is not None else f"event {self.number}"
+            if self.event.line is not None and self.event.source is not None and self.event.source != source:
+                where += f" of {self.event.source}"  # a run merged from parts: the part's file
             lines = [f"{source + ': ' if source else ''}{where}: no model step explains event {self.number}: "
                      f"{self.event}", f"  why: {self.reason}"]
-        lines.append(f"  model states possible just before it ({self.candidates}"
-                     + (", first 3 shown" if self.candidates > 3 else "") + "):")
-        for text in self.before[:3]:
+        # Candidates that differ only where the run logs nothing (match indexes, replies) read alike.
+        distinct = list(dict.fromkeys(self.before))
+        shown = f"{self.candidates}" if len(distinct) == self.candidates else \
+            f"{self.candidates}, {len(distinct)} distinct in what the run logs"
+        lines.append(f"  model states possible just before it ({shown}"
+                     + (", first 3 shown" if len(distinct) > 3 else "") + "):")
+        for text in distinct[:3]:
             lines += ["    " + row for row in text.splitlines()]
             lines.append("    --")
         if lines[-1].strip() == "--":
@@ -150,6 +165,7 @@ class Validator:
             coverage.state(initial)
         self._mapped_cache: dict = {}
         self._last_mapped: dict = {}  # renaming -> (the last log mapped under it, its mapping)
+        self._blocked: int | None = None  # a server whose unlogged change refused the last explanation
 
     def _observed_initial(self) -> Observed:
         logged = self.logged
@@ -281,8 +297,17 @@ class Validator:
             generations = self._satisfies(cand.state, k, event, generations)
             if generations is None:
                 continue
+            if any(j == k and mine <= at for j, mine, _, _ in cand.waits):
+                # Its change is a consequence of another server's that no event has logged yet.
+                self._blocked = next(f for j, mine, f, _ in cand.waits if j == k and mine <= at)
+                return None
             pending = cand.pending[:k] + (cand.pending[k][at + 1:],) + cand.pending[k + 1:]
-            return Candidate(cand.state, generations, pending)
+            waits = cand.waits
+            if cand.pending[k] and waits:
+                shift = at + 1
+                waits = tuple((j, mine - shift if j == k else mine, f, theirs - shift if f == k else theirs)
+                              for j, mine, f, theirs in waits if not (f == k and theirs < shift))
+            return Candidate(cand.state, generations, pending, waits)
         return None
 
     def _allowed(self, action, k: int, event: Event) -> bool:
@@ -304,7 +329,12 @@ class Validator:
             if len(pending[j]) >= self.max_pending:
                 return None
             pending[j] = pending[j] + (server,)
-        return Candidate(after, cand.generations, tuple(pending))
+        waits = cand.waits
+        if action[0] in ROUND_TRIPS:
+            l, f = action[1], action[2]
+            if len(pending[l]) > len(cand.pending[l]) and len(pending[f]) > len(cand.pending[f]):
+                waits = waits + ((l, len(pending[l]) - 1, f, len(pending[f]) - 1),)
+        return Candidate(after, cand.generations, tuple(pending), waits)
 
     def _explain(self, cand: Candidate, k: int, seen: Observed, event: Event) -> list[Candidate]:
         return self._fewest(cand, k, seen, event)
@@ -408,6 +438,7 @@ class Validator:
             return self.discrepancy
         self.number += 1
         k = self.positions[event.server]
+        self._blocked = None
         try:
             seen = self._observe(event, k)
         except ValueError as e:
@@ -476,8 +507,26 @@ class Validator:
         if event.read:
             return f"no model state within {self.depth} steps lets a client read " + ", ".join(
                 f"{i}@g{g}" for i, g in event.read) + f" from {name}"
-        return (f"no model state within {self.depth} steps has {name} as the run says: "
-                + self._describe_observed(seen))
+        why = (f"no model state within {self.depth} steps has {name} as the run says: "
+               + self._describe_observed(seen))
+        return why + self._cause_missing(k, seen)
+
+    def _cause_missing(self, k: int, seen: Observed) -> str:
+        """Where server k's HWM covers an entry fewer than a majority of servers have logged: who has."""
+        if seen.hwm is None or seen.log is None or not 0 < seen.hwm <= len(seen.log):
+            return ""
+        before = self.observed[k].hwm
+        if before is not None and seen.hwm <= before:
+            return ""
+        entry = (seen.hwm, seen.log[seen.hwm - 1])
+        holders = [name for j, (name, o) in enumerate(zip(self.header.servers, self.observed))
+                   if (seen if j == k else o).log is not None and len((seen if j == k else o).log) >= entry[0]
+                   and (seen if j == k else o).log[entry[0] - 1] == entry[1]]
+        if len(holders) * 2 > len(self.header.servers):
+            return ""
+        return (f"; its HWM {seen.hwm} covers entry {entry[0]}@g{entry[1]}, which only {', '.join(holders)} "
+                f"{'has' if len(holders) == 1 else 'have'} logged so far (a change is logged before the messages "
+                f"that announce it, so an HWM never precedes the entry on the servers it counts)")
 
     def _describe_observed(self, o: Observed) -> str:
         parts = ["down" if not o.alive else (o.role or "?")]
@@ -531,21 +580,83 @@ class Validator:
             d += (len(seen.log) - common) + (len(server.log) - common)
         return d
 
-    def _nearest(self, k: int, seen: Observed) -> str:
+    def _nearest(self, k: int, seen: Observed, event: Event) -> str:
+        """The step the validator could take (its own steps, not only the model's) that comes nearest to
+        the run's server k, what it gives, and the fields where the two differ (never two states that
+        read alike: where no logged variable differs, why the step is refused)."""
         best = None
+        reads = bool(event.read)
         for cand in self.candidates[:50]:
             options = [(None, cand.state)]
-            options += [(a, self.model.apply(cand.state, a)) for a in self.model.actions(cand.state)]
+            options += [(a, after) for a, after in self._successors(cand.state, k, seen, reads)
+                        if self._allowed(a, k, event)]
             for action, state in options:
-                d = self._distance(state.servers[k], seen, cand.generations)
+                server = state.servers[k]
+                d = self._distance(server, seen, cand.generations) + len(self._other_differences(server, k))
                 if best is None or d < best[0]:
                     best = (d, action, state, cand)
         if best is None:
             return "none"
         _, action, state, cand = best
+        server = state.servers[k]
         row = self.describe_state(Candidate(state, cand.generations, cand.pending)).splitlines()[k]
+        model_side = " ".join(row.split()[1:]) + self._model_extra(server, k)
         what = "no step (the state as it is)" if action is None else self._action_text(action)
-        return f"{what}, giving {row.split(' ', 1)[1]} where the run has {self._describe_observed(seen)}"
+        text = f"{what}, giving {model_side} where the run has {self._describe_observed(seen)}{self._run_extra(k)}"
+        differences = self._differences(server, seen, cand.generations) + self._other_differences(server, k)
+        if differences:
+            return text + "; they differ in " + ", ".join(differences)
+        return text + "; " + self._refusal(cand, action, state, k, seen, event)
+
+    def _differences(self, server, seen: Observed, generations) -> list[str]:
+        """The logged variables where model server `server` and the run's `seen` differ."""
+        out = []
+        if server.alive != seen.alive:
+            return ["alive: model " + ("up" if server.alive else "down") + ", run " + ("up" if seen.alive else "down")]
+        if not seen.alive:
+            return out
+        to_run = {m: r for r, m in generations}
+
+        def gen(m: int) -> str:
+            return str(to_run[m]) if m in to_run else f"{m}'"
+        if seen.role is not None and server.role != seen.role:
+            out.append(f"role: model {server.role}, run {seen.role}")
+        if seen.generation is not None and bind(generations, seen.generation, server.generation) is None:
+            out.append(f"generation: model g{gen(server.generation)}, run g{seen.generation}")
+        if seen.log is not None and (len(server.log) != len(seen.log) or self._match(
+                server._replace(hwm=seen.hwm if seen.hwm is not None else server.hwm, role=seen.role or server.role),
+                seen._replace(generation=None), generations) is None):
+            out.append("log: model [" + ",".join(gen(g) for g in server.log) + "], run ["
+                       + ",".join(map(str, seen.log)) + "]")
+        if seen.hwm is not None and server.hwm != seen.hwm:
+            out.append(f"hwm: model {server.hwm}, run {seen.hwm}")
+        return out
+
+    def _other_differences(self, server, k: int) -> list[str]:
+        """What a subclass compares beyond the logged variables and differs (Kafka: a leader's ISR)."""
+        return []
+
+    def _model_extra(self, server, k: int) -> str:
+        return ""
+
+    def _run_extra(self, k: int) -> str:
+        return ""
+
+    def _refusal(self, cand: Candidate, action, state, k: int, seen: Observed, event: Event) -> str:
+        """Why a step whose server k looks as the run logs it explains nothing."""
+        if action is not None:
+            nxt = self._step(cand, action, state)
+            if nxt is None:
+                return ("the validator refuses that step: it needs a change of another server that no event "
+                        "has logged yet (a change is logged before the messages that announce it)")
+            self._blocked = None
+            if self._confirm(nxt, k, seen, event) is None and self._blocked is not None:
+                return (f"the validator refuses that step: it is a consequence of {self.header.servers[self._blocked]}'s "
+                        f"change in the same step, which no event has logged yet (a change is logged before the "
+                        f"messages that announce it)")
+        if event.read or event.ack:
+            return "the entries the event reads or acknowledges are not at or below that state's high-water mark"
+        return "the run's generations cannot be renamed into the model's in order"
 
     def _snapshot(self, observed: list[Observed], reads) -> Snapshot | None:
         """The run's cluster as the properties see it; None under partial logging (a property
@@ -565,8 +676,13 @@ class Validator:
         after_servers[k] = seen
         after = self._snapshot(after_servers, self.reads | set(event.read or ()))
         broken = violations(before, after) if before is not None and after is not None else {}
-        self.discrepancy = Discrepancy(self.number, event, [self.describe_state(c) for c in self.candidates[:3]],
-                                       len(self.candidates), self._nearest(k, seen), broken, reason)
+        names = self.header.servers
+        # The catalogue names servers S1..Sn by position; the run has its own names.
+        broken = {name: re.sub(r"\bS([1-9])\b", lambda m: names[int(m.group(1)) - 1]
+                               if int(m.group(1)) <= len(names) else m.group(0), text)
+                  for name, text in broken.items()}
+        self.discrepancy = Discrepancy(self.number, event, [self.describe_state(c) for c in self.candidates],
+                                       len(self.candidates), self._nearest(k, seen, event), broken, reason)
         return self.discrepancy
 
 

@@ -29,7 +29,7 @@ Errors name the file, the line and the field.
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Iterable, Iterator, Mapping
 
@@ -106,6 +106,8 @@ class Event:
     crash: bool = False
     restart: bool = False
     time: float | None = None
+    # The file it was read from, where that is not the run's own name (a part of a run merged by time).
+    source: str | None = field(default=None, compare=False)
 
     def to_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {"server": self.server}
@@ -335,7 +337,8 @@ def merge_parts(parts: list[tuple[Header, list[Event]]], *, sources: list[str] |
             if event.time is None:
                 raise EventError("an event of a run in parts has its time (the parts merge by it)", file=source,
                                  line=event.line, field="time")
-    merged = sorted((e for _, events in parts for e in events), key=lambda e: e.time)
+    merged = sorted((replace(e, source=source) if source is not None else e
+                     for (_, events), source in zip(parts, sources) for e in events), key=lambda e: e.time)
     return replace(first, part=None), merged
 
 

@@ -1,8 +1,10 @@
 """Recording the simulated cluster's run as hwm-events/1 (`SimCluster(..., record=FILE)`): after each
-action, a crash, then each server's changes (the acting server first), then the client reads."""
+action, a crash, then each server's changes (the acting server first, the follower first in a round
+trip), then the client reads."""
 
 from __future__ import annotations
 
+from hwm.checker.validate import ROUND_TRIPS
 from hwm.impl.recorder import RunRecorder
 from hwm.properties.protocol import PRESETS
 
@@ -33,7 +35,9 @@ class SimRecording:
                 self.recorder.crash(name)
                 self.down.add(name)
         self.down = {n for n in self.down if self.cluster.replicas[n] is None}
-        first = [n for n in names[:1]]
+        # The acting server first; in a round trip the follower (a server records its change before the
+        # messages that announce it, so the leader's consequence is never recorded before its cause).
+        first = list(reversed(names[:2])) if kind in ROUND_TRIPS else names[:1]
         self._states(first + [n for n in self.cluster.names if n not in first])
         for read in reads:
             self.recorder.read(read.server, read.index, read.generation)
