@@ -67,9 +67,16 @@ class ObservedValidator(Validator):
                 if deferred is not None:
                     yield ("replicate-unacknowledged", action[1], action[2]), deferred
                     continue
-            if self.followers_first and action[0] == "replicate" and action[1] == k and not self._same(after.servers[action[2]],
-                                                                              state.servers[action[2]]):
-                continue  # the follower's change is observed before its reply reaches the leader
+            if self.followers_first and action[0] == "replicate" and not self._same(after.servers[action[2]],
+                                                                                    state.servers[action[2]]):
+                if action[1] == k:
+                    continue  # the follower's change is observed before its reply reaches the leader
+                # A round trip on the way to another server's event: the follower's change waits to be
+                # logged and its reply waits too, so the leader never shows the consequence first.
+                deferred = self._deferred(state, action, after)
+                if deferred is not None:
+                    yield ("replicate-unacknowledged", action[1], action[2]), deferred
+                    continue
             yield action, after
         yield from self._late_appends(state, k, seen)
         yield from self._refused_appends(state, k)
@@ -196,4 +203,17 @@ class ObservedValidator(Validator):
         return super()._action_text(action)
 
 
-__all__ = ["ObservedValidator"]
+def recorded_run_validator(protocol, header, **options) -> Validator:
+    """The validator `hwm validate` judges a recorded run with. The Kafka system's presets on the rpc
+    network: `ObservedKafkaValidator`, a correct broker's finer steps (a recorded broker shows a
+    fetch's halves, a restart before the controller's answer, as `hwm test` observes them). Every
+    other system: the model's own steps (`Validator`), where a recorded raft or ZAB server's round
+    trip fits the model's. Both refuse a consequence logged before its cause."""
+    from hwm.checker.observed_kafka import ObservedKafkaValidator  # it extends this module's class
+
+    if protocol.system == "kafka" and header.network == "rpc":
+        return ObservedKafkaValidator(protocol, header, **options)
+    return Validator(protocol, header, **options)
+
+
+__all__ = ["ObservedValidator", "recorded_run_validator"]

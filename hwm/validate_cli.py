@@ -13,7 +13,7 @@ from pathlib import Path
 
 import click
 
-from hwm.checker.validate import Validator
+from hwm.checker.observed import recorded_run_validator
 from hwm.params import OutputFile, ProtocolParam
 from hwm.model.state import Config
 from hwm.properties.events import EventError, load_runs
@@ -50,7 +50,7 @@ def validate_files(files: list[Path], protocol_spec, depth: int):
             _, protocol = resolve(spec)
         except ProtocolError as e:
             raise EventError(str(e), file=str(path), line=1, field="protocol") from None
-        out.append((path, header, Validator(protocol, header, depth=depth).validate(events)))
+        out.append((path, header, recorded_run_validator(protocol, header, depth=depth).validate(events)))
     return out
 
 
