@@ -95,3 +95,19 @@ def test_a_follower_that_truncates_to_its_own_hwm_fails_validation_at_its_restar
     assert "the run breaks no catalogue property at this event" in done.stdout
     # The same recording is a behaviour of the protocol it ran.
     assert validate(processes.recordings, "raft-truncate-to-own-hwm").returncode == 0
+
+
+# ---------------------------------------------- hwm cluster --record, every system, through hwm validate
+# The bench (bench/false_findings_recorded.py) records 50 runs per system; these are a few of them.
+@pytest.mark.parametrize("protocol, kill", [("raft", False), ("raft", True), ("zab", True), ("kafka", False),
+                                            ("kafka", True)])
+def test_hwm_cluster_recordings_of_every_system_are_behaviours_of_its_preset(tmp_path, protocol, kill):
+    from bench.false_findings_recorded import record_run, validate as validate_recording
+
+    record = record_run(tmp_path / "run", protocol, kill=kill, puts=3)
+    [(_, header, events)] = load_runs(sorted(record.glob("*.jsonl")))
+    assert header.protocol == protocol
+    assert sum(1 for e in events if e.restart) == (1 if kill else 0)
+    assert any(e.ack for e in events)
+    verdict = validate_recording(record, protocol)
+    assert verdict == {"run": str(record), "valid": True, "events": len(events)}, verdict
