@@ -267,6 +267,27 @@ def test_hwm_cluster_starts_serves_the_cli_and_stops_every_server_on_sigterm(tmp
         kill_cluster(supervisor, pids)
 
 
+def test_hwm_cluster_takes_a_preset_with_flags_changed_as_hwm_check_does(tmp_path):
+    # docs/cluster.md's spec: parsed by hwm cluster as by hwm check and hwm node, passed on to every node.
+    data, spec = tmp_path / "cluster", "raft,noop_on_election=true"
+    base = _consecutive_free_ports(3)
+    supervisor = subprocess.Popen(HWM + ["cluster", "--servers", "3", "--data", str(data), "--base-port", str(base),
+                                         "--quiet", "--protocol", spec],
+                                  stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
+    pids: list[int] = []
+    try:
+        lines = [supervisor.stdout.readline() for _ in range(5)]
+        pids = [int(line.split("pid ")[1].split()[0]) for line in lines if " pid " in line]
+        assert len(pids) == 3 and f"protocol {spec}," in lines[0], lines
+        assert json.loads((data / "cluster.json").read_text())["protocol"] == spec
+        result = CliRunner().invoke(main, ["put", "--data", str(data), "--timeout", "20", "hello"],
+                                    env={"HWM_CLUSTER": None})
+        assert result.exit_code == 0 and result.output.startswith("committed at index "), result.output
+        stop_cluster(supervisor, pids)
+    finally:
+        kill_cluster(supervisor, pids)
+
+
 def test_a_second_node_on_a_data_directory_exits_2_naming_the_holder(tmp_path):
     ports = free_ports(2)
     first = {"S1": ("127.0.0.1", ports[0])}
