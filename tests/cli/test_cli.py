@@ -353,6 +353,49 @@ def test_ctrl_c_during_the_tour_reports_the_presets_that_finished_and_exits_130(
     assert "not checked: " in out and "raft" in out.split("not checked: ")[1]
 
 
+def _hwm_process(*args):
+    import os, subprocess, sys
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    return subprocess.Popen([sys.executable, "-c", "from hwm.cli import main; main(prog_name='hwm')", *args],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=root, text=True,
+                            env=dict(os.environ, PYTHONPATH=root), start_new_session=True)
+
+
+def _terminate_once(process, shown: str) -> tuple[str, str, str]:
+    """SIGTERM to the process alone (as `kill PID` or a CI runner's cancel sends it) once stderr shows
+    `shown`; what it had written before, and its stdout and stderr after."""
+    import os, signal, time
+    try:
+        seen, deadline = "", time.monotonic() + 120
+        while shown not in seen and time.monotonic() < deadline:
+            seen += process.stderr.readline()
+        assert shown in seen, seen
+        process.send_signal(signal.SIGTERM)
+        out, err = process.communicate(timeout=120)
+    finally:
+        if process.poll() is None:
+            os.killpg(process.pid, signal.SIGKILL)
+    return seen, out, err
+
+
+def test_sigterm_ends_a_check_as_ctrl_c_does_with_the_partial_report_and_exit_130():
+    process = _hwm_process("check", "--protocol", "raft", "--servers", "4", "--max-generation", "4", "--max-log", "2",
+                           "--successors", "reference", "--progress", "always", "--progress-interval", "0.2")
+    _, out, err = _terminate_once(process, "depth ")
+    assert process.returncode == 130, out + err
+    assert "INTERRUPTED: SIGTERM stopped the search" in out and "Traceback" not in err
+    assert "? ReadNeverTruncated" in out and "✓ ReadNeverTruncated" not in out
+
+
+def test_sigterm_ends_the_tour_with_the_rows_that_finished_and_exit_130():
+    process = _hwm_process("check", "--jobs", "2", "--successors", "reference")
+    seen, out, err = _terminate_once(process, "tour: 1/")
+    assert process.returncode == 130, out + err
+    finished = seen.split("tour: 1/")[1].split(" ")[1].rstrip(":")
+    assert "INTERRUPTED: SIGTERM stopped the tour" in out and "Traceback" not in err
+    assert f"{finished} " in out.split("INTERRUPTED")[0]  # its row is in the partial table
+
+
 def test_the_progress_line_shows_elapsed_time_rate_and_growth():
     import io
     from hwm.render import Progress
