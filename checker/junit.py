@@ -1,8 +1,12 @@
 """A check's verdicts as JUnit XML, the report format CI systems show natively: one test suite per
-preset, one test case per property. A violated always property, or a witness the bounds allow but
-the search never reached, is a failure carrying the shortest counterexample's steps and the path
-of its saved trace; a property the search could not decide (an unfinished search, a witness the
-bounds rule out, a violation the bounds are too small to show, a preset an interrupted tour never
+preset, one test case per property, failing exactly where the exit status does. One check
+(`--protocol P`): a violated always property, or a witness the bounds allow but the search never
+reached, is a failure carrying the shortest counterexample's steps and the path of its saved trace.
+The tour judges each preset against the catalogue: an expected violation seen is a passing case
+(its counterexample in the case's output); a safe preset's violation, a violation the catalogue does
+not expect, an expected violation these bounds show but the search missed, and a missed witness are
+failures. A property the search could not decide (an unfinished search, a witness the bounds rule
+out, an expected violation the bounds are too small to show, a preset an interrupted tour never
 reached) is skipped with the reason."""
 
 from __future__ import annotations
@@ -12,7 +16,8 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 
 from hwm.checker.report import Report
-from hwm.checker.verdict import impossible_witnesses
+from hwm.checker.expectations import needs_text
+from hwm.checker.verdict import impossible_witnesses, tour_verdicts
 from hwm.model.state import Config
 from hwm.properties.protocol import PRESETS, resolve
 
@@ -21,27 +26,41 @@ def _case(suite: ET.Element, preset: str, prop: str, seconds: float) -> ET.Eleme
     return ET.SubElement(suite, "testcase", classname=f"hwm.{preset}", name=prop, time=f"{seconds:.3f}")
 
 
+def _counterexample(prop: str, result, saved: dict[str, Path]) -> str:
+    text = [f"{prop} violated in {result.length} steps: {result.finding}"]
+    text += [f"{k + 1:3}. {step}" for k, step in enumerate(result.steps)]
+    if prop in saved:
+        text.append(f"saved to {saved[prop]}  (hwm replay {saved[prop]})")
+    return "\n".join(text)
+
+
 def suite(report: Report, protocol_spec, saved: dict[str, Path] | None = None,
-          not_shown: dict[str, str] | None = None) -> ET.Element:
+          not_shown: dict[str, str] | None = None, tour: dict[str, str] | None = None) -> ET.Element:
     """One preset's test suite. `saved`: property -> the saved trace; `not_shown`: property -> the
-    bounds its expected violation needs (the tour's judgement)."""
+    bounds its expected violation needs. `tour`: property -> the tour's verdict against the catalogue
+    (`verdict.tour_verdicts`), which a case then means, as the tour's exit status does: an expected
+    violation seen passes (its counterexample in the case's output), an unexpected one or an expected
+    one these bounds show but the search missed fails; without it (one check) a violation fails."""
     saved, not_shown = saved or {}, not_shown or {}
     _, protocol = resolve(protocol_spec)
-    impossible = impossible_witnesses(report, protocol, Config.from_mapping(report.config))
+    config = Config.from_mapping(report.config)
+    impossible = impossible_witnesses(report, protocol, config)
     unfinished = report.interrupted or not report.complete
     name = report.protocol_name
     element = ET.Element("testsuite", name=name)
     per_case = report.seconds / max(1, len(report.results))
     for prop, result in report.results.items():
         case = _case(element, name, prop, per_case)
-        if result.kind == "always" and result.found:
+        verdict = (tour or {}).get(prop)
+        if result.kind == "always" and result.found and verdict in ("expected", "beyond"):
+            why = ("expected violation seen" if verdict == "expected" else
+                   "violated above the bounds the catalogue knows this preset at (not judged)")
+            ET.SubElement(case, "system-out").text = f"{why}: " + _counterexample(prop, result, saved)
+        elif result.kind == "always" and result.found:
             failure = ET.SubElement(case, "failure", type="violation",
-                                    message=f"{prop} violated in {result.length} steps: {result.finding}")
-            text = [f"{prop} violated in {result.length} steps: {result.finding}"]
-            text += [f"{k + 1:3}. {step}" for k, step in enumerate(result.steps)]
-            if prop in saved:
-                text.append(f"saved to {saved[prop]}  (hwm replay {saved[prop]})")
-            failure.text = "\n".join(text)
+                                    message=f"{prop} violated in {result.length} steps: {result.finding}"
+                                            + (" (the catalogue does not expect it)" if tour is not None else ""))
+            failure.text = _counterexample(prop, result, saved)
         elif result.kind == "sometimes" and result.found:
             continue
         elif result.kind == "sometimes" and prop in impossible:
@@ -51,9 +70,13 @@ def suite(report: Report, protocol_spec, saved: dict[str, Path] | None = None,
         elif result.kind == "sometimes":
             ET.SubElement(case, "failure", type="unreached",
                           message=f"{prop} never happens, so the checks may be vacuous")
-        elif prop in not_shown:
-            ET.SubElement(case, "skipped", message=f"expected violation not shown at these bounds "
-                                                   f"(needs {not_shown[prop]})")
+        elif verdict == "missing":
+            ET.SubElement(case, "failure", type="expected violation missing",
+                          message=f"the catalogue expects {name} to violate {prop} at these bounds "
+                                  f"(needs {needs_text(name, prop, config)}); the search did not")
+        elif verdict == "not shown" or prop in not_shown:
+            needs = not_shown.get(prop) or needs_text(name, prop, config)
+            ET.SubElement(case, "skipped", message=f"expected violation not shown at these bounds (needs {needs})")
     cases = element.findall("testcase")
     element.set("tests", str(len(cases)))
     element.set("failures", str(sum(1 for c in cases if c.find("failure") is not None)))
@@ -61,6 +84,12 @@ def suite(report: Report, protocol_spec, saved: dict[str, Path] | None = None,
     element.set("skipped", str(sum(1 for c in cases if c.find("skipped") is not None)))
     element.set("time", f"{report.seconds:.3f}")
     return element
+
+
+def tour_suite(preset: str, report: Report, saved: dict[str, Path] | None = None) -> ET.Element:
+    """A tour preset's suite, judged against the catalogue: failures exactly where the tour's exit
+    status finds a mismatch (`checker.expectations.judge`)."""
+    return suite(report, preset, saved, tour=tour_verdicts(preset, report))
 
 
 def not_checked(preset: str, config: Config, reason: str) -> ET.Element:
@@ -102,14 +131,3 @@ def write(path: Path, suites: list[ET.Element]) -> Path:
             tmp.unlink(missing_ok=True)
         raise OSError(error.errno, error.strerror, str(path)) from error
     return path
-
-
-def expected_not_shown(preset: str, report: Report) -> dict[str, str]:
-    """The expected violations `report`'s bounds were too small to show, with what each needs."""
-    from hwm.checker.expectations import expected_properties, needs_text, shows
-
-    if preset not in PRESETS or not PRESETS[preset].broken:
-        return {}
-    config = Config.from_mapping(report.config)
-    return {p: needs_text(preset, p, config) for p in expected_properties(preset)
-            if p not in report.violated and not shows(preset, p, config)}

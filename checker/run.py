@@ -70,14 +70,16 @@ def run(request: CheckRequest, progress=None) -> Report:
 
 
 def choose_successors(protocols, config: Config, symmetry: bool, successors: str, engine: str = "local",
-                      tour: bool = False, spark_master: str | None = None) -> tuple[dict[str, str], list[str]]:
-    """The backend each of `protocols` runs under `successors` (each at its tour bounds when `tour`), and
-    for `auto` the notes on those that run the reference backend (`checker.auto_backend.choose`)."""
+                      tour: bool = False, spark_master: str | None = None,
+                      chosen: frozenset[str] | None = None) -> tuple[dict[str, str], list[str]]:
+    """The backend each of `protocols` runs under `successors` (each at its tour bounds when `tour`, with
+    the bounds the user `chosen`: `tour_config`), and for `auto` the notes on those that run the
+    reference backend (`checker.auto_backend.choose`)."""
     models = {}
     for spec in protocols:
         name, protocol = resolve(spec)
         try:
-            models[name] = build_model(protocol, tour_config(name, config) if tour else config)
+            models[name] = build_model(protocol, tour_config(name, config, chosen) if tour else config)
         except ValueError:  # the model refuses these bounds itself: its own check says so
             continue
     if successors != "auto":
@@ -103,7 +105,7 @@ def successors_refusal(protocols, config: Config, successors: str) -> str | None
 
 
 def long_run_warning(protocols, config: Config, symmetry: bool, backends: dict[str, str], parallel: int = 1,
-                     tour: bool = False) -> str | None:
+                     tour: bool = False, chosen: frozenset[str] | None = None) -> str | None:
     """`checker.estimate.long_run_warning` for these protocols (each at its tour bounds when `tour`),
     with the backend each runs (`backends`, by name: `choose_successors`)."""
     from hwm.checker.estimate import long_run_warning as warning
@@ -112,7 +114,7 @@ def long_run_warning(protocols, config: Config, symmetry: bool, backends: dict[s
     for spec in protocols:
         name, protocol = resolve(spec)
         if name in backends:
-            runs.append((protocol.system, tour_config(name, config) if tour else config, backends[name]))
+            runs.append((protocol.system, tour_config(name, config, chosen) if tour else config, backends[name]))
     return warning(runs, symmetry, parallel)
 
 
@@ -131,16 +133,18 @@ class TourInterrupted(KeyboardInterrupt):
 
 
 def tour(config: Config, symmetry: bool, jobs: int, progress_stream=None,
-         successors: str | dict[str, str] = "reference") -> list[tuple[str, Report]]:
-    """Check every preset (each at `tour_config`); presets run in parallel processes (one per core
+         successors: str | dict[str, str] = "reference",
+         chosen: frozenset[str] | None = None) -> list[tuple[str, Report]]:
+    """Check every preset (each at `tour_config`, with the bounds the user `chosen`); presets run in parallel processes (one per core
     by default). `successors`: one backend for all, "auto", or one per preset (`choose_successors`).
     `progress_stream` hears of each preset as it finishes and, on a terminal, of those still
     running, every second."""
     names = runnable_presets(config)
     if successors == "auto":
-        successors = choose_successors(names, config, symmetry, "auto", tour=True)[0]
+        successors = choose_successors(names, config, symmetry, "auto", tour=True, chosen=chosen)[0]
     backends = successors if isinstance(successors, dict) else dict.fromkeys(names, successors)
-    requests = [CheckRequest(name, tour_config(name, config), symmetry, successors=backends[name]) for name in names]
+    requests = [CheckRequest(name, tour_config(name, config, chosen), symmetry, successors=backends[name])
+                for name in names]
     if "fast" in backends.values():
         from hwm.checker.auto_backend import prepare_fast
         prepare_fast()  # built (first use) or loaded once here, not by every worker at once

@@ -122,16 +122,60 @@ def judge_tour(results: list[tuple[str, Report]], config: Config | None = None) 
     return judge(results).problems
 
 
-def tour_config(preset: str, config: Config) -> Config:
-    """The bounds the tour checks `preset` at. At the default bounds its system's TOUR_BOUNDS lower them
-    and its own PRESET_TOUR_BOUNDS set them (other bounds are the user's and are kept); a preset whose
-    no-op fills the log gets one slot more, so that its client entries get the room every other
-    preset's get."""
+def tour_verdicts(preset: str, report: Report) -> dict[str, str]:
+    """The tour's verdict on each always property of `preset`'s report, judged against the catalogue
+    as `checker.expectations.judge` judges the preset (its exit status): "expected" (a violation the
+    catalogue expects, seen), "unexpected" (a violation it does not expect: a mismatch), "missing" (an
+    expected violation these bounds show, not found: a mismatch), "not shown" (an expected violation
+    these bounds are too small for), "beyond" (a broken preset's violation above the bounds the
+    catalogue was derived at: not judged), "holds"."""
+    from hwm.checker.expectations import NEEDS, _within_table, expected_properties, shows
+
+    always = [p for p, r in report.results.items() if r.kind == "always"]
+    got = set(report.violated)
+    if not PRESETS[preset].broken:
+        return {p: "unexpected" if p in got else "holds" for p in always}
+    config = Config.from_mapping(report.config)
+    known = expected_properties(preset)
+    table = NEEDS.get((preset, config.servers), {})
+    within = _within_table(preset, config)
+    # As judge: a property the table knows not to show at these servers is not expected here.
+    here = known if (preset, config.servers) not in NEEDS or config.network != "rpc" else table
+    out = {}
+    for p in always:
+        if p in got:
+            if within and (p not in known or p not in table):
+                out[p] = "unexpected"
+            else:
+                out[p] = "expected" if p in known else "beyond"
+        elif p in known and shows(preset, p, config):
+            out[p] = "missing"
+        elif p in here:
+            out[p] = "not shown"
+        else:
+            out[p] = "holds"
+    return out
+
+
+# The bounds a preset's tour values may set (TOUR_BOUNDS, PRESET_TOUR_BOUNDS) and the rest of the
+# configuration; a caller that knows which of them the user gave passes those as `chosen`.
+CHOSEN_ALL = frozenset({"servers", "max_generation", "max_log", "max_crashes", "network", "channel_capacity",
+                        "max_partitions"})
+
+
+def tour_config(preset: str, config: Config, chosen: frozenset[str] | set[str] | None = None) -> Config:
+    """The bounds the tour checks `preset` at. Every bound the user did not choose takes the tour's
+    value for the preset: its system's TOUR_BOUNDS lower it, its own PRESET_TOUR_BOUNDS set it (the
+    partition presets' partition and second entry); a bound the user chose is theirs. `chosen`: the
+    bounds given on the command line; None (a caller with a Config alone): none at the default bounds,
+    all of them at any other. A preset whose no-op fills the log gets one slot more, so that its
+    client entries get the room every other preset's get."""
     protocol = PRESETS[preset].protocol
-    if config == DEFAULT_CONFIG:
-        lowered = TOUR_BOUNDS.get(protocol.system, {})
-        config = replace(config, **{k: min(v, getattr(config, k)) for k, v in lowered.items()})
-        config = replace(config, **PRESET_TOUR_BOUNDS.get(preset, {}))
+    if chosen is None:
+        chosen = frozenset() if config == DEFAULT_CONFIG else CHOSEN_ALL
+    lowered = TOUR_BOUNDS.get(protocol.system, {})
+    config = replace(config, **{k: min(v, getattr(config, k)) for k, v in lowered.items() if k not in chosen})
+    config = replace(config, **{k: v for k, v in PRESET_TOUR_BOUNDS.get(preset, {}).items() if k not in chosen})
     if protocol.noop_on_election and config.max_log >= 1 and thin(protocol, config):
         return replace(config, max_log=config.max_log + 1)
     return config

@@ -9,8 +9,8 @@ from hwm.checker.expectations import judge  # noqa: F401
 from hwm.checker.report import Report
 from hwm.checker.run import (CheckRequest, TourInterrupted, choose_successors, default_jobs,  # noqa: F401
                              long_run_warning, run, runnable_presets, successors_refusal, tour)
-from hwm.checker.traces import bounds_directory, counterexample_paths, save_counterexamples, trace_filename, tour_directories  # noqa: F401
-from hwm.checker.verdict import impossible_witnesses, judge_tour, passed, thin, tour_config  # noqa: F401
+from hwm.checker.traces import bounds_directory, counterexample_paths, save_counterexamples, trace_filename  # noqa: F401
+from hwm.checker.verdict import CHOSEN_ALL, impossible_witnesses, judge_tour, passed, thin, tour_config  # noqa: F401
 from hwm.model.state import Config
 from hwm.properties.acked import ALL_BY_NAME
 from hwm.properties.protocol import PRESETS, Protocol
@@ -18,6 +18,14 @@ from hwm.render import table
 
 # Every property any model is checked for, in catalogue order, each system's own after.
 ALL_PROPERTIES = tuple(ALL_BY_NAME.values())
+
+
+def tour_directories(config: Config, symmetry: bool = True, chosen: frozenset[str] | None = None,
+                     root: Path = Path("hwm-out")) -> dict[str, Path]:
+    """Where the tour saves each preset's traces by default: under the bounds it checks that preset at
+    (`tour_config`, with the bounds the user `chosen`), so a directory never names bounds its traces
+    were not found at."""
+    return {name: root / bounds_directory(tour_config(name, config, chosen), symmetry) for name in PRESETS}
 
 
 def symmetry_note(spec, config: Config) -> str | None:

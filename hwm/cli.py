@@ -14,6 +14,7 @@ import threading
 from pathlib import Path
 
 import click
+from click.core import ParameterSource
 
 from hwm import check as checking
 from hwm.checker.fast.aot import BUILD_ESTIMATE
@@ -154,8 +155,13 @@ def _check(protocol, servers, max_generation, max_log, max_crashes, network, cha
     if protocol is None:
         if liveness:
             raise click.UsageError("--liveness checks one protocol: give --protocol")
+        # The bounds given on the command line are the user's; every other takes each preset's tour value.
+        context = click.get_current_context()
+        chosen = frozenset(bound for bound in checking.CHOSEN_ALL
+                           if context.get_parameter_source(bound) not in (None, ParameterSource.DEFAULT,
+                                                                          ParameterSource.DEFAULT_MAP))
         if save is None:
-            directories = checking.tour_directories(config, symmetry)
+            directories = checking.tour_directories(config, symmetry, chosen)
             for directory in sorted(set(directories.values())):
                 if directory_problem(directory):  # checked now, not after the whole tour
                     raise click.UsageError(f"cannot save the tour's traces: {directory_problem(directory)}; "
@@ -163,7 +169,7 @@ def _check(protocol, servers, max_generation, max_log, max_crashes, network, cha
         else:
             directories = {name: save for name in PRESETS}
         _tour(config, symmetry, jobs or checking.default_jobs(), as_json, directories, engine, successors, junit_out,
-              progress_mode != "never", itf_too)
+              progress_mode != "never", itf_too, chosen)
         return
     if liveness:
         from hwm import liveness_report
@@ -245,7 +251,7 @@ def _check(protocol, servers, max_generation, max_log, max_crashes, network, cha
 
 def _tour(config: Config, symmetry: bool, jobs: int, as_json: bool, directories: dict[str, Path], engine: str,
           successors: str = "auto", junit_out: Path | None = None, progress: bool = True,
-          itf_too: bool = False) -> None:
+          itf_too: bool = False, chosen: frozenset[str] = frozenset()) -> None:
     if engine != "local":
         raise click.UsageError("the tour runs on the local engine; give --protocol to use another engine")
     click.echo(f"Checking every preset at {config.describe()} (symmetry {'on' if symmetry else 'off'}, "
@@ -254,20 +260,20 @@ def _tour(config: Config, symmetry: bool, jobs: int, as_json: bool, directories:
     # log slot more, and Kafka's presets alone a generation less (docs/systems-kafka.md).
     lowered: dict[str, list[str]] = {}
     for n in PRESETS:
-        if checking.tour_config(n, config) != config:
-            lowered.setdefault(checking.tour_config(n, config).describe(), []).append(n)
+        if checking.tour_config(n, config, chosen) != config:
+            lowered.setdefault(checking.tour_config(n, config, chosen).describe(), []).append(n)
     for bounds, names in lowered.items():
         click.echo(f"  {', '.join(names)} at {bounds}", err=True)
     presets = checking.runnable_presets(config)
-    backends, notes = checking.choose_successors(presets, config, symmetry, successors, tour=True)
+    backends, notes = checking.choose_successors(presets, config, symmetry, successors, tour=True, chosen=chosen)
     for note in notes:
         click.echo(f"  note: {note}", err=True)
-    warning = checking.long_run_warning(presets, config, symmetry, backends, parallel=jobs, tour=True)
+    warning = checking.long_run_warning(presets, config, symmetry, backends, parallel=jobs, tour=True, chosen=chosen)
     if warning:
         click.echo(warning, err=True)
     try:
         results = checking.tour(config, symmetry, jobs, progress_stream=sys.stderr if progress else None,
-                                successors=backends)
+                                successors=backends, chosen=chosen)
     except checking.TourInterrupted as stop:
         # What finished is as true as a whole tour's row; what did not is named, not guessed.
         if stop.finished:
@@ -278,9 +284,8 @@ def _tour(config: Config, symmetry: bool, jobs: int, as_json: bool, directories:
         if junit_out is not None:  # what finished, as a whole tour's; the rest skipped, never passed
             from hwm.checker import junit
             with _output_errors():
-                junit.write(junit_out, [junit.suite(r, name, {}, junit.expected_not_shown(name, r))
-                                        for name, r in stop.finished]
-                            + [junit.not_checked(name, checking.tour_config(name, config),
+                junit.write(junit_out, [junit.tour_suite(name, r) for name, r in stop.finished]
+                            + [junit.not_checked(name, checking.tour_config(name, config, chosen),
                                                  f"not checked: {_stop()} stopped the tour before this preset")
                                for name in stop.unfinished])
         sys.exit(EXIT_INTERRUPTED)
@@ -337,8 +342,8 @@ def _tour(config: Config, symmetry: bool, jobs: int, as_json: bool, directories:
                 _save_itf(written)
         if junit_out is not None:
             from hwm.checker import junit
-            junit.write(junit_out, [junit.suite(r, name, checking.counterexample_paths(r, directories[name]),
-                                                junit.expected_not_shown(name, r)) for name, r in results])
+            junit.write(junit_out, [junit.tour_suite(name, r, checking.counterexample_paths(r, directories[name]))
+                                    for name, r in results])
     sys.exit(EXIT_FOUND if problems else EXIT_NOT_SHOWN if judgement.not_shown else EXIT_OK)
 
 

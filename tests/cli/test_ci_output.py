@@ -125,6 +125,7 @@ SCHEMA = {
                  {"failure", "error", "skipped", "system-out", "system-err"}),
     "failure": (set(), {"message", "type"}, set()),
     "skipped": (set(), {"message"}, set()),
+    "system-out": (set(), set(), set()),
 }
 
 
@@ -145,7 +146,7 @@ def _validate(element, counts=None):
         assert int(element.get("skipped")) == sum(c.find("skipped") is not None for c in cases)
 
 
-def test_the_tour_writes_junit_xml_with_a_failing_case_for_a_broken_preset(tmp_path):
+def test_the_tour_writes_junit_xml_where_a_broken_presets_expected_violation_passes(tmp_path):
     junit = tmp_path / "hwm.xml"
     code, out, _ = _hwm("check", "--max-generation", 1, "--max-crashes", 0, "--jobs", 1, "--save", tmp_path,
                         "--junit", junit)
@@ -153,14 +154,17 @@ def test_the_tour_writes_junit_xml_with_a_failing_case_for_a_broken_preset(tmp_p
     root = ET.parse(junit).getroot()
     assert root.tag == "testsuites"
     _validate(root)
+    assert root.get("failures") == "0"  # exit 3: nothing mismatched (what is not shown is skipped)
     suites = {s.get("name"): s for s in root}
     assert set(suites) == set(PRESETS)  # every preset runs on the rpc network
+    # An expected violation seen passes, carrying its counterexample.
     fencing = suites["bookkeeper-recovery-without-fencing"].find("testcase[@name='ReadNeverTruncated']")
-    failure = fencing.find("failure")
-    assert failure.get("type") == "violation" and "violated in" in failure.get("message")
+    assert fencing.find("failure") is None and fencing.find("skipped") is None
+    shown = fencing.find("system-out").text
+    assert shown.startswith("expected violation seen: ReadNeverTruncated violated in ")
     saved = tmp_path / "bookkeeper-recovery-without-fencing.ReadNeverTruncated.json"
-    assert f"saved to {saved}" in failure.text and saved.exists()
-    assert "  1. " in failure.text  # the counterexample's steps, numbered
+    assert f"saved to {saved}" in shown and saved.exists()
+    assert "  1. " in shown  # the counterexample's steps, numbered
     # Safe raft holds: no failure; kip101's bug needs a crash: skipped, saying so, never passed.
     assert all(c.find("failure") is None for c in suites["raft"])
     kip101 = suites["kip101"].find("testcase[@name='ReadNeverTruncated']").find("skipped")
@@ -186,8 +190,8 @@ def test_an_interrupted_tour_writes_junit_for_what_finished_and_skips_the_rest(m
     _validate(root)
     suites = {s.get("name"): s for s in root}
     assert list(suites) == ["seed", "raft"] + unfinished
-    seed = suites["seed"].find("testcase[@name='ReadNeverTruncated']/failure")
-    assert seed is not None and "violated in" in seed.get("message")
+    seed = suites["seed"].find("testcase[@name='ReadNeverTruncated']")
+    assert seed.find("failure") is None and "violated in" in seed.find("system-out").text  # as expected
     assert all(c.find("failure") is None and c.find("skipped") is None
                for c in suites["raft"] if c.get("name") in ("ReadNeverTruncated", "LogMatching"))
     for name in unfinished:
@@ -255,3 +259,45 @@ def test_replay_compare_with_another_systems_protocol_names_compare_before_any_r
 def test_hwm_node_with_a_model_only_preset_suggests_hwm_check_not_an_option_it_lacks():
     code, out, err = _hwm("node", "--protocol", "kafka-min-insync-1")
     assert code == 2 and "model-only" in err and "hwm check --protocol" in err and "--on model" not in err, err
+
+
+def _tour_report(name: str, config: Config, drop: str | None = None):
+    report = bfs(build_model(PRESETS[name].protocol, config), name, successors="reference")
+    if drop is not None:  # plant a mismatch: the search "missed" this violation
+        report.results[drop] = replace(report.results[drop], found=False)
+    return report
+
+
+def test_tour_junit_fails_exactly_where_the_tour_finds_a_mismatch():
+    from hwm.checker import junit
+    from hwm.checker.expectations import judge
+
+    config = Config(max_generation=2, max_crashes=0)
+    runs = [("seed", _tour_report("seed", config)), ("raft", _tour_report("raft", config)),
+            ("kip101", _tour_report("kip101", config)),  # its bug needs a crash: not shown
+            ("raft-any-election", _tour_report("raft-any-election", config, drop="ReadNeverTruncated"))]
+    problems = judge(runs).problems
+    for name, report in runs:
+        suite = junit.tour_suite(name, report)
+        _validate(suite)
+        failed = {c.get("name") for c in suite if c.find("failure") is not None}
+        assert bool(failed) == any(p.startswith(f"{name}:") for p in problems), (name, failed, problems)
+        if name == "raft-any-election":
+            [case] = [c for c in suite if c.get("name") == "ReadNeverTruncated"]
+            assert failed == {"ReadNeverTruncated"}
+            assert case.find("failure").get("type") == "expected violation missing"
+            assert "needs max_generation>=2" in case.find("failure").get("message")
+        if name == "seed":  # every violation expected and seen: all pass
+            assert all(c.find("system-out") is not None for c in suite if c.get("name") in PRESETS["seed"].breaks)
+        if name == "kip101":
+            assert suite.get("failures") == "0" and int(suite.get("skipped")) > 0
+
+
+def test_a_single_check_junit_still_fails_on_a_violation_as_its_exit_status_does(tmp_path):
+    junit = tmp_path / "seed.xml"
+    code, out, _ = _hwm("check", "--protocol", "seed", "--max-generation", 2, "--max-crashes", 0,
+                        "--successors", "reference", "--junit", junit)
+    assert code == 1, out
+    root = ET.parse(junit).getroot()
+    _validate(root)
+    assert root.find(".//testcase[@name='ReadNeverTruncated']/failure") is not None

@@ -23,10 +23,16 @@ def hwm(*args):
 
 
 def test_tour_matches_the_catalogue_and_saves_every_shortest_counterexample(tmp_path):
-    code, out = hwm("check", "--save", tmp_path / "out")
+    code, out = hwm("check", "--save", tmp_path / "out", "--junit", tmp_path / "tour.xml")
     assert code == 0, out
     for name in PRESETS:
         assert name in out
+    # The JUnit file means what exit 0 means: every expected violation seen is a passing case.
+    import xml.etree.ElementTree as ET
+    root = ET.parse(tmp_path / "tour.xml").getroot()
+    seen = int(out.split(" of ")[-2].split("(")[-1])  # "(N of N expected violations seen)"
+    assert root.get("failures") == "0" and int(root.get("tests")) > seen > 0
+    assert sum(c.find("system-out") is not None for c in root.iter("testcase")) == seen
     assert "raft-noop (log ≤ 2)" in out and "THIN" not in out
     assert "every preset behaves as the catalogue expects" in out
     saved = sorted(p.name for p in (tmp_path / "out").glob("*.json"))
@@ -47,9 +53,12 @@ def test_tour_reports_a_preset_that_misbehaves(monkeypatch, tmp_path):
     for module in ("hwm.checker.run", "hwm.checker.verdict", "hwm.checker.expectations", "hwm.check"):
         monkeypatch.setattr(f"{module}.PRESETS", broken)
     monkeypatch.setattr("hwm.cli.PRESETS", broken)
-    code, out = hwm("check", "--jobs", 1, "--save", tmp_path)
+    code, out = hwm("check", "--jobs", 1, "--save", tmp_path, "--junit", tmp_path / "tour.xml")
     assert code == 1
     assert "kip101: unexpectedly violates" in out
+    import xml.etree.ElementTree as ET  # the JUnit file fails where the tour does: kip101's cases
+    suites = {s.get("name"): s for s in ET.parse(tmp_path / "tour.xml").getroot()}
+    assert suites["raft"].get("failures") == "0" and int(suites["kip101"].get("failures")) > 0
 
 
 def test_check_one_safe_preset():
@@ -280,8 +289,26 @@ def test_the_tour_saves_each_run_under_its_bounds(tmp_path, monkeypatch):
     for crashes in (0, 1):
         code, out = hwm("check", "--max-crashes", crashes, "--max-generation", 2)
         assert code == 3, out  # two generations show some bugs, not all: not a pass
-    assert sorted(p.name for p in (tmp_path / "hwm-out").iterdir()) == ["s3-g2-l1-c0-rpc", "s3-g2-l1-c1-rpc"]
+        # The bounds the user left alone keep each preset's own: the partition presets' partition
+        # (and the lease presets' second entry) show their bugs, as at the default bounds.
+        shown = out.split("NOT SHOWN")[1]
+        assert "raft-lease-reads-without-check-quorum" not in shown and "controller-fencing" not in shown, out
+    assert sorted(p.name for p in (tmp_path / "hwm-out").iterdir()) == [
+        "s3-g2-l1-c0-rpc", "s3-g2-l1-c0-rpc-p1", "s3-g2-l1-c1-rpc", "s3-g2-l1-c1-rpc-p1", "s3-g2-l2-c0-rpc-p1",
+        "s3-g2-l2-c1-rpc-p1"]
     assert "hwm-out/s3-g2-l1-c1-rpc/" in out
+
+
+def test_a_bound_the_user_gives_is_theirs_and_the_others_keep_each_presets_tour_value():
+    given = frozenset({"max_generation"})
+    lease = "raft-lease-reads-without-check-quorum"
+    assert tour_config(lease, Config(max_generation=2), given) == Config(max_generation=2, max_log=2, max_crashes=0,
+                                                                         max_partitions=1)
+    assert tour_config(lease, Config(max_partitions=0), frozenset({"max_partitions"})).max_partitions == 0
+    assert tour_config("kafka", Config(max_generation=4), given).max_generation == 4  # typed: the user's
+    assert tour_config("kafka", Config(max_log=2), frozenset({"max_log"})) == Config(max_generation=3, max_log=2)
+    assert tour_config("kafka", Config()) == Config(max_generation=3)  # nothing typed: the tour's own
+    assert tour_config("kafka", Config(max_log=2)) == Config(max_log=2)  # a Config alone: every bound chosen
 
 
 # ------------------------------------------------------------------- Ctrl-C
