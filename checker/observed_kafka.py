@@ -318,12 +318,13 @@ class ObservedKafkaValidator(ObservedValidator):
                 continue
             queue = state.channels[f * n + l] if state.channels else ()
             seen_offsets = set()
-            for at, offset in self._offers(state, l, f):
+            for at, offset in self._offers(state, l, f) + self._repeated(state, l, f):
                 if offset in seen_offsets:
                     continue
                 seen_offsets.add(offset)
                 channels = list(self._channels(state))
-                channels[f * n + l] = queue[at + 1:]  # FIFO: the ones before it were taken before it
+                if at is not None:
+                    channels[f * n + l] = queue[at + 1:]  # FIFO: the ones before it were taken before it
                 for expand in (False, True):
                     after = self._take_fetch(state, l, f, offset, expand)
                     if after is not None:
@@ -341,6 +342,20 @@ class ObservedKafkaValidator(ObservedValidator):
                 and (not follower.truncating or self._truncated(follower, leader) == follower.log)):
             offers.append((len(queue), len(follower.log)))
         return [(at, offset) for at, offset in offers if offset <= len(leader.log)]
+
+    def _repeated(self, state, l, f) -> list[tuple[None, int]]:
+        """Fetches f sent before, arriving again: a follower resends a fetch from the same offset while it
+        goes unanswered (a partition holds them all), and the network may duplicate one. Each is from an
+        offset f held then and holds now (it holds l's entries up to it), in l's epoch; only those at or
+        above l's HW change what a node shows (an ISR expansion, and a HW up to that offset), and none
+        counts an entry f lacks. Taking one leaves the waiting fetches as they are."""
+        leader, follower = state.servers[l], state.servers[f]
+        if not (follower.alive and follower.role == FOLLOWER and follower.leader == l + 1
+                and follower.generation == leader.generation and not follower.truncating):
+            return []
+        end = min(len(follower.log), len(leader.log))
+        return [(None, offset) for offset in range(leader.hwm, end)
+                if follower.log[:offset] == leader.log[:offset]]
 
     def _fetches_together(self, state, l, hwm):
         """Several followers' fetches taken as one step (each the step above, without an expansion):

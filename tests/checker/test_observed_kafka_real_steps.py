@@ -165,3 +165,15 @@ def test_hwm_validate_accepts_the_recorded_kafka_run(tmp_path: Path):
                                 catch_exceptions=False)
     assert result.exit_code == 0, result.output
     assert "valid: 11 events" in result.output
+
+
+def test_a_fetch_that_arrives_again_may_expand_the_isr_again():
+    # n3's fetches from offset 0, resent while a partition held them (or duplicated), reach n1 one after
+    # the other: each expands the ISR at the HW 0 without moving it, and n1's lag timer shrinks n3 again.
+    flips = [("n1", dict(hwm=0), ("n1", "n3")), ("n1", dict(hwm=0), ("n1",))] * 3
+    verdict = run(*SHRUNK, *flips)
+    assert verdict.valid, verdict.discrepancy.describe()
+    # The guard: f holds the offset it fetched from. n2 holds nothing: no fetch of its expands at HW 1.
+    events = SHRUNK + [("n1", dict(hwm=1), ("n1",)), ("n1", dict(hwm=1), ("n1", "n2"))]
+    verdict = run(*events)
+    assert not verdict.valid and verdict.discrepancy.number == len(events)
