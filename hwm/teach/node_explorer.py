@@ -156,7 +156,8 @@ class NodeSession:
                 "svg": self.picture(in_flight, nodes, findings)}
 
     def offered(self, in_flight: list[dict], nodes: list[dict]) -> list[dict]:
-        """The steps a click can take now, grouped for the page: the network, faults, clients, the clock."""
+        """The steps a click can take now, grouped for the page: the network, crashes and restarts,
+        partitions, clients, the clock."""
         out = []
         for m in in_flight:
             for op in ("deliver", "drop"):
@@ -171,11 +172,11 @@ class NodeSession:
             fault = {"op": "kill" if n["alive"] else "restart", "node": n["node"]}
             out.append({"group": "faults", "step": fault, "label": describe(fault)})
         if self.run.group is not None:
-            out.append({"group": "faults", "step": {"op": "heal"}, "label": "heal() the partition"})
+            out.append({"group": "partitions", "step": {"op": "heal"}, "label": "heal() the partition"})
         elif len(nodes) > 2:  # cut one node off from the others; messages across the cut are lost
             for n in nodes:
                 cut = {"op": "partition", "groups": [[n["node"]]]}
-                out.append({"group": "faults", "step": cut, "label": f"partition({n['node']} | the others)"})
+                out.append({"group": "partitions", "step": cut, "label": f"partition({n['node']} | the others)"})
         for n in nodes:
             if not n["alive"]:
                 continue

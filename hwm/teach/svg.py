@@ -259,7 +259,7 @@ def draw(frame: Frame, layout: Layout, *, title: str = "", with_lines: bool = Fa
     for k, server in enumerate(state.servers):
         y = top + k * ROW_H
         alive = server.alive
-        role = ("leader" if server.role == LEADER else "follower") if alive else "down"
+        role = systems.role_word(server)
         own = systems.row(state, k)  # the system's own state: ISR, epochs, NEWLEADER, fences
         body.append(f'<g class="server" data-server="{server_name(k)}" data-role="{role}" '
                     f'opacity="{1 if alive else 0.45}">')

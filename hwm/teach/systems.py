@@ -14,7 +14,7 @@ from typing import Any, Callable
 from hwm.teach.explain import _EXPLAINERS as RAFT_WORDS
 from hwm.teach.explain import added_entries, entries, entry, quorum_reasoning, removed_entries
 from hwm.model.kafka import diverged_at, end_offset_for, end_offset_kip101, epoch_cache, truncation_offset
-from hwm.properties.snapshot import LEADER, server_name
+from hwm.properties.snapshot import FOLLOWER, LEADER, server_name
 
 Explainer = Callable[..., list[str]]
 
@@ -593,13 +593,23 @@ def explainer(model: Any, action: str) -> Explainer | None:
 
 
 # ================================================================ the picture
+def role_word(server: Any) -> str:
+    """A server's role as a picture names it: leader, follower, down, or the role a node program
+    reports of itself that the model has no word for (a candidate between its vote and its election)."""
+    if not server.alive:
+        return "down"
+    if server.role in (LEADER, FOLLOWER):
+        return server.role
+    return str(server.role or FOLLOWER)
+
+
 def row(state: Any, k: int) -> dict:
     """What a picture shows of server k beyond its log: its role line, the name of its
     high-water mark (Kafka's HW, BookKeeper's LAC), up to two short notes, the servers whose
     match index a leader shows, and the first index that is only in memory (ZAB), if any."""
     server = state.servers[k]
     alive = server.alive
-    role = ("leader" if server.role == LEADER else "follower") if alive else "down"
+    role = role_word(server)
     out = {"role": f"{role} g{server.generation}", "hwm": "hwm", "notes": [], "memory_from": None,
            "match": range(len(state.servers))}
     if hasattr(state, "fenced"):  # BookKeeper: bookies, then the writer and the recovery client

@@ -85,9 +85,18 @@ def test_a_student_steps_the_example_node_goes_back_branches_and_saves_a_replaya
             return browser.find_element(By.CSS_SELECTOR, f'#picture g.server[data-server="{node}"]').get_attribute(
                 "data-role")
 
-        # The virtual clock: n1 times out first and asks for votes; deliver until it leads.
+        # Partitions are offered under their own heading, not under crashes and restarts.
+        heading = lambda group: browser.find_element(  # noqa: E731
+            By.CSS_SELECTOR, f'#offered div[data-group="{group}"] .meta').text
+        assert heading("partitions") == "Partition or heal the network"
+        assert heading("faults") == "Crash or restart a node"
+        assert not browser.find_elements(By.CSS_SELECTOR, '#offered div[data-group="faults"] '
+                                                          'button[data-step*="partition"]')
+        # The virtual clock: n1 times out first and asks for votes (a candidate, drawn as one); deliver
+        # until it leads.
         for _ in range(3):
             take("tick")
+        assert role("n1") == "candidate"
         while role("n1") != "leader":
             assert int(body.get_attribute("data-in-flight")) > 0, "n1 never became leader"
             take("deliver_all")
@@ -200,10 +209,33 @@ def test_a_failing_schedule_opens_at_its_end_with_the_broken_property_on_the_pic
             other.close()
 
 
-def test_a_partition_is_offered_as_a_fault_and_healed(session):
-    faults = lambda: [o["label"] for o in session.view()["offered"] if o["group"] == "faults"]  # noqa: E731
-    assert "partition(n3 | the others)" in faults() and "heal() the partition" not in faults()
+def _page_groups() -> dict[str, str]:
+    """The headings node.js gives each group of steps (its GROUPS)."""
+    import re
+    text = (ROOT / "hwm" / "teach" / "static" / "node.js").read_text()
+    block = re.search(r"const GROUPS = \{(.*?)\};", text, re.S).group(1)
+    return dict(re.findall(r'(\w+): "([^"]+)"', block))
+
+
+def test_a_partition_is_offered_under_its_own_heading_and_healed(session):
+    offered = lambda group: [o["label"] for o in session.view()["offered"] if o["group"] == group]  # noqa: E731
+    assert "partition(n3 | the others)" in offered("partitions") and "heal() the partition" not in offered("partitions")
+    assert not any("partition" in f for f in offered("faults"))  # not under "Crash or restart a node"
     session.take({"op": "partition", "groups": [["n3"]]})
-    assert "heal() the partition" in faults() and not any(f.startswith("partition") for f in faults())
+    assert "heal() the partition" in offered("partitions")
+    assert not any(f.startswith("partition") for f in offered("partitions"))
     session.take({"op": "heal"})
-    assert "partition(n3 | the others)" in faults()
+    assert "partition(n3 | the others)" in offered("partitions")
+    headings = _page_groups()
+    assert {o["group"] for o in session.view()["offered"]} <= set(headings)  # every group is shown
+    assert "partition" in headings["partitions"].lower() and "partition" not in headings["faults"].lower()
+
+
+def test_a_candidate_is_drawn_as_a_candidate_not_a_follower(session):
+    # The example node campaigns after three ticks of its own (n1); its vote requests are in flight.
+    for _ in range(3):
+        session.take({"op": "tick", "node": "n1"})
+    view = session.view()
+    assert [n["role"] for n in view["nodes"] if n["node"] == "n1"] == ["candidate"]
+    assert 'data-server="n1" data-role="candidate"' in view["svg"] and ">candidate g1<" in view["svg"]
+    assert 'data-server="n2" data-role="follower"' in view["svg"]

@@ -99,7 +99,7 @@ def test_svg_per_step(tmp_path):
 @pytest.mark.parametrize("args, message", [
     (["--html", "{tmp}/no/such/dir/x.html"], "does not exist"),
     (["--compare", "raft"], "give --html too"),
-    (["--svg", "{file}"], "is a file"),
+    (["--svg", "{file}"], "exists and is not a directory"),
 ])
 def test_bad_picture_options_are_usage_errors(tmp_path, args, message):
     (tmp_path / "file").write_text("")

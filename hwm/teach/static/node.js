@@ -5,7 +5,7 @@
 (function () {
   const $ = (id) => document.getElementById(id);
   const GROUPS = { network: "Messages in flight: deliver or drop", faults: "Crash or restart a node",
-                   clients: "Client requests", clock: "The clock" };
+                   partitions: "Partition or heal the network", clients: "Client requests", clock: "The clock" };
   let last = null;
 
   async function api(route, body) {
