@@ -262,10 +262,13 @@ class Run:
             self.in_flight.append(msg)
             self._event(f"{node}→{dest} {body['type']} (in flight)")
         elif dest in self.services:
-            reply = self.services[dest].handle(node, body)
-            reply = dict(reply, msg_id=self._msg_id(), in_reply_to=body.get("msg_id"))
-            self._event(f"{node}→{dest} {_brief(body)}; {dest} answers {_brief(reply)}")
-            self._input(node, self._line(dest, node, reply))
+            if node in self.initialised:
+                # A service is a node of Maelstrom's network: its requests and replies take a delivery
+                # each, so two nodes' read-then-write on one key can interleave, as they do there.
+                self.in_flight.append(msg)
+                self._event(f"{node}→{dest} {_brief(body)} (in flight)")
+            else:
+                self._service(msg)
         elif dest == HWM_CLIENT:
             self._own_reply(node, body, raw)
         else:
@@ -417,9 +420,24 @@ class Run:
             self.step_number, self.cause = number, describe(step)
         self.drain()
 
+    def _service(self, msg: dict) -> None:
+        """A service answers a request it just received; its reply goes back at once during a node's
+        start-up, else into the network (in flight, like any other message)."""
+        node, dest, body = msg["src"], msg["dest"], msg["body"]
+        reply = self.services[dest].handle(node, body)
+        reply = dict(reply, msg_id=self._msg_id(), in_reply_to=body.get("msg_id"))
+        self._event(f"{node}→{dest} {_brief(body)}; {dest} answers {_brief(reply)}")
+        if node in self.initialised:
+            self.in_flight.append({"src": dest, "dest": node, "body": reply})
+        else:
+            self._input(node, self._line(dest, node, reply))
+
     def _deliver(self, msg: dict) -> None:
         src, dest = msg["src"], msg["dest"]
-        if self.group is not None and self.group[src] != self.group[dest]:
+        if dest in self.services:
+            self._service(msg)  # services stand apart from partitions, as in Maelstrom
+            return
+        if self.group is not None and src in self.group and self.group[src] != self.group[dest]:
             self._event(f"{src}→{dest} {msg['body']['type']} lost to the partition")
             return
         if not self.procs[dest].alive:

@@ -42,7 +42,8 @@ def test_a_restarted_node_finds_its_data_directory_as_it_left_it(tmp_path):
 
 def test_services_answer_a_node_that_keeps_its_log_in_lin_kv():
     result = run_schedule(bad_node("kv"), Schedule(nodes=2, workload="log",
-                                                  steps=[APPEND, {"op": "log_append", "node": "n2", "value": 2}]))
+                                                  steps=[APPEND, *[{"op": "deliver_all"}] * 4,
+                                                         {"op": "log_append", "node": "n2", "value": 2}]))
     assert result.protocol_error is None, result.protocol_error
     assert [op["reply"].get("index") for op in result.history[:2]] == [1, 2]
 
