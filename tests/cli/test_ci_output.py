@@ -74,6 +74,19 @@ def test_an_os_error_on_an_output_path_is_one_line_after_the_report_and_exits_2(
     assert line.startswith("error: cannot write ") and line.endswith(": Read-only file system"), err
 
 
+def test_a_junit_file_that_cannot_be_written_is_named_as_given_not_its_temporary_file(monkeypatch, tmp_path):
+    def refuse(self, target):  # the rename onto the file fails, as on a full or read-only disk
+        raise OSError(errno.EROFS, "Read-only file system", str(self))
+
+    monkeypatch.setattr(Path, "replace", refuse)
+    junit = tmp_path / "seed.xml"
+    code, out, err = _hwm("check", "--protocol", "seed", "--max-generation", 2, "--max-crashes", 0,
+                          "--successors", "reference", "--junit", junit)
+    assert code == 2 and "✗ ReadNeverTruncated" in out, out + err  # the report came first
+    assert err.strip().splitlines()[-1] == f"error: cannot write {junit}: Read-only file system", err
+    assert list(tmp_path.iterdir()) == []  # no temporary file left behind
+
+
 def test_a_lasso_that_cannot_be_written_costs_one_line_after_the_liveness_report(monkeypatch, tmp_path):
     # seed's FollowersCatchUp lasso at these bounds (docs/liveness.md); only the lasso's write fails.
     from hwm.properties.trace import Trace

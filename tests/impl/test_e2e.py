@@ -338,3 +338,27 @@ def kill_cluster(supervisor, pids) -> None:
     except ProcessLookupError:
         pass
     supervisor.wait(10)
+
+
+def test_a_record_file_that_cannot_be_opened_at_start_stops_the_node_with_its_path(tmp_path):
+    # hwm node refuses such a path before it starts; one that fails later (a directory replaced by a
+    # file in between) is a NodeError naming it, for exit 2, and the node's port and log are let go.
+    import asyncio
+
+    from hwm.impl.runtime import Node, NodeConfig, NodeError
+
+    (tmp_path / "file").write_text("")
+    record = tmp_path / "file" / "S1.jsonl"
+    [port] = free_ports(1)
+    node = Node(NodeConfig("S1", ("127.0.0.1", port), {}, str(tmp_path / "S1"), record=str(record)))
+    with pytest.raises(NodeError, match=f"cannot record to {record}: ") as caught:
+        asyncio.run(node.start())
+    assert caught.value.usage
+    assert _free(port)
+    again = Node(NodeConfig("S1", ("127.0.0.1", port), {}, str(tmp_path / "S1")))  # the data directory is free
+
+    async def start_and_stop():
+        await again.start()
+        await again.stop()
+
+    asyncio.run(start_and_stop())
