@@ -139,3 +139,20 @@ def test_a_path_that_cannot_be_used_is_one_line_naming_it_and_exit_2(monkeypatch
     assert "Traceback" not in result.output, shown
     naming = [line for line in result.stderr.splitlines() if bad in line or bad.rstrip("/") in line]
     assert len(naming) == 1 and naming[0].lower().startswith("error"), shown
+
+
+def test_hwm_cluster_that_cannot_write_its_cluster_file_says_so_in_one_line_before_any_server(monkeypatch, tmp_path):
+    import errno
+
+    def full(self, *args, **kwargs):
+        raise OSError(errno.ENOSPC, "No space left on device", str(self))
+
+    def started(*args, **kwargs):
+        raise _WorkStarted
+
+    monkeypatch.setattr("hwm.cluster_cli._port_free", lambda host, port: True)
+    monkeypatch.setattr("hwm.cluster_cli.subprocess.Popen", started)
+    monkeypatch.setattr(Path, "write_text", full)
+    result = CliRunner().invoke(main, ["cluster", "--data", str(tmp_path / "data")])
+    assert not isinstance(result.exception, _WorkStarted) and result.exit_code == 2, result.output
+    assert result.stderr.strip() == f"error: cannot write {tmp_path / 'data' / 'cluster.json'}: No space left on device"
