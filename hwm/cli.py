@@ -111,8 +111,9 @@ def main() -> None:
                    "once built or where the run would take longer than the build, else reference, saying why. "
                    "Verdicts and lengths are the same.")
 @click.option("--junit", "junit_out", type=OutputFile((".xml",)), default=None,
-              help="Also write the verdicts as JUnit XML to FILE, for CI systems: one test case per preset and "
-                   "property; a violation is a failure carrying its shortest counterexample and saved file.")
+              help="Also write the verdicts as JUnit XML to FILE, for CI systems, failing where the exit status "
+                   "does: one test case per preset and property; a violation is a failure carrying its shortest "
+                   "counterexample and saved file, except in the tour, where an expected violation seen passes.")
 @click.option("--progress", "progress_mode", type=click.Choice(["auto", "always", "never"]), default="auto",
               show_default=True,
               help="Progress on stderr: auto redraws one line on a terminal and writes a line every "
