@@ -19,7 +19,7 @@ from hwm.checker.report import Report
 from hwm.checker.expectations import needs_text
 from hwm.checker.verdict import impossible_witnesses, tour_verdicts
 from hwm.model.state import Config
-from hwm.properties.protocol import PRESETS, resolve
+from hwm.properties.protocol import resolve
 
 
 def _case(suite: ET.Element, preset: str, prop: str, seconds: float) -> ET.Element:
