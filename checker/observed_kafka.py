@@ -345,16 +345,18 @@ class ObservedKafkaValidator(ObservedValidator):
 
     def _repeated(self, state, l, f) -> list[tuple[None, int]]:
         """Fetches f sent before, arriving again: a follower resends a fetch from the same offset while it
-        goes unanswered (a partition holds them all), and the network may duplicate one. Each is from an
+        goes unanswered (a partition holds them all), the network may duplicate one, and one sent before
+f crashed may arrive after. Each is from an
         offset f held then and holds now (it holds l's entries up to it), in l's epoch; only those at or
         above l's HW change what a node shows (an ISR expansion, and a HW up to that offset), and none
         counts an entry f lacks. Taking one leaves the waiting fetches as they are."""
         leader, follower = state.servers[l], state.servers[f]
-        if not (follower.alive and follower.role == FOLLOWER and follower.leader == l + 1
-                and follower.generation == leader.generation and not follower.truncating):
+        # A follower that has crashed since: the fetches it sent stay on the network, and its log on disk.
+        if not (follower.role == FOLLOWER and follower.leader == l + 1 and follower.generation == leader.generation
+                and (not follower.truncating or self._truncated(follower, leader) == follower.log)):
             return []
         end = min(len(follower.log), len(leader.log))
-        return [(None, offset) for offset in range(leader.hwm, end)
+        return [(None, offset) for offset in range(leader.hwm, end + 1)
                 if follower.log[:offset] == leader.log[:offset]]
 
     def _fetches_together(self, state, l, hwm):

@@ -32,6 +32,7 @@ def run(*events, validator=ObservedKafkaValidator, protocol=KAFKA, servers=3):
 
 ELECTED = [("n1", dict(generation=1, role="leader"), NODES), ("n2", dict(generation=1)), ("n3", dict(generation=1))]
 # n1 appends an entry; both followers fetch it (their next fetches, which carry offset 1, not yet taken).
+ONE = ((1, 1),)
 FETCHED = ELECTED + [("n1", dict(log=((1, 1),))), ("n2", dict(log=((1, 1),))), ("n3", dict(log=((1, 1),)))]
 
 
@@ -165,10 +166,12 @@ def test_an_expansion_counts_the_offset_of_the_fetch_that_caused_it():
 
 
 def test_the_leaders_isr_is_compared_where_the_node_shows_it():
-    shrunk = ELECTED + [("n3", dict(crash=True)), ("n1", dict(), ("n1", "n2"))]
+    shrunk = ELECTED + [("n3", dict(crash=True)), ("n1", dict(), ("n1", "n2")), ("n1", dict(log=ONE), ("n1", "n2")),
+                        ("n2", dict(log=ONE)), ("n1", dict(hwm=1), ("n1", "n2"))]
     verdict = run(*shrunk)
     assert verdict.valid, verdict.discrepancy.describe()
-    # n3, down, never fetched again: no AlterIsr could have added it back.
+    # n3, down, holds nothing: no fetch of its (a fetch it sent before it crashed may still arrive) is at the
+    # HW 1, so no AlterIsr could have added it back.
     wrong = run(*shrunk, ("n1", dict(), NODES))
     assert not wrong.valid and wrong.discrepancy.number == len(shrunk) + 1
     assert run(*shrunk, ("n1", dict())).valid  # a node that does not show its ISR: nothing to compare

@@ -177,3 +177,12 @@ def test_a_fetch_that_arrives_again_may_expand_the_isr_again():
     events = SHRUNK + [("n1", dict(hwm=1), ("n1",)), ("n1", dict(hwm=1), ("n1", "n2"))]
     verdict = run(*events)
     assert not verdict.valid and verdict.discrepancy.number == len(events)
+
+
+def test_a_fetch_sent_before_its_follower_crashed_may_arrive_after():
+    before = ELECTED + [("n1", dict(log=ONE), NODES), ("n3", dict(crash=True)), ("n1", dict(hwm=0), ("n1",))]
+    verdict = run(*before, ("n1", dict(hwm=0), ("n1", "n3")))
+    assert verdict.valid, verdict.discrepancy.describe()
+    # The guard: from an offset it held. n3 never held entry 1: no fetch of its moves the HW to 1.
+    verdict = run(*before, ("n1", dict(hwm=1), ("n1", "n3")))
+    assert not verdict.valid and verdict.discrepancy.number == len(before) + 1
