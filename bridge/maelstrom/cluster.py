@@ -129,7 +129,7 @@ class Run:
         self.final_reads = 0  # how many times the final phase read everything back
         self.unanswered: list[dict] = []
         self.started = False
-        self.init_waiting: tuple[str, int] | None = None
+        self.init_waiting: dict[str, int] = {}  # node -> the msg_id of the init it has not answered
         self.initialised: set[str] = set()
         self.last_line_at: dict[str, float] = {}
 
@@ -137,8 +137,7 @@ class Run:
     def start(self) -> None:
         for node in self.node_ids:
             self.procs[node].start(clock=self.schedule.clock)
-        for node in self.node_ids:
-            self._init(node)
+        self._init(*self.node_ids)  # all at once: a node that takes seconds to start costs them once
         if self.schedule.clock == "virtual":
             for node in self.node_ids:
                 if "hwm_tick" not in self.extensions[node]:
@@ -157,20 +156,29 @@ class Run:
         if self.own_root:
             shutil.rmtree(self.root, ignore_errors=True)
 
-    def _init(self, node: str) -> None:
-        msg_id = self._msg_id()
-        # Exactly Maelstrom's init: a node may build a record from every field it is given.
-        body = {"type": "init", "msg_id": msg_id, "node_id": node, "node_ids": self.node_ids}
-        self.procs[node].write(self._line(HWM_CLIENT, node, body))
-        self.init_waiting = (node, msg_id)
+    def _init(self, *nodes: str) -> None:
+        """Send `nodes` Maelstrom's init and wait for every init_ok (each within init_seconds)."""
+        for node in nodes:
+            msg_id = self._msg_id()
+            # Exactly Maelstrom's init: a node may build a record from every field it is given.
+            body = {"type": "init", "msg_id": msg_id, "node_id": node, "node_ids": self.node_ids}
+            self.procs[node].write(self._line(HWM_CLIENT, node, body))
+            self.init_waiting[node] = msg_id
         deadline = time.monotonic() + self.limits.init_seconds
-        while self.init_waiting is not None:
+        before = len(self.in_flight)
+        while self.init_waiting:
             # Lines from other nodes keep coming on the wall clock: the deadline is checked apart.
             if time.monotonic() > deadline or not self._route_next(deadline - time.monotonic()):
+                node, msg_id = min(self.init_waiting.items(), key=lambda item: self.node_ids.index(item[0]))
                 raise NodeProtocolError(node, f"did not answer init within {self.limits.init_seconds:g} s "
                                               "(it must reply {\"type\": \"init_ok\", \"in_reply_to\": "
                                               f"{msg_id}}})" + self._log_note(node))
-        self._barrier(node)
+        # What the nodes sent while starting, in the order of the nodes, each sender's own order
+        # kept: the same schedule gives the same network whichever node answered first.
+        started = sorted(self.in_flight[before:], key=lambda m: self.node_ids.index(m["src"]))
+        self.in_flight[before:] = started
+        for node in nodes:
+            self._barrier(node)
 
     # ---- writing to nodes ------------------------------------------------------------------
     def _msg_id(self) -> int:
@@ -275,16 +283,16 @@ class Run:
             self._client_reply(node, dest, body, raw)
 
     def init_waiting_for(self, node: str) -> bool:
-        return self.init_waiting is not None and self.init_waiting[0] == node
+        return node in self.init_waiting
 
     def _own_reply(self, node: str, body: dict, raw) -> None:
         reply_to = body.get("in_reply_to")
-        if self.init_waiting_for(node) and reply_to == self.init_waiting[1]:
+        if self.init_waiting_for(node) and reply_to == self.init_waiting[node]:
             if body["type"] != "init_ok":
                 raise NodeProtocolError(node, f"answered init with {body['type']!r}; expected 'init_ok'",
                                         raw.decode(errors="replace"))
             self.extensions[node] = declared_extensions(node, body, raw.decode(errors="replace"))
-            self.init_waiting = None
+            del self.init_waiting[node]
             self.initialised.add(node)
             return
         if body["type"] == "hwm_state_ok":
