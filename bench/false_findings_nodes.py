@@ -1,0 +1,138 @@
+"""False findings of `hwm test` on correct nodes, counted: every finding on a correct node is false.
+
+    python bench/false_findings_nodes.py [--schedules 200] [--schedules-five 200] [--style-schedules 50] [--jobs 2]
+                                         [--only NAME,...] [--bug-seeds 3] [--json FILE]
+
+1. hwm's own node (`hwm node --stdio --protocol P`) for each system it speaks over stdio (raft, zab,
+   kafka), stepped against P's model (`--protocol P`), on each clock, with 3 and 5 nodes, and
+   examples/nodes/log_node.py against its preset: schedules run, clean ones, false findings (with
+   the first one's text), observed changes stepped against the model, client operations, how many
+   succeeded and how many were never answered (indeterminate).
+2. The plain Maelstrom kafka nodes of examples/nodes/kafka/ (strict records, no fallback handler,
+   forwarding, a 5 s gossip timer, a slow start), unchanged, on the wall clock: the same counts.
+3. The same five nodes with their planted bug (`--bug`), over `--bug-seeds` seeded hunts: how many
+   hunts found it, which kinds, and the shrunk length of each kind.
+
+A row's hunts are independent processes' worth of work; `--jobs` runs that many rows at once (the
+machine's load changes timings, never a verdict: a false finding under load is a false finding).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import multiprocessing
+import os
+import statistics
+import sys
+import time
+from pathlib import Path
+
+from hwm.bridge.maelstrom.hunt import hunt, kinds
+
+ROOT = Path(__file__).resolve().parents[1]
+KAFKA = ROOT / "examples" / "nodes" / "kafka"
+STYLES = ("strict_record_node", "no_unknown_handler_node", "forwarding_node", "timer_gossip_node",
+          "slow_start_node")
+LOG_NODE_PROTOCOL = {"preset": "raft-noop", "flags": {"hwm_durable": True}}
+
+
+def own(protocol: str) -> list[str]:
+    return [sys.executable, "-m", "hwm.cli", "node", "--stdio", "--protocol", protocol]
+
+
+def rows(schedules: int, schedules_five: int, style_schedules: int) -> list[dict]:
+    out = []
+    for system, workload in (("raft", "log"), ("zab", "log"), ("kafka", "kafka")):
+        for clock in ("virtual", "wall"):
+            for nodes in (3, 5):
+                out.append(dict(name=f"hwm node {system}", command=own(system), workload=workload, clock=clock,
+                                nodes=nodes, protocol=system, schedules=schedules if nodes == 3 else schedules_five))
+    for clock in ("virtual", "wall"):
+        out.append(dict(name="log_node.py", command=[sys.executable, str(ROOT / "examples/nodes/log_node.py")],
+                        workload="log", clock=clock, nodes=3, protocol=LOG_NODE_PROTOCOL, schedules=schedules))
+    for style in STYLES:
+        out.append(dict(name=style, command=[sys.executable, str(KAFKA / f"{style}.py")], workload="kafka",
+                        clock="wall", nodes=3, protocol=None, schedules=style_schedules))
+    return out
+
+
+def clean_row(row: dict) -> dict:
+    stepped = [0]
+
+    def count(report, result):
+        stepped[0] += len(result.observations) if row["protocol"] else 0
+
+    began = time.monotonic()
+    report = hunt(row["command"], workload=row["workload"], nodes=row["nodes"], clock=row["clock"],
+                  schedules=row["schedules"], steps=30, seed=0, protocol=row["protocol"], shrink=False,
+                  time_limit=3600, on_schedule=count)
+    failure = report.failures[0] if report.failures else None
+    return dict(name=row["name"], clock=row["clock"], nodes=row["nodes"], schedules=report.schedules,
+                clean=report.schedules - len(report.failures), false=len(report.failures),
+                first=(str(failure.protocol_error or failure.findings[0]) if failure else None),
+                stepped=stepped[0], operations=report.operations, succeeded=report.answered_ok,
+                unanswered=report.unanswered, start_error=str(report.start_error) if report.start_error else None,
+                seconds=round(time.monotonic() - began, 1))
+
+
+def bug_row(args: tuple[str, int]) -> dict:
+    style, seed = args
+    command = [sys.executable, str(KAFKA / f"{style}.py"), "--bug"]
+    began = time.monotonic()
+    report = hunt(command, workload="kafka", clock="wall", schedules=40, steps=30, seed=seed, shrink=True,
+                  shrink_seconds=90)
+    return dict(name=style, seed=seed, found=bool(report.found), schedules=report.schedules,
+                kinds={kind: len(r.schedule.steps) for kind, r in report.shrunk.items()},
+                first_kind=kinds(report.failures[0])[0] if report.failures else None,
+                seconds=round(time.monotonic() - began, 1))
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--schedules", type=int, default=200, help="schedules per row of hwm's own nodes")
+    parser.add_argument("--schedules-five", type=int, default=200, help="the same with 5 nodes")
+    parser.add_argument("--style-schedules", type=int, default=50, help="schedules per plain kafka node")
+    parser.add_argument("--bug-seeds", type=int, default=3, help="seeded hunts per planted bug")
+    parser.add_argument("--jobs", type=int, default=2)
+    parser.add_argument("--only", default="", help="comma-separated row names (a prefix is enough)")
+    parser.add_argument("--json", dest="json_out", default=None)
+    options = parser.parse_args()
+    chosen = [r for r in rows(options.schedules, options.schedules_five, options.style_schedules)
+              if not options.only or any(r["name"].startswith(o) for o in options.only.split(","))]
+    print(f"{len(chosen)} rows, {options.jobs} at once; load {os.getloadavg()[0]:.1f} at the start", flush=True)
+    results: dict = {"clean": [], "bugs": []}
+    with multiprocessing.Pool(options.jobs) as pool:
+        for result in pool.imap_unordered(clean_row, chosen):
+            results["clean"].append(result)
+            print(f"  {result['name']:<26} {result['clock']:<7} {result['nodes']} nodes  {result['schedules']:>4} schedules "
+                  f"{result['clean']:>4} clean  {result['false']} false  {result['stepped']:>6} stepped  "
+                  f"{result['succeeded']:>5}/{result['operations']:<5} ok  {result['unanswered']:>4} unanswered  "
+                  f"{result['seconds']:>7.1f} s" + (f"\n      FALSE: {result['first']}" if result['first'] else "")
+                  + (f"\n      START: {result['start_error']}" if result['start_error'] else ""), flush=True)
+        if options.bug_seeds:
+            wanted = [(s, seed) for s in STYLES for seed in range(options.bug_seeds)
+                      if not options.only or any(s.startswith(o) for o in options.only.split(","))]
+            for result in pool.imap_unordered(bug_row, wanted):
+                results["bugs"].append(result)
+                print(f"  {result['name']:<26} --bug seed {result['seed']}: "
+                      + (f"found after {result['schedules']} schedules, first kind {result['first_kind']}; shrunk "
+                         + ", ".join(f"{k} to {n} steps" for k, n in result["kinds"].items())
+                         if result["found"] else f"not found in {result['schedules']} schedules")
+                      + f" ({result['seconds']:.0f} s)", flush=True)
+    clean = results["clean"]
+    print(f"total: {sum(r['schedules'] for r in clean)} schedules on correct nodes, "
+          f"{sum(r['false'] for r in clean)} false findings, {sum(r['stepped'] for r in clean)} changes stepped; "
+          f"planted bugs found in {sum(r['found'] for r in results['bugs'])} of {len(results['bugs'])} hunts; "
+          f"load {os.getloadavg()[0]:.1f} at the end")
+    if results["bugs"]:
+        for style in STYLES:
+            lengths = [n for r in results["bugs"] if r["name"] == style for n in r["kinds"].values()]
+            if lengths:
+                print(f"  {style}: shrunk lengths median {statistics.median(lengths)}")
+    if options.json_out:
+        Path(options.json_out).write_text(json.dumps(results, indent=1) + "\n")
+
+
+if __name__ == "__main__":
+    main()
