@@ -8,10 +8,10 @@ from typing import Iterator
 
 from hwm.model.actions import Action, BoundHit, Model, last_generation, leader_refusal, pair_refusal, up_to_date
 from hwm.model.encoding import canonical, decode, encode, fingerprint
+from hwm.model.rules import Rules, rules_of
 from hwm.model.state import APPEND, FOLLOWER, LEADER, REPLY, Config, Server, State, initial_state
 from hwm.properties.catalogue import CATALOGUE
 from hwm.properties.protocol import Protocol
-from hwm.properties.quorum import majority, quorum_index
 from hwm.properties.snapshot import server_name
 
 
@@ -25,13 +25,18 @@ class RaftModel(Model):
         self.protocol = protocol
         self.config = config
         self.n = config.servers
-        self.quorum = majority(self.n)
+        # The quorum, commit and vote rules: the flags' (model.rules), or a variant's overriding some.
+        self.rules = rules_of(protocol, self.n)
+        self.quorum = self.rules.election_quorum()
         others = range(self.n)
-        # Voter sets per candidate: every quorum of servers that includes the candidate.
+        counting = self.rules.counting()
+        # Voter sets per candidate: every election quorum of counting servers that includes the candidate.
         self.voter_sets = [
-            [v for size in range(self.quorum, self.n + 1) for v in combinations(others, size) if c in v]
+            [v for size in range(self.quorum, len(counting) + 1) for v in combinations(counting, size) if c in v]
             for c in others
         ]
+        # A variant's vote rule is asked of every voter; the flags' is the longest-log check, inlined in `actions`.
+        self.vote_hook = None if type(self.rules).grants_vote is Rules.grants_vote else self.rules.grants_vote
         self.pairs = [(a, b) for a in others for b in others if a != b]
         self.async_network = config.network == "async"
         self._effects = {name: getattr(self, "effect_" + name) for name in
@@ -71,13 +76,13 @@ class RaftModel(Model):
         """Recompute the leader's HWM from its match indexes, under the commit rule."""
         indexes = list(leader.match)
         indexes[position] = len(leader.log)  # the leader's own slot: its last index
-        q = quorum_index(self.protocol.quorum, indexes)
+        q = self.rules.quorum_index(tuple(indexes))
         if q <= leader.hwm:
             return leader
-        if self.protocol.commit == "current-generation":
-            # Raft 5.4.2: only an entry of the leader's own generation is committed by counting.
-            if q > len(leader.log) or leader.log[q - 1] != leader.generation:
-                return leader
+        # Raft 5.4.2 (commit=current-generation): only an entry of the leader's own generation is committed
+        # by counting.
+        if not self.rules.may_commit(q, leader.log, leader.generation):
+            return leader
         # Seed: "if (logIndexAtQuorum > currentHighWaterMark) ... setHighWaterMark(logIndexAtQuorum)"
         return Server(leader.generation, leader.role, leader.log, q, leader.alive, leader.match)
 
@@ -134,12 +139,19 @@ class RaftModel(Model):
             return f"{server_name(c)} is down"
         if cand.role == LEADER:
             return f"{server_name(c)} already leads generation {cand.generation}"
+        for v in voters:
+            if not self.rules.counts(v):
+                return f"{server_name(v)} does not count toward a quorum and cannot vote"
         if len(voters) < self.quorum:
             return f"{len(voters)} voters are not a quorum of {self.n} (need {self.quorum})"
         for v in voters:
             if not servers[v].alive:
                 return f"{server_name(v)} is down and cannot vote"
-        if self.protocol.election == "longest-log":
+        if self.vote_hook is not None:
+            for v in voters:
+                if v != c and not self.vote_hook(cand.log, servers[v].log):
+                    return f"{server_name(v)} refuses the vote (the variant's vote rule)"
+        elif self.protocol.election == "longest-log":
             for v in voters:
                 if not up_to_date(cand.log, servers[v].log):
                     return (f"{server_name(v)} refuses the vote: its log is more up to date "
@@ -332,7 +344,8 @@ class RaftModel(Model):
         alive = [sv.alive for sv in servers]
         leading = [sv.alive and sv.role == LEADER for sv in servers]
         generations = [sv.generation for sv in servers]
-        longest_log = self.protocol.election == "longest-log"
+        vote = self.vote_hook
+        longest_log = vote is None and self.protocol.election == "longest-log"
         if longest_log:
             freshness = [(sv.log[-1] if sv.log else 0, len(sv.log)) for sv in servers]
         noop = self.protocol.noop_on_election
@@ -343,6 +356,9 @@ class RaftModel(Model):
                 if not all(alive[v] for v in voters):
                     continue
                 if longest_log and not all(freshness[candidate] >= freshness[v] for v in voters):
+                    continue
+                if vote is not None and not all(v == candidate or vote(servers[candidate].log, servers[v].log)
+                                                for v in voters):
                     continue
                 if 1 + max(generations[v] for v in voters) > config.max_generation:
                     hit.add("max_generation")
