@@ -1,6 +1,6 @@
 """docs/tutorial.md shows what its commands print and the pictures they draw.
 
-Every ```console block holds `$ hwm ...` lines, each followed by its output. The
+Every ```console block holds `$ hwm ...` lines, each followed by its output (tests/console.py). The
 test runs each command (in a scratch copy of the traces, so the checkout is not
 written) and compares its output with the block, then compares every picture the
 tutorial shows (`docs/tutorial/X`) with the one the commands drew (`hwm-out/tutorial/X`: the
@@ -10,59 +10,20 @@ commands write pictures to the output folder, never into the repository). After 
 
 from __future__ import annotations
 
-import os
 import re
-import shlex
 import shutil
 import sys
-from contextlib import contextmanager
 from pathlib import Path
 
-from click.testing import CliRunner
+from tests.console import BLOCK, ROOT, commands, run, workspace as _workspace
 
-from hwm.cli import main
-
-ROOT = Path(__file__).resolve().parents[2]
 TUTORIAL = ROOT / "docs" / "tutorial.md"
-BLOCK = re.compile(r"```console\n(.*?)```", re.S)
 PICTURE = re.compile(r"!\[[^\]]*\]\((tutorial/[^)]+)\)")
 
 
-def commands(block: str) -> list[tuple[str, str]]:
-    """(command, expected output) pairs of one console block."""
-    pairs: list[tuple[str, list[str]]] = []
-    for line in block.splitlines():
-        if line.startswith("$ "):
-            pairs.append((line[2:], []))
-        elif pairs:
-            pairs[-1][1].append(line)
-        else:
-            raise ValueError(f"a console block starts with a `$ ` command, not {line!r}")
-    return [(command, "\n".join(out)) for command, out in pairs]
-
-
-@contextmanager
 def workspace(tmp: Path):
     """A scratch directory with the traces the tutorial names, as the current directory."""
-    for folder in ("counterexamples", "counterexamples/liveness", "docs/tutorial"):
-        (tmp / folder).mkdir(parents=True, exist_ok=True)
-        for trace in (ROOT / folder).glob("*.json"):
-            shutil.copy(trace, tmp / folder / trace.name)
-    (tmp / "hwm-out").mkdir(exist_ok=True)
-    old = os.getcwd()
-    os.chdir(tmp)
-    try:
-        yield tmp
-    finally:
-        os.chdir(old)
-
-
-def run(command: str) -> str:
-    argv = shlex.split(command)
-    assert argv[0] == "hwm", f"the tutorial runs hwm commands only, not {command!r}"
-    result = CliRunner().invoke(main, argv[1:], prog_name="hwm")
-    assert result.exit_code in (0, 1), f"{command} exited {result.exit_code}: {result.output}"
-    return "\n".join(line.rstrip() for line in result.output.rstrip("\n").splitlines())
+    return _workspace(tmp, copies=("counterexamples", "counterexamples/liveness", "docs/tutorial"))
 
 
 def test_tutorial_commands_print_what_the_tutorial_shows(tmp_path):

@@ -3,7 +3,8 @@ docs/tutorial.md)."""
 
 from __future__ import annotations
 
-from tests.teach.test_tutorial import BLOCK, ROOT, commands, run, workspace
+from tests.console import BLOCK, ROOT, commands, run
+from tests.teach.test_tutorial import workspace
 
 PAGE = ROOT / "docs" / "tutorial-bookkeeper.md"
 
