@@ -43,6 +43,7 @@ from hwm.model.actions import Model
 from hwm.checker.backend import Backend, Batch, Expansion, make_backend
 from hwm.checker.report import Discovery, Report, Tracker, finish_report
 from hwm.checker.workers import Workers
+from hwm.model.variant import HookError
 from hwm.properties.catalogue import CATALOGUE, Property
 
 __all__ = ["CheckOptions", "Chunk", "Visitor", "PropertyTracker", "Sampler", "VisitedSet", "Search", "check"]
@@ -384,6 +385,9 @@ class Search:
                 pass
         except KeyboardInterrupt:
             self.interrupted = True
+        except HookError as e:  # a variant's hook or property failed: stop, keep what was explored
+            self.interrupted = True
+            self.report.error = str(e)
         finally:
             self.close()
         return self.finish()

@@ -79,6 +79,7 @@ class Report(Verdicts):
     bounds_hit: set[str] = field(default_factory=set)
     complete: bool = True  # False when a state or depth limit stopped the search
     interrupted: bool = False  # True when the user stopped it (Ctrl-C): a partial report
+    error: str | None = None  # what stopped the search when a variant's hook failed (interrupted too)
     results: dict[str, PropertyResult] = field(default_factory=dict)
     successors: str = "reference"  # the successor backend (checker.backend)
     setup_seconds: float = 0.0  # building the backend (compiling or loading its cache), apart from `seconds`
@@ -93,7 +94,7 @@ class Report(Verdicts):
             "symmetry": self.symmetry, "distinct_states": self.states, "transitions": self.transitions,
             "depth": self.depth, "seconds": round(self.seconds, 3),
             "bounds_hit": sorted(self.bounds_hit), "complete": self.complete,
-            "interrupted": self.interrupted,
+            "interrupted": self.interrupted, **({"error": self.error} if self.error else {}),
             "successors": self.successors, "setup_seconds": round(self.setup_seconds, 3),
             "properties": {
                 r.name: {"kind": r.kind, "verdict": r.verdict, "finding": r.finding, "length": r.length,

@@ -85,7 +85,8 @@ def describe_report(report: Report, saved: dict[str, Path] | None = None, protoc
     if protocol is not None and thin(protocol, config):
         lines.append(f"THIN: {thin(protocol, config)}; the verdicts below say nothing about client entries")
     lines.append("")
-    checked = [p for p in ALL_PROPERTIES if p.name in report.results]
+    from hwm.model.variant import own_properties
+    checked = [p for p in (*ALL_PROPERTIES, *own_properties(protocol)) if p.name in report.results]
     for p in checked:
         if p.kind != "always":
             continue

@@ -231,7 +231,8 @@ def _check(protocol, servers, max_generation, max_log, max_crashes, network, cha
             body["liveness"] = lively.to_json()
         click.echo(json.dumps(body, indent=2))
     else:
-        click.echo(checking.describe_report(report, saved, resolved, stopped_by=_stop()))
+        click.echo(checking.describe_report(report, saved, resolved,
+                                            stopped_by="an error in the variant" if report.error else _stop()))
         if lively is not None:
             click.echo(liveness_report.describe(lively, symmetry, lively_saved))
     with _output_errors():
@@ -244,6 +245,9 @@ def _check(protocol, servers, max_generation, max_log, max_crashes, network, cha
         if junit_out is not None:
             from hwm.checker import junit
             junit.write(junit_out, [junit.suite(report, protocol, saved)])
+    if report.error:  # a variant's hook failed during the search: the report above is what it explored
+        click.echo(f"error: {report.error}", err=True)
+        sys.exit(EXIT_USAGE)
     if report.interrupted:
         sys.exit(EXIT_INTERRUPTED)
     ok = checking.passed(report, resolved, config) and (lively is None or lively.ok)
@@ -373,6 +377,12 @@ def protocols(as_json) -> None:
             flags = f"system={system}: {flags}"
         status = "broken" if p.broken else "safe"
         click.echo(f"{name}  [{status}]\n  {p.summary}\n  flags: {flags}\n  from: {p.reference}\n")
+    from hwm.model.variant import installed
+    variants = installed()  # entry-point group hwm.protocols (docs/variants.md)
+    if variants:
+        click.echo("Installed variants (--protocol NAME):")
+        for name, point in sorted(variants.items()):
+            click.echo(f"  {name:31} {point.value}")
 
 
 @main.command()

@@ -10,10 +10,12 @@ from pathlib import Path
 import click
 
 from hwm.properties.protocol import ProtocolError, resolve
+import hwm.model.variant  # noqa: F401,E402 - lets `resolve` load variants (docs/variants.md)
 
 
 class ProtocolParam(click.ParamType):
-    """A preset name, or a preset with flags changed: `raft,commit=any-generation`. The value is the
+    """A preset name, or a preset with flags changed: `raft,commit=any-generation`, or a variant
+    (`file.py:Name`, `package.module:Name`, an installed variant's name: docs/variants.md). The value is the
     spec `resolve` takes (the name, or {"preset": ..., "flags": {...}}); `spec_text` writes it back.
     `runtime`: the protocol must also run on the TCP runtime (hwm node, hwm cluster, hwm controller)."""
 
@@ -26,6 +28,10 @@ class ProtocolParam(click.ParamType):
         if not isinstance(value, str):
             return value
         head, *changes = value.split(",")
+        target, colon, attr = head.rpartition(":")
+        if colon and (target.endswith(".py") or "/" in target):
+            # A variant's file, by its absolute path: the spec is resolved again in worker processes.
+            head = f"{os.path.abspath(target)}:{attr}"
         try:
             if not changes:
                 spec = head

@@ -7,9 +7,21 @@ from hwm.model.actions import Model
 from hwm.model.state import Config
 from hwm.properties.protocol import Protocol
 
+import hwm.model.variant  # noqa: F401,E402 - registers the loader of variants' specs with `resolve`
+
 
 def build_model(protocol: Protocol, config: Config) -> Model:
-    """The model of `protocol` under `config`: the one place a protocol picks its model class."""
+    """The model of `protocol` under `config`: the one place a protocol picks its model class. A
+    variant's protocol (`model.variant`) gets its base's model class, under the variant's rules and
+    properties."""
+    if getattr(type(protocol), "variant", None) is not None:
+        from hwm.model.variant import variant_model_class
+        model = _build(protocol, config)
+        return variant_model_class(type(model))(protocol, config)
+    return _build(protocol, config)
+
+
+def _build(protocol: Protocol, config: Config) -> Model:
     if config.max_partitions and protocol.system == "bookkeeper":
         # ValueError: the model cannot run this config (the tour skips it, the CLI says why).
         raise ValueError(f"partitions (max_partitions={config.max_partitions}) are modelled for the raft, zab "

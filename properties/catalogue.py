@@ -46,13 +46,13 @@ def holders(view: ClusterView, entry: tuple[int, int]) -> int:
     return sum(1 for s in view.servers if len(s.log) >= index and s.log[index - 1] == generation)
 
 
-def read_never_truncated(before: ClusterView, after: ClusterView) -> Finding:
+def read_never_truncated(before: ClusterView, after: ClusterView, needed: int | None = None) -> Finding:
     # A removal counts when it leaves the read entry on fewer than a quorum of servers: then
     # the entry can be lost from the committed history. A lagging server that drops a copy
     # a majority still holds (Raft does this with 5 servers) loses nothing.
     if not before.reads:
         return None
-    needed = majority(len(after.servers))
+    needed = needed or majority(len(after.servers))
     for k, (b, a) in enumerate(zip(before.servers, after.servers)):
         for entry in _removed(b, a):
             if entry in before.reads:
@@ -106,9 +106,9 @@ def hwm_within_log(view: ClusterView) -> Finding:
     return None
 
 
-def committed_on_quorum(view: ClusterView) -> Finding:
+def committed_on_quorum(view: ClusterView, needed: int | None = None) -> Finding:
     servers = view.servers
-    needed = majority(len(servers))
+    needed = needed or majority(len(servers))
     checked: set[tuple[int, int]] = set()
     for k, s in enumerate(servers):
         for index in range(1, min(s.hwm, len(s.log)) + 1):
@@ -226,6 +226,16 @@ CATALOGUE: tuple[Property, ...] = (
 )
 
 BY_NAME: dict[str, Property] = {p.name: p for p in CATALOGUE}
+
+
+def at_quorum(properties: tuple[Property, ...], needed: int) -> tuple[Property, ...]:
+    """`properties` with the two that count a quorum (ReadNeverTruncated, CommittedOnQuorum) counting
+    `needed` servers instead of a majority: a variant's replication quorum (docs/variants.md)."""
+    from dataclasses import replace
+    from functools import partial
+    counted = {"ReadNeverTruncated": read_never_truncated, "CommittedOnQuorum": committed_on_quorum}
+    return tuple(replace(p, check=partial(counted[p.name], needed=needed)) if p.name in counted else p
+                 for p in properties)
 ALWAYS: tuple[Property, ...] = tuple(p for p in CATALOGUE if p.kind == "always")
 SOMETIMES: tuple[Property, ...] = tuple(p for p in CATALOGUE if p.kind == "sometimes")
 

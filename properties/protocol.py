@@ -667,12 +667,32 @@ def parse_flag_value(flag: str, text: Any) -> Any:
     return text
 
 
+# Loads a variant named where a preset is (`file.py:Name`, `package.module:Name`, an installed entry
+# point): `model.variant` registers it, since this module imports nothing of the project.
+_LOADERS: list = []
+
+
+def register_loader(load) -> None:
+    """`load(spec) -> (name, protocol)` resolves the specs that are not presets (`model.variant.load`)."""
+    if load not in _LOADERS:
+        _LOADERS.append(load)
+
+
 def resolve(spec: Any) -> tuple[str, Protocol]:
-    """A protocol from a preset name or `{"preset": NAME, "flags": {...}}`.
+    """A protocol from a preset name or `{"preset": NAME, "flags": {...}}`, or a variant's spec
+    (`file.py:Name`, `package.module:Name`, an installed variant's name: docs/variants.md).
 
     Returns a display name and the protocol. The display name is the preset's
     name, or `NAME+flag=value,...` for a modified preset.
     """
+    if isinstance(spec, str) and spec not in PRESETS and _LOADERS:
+        if ":" in spec:
+            return _LOADERS[0](spec)
+        try:
+            return _LOADERS[0](spec)  # an installed variant's name
+        except ProtocolError as e:
+            if "no preset or installed variant" not in str(e):
+                raise
     if isinstance(spec, str):
         if spec not in PRESETS:
             import difflib  # a typo is the common case: name the preset it most likely meant

@@ -45,6 +45,10 @@ def unsupported(model) -> str | None:
     """Why the fast backend cannot run `model` (None when it can)."""
     from hwm.checker.fast.layout import MAX_SERVERS
 
+    variant = getattr(model, "variant", None)
+    if variant is not None:  # a variant's rules are Python the kernels were not compiled from
+        return (f"{variant.name or variant.__name__} is a variant (its rules are hooks the compiled kernels do "
+                f"not know yet)")
     system = getattr(getattr(model, "protocol", None), "system", "raft")
     partitions = getattr(getattr(model, "config", None), "max_partitions", 0)
     if partitions:

@@ -1,0 +1,406 @@
+"""Your own variant of a system: a `Variant` names a base preset and overrides some of its rules
+(`model.rules.Rules`) as plain methods, and may add invariants and `sometimes` witnesses over the
+snapshot view. docs/variants.md is the surface kept stable.
+
+A variant is named where a preset is, as `path/to/file.py:Name` or `package.module:Name`, or by the name
+an installed package gives it in the entry-point group `hwm.protocols`; `resolve` (`properties.protocol`)
+turns that spec into the variant's protocol, a `Protocol` with the base's flags whose class carries the
+variant, and `build_model` (`model.registry`) gives its model the variant's rules.
+
+Bad input is a `VariantError` naming the file, the line and what is wrong, raised before any search; a
+hook or a property that raises or answers the wrong type during the search is a `HookError` naming the
+state and the action too.
+"""
+
+from __future__ import annotations
+
+import ast
+import hashlib
+import importlib
+import importlib.util
+import inspect
+import sys
+import traceback
+from dataclasses import replace
+from pathlib import Path
+from typing import Any, Callable, Mapping
+
+from hwm.model.rules import HOOKS, Rules, overridden
+from hwm.properties.catalogue import Property, at_quorum
+from hwm.properties.protocol import Protocol, ProtocolError, register_loader, resolve
+from hwm.properties.snapshot import describe_server, snapshot_of
+
+__all__ = ["Variant", "VariantError", "HookError", "ENTRY_POINT_GROUP", "load", "installed", "is_variant_spec"]
+
+ENTRY_POINT_GROUP = "hwm.protocols"
+
+
+class Variant(Rules):
+    """Subclass it, name a `base` preset, and override any of the rules of `model.rules.Rules`:
+    `counts`, `election_quorum`, `replication_quorum`, `quorum_index`, `may_commit`, `grants_vote`.
+    `self.servers` is the cluster's size and `self.protocol` the base's flags; `super()` gives the
+    base's rule. `invariants` and `witnesses` map a property's name to a function of the snapshot view
+    that returns None, or a sentence: the violation (an invariant) or the witness (a `sometimes`)."""
+
+    base: str = "raft"
+    name: str | None = None
+    invariants: Mapping[str, Callable] = {}
+    witnesses: Mapping[str, Callable] = {}
+
+
+class VariantError(ProtocolError):
+    """A variant that cannot be loaded or built: one line naming file, line and what is wrong."""
+
+
+class HookError(RuntimeError):
+    """A variant's hook or property that raised or answered the wrong type during the search: the
+    engine stops and keeps the partial report (`Report.error`)."""
+
+
+class VariantProtocol(Protocol):
+    """The protocol of a variant: the base's flags; each variant gets a subclass whose class attributes
+    carry the variant and the spec that names it (so `dataclasses.replace` keeps them)."""
+
+    variant: type = Variant
+    spec: str = ""
+    display: str = ""
+
+    def rules(self, protocol: Protocol, servers: int) -> Rules:
+        return checked_rules(type(self).variant, protocol, servers)
+
+
+# ------------------------------------------------------------------ loading
+def is_variant_spec(spec: Any) -> bool:
+    """Whether `spec` names a variant (`file.py:Name`, `package.module:Name`), not a preset."""
+    return isinstance(spec, str) and ":" in spec
+
+
+def _where(obj: Any) -> str:
+    """`file:line` of a function or class, as far as Python knows it."""
+    code = getattr(obj, "__code__", None)
+    if code is not None:
+        return f"{code.co_filename}:{code.co_firstlineno}"
+    try:
+        return f"{inspect.getsourcefile(obj)}:{inspect.getsourcelines(obj)[1]}"
+    except (OSError, TypeError):
+        return f"{getattr(inspect.getmodule(obj), '__file__', '?')}"
+
+
+def _line_of_name(path: str | None, name: str) -> int | None:
+    """The line of the top-level statement of the file at `path` that defines `name`, if any."""
+    if not path:
+        return None
+    try:
+        tree = ast.parse(Path(path).read_text(), path)
+    except (OSError, SyntaxError, ValueError):
+        return None
+    for node in tree.body:
+        targets: list = []
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            targets = [node.name]
+        elif isinstance(node, ast.Assign):
+            targets = [t.id for t in node.targets if isinstance(t, ast.Name)]
+        elif isinstance(node, (ast.AnnAssign, ast.AugAssign)) and isinstance(node.target, ast.Name):
+            targets = [node.target.id]
+        if name in targets:
+            return node.lineno
+    return None
+
+
+def _import_failure(error: BaseException, path: str | None, what: str) -> VariantError:
+    if isinstance(error, SyntaxError) and error.lineno is not None:
+        return VariantError(f"{error.filename or path}:{error.lineno}: syntax error: {error.msg}")
+    frames = traceback.extract_tb(error.__traceback__)
+    mine = [f for f in frames if path and Path(f.filename).resolve() == Path(path).resolve()]
+    frame = (mine or frames or [None])[-1]
+    where = f"{frame.filename}:{frame.lineno}" if frame is not None else (path or what)
+    return VariantError(f"{where}: importing {what} raised {type(error).__name__}: {error}")
+
+
+def _module_of_file(path: Path) -> Any:
+    if not path.is_file():
+        raise VariantError(f"{path}: no such file" if not path.exists() else f"{path}: not a file")
+    resolved = str(path.resolve())
+    # One module per file, by its real path: loading it again (another resolve) reuses it.
+    name = f"hwm_variant_{path.stem}_{hashlib.blake2b(resolved.encode(), digest_size=4).hexdigest()}"
+    if name in sys.modules:
+        return sys.modules[name]
+    spec = importlib.util.spec_from_file_location(name, resolved)
+    if spec is None or spec.loader is None:
+        raise VariantError(f"{path}: not a Python file")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    try:
+        spec.loader.exec_module(module)
+    except BaseException as e:  # noqa: BLE001 - whatever the file does is the user's: one line
+        del sys.modules[name]
+        if isinstance(e, KeyboardInterrupt):
+            raise
+        raise _import_failure(e, resolved, str(path)) from None
+    return module
+
+
+def _module_of_name(name: str) -> Any:
+    try:
+        return importlib.import_module(name)
+    except ModuleNotFoundError as e:
+        if e.name and (name == e.name or name.startswith(e.name + ".")):
+            raise VariantError(f"{name}: no module named {e.name!r} (a file is named path/to/file.py:Name)") from None
+        raise _import_failure(e, None, name) from None
+    except Exception as e:  # noqa: BLE001
+        spec = importlib.util.find_spec(name) if "." not in name else None
+        raise _import_failure(e, getattr(spec, "origin", None), name) from None
+
+
+def _variant_class(module: Any, where: str, attr: str) -> type[Variant]:
+    path = getattr(module, "__file__", None)
+    if not attr.isidentifier():
+        raise VariantError(f"{where}: {attr!r} is not a Python name")
+    if not hasattr(module, attr):
+        defined = sorted(n for n, v in vars(module).items()
+                         if isinstance(v, type) and issubclass(v, Variant) and v is not Variant)
+        hint = f"; its variants: {', '.join(defined)}" if defined else "; it defines no Variant subclass"
+        raise VariantError(f"{path or where}: no name {attr!r}{hint}")
+    obj = getattr(module, attr)
+    if not (isinstance(obj, type) and issubclass(obj, Variant)):
+        line = _line_of_name(path, attr)
+        kind = "class" if isinstance(obj, type) else type(obj).__name__
+        raise VariantError(f"{path or where}:{line or '?'}: {attr} is a {kind}, not a variant (a subclass of "
+                           f"hwm.model.variant.Variant)")
+    return obj
+
+
+def _check_class(cls: type[Variant]) -> tuple[str, Protocol]:
+    """The base's display name and protocol; VariantError on a bad base, hook or property."""
+    where = _where(cls)
+    base = cls.base
+    try:
+        if is_variant_spec(base):
+            raise ProtocolError("a variant's base is a preset (subclass another variant to build on it)")
+        base_name, protocol = resolve(base)
+    except ProtocolError as e:
+        raise VariantError(f"{where}: {cls.__name__}.base {base!r}: {e}") from None
+    if protocol.system != "raft":
+        raise VariantError(f"{where}: {cls.__name__}.base {base_name!r} is of the {protocol.system} system; rule "
+                           f"hooks apply to the raft system's model (base raft or one of its presets) in this version")
+    for hook in HOOKS:
+        if not callable(getattr(cls, hook)):
+            raise VariantError(f"{where}: {cls.__name__}.{hook} must be a method, not {getattr(cls, hook)!r}")
+    from hwm.properties.acked import ALL_BY_NAME
+    seen: set[str] = set()
+    for kind in ("invariants", "witnesses"):
+        table = getattr(cls, kind)
+        if not isinstance(table, Mapping):
+            raise VariantError(f"{where}: {cls.__name__}.{kind} must map a property name to a function, "
+                               f"not {type(table).__name__}")
+        for name, check in table.items():
+            if not (isinstance(name, str) and name.isidentifier()):
+                raise VariantError(f"{where}: {cls.__name__}.{kind}: {name!r} is not a property name")
+            if name in ALL_BY_NAME or name in seen:
+                raise VariantError(f"{where}: {cls.__name__}.{kind}: {name} is already a property"
+                                   + (" of the catalogue" if name in ALL_BY_NAME else ""))
+            if not callable(check):
+                raise VariantError(f"{where}: {cls.__name__}.{kind}[{name!r}] must be a function of the snapshot "
+                                   f"view, not {type(check).__name__}")
+            seen.add(name)
+    return base_name, protocol
+
+
+_LOADED: dict[str, tuple[str, Protocol]] = {}
+
+
+def load(spec: str) -> tuple[str, Protocol]:
+    """(display name, protocol) of the variant `spec` names: `file.py:Name`, `package.module:Name`, or an
+    entry point's name in `hwm.protocols`. VariantError, naming file and line, when it cannot be."""
+    if spec in _LOADED:
+        return _LOADED[spec]
+    if is_variant_spec(spec):
+        target, _, attr = spec.rpartition(":")
+        if target.endswith(".py") or "/" in target or "\\" in target:
+            module = _module_of_file(Path(target))
+        else:
+            module = _module_of_name(target)
+        cls = _variant_class(module, target, attr)
+    else:
+        point = installed().get(spec)
+        if point is None:
+            raise ProtocolError(f"no preset or installed variant {spec!r}")
+        try:
+            cls = point.load()
+        except Exception as e:  # noqa: BLE001
+            raise _import_failure(e, None, f"entry point {spec!r} ({point.value})") from None
+        if not (isinstance(cls, type) and issubclass(cls, Variant)):
+            raise VariantError(f"entry point {spec!r} ({point.value}) is not a variant (a subclass of "
+                               f"hwm.model.variant.Variant)")
+    base_name, base = _check_class(cls)
+    display = cls.name or cls.__name__
+    kind = type(f"{cls.__name__}Protocol", (VariantProtocol,), {"variant": cls, "spec": spec, "display": display})
+    protocol = kind(**base.flags())
+    _LOADED[spec] = (display, protocol)
+    return display, protocol
+
+
+def installed() -> dict[str, Any]:
+    """The variants installed packages declare in the entry-point group `hwm.protocols`, by name."""
+    from importlib.metadata import entry_points
+    return {point.name: point for point in entry_points(group=ENTRY_POINT_GROUP)}
+
+
+register_loader(load)
+
+
+# ------------------------------------------------------------ checked hooks
+_TYPES = {"counts": bool, "election_quorum": int, "replication_quorum": int, "quorum_index": int,
+          "may_commit": bool, "grants_vote": bool}
+
+
+def _hook_error(cls: type, hook: str, error: BaseException) -> str:
+    frames = traceback.extract_tb(error.__traceback__)
+    function = getattr(cls, hook)
+    file = function.__code__.co_filename if hasattr(function, "__code__") else None
+    mine = [f for f in frames if f.filename == file] or frames
+    where = f"{mine[-1].filename}:{mine[-1].lineno}" if mine else _where(function)
+    return f"{where}: {cls.__name__}.{hook} raised {type(error).__name__}: {error}"
+
+
+def _checked(rules: Rules, cls: type, hook: str) -> Callable:
+    function = getattr(rules, hook)
+    expected = _TYPES[hook]
+
+    def call(*args):
+        try:
+            answer = function(*args)
+        except HookError:
+            raise
+        except Exception as e:  # noqa: BLE001 - the user's code: named, never a crash of hwm
+            raise HookError(_hook_error(cls, hook, e)) from None
+        if type(answer) is not expected:
+            raise HookError(f"{_where(getattr(cls, hook))}: {cls.__name__}.{hook} returned {answer!r} "
+                            f"({type(answer).__name__}), expected {expected.__name__}")
+        return answer
+    return call
+
+
+def checked_rules(cls: type[Variant], protocol: Protocol, servers: int) -> Rules:
+    """An instance of the variant whose overridden hooks check what they answer; the constant ones
+    (which servers count, Q1, Q2) are asked here, before any search."""
+    rules = cls(protocol, servers)
+    for hook in overridden(rules):
+        setattr(rules, hook, _checked(rules, cls, hook))
+    try:
+        counting = rules.counting()
+        for hook, size in (("election_quorum", rules.election_quorum()),
+                           ("replication_quorum", rules.replication_quorum())):
+            if not 1 <= size <= len(counting):
+                raise VariantError(f"{_where(getattr(cls, hook))}: {cls.__name__}.{hook} is {size}, but a quorum of "
+                                   f"{len(counting)} counting servers (of {servers}) is 1..{len(counting)}")
+    except HookError as e:
+        raise VariantError(str(e)) from None
+    return rules
+
+
+# --------------------------------------------------------------- properties
+class _UserCheck:
+    """A user's property function, over the snapshot view, checked for what it answers."""
+
+    def __init__(self, cls: type, kind: str, name: str, function: Callable):
+        self.cls, self.kind, self.name, self.function = cls, kind, name, function
+
+    def __call__(self, state) -> str | None:
+        view = snapshot_of(state)
+        try:
+            answer = self.function(view)
+        except Exception as e:  # noqa: BLE001
+            frames = traceback.extract_tb(e.__traceback__)[1:] or traceback.extract_tb(e.__traceback__)
+            where = f"{frames[-1].filename}:{frames[-1].lineno}" if frames else _where(self.function)
+            raise HookError(f"{where}: {self.kind} {self.name} raised {type(e).__name__}: {e}, in state "
+                            f"{_state_text(state)}") from None
+        if answer is None or answer is False:
+            return None
+        if not isinstance(answer, str) or not answer:
+            raise HookError(f"{_where(self.function)}: {self.kind} {self.name} returned {answer!r} "
+                            f"({type(answer).__name__}), expected None or a sentence (str), in state "
+                            f"{_state_text(state)}")
+        return answer
+
+
+def _state_text(state) -> str:
+    return "; ".join(f"S{k + 1} {describe_server(s)}" for k, s in enumerate(state.servers))
+
+
+def variant_properties(cls: type[Variant], catalogue: tuple[Property, ...], rules: Rules) -> tuple[Property, ...]:
+    """The catalogue's properties, with the variant's replication quorum where they count a quorum, then
+    the variant's own invariants and witnesses."""
+    own = [Property(name, "always", "state", _meaning(check, "an invariant of the variant"),
+                    _UserCheck(cls, "invariant", name, check)) for name, check in cls.invariants.items()]
+    own += [Property(name, "sometimes", "state", _meaning(check, "a witness of the variant"),
+                     _UserCheck(cls, "witness", name, check)) for name, check in cls.witnesses.items()]
+    return (at_quorum(catalogue, rules.replication_quorum()) if catalogue else ()) + tuple(own)
+
+
+def _meaning(check: Callable, default: str) -> str:
+    doc = inspect.getdoc(check)
+    return doc.strip().splitlines()[0] if doc else default
+
+
+# -------------------------------------------------------------------- model
+_MODEL_CLASSES: dict[type, type] = {}
+
+
+def variant_model_class(base: type) -> type:
+    """`base` (a system's model class) under a variant: its properties are the variant's, and a
+    `HookError` during an action names the state and the action."""
+    if base in _MODEL_CLASSES:
+        return _MODEL_CLASSES[base]
+
+    class VariantModel(base):
+        def __init__(self, protocol, config):
+            super().__init__(protocol, config)
+            self.variant = type(protocol).variant
+            self.properties = variant_properties(self.variant, tuple(self.properties), self.rules)
+            if "counts" in overridden(self.rules):  # servers that do not count have a place of their own
+                self.symmetry_note = (f"symmetry reduction is off: {self.variant.__name__}.counts gives some "
+                                      f"servers a place of their own")
+                self.symmetric = False
+
+        symmetric = True
+
+        def fingerprint(self, state, symmetry=True):
+            return base.fingerprint(self, state, symmetry and self.symmetric)
+
+        def encode(self, state, symmetry=True):
+            return base.encode(self, state, symmetry and self.symmetric)
+
+        def actions(self, s, bounds_hit=None):
+            try:
+                yield from base.actions(self, s, bounds_hit)
+            except HookError as e:
+                raise HookError(f"{e}, enumerating the actions of state {_state_text(s)}") from None
+
+        def apply(self, s, action):
+            try:
+                return base.apply(self, s, action)
+            except HookError as e:
+                from hwm.model.actions import to_step
+                raise HookError(f"{e}, at {to_step(action)} from state {_state_text(s)}") from None
+
+    VariantModel.__name__ = VariantModel.__qualname__ = f"Variant{base.__name__}"
+    _MODEL_CLASSES[base] = VariantModel
+    return VariantModel
+
+
+def describe(protocol: Protocol) -> str | None:
+    """One line on what a variant's protocol changes, or None for a preset's."""
+    cls = getattr(type(protocol), "variant", None)
+    if cls is None or not isinstance(protocol, VariantProtocol):
+        return None
+    hooks = tuple(h for h in HOOKS if getattr(cls, h) is not getattr(Rules, h))
+    return f"{cls.name or cls.__name__} (base {cls.base}; rules {', '.join(hooks) or 'none'})"
+
+
+def own_properties(protocol: Protocol | None) -> tuple[Property, ...]:
+    """The invariants and witnesses a variant's protocol adds to the catalogue's (none for a preset's)."""
+    cls = getattr(type(protocol), "variant", None)
+    if cls is None:
+        return ()
+    return variant_properties(cls, (), None)
