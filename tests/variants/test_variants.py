@@ -68,7 +68,7 @@ def _doc_blocks() -> list[tuple[list[str], list[str]]]:
     blocks = []
     for block in re.findall(r"```\n(\$ hwm check .*?)```", text, re.S):
         command, *shown = block.splitlines()
-        blocks.append((command.split()[2:], [line for line in shown if line.strip() and line.strip() != "..."]))
+        blocks.append((command.split()[3:], [line for line in shown if line.strip() and line.strip() != "..."]))
     return blocks
 
 
