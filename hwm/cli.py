@@ -488,7 +488,13 @@ def replay(files, on, protocol, quiet, brief, html_out, svg_dir, compare, itf_ou
     from hwm.bridge.maelstrom.schedule import is_schedule_file
     if is_schedule_file(files[0]):  # a node schedule: hwm replay FILE -- CMD ... (hwm/nodes_cli.py)
         from hwm.nodes_cli import replay_schedule
-        sys.exit(replay_schedule(files[0], [str(f) for f in files[1:]], brief, fixed))
+        given = {"--on": on != "model", "--quiet": quiet, "--html": html_out, "--svg": svg_dir,
+                 "--compare": compare, "--itf": itf_out}
+        unused = [name for name, value in given.items() if value]
+        if unused:
+            raise click.UsageError(f"{unused[0]} is for traces; {files[0]} is a node schedule (it takes --protocol, "
+                                   "--brief and --fixed)")
+        sys.exit(replay_schedule(files[0], [str(f) for f in files[1:]], brief, fixed, protocol))
     from hwm.replay import REPLAYERS, judge  # here: the simulated cluster is not needed by `hwm check`
     from hwm.itf_cli import load_any
     from hwm.properties.itf import ItfError

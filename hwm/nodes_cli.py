@@ -8,6 +8,7 @@ schedule and saves it for `hwm replay FILE -- CMD ...`. docs/tutorial-your-node.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import signal
 import sys
@@ -228,7 +229,7 @@ def test(command, nodes, workload, clock, schedules, steps, seed, faults, settle
             note = " (stopped by --time-limit)" if report.out_of_time else ""
             click.echo(f"no finding in {_plural(report.schedules, 'schedule')} of up to {steps} steps{note}; "
                        f"{report.answered_ok} of the {report.operations} operations succeeded")
-            if report.operations and not report.answered_ok:
+            if not report.answered_ok:
                 click.echo("  (no operation succeeded: the node never served a client, so this says little)")
         else:
             _print_found(report, found, saved, command)
@@ -258,7 +259,7 @@ def saved_kinds(findings: list[str]) -> list[str]:
     return list(dict.fromkeys(kinds))
 
 
-def replay_schedule(path: Path, command: list[str], brief: bool, fixed: bool = False) -> int:
+def replay_schedule(path: Path, command: list[str], brief: bool, fixed: bool = False, protocol=None) -> int:
     """`hwm replay FILE -- CMD ...` for an hwm-schedule/1 FILE: the exit status. 0: nothing found (and,
     with `fixed`, the saved finding is gone); 1: a finding; 2: bad input or a protocol error; 3: the
     saved finding did not come back and `fixed` was not given (a replay that proves nothing)."""
@@ -276,9 +277,12 @@ def replay_schedule(path: Path, command: list[str], brief: bool, fixed: bool = F
         click.echo(f"error: {path} is a node schedule: give the node's command after --, "
                    f"e.g. hwm replay {path} -- python3 mynode.py", err=True)
         return EXIT_USAGE
+    if protocol is not None:  # stepped against this preset's model instead of the one the file names
+        schedule = dataclasses.replace(schedule, protocol=protocol)
     click.echo(f"== {path} against {' '.join(command)}" + (f": {schedule.title}" if schedule.title else ""))
+    stepped = f", stepped against {resolve(schedule.protocol)[0]}'s model" if schedule.protocol is not None else ""
     click.echo(f"   {schedule.nodes} nodes, {schedule.workload} workload, {schedule.clock} clock, "
-               f"{_plural(len(schedule.steps), 'step')}")
+               f"{_plural(len(schedule.steps), 'step')}{stepped}")
     try:
         with _sigterm_as_ctrl_c():
             result, comparison = replay(command, schedule, echo=click.echo, brief=brief)

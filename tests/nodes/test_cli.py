@@ -80,3 +80,17 @@ def test_a_schedule_file_naming_no_protocol_is_bad_input(tmp_path):
     done = CliRunner().invoke(main, ["replay", str(path), "--", "true"])
     assert done.exit_code == 2 and "field 'protocol': not a protocol: unknown protocol 'raft-nop'" in done.output
     assert "did you mean 'raft-noop'?" in done.output
+
+
+def test_replay_of_a_node_schedule_steps_it_against_the_protocol_given_and_refuses_trace_options(tmp_path):
+    from tests.nodes.commands import SCHEDULES, naive_node
+
+    path = str(SCHEDULES / "poll-above-hwm.json")
+    node = naive_node("poll-above-hwm")
+    stepped = CliRunner().invoke(main, ["replay", path, "--brief", "--protocol", "raft-noop,hwm_durable=true",
+                                        "--", *node])
+    assert stepped.exit_code == 1, stepped.output
+    assert "stepped against raft-noop+hwm_durable=true's model" in stepped.output
+    assert "✗ ModelStep (step 3)" in stepped.output
+    refused = CliRunner().invoke(main, ["replay", path, "--html", str(tmp_path / "x.html"), "--", *node])
+    assert refused.exit_code == 2 and "--html is for traces" in refused.output, refused.output
