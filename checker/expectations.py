@@ -220,7 +220,7 @@ def shows(preset: str, prop: str, config: Config) -> bool | None:
     return any(all(h >= n for h, n in zip(have, need)) for need in table.get(prop, ()))
 
 
-def _within_table(preset: str, config: Config) -> bool:
+def within_table(preset: str, config: Config) -> bool:
     """Whether `config` lies within the grid NEEDS was derived on (so a violation absent from the
     table at these bounds is a mismatch, not a property the larger bounds add)."""
     if (preset, config.servers) not in NEEDS or config.network != "rpc":
@@ -249,9 +249,9 @@ def judge(results: list[tuple[str, Report]]) -> Judgement:
         missing = sorted(must - got)
         if missing:
             problems.append(f"{name}: expected to violate {', '.join(missing)} but did not")
-        extra = sorted(got - set(known)) if _within_table(name, config) else []
+        extra = sorted(got - set(known)) if within_table(name, config) else []
         table = NEEDS.get((name, config.servers), {})
-        extra += sorted(p for p in got & set(known) if p not in table and _within_table(name, config))
+        extra += sorted(p for p in got & set(known) if p not in table and within_table(name, config))
         if extra:
             problems.append(f"{name}: unexpectedly violates {', '.join(extra)}")
         seen += len(got & set(known))

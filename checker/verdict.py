@@ -129,7 +129,7 @@ def tour_verdicts(preset: str, report: Report) -> dict[str, str]:
     expected violation these bounds show, not found: a mismatch), "not shown" (an expected violation
     these bounds are too small for), "beyond" (a broken preset's violation above the bounds the
     catalogue was derived at: not judged), "holds"."""
-    from hwm.checker.expectations import NEEDS, _within_table, expected_properties, shows
+    from hwm.checker.expectations import NEEDS, within_table, expected_properties, shows
 
     always = [p for p, r in report.results.items() if r.kind == "always"]
     got = set(report.violated)
@@ -138,7 +138,7 @@ def tour_verdicts(preset: str, report: Report) -> dict[str, str]:
     config = Config.from_mapping(report.config)
     known = expected_properties(preset)
     table = NEEDS.get((preset, config.servers), {})
-    within = _within_table(preset, config)
+    within = within_table(preset, config)
     # As judge: a property the table knows not to show at these servers is not expected here.
     here = known if (preset, config.servers) not in NEEDS or config.network != "rpc" else table
     out = {}
