@@ -20,14 +20,6 @@ from hwm.render import table
 ALL_PROPERTIES = tuple(ALL_BY_NAME.values())
 
 
-def tour_directories(config: Config, symmetry: bool = True, chosen: frozenset[str] | None = None,
-                     root: Path = Path("hwm-out")) -> dict[str, Path]:
-    """Where the tour saves each preset's traces by default: under the bounds it checks that preset at
-    (`tour_config`, with the bounds the user `chosen`), so a directory never names bounds its traces
-    were not found at."""
-    return {name: root / bounds_directory(tour_config(name, config, chosen), symmetry) for name in PRESETS}
-
-
 def symmetry_note(spec, config: Config) -> str | None:
     """Why symmetry reduction reduces nothing for `spec`'s model, where the model says so (BookKeeper's
     striped ledgers and spare bookies give each bookie a place); None otherwise."""

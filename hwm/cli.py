@@ -18,6 +18,7 @@ from click.core import ParameterSource
 
 from hwm import check as checking
 from hwm.checker.fast.aot import BUILD_ESTIMATE
+from hwm.checker.traces import tour_directories
 from hwm.params import OutputDir, OutputFile, ProtocolParam, directory_problem
 from hwm.render import Progress, step_table
 from hwm.teach import explain as explained
@@ -162,7 +163,7 @@ def _check(protocol, servers, max_generation, max_log, max_crashes, network, cha
                            if context.get_parameter_source(bound) not in (None, ParameterSource.DEFAULT,
                                                                           ParameterSource.DEFAULT_MAP))
         if save is None:
-            directories = checking.tour_directories(config, symmetry, chosen)
+            directories = tour_directories(config, symmetry, chosen)
             for directory in sorted(set(directories.values())):
                 if directory_problem(directory):  # checked now, not after the whole tour
                     raise click.UsageError(f"cannot save the tour's traces: {directory_problem(directory)}; "

@@ -254,7 +254,7 @@ def test_a_mistyped_preset_gets_a_did_you_mean():
 
 
 def test_the_tour_saves_kafkas_traces_under_the_generation_they_were_found_at():
-    from hwm.check import tour_directories
+    from hwm.checker.traces import tour_directories
 
     directories = tour_directories(Config())
     assert directories["kip101"] == Path("hwm-out/s3-g4-l1-c1-rpc")
