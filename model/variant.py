@@ -21,7 +21,6 @@ import importlib.util
 import inspect
 import sys
 import traceback
-from dataclasses import replace
 from pathlib import Path
 from typing import Any, Callable, Mapping
 
