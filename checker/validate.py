@@ -14,6 +14,12 @@ al., "Validating Traces of Distributed Programs Against TLA+ Specifications", 20
   failed election spends one), the model numbers them 1, 2, 3; each candidate carries the
   order-preserving renaming of the run's generations to the model's.
 - Reads, crashes and restarts happen in the model only where the run logs them.
+- With `deferred_acknowledgements` (a recorded raft run: `checker/observed.py`
+  `recorded_run_validator`), `replicate` is the two steps a real server makes of it: the follower's
+  append, its acknowledgement waiting; then, at an event of the leader's (perhaps after it appended
+  more), the leader applying it as the model's round trip would (match index, commit rule), at no
+  cost in steps. An acknowledgement is applied only after the follower logged the change it
+  acknowledges, only by the leadership it was sent to, and counts only the index acknowledged.
 
 The model's bounds are lifted (the run decides how long logs grow); states are deduplicated
 by value within the run. `feed(event)` takes one event at a time (a harness feeds node
@@ -27,7 +33,7 @@ from dataclasses import dataclass
 from typing import Iterable, NamedTuple
 
 from hwm.model.registry import build_model
-from hwm.model.state import Config
+from hwm.model.state import REPLY, Config
 from hwm.properties.catalogue import violations
 from hwm.properties.events import UNNAMED, Event, Header
 from hwm.properties.protocol import Protocol
@@ -53,7 +59,8 @@ class Candidate(NamedTuple):
     """One model state consistent with the run, with the run's generations renamed into the model's
     (sorted (run, model) pairs), per server the model's changes not yet logged, and which of those
     wait for another's: (j, at, f, at_f), server j's pending change at position `at` is a
-    consequence of server f's at `at_f` (a leader's, of its follower's in one round trip)."""
+    consequence of server f's at `at_f` (a leader's, of its follower's in one round trip); with j
+    = -1 - l, leader l's waiting acknowledgement of index `at` is one of f's change at `at_f`."""
 
     state: object
     generations: tuple[tuple[int, int], ...]
@@ -64,6 +71,9 @@ class Candidate(NamedTuple):
 # The model's round trips whose leader-side change (action[1]) is caused by the follower's (action[2]):
 # a recorder logs a change before the message that announces it, so the leader's is never logged first.
 ROUND_TRIPS = ("replicate", "sync")
+# With `deferred_acknowledgements`: the follower's half of `replicate` (its acknowledgement waits), and the
+# leader applying one waiting acknowledgement (see Validator._defer).
+UNACKNOWLEDGED, ACK = "replicate-unacknowledged", "ack"
 
 
 @dataclass
@@ -138,7 +148,7 @@ class Validator:
     """Advances the candidate model states with each event of one run."""
 
     def __init__(self, protocol: Protocol, header: Header, *, depth: int = 2, max_candidates: int = 2000,
-                 max_pending: int = 8, coverage=None):
+                 max_pending: int = 8, coverage=None, deferred_acknowledgements: bool = False):
         self.protocol = protocol
         self.header = header
         self.depth = depth
@@ -148,6 +158,11 @@ class Validator:
         self.config = Config(servers=n, max_generation=UNBOUNDED, max_log=UNBOUNDED, max_crashes=UNBOUNDED,
                              network=header.network)
         self.model = build_model(protocol, self.config)
+        self.n = n
+        # A recorded raft server's round trip in two steps: the follower's append, and later, perhaps
+        # after the leader appended more, the leader learning the acknowledgement (the raft model's own
+        # match bookkeeping, on the rpc network whose channels are otherwise unused: `_defer`).
+        self.defers = bool(deferred_acknowledgements) and header.network == "rpc" and hasattr(self.model, "_with_match")
         self.positions = _position_map(header)
         self.logged = header.logged
         self.compare = tuple(v for v in ("generation", "role", "log", "hwm") if v in self.logged)
@@ -334,6 +349,16 @@ class Validator:
             l, f = action[1], action[2]
             if len(pending[l]) > len(cand.pending[l]) and len(pending[f]) > len(cand.pending[f]):
                 waits = waits + ((l, len(pending[l]) - 1, f, len(pending[f]) - 1),)
+        elif self.defers and action[0] == UNACKNOWLEDGED:
+            # The follower acknowledges once it has logged every change up to this one: until then the
+            # acknowledgement waits, as (-1 - leader, index, follower, position of its last change).
+            l, f, index = action[1:]
+            if pending[f]:
+                waits = waits + ((-1 - l, index, f, len(pending[f]) - 1),)
+        elif self.defers and action[0] == ACK:
+            f, l, index = action[1:]
+            if any(j == -1 - l and mine == index and theirs == f for j, mine, theirs, _ in waits):
+                return None  # the follower has not logged the change it acknowledges: not sent yet
         return Candidate(after, cand.generations, tuple(pending), waits)
 
     def _explain(self, cand: Candidate, k: int, seen: Observed, event: Event) -> list[Candidate]:
@@ -348,18 +373,123 @@ class Validator:
         model = self.model
         # Read steps are taken only where the run logs a read, and need no exact enabling here:
         # with the ghost read set emptied, the model does not scan every entry read so far.
+        defers = self.defers
         for action in model.actions(state._replace(reads=frozenset())):
             if action[0] == "read" and not event_reads:
                 continue
             after = model.apply(state, action)
-            yield action, after
-            if action[0] == "replicate" and action[2] == k:
+            if action[0] != "replicate":
+                yield action, self._settle(state, action, after) if defers and state.channels else after
+                continue
+            older = None
+            if action[2] == k:
                 if hasattr(model, "_with_match"):
                     older = self._older_replication(state, action, seen, after)
                 else:  # another system's model: only the HWM the follower learns may be older
                     older = self._older_hwm(state, action, seen, after)
-                if older is not None:
-                    yield action, older
+            for sent in (after, older):
+                if sent is None:
+                    continue
+                if defers:
+                    name, sent = self._defer(state, action, sent)
+                    yield name, self._settled(sent)
+                else:
+                    yield action, sent
+        if defers and state.channels:
+            yield from self._acknowledgements(state, k)
+
+    # ------------------------------------------------ deferred acknowledgements
+    def _defer(self, state, action, after):
+        """The replication `action` as a recorded raft server makes it: the follower's change alone, its
+        acknowledgement waiting (channel f*n+l) until an event of the leader's applies it
+        (`_acknowledgements`), perhaps after the leader appended more, and never before the follower
+        has logged the change it acknowledges (`_step`). The model's whole round trip where the
+        acknowledgement cannot change what the leader logs (a deposed leader; an index no later
+        commit can count, `_counted`)."""
+        l, f = action[1], action[2]
+        leader, replied = state.servers[l], after.servers[l]
+        if replied.role != LEADER or replied.generation != leader.generation:
+            return action, after
+        index = replied.match[f]
+        if not self._counted(leader, f, index):
+            return action, after
+        n = self.n
+        channels = list(after.channels) if after.channels else [()] * (n * n)
+        reply = (REPLY, leader.generation, True, index)
+        if reply not in channels[f * n + l]:
+            channels[f * n + l] += (reply,)
+        servers = after.servers[:l] + (leader,) + after.servers[l + 1:]
+        return (UNACKNOWLEDGED, l, f, index), after._replace(servers=servers, channels=tuple(channels))
+
+    def _counted(self, leader, f: int, index: int) -> bool:
+        """Whether follower f's acknowledgement of `index` may yet raise the leader's HWM. Not when the
+        leader counts it already, nor at or below its HWM (a commit above the HWM needs matches above
+        it), nor, where only the leader's own generation commits, an index whose entry is of an older
+        generation (every entry up to it is, too)."""
+        if index <= leader.match[f] or index <= leader.hwm:
+            return False
+        return not (self.protocol.commit == "current-generation" and index <= len(leader.log)
+                    and leader.log[index - 1] != leader.generation)
+
+    def _acknowledgements(self, state, l: int):
+        """Leader l applies one waiting acknowledgement (of its generation: `_settle` drops the others):
+        the model's end of the round trip, match index then commit rule; the ones it makes no-ops go."""
+        leader = state.servers[l]
+        if not (leader.alive and leader.role == LEADER):
+            return
+        n = self.n
+        for f in range(n):
+            queue = state.channels[f * n + l]
+            for reply in queue:
+                index = reply[3]
+                channels = list(state.channels)
+                channels[f * n + l] = tuple(r for r in queue if r[3] > index)
+                now = self.model._with_match(leader, l, f, index)
+                servers = state.servers[:l] + (now,) + state.servers[l + 1:]
+                yield (ACK, f, l, index), self._settled(state._replace(servers=servers, channels=tuple(channels)))
+
+    def _settle(self, before, action, after):
+        """`after` (a model step from `before`, which holds acknowledgements) with them kept where they
+        still are: a follower's acknowledgement sent before it crashed is on the network still (the
+        model's crash empties the crashed server's channels)."""
+        if action[0] == "crash" and after.channels:
+            c, n = action[1], self.n
+            after = after._replace(channels=tuple(before.channels[i] if i // n == c else ch
+                                                  for i, ch in enumerate(after.channels)))
+        return self._settled(after)
+
+    def _settled(self, state):
+        """`state` with each waiting acknowledgement that can no longer change what its leader logs
+        applied at once (the model's round trip), and those to a server that no longer leads their
+        generation dropped (a real leader ignores them); no channels when none waits."""
+        channels = state.channels
+        if not channels:
+            return state
+        n = self.n
+        channels, servers = list(channels), list(state.servers)
+        for l in range(n):
+            leader = servers[l]
+            leads = leader.alive and leader.role == LEADER
+            for f in range(n):
+                queue = channels[f * n + l]
+                if not queue:
+                    continue
+                if not leads:
+                    channels[f * n + l] = ()
+                    continue
+                kept = []
+                for reply in queue:
+                    if reply[1] != leader.generation:
+                        continue  # sent to an earlier leadership of this server's
+                    if self._counted(leader, f, reply[3]):
+                        kept.append(reply)
+                    elif reply[3] > leader.match[f]:
+                        leader = self.model._with_match(leader, l, f, reply[3])
+                channels[f * n + l] = tuple(kept)
+            servers[l] = leader
+        if not any(channels):
+            channels = ()
+        return state._replace(servers=tuple(servers), channels=tuple(channels))
 
     def _older_hwm(self, state, action, seen: Observed, after):
         f = action[2]
@@ -391,6 +521,19 @@ class Validator:
         done = self._confirm(cand, k, seen, event)
         if done is not None:
             return [done]
+        if self.defers and cand.state.channels:
+            # The leader's half of a round trip already taken costs no step, as the model's atomic
+            # round trip's confirmation does not: one waiting acknowledgement applied.
+            found = []
+            for action, after in self._acknowledgements(cand.state, k):
+                nxt = self._step(cand, action, after)
+                ok = None if nxt is None else self._confirm(nxt, k, seen, event)
+                if ok is not None:
+                    found.append(ok)
+                    if self.coverage is not None:
+                        self.coverage.state(ok.state)
+            if found:
+                return found
         frontier = [cand]
         parents: dict = {}  # candidate -> (the one before it, the action between them)
         reads = bool(event.read)
@@ -428,7 +571,13 @@ class Validator:
     def _cover(self, cand: Candidate, parents: dict) -> None:
         while cand in parents:
             before, action = parents[cand]
-            self.coverage.transition(before.state, action, cand.state)
+            if self.defers and action[0] == UNACKNOWLEDGED:  # the run passed through the model's round trip's first half
+                whole = ("replicate",) + action[1:3]
+                self.coverage.transition(before.state, whole, self.model.apply(before.state, whole))
+            elif self.defers and action[0] == ACK:  # no model step: the state it reaches may be the model's
+                self.coverage.state(cand.state)
+            else:
+                self.coverage.transition(before.state, action, cand.state)
             cand = before
 
     # ------------------------------------------------------------- interface
@@ -557,6 +706,10 @@ class Validator:
 
         def one(x):
             return "{" + ",".join(names[v] for v in x) + "}" if isinstance(x, tuple) else names[x]
+        if self.defers and action[0] == ACK:
+            return f"ack({names[action[1]]}→{names[action[2]]}) of index {action[3]}"
+        if self.defers and action[0] == UNACKNOWLEDGED:
+            return f"replicate({names[action[1]]}, {names[action[2]]}), its acknowledgement of {action[3]} waiting"
         return f"{action[0]}(" + ", ".join(one(x) for x in action[1:]) + ")"
 
     def _distance(self, server, seen: Observed, generations) -> int:
