@@ -54,3 +54,23 @@ def test_hwm_validate_coverage_writes_the_table(tmp_path):
     assert "model coverage: 3 of" in result.output and "never reached:" in result.output
     table = json.loads((tmp_path / "table.json").read_text())
     assert table["runs"][0]["valid"] and table["states"]["covered"] == 3
+
+
+def test_the_coverage_table_judges_each_run_as_hwm_validate_does(tmp_path):
+    # A Kafka recording (a follower learns the HW from a fetch with no entries) and a raft-noop one (the
+    # leader appends before the acknowledgement arrives): the model's own steps reject both, hwm validate
+    # accepts both (checker/observed.py recorded_run_validator), and so does the table.
+    from tests.checker.test_observed_kafka_real_steps import RECORDED as KAFKA_RUN
+    from tests.checker.test_validate_acknowledgements import RECORDED as RAFT_NOOP_RUN
+
+    (tmp_path / "kafka").mkdir()
+    (tmp_path / "kafka" / "run.jsonl").write_text(KAFKA_RUN)
+    for path, protocol in ((tmp_path / "kafka", "kafka"), (RAFT_NOOP_RUN, "raft-noop")):
+        plain = CliRunner().invoke(main, ["validate", str(path), "--protocol", protocol])
+        assert plain.exit_code == 0, plain.output
+        result = CliRunner().invoke(main, ["validate", str(path), "--protocol", protocol, "--coverage",
+                                           "--max-generation", "1", "--max-log", "1", "--max-crashes", "0",
+                                           "--table", str(tmp_path / f"{protocol}.json")])
+        assert result.exit_code == 0, result.output
+        [row] = json.loads((tmp_path / f"{protocol}.json").read_text())["runs"]
+        assert row["valid"] and row["events"] == (11 if protocol == "kafka" else 6)
