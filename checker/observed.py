@@ -91,7 +91,8 @@ class ObservedValidator(Validator):
                 yield ("step_down", k), self._remember_leaders(state, after)
 
     def _allowed(self, action, k, event) -> bool:
-        if action[0] in ("ack", "step_down", "replicate-unacknowledged", "replicate-late", "replicate-refused"):
+        if action[0] in ("ack", "step_down", "replicate-unacknowledged", "replicate-late", "replicate-refused",
+                         "replicate-late-refused"):
             return True
         return super()._allowed(action, k, event)
 
@@ -173,22 +174,31 @@ class ObservedValidator(Validator):
 
     def _refused_appends(self, state, k):
         """An append whose previous entry follower k lacks: it takes the leader's generation and
-        refuses the entries (Raft's receiver rule 2, the async network's step); the leader retries."""
+        refuses the entries (Raft's receiver rule 2, the async network's step); the leader retries.
+        The append may be a late one, sent by a leader that has since crashed or stepped down (as it
+        was then, remembered in channel l->l): the refusal is the same, and no leader retries."""
         if self.protocol.append_check != "previous-entry":
             return
         follower = state.servers[k]
         if not follower.alive:
             return
         for l, leader in enumerate(state.servers):
-            if l == k or not (leader.alive and leader.role == LEADER) or leader.generation < follower.generation:
+            if l == k:
                 continue
-            common = min(len(follower.log), len(leader.log))
-            if follower.log[:common] == leader.log[:common] and len(follower.log) >= len(leader.log):
-                continue  # it holds every previous entry the leader could name: no refusal
-            refused = follower._replace(generation=leader.generation, role=FOLLOWER, match=())
-            if refused != follower:
-                yield ("replicate-refused", l, k), state._replace(
-                    servers=state.servers[:k] + (refused,) + state.servers[k + 1:])
+            senders = [leader] if leader.alive and leader.role == LEADER else []
+            if state.channels and state.channels[l * self.n + l]:
+                senders.append(state.channels[l * self.n + l][0])  # it led before: its appends may be late
+            for sender in senders:
+                if sender.generation < follower.generation:
+                    continue  # a stale leader's append: refused without a change
+                common = min(len(follower.log), len(sender.log))
+                if follower.log[:common] == sender.log[:common] and len(follower.log) >= len(sender.log):
+                    continue  # it holds every previous entry the leader could name: no refusal
+                refused = follower._replace(generation=sender.generation, role=FOLLOWER, match=())
+                if refused != follower:
+                    name = "replicate-refused" if sender is leader else "replicate-late-refused"
+                    yield (name, l, k), state._replace(
+                        servers=state.servers[:k] + (refused,) + state.servers[k + 1:])
 
     def _why(self, k, seen, event) -> str:
         if event.ack:

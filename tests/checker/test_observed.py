@@ -76,6 +76,42 @@ def test_a_leader_may_step_down_without_a_new_leader_but_not_lose_its_log():
     assert not run(*ELECTED, ("n1", dict(log=((1, 1),))), ("n1", dict(role="follower", log=()))).valid
 
 
+# n2 leads generation 2 while n1, which led 1, is cut off; n2 steps down (it hears no quorum) after
+# writing its second entry, which reaches n3 late.
+STEPPED_DOWN_AFTER_WRITING = ELECTED + [
+    ("n1", dict(log=((1, 1),))), ("n1", dict(log=((1, 1), (2, 1)))),
+    ("n2", dict(generation=2, role="leader")), ("n3", dict(generation=2)), ("n1", dict(role="follower")),
+    ("n2", dict(log=((1, 2),))), ("n3", dict(log=((1, 2),))), ("n2", dict(hwm=1)), ("n3", dict(hwm=1)),
+    ("n2", dict(log=((1, 2), (2, 2)))), ("n2", dict(role="follower")),
+    ("n3", dict(log=((1, 2), (2, 2)))),
+]
+
+
+def test_an_append_a_leader_sent_before_it_stepped_down_may_arrive_late_and_be_refused():
+    # n2's append reaches n1, which lacks its previous entry (2@g2): n1 takes generation 2 and
+    # keeps its log, though n2 leads no more (hwm node's own node, bench/false_findings_nodes.py).
+    refused = STEPPED_DOWN_AFTER_WRITING + [("n1", dict(generation=2))]
+    verdict = run(*refused)
+    assert verdict.valid, verdict.discrepancy.describe()
+    # A refusal changes nothing but the generation: n1 may not lose its own entry 2 ...
+    truncated = run(*STEPPED_DOWN_AFTER_WRITING, ("n1", dict(generation=2, log=((1, 1),))))
+    assert not truncated.valid and truncated.discrepancy.number == len(refused)
+    # ... nor learn an HWM from the append it refused.
+    learned = run(*STEPPED_DOWN_AFTER_WRITING, ("n1", dict(generation=2, hwm=1)))
+    assert not learned.valid and learned.discrepancy.number == len(refused)
+
+
+def test_a_late_append_of_an_older_generation_than_the_followers_changes_nothing():
+    # n1 voted n3 into generation 3; n2's append of generation 2 reaching it now is stale: n1 keeps
+    # generation 3 (the guard), whether it holds n2's previous entry or not.
+    voted = STEPPED_DOWN_AFTER_WRITING + [("n3", dict(generation=3, role="leader")), ("n1", dict(generation=3))]
+    verdict = run(*voted)
+    assert verdict.valid, verdict.discrepancy.describe()
+    events = voted + [("n1", dict(generation=2))]
+    verdict = run(*events)
+    assert not verdict.valid and verdict.discrepancy.number == len(events)
+
+
 @pytest.mark.parametrize("seed", range(3))
 def test_recorded_runs_of_the_raft_model_stay_valid(seed):
     model = build_model(RAFT, Config(servers=3, max_generation=5, max_log=3, max_crashes=2))
