@@ -11,9 +11,10 @@ puts as many values again through the new leader, and waits until the restarted 
 up. Then SIGTERM stops the cluster and `hwm validate DIR --protocol P --json` judges the recording.
 Every run is of hwm's own correct implementation, so every invalid verdict is a false finding.
 
-Printed per system: runs (fault-free + with kill -9), events checked, false findings, seconds; the
-first false finding of each system is printed with the directory it was recorded in (kept), and so
-is each run the cluster did not finish (a put that failed: no verdict, not counted).
+Printed per system: runs (fault-free + with kill -9), events checked, false findings, seconds (and
+the seconds in all); the first false finding of each system is printed with the directory it was
+recorded in (kept), and so is each run the cluster did not finish (a put that failed: no verdict,
+not counted).
 BookKeeper's bookies record nothing (`hwm node` takes no `--record` under a bookkeeper preset), so
 it has no row: `hwm validate` does not apply to it.
 """
@@ -149,6 +150,7 @@ def main(argv=None) -> int:
     args = parser.parse_args(argv)
     root = args.dir or Path(tempfile.mkdtemp(prefix="hwm-recorded-"))
     total_false = 0
+    began = time.monotonic()
     print(f"{'system':<18} {'runs':>10} {'events':>8} {'false':>6} {'seconds':>8}")
     for system in args.systems.split(","):
         protocol = SYSTEMS.get(system, system)
@@ -182,6 +184,7 @@ def main(argv=None) -> int:
         for line in unrecorded:
             print(f"  not recorded (no verdict): {line}", flush=True)
     print("BookKeeper: no row (its bookies record nothing; hwm validate does not apply)")
+    print(f"{time.monotonic() - began:.0f} s in all")
     return 1 if total_false else 0
 
 
