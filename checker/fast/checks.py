@@ -20,7 +20,8 @@ from hwm.checker.backend import Backend
 STATE_CODES = {
     "ReadsAgree": {"337243c8d24e1f1a": 0},
     "HwmWithinLog": {"ec4cd1e9e8d3d628": 1},
-    "CommittedOnQuorum": {"ad8623486d63fb54": 2, "44c79cea193429d5": 2, "42d442bccb82b99a": 2},
+    "CommittedOnQuorum": {"ad8623486d63fb54": 2, "44c79cea193429d5": 2, "42d442bccb82b99a": 2,
+                          "7ae6f1b0693d8831": 2},  # `needed`: a variant's quorum (Python only; None: a majority)
     "OneLeaderPerGeneration": {"e33af864b183e1df": 3},
     "LogMatching": {"c4358c5d7c87adff": 4},
     "EntryRead": {"da87b43187b13b16": 5},
@@ -29,7 +30,8 @@ STATE_CODES = {
     "WriteAcknowledged": {"1a07dbc30384d119": 7},
 }
 STEP_CODES = {
-    "ReadNeverTruncated": {"c473d70605200f94": 0, "e9411c0e08fbc852": 5, "fed81e85dc919462": 5},
+    "ReadNeverTruncated": {"c473d70605200f94": 0, "e9411c0e08fbc852": 5, "fed81e85dc919462": 5,
+                           "37ca6704939f62d9": 5},  # `needed`, as CommittedOnQuorum's
     "ReadNeverLost": {"0c51de25de896e16": 1, "45148cdfa97ce104": 1},
     "UncommittedTruncated": {"59d0302fada9d050": 2},
     "LeaderChangeWithUncommitted": {"57c9bf766b65d821": 3, "db3d03f554660fcb": 3},
