@@ -1,10 +1,10 @@
 """Trace validation of a live cluster's observed states: the rules of `checker/validate.py`, plus the
-three ways a correct node's single atomic changes are finer than the model's steps.
+ways a correct node's single atomic changes are finer than the model's steps.
 
 `hwm test --protocol P -- CMD` asks every node for its state after each input it handles, so each
 observation is one node's change caused by one message. The raft family's model on the `rpc`
 network makes a whole append round trip one step, and elections atomic. A correct node differs
-from it in three ways, and this validator accepts exactly these, for the raft system's models:
+from it in these ways, and this validator accepts exactly these, for the raft system's models:
 
 - **The leader learns an acknowledgement later, or never.** A replication to follower F may
   change F alone; F's acknowledgement (the index it now holds, in the leader's generation) waits
@@ -16,6 +16,10 @@ from it in three ways, and this validator accepts exactly these, for the raft sy
 - **A follower's log grows by a prefix of what a replication would give.** `checker/validate.py`
   already lets a replication carry an older log and HWM of the leader (the append was sent when
   the leader's log was shorter); with the deferred acknowledgement it is the same message.
+- **An append within the matched prefix leaves a conflicting suffix in place.** Raft's receiver
+  deletes only from an entry that conflicts with one sent, so an append ending within the prefix a
+  follower shares with the leader keeps the follower's later (conflicting) entries for now and
+  raises its HWM to at most the end of that prefix (`_matched_appends`).
 - **A leader steps down without a new leader.** A real leader steps down when it hears of a
   higher generation, a candidate's whose election may yet fail; the model's elections are atomic
   and have no failed candidacy. `step_down(L)` makes a leader a follower of its own generation,
@@ -80,6 +84,7 @@ class ObservedValidator(Validator):
             yield action, after
         yield from self._late_appends(state, k, seen)
         yield from self._refused_appends(state, k)
+        yield from self._matched_appends(state, k, seen)
         server = state.servers[k]
         if server.alive and server.role == LEADER:
             for f in range(self.n):
@@ -92,7 +97,7 @@ class ObservedValidator(Validator):
 
     def _allowed(self, action, k, event) -> bool:
         if action[0] in ("ack", "step_down", "replicate-unacknowledged", "replicate-late", "replicate-refused",
-                         "replicate-late-refused"):
+                         "replicate-late-refused", "replicate-matched", "replicate-late-matched"):
             return True
         return super()._allowed(action, k, event)
 
@@ -199,6 +204,51 @@ class ObservedValidator(Validator):
                     name = "replicate-refused" if sender is leader else "replicate-late-refused"
                     yield (name, l, k), state._replace(
                         servers=state.servers[:k] + (refused,) + state.servers[k + 1:])
+
+    def _matched_appends(self, state, k, seen):
+        """An append whose entries all match follower k's, while k holds a conflicting suffix past
+        them: Raft's receiver deletes only from an entry that conflicts with one sent (Figure 2, rule
+        3), so k keeps its own later entries for now and learns the HWM the append carries, up to the
+        end of the matched prefix (rule 5: min(leaderCommit, index of the last new entry)). The
+        model's round trip gives k the leader's whole log instead. Accepted: k's log unchanged, its
+        HWM raised to at most min(the sender's HWM, c), where entries 1..c are the sender's (the
+        append with previous index p and k entries, p + k <= c, ends there; entries p+1..p+k the
+        follower already holds). The reply acknowledges c, as an append ending at c does; the sender
+        may be a leader that has since crashed or stepped down (its reply then finds no leader)."""
+        if self.protocol.append_check != "previous-entry":
+            return
+        follower = state.servers[k]
+        if not follower.alive:
+            return
+        for l, leader in enumerate(state.servers):
+            if l == k:
+                continue
+            senders = [leader] if leader.alive and leader.role == LEADER else []
+            if state.channels and state.channels[l * self.n + l]:
+                senders.append(state.channels[l * self.n + l][0])  # it led before: its appends may be late
+            for sender in senders:
+                if sender.generation < follower.generation:
+                    continue  # a stale leader's append: refused without a change
+                common = 0
+                for mine, theirs in zip(follower.log, sender.log):
+                    if mine != theirs:
+                        break
+                    common += 1
+                if len(follower.log) <= common:
+                    continue  # no suffix of its own past the match: the model's (older) replication
+                hwm = sender.hwm if seen.hwm is None else min(seen.hwm, sender.hwm)
+                matched, acknowledged = self.model._follower_apply(follower, common, (), hwm, sender.generation)
+                if matched == follower:
+                    continue
+                after = state._replace(servers=state.servers[:k] + (matched,) + state.servers[k + 1:])
+                if sender is leader:
+                    channels = self._channels(after)
+                    reply = (REPLY, leader.generation, True, acknowledged)
+                    if reply not in channels[k * self.n + l]:
+                        channels[k * self.n + l] = channels[k * self.n + l] + (reply,)
+                    yield ("replicate-matched", l, k), after._replace(channels=tuple(channels))
+                else:
+                    yield ("replicate-late-matched", l, k), after
 
     def _why(self, k, seen, event) -> str:
         if event.ack:

@@ -112,6 +112,48 @@ def test_a_late_append_of_an_older_generation_than_the_followers_changes_nothing
     assert not verdict.valid and verdict.discrepancy.number == len(events)
 
 
+# n1 leads generation 1 and writes two entries; the first reaches n2 and n3, the second n1 alone
+# (no HWM shown). n2 wins generation 2 with n3's vote, n1 steps down, and n2 writes its own entry 2,
+# acknowledged by n3: n1 holds a conflicting entry 2 (g1) past the prefix it shares with n2.
+CONFLICTING_SUFFIX = ELECTED + [
+    ("n1", dict(log=((1, 1),))), ("n2", dict(log=((1, 1),))), ("n3", dict(log=((1, 1),))),
+    ("n1", dict(log=((1, 1), (2, 1)))),
+    ("n2", dict(generation=2, role="leader")), ("n3", dict(generation=2)), ("n1", dict(role="follower")),
+    ("n2", dict(log=((1, 1), (2, 2)))), ("n3", dict(log=((1, 1), (2, 2)))), ("n2", dict(hwm=2)),
+]
+
+
+def test_an_append_within_the_matched_prefix_keeps_the_followers_suffix_and_raises_its_hwm_to_the_prefix():
+    # n2's heartbeat (previous entry 1, which matches; no entries) reaches n1: no entry sent
+    # conflicts, so n1 keeps its entry 2 for now, takes generation 2 and learns HWM min(2, 1) = 1.
+    events = CONFLICTING_SUFFIX + [("n1", dict(generation=2, hwm=1))]
+    verdict = run(*events)
+    assert verdict.valid, verdict.discrepancy.describe()
+    # n2's leadership carries on: the next append replaces n1's entry 2 with n2's.
+    verdict = run(*events, ("n1", dict(log=((1, 1), (2, 2)), hwm=2)))
+    assert verdict.valid, verdict.discrepancy.describe()
+
+
+def test_an_append_within_the_matched_prefix_raises_the_hwm_no_further_than_the_prefix():
+    # HWM 2 would commit n1's own entry 2 (g1), which is not n2's.
+    events = CONFLICTING_SUFFIX + [("n1", dict(generation=2, hwm=2))]
+    verdict = run(*events)
+    assert not verdict.valid and verdict.discrepancy.number == len(events)
+
+
+def test_no_hwm_is_learned_from_a_leader_whose_entries_up_to_it_differ():
+    # n1 wrote two entries of generation 1 alone; n2 leads generation 2 and commits its own entry 1:
+    # n1 shares no prefix with n2, so no append of n2's raises n1's HWM while n1 keeps its log.
+    events = ELECTED + [
+        ("n1", dict(log=((1, 1),))), ("n1", dict(log=((1, 1), (2, 1)))),
+        ("n2", dict(generation=2, role="leader")), ("n3", dict(generation=2)), ("n1", dict(role="follower")),
+        ("n2", dict(log=((1, 2),))), ("n3", dict(log=((1, 2),))), ("n2", dict(hwm=1)),
+        ("n1", dict(generation=2, hwm=1)),
+    ]
+    verdict = run(*events)
+    assert not verdict.valid and verdict.discrepancy.number == len(events)
+
+
 @pytest.mark.parametrize("seed", range(3))
 def test_recorded_runs_of_the_raft_model_stay_valid(seed):
     model = build_model(RAFT, Config(servers=3, max_generation=5, max_log=3, max_crashes=2))
