@@ -31,7 +31,9 @@ def kind_of(schedule: Schedule) -> str:
     return schedule.findings[0].split(" ", 1)[0].rstrip(":")
 
 
-@pytest.mark.parametrize("name", STYLES)
+# The slow starter takes seconds a run: its schedule runs under -m deep (the default suite's time).
+@pytest.mark.parametrize("name", [pytest.param(n, marks=pytest.mark.deep) if n == "slow_start_node" else n
+                                  for n in STYLES])
 def test_each_planted_bug_is_caught_by_its_saved_schedule_as_its_own_kind_and_the_correct_node_passes(name):
     schedule = saved(name)
     # A lost message is never served again: a short recovery period says so as well as a long one.
@@ -51,7 +53,7 @@ PARTITIONED_OWNER = [{"op": "send", "node": "n1", "key": "k1", "msg": 1}, {"op":
                      {"op": "heal"}]
 
 
-@pytest.mark.parametrize("name", ["no_unknown_handler_node", "forwarding_node"])
+@pytest.mark.parametrize("name", [pytest.param("no_unknown_handler_node", marks=pytest.mark.deep), "forwarding_node"])
 def test_a_forward_lost_to_a_partition_is_indeterminate_not_a_finding(name):
     # The node forwards to the key's owner and waits; the forward is lost and never retried, so the
     # client is never answered. Maelstrom counts that as :info: availability, not safety.
@@ -82,6 +84,7 @@ def test_a_node_that_replicates_on_a_timer_is_given_the_recovery_period_it_needs
     assert {f.name for f in hurried.findings} == {"AckedNeverLost"}, [str(f) for f in hurried.findings]
 
 
+@pytest.mark.deep  # by default the planted bugs' schedules run these two nodes to their end
 def test_init_is_exactly_maelstroms_and_no_message_of_hwms_reaches_a_plain_node():
     # strict_record_node builds InitBody(**body) from a dataclass of Maelstrom's four fields and
     # no_unknown_handler_node exits on a type it has no handler for: both run to the end.
