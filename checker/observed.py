@@ -182,28 +182,31 @@ class ObservedValidator(Validator):
         refuses the entries (Raft's receiver rule 2, the async network's step); the leader retries.
         The append may be a late one, sent by a leader that has since crashed or stepped down (as it
         was then, remembered in channel l->l): the refusal is the same, and no leader retries."""
-        if self.protocol.append_check != "previous-entry":
+        if self.protocol.append_check != "previous-entry" or not state.servers[k].alive:
             return
         follower = state.servers[k]
-        if not follower.alive:
-            return
+        for l, sender, late in self._append_senders(state, k):
+            common = min(len(follower.log), len(sender.log))
+            if follower.log[:common] == sender.log[:common] and len(follower.log) >= len(sender.log):
+                continue  # it holds every previous entry the leader could name: no refusal
+            refused = follower._replace(generation=sender.generation, role=FOLLOWER, match=())
+            if refused != follower:
+                name = "replicate-late-refused" if late else "replicate-refused"
+                yield (name, l, k), state._replace(servers=state.servers[:k] + (refused,) + state.servers[k + 1:])
+
+    def _append_senders(self, state, k):
+        """(l, sender, late) for each server l whose append may reach follower k now: l as it is, if
+        it leads, and l as it was when it last led (channel l->l), whose appends may arrive late;
+        never one of a generation below k's (such an append is refused without a change)."""
         for l, leader in enumerate(state.servers):
             if l == k:
                 continue
-            senders = [leader] if leader.alive and leader.role == LEADER else []
+            senders = [(leader, False)] if leader.alive and leader.role == LEADER else []
             if state.channels and state.channels[l * self.n + l]:
-                senders.append(state.channels[l * self.n + l][0])  # it led before: its appends may be late
-            for sender in senders:
-                if sender.generation < follower.generation:
-                    continue  # a stale leader's append: refused without a change
-                common = min(len(follower.log), len(sender.log))
-                if follower.log[:common] == sender.log[:common] and len(follower.log) >= len(sender.log):
-                    continue  # it holds every previous entry the leader could name: no refusal
-                refused = follower._replace(generation=sender.generation, role=FOLLOWER, match=())
-                if refused != follower:
-                    name = "replicate-refused" if sender is leader else "replicate-late-refused"
-                    yield (name, l, k), state._replace(
-                        servers=state.servers[:k] + (refused,) + state.servers[k + 1:])
+                senders.append((state.channels[l * self.n + l][0], True))
+            for sender, late in senders:
+                if sender.generation >= state.servers[k].generation:
+                    yield l, sender, late
 
     def _matched_appends(self, state, k, seen):
         """An append whose entries all match follower k's, while k holds a conflicting suffix past
@@ -215,40 +218,30 @@ class ObservedValidator(Validator):
         append with previous index p and k entries, p + k <= c, ends there; entries p+1..p+k the
         follower already holds). The reply acknowledges c, as an append ending at c does; the sender
         may be a leader that has since crashed or stepped down (its reply then finds no leader)."""
-        if self.protocol.append_check != "previous-entry":
+        if self.protocol.append_check != "previous-entry" or not state.servers[k].alive:
             return
         follower = state.servers[k]
-        if not follower.alive:
-            return
-        for l, leader in enumerate(state.servers):
-            if l == k:
+        for l, sender, late in self._append_senders(state, k):
+            common = 0
+            for mine, theirs in zip(follower.log, sender.log):
+                if mine != theirs:
+                    break
+                common += 1
+            if len(follower.log) <= common:
+                continue  # no suffix of its own past the match: the model's (older) replication
+            hwm = sender.hwm if seen.hwm is None else min(seen.hwm, sender.hwm)
+            matched, acknowledged = self.model._follower_apply(follower, common, (), hwm, sender.generation)
+            if matched == follower:
                 continue
-            senders = [leader] if leader.alive and leader.role == LEADER else []
-            if state.channels and state.channels[l * self.n + l]:
-                senders.append(state.channels[l * self.n + l][0])  # it led before: its appends may be late
-            for sender in senders:
-                if sender.generation < follower.generation:
-                    continue  # a stale leader's append: refused without a change
-                common = 0
-                for mine, theirs in zip(follower.log, sender.log):
-                    if mine != theirs:
-                        break
-                    common += 1
-                if len(follower.log) <= common:
-                    continue  # no suffix of its own past the match: the model's (older) replication
-                hwm = sender.hwm if seen.hwm is None else min(seen.hwm, sender.hwm)
-                matched, acknowledged = self.model._follower_apply(follower, common, (), hwm, sender.generation)
-                if matched == follower:
-                    continue
-                after = state._replace(servers=state.servers[:k] + (matched,) + state.servers[k + 1:])
-                if sender is leader:
-                    channels = self._channels(after)
-                    reply = (REPLY, leader.generation, True, acknowledged)
-                    if reply not in channels[k * self.n + l]:
-                        channels[k * self.n + l] = channels[k * self.n + l] + (reply,)
-                    yield ("replicate-matched", l, k), after._replace(channels=tuple(channels))
-                else:
-                    yield ("replicate-late-matched", l, k), after
+            after = state._replace(servers=state.servers[:k] + (matched,) + state.servers[k + 1:])
+            if late:
+                yield ("replicate-late-matched", l, k), after
+                continue
+            channels = self._channels(after)
+            reply = (REPLY, sender.generation, True, acknowledged)
+            if reply not in channels[k * self.n + l]:
+                channels[k * self.n + l] = channels[k * self.n + l] + (reply,)
+            yield ("replicate-matched", l, k), after._replace(channels=tuple(channels))
 
     def _why(self, k, seen, event) -> str:
         if event.ack:
