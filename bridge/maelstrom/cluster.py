@@ -9,8 +9,8 @@ Every node-to-node message goes into hwm's in-flight list and reaches its destin
 step delivers it, one at a time, in the schedule's order. After each input hwm writes to a node that
 declared `hwm_state` it asks for the node's state and waits for the answer (an answer of any kind
 tells hwm the node has handled everything before it); any other node is given a short quiet period
-instead, and what it says later is routed when it comes. Services' requests are answered at once.
-So with the virtual clock and a node whose behaviour depends only on its inputs, a schedule yields
+instead, and what it says later is routed when it comes. A service (lin-kv, seq-kv, lww-kv) is a
+node of the network: its requests and replies are in flight until delivered. So with the virtual clock and a node whose behaviour depends only on its inputs, a schedule yields
 the same history every time.
 
 Every wait is bounded (`Limits`). A run ends after its steps and a final phase, Maelstrom's recovery
@@ -75,7 +75,6 @@ class RunResult:
     history: list[dict] = field(default_factory=list)
     observations: list[dict] = field(default_factory=list)
     protocol_error: NodeProtocolError | None = None
-    started: bool = False  # every node answered init: a failure before that is no schedule's
     unanswered: list[dict] = field(default_factory=list)  # requests never answered: indeterminate
     steps_run: int = 0
     events: list[list[str]] = field(default_factory=list)  # per step (index 0: start-up), what happened
@@ -126,9 +125,7 @@ class Run:
         self.cause = "start-up"
         self.events: list[list[str]] = [[]]
         self.final_ops: list[dict] = []
-        self.final_reads = 0  # how many times the final phase read everything back
         self.unanswered: list[dict] = []
-        self.started = False
         self.init_waiting: dict[str, int] = {}  # node -> the msg_id of the init it has not answered
         self.initialised: set[str] = set()
         self.last_line_at: dict[str, float] = {}
@@ -144,7 +141,6 @@ class Run:
                     raise NodeProtocolError(node, "does not follow hwm's virtual clock: its init_ok declares no "
                                                   '"hwm_tick" (a node that does says "hwm": ["hwm_tick"] in init_ok); '
                                                   "run it with --clock wall")
-        self.started = True
 
     def declared(self, extension: str) -> bool:
         """Whether every node declared `extension` in its init_ok (all run the same program)."""
@@ -525,12 +521,11 @@ class Run:
         # what a truncation is about to remove), then as many as the requests still open need: a
         # forwarded one needs its peer's answer, then its own.
         for _ in range(self.limits.first_rounds):
-            if budget.half_left():
+            if budget.take(share=0.5):
                 self._final_round()
-        while any(op["status"] == "pending" for op in self.ops) and budget.half_left():
+        while any(op["status"] == "pending" for op in self.ops) and budget.take(share=0.5):
             self._final_round()
         self.step_number, self.cause = None, "the final reads"
-        reads = 0
         while True:
             requests = final_read_requests(self.schedule.workload, self.checker)
             if not requests:
@@ -542,16 +537,15 @@ class Run:
                     asked.append(op)
                     self._input(node, self._line(op["client"], node, dict(request, msg_id=op["msg_id"])))
             self.final_ops.extend(asked)
-            reads += 1
-            while any(op["status"] == "pending" for op in asked) and budget.left():
+            while any(op["status"] == "pending" for op in asked) and budget.take():
                 self._final_round()
-            # Served everywhere it must be: done. Else a node on a timer may serve it later: read again.
-            if not self.checker.unserved(self.final_ops) or not budget.left():
+            # Served everywhere it must be: done. Else a node on a timer may serve it later: read again
+            # (each read of everything counts as a round of the budget).
+            if not self.checker.unserved(self.final_ops) or not budget.take():
                 break
             for _ in range(budget.rounds_between_reads):
-                if budget.left():
+                if budget.take():
                     self._final_round()
-        self.final_reads = reads
         self._observed(self.observer.finish)
         self.checker.at_end(self.final_ops, f"after healing and {budget.spent()}")
         self.unanswered = [op for op in self.ops if op["status"] == "pending"]
@@ -576,21 +570,16 @@ class FinalBudget:
         # Between two reads of everything: a few rounds, for what is still on its way.
         self.rounds_between_reads = 4 if clock == "virtual" else 5
 
-    def _used(self) -> float:
-        """The share of the budget spent (rounds are counted by left() and half_left())."""
+    def used(self) -> float:
+        """The share of the budget spent: rounds taken on the virtual clock, time on the wall clock."""
         if self.clock == "virtual":
             return self.rounds / max(1, self.limits.final_rounds)
         return (time.monotonic() - self.began) / max(1e-9, self.limits.settle_seconds)
 
-    def left(self) -> bool:
-        if self._used() >= 1:
-            return False
-        self.rounds += 1
-        return True
-
-    def half_left(self) -> bool:
-        """Waiting for open requests takes at most half: the reads get the rest."""
-        if self._used() >= 0.5:
+    def take(self, share: float = 1.0) -> bool:
+        """One more round, while less than `share` of the budget is spent (waiting for open requests
+        takes at most half: the reads get the rest)."""
+        if self.used() >= share:
             return False
         self.rounds += 1
         return True
@@ -632,7 +621,6 @@ def result_of(run: Run, result: RunResult) -> RunResult:
     result.findings = run.checker.findings + run.observer.findings
     result.history = [{k: v for k, v in op.items() if k != "msg_id"} for op in run.ops]
     result.unanswered = run.unanswered
-    result.started = run.started
     result.observations = run.observer.observations
     result.events = run.events
     return result
