@@ -23,6 +23,7 @@ from hwm.params import OutputFile, ProtocolParam
 from hwm.properties.protocol import resolve
 
 EXIT_OK, EXIT_FOUND, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
+EXIT_NOT_REPRODUCED = 3  # hwm replay of a node schedule whose saved finding did not come back
 
 
 @contextmanager
@@ -244,26 +245,11 @@ def test(command, nodes, workload, clock, schedules, steps, seed, faults, settle
     sys.exit(EXIT_USAGE if report.shortest.protocol_error else EXIT_FOUND)
 
 
-EXIT_NOT_REPRODUCED = 3
-
-
-def saved_kinds(findings: list[str]) -> list[str]:
-    """The kinds of the findings a schedule file saved ("Name (step 3): ..." or a protocol error,
-    "node n1: ...")."""
-    from hwm.bridge.maelstrom.hunt import PROTOCOL
-
-    kinds = []
-    for text in findings:
-        head = text.split(" ", 1)[0].rstrip(":")
-        kinds.append(PROTOCOL if head == "node" else head)
-    return list(dict.fromkeys(kinds))
-
-
 def replay_schedule(path: Path, command: list[str], brief: bool, fixed: bool = False, protocol=None) -> int:
     """`hwm replay FILE -- CMD ...` for an hwm-schedule/1 FILE: the exit status. 0: nothing found (and,
     with `fixed`, the saved finding is gone); 1: a finding; 2: bad input or a protocol error; 3: the
     saved finding did not come back and `fixed` was not given (a replay that proves nothing)."""
-    from hwm.bridge.maelstrom.hunt import kinds
+    from hwm.bridge.maelstrom.hunt import kinds, saved_kinds
     from hwm.bridge.maelstrom.process import kill_all
     from hwm.bridge.maelstrom.replay import replay
     from hwm.bridge.maelstrom.schedule import ScheduleError, load

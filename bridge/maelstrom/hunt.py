@@ -70,6 +70,13 @@ def kinds(result: RunResult) -> list[str]:
     return list(dict.fromkeys(f.name for f in ordered))
 
 
+def saved_kinds(findings: list[str]) -> list[str]:
+    """The kinds of the findings a schedule file saved (`Finding`'s text, "Name (step 3): ...", or a
+    protocol error's, "node n1: ..."), in order."""
+    heads = (text.split(" ", 1)[0].rstrip(":") for text in findings)
+    return list(dict.fromkeys(PROTOCOL if head == "node" else head for head in heads))
+
+
 def shows(result: RunResult, kind: str) -> bool:
     return result.protocol_error is not None if kind == PROTOCOL else any(f.name == kind for f in result.findings)
 
@@ -141,7 +148,6 @@ def hunt(command: list[str], workload: str = "log", nodes: int = 3, clock: str =
             self.schedule = Schedule(workload=workload, nodes=nodes, clock=clock, seed=0, protocol=protocol)
             self.run: Run | None = None
             self.error: NodeProtocolError | None = None
-            self.faults = frozenset()
             self.values = 0
             self.last_reader: str | None = None  # the node that answered the latest successful read
             self.steps_at_risk = 0  # the two scores given to hypothesis.target
@@ -223,7 +229,7 @@ def hunt(command: list[str], workload: str = "log", nodes: int = 3, clock: str =
             return self.values
 
         def cut_off_node(self, node: str) -> None:
-            """Cut `node` off, by a fault allowed here: it must not go on serving or replicating."""
+            """Partition `node` away from all the others."""
             self.apply({"op": "partition", "groups": [[node], [n for n in node_ids if n != node]]})
 
         if workload == "log":

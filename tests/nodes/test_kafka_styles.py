@@ -10,6 +10,7 @@ import pytest
 from click.testing import CliRunner
 
 from hwm.bridge.maelstrom.cluster import Limits, run_schedule
+from hwm.bridge.maelstrom.hunt import saved_kinds
 from hwm.bridge.maelstrom.schedule import Schedule, load
 from hwm.cli import main
 from tests.nodes.commands import ROOT
@@ -28,7 +29,7 @@ def saved(name: str) -> Schedule:
 
 
 def kind_of(schedule: Schedule) -> str:
-    return schedule.findings[0].split(" ", 1)[0].rstrip(":")
+    return saved_kinds(schedule.findings)[0]
 
 
 # The slow starter takes seconds a run: its schedule runs under -m deep (the default suite's time).
