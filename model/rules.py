@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from hwm.model.actions import up_to_date
 from hwm.properties.protocol import Protocol
-from hwm.properties.quorum import majority
+from hwm.properties.quorum import index_held_by, majority
 
 # The rules a variant may override, in the order docs/variants.md lists them.
 HOOKS = ("counts", "election_quorum", "replication_quorum", "quorum_index", "may_commit", "grants_vote")
@@ -51,9 +51,7 @@ class Rules:
         """The largest index the leader may take as its HWM, from every server's match index (the
         leader's own slot holds its last index): the largest index held by `replication_quorum()`
         counting servers (etcd's quorum/majority.go CommittedIndex)."""
-        held = sorted((m for k, m in enumerate(match) if self.counts(k)), reverse=True)
-        needed = self.replication_quorum()
-        return held[needed - 1] if needed <= len(held) else 0
+        return index_held_by([m for k, m in enumerate(match) if self.counts(k)], self.replication_quorum())
 
     def may_commit(self, index: int, log: tuple[int, ...], generation: int) -> bool:
         """Whether a leader of `generation` whose log is `log` may advance its HWM to `index`, its

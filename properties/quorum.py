@@ -17,14 +17,19 @@ def quorum_index(rule: str, match_indexes: Sequence[int]) -> int:
     """
     n = len(match_indexes)
     if rule == "majority":
-        # The largest index that floor(N/2)+1 servers hold: sort descending and take
-        # position majority-1 (etcd's quorum/majority.go CommittedIndex).
-        return sorted(match_indexes, reverse=True)[majority(n) - 1]
+        # The largest index that floor(N/2)+1 servers hold (etcd's quorum/majority.go CommittedIndex).
+        return index_held_by(match_indexes, majority(n))
     if rule == "seed-index":
-        # The seed: "serverLogIndexes.sort(Long::compareTo); return serverLogIndexes.get(noOfServers / 2);"
-        # For odd N this equals the majority rule; for even N it is held by only N/2 servers.
-        return sorted(match_indexes)[n // 2]
+        # The seed: "serverLogIndexes.sort(Long::compareTo); return serverLogIndexes.get(noOfServers / 2);",
+        # the index ceil(N/2) servers hold: for odd N the majority rule; for even N one server short.
+        return index_held_by(match_indexes, n - n // 2)
     raise ValueError(f"unknown quorum rule {rule!r}")
+
+
+def index_held_by(match_indexes: Sequence[int], needed: int) -> int:
+    """The largest index that `needed` of the servers hold (0 when there are fewer servers): sort the
+    match indexes descending and take position needed-1."""
+    return sorted(match_indexes, reverse=True)[needed - 1] if 0 < needed <= len(match_indexes) else 0
 
 
 def holders(match_indexes: Sequence[int], index: int) -> int:
