@@ -368,8 +368,8 @@ def cluster(servers, data, base_port, host, spec, restart_after, quiet, record=N
     protocol = spec_text(spec)  # what every `hwm node` is given
     ids = [f"S{k}" for k in range(1, servers + 1)]
     addresses = {server: (host, base_port + k) for k, server in enumerate(ids)}
-    kafka = resolve(spec)[1].system == "kafka"
-    bookkeeper = resolve(spec)[1].system == "bookkeeper"
+    system = resolve(spec)[1].system
+    kafka, bookkeeper = system == "kafka", system == "bookkeeper"
     if bookkeeper and record is not None:
         raise click.BadParameter("BookKeeper's bookies do not record runs", param_hint="--record")
     controller_address = (host, base_port + servers) if kafka else None
