@@ -13,7 +13,7 @@ from hwm.bridge.simcluster.kafka import KafkaSimCluster
 from hwm.bridge.simcluster import SimCluster
 from hwm.impl.core import Replica, ReplicaError
 from hwm.impl.kafka import Controller, KafkaReplica, LeaderEpochCache
-from hwm.impl.messages import FetchRequest, LeaderAndIsr
+from hwm.impl.messages import AlterIsr, AlterIsrReply, FetchRequest, LeaderAndIsr
 from hwm.impl.storage import MemoryStorage
 from hwm.model.registry import build_model
 from hwm.model.kafka import end_offset_for, end_offset_kip101, epoch_cache
@@ -123,6 +123,42 @@ def test_a_deposed_leaders_isr_update_is_refused_by_the_controller():
     assert c.shrink_isr("S1", "S3") == ("S1 leads epoch 1 but the controller is at epoch 2: its ISR update "
                                         "is rejected")
     assert c.controller.isr == ("S1", "S2", "S3")
+
+
+def _expanding_leader():
+    """S1 leads epoch 1 with ISR {S1,S2} and HW 1; S3 fetches from offset 1 (the HW), so S1 asks the
+    controller to add it (AlterIsr in flight, S3's log end offset 1), then S1 takes a second
+    produce and S2 fetches it: the accepted ISR {S1,S2} holds offset 2, the maximal ISR does not."""
+    leader = KafkaReplica("S1", ["S2", "S3"], KAFKA, storage().load())
+    leader.step(LeaderAndIsr(1, "S1", ("S1", "S2")))
+    leader.propose(b"a")
+    leader.step(FetchRequest("S2", 1, 1))
+    assert leader.hwm == 1
+    leader.ready()
+    leader.step(FetchRequest("S3", 1, 1))
+    assert [m for _, m in leader.ready().messages if isinstance(m, AlterIsr)] == [AlterIsr("S1", 1, ("S1", "S2", "S3"))]
+    leader.propose(b"b")
+    leader.step(FetchRequest("S2", 2, 1))
+    return leader
+
+
+@pytest.mark.parametrize("answer, hwm", [
+    (None, 1),  # never answered: the HW waits (KIP-497's maximal ISR {S1,S2,S3} would give min(2, 2, 1) = 1)
+    (AlterIsrReply(1, True, ("S1", "S2", "S3")), 1),  # S3 joined at offset 1: the HW is held to it
+    (AlterIsrReply(2, False, ("S1", "S2")), 2),  # refused: S3 never joined, {S1,S2} holds offset 2
+])
+def test_the_hwm_never_passes_a_replica_whose_isr_expansion_is_in_flight(answer, hwm):
+    # Counting only the accepted ISR {S1,S2} while S3's expansion is in flight would give HW 2 past
+    # S3's log end offset 1; once the controller accepts, S3 is an ISR replica that lacks a
+    # committed entry, and S1 and S2 failing would elect it (the reason for KIP-497's maximal ISR).
+    leader = _expanding_leader()
+    assert leader.hwm == 1 and leader.acknowledged() == ((1, 1),)
+    if answer is not None:
+        leader.step(answer)
+    assert leader.hwm == hwm and leader.acknowledged() == tuple((i, 1) for i in range(2, hwm + 1))
+    if answer is not None and answer.accepted:
+        leader.step(FetchRequest("S3", 2, 1))
+        assert leader.hwm == 2
 
 
 # ------------------------------------------------------------------ election
