@@ -70,6 +70,51 @@ def test_two_messages_at_one_offset_and_committed_offsets_going_back_are_finding
     assert "says 3" in checker.findings[-1].text and "had committed offset 4" in checker.findings[-1].text
 
 
+def _send(id, msg, offset, node="n1"):
+    return _op(id, "send", {"key": "k", "msg": msg}, {"offset": offset}, node)
+
+
+def _poll(id, start, pairs, node="n2"):
+    return _op(id, "poll", {"offsets": {"k": start}}, {"msgs": {"k": [list(p) for p in pairs]}}, node)
+
+
+# The history checks at their boundaries: offset 0 (the first a Kafka log gives), a poll that
+# starts at an entry or just past it, one that ends just before it, the run's last operation (the
+# final reads). Each row: the operations, the final reads (None: none), the findings' names.
+@pytest.mark.parametrize("ops, final, found", [
+    # an acknowledged send at offset 0 is checked like any other
+    ([_send(1, 7, 0), _poll(2, 0, [(0, 8)])], None, ["AckedNeverLost"]),  # contradicted
+    ([_send(1, 7, 0), _poll(2, 0, [(1, 9)])], None, ["AckedNeverLost"]),  # a poll from 0 passes it without it
+    ([_send(1, 7, 0), _send(2, 8, 0, node="n2")], None, ["OneValuePerOffset"]),
+    ([_send(1, 0, 0), _poll(2, 0, [(1, 9)])], None, ["AckedNeverLost"]),  # message 0 too
+    ([_send(1, 7, 0)], [_poll(9, 0, [(1, 9)])], ["AckedNeverLost"]),  # the final reads no longer serve it
+    ([_send(1, 7, 0), _poll(2, 0, [(0, 7), (1, 9)])], [_poll(9, 0, [(0, 7), (1, 9)])], []),
+    ([_send(1, 7, 0), _poll(2, 1, [(1, 9)])], None, []),  # a poll starting past it says nothing of it
+    ([_send(1, 7, 0), _poll(2, 0, [])], None, []),  # an empty poll passes nothing
+    ([_send(1, 7, 0)], [], []),  # no final read answered: unavailable, not lost
+    # a read at offset 0 is a read like any other
+    ([_poll(1, 0, [(0, 5)]), _poll(2, 0, [(0, 6)])], None, ["ReadNeverTruncated"]),
+    ([_poll(1, 0, [(0, 5)]), _poll(2, 0, [(1, 6)])], None, ["ReadNeverTruncated"]),
+    ([_poll(1, 0, [(0, 5)]), _send(2, 5, 0)], None, []),  # the send a read showed, acknowledged after
+    ([_poll(1, 0, [(0, 5)]), _send(2, 6, 0)], None, ["ReadNeverTruncated"]),
+    # the poll's start and end at an acknowledged offset 2
+    ([_send(1, 7, 2), _poll(2, 2, [(3, 9)])], None, ["AckedNeverLost"]),  # starts at it
+    ([_send(1, 7, 2), _poll(2, 3, [(3, 9)])], None, []),  # starts just past it
+    ([_send(1, 7, 2), _poll(2, 0, [(0, 5), (1, 6)])], None, []),  # ends just before it
+    ([_send(1, 7, 2), _poll(2, 0, [(0, 5), (2, 7)])], None, []),  # ends at it, with it
+    # the run's last operation: the final reads judge it, whatever node serves it
+    ([_send(1, 7, 2)], [_poll(9, 0, [(2, 7)], node="n3")], []),
+    ([_send(1, 7, 2)], [_poll(9, 0, [(0, 5), (1, 6)])], ["AckedNeverLost"]),
+])
+def test_the_history_checks_at_their_boundaries(ops, final, found):
+    checker = HistoryChecker()
+    for op in ops:
+        checker.on_reply(op, op["step"])
+    if final is not None:
+        checker.at_end(final)
+    assert [f.name for f in checker.findings] == found, [str(f) for f in checker.findings]
+
+
 # Maelstrom lets a consumer commit lower: a listed offset below an earlier floor is a finding only
 # when no client sent a commit at or below it after that floor's request (and before the listing's answer).
 @pytest.mark.parametrize("ops, found", [
