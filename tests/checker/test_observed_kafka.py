@@ -177,6 +177,27 @@ def test_the_leaders_isr_is_compared_where_the_node_shows_it():
     assert run(*shrunk, ("n1", dict())).valid  # a node that does not show its ISR: nothing to compare
 
 
+# n1 leads epoch 1 and n2 fetches its entry (n2's next fetch, from offset 1, is on its way in epoch 1);
+# n3 leads epoch 2 and fails; n1 leads epoch 3 with ISR {n1, n2}. n2 has not yet shown epoch 3.
+REELECTED = ELECTED + [("n1", dict(log=ONE)), ("n2", dict(log=ONE)), ("n3", dict(generation=2, role="leader")),
+                       ("n3", dict(crash=True)), ("n1", dict(generation=3, role="leader"), ("n1", "n2"))]
+
+
+@pytest.mark.parametrize("preset, before, valid", [
+    # n2's fetch from offset 1 was sent to n1's epoch 1: n1 ignores it in epoch 3, and under KIP-320
+    # n2's later fetches carry epoch 1 and are fenced: nothing n2 sent counts toward n1's HW yet.
+    ("kafka", [], False),
+    ("kafka", [("n2", dict(generation=3))], True),  # the same epoch: n2's next fetch counts
+    ("kafka-kip279", [], True),  # no epoch in a fetch before KIP-320: n2's next fetch is served and counts
+])
+def test_only_a_fetch_of_the_leaders_own_epoch_counts_toward_its_hw(preset, before, valid):
+    events = REELECTED + before + [("n1", dict(hwm=1), ("n1", "n2"))]
+    verdict = run(*events, protocol=resolve(preset)[1])
+    assert verdict.valid == valid, verdict
+    if not valid:
+        assert verdict.discrepancy.number == len(events)
+
+
 @pytest.mark.parametrize("preset", ["kafka", pytest.param("kafka-truncate-to-hwm", marks=pytest.mark.deep)])
 def test_recorded_runs_of_the_kafka_model_stay_valid(preset):
     protocol = resolve(preset)[1]
