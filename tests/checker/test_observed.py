@@ -161,3 +161,31 @@ def test_recorded_runs_of_the_raft_model_stay_valid(seed):
     # A model run logs each step's changes leader first: no order between them to rely on.
     verdict = ObservedValidator(RAFT, header, followers_first=False).validate(events)
     assert verdict.valid, verdict.discrepancy.describe()
+
+
+# The appends a follower takes from a leader other than the one the model's step names (a refused
+# append, one within the matched prefix), from a leader alive and leading or one as it last led: the
+# guard is the generation, never below the follower's (Raft's receiver rule 1 refuses such an append
+# and changes nothing). Each guard row differs from an accepted row by the follower's generation alone.
+LEADING_G2 = STEPPED_DOWN_AFTER_WRITING[:-2]  # n2 leads generation 2 and has just written its entry 2
+G3_VOTED = [("n3", dict(generation=3, role="leader")), ("n1", dict(generation=3))]
+
+
+@pytest.mark.parametrize("events, valid", [
+    # refused: n1 lacks the previous entry 2@g2 of n2's append
+    (LEADING_G2 + [("n1", dict(generation=2))], True),  # a live leader's: n1 takes g2
+    (STEPPED_DOWN_AFTER_WRITING + [("n1", dict(generation=2))], True),  # the same, arriving late
+    (LEADING_G2 + [("n1", dict(generation=2)), ("n1", dict(generation=2, role="follower"))], True),  # g2 = g2
+    (LEADING_G2 + G3_VOTED + [("n1", dict(generation=2))], False),  # a live g2 leader's, n1 at g3
+    (STEPPED_DOWN_AFTER_WRITING + G3_VOTED + [("n1", dict(generation=2))], False),  # the same, late
+    # matched: n2's append ends within the prefix n1 shares with it, n1 keeps its entry 2@g1
+    (CONFLICTING_SUFFIX + [("n1", dict(generation=2, hwm=1))], True),
+    (CONFLICTING_SUFFIX + [("n1", dict(generation=2)), ("n1", dict(hwm=1))], True),  # n1 at g2 already
+    (CONFLICTING_SUFFIX + G3_VOTED + [("n1", dict(hwm=1))], False),  # n1 at g3: the g2 append changes nothing
+    (CONFLICTING_SUFFIX + G3_VOTED + [("n1", dict(generation=2, hwm=1))], False),
+])
+def test_an_append_of_a_generation_below_the_followers_is_refused_without_a_change(events, valid):
+    verdict = run(*events)
+    assert verdict.valid == valid, verdict.discrepancy and verdict.discrepancy.describe()
+    if not valid:
+        assert verdict.discrepancy.number == len(events)
