@@ -218,6 +218,26 @@ def test_a_bookie_answers_only_after_its_state_is_in_the_ready_to_persist():
     assert ready.messages == (("S4", AddReply("S1", BK_FENCED, 0)),) and not ready.entries
 
 
+@pytest.mark.parametrize("late, lac", [
+    ((3, 3), 3),  # a later add carries a higher LAC: the bookie takes it
+    ((3, 2), 2),  # entry 3 resent with the same LAC
+    ((2, 1), 2),  # a late add (resent, or delivered out of order) carries an older LAC: the bookie keeps 2
+    ((1, 0), 2),  # down to the first add's LAC 0
+])
+def test_a_bookies_lac_never_moves_backwards(late, lac):
+    # A reader asking this bookie's LAC must not see entries it was told are confirmed go unconfirmed.
+    bookie = Bookie("S1", CLIENTS, BookieStorage(MemoryStorage()).load())
+    for entry in (1, 2, 3):
+        bookie.step(AddEntries("S4", 1, entry, ((1, bytes([96 + entry])),), entry - 1))
+    assert bookie.lac == 2
+    entry, carried = late
+    bookie.step(AddEntries("S4", 1, entry, ((1, bytes([96 + entry])),), carried))
+    assert bookie.lac == lac
+    bookie.ready()
+    bookie.step(ReadLac("S5", False))
+    assert bookie.ready().messages[0][1].lac == lac
+
+
 def test_bad_input_is_refused_naming_what_was_wrong(tmp_path):
     bookie = Bookie("S1", CLIENTS, BookieStorage(MemoryStorage()).load())
     with pytest.raises(ReplicaError, match=r"S1 got a ReadLac from 'S9', which is not one of the ledger's clients"):
