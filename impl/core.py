@@ -8,7 +8,9 @@ which the caller must make durable first (`persist(ready, storage)` does it), th
 send, and the entries that became readable. No sockets, clocks, threads or files in here.
 
 Every protocol flag (`properties.protocol.Protocol`) is honoured with the meaning `model/actions.py`
-gives it; comments say which rule of the seed or of Raft each step is. A restart is a new `Replica`
+gives it; comments say which rule of the seed or of Raft each step is. The quorum, commit and vote
+rules are asked of the same `properties.rules.Rules` object the model asks (a variant's, when the
+protocol is one: docs/variants.md), never worked out here. A restart is a new `Replica`
 built from what storage recovered (`Durable`); the `restart` flag is applied in the constructor.
 
 The drivers that run one model action over in-memory replicas (`replicate`, `elect`, `rejoin`)
@@ -18,6 +20,7 @@ are in `bridge.simcluster.drivers`, with the rest of the model-to-implementation
 from __future__ import annotations
 
 import random
+import re
 import zlib
 from dataclasses import dataclass
 from typing import Callable, Iterable, NamedTuple, Protocol as TypingProtocol, Sequence
@@ -35,7 +38,7 @@ from hwm.impl.messages import (
     sender,
 )
 from hwm.properties.protocol import Protocol
-from hwm.properties.quorum import majority, quorum_index
+from hwm.properties.rules import overridden, rules_of
 from hwm.properties.snapshot import FOLLOWER, LEADER, ServerSnapshot
 
 CANDIDATE = "candidate"
@@ -50,7 +53,7 @@ __all__ = [
     "CANDIDATE", "FOLLOWER", "LEADER",
     "Entry", "Metadata", "Ready", "Replica",
     "ReplicaError", "NotLeader", "NotCommitted",
-    "persist", "down_snapshot",
+    "persist", "down_snapshot", "cluster_order",
 ]
 
 
@@ -146,9 +149,26 @@ def persist(ready: Ready, storage: StorageLike) -> None:
         storage.save_metadata(*metadata)
 
 
-def up_to_date(candidate: tuple[int, int], voter: tuple[int, int]) -> bool:
-    """Raft 5.4.1 on (last generation, last index): the later last generation wins, then the longer log."""
-    return candidate >= voter
+def cluster_order(servers: Iterable[str]) -> tuple[str, ...]:
+    """The servers in the order the rules number them (S1..Sn are positions 0..n-1): by id, numbers
+    compared as numbers (n2 before n10)."""
+    return tuple(sorted(servers, key=lambda name: [int(part) if part.isdigit() else part
+                                                   for part in re.split(r"(\d+)", name)]))
+
+
+class _Generations(Sequence):
+    """A log's generations without copying it, for the built-in commit rule (it reads one entry)."""
+
+    def __init__(self, log: list[tuple[int, bytes]]):
+        self._log = log
+
+    def __len__(self) -> int:
+        return len(self._log)
+
+    def __getitem__(self, index):
+        if isinstance(index, slice):
+            return tuple(generation for generation, _ in self._log[index])
+        return self._log[index][0]
 
 
 class Replica:
@@ -212,6 +232,16 @@ class Replica:
         self.server_id = server_id
         self.peers = peers
         self.protocol = protocol
+        # The quorum, commit and vote rules: the flags', or a variant's (`properties.rules`), over this
+        # cluster's servers in `cluster_order`. Only servers that count vote, stand and hold a quorum.
+        self.servers = cluster_order((server_id, *peers))
+        self.rules = rules_of(protocol, len(self.servers))
+        self.counting = frozenset(s for k, s in enumerate(self.servers) if self.rules.counts(k))
+        self.election_quorum = self.rules.election_quorum()
+        # A variant's commit rule gets the log as the tuple it is promised; the built-in one reads one
+        # entry, and a view spares copying the log at every commit.
+        self._commit_log = (self.log_generations if "may_commit" in overridden(self.rules)
+                            else lambda: _Generations(self._log))
         self.election_ticks = (low, high)
         self.heartbeat_ticks = heartbeat_ticks
         self.max_append_entries = max_append_entries
@@ -371,8 +401,8 @@ class Replica:
                 self._quiet[peer] += 1
                 self._silent[peer] += 1
             if self.check_quorum and self.peers:
-                heard = 1 + sum(self._silent[peer] <= self.election_ticks[1] for peer in self.peers)
-                if heard < majority(len(self.peers) + 1):
+                heard = {self.server_id} | {peer for peer in self.peers if self._silent[peer] <= self.election_ticks[1]}
+                if not self._is_election_quorum(heard):
                     # No quorum has answered for a longest election timeout: another leader may
                     # exist; stop taking writes that cannot commit here.
                     self._adopt_generation(self.generation, leader=None)
@@ -386,7 +416,7 @@ class Replica:
                     self._heartbeat(peer)
         else:
             self._election_elapsed += 1
-            if self._election_elapsed >= self._election_timeout:
+            if self._election_elapsed >= self._election_timeout and self.server_id in self.counting:
                 if self.pre_vote:
                     self.pre_campaign()
                 else:
@@ -396,6 +426,10 @@ class Replica:
         low, high = self.election_ticks
         return self._rng.randint(low, high)
 
+    def _is_election_quorum(self, voters: set[str]) -> bool:
+        """Whether `voters` hold an election quorum (Q1) of the servers that count."""
+        return len(voters & self.counting) >= self.election_quorum
+
     def _reset_election_timer(self) -> None:
         self._election_elapsed = 0
         self._election_timeout = self._random_election_timeout()
@@ -403,15 +437,15 @@ class Replica:
     # ------------------------------------------------------------------ elections
     def pre_campaign(self) -> None:
         """Ask the peers whether they would vote for us in generation + 1, changing nobody's state;
-        a quorum of yes starts the real election (`campaign`)."""
-        if self.role == LEADER:
+        a quorum of yes starts the real election (`campaign`). A server that does not count never stands."""
+        if self.role == LEADER or self.server_id not in self.counting:
             return
         if self._rejoin_answers is not None:
             self.finish_rejoin()
         self._pre_votes = {self.server_id}
         self.leader_id = None  # we no longer hear one: others' pre-votes get our yes
         self._reset_election_timer()
-        if len(self._pre_votes) >= majority(len(self.peers) + 1):
+        if self._is_election_quorum(self._pre_votes):
             self.campaign()
             return
         request = VoteRequest(self.generation + 1, self.server_id, self.last_index, self.last_generation, True)
@@ -419,10 +453,10 @@ class Replica:
             self._send(peer, request)
 
     def _log_ok(self, request: VoteRequest) -> bool:
-        if self.protocol.election == "longest-log":
-            return up_to_date((request.last_generation, request.last_index),
-                              (self.last_generation, self.last_index))
-        return True  # "any": no log check
+        # The vote rule, on the candidate's log as its request shows it: its length and last generation,
+        # all that the flags' rule reads (a variant's own vote rule may read more: model-only).
+        shown = (0,) * (request.last_index - 1) + (request.last_generation,) if request.last_index else ()
+        return self.rules.grants_vote(shown, self.log_generations())
 
     def _on_pre_vote_request(self, request: VoteRequest) -> None:
         # A voter that heard a leader within a shortest election timeout believes it healthy.
@@ -440,12 +474,13 @@ class Replica:
         if self._pre_votes is None or self.role == LEADER or reply.generation != self.generation + 1:
             return
         self._pre_votes.add(reply.voter)
-        if len(self._pre_votes) >= majority(len(self.peers) + 1):
+        if self._is_election_quorum(self._pre_votes):
             self.campaign()
 
     def campaign(self) -> None:
-        """Start an election now, for generation + 1 (a leader already leads: nothing happens)."""
-        if self.role == LEADER:
+        """Start an election now, for generation + 1 (a leader already leads, and a server that does not
+        count never stands: nothing happens)."""
+        if self.role == LEADER or self.server_id not in self.counting:
             return
         if self._rejoin_answers is not None:
             self.finish_rejoin()
@@ -457,7 +492,7 @@ class Replica:
         self.leader_id = None
         self._votes = {self.server_id}
         self._reset_election_timer()
-        if len(self._votes) >= majority(len(self.peers) + 1):
+        if self._is_election_quorum(self._votes):
             self._become_leader()
             return
         request = VoteRequest(self.generation, self.server_id, self.last_index, self.last_generation)
@@ -494,7 +529,7 @@ class Replica:
         if self.role != CANDIDATE or reply.generation != self.generation or not reply.granted:
             return
         self._votes.add(reply.voter)
-        if len(self._votes) >= majority(len(self.peers) + 1):
+        if self._is_election_quorum(self._votes):
             self._become_leader()
 
     def _become_leader(self) -> None:
@@ -732,15 +767,14 @@ class Replica:
         if (logIndexAtQuorum > currentHighWaterMark && logIndexAtQuorum != 0) ...
         replicationState.setHighWaterMark(logIndexAtQuorum);"
         """
-        indexes = [len(self._log)] + [self.match[peer] for peer in self.peers]
-        index_at_quorum = quorum_index(self.protocol.quorum, indexes)
+        indexes = tuple(len(self._log) if server == self.server_id else self.match[server] for server in self.servers)
+        index_at_quorum = self.rules.quorum_index(indexes)
         if index_at_quorum <= self.high_water_mark:
             return
-        if self.protocol.commit == "current-generation":
-            # Raft 5.4.2: "only log entries from the leader's current term are committed by
-            # counting replicas".
-            if index_at_quorum > len(self._log) or self._log[index_at_quorum - 1][0] != self.generation:
-                return
+        # Raft 5.4.2 (commit=current-generation): "only log entries from the leader's current term are
+        # committed by counting replicas".
+        if not self.rules.may_commit(index_at_quorum, self._commit_log(), self.generation):
+            return
         self._set_high_water_mark(index_at_quorum)
 
     def _append_own(self, payload: bytes) -> int:

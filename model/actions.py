@@ -14,6 +14,7 @@ from __future__ import annotations
 from typing import Iterator
 
 from hwm.model.state import LEADER
+from hwm.properties.rules import up_to_date  # noqa: F401 - the vote rule, where the model reads it
 from hwm.properties.snapshot import server_name
 from hwm.properties.trace import Step
 
@@ -31,11 +32,6 @@ class BoundHit(str):
 
 def last_generation(log: tuple[int, ...]) -> int:
     return log[-1] if log else 0
-
-
-def up_to_date(candidate: tuple[int, ...], voter: tuple[int, ...]) -> bool:
-    """Raft 5.4.1: compare the last entries' generations, then the lengths."""
-    return (last_generation(candidate), len(candidate)) >= (last_generation(voter), len(voter))
 
 
 def leader_refusal(servers, l: int) -> str | None:

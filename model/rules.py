@@ -1,80 +1,10 @@
-"""The raft family's rules, as one small object the model asks: which servers count toward a quorum,
-how many of them make an election quorum (Q1) and a replication quorum (Q2), which index the leader
-may take as its high-water mark, when it may commit it, and when a voter grants its vote.
-
-`Rules(protocol, servers)` is what the built-in flags (`quorum`, `commit`, `election`) mean; a variant
-(`model.variant.Variant`, docs/variants.md) is a subclass that overrides some of these methods. With no
-variant the model asks `Rules`, and explores exactly the states it explored when it read the flags
-itself (the pinned counts of tests/pinned.py)."""
+"""The raft family's rules the model asks: `Rules` (which servers count, Q1, Q2, the quorum index, the
+commit and vote rules) lives in `properties.rules`, beside the quorum arithmetic, because hwm's own
+replica (`impl.core`) asks the same object and the implementation never imports the model; the model,
+a variant (`model.variant`) and the engines import it from here."""
 
 from __future__ import annotations
 
-from hwm.model.actions import up_to_date
-from hwm.properties.protocol import Protocol
-from hwm.properties.quorum import index_held_by, majority
+from hwm.properties.rules import HOOKS, Rules, overridden, rules_of, up_to_date
 
-# The rules a variant may override, in the order docs/variants.md lists them.
-HOOKS = ("counts", "election_quorum", "replication_quorum", "quorum_index", "may_commit", "grants_vote")
-
-
-class Rules:
-    """The rules the built-in flags of `protocol` give a cluster of `servers` servers (S1..Sn are
-    positions 0..servers-1)."""
-
-    def __init__(self, protocol: Protocol, servers: int):
-        self.protocol = protocol
-        self.servers = servers
-
-    def counts(self, server: int) -> bool:
-        """Whether `server` counts toward a quorum: it votes, may stand for election, and its match
-        index counts toward the high-water mark. Every server does (a learner would not)."""
-        return True
-
-    def counting(self) -> tuple[int, ...]:
-        """The servers that count toward a quorum, in order."""
-        return tuple(k for k in range(self.servers) if self.counts(k))
-
-    def election_quorum(self) -> int:
-        """Q1: how many counting servers, the candidate among them, elect a leader: a majority of them."""
-        return majority(len(self.counting()))
-
-    def replication_quorum(self) -> int:
-        """Q2: on how many counting servers an index must be for the leader to take it as its HWM:
-        a majority (`quorum=majority`), or the seed's `sorted(match)[N/2]`, which is held by
-        ceil(N/2) servers: a majority for odd N, one server short for even N (`quorum=seed-index`)."""
-        counting = len(self.counting())
-        if self.protocol.quorum == "seed-index":
-            return counting - counting // 2
-        return majority(counting)
-
-    def quorum_index(self, match: tuple[int, ...]) -> int:
-        """The largest index the leader may take as its HWM, from every server's match index (the
-        leader's own slot holds its last index): the largest index held by `replication_quorum()`
-        counting servers (etcd's quorum/majority.go CommittedIndex)."""
-        return index_held_by([m for k, m in enumerate(match) if self.counts(k)], self.replication_quorum())
-
-    def may_commit(self, index: int, log: tuple[int, ...], generation: int) -> bool:
-        """Whether a leader of `generation` whose log is `log` may advance its HWM to `index`, its
-        quorum index, above its HWM: always (`commit=any-generation`, the seed), or only when the entry
-        there has the leader's own generation (`commit=current-generation`, Raft section 5.4.2)."""
-        if self.protocol.commit == "current-generation":
-            return index <= len(log) and log[index - 1] == generation
-        return True
-
-    def grants_vote(self, candidate_log: tuple[int, ...], voter_log: tuple[int, ...]) -> bool:
-        """Whether a voter whose log is `voter_log` votes for a candidate whose log is `candidate_log`:
-        any candidate (`election=any`), or one whose log is at least as up to date, last generation then
-        length (`election=longest-log`, Raft section 5.4.1)."""
-        return self.protocol.election != "longest-log" or up_to_date(candidate_log, voter_log)
-
-
-def overridden(rules: Rules) -> tuple[str, ...]:
-    """The hooks `rules` changes from the built-in ones, in HOOKS order."""
-    return tuple(h for h in HOOKS if getattr(type(rules), h) is not getattr(Rules, h))
-
-
-def rules_of(protocol: Protocol, servers: int) -> Rules:
-    """The rules a model of `protocol` asks: a variant's protocol carries its own (`rules`, a factory
-    that `model.variant` gives it), any other protocol the flags'."""
-    make = getattr(protocol, "rules", None)
-    return make(protocol, servers) if make is not None else Rules(protocol, servers)
+__all__ = ["HOOKS", "Rules", "overridden", "rules_of", "up_to_date"]

@@ -759,6 +759,13 @@ def model_only(protocol: Protocol, hint: str = "use the model (--on model)") -> 
                            "the simulated cluster takes no partition step")
         if reasons:
             return "; ".join(reasons) + f"; {hint}"
+    variant = getattr(type(protocol), "variant", None)  # a variant's protocol (model.variant) carries its rules
+    if variant is not None:
+        from hwm.properties.rules import overridden  # not at load: properties.rules imports this module
+
+        if "grants_vote" in overridden(variant):
+            return (f"{variant.__name__}.grants_vote is model-only: the implementation's vote request carries the "
+                    f"candidate's last index and generation, not its log; {hint}")
     leases = [flag for flag in ("check_quorum", "lease_reads") if getattr(protocol, flag)]
     if leases:
         return (f"{' and '.join(f'{flag}=true' for flag in leases)} is model-only: the implementation's leader "

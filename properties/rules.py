@@ -1,0 +1,89 @@
+"""The raft family's rules, as one small object the model and the implementation both ask: which
+servers count toward a quorum, how many of them make an election quorum (Q1) and a replication quorum
+(Q2), which index the leader may take as its high-water mark, when it may commit it, and when a voter
+grants its vote.
+
+`Rules(protocol, servers)` is what the built-in flags (`quorum`, `commit`, `election`) mean; a variant
+(`model.variant.Variant`, docs/variants.md) is a subclass that overrides some of these methods, and its
+protocol carries it (`rules_of`). The model (`model.raft`) and hwm's own replica (`impl.core.Replica`)
+ask the same object, so a variant's rules are the model's and the implementation's alike. With no
+variant the model asks `Rules`, and explores exactly the states it explored when it read the flags
+itself (the pinned counts of tests/pinned.py)."""
+
+from __future__ import annotations
+
+from hwm.properties.protocol import Protocol
+from hwm.properties.quorum import index_held_by, majority
+
+# The rules a variant may override, in the order docs/variants.md lists them.
+HOOKS = ("counts", "election_quorum", "replication_quorum", "quorum_index", "may_commit", "grants_vote")
+
+
+def up_to_date(candidate_log: tuple[int, ...], voter_log: tuple[int, ...]) -> bool:
+    """Raft 5.4.1: compare the last entries' generations, then the lengths."""
+    return ((candidate_log[-1] if candidate_log else 0, len(candidate_log))
+            >= (voter_log[-1] if voter_log else 0, len(voter_log)))
+
+
+class Rules:
+    """The rules the built-in flags of `protocol` give a cluster of `servers` servers (S1..Sn are
+    positions 0..servers-1)."""
+
+    def __init__(self, protocol: Protocol, servers: int):
+        self.protocol = protocol
+        self.servers = servers
+
+    def counts(self, server: int) -> bool:
+        """Whether `server` counts toward a quorum: it votes, may stand for election, and its match
+        index counts toward the high-water mark. Every server does (a learner would not)."""
+        return True
+
+    def counting(self) -> tuple[int, ...]:
+        """The servers that count toward a quorum, in order."""
+        return tuple(k for k in range(self.servers) if self.counts(k))
+
+    def election_quorum(self) -> int:
+        """Q1: how many counting servers, the candidate among them, elect a leader: a majority of them."""
+        return majority(len(self.counting()))
+
+    def replication_quorum(self) -> int:
+        """Q2: on how many counting servers an index must be for the leader to take it as its HWM:
+        a majority (`quorum=majority`), or the seed's `sorted(match)[N/2]`, which is held by
+        ceil(N/2) servers: a majority for odd N, one server short for even N (`quorum=seed-index`)."""
+        counting = len(self.counting())
+        if self.protocol.quorum == "seed-index":
+            return counting - counting // 2
+        return majority(counting)
+
+    def quorum_index(self, match: tuple[int, ...]) -> int:
+        """The largest index the leader may take as its HWM, from every server's match index (the
+        leader's own slot holds its last index): the largest index held by `replication_quorum()`
+        counting servers (etcd's quorum/majority.go CommittedIndex)."""
+        return index_held_by([m for k, m in enumerate(match) if self.counts(k)], self.replication_quorum())
+
+    def may_commit(self, index: int, log: tuple[int, ...], generation: int) -> bool:
+        """Whether a leader of `generation` whose log is `log` may advance its HWM to `index`, its
+        quorum index, above its HWM: always (`commit=any-generation`, the seed), or only when the entry
+        there has the leader's own generation (`commit=current-generation`, Raft section 5.4.2)."""
+        if self.protocol.commit == "current-generation":
+            return index <= len(log) and log[index - 1] == generation
+        return True
+
+    def grants_vote(self, candidate_log: tuple[int, ...], voter_log: tuple[int, ...]) -> bool:
+        """Whether a voter whose log is `voter_log` votes for a candidate whose log is `candidate_log`:
+        any candidate (`election=any`), or one whose log is at least as up to date, last generation then
+        length (`election=longest-log`, Raft section 5.4.1)."""
+        return self.protocol.election != "longest-log" or up_to_date(candidate_log, voter_log)
+
+
+def overridden(rules: Rules | type[Rules]) -> tuple[str, ...]:
+    """The hooks `rules` (an instance or a class) changes from the built-in ones, in HOOKS order."""
+    cls = rules if isinstance(rules, type) else type(rules)
+    return tuple(h for h in HOOKS if getattr(cls, h) is not getattr(Rules, h))
+
+
+def rules_of(protocol: Protocol, servers: int) -> Rules:
+    """The rules a model or a replica of `protocol` asks: a variant's protocol carries its own (`rules`,
+    a factory that `model.variant` gives it), any other protocol the flags'."""
+    make = getattr(protocol, "rules", None)
+    return make(protocol, servers) if make is not None else Rules(protocol, servers)
