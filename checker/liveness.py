@@ -94,6 +94,7 @@ class LivenessReport(Verdicts):
     transitions: int = 0
     fairness: tuple[str, ...] = FAIR_ACTIONS
     results: dict[str, LivenessResult] = field(default_factory=dict)
+    properties: tuple[LivenessProperty, ...] = LIVENESS  # what was checked, in order
 
     def to_json(self) -> dict:
         return {"protocol": self.protocol_name, "config": self.config, "symmetry": False,
@@ -268,12 +269,25 @@ def refusal(model: Model) -> str | None:
     return None
 
 
+def liveness_of(model: Model) -> tuple[tuple[LivenessProperty, ...], tuple[str, ...]]:
+    """The `eventually` properties `model` is checked for and its weakly fair actions: the documented
+    ones, and a variant's own after them (`model.variant_model`: its `liveness` and `fair`)."""
+    variant = getattr(model, "variant", None)
+    if variant is None or not (variant.liveness or variant.fair):
+        return LIVENESS, FAIR_ACTIONS
+    from hwm.model.variant_model import liveness_properties
+    return LIVENESS + liveness_properties(variant), FAIR_ACTIONS + tuple(variant.fair)
+
+
 def check_liveness(model: Model, protocol_name: str, *, max_states: int = DEFAULT_MAX_STATES,
-                   properties=LIVENESS, fair: tuple[str, ...] = FAIR_ACTIONS) -> LivenessReport:
+                   properties=None, fair: tuple[str, ...] | None = None) -> LivenessReport:
     """Every `eventually` property and its witness, on the concrete state graph (no symmetry).
 
-    `fair` names the weakly fair actions (the default is the documented fairness; tests
-    weaken it to show that the verdicts depend on it)."""
+    `properties` and `fair` (the weakly fair actions) default to the model's (`liveness_of`: the
+    documented fairness; tests weaken it to show that the verdicts depend on it)."""
+    own_properties, own_fair = liveness_of(model)
+    properties = own_properties if properties is None else tuple(properties)
+    fair = own_fair if fair is None else fair
     reason = refusal(model)
     if reason:
         raise LivenessRefused(reason)
@@ -282,7 +296,7 @@ def check_liveness(model: Model, protocol_name: str, *, max_states: int = DEFAUL
     for k in range(1, len(graph.states)):
         distance[k] = distance[graph.parent[k][0]] + 1
     report = LivenessReport(protocol_name, model.config.to_mapping(), len(graph.states), graph.transitions,
-                            tuple(fair))
+                            tuple(fair), properties=properties)
     for prop in properties:
         report.results[prop.name] = check_property(graph, prop, distance, tuple(fair))
     for prop in properties:

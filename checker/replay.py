@@ -14,7 +14,6 @@ from hwm.model.registry import build_model
 from hwm.model.state import Config
 from hwm.properties.acked import ALL_BY_NAME as BY_NAME
 from hwm.properties.catalogue import ALWAYS
-from hwm.properties.liveness import LIVENESS_BY_NAME
 from hwm.properties.protocol import resolve
 from hwm.properties.trace import Trace, TraceError
 
@@ -45,10 +44,12 @@ class Outcome:
 
 
 def watched_properties(trace: Trace, model=None):
-    if trace.property and BY_NAME[trace.property].kind == "always":
-        # The model's own statement where it has one (BookKeeper's ledger counts copies per write set).
-        own = {p.name: p for p in model.properties} if model is not None else {}
-        return [own.get(trace.property, BY_NAME[trace.property])]
+    # The model's own statement where it has one (BookKeeper's ledger counts copies per write set, a
+    # variant's own invariants).
+    own = {p.name: p for p in model.properties} if model is not None else {}
+    prop = own.get(trace.property) or BY_NAME.get(trace.property)
+    if prop is not None and prop.kind == "always":
+        return [prop]
     return [p for p in model.properties if p.kind == "always"] if model is not None else list(ALWAYS)
 
 
@@ -73,7 +74,7 @@ def replay_on_model(trace: Trace, protocol: str | dict | None = None) -> Outcome
     name, proto = resolve_for(trace, protocol)
     config = Config.from_mapping(trace.config, where=trace.source)
     model = build_model(proto, config)
-    if trace.property in LIVENESS_BY_NAME:
+    if trace.loop is not None:  # an eventually property's lasso (properties.trace.parse_loop)
         return replay_lasso_on_model(trace, name, model)
     initial = model.initial_state()
     outcome = Outcome("holds", "model", name, rows=[("(initial)", initial)])
@@ -116,7 +117,7 @@ def lasso_label(trace: Trace, number: int, step) -> str:
 def replay_lasso_on_model(trace: Trace, name: str, model) -> Outcome:
     """Run a lasso's steps (every one must be enabled), then check that its cycle closes, that one
     obligation of the eventually property stays open along it, and that it is fair."""
-    from hwm.checker.liveness import lasso_verdict, refusal
+    from hwm.checker.liveness import lasso_verdict, liveness_of, refusal
 
     reason = refusal(model)
     if reason:
@@ -131,7 +132,9 @@ def replay_lasso_on_model(trace: Trace, name: str, model) -> Outcome:
         outcome.rows.append((lasso_label(trace, number, step), after))
     if outcome.kind == "blocked":
         return outcome
-    finding, why = lasso_verdict(model, states, actions, trace.loop, LIVENESS_BY_NAME[trace.property])
+    properties, fair = liveness_of(model)
+    prop = next(p for p in properties if p.name == trace.property)
+    finding, why = lasso_verdict(model, states, actions, trace.loop, prop, fair)
     if finding:
         outcome.kind, outcome.property, outcome.finding, outcome.step = "violation", trace.property, finding, last
     else:

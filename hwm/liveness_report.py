@@ -8,7 +8,6 @@ from pathlib import Path
 from hwm.model.registry import build_model
 from hwm.checker.liveness import DEFAULT_MAX_STATES, LivenessRefused, LivenessReport, check_liveness, refusal
 from hwm.model.state import Config
-from hwm.properties.liveness import LIVENESS
 from hwm.properties.protocol import resolve
 
 SYMMETRY_NOTE = ("liveness explores without symmetry reduction: fairness names action instances "
@@ -32,7 +31,7 @@ def describe(report: LivenessReport, symmetry_requested: bool, saved: dict[str, 
              + ", ".join(report.fairness) + "; elections and crashes stop within the bounds"]
     if symmetry_requested:
         lines.append(f"  ({SYMMETRY_NOTE})")
-    for prop in LIVENESS:
+    for prop in report.properties:
         r = report.results[prop.name]
         if r.found:
             lines.append(f"  ✗ {prop.name:28} violated (lasso {r.stem}+{r.cycle} steps): {r.finding}")
@@ -45,7 +44,7 @@ def describe(report: LivenessReport, symmetry_requested: bool, saved: dict[str, 
         if r.cut:
             lines.append(f"      {r.cut:,} terminal states (a bound stopped every action) have an obligation open: "
                          "not counted as violations")
-    for prop in LIVENESS:
+    for prop in report.properties:
         w = report.results[prop.witness.name]
         if w.found:
             lines.append(f"  ✓ {w.name:28} witnessed in {len(w.steps)} steps: {w.finding}")

@@ -6,7 +6,7 @@ import sys
 import time
 from typing import Iterable, Sequence
 
-from hwm.properties.snapshot import LEADER, server_name
+from hwm.properties.snapshot import LEADER, fields_text, server_name
 
 
 def cell(server) -> str:
@@ -14,11 +14,11 @@ def cell(server) -> str:
 
     `L3 [1,3] h1` is a leader of generation 3 whose log holds entries of
     generations 1 and 3, with high-water mark 1; F is a follower, x a server that is down.
-    A Kafka replica in the ISR ends with `*`.
+    A Kafka replica in the ISR ends with `*`; a variant's fields follow as `name=value`.
     """
     role = ("L" if server.role == LEADER else "F") if server.alive else "x"
     isr = "*" if getattr(server, "in_isr", False) else ""
-    return f"{role}{server.generation} [{','.join(map(str, server.log))}] h{server.hwm}{isr}"
+    return f"{role}{server.generation} [{','.join(map(str, server.log))}] h{server.hwm}{isr}{fields_text(server)}"
 
 
 def step_table(rows: Sequence[tuple[str, object]], marks: dict[int, str] | None = None) -> str:

@@ -16,8 +16,12 @@ def build_model(protocol: Protocol, config: Config) -> Model:
     properties."""
     if getattr(type(protocol), "variant", None) is not None:
         from hwm.model.variant import variant_model_class
+        from hwm.model.variant_model import is_model_level, model_class
         model = _build(protocol, config)
-        return variant_model_class(type(model))(protocol, config)
+        cls = variant_model_class(type(model))
+        if is_model_level(type(protocol).variant):  # its own fields and actions (model.variant_model)
+            cls = model_class(cls)
+        return cls(protocol, config)
     return _build(protocol, config)
 
 

@@ -25,21 +25,23 @@ from pathlib import Path
 from typing import Any, Callable, Mapping
 
 from hwm.model.rules import HOOKS, Rules, overridden
+from hwm.model.variant_model import ModelLevel, check_declaration, liveness_properties, snapshot_view
 from hwm.properties.catalogue import Property, at_quorum
 from hwm.properties.protocol import Protocol, ProtocolError, register_loader, resolve
-from hwm.properties.snapshot import describe_server, snapshot_of
+from hwm.properties.snapshot import describe_server
 
 __all__ = ["Variant", "VariantError", "HookError", "ENTRY_POINT_GROUP", "load", "installed", "is_variant_spec"]
 
 ENTRY_POINT_GROUP = "hwm.protocols"
 
 
-class Variant(Rules):
+class Variant(ModelLevel, Rules):
     """Subclass it, name a `base` preset, and override any of the rules of `model.rules.Rules`:
     `counts`, `election_quorum`, `replication_quorum`, `quorum_index`, `may_commit`, `grants_vote`.
     `self.servers` is the cluster's size and `self.protocol` the base's flags; `super()` gives the
     base's rule. `invariants` and `witnesses` map a property's name to a function of the snapshot view
-    that returns None, or a sentence: the violation (an invariant) or the witness (a `sometimes`)."""
+    that returns None, or a sentence: the violation (an invariant) or the witness (a `sometimes`).
+    A model's fields, actions and liveness properties: `model.variant_model.ModelLevel`."""
 
     base: str = "raft"
     name: str | None = None
@@ -66,6 +68,14 @@ class VariantProtocol(Protocol):
 
     def rules(self, protocol: Protocol, servers: int) -> Rules:
         return checked_rules(type(self).variant, protocol, servers)
+
+    def property_kinds(self) -> dict[str, str]:
+        """The kind of each property the variant adds (a trace may name it): always, sometimes, eventually."""
+        cls = type(self).variant
+        kinds = {name: "always" for name in cls.invariants} | {name: "sometimes" for name in cls.witnesses}
+        for prop in liveness_properties(cls):
+            kinds |= {prop.name: "eventually", prop.witness.name: "sometimes"}
+        return kinds
 
 
 # ------------------------------------------------------------------ loading
@@ -186,8 +196,10 @@ def _check_class(cls: type[Variant]) -> tuple[str, Protocol]:
         if not callable(getattr(cls, hook)):
             raise VariantError(f"{where}: {cls.__name__}.{hook} must be a method, not {getattr(cls, hook)!r}")
     from hwm.properties.acked import ALL_BY_NAME
+    from hwm.properties.liveness import LIVENESS_BY_NAME
+    check_declaration(cls)
     seen: set[str] = set()
-    for kind in ("invariants", "witnesses"):
+    for kind in ("invariants", "witnesses", "liveness"):
         table = getattr(cls, kind)
         if not isinstance(table, Mapping):
             raise VariantError(f"{where}: {cls.__name__}.{kind} must map a property name to a function, "
@@ -195,13 +207,15 @@ def _check_class(cls: type[Variant]) -> tuple[str, Protocol]:
         for name, check in table.items():
             if not (isinstance(name, str) and name.isidentifier()):
                 raise VariantError(f"{where}: {cls.__name__}.{kind}: {name!r} is not a property name")
-            if name in ALL_BY_NAME or name in seen:
+            if name in ALL_BY_NAME or name in LIVENESS_BY_NAME or name in seen:
                 raise VariantError(f"{where}: {cls.__name__}.{kind}: {name} is already a property"
-                                   + (" of the catalogue" if name in ALL_BY_NAME else ""))
+                                   + (" of the catalogue" if name in ALL_BY_NAME or name in LIVENESS_BY_NAME else ""))
             if not callable(check):
                 raise VariantError(f"{where}: {cls.__name__}.{kind}[{name!r}] must be a function of the snapshot "
                                    f"view, not {type(check).__name__}")
             seen.add(name)
+            if kind == "liveness":  # its witness's name
+                seen.add(name + "Opens")
     return base_name, protocol
 
 
@@ -306,13 +320,11 @@ class _UserCheck:
         self.cls, self.kind, self.name, self.function = cls, kind, name, function
 
     def __call__(self, state) -> str | None:
-        view = snapshot_of(state)
+        view = snapshot_view(state)
         try:
             answer = self.function(view)
         except Exception as e:  # noqa: BLE001
-            frames = traceback.extract_tb(e.__traceback__)[1:] or traceback.extract_tb(e.__traceback__)
-            where = f"{frames[-1].filename}:{frames[-1].lineno}" if frames else _where(self.function)
-            raise HookError(f"{where}: {self.kind} {self.name} raised {type(e).__name__}: {e}, in state "
+            raise HookError(f"{_raised_at(e, self.function)}: {self.kind} {self.name} raised {type(e).__name__}: {e}, in state "
                             f"{_state_text(state)}") from None
         if answer is None or answer is False:
             return None
@@ -321,6 +333,12 @@ class _UserCheck:
                             f"({type(answer).__name__}), expected None or a sentence (str), in state "
                             f"{_state_text(state)}")
         return answer
+
+
+def _raised_at(error: BaseException, function: Callable) -> str:
+    """`file:line` where the user's `function` raised `error` (the innermost frame below hwm's call)."""
+    frames = traceback.extract_tb(error.__traceback__)[1:] or traceback.extract_tb(error.__traceback__)
+    return f"{frames[-1].filename}:{frames[-1].lineno}" if frames else _where(function)
 
 
 def _state_text(state) -> str:

@@ -81,8 +81,14 @@ def snapshot_of(view: ClusterView) -> Snapshot:
     )
 
 
+def fields_text(server) -> str:
+    """` heard=True` for each field a variant's model adds to a server (`extra` names them; nothing for
+    any other server)."""
+    return "".join(f" {name}={getattr(server, name)!r}" for name in getattr(server, "extra", ()))
+
+
 def describe_server(s: ServerView) -> str:
-    """A compact one-server line: `leader g3 log=[1,1,3] hwm=2` (or `down`)."""
+    """A compact one-server line: `leader g3 log=[1,1,3] hwm=2` (or `down`), then a variant's fields."""
     state = s.role if s.alive else "down"
     log = ",".join(str(g) for g in s.log)
-    return f"{state:<8} g{s.generation} log=[{log}] hwm={s.hwm}"
+    return f"{state:<8} g{s.generation} log=[{log}] hwm={s.hwm}{fields_text(s)}"

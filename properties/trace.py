@@ -194,17 +194,19 @@ def parse(data: Any, *, source: str | None = None) -> Trace:
         raise TraceError(f"format must be {FORMAT!r}, not {data.get('format')!r}", file=source,
                          field="format")
     try:
-        resolve(data.get("protocol"))
+        _, protocol = resolve(data.get("protocol"))
     except ProtocolError as e:
         raise TraceError(str(e), file=source, field="protocol") from None
+    # A variant's own properties (model.variant: its invariants, witnesses and liveness) by kind.
+    own = protocol.property_kinds() if hasattr(protocol, "property_kinds") else {}
     config = full_config(data.get("config"), where=source)
     expect = data.get("expect")
     if expect not in EXPECTATIONS:
         raise TraceError(f"expect must be one of {', '.join(EXPECTATIONS)}, not {expect!r}",
                          file=source, field="expect")
     prop = data.get("property")
-    if prop is not None and prop not in BY_NAME and prop not in LIVENESS_BY_NAME:
-        raise TraceError(f"unknown property {prop!r}; properties are " + ", ".join([*BY_NAME, *LIVENESS_BY_NAME]),
+    if prop is not None and prop not in BY_NAME and prop not in LIVENESS_BY_NAME and prop not in own:
+        raise TraceError(f"unknown property {prop!r}; properties are " + ", ".join([*BY_NAME, *LIVENESS_BY_NAME, *own]),
                          file=source, field="property")
     if expect == "violation" and prop is None:
         raise TraceError("a trace that expects a violation names its property", file=source,
@@ -213,7 +215,7 @@ def parse(data: Any, *, source: str | None = None) -> Trace:
     if not isinstance(raw_steps, list):
         raise TraceError("steps must be a list", file=source, field="steps")
     steps = [parse_step(raw, number, config, source=source) for number, raw in enumerate(raw_steps, 1)]
-    loop = parse_loop(data, prop, expect, len(steps), source=source)
+    loop = parse_loop(data, prop, expect, len(steps), source=source, eventually=own.get(prop) == "eventually")
     known = {"format", "title", "explanation", "protocol", "config", "property", "expect", "steps", "loop"}
     for key in ("title", "explanation"):
         if not isinstance(data.get(key, ""), str):
@@ -224,9 +226,10 @@ def parse(data: Any, *, source: str | None = None) -> Trace:
 
 
 def parse_loop(data: Mapping[str, Any], prop: str | None, expect: str, steps: int, *,
-               source: str | None = None) -> int | None:
-    """The optional `loop` field: a lasso's first cycle step, only for an eventually property."""
-    eventually = prop in LIVENESS_BY_NAME
+               source: str | None = None, eventually: bool = False) -> int | None:
+    """The optional `loop` field: a lasso's first cycle step, only for an eventually property (one of
+    LIVENESS_BY_NAME, or one of a variant's when `eventually`)."""
+    eventually = eventually or prop in LIVENESS_BY_NAME
     if "loop" not in data:
         if eventually:
             raise TraceError(f"{prop} is an eventually property: its counterexample is a lasso, so the "

@@ -186,7 +186,20 @@ def _speaks_for(model: Any, name: str) -> bool:
 
 
 def explain(model: Any, before: Any, action: tuple, after: Any, values: Values | None = None) -> list[str]:
-    """Sentences saying why `action` took `before` to `after`."""
+    """Sentences saying why `action` took `before` to `after`, then how a variant's fields changed."""
+    lines = _explain(model, before, action, after, values)
+    changed = field_changes(before, after)
+    return changed if changed and lines == [NOTHING] else lines + changed
+
+
+def field_changes(before: Any, after: Any) -> list[str]:
+    """`S2 heard False -> True` for each field a variant's model adds (`extra`) that the step changed."""
+    return [f"{server_name(k)} {name} {getattr(b, name)!r} -> {getattr(a, name)!r}"
+            for k, (b, a) in enumerate(zip(before.servers, after.servers))
+            for name in getattr(a, "extra", ()) if getattr(b, name, None) != getattr(a, name)]
+
+
+def _explain(model: Any, before: Any, action: tuple, after: Any, values: Values | None = None) -> list[str]:
     from hwm.teach import systems  # each system's own words (that module builds on this one)
 
     values = values or {}
@@ -406,6 +419,8 @@ def _partitioned(model, before, action, after, values):
     return lines or ["nothing visible changed"]
 
 
+NOTHING = "nothing visible changed"
+
 _EXPLAINERS = {"elect": _elect, "write": _write, "replicate": _replicate, "send": _send, "deliver": _deliver,
                "drop": _drop, "read": _read, "crash": _crash, "restart": _restart}
 
@@ -421,7 +436,7 @@ def generic_difference(before: Any, after: Any) -> list[str]:
     new_reads = sorted(set(after.reads) - set(before.reads))
     if new_reads:
         lines.append("clients read " + entries(new_reads))
-    return lines or ["nothing visible changed"]
+    return lines or [NOTHING]
 
 
 def _show(value) -> str:

@@ -14,7 +14,7 @@ from typing import Any, Callable
 from hwm.teach.explain import _EXPLAINERS as RAFT_WORDS
 from hwm.teach.explain import added_entries, entries, entry, quorum_reasoning, removed_entries
 from hwm.model.kafka import diverged_at, end_offset_for, end_offset_kip101, epoch_cache, truncation_offset
-from hwm.properties.snapshot import FOLLOWER, LEADER, server_name
+from hwm.properties.snapshot import FOLLOWER, LEADER, fields_text, server_name
 
 Explainer = Callable[..., list[str]]
 
@@ -661,4 +661,6 @@ def row(state: Any, k: int) -> dict:
         if alive and server.truncating:
             out["notes"][0] += ", truncating"
         return out
+    if getattr(server, "extra", ()):  # a variant's fields (model.variant_model), as name=value
+        out["notes"].append(fields_text(server).strip())
     return out

@@ -1,0 +1,417 @@
+"""The second level of a variant (docs/variants.md, "A model"): new per-server state fields and new
+actions on top of the raft system's model, written in the `Variant` subclass as plain Python over the
+state, and `eventually` properties of its own.
+
+- `fields = {"name": initial value}`: each server carries these after the five fields the catalogue
+  reads (`state.servers[k].name`); a value is None, a bool, an int, a str or a tuple of these (hashable,
+  and encoded the same in every process: `value_bytes`).
+- `actions = ("name", ...)`: each an action over one server, `guard_<name>(state, server)` (None when
+  enabled, else the reason) and `effect_<name>(state, server)` (the next state); it prints as
+  `name(S2)` in traces and replays.
+- `refuses(state, action)`: the variant's further guard on the base's actions (None, or the reason);
+  `after(state, action, next_state)`: the variant's part of a base action's effect (the new fields
+  keep their values through the base's actions unless `after` changes them).
+- `fair = ("name", ...)`: which of its actions the liveness check takes as weakly fair;
+  `liveness = {"Name": obligations}`: `eventually` properties, each a function of the snapshot view
+  returning the open obligations (`properties.liveness`), with a `sometimes` witness `NameOpens`.
+- `symmetric = False` turns symmetry reduction off (a field whose value names another server is not
+  renamed with the servers; the per-server fields themselves are permuted with their servers).
+
+Such a model runs on the reference backend: the compiled kernels' state layout has no room for its
+fields. Errors are `VariantError` before the search and `HookError` during it, each one line naming
+file, line, state and action.
+"""
+
+from __future__ import annotations
+
+from collections import namedtuple
+from typing import Any, Callable, Iterator
+
+from hwm.model.encoding import _server_bytes, canonical, decode, encode, fingerprint_bytes
+from hwm.model.partition import PartitionedRaftModel
+from hwm.model.state import Server, State
+from hwm.properties.catalogue import Property
+from hwm.properties.liveness import LivenessProperty
+from hwm.properties.snapshot import ServerSnapshot, Snapshot, server_name
+
+# What a variant may declare at the model level (the names of `Variant`'s class attributes and hooks).
+MODEL_HOOKS = ("refuses", "after")
+WITNESS_SUFFIX = "Opens"
+
+
+class FieldValueError(ValueError):
+    """A field value that cannot be part of a state (unhashable, or not encodable the same everywhere)."""
+
+
+# ------------------------------------------------------------- field values
+def value_bytes(value: Any, out: list[int]) -> None:
+    """Append the bytes of one field value: a tag, then its content, self-delimiting and the same in
+    every process (never Python's salted hash)."""
+    if value is None:
+        out.append(0)
+    elif value is False or value is True:
+        out.append(1 + value)
+    elif type(value) is int:
+        if 0 <= value < 256:
+            out += (3, value)
+        else:
+            data = value.to_bytes((value.bit_length() + 8) // 8, "little", signed=True)
+            if len(data) > 255:
+                raise FieldValueError(f"{value} is too large an int")
+            out += (4, len(data), *data)
+    elif type(value) is str:
+        data = value.encode()
+        if len(data) > 255:
+            raise FieldValueError(f"a str of {len(data)} bytes is too long (at most 255)")
+        out += (5, len(data), *data)
+    elif type(value) is tuple:
+        if len(value) > 255:
+            raise FieldValueError(f"a tuple of {len(value)} items is too long (at most 255)")
+        out += (6, len(value))
+        for item in value:
+            value_bytes(item, out)
+    else:
+        hashable = "unhashable" if getattr(type(value), "__hash__", None) is None else "not a field value"
+        raise FieldValueError(f"{value!r} ({type(value).__name__}) is {hashable}: a field holds None, a bool, "
+                              f"an int, a str or a tuple of these")
+
+
+def read_value(it: Iterator[int]) -> Any:
+    """The value `value_bytes` wrote."""
+    tag = next(it)
+    if tag == 0:
+        return None
+    if tag in (1, 2):
+        return tag == 2
+    if tag == 3:
+        return next(it)
+    if tag == 4:
+        return int.from_bytes(bytes(next(it) for _ in range(next(it))), "little", signed=True)
+    if tag == 5:
+        return bytes(next(it) for _ in range(next(it))).decode()
+    return tuple(read_value(it) for _ in range(next(it)))
+
+
+# ---------------------------------------------------------- the declaration
+class ModelLevel:
+    """What a `Variant` may declare beyond its rules (docs/variants.md, "A model"); none by default."""
+
+    fields: dict = {}
+    actions: tuple = ()
+    fair: tuple = ()
+    liveness: dict = {}
+    symmetric: bool = True
+
+    def refuses(self, state, action) -> str | None:
+        """The variant's further guard on a base action (`("elect", candidate, voters)`, ...): None
+        when the variant lets it happen, else the reason."""
+        return None
+
+    def after(self, state, action, next_state):
+        """The variant's part of a base action's effect: `next_state` is the base's, the new fields
+        as they were in `state`; return the state with the fields the action changes."""
+        return next_state
+
+    def with_server(self, state, server: int, **changes):
+        """`state` with `server`'s fields changed: `self.with_server(state, k, heard=False)`."""
+        servers = list(state.servers)
+        servers[server] = servers[server]._replace(**changes)
+        return state._replace(servers=tuple(servers))
+
+
+def is_model_level(cls: type) -> bool:
+    """Whether the variant changes the model itself (fields, actions, or its hooks on the base's
+    actions), not only its rules and properties."""
+    return bool(cls.fields or cls.actions) or any(getattr(cls, h) is not getattr(ModelLevel, h) for h in MODEL_HOOKS)
+
+
+def check_declaration(cls: type) -> None:
+    """VariantError, naming file and line, for a model-level declaration that cannot be built: run
+    when the variant is loaded, before any search. Registers its actions' step vocabulary."""
+    from hwm.model.variant import VariantError, _where
+    from hwm.properties.trace import ACTIONS
+
+    where, name = _where(cls), cls.__name__
+    fields, actions = cls.fields, cls.actions
+    if not isinstance(fields, dict):
+        raise VariantError(f"{where}: {name}.fields must map a field name to its initial value, not "
+                           f"{type(fields).__name__}")
+    for field, initial in fields.items():
+        if not (isinstance(field, str) and field.isidentifier() and not field.startswith("_")):
+            raise VariantError(f"{where}: {name}.fields: {field!r} is not a field name")
+        if field in Server._fields or field in ("extra", "count", "index"):
+            raise VariantError(f"{where}: {name}.fields: {field} is already a field of every server")
+        try:
+            value_bytes(initial, [])
+        except FieldValueError as e:
+            raise VariantError(f"{where}: {name}.fields[{field!r}]: its initial value {e}") from None
+    if isinstance(actions, str) or not isinstance(actions, (tuple, list)):
+        raise VariantError(f"{where}: {name}.actions must be a tuple of action names, not {type(actions).__name__}")
+    for action in actions:
+        if not (isinstance(action, str) and action.isidentifier()):
+            raise VariantError(f"{where}: {name}.actions: {action!r} is not an action name")
+        if action in ACTIONS and getattr(ACTIONS[action], "variant", None) != (cls.__module__, cls.__qualname__):
+            raise VariantError(f"{where}: {name}.actions: {action} is already an action of the trace format")
+        for part in ("guard_", "effect_"):
+            if not callable(getattr(cls, part + action, None)):
+                raise VariantError(f"{where}: {name}.{part}{action}(state, server) is missing: each action "
+                                   f"has a guard and an effect")
+    for action in cls.fair:
+        if action not in actions:
+            raise VariantError(f"{where}: {name}.fair: {action!r} is not one of {name}.actions")
+    for action in actions:  # a one-server action's step: `name(S2)`, read back by `from_step`
+        ACTIONS[action] = _Signature((("server", "server"),), (cls.__module__, cls.__qualname__))
+
+
+class _Signature(tuple):
+    """A trace step's fields for a variant's action, remembering which variant declared it."""
+
+    def __new__(cls, fields, variant):
+        self = super().__new__(cls, fields)
+        self.variant = variant
+        return self
+
+
+# ---------------------------------------------------------- the snapshot view
+_SERVER_TYPES: dict[tuple, type] = {}
+_VIEW_TYPES: dict[tuple, type] = {}
+
+
+def server_type(names: tuple[str, ...]) -> type:
+    """The model's server with the fields `names` after its own (`extra` lists them)."""
+    if names not in _SERVER_TYPES:
+        base = namedtuple("VariantServer", Server._fields + names)
+        _SERVER_TYPES[names] = type("VariantServer", (base,), {"__slots__": (), "extra": names})
+    return _SERVER_TYPES[names]
+
+
+def view_type(names: tuple[str, ...]) -> type:
+    """The snapshot view's server with the fields `names` after the five the catalogue reads."""
+    if names not in _VIEW_TYPES:
+        base = namedtuple("VariantServerView", ServerSnapshot._fields + names)
+        _VIEW_TYPES[names] = type("VariantServerView", (base,), {"__slots__": (), "extra": names})
+    return _VIEW_TYPES[names]
+
+
+def snapshot_view(state) -> Snapshot:
+    """What a variant's own properties read: the snapshot view, each server with the variant's fields
+    after its five (`view.servers[k].heard`); the catalogue's properties read the five alone."""
+    servers = state.servers
+    names = getattr(servers[0], "extra", ()) if servers else ()
+    if not names:
+        from hwm.properties.snapshot import snapshot_of
+        return snapshot_of(state)
+    kind = view_type(names)
+    return Snapshot(tuple(kind(s.generation, s.role, tuple(s.log), s.hwm, s.alive, *(getattr(s, n) for n in names))
+                          for s in servers), frozenset(state.reads))
+
+
+# --------------------------------------------------------------- liveness
+def liveness_properties(cls: type) -> tuple[LivenessProperty, ...]:
+    """The variant's `eventually` properties, each with its `sometimes` witness `<Name>Opens`."""
+    from hwm.model.variant import _meaning
+
+    out = []
+    for name, obligations in cls.liveness.items():
+        check = _Obligations(cls, name, obligations)
+        witness = Property(name + WITNESS_SUFFIX, "sometimes", "state",
+                           f"an obligation of {name} opens", _first_open(check))
+        out.append(LivenessProperty(name, "eventually", _meaning(obligations, "a liveness property of the variant"),
+                                    check, witness))
+    return tuple(out)
+
+
+class _Obligations:
+    """A user's obligations function over the snapshot view, checked for what it answers."""
+
+    def __init__(self, cls: type, name: str, function: Callable):
+        self.cls, self.name, self.function = cls, name, function
+
+    def __call__(self, state) -> dict:
+        from hwm.model.variant import HookError, _raised_at, _state_text, _where
+
+        try:
+            answer = self.function(snapshot_view(state))
+        except Exception as e:  # noqa: BLE001 - the user's code: named, never a crash of hwm
+            raise HookError(f"{_raised_at(e, self.function)}: liveness {self.name} raised {type(e).__name__}: {e}, "
+                            f"in state {_state_text(state)}") from None
+        if answer is None:
+            return {}
+        if not isinstance(answer, dict) or not all(isinstance(v, str) and v for v in answer.values()):
+            raise HookError(f"{_where(self.function)}: liveness {self.name} returned {answer!r}, expected a dict "
+                            f"from a hashable key to a sentence (str), in state {_state_text(state)}")
+        return answer
+
+
+def _first_open(check: _Obligations) -> Callable:
+    def witness(state):
+        open_ = check(state)
+        return open_[min(open_, key=repr)] if open_ else None
+    return witness
+
+
+# -------------------------------------------------------------------- model
+_MODEL_CLASSES: dict[type, type] = {}
+
+
+def model_class(base: type) -> type:
+    """`base` (the raft model under a variant, `model.variant.variant_model_class`) with the variant's
+    fields and actions: its states' servers carry the fields, its fingerprint and encoding include
+    them (permuted with their servers), its actions are the base's the variant does not refuse, then
+    its own."""
+    if base in _MODEL_CLASSES:
+        return _MODEL_CLASSES[base]
+    from hwm.model.actions import to_step
+    from hwm.model.variant import HookError, VariantError, _hook_error, _state_text, _where
+
+    class FieldsModel(base):
+        def __init__(self, protocol, config):
+            super().__init__(protocol, config)
+            cls = self.variant
+            self.field_names = tuple(cls.fields)
+            self.server_type = server_type(self.field_names)
+            self.own_actions = tuple(cls.actions)
+            if isinstance(self, PartitionedRaftModel):
+                raise VariantError(f"{_where(cls)}: {cls.__name__} adds to the raft model, which has no partitions, "
+                                   f"check_quorum or lease_reads under a variant with fields or actions in this "
+                                   f"version (its base's flags or max_partitions ask for them)")
+            self.refuses = self.rules.refuses if type(self.rules).refuses is not ModelLevel.refuses else None
+            self.after = self.rules.after if type(self.rules).after is not ModelLevel.after else None
+            self.uncompiled = (f"{cls.name or cls.__name__} adds state "
+                               + (f"fields ({', '.join(self.field_names)})" if self.field_names else "")
+                               + (" and " if self.field_names and self.own_actions else "")
+                               + (f"actions ({', '.join(self.own_actions)})" if self.own_actions else "")
+                               + " the compiled kernels' state layout does not have")
+            if not cls.symmetric:
+                self.symmetric = False
+                self.symmetry_note = (f"symmetry reduction is off: {cls.__name__}.symmetric is False (a field may "
+                                      f"name another server)")
+            self._keys: dict = {}
+
+        # ----------------------------------------------------- the interface
+        def initial_state(self) -> State:
+            state = super().initial_state()
+            initial = tuple(self.variant.fields.values())
+            return state._replace(servers=tuple(self.server_type(*s, *initial) for s in state.servers))
+
+        def _key(self, server) -> bytes:
+            try:
+                return self._keys[server]
+            except KeyError:
+                flat: list[int] = []
+                for name in self.field_names:
+                    value_bytes(getattr(server, name), flat)
+                key = self._keys[server] = _server_bytes(server) + bytes(flat)
+                return key
+
+        def encode(self, state, symmetry: bool = True) -> bytes:
+            keys = [self._key(s) for s in state.servers]
+            return canonical(state, keys) if symmetry and self.symmetric else encode(state, None, keys)
+
+        def fingerprint(self, state, symmetry: bool = True) -> int:
+            return fingerprint_bytes(self.encode(state, symmetry))
+
+        def decode(self, data: bytes) -> State:
+            names = self.field_names
+            return decode(data, self.server_type, lambda it: tuple(read_value(it) for _ in names))
+
+        def action_table(self) -> list:
+            return super().action_table() + [(name, k) for name in self.own_actions for k in range(self.n)]
+
+        # ------------------------------------------------------- the actions
+        def actions(self, s, bounds_hit=None):
+            refuses = self.refuses
+            for action in super().actions(s, bounds_hit):
+                if refuses is None or self._call("refuses", s, action, s, action) is None:
+                    yield action
+            for name in self.own_actions:
+                for k in range(self.n):
+                    if self._call("guard_" + name, s, (name, k), s, k) is None:
+                        yield (name, k)
+
+        def why_not(self, s, action) -> str | None:
+            name = action[0]
+            if name in self.own_actions:
+                if len(action) != 2 or not isinstance(action[1], int) or not 0 <= action[1] < self.n:
+                    return f"{name} takes one server, S1..S{self.n}"
+                return self._call("guard_" + name, s, action, s, action[1])
+            reason = super().why_not(s, action)
+            if reason is None and self.refuses is not None:
+                reason = self._call("refuses", s, action, s, action)
+            return reason
+
+        def apply(self, s, action):
+            name = action[0]
+            if name in self.own_actions:
+                return self._state(self._call("effect_" + name, s, action, s, action[1]), s, action,
+                                   "effect_" + name)
+            after = super().apply(s, action)
+            # The base's effects build servers of the base's type: each keeps its fields as they were.
+            servers = tuple(server if type(server) is self.server_type else self.server_type(*server, *old[6:])
+                            for server, old in zip(after.servers, s.servers))
+            after = after._replace(servers=servers)
+            if self.after is not None:
+                after = self._state(self._call("after", s, action, s, action, after), s, action, "after")
+            return after
+
+        # --------------------------------------------------------- checking
+        def _call(self, hook: str, s, action, *args):
+            """The variant's `hook` on `args`; a HookError naming file, line, state and action when it
+            raises, or (a guard) answers neither None nor a reason."""
+            cls = self.variant
+            try:
+                answer = getattr(self.rules, hook)(*args)
+            except HookError:
+                raise
+            except Exception as e:  # noqa: BLE001 - the user's code: named, never a crash of hwm
+                raise HookError(f"{_hook_error(cls, hook, e)}, at {to_step(action)} from state {_state_text(s)}") \
+                    from None
+            if (hook.startswith("guard_") or hook == "refuses") and not (answer is None or
+                                                                         (isinstance(answer, str) and answer)):
+                raise HookError(f"{_where(getattr(cls, hook))}: {cls.__name__}.{hook} returned {answer!r} "
+                                f"({type(answer).__name__}), expected None or the reason (str), at "
+                                f"{to_step(action)} from state {_state_text(s)}")
+            return answer
+
+        def _state(self, result, s, action, hook: str):
+            """`result` if it is a state of this model, else a HookError naming what is wrong (a server
+            the same as in `s` is not checked again)."""
+            cls = self.variant
+            problem = None
+            if type(result) is not State:
+                problem = f"returned {type(result).__name__}, not a state (State, as it was given)"
+            elif len(result.servers) != self.n:
+                problem = f"returned a state of {len(result.servers)} servers, not {self.n}"
+            else:
+                for k, server in enumerate(result.servers):
+                    if server is s.servers[k]:
+                        continue
+                    if type(server) is not self.server_type:
+                        problem = (f"returned {server_name(k)} as a {type(server).__name__} without the fields "
+                                   f"{', '.join(self.field_names)} (change a server with its _replace)")
+                        break
+                    for name in self.field_names:
+                        try:
+                            value_bytes(getattr(server, name), [])
+                        except FieldValueError as e:
+                            problem = f"set {server_name(k)}'s field {name} to {e}"
+                            break
+                    if problem:
+                        break
+                else:
+                    try:
+                        hash(result)
+                    except TypeError as e:
+                        problem = f"returned a state that is not hashable ({e})"
+            if problem:
+                raise HookError(f"{_where(getattr(cls, hook))}: {cls.__name__}.{hook} {problem}, at "
+                                f"{to_step(action)} from state {_state_text(s)}")
+            return result
+
+    FieldsModel.__name__ = FieldsModel.__qualname__ = f"Fields{base.__name__}"
+    _MODEL_CLASSES[base] = FieldsModel
+    return FieldsModel
+
+
+__all__ = ["ModelLevel", "value_bytes", "read_value", "is_model_level", "check_declaration", "snapshot_view",
+           "liveness_properties", "model_class", "server_type", "WITNESS_SUFFIX"]
