@@ -45,6 +45,9 @@ def unsupported(model) -> str | None:
     """Why the fast backend cannot run `model` (None when it can)."""
     from hwm.checker.fast.layout import MAX_SERVERS
 
+    uncompiled = getattr(model, "uncompiled", None)  # a model that says why itself (a variant's fields)
+    if uncompiled:
+        return uncompiled
     variant = getattr(model, "variant", None)
     if variant is not None:  # a variant's rules are Python the kernels were not compiled from
         return (f"{variant.name or variant.__name__} is a variant (its rules are hooks the compiled kernels do "
