@@ -44,7 +44,7 @@ from hwm.model.actions import to_step
 from hwm.model.registry import build_model
 from hwm.model.state import Config
 from hwm.properties.catalogue import SOMETIMES, check_state, check_step
-from hwm.properties.protocol import PRESETS, RAFT, Protocol, preset_of
+from hwm.properties.protocol import PRESETS, RAFT, Protocol, preset_of, resolve
 from hwm.properties.snapshot import LEADER, describe_server, server_name, snapshot_of
 from hwm.properties.trace import Step, Trace
 
@@ -86,7 +86,12 @@ class PropertyViolation(ConformanceFailure):
 
 
 def protocol_spec(protocol: Protocol) -> Any:
-    """The protocol as a trace names it: a preset name, or raft with the flags that differ."""
+    """The protocol as a trace names it: a preset name, a variant's spec (`file.py:Name`, docs/variants.md),
+    or raft with the flags that differ (from the variant's own, for a variant with flags)."""
+    spec = getattr(type(protocol), "spec", None)
+    if spec:
+        flags = protocol.differences(resolve(spec)[1])
+        return {"preset": spec, "flags": flags} if flags else spec
     name = preset_of(protocol)
     if name is not None:
         return name
@@ -398,9 +403,10 @@ class BookKeeperConformance(ConformanceMachine):
 
 def machine_for(protocol: str | Protocol, config: Config = RPC, *, replica_factory=Replica,
                 out_dir: Path | str | None = None, label: str | None = None) -> type[ConformanceMachine]:
-    """A ConformanceMachine class for one protocol (a preset name or a Protocol) and configuration."""
+    """A ConformanceMachine class for one protocol (a preset's name, a variant's spec, or a Protocol) and
+    configuration."""
     if isinstance(protocol, str):
-        name, protocol = protocol, PRESETS[protocol].protocol
+        name, protocol = resolve(protocol)
     else:
         name = preset_of(protocol) or "custom"
     label = label or f"{name}-{config.network}-{config.servers}"

@@ -50,7 +50,6 @@ from hwm.impl.storage import Durable, MemoryStorage
 from hwm.model.actions import from_step
 from hwm.model.state import APPEND, REPLY, Config
 from hwm.properties.protocol import Protocol, model_only
-from hwm.properties.quorum import majority
 from hwm.properties.snapshot import LEADER, Snapshot, server_name
 from hwm.properties.trace import Step
 
@@ -288,7 +287,11 @@ class SimCluster:
         return self._why_lost(candidate, voters, before, self._votes_heard)
 
     def _why_lost(self, candidate: str, voters: list[str], before: dict, replies: list[VoteReply]) -> str:
-        needed = majority(len(self.names))
+        replica = self[candidate]  # its rules: the protocol's (properties.rules), a variant's included
+        for voter in voters:
+            if voter not in replica.counting:
+                return f"{voter} does not count toward a quorum and cannot vote"
+        needed = replica.election_quorum
         if len(voters) < needed:
             return f"{len(voters)} voters are not a quorum of {len(self.names)} (need {needed})"
         refused = []
