@@ -206,7 +206,7 @@ def preflight(master: str = "local[*]") -> None:
 
 
 _session = None  # the process's one SparkSession (a JVM holds one SparkContext)
-_shipped: set[str] = set()  # applicationIds that already have our packages
+_shipped: set = set()  # applicationIds that already have our packages; (id, spec, digest) a variant
 
 
 def get_spark(master: str = "local[*]", *, conf: dict[str, str] | None = None,
@@ -299,6 +299,21 @@ def ship_packages(spark) -> None:
     target.write_bytes(data)
     sc.addPyFile(str(target))
     _shipped.add(sc.applicationId)
+
+
+def ship_variant(spark, protocol) -> None:
+    """A variant's protocol pickles by its spec and loads again on each executor (`model.variant_source`),
+    which may not see the user's file or module: send it, once per application and file."""
+    from hwm.model.variant_source import shipment
+
+    key = (spark.sparkContext.applicationId, getattr(type(protocol), "spec", None),
+           getattr(type(protocol), "digest", None))
+    if key[1] is None or key in _shipped:
+        return
+    path = shipment(protocol)
+    if path is not None:
+        spark.sparkContext.addPyFile(str(path))
+    _shipped.add(key)
 
 
 # ------------------------------------------------------------- the search
@@ -574,6 +589,7 @@ def spark_bfs(model: Model, protocol_name: str, *, symmetry: bool = True, master
         raise ValueError("exchange='resident' runs gang-scheduled stages, which Spark refuses under dynamic "
                          "allocation: set spark.dynamicAllocation.enabled=false, or use exchange='shuffle'")
     ship_packages(spark)
+    ship_variant(spark, model.protocol)
     partitions = partitions or max(2, sc.defaultParallelism)
     own_dir = None
     if checkpoint_dir is None or "://" not in checkpoint_dir:  # a folder of this search's own, removed after it

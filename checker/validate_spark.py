@@ -16,12 +16,14 @@ from hwm.checker.observed import recorded_run_validator
 from hwm.model.registry import build_model
 from hwm.model.state import Config
 from hwm.properties.events import parse_lines
-from hwm.properties.protocol import resolve
+from hwm.properties.protocol import Protocol, resolve
 
 
 def validate_one(name: str, text: str, protocol_spec, bounds: dict, depth: int):
-    """(name, verdict row, state fingerprints, transition fingerprints) of one run's text."""
-    _, protocol = resolve(protocol_spec)
+    """(name, verdict row, state fingerprints, transition fingerprints) of one run's text. `protocol_spec`:
+    a spec, or the protocol it resolves to (what Spark's executors get: a variant's pickles by its spec
+    and loads there from the copy `ship_variant` sent)."""
+    protocol = protocol_spec if isinstance(protocol_spec, Protocol) else resolve(protocol_spec)[1]
     header, events = parse_lines(text.splitlines(), source=name)
     config = Config(**bounds)
     coverage = RunCoverage(build_model(protocol, config), config)
@@ -49,15 +51,17 @@ def coverage_table(runs: list[tuple[str, str]], protocol_spec, bounds: dict, *, 
 
 
 def _on_spark(spark, runs, protocol_spec, bounds, depth):
-    from hwm.checker.spark_engine import ship_packages  # PySpark's side: only when asked for
+    from hwm.checker.spark_engine import ship_packages, ship_variant  # PySpark's side: only when asked for
 
     ship_packages(spark)
+    protocol = resolve(protocol_spec)[1]  # resolved here: an executor may not see a variant's file
+    ship_variant(spark, protocol)
     sc = spark.sparkContext
     slices = max(1, min(len(runs), sc.defaultParallelism))  # one Python worker per core: few imports
 
     def one(item):
         from hwm.checker.validate_spark import validate_one as run_one  # in the executor, from the shipped zip
-        return run_one(item[0], item[1], protocol_spec, bounds, depth)
+        return run_one(item[0], item[1], protocol, bounds, depth)
 
     # Fingerprints leave the executors as lists (sets of 64-bit ints pickle as they are).
     rows = sc.parallelize(runs, slices).map(one).map(lambda r: (r[0], r[1], list(r[2]), list(r[3]))).collect()

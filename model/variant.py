@@ -65,9 +65,15 @@ class VariantProtocol(Protocol):
     variant: type = Variant
     spec: str = ""
     display: str = ""
+    digest: str | None = None  # the sha256 of the variant's file (`model.variant_source`)
 
     def rules(self, protocol: Protocol, servers: int) -> Rules:
         return checked_rules(type(self).variant, protocol, servers)
+
+    def __reduce__(self):
+        # Pickled by its spec: a process that has not loaded the variant (a Spark executor) loads it again.
+        from hwm.model.variant_source import reduced
+        return reduced(self)
 
     def property_kinds(self) -> dict[str, str]:
         """The kind of each property the variant adds (a trace may name it): always, sometimes, eventually."""
@@ -247,7 +253,9 @@ def load(spec: str) -> tuple[str, Protocol]:
                                f"hwm.model.variant.Variant)")
     base_name, base = _check_class(cls)
     display = cls.name or cls.__name__
-    kind = type(f"{cls.__name__}Protocol", (VariantProtocol,), {"variant": cls, "spec": spec, "display": display})
+    from hwm.model.variant_source import digest_of
+    kind = type(f"{cls.__name__}Protocol", (VariantProtocol,),
+                {"variant": cls, "spec": spec, "display": display, "digest": digest_of(cls)})
     protocol = kind(**base.flags())
     _LOADED[spec] = (display, protocol)
     return display, protocol
@@ -316,8 +324,13 @@ def checked_rules(cls: type[Variant], protocol: Protocol, servers: int) -> Rules
 class _UserCheck:
     """A user's property function, over the snapshot view, checked for what it answers."""
 
-    def __init__(self, cls: type, kind: str, name: str, function: Callable):
-        self.cls, self.kind, self.name, self.function = cls, kind, name, function
+    def __init__(self, cls: type, kind: str, name: str, function: Callable, protocol: Protocol | None = None):
+        self.cls, self.kind, self.name, self.function, self.protocol = cls, kind, name, function, protocol
+
+    def __reduce__(self):  # by its variant's protocol, which pickles by spec (VariantProtocol)
+        if self.protocol is None:
+            raise TypeError(f"{self.kind} {self.name} of {self.cls.__name__} pickles with its protocol")
+        return _own_check, (self.protocol, self.kind, self.name)
 
     def __call__(self, state) -> str | None:
         view = snapshot_view(state)
@@ -341,6 +354,11 @@ def _raised_at(error: BaseException, function: Callable) -> str:
     return f"{frames[-1].filename}:{frames[-1].lineno}" if frames else _where(function)
 
 
+def _own_check(protocol: Protocol, kind: str, name: str) -> _UserCheck:
+    cls = type(protocol).variant
+    return _UserCheck(cls, kind, name, (cls.invariants if kind == "invariant" else cls.witnesses)[name], protocol)
+
+
 def _state_text(state) -> str:
     return "; ".join(f"S{k + 1} {describe_server(s)}" for k, s in enumerate(state.servers))
 
@@ -348,10 +366,11 @@ def _state_text(state) -> str:
 def variant_properties(cls: type[Variant], catalogue: tuple[Property, ...], rules: Rules) -> tuple[Property, ...]:
     """The catalogue's properties, with the variant's replication quorum where they count a quorum, then
     the variant's own invariants and witnesses."""
+    protocol = rules.protocol if rules is not None else None
     own = [Property(name, "always", "state", _meaning(check, "an invariant of the variant"),
-                    _UserCheck(cls, "invariant", name, check)) for name, check in cls.invariants.items()]
+                    _UserCheck(cls, "invariant", name, check, protocol)) for name, check in cls.invariants.items()]
     own += [Property(name, "sometimes", "state", _meaning(check, "a witness of the variant"),
-                     _UserCheck(cls, "witness", name, check)) for name, check in cls.witnesses.items()]
+                     _UserCheck(cls, "witness", name, check, protocol)) for name, check in cls.witnesses.items()]
     return (at_quorum(catalogue, rules.replication_quorum()) if catalogue else ()) + tuple(own)
 
 
@@ -381,6 +400,10 @@ def variant_model_class(base: type) -> type:
                 self.symmetric = False
 
         symmetric = True
+
+        def __reduce__(self):  # built again from its protocol, which pickles by spec (VariantProtocol)
+            from hwm.model.registry import build_model
+            return build_model, (self.protocol, self.config)
 
         def fingerprint(self, state, symmetry=True):
             return base.fingerprint(self, state, symmetry and self.symmetric)

@@ -1,0 +1,135 @@
+"""Where a variant's code comes from, and how another process gets the same code: the digest of the
+file that defines it (a saved trace records it, so a replay after the file changed says so), the copy
+a Spark engine ships to its executors, and the function that loads the variant again in a process
+that has not loaded it (pickle names that function and the spec, never the variant's class, which a
+process without the user's file could not import)."""
+
+from __future__ import annotations
+
+import hashlib
+import inspect
+import sys
+import tempfile
+import zipfile
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+__all__ = ["source_file", "digest_of", "recorded", "source_changed", "reloaded", "shipment"]
+
+# The key of a saved trace (hwm-trace/1) that records the digest of its variant's file.
+TRACE_KEY = "variant_sha256"
+
+
+def source_file(cls: type) -> Path | None:
+    """The file that defines the variant class `cls`, as Python loaded it."""
+    try:
+        path = inspect.getsourcefile(cls)
+    except TypeError:
+        path = None
+    path = path or getattr(sys.modules.get(cls.__module__), "__file__", None)
+    return Path(path).resolve() if path else None
+
+
+def digest_of(cls: type) -> str | None:
+    """The sha256 of the file that defines `cls`, or None when it has none that can be read."""
+    path = source_file(cls)
+    try:
+        return hashlib.sha256(path.read_bytes()).hexdigest() if path else None
+    except OSError:
+        return None
+
+
+def _variant_kind(protocol) -> type | None:
+    kind = type(protocol)
+    return kind if getattr(kind, "variant", None) is not None and getattr(kind, "spec", "") else None
+
+
+def recorded(protocol) -> dict[str, str]:
+    """What a saved trace records of `protocol`'s variant beside its spec: the digest of its file (none
+    for a preset)."""
+    kind = _variant_kind(protocol)
+    return {TRACE_KEY: kind.digest} if kind is not None and kind.digest else {}
+
+
+def source_changed(protocol, saved: Any) -> str | None:
+    """Why a trace that recorded the digest `saved` cannot be replayed under `protocol` as it is now: its
+    variant's file changed since. None when it did not, or nothing was recorded."""
+    kind = _variant_kind(protocol)
+    if kind is None or saved is None or saved == kind.digest:
+        return None
+    where = source_file(kind.variant) or kind.spec
+    return (f"{where} changed since this trace was saved (sha256 {str(saved)[:12]} then, {str(kind.digest)[:12]} "
+            f"now): replay it under the variant as it is now with --protocol {kind.spec}")
+
+
+# ----------------------------------------------------------- other processes
+def _fallback(kind: type) -> str:
+    """The spec that loads the variant from what `shipment` sent, where its own spec does not load (an
+    executor without the user's file, module or installed package)."""
+    cls = kind.variant
+    target, colon, attr = kind.spec.rpartition(":")
+    if colon and (target.endswith(".py") or "/" in target or "\\" in target):
+        return f"{_shipped_name(kind)}:{attr}"
+    return f"{cls.__module__}:{cls.__qualname__}"
+
+
+def _shipped_name(kind: type) -> str:
+    """The module name a variant's file is shipped under: its digest in it, so two files of one name
+    (or one file before and after an edit) never meet in an executor."""
+    return f"hwm_variant_{Path(kind.spec.rpartition(':')[0]).stem}_{(kind.digest or '0' * 12)[:12]}"
+
+
+def reduced(protocol) -> tuple:
+    """`protocol.__reduce__` for a variant's protocol: loaded again by its spec, with its flags."""
+    kind = type(protocol)
+    return reloaded, (kind.spec, _fallback(kind), kind.digest, protocol.flags())
+
+
+def reloaded(spec: str, fallback: str, digest: str | None, flags: dict):
+    """The protocol a pickled variant's protocol stands for, loaded in this process: by its spec, or where
+    that does not load here, by `fallback` from what `shipment` sent; the file must be the one the
+    sender loaded."""
+    from hwm.model.variant import VariantError, load
+    from hwm.properties.protocol import ProtocolError
+
+    try:
+        protocol = load(spec)[1]
+    except ProtocolError as e:
+        try:
+            protocol = load(fallback)[1]
+        except ProtocolError:
+            raise VariantError(f"{spec}: cannot load the variant in this process ({e}), nor the copy shipped to "
+                               f"it ({fallback})") from None
+    if digest is not None and type(protocol).digest != digest:
+        raise VariantError(f"{source_file(type(protocol).variant) or spec}: the variant's file here differs from "
+                           f"the one loaded where the search started (sha256 {digest[:12]})")
+    return replace(protocol, **flags)
+
+
+def shipment(protocol) -> Path | None:
+    """A file to send to processes on other machines (Spark's `addPyFile`) so that `reloaded` finds the
+    variant there: the variant's file under its shipped module name, or a zip of the package its module
+    belongs to. None for a preset."""
+    kind = _variant_kind(protocol)
+    if kind is None:
+        return None
+    cls = kind.variant
+    folder = Path(tempfile.mkdtemp(prefix="hwm-variant-"))
+    target, colon, _ = kind.spec.rpartition(":")
+    if colon and (target.endswith(".py") or "/" in target or "\\" in target):
+        shipped = folder / f"{_shipped_name(kind)}.py"
+        shipped.write_bytes(source_file(cls).read_bytes())
+        return shipped
+    top = cls.__module__.split(".")[0]
+    module = sys.modules[top]
+    if not hasattr(module, "__path__"):  # a module of its own, not in a package
+        shipped = folder / Path(module.__file__).name
+        shipped.write_bytes(Path(module.__file__).read_bytes())
+        return shipped
+    shipped = folder / f"{top}-{(kind.digest or '')[:12]}.zip"
+    with zipfile.ZipFile(shipped, "w", zipfile.ZIP_DEFLATED) as z:
+        for root in module.__path__:
+            for path in sorted(Path(root).rglob("*.py")):
+                z.write(path, f"{top}/{path.relative_to(root).as_posix()}")
+    return shipped

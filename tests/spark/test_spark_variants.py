@@ -1,0 +1,59 @@
+"""A variant (docs/variants.md) on the Spark engine: its protocol pickles by its spec, the executors load
+it again from the copy the driver sent them (they never see the user's folder), and the search gives
+the local engine's states, transitions and shortest lengths."""
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from hwm.checker.report import bfs
+from hwm.checker.spark_engine import spark_bfs
+from hwm.cli import main
+from hwm.model.registry import build_model
+from hwm.model.state import Config
+from hwm.properties.protocol import resolve
+from tests.spark.conftest import TEST_MASTER
+
+pytestmark = pytest.mark.spark
+
+FLEXIBLE = Path(__file__).resolve().parents[2] / "examples" / "variants" / "flexible.py"
+CONFIG = Config(servers=3, max_generation=2, max_crashes=0)
+# FlexibleTooSmall at CONFIG: states, transitions, and each property found with its shortest length.
+PINNED = (89, 379, {"ReadNeverTruncated": 6, "HwmNeverTruncated": 5, "ReadNeverLost": 4, "ReadsAgree": 6,
+                    "EntryRead": 3, "LeaderCommitsAlone": 2})
+
+
+def summary(report):
+    return report.states, report.transitions, {n: r.length for n, r in report.results.items() if r.found}
+
+
+def test_executors_load_a_variant_from_the_copy_the_driver_sent(spark, tmp_path, monkeypatch):
+    """A module only the driver's path has: every level on the executors (driver_level=0), which must
+    import it from the shipped copy (Spark's shuffle, as on a cluster); the local engine's numbers."""
+    shutil.copy(FLEXIBLE, tmp_path / "team_flexible_rules.py")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    name, protocol = resolve("team_flexible_rules:FlexibleTooSmall")
+    model = build_model(protocol, CONFIG)
+    assert summary(bfs(model, name)) == PINNED
+    assert summary(spark_bfs(model, name, spark=spark, driver_level=0, exchange="shuffle")) == PINNED
+
+
+@pytest.mark.deep
+def test_hwm_check_engine_spark_of_a_variant_file(spark, tmp_path):
+    variant = tmp_path / "flexible.py"
+    shutil.copy(FLEXIBLE, variant)
+    args = ["check", "--protocol", f"{variant}:FlexibleTooSmall", "--servers", "3", "--max-generation", "2",
+            "--max-crashes", "0", "--json"]
+    local = CliRunner().invoke(main, args)
+    remote = CliRunner().invoke(main, args + ["--engine", "spark", "--spark-master", TEST_MASTER])
+    assert local.exit_code == remote.exit_code == 1, remote.output
+    reports = [json.loads(r.output[r.output.index("{"):]) for r in (local, remote)]
+    assert reports[1]["engine"] == "spark"
+    for key in ("distinct_states", "transitions", "depth"):
+        assert reports[0][key] == reports[1][key]
+    lengths = [{n: r["length"] for n, r in report["properties"].items() if r["verdict"] in ("violated", "reached")}
+               for report in reports]
+    assert lengths[0] == lengths[1] == PINNED[2]
