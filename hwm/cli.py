@@ -220,11 +220,14 @@ def _check(protocol, servers, max_generation, max_log, max_crashes, network, cha
     saved = checking.counterexample_paths(report, save) if save is not None else {}
     lively, lively_saved = None, {}
     if liveness:
+        from hwm.model.variant import HookError
         try:
             lively = liveness_report.run(protocol, config, liveness_max_states)
         except liveness_report.LivenessRefused as e:
             raise click.UsageError(f"--liveness: {e} (--liveness-max-states)")
-        lively_saved = lasso_paths(lively, save) if save is not None else {}  # written after the report
+        except HookError as e:  # a variant's liveness property failed: the report, then the error (exit 2)
+            report.error = report.error or str(e)
+        lively_saved = lasso_paths(lively, save) if lively is not None and save is not None else {}
     _, resolved = resolve(protocol)
     if as_json:
         body = checking.report_json(report, resolved)

@@ -150,7 +150,7 @@ def check_declaration(cls: type) -> None:
     for action in actions:
         if not (isinstance(action, str) and action.isidentifier()):
             raise VariantError(f"{where}: {name}.actions: {action!r} is not an action name")
-        if action in ACTIONS and getattr(ACTIONS[action], "variant", None) != (cls.__module__, cls.__qualname__):
+        if action in ACTIONS and not isinstance(ACTIONS[action], _Signature):
             raise VariantError(f"{where}: {name}.actions: {action} is already an action of the trace format")
         for part in ("guard_", "effect_"):
             if not callable(getattr(cls, part + action, None)):
@@ -160,16 +160,12 @@ def check_declaration(cls: type) -> None:
         if action not in actions:
             raise VariantError(f"{where}: {name}.fair: {action!r} is not one of {name}.actions")
     for action in actions:  # a one-server action's step: `name(S2)`, read back by `from_step`
-        ACTIONS[action] = _Signature((("server", "server"),), (cls.__module__, cls.__qualname__))
+        ACTIONS[action] = _Signature((("server", "server"),))
 
 
 class _Signature(tuple):
-    """A trace step's fields for a variant's action, remembering which variant declared it."""
-
-    def __new__(cls, fields, variant):
-        self = super().__new__(cls, fields)
-        self.variant = variant
-        return self
+    """A trace step's fields for a variant's action (any variant's: each is over one server), apart
+    from the format's own actions, which no variant may declare again."""
 
 
 # ---------------------------------------------------------- the snapshot view
@@ -277,11 +273,10 @@ def model_class(base: type) -> type:
                                    f"version (its base's flags or max_partitions ask for them)")
             self.refuses = self.rules.refuses if type(self.rules).refuses is not ModelLevel.refuses else None
             self.after = self.rules.after if type(self.rules).after is not ModelLevel.after else None
-            self.uncompiled = (f"{cls.name or cls.__name__} adds state "
-                               + (f"fields ({', '.join(self.field_names)})" if self.field_names else "")
-                               + (" and " if self.field_names and self.own_actions else "")
-                               + (f"actions ({', '.join(self.own_actions)})" if self.own_actions else "")
-                               + " the compiled kernels' state layout does not have")
+            added = ([f"fields ({', '.join(self.field_names)})"] if self.field_names else []) + \
+                ([f"actions ({', '.join(self.own_actions)})"] if self.own_actions else [])
+            self.uncompiled = (f"{cls.name or cls.__name__} adds {' and '.join(added) or 'hooks on its actions'} to "
+                               f"the model, which the compiled kernels do not know")
             if not cls.symmetric:
                 self.symmetric = False
                 self.symmetry_note = (f"symmetry reduction is off: {cls.__name__}.symmetric is False (a field may "
@@ -394,7 +389,7 @@ def model_class(base: type) -> type:
                         try:
                             value_bytes(getattr(server, name), [])
                         except FieldValueError as e:
-                            problem = f"set {server_name(k)}'s field {name} to {e}"
+                            problem = f"set {server_name(k)}'s field {name}: {e}"
                             break
                     if problem:
                         break
