@@ -262,9 +262,9 @@ def check_step(before: ClusterView, after: ClusterView, properties=CATALOGUE) ->
     return found
 
 
-def violations(before: ClusterView | None, after: ClusterView) -> dict[str, str]:
-    """Every `always` property `after` (and the step into it, if any) violates."""
-    found = check_state(after, ALWAYS)
+def violations(before: ClusterView | None, after: ClusterView, always=ALWAYS) -> dict[str, str]:
+    """Every `always` property (the catalogue's, or those given) `after`, and the step into it if any, violates."""
+    found = check_state(after, always)
     if before is not None:
-        found.update(check_step(before, after, ALWAYS))
+        found.update(check_step(before, after, always))
     return found

@@ -121,6 +121,7 @@ class Run:
         self.observer = Observer(self.node_ids)
         if steps_against_model(schedule.protocol):  # the preset the node implements: step each change against it
             self.observer.model_steps = ModelSteps(schedule.protocol, self.node_ids)
+            self.observer.always = self.observer.model_steps.always()
         self.step_number: int | None = 0
         self.cause = "start-up"
         self.events: list[list[str]] = [[]]
@@ -604,10 +605,22 @@ def declared_extensions(node: str, body: dict, line: str) -> frozenset:
 
 
 def absolute_paths(command: list[str]) -> list[str]:
-    """The command with each argument that names an existing relative path made absolute: nodes
-    run in their data directories, so `./mynode` or `examples/nodes/log_node.py` would not resolve."""
-    return [str(Path(arg).resolve()) if not Path(arg).is_absolute() and ("/" in arg or Path(arg).is_file())
-            and Path(arg).exists() else arg for arg in command]
+    """The command with each argument that names an existing relative path made absolute, a variant's
+    file in `path/to/file.py:Name` too (docs/variants.md): nodes run in their data directories, so
+    `./mynode`, `examples/nodes/log_node.py` or `--protocol examples/variants/flexible.py:Flexible`
+    would not resolve."""
+    def relative(arg: str) -> bool:
+        return not Path(arg).is_absolute() and ("/" in arg or Path(arg).is_file()) and Path(arg).exists()
+
+    absolute = []
+    for arg in command:
+        path, colon, name = arg.rpartition(":")
+        if relative(arg):
+            arg = str(Path(arg).resolve())
+        elif colon and path.endswith(".py") and relative(path):
+            arg = f"{Path(path).resolve()}:{name}"
+        absolute.append(arg)
+    return absolute
 
 
 def _brief(body: dict) -> str:

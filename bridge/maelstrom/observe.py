@@ -25,7 +25,7 @@ from __future__ import annotations
 import re
 
 from hwm.bridge.maelstrom.history import Finding
-from hwm.properties.catalogue import violations
+from hwm.properties.catalogue import ALWAYS, violations
 from hwm.properties.snapshot import ServerSnapshot, Snapshot
 
 ROLES = ("leader", "follower", "candidate")
@@ -71,8 +71,9 @@ def describe_observation(seen: dict) -> str:
 
 
 class Observer:
-    def __init__(self, node_ids: list[str]):
+    def __init__(self, node_ids: list[str], always=ALWAYS):
         self.node_ids = node_ids
+        self.always = always  # the `always` properties checked on each change (a variant's: ModelSteps.always)
         self.observations: list[dict] = []
         self.latest: dict[str, dict] = {}
         self.findings: list[Finding] = []
@@ -156,7 +157,7 @@ class Observer:
         if after is None:
             return
         before, self.snapshot = self.snapshot, after
-        for name, finding in violations(before, after).items():
+        for name, finding in violations(before, after, self.always).items():
             if name not in self.reported:
                 self.reported.add(name)
                 self.findings.append(Finding(name, f"{_node_names(finding)} (observed after {cause})", step))

@@ -29,6 +29,7 @@ from hwm.bridge.maelstrom.observe import describe_observation
 from hwm.checker.observed import ObservedValidator
 from hwm.checker.observed_kafka import ObservedKafkaValidator
 from hwm.checker.observed_zab import ObservedZabValidator
+from hwm.properties.catalogue import ALWAYS
 from hwm.properties.events import Event, Header
 from hwm.properties.protocol import resolve
 
@@ -62,6 +63,14 @@ class ModelSteps:
         self.unnamed: dict[str, dict] = {}  # a follower's last observation, with a generation no one had led
         self.events = 0
         self.finding: Finding | None = None
+
+    def always(self) -> tuple:
+        """The `always` properties each observed change is checked with: a variant's, which count its
+        replication quorum where they count a quorum and add its own invariants (docs/variants.md), else
+        the catalogue's."""
+        if getattr(type(self.protocol), "variant", None) is None:
+            return ALWAYS
+        return tuple(p for p in self.validator.model.properties if p.kind == "always")
 
     def observed(self, seen: dict) -> Finding | None:
         """One observation (a dict of observe.py's shape); the finding if the model cannot make it."""
