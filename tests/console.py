@@ -6,7 +6,8 @@ directory (so the checkout is not written), `run` runs one command in-process an
 printed, and `shown` compares that with the page:
 
 - exactly, line for line (trailing spaces aside), except for
-- a duration or a rate (`in 36.5 s`, `0.55 schedules/s`, `4.5 operations/s`): any number matches, and
+- a duration or a rate (`in 36.5 s`, `0.55 schedules/s`, `4.5 operations/s`, `1,278 states/s`): any number
+  matches, and
 - a line that is only `...` (indented or not): it stands for any run of lines, none included.
 
 tests/teach/test_tutorial.py and test_tutorial_bookkeeper.py compare with `==` (their commands print
@@ -29,8 +30,9 @@ from hwm.cli import main
 
 ROOT = Path(__file__).resolve().parents[1]
 BLOCK = re.compile(r"```console\n(.*?)```", re.S)
-# What a run cannot print the same twice: its duration and its rates (hwm test's summary line).
-TIMING = re.compile(r"(?<![\w.])\d+\.\d+ (schedules/s|operations/s|s)\b")
+# What a run cannot print the same twice: its duration and its rates (hwm test's summary line, hwm check's
+# search speed).
+TIMING = re.compile(r"(?<![\w.])(?:\d+\.\d+ (schedules/s|operations/s|s)|\d[\d,]* (states/s))\b")
 ELISION = "..."
 
 
@@ -87,7 +89,7 @@ def run(command: str) -> str:
 
 
 def _untimed(line: str) -> str:
-    return TIMING.sub(lambda m: f"<t> {m.group(1)}", line)
+    return TIMING.sub(lambda m: f"<t> {m.group(1) or m.group(2)}", line)
 
 
 def shown(expected: str, printed: str) -> bool:

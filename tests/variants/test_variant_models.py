@@ -283,3 +283,19 @@ def test_bad_answers_during_the_search_name_file_line_state_and_action(tmp_path,
     assert "Traceback" not in result.output
     if not liveness:
         assert "INTERRUPTED: an error in the variant" in result.output
+
+
+def test_pre_vote_refuses_an_election_until_a_quorum_of_timers_fired():
+    model = model_of("PreVote", Config(servers=4, max_generation=2, max_crashes=0))
+    state = model.apply(model.initial_state(), ("elect", 0, (0, 1, 2)))
+    second = ("elect", 3, (1, 2, 3))
+    assert model.why_not(state, second) == "S2 heard from a leader since its election timer last fired (pre-vote)"
+    assert second not in set(model.actions(state))
+    state = model.apply(model.apply(state, ("timeout", 1)), ("timeout", 2))
+    assert model.why_not(state, second) is None and second in set(model.actions(state))
+    assert model.why_not(state, ("elect", 3, (0, 1, 3))) == "S1 leads generation 1 and refuses the pre-vote"
+    # Check-quorum: S1, heard by none of the others now, may step down; the new leader's voters hear from it.
+    assert model.why_not(state, ("step_down", 0)) is None
+    after = model.apply(state, second)
+    assert [s.heard for s in after.servers] == [False, True, True, False]
+    assert model.why_not(after, ("step_down", 3)) == "3 servers hear from S4, a quorum"

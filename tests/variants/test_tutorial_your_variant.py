@@ -1,0 +1,66 @@
+"""docs/tutorial-your-variant.md shows what its commands print, and its code is the examples' code.
+
+Each ```console block's `$ hwm ...` lines are run in a scratch directory (with a link to examples/)
+and what they print is compared with the block under tests/console.py's rules: exactly, except for
+durations and rates, and a `...` line that stands for any run of lines. Each ```python block's lines
+are lines of examples/variants/. After a deliberate change, `python -m
+tests.variants.test_tutorial_your_variant --update` writes what the commands print into the page.
+"""
+
+from __future__ import annotations
+
+import re
+import sys
+import tempfile
+from pathlib import Path
+
+from tests.console import BLOCK, ROOT, commands, difference, invoke, shown, workspace
+
+PAGE = ROOT / "docs" / "tutorial-your-variant.md"
+PYTHON = re.compile(r"```python\n(.*?)```", re.S)
+
+
+def test_the_tutorial_prints_what_it_shows(tmp_path):
+    pairs = [pair for block in BLOCK.findall(PAGE.read_text(encoding="utf-8")) for pair in commands(block)]
+    assert len(pairs) == 7
+    with workspace(tmp_path, links=("examples",)):
+        for command, expected in pairs:
+            status, printed = invoke(command)
+            assert status in (0, 1), f"{command} exited {status}: {printed}"
+            assert shown(expected, printed), difference(command, expected, printed)
+        html = (tmp_path / "hwm-out" / "prevote" / "PreVoteWithoutCheckQuorum.UnheardLeaderStepsDown.html").read_text()
+        assert "timeout(S2)" in html and "heard=True" in html  # the page --save writes beside the trace
+
+
+def test_the_tutorial_code_is_the_examples_code():
+    examples = "\n".join(path.read_text() for path in (ROOT / "examples" / "variants").glob("*.py")).splitlines()
+    blocks = PYTHON.findall(PAGE.read_text(encoding="utf-8"))
+    assert len(blocks) == 5
+    for block in blocks:
+        for line in block.splitlines():
+            assert not line.strip() or line in examples, f"docs/tutorial-your-variant.md shows {line!r}, which is " \
+                                                         "not a line of examples/variants/"
+
+
+def test_the_last_section_is_left_for_the_node_that_implements_a_variant():
+    text = PAGE.read_text(encoding="utf-8")
+    headings = re.findall(r"^## (\d+)\.", text, re.M)
+    assert headings[:2] == ["1", "2"]
+
+
+def update() -> None:
+    text = PAGE.read_text(encoding="utf-8")
+
+    def regenerate(match: re.Match) -> str:
+        out = []
+        for command, _ in commands(match.group(1)):
+            out.append(f"$ {command}\n{invoke(command)[1]}")
+        return "```console\n" + "\n".join(out) + "\n```"
+
+    with tempfile.TemporaryDirectory() as tmp, workspace(Path(tmp), links=("examples",)):
+        text = BLOCK.sub(regenerate, text)
+    PAGE.write_text(text, encoding="utf-8")
+
+
+if __name__ == "__main__" and "--update" in sys.argv:
+    update()
