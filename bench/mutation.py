@@ -1,11 +1,12 @@
-"""A mutation score for impl/ and bridge/: small semantic mutants of one module at a time, each run
-against the tests that cover that module; a mutant the tests still pass *survives*.
+"""A mutation score for impl/, bridge/ and the observed-state validators of checker/: small semantic
+mutants of one module at a time, each run against the tests that cover that module; a mutant the
+tests still pass *survives*.
 
     nice -n 5 python bench/mutation.py [--seed 0] [--budget 3000] [--scale 1.0] [--file impl/wal.py ...]
                                        [--json results.json] [--point impl/wal.py:123 ...] [--tests PYTEST-ARGS...]
 
-Every module of impl/ and bridge/ is a target (TARGETS: its test subset and its sample size; a
-module with no mutation point is listed with none). For each target the runner lists every mutation
+Every module of impl/ and bridge/, and checker/observed*.py, is a target (TARGETS: its test subset
+and its sample size; a module with no mutation point is listed with none). For each target the runner lists every mutation
 point, draws a sample stratified by operator (each operator's share of the module's points, at
 least one of each while the size allows) with a generator seeded by `--seed` and the module's path,
 so one module's sample does not depend on which others run. It runs the subset once on the file as
@@ -21,7 +22,11 @@ killed by a new test or argued equivalent (docs/mutation.md).
 Operators (one change per mutant): a comparison flipped to its neighbour or negation (`<` `<=`,
 `==` `!=`, `in` `not in`, `is` `is not`), `and`/`or` swapped, a `not` dropped, `+`/`-` swapped, an
 integer constant n made n + 1, `True`/`False` swapped, and a statement that only calls something
-(`self._fs.fsync(fd)`, `link.send(m)`) deleted, the "skipped step" that crash bugs are made of.
+(`self._fs.fsync(fd)`, `link.send(m)`) deleted, the "skipped step" that crash bugs are made of; and
+the slips a guard is made of: one operand of an `and`/`or` dropped (a guard's conjunct gone), `x is
+not None` read as the truthiness of `x` (`x is None` as `not x`: an offset or index 0 is falsy),
+`max(old, new)` or `min(...)` replaced by one of its arguments (a value that may go backwards), and
+a write asked to be durable (`durable=True`, `sync=True`, `fsync=True`) made plain.
 
 Why a runner of our own: mutmut 3 imports its mutants under module names derived from the file's
 path, and this project installs `impl/wal.py` as `hwm.impl.wal` (a package-dir mapping), so its
@@ -147,6 +152,12 @@ TARGETS: dict[str, Target] = {
     "bridge/simcluster/kafka.py": Target(("tests/impl/test_kafka.py", "tests/conformance/test_simcluster.py"), 3),
     "bridge/simcluster/record.py": Target(("tests/conformance/test_recorded_simcluster.py",), 1),
     "bridge/simcluster/zab.py": Target(("tests/impl/test_zab.py", "tests/conformance/test_simcluster.py"), 4),
+    # checker/: the observed-state validators, whose relaxations a wrong guard turns into false negatives
+    "checker/observed.py": Target(("tests/checker/test_observed.py", "tests/checker/test_causality.py",
+                                   "tests/nodes/test_model_steps_unit.py"), 8),
+    "checker/observed_kafka.py": Target(("tests/checker/test_observed_kafka.py",
+                                         "tests/checker/test_observed_kafka_real_steps.py"), 12),
+    "checker/observed_zab.py": Target(("tests/checker/test_observed_zab.py",), 6),
 }
 _FLIPS = {ast.Lt: ast.LtE, ast.LtE: ast.Lt, ast.Gt: ast.GtE, ast.GtE: ast.Gt, ast.Eq: ast.NotEq,
           ast.NotEq: ast.Eq, ast.In: ast.NotIn, ast.NotIn: ast.In, ast.Is: ast.IsNot, ast.IsNot: ast.Is}
@@ -163,8 +174,23 @@ class Mutant:
     mutated_line: str = ""
 
 
+# Keyword arguments that ask for a durable write: `durable=True` made False is the plain write a
+# crash loses (its own operator, not one more True/False).
+DURABLE_KEYWORDS = frozenset({"durable", "sync", "fsync"})
+
+
+def _min_max(node: ast.AST) -> bool:
+    """A call max(a, b, ...) or min(a, b, ...) of plain positional arguments."""
+    return (isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in ("max", "min")
+            and len(node.args) >= 2 and not node.keywords and not any(isinstance(a, ast.Starred) for a in node.args))
+
+
 def _points(tree: ast.AST) -> list[tuple[ast.AST, str]]:
-    """Every (node, operator) this runner can mutate, in a fixed walk order."""
+    """Every (node, operator) this runner can mutate, in a fixed walk order. For the operators that
+    remove a part ("drop operand", "max/min -> one argument") the node is the operand dropped or the
+    argument kept."""
+    durable = {id(k.value) for k in ast.walk(tree) if isinstance(k, ast.keyword) and k.arg in DURABLE_KEYWORDS
+               and isinstance(k.value, ast.Constant) and k.value.value is True}
     points = []
     for node in ast.walk(tree):
         if isinstance(node, ast.Compare) and type(node.ops[0]) in _FLIPS:
@@ -177,11 +203,29 @@ def _points(tree: ast.AST) -> list[tuple[ast.AST, str]]:
             points.append((node, "+/-"))
         elif isinstance(node, ast.Constant) and type(node.value) is int:
             points.append((node, "n+1"))
+        elif isinstance(node, ast.Constant) and id(node) in durable:
+            points.append((node, "durable -> plain"))
         elif isinstance(node, ast.Constant) and type(node.value) is bool:
             points.append((node, "True/False"))
         elif isinstance(node, ast.Expr) and isinstance(node.value, (ast.Call, ast.Await)):
             points.append((node, "delete call"))
+        # Besides the one above: a guard's conjunct (or disjunct) dropped, `x is not None` read as
+        # the truthiness of x (an integer 0 is falsy), max(old, new) made new.
+        if isinstance(node, ast.BoolOp):
+            points += [(value, "drop operand") for value in node.values]
+        if _truthiness(node) is not None:
+            points.append((node, "truthiness"))
+        if _min_max(node):
+            points += [(argument, "max/min -> one argument") for argument in node.args]
     return points
+
+
+def _truthiness(node: ast.AST) -> ast.AST | None:
+    """`x is not None` -> `x`, `x is None` -> `not x` (None where the node is no such test)."""
+    if (isinstance(node, ast.Compare) and len(node.ops) == 1 and isinstance(node.ops[0], (ast.Is, ast.IsNot))
+            and isinstance(node.comparators[0], ast.Constant) and node.comparators[0].value is None):
+        return node.left if isinstance(node.ops[0], ast.IsNot) else ast.UnaryOp(ast.Not(), node.left)
+    return None
 
 
 class _Apply(ast.NodeTransformer):
@@ -189,9 +233,14 @@ class _Apply(ast.NodeTransformer):
         self.target, self.operator = target, operator
 
     def visit(self, node):
+        op = self.operator
+        if op == "drop operand" and isinstance(node, ast.BoolOp) and any(v is self.target for v in node.values):
+            node.values = [v for v in node.values if v is not self.target]
+            return node.values[0] if len(node.values) == 1 else node
+        if op == "max/min -> one argument" and _min_max(node) and any(a is self.target for a in node.args):
+            return self.target
         if node is not self.target:
             return self.generic_visit(node)
-        op = self.operator
         if op == "compare":
             node.ops[0] = _FLIPS[type(node.ops[0])]()
         elif op == "and/or":
@@ -202,8 +251,10 @@ class _Apply(ast.NodeTransformer):
             node.op = ast.Sub() if isinstance(node.op, ast.Add) else ast.Add()
         elif op == "n+1":
             node.value += 1
-        elif op == "True/False":
+        elif op in ("True/False", "durable -> plain"):
             node.value = not node.value
+        elif op == "truthiness":
+            return _truthiness(node)
         elif op == "delete call":
             return ast.copy_location(ast.Pass(), node)
         return node
