@@ -2,8 +2,8 @@
 
 Explanations are computed from the model's state before and after a step and
 the protocol's flags, never stored: the match indexes and the quorum index
-behind a new high-water mark (`properties.quorum.quorum_index`, as the model's
-`_advance_hwm` uses it), the entry an append check compares, the entries a
+behind a new high-water mark (the protocol's rules, `properties.rules`, a variant's
+included, as the model's `_advance_hwm` asks them), the entry an append check compares, the entries a
 follower or a restarting server truncates, the vote refused and why
 (`model.why_not`). An action this module does not know (a model of another
 system) gets a generic before/after difference, so new models degrade gracefully.
@@ -23,7 +23,8 @@ from hwm.model.partition import PartitionedRaftModel
 from hwm.model.raft import RaftModel
 from hwm.model.state import APPEND, LEADER
 from hwm.properties.catalogue import ALWAYS, SOMETIMES, check_state, check_step
-from hwm.properties.quorum import holders, majority, quorum_index
+from hwm.model.rules import overridden, rules_of
+from hwm.properties.quorum import holders, majority
 from hwm.properties.snapshot import server_name
 
 Values = dict  # (index, generation) -> the value a client wrote, where the trace gives one
@@ -108,10 +109,15 @@ def quorum_reasoning(model: Model, old, new, position: int) -> list[str]:
     indexes[position] = len(new.log)  # the leader's own slot: its last index
     n = len(indexes)
     rule = model.protocol.quorum
-    q = quorum_index(rule, indexes)
+    rules = getattr(model, "rules", None) or rules_of(model.protocol, n)  # a variant's, where the model has one
+    changed = overridden(rules)
+    q = rules.quorum_index(tuple(indexes))
     shown = ", ".join(f"{server_name(k)}={m}" for k, m in enumerate(indexes))
-    if rule == "majority":
-        how = f"the largest index held by {majority(n)} of {n} servers"
+    if "quorum_index" in changed:
+        how = f"{type(rules).__name__}.quorum_index"
+    elif rule == "majority" or changed:
+        counting = len(rules.counting())
+        how = f"the largest index held by {rules.replication_quorum()} of {counting} {'counting ' * (counting < n)}servers"
     else:
         how = f"sorted {sorted(indexes)}, the seed's computeHighwaterMark takes position {n}/2 = {n // 2}"
     lines = [f"{server_name(position)}'s match indexes {shown} give quorum index {q} ({how})"]
@@ -123,6 +129,8 @@ def quorum_reasoning(model: Model, old, new, position: int) -> list[str]:
         lines.append(f"{name}'s high-water mark rises {old.hwm} -> {new.hwm}")
     elif q <= old.hwm:
         lines.append(f"{name}'s high-water mark stays {new.hwm}: the quorum index is not above it")
+    elif "may_commit" in changed:
+        lines.append(f"{name}'s high-water mark stays {new.hwm}: {type(rules).__name__}.may_commit refuses index {q}")
     elif model.protocol.commit == "current-generation":
         g = new.log[q - 1] if q <= len(new.log) else None
         lines.append(f"{name}'s high-water mark stays {new.hwm}: entry {q} has generation {g}, not the "
