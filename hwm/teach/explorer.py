@@ -132,15 +132,15 @@ def _loop(body: dict, steps: list) -> int | None:
 
 def lasso_findings(model, steps, states, loop: int) -> dict[str, str]:
     """The `eventually` properties a lasso breaks (its cycle closes, stays fair, keeps one open)."""
-    from hwm.checker.liveness import lasso_verdict, refusal
-    from hwm.properties.liveness import LIVENESS
+    from hwm.checker.liveness import lasso_verdict, liveness_of, refusal
 
     if refusal(model):
         return {}
     actions = [from_step(s) for s in steps]
     found = {}
-    for prop in LIVENESS:
-        finding, _ = lasso_verdict(model, list(states), actions, loop, prop)
+    properties, fair = liveness_of(model)  # a variant's own too, under its fairness
+    for prop in properties:
+        finding, _ = lasso_verdict(model, list(states), actions, loop, prop, fair)
         if finding:
             found[prop.name] = finding
     return found
