@@ -30,6 +30,9 @@ from hwm.cli import main
 
 ROOT = Path(__file__).resolve().parents[1]
 BLOCK = re.compile(r"```console\n(.*?)```", re.S)
+# A block right after this line takes too long for the default run: only `pytest -m deep` compares it.
+DEEP = "<!-- checked under pytest -m deep -->"
+MARKED_BLOCK = re.compile(r"(" + re.escape(DEEP) + r"\n)?```console\n(.*?)```", re.S)
 # What a run cannot print the same twice: its duration and its rates (hwm test's summary line, hwm check's
 # search speed).
 TIMING = re.compile(r"(?<![\w.])(?:\d+\.\d+ (schedules/s|operations/s|s)|\d[\d,]* (states/s))\b")
@@ -47,6 +50,11 @@ def commands(block: str) -> list[tuple[str, str]]:
         else:
             raise ValueError(f"a console block starts with a `$ ` command, not {line!r}")
     return [(command, "\n".join(out)) for command, out in pairs]
+
+
+def marked_commands(text: str, deep: bool) -> list[tuple[str, str]]:
+    """(command, expected output) of `text`'s blocks that run by default, or of those under -m deep."""
+    return [pair for marker, block in MARKED_BLOCK.findall(text) if bool(marker) == deep for pair in commands(block)]
 
 
 @contextmanager

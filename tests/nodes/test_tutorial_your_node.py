@@ -9,34 +9,20 @@ runs it, and the default run checks that its commands are in their repeatable fo
 
 from __future__ import annotations
 
-import os
-import re
 import shlex
-import sys
 
 import pytest
 
-from tests.console import ROOT, commands, difference, invoke, run, shown, workspace
+from tests.console import ROOT, difference, invoke, marked_commands, run, shown
 
 PAGE = ROOT / "docs" / "tutorial-your-node.md"
-DEEP = "<!-- checked under pytest -m deep -->"
-BLOCK = re.compile(r"(" + re.escape(DEEP) + r"\n)?```console\n(.*?)```", re.S)
 FIXED = ("hwm replay examples/nodes/schedules/ack-on-write.json --brief --fixed -- "
          "python3 examples/nodes/log_node.py")
 
 
 def page_commands(deep: bool) -> list[tuple[str, str]]:
     """(command, expected output) of the page's blocks that run by default, or of those under -m deep."""
-    return [pair for marker, block in BLOCK.findall(PAGE.read_text(encoding="utf-8")) if bool(marker) == deep
-            for pair in commands(block)]
-
-
-@pytest.fixture
-def scratch(tmp_path, monkeypatch):
-    # `hwm node --stdio` on the page is this checkout's hwm, found where this interpreter is.
-    monkeypatch.setenv("PATH", os.path.dirname(sys.executable) + os.pathsep + os.environ.get("PATH", ""))
-    with workspace(tmp_path, links=("examples",)):
-        yield tmp_path
+    return marked_commands(PAGE.read_text(encoding="utf-8"), deep)
 
 
 def test_the_tutorial_prints_what_it_shows(scratch):
