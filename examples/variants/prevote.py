@@ -5,6 +5,7 @@ as a model of its own: a per-server field and two actions on top of the raft sys
 election) since its election timer last fired. A server's timer may fire at any time (`timeout`); a
 server stands for election, and grants its pre-vote, only once it has (pre-vote). A leader steps down
 when fewer than a quorum of servers, itself included, hear from it (check-quorum, `step_down`).
+Written for the rpc network, where an append is one `replicate` round trip.
 docs/tutorial-your-variant.md walks through both variants.
 """
 
