@@ -78,7 +78,7 @@ def _poll(id, start, pairs, node="n2"):
     return _op(id, "poll", {"offsets": {"k": start}}, {"msgs": {"k": [list(p) for p in pairs]}}, node)
 
 
-# The history checks at their boundaries: offset 0 (the first a Kafka log gives), a poll that
+# The history checks at their boundaries: offset 0 (the first a Kafka log gives), message 0, a poll that
 # starts at an entry or just past it, one that ends just before it, the run's last operation (the
 # final reads). Each row: the operations, the final reads (None: none), the findings' names.
 @pytest.mark.parametrize("ops, final, found", [
@@ -102,6 +102,15 @@ def _poll(id, start, pairs, node="n2"):
     ([_send(1, 7, 2), _poll(2, 3, [(3, 9)])], None, []),  # starts just past it
     ([_send(1, 7, 2), _poll(2, 0, [(0, 5), (1, 6)])], None, []),  # ends just before it
     ([_send(1, 7, 2), _poll(2, 0, [(0, 5), (2, 7)])], None, []),  # ends at it, with it
+    # the log workload: an index is checked as an offset of one key
+    ([_op(1, "log_append", {"value": 7}, {"index": 1}), _op(2, "log_read", {"index": 1}, {"index": 1, "value": 8})],
+     None, ["AckedNeverLost"]),
+    ([_op(1, "log_append", {"value": 7}, {"index": 1}), _op(2, "log_append", {"value": 8}, {"index": 1})], None,
+     ["OneValuePerOffset"]),
+    ([_op(1, "log_append", {"value": 7}, {"index": 1}), _op(2, "log_read", {"index": 1}, {"index": 1, "value": 7})],
+     None, []),
+    ([_op(1, "log_append", {"value": 0}, {"index": 1})], [_op(9, "log_read", {"index": 1}, {"index": 1, "value": 5})],
+     ["AckedNeverLost"]),
     # the run's last operation: the final reads judge it, whatever node serves it
     ([_send(1, 7, 2)], [_poll(9, 0, [(2, 7)], node="n3")], []),
     ([_send(1, 7, 2)], [_poll(9, 0, [(0, 5), (1, 6)])], ["AckedNeverLost"]),
