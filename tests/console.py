@@ -96,6 +96,15 @@ def run(command: str) -> str:
     return output
 
 
+def rewritten(text: str) -> str:
+    """`text` (a page) with each console block's outputs replaced by what its commands print now: what a
+    page's test writes after a deliberate change (`--update`), run in the caller's workspace."""
+    def regenerate(match: re.Match) -> str:
+        return "```console\n" + "\n".join(f"$ {command}\n{run(command)}" for command, _ in commands(match.group(1))) \
+            + "\n```"
+    return BLOCK.sub(regenerate, text)
+
+
 def _untimed(line: str) -> str:
     return TIMING.sub(lambda m: f"<t> {m.group(1) or m.group(2)}", line)
 

@@ -15,7 +15,7 @@ import shutil
 import sys
 from pathlib import Path
 
-from tests.console import BLOCK, ROOT, commands, run, workspace as _workspace
+from tests.console import BLOCK, ROOT, commands, rewritten, run, workspace as _workspace
 
 TUTORIAL = ROOT / "docs" / "tutorial.md"
 PICTURE = re.compile(r"!\[[^\]]*\]\((tutorial/[^)]+)\)")
@@ -47,15 +47,8 @@ def test_tutorial_commands_print_what_the_tutorial_shows(tmp_path):
 
 def update(tmp: Path) -> None:
     text = TUTORIAL.read_text(encoding="utf-8")
-
-    def regenerate(match: re.Match) -> str:
-        out = []
-        for command, _ in commands(match.group(1)):
-            out.append(f"$ {command}\n{run(command)}")
-        return "```console\n" + "\n".join(out) + "\n```"
-
     with workspace(tmp):
-        text = BLOCK.sub(regenerate, text)
+        text = rewritten(text)
         for picture in PICTURE.findall(text):
             target = ROOT / "docs" / picture
             target.parent.mkdir(parents=True, exist_ok=True)

@@ -14,7 +14,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from tests.console import BLOCK, ROOT, commands, difference, invoke, shown, workspace
+from tests.console import BLOCK, ROOT, commands, difference, invoke, rewritten, shown, workspace
 
 PAGE = ROOT / "docs" / "tutorial-your-variant.md"
 PYTHON = re.compile(r"```python\n(.*?)```", re.S)
@@ -51,17 +51,11 @@ def test_the_last_section_is_left_for_the_node_that_implements_a_variant():
 
 
 def update() -> None:
-    text = PAGE.read_text(encoding="utf-8")
-
-    def regenerate(match: re.Match) -> str:
-        out = []
-        for command, _ in commands(match.group(1)):
-            out.append(f"$ {command}\n{invoke(command)[1]}")
-        return "```console\n" + "\n".join(out) + "\n```"
-
+    """Rewrite the outputs of sections 1 and 2 (section 3's are tests/nodes/test_tutorial_your_variant_node.py's)."""
+    models, marker, rest = PAGE.read_text(encoding="utf-8").partition("\n## 3.")
     with tempfile.TemporaryDirectory() as tmp, workspace(Path(tmp), links=("examples",)):
-        text = BLOCK.sub(regenerate, text)
-    PAGE.write_text(text, encoding="utf-8")
+        models = rewritten(models)
+    PAGE.write_text(models + marker + rest, encoding="utf-8")
 
 
 if __name__ == "__main__" and "--update" in sys.argv:
