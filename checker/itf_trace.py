@@ -10,6 +10,7 @@ from __future__ import annotations
 from hwm.model.actions import from_step, to_step
 from hwm.model.registry import build_model
 from hwm.model.state import Config, Server, State
+from hwm.model.variant_source import TRACE_KEY
 from hwm.properties.itf import ItfError, ItfState, ItfTrace, to_json
 from hwm.properties.protocol import ProtocolError, resolve
 from hwm.properties.trace import Trace, TraceError, full_config
@@ -46,6 +47,8 @@ def itf_of_trace(trace: Trace, protocol_spec=None) -> dict:
         actions.append(str(step))
     meta = {"protocol": spec, "config": dict(trace.config), "property": trace.property, "expect": trace.expect,
             "title": trace.title, "explanation": trace.explanation}
+    if protocol_spec is None and TRACE_KEY in trace.extra:  # the digest of the variant's file it was found with
+        meta[TRACE_KEY] = trace.extra[TRACE_KEY]
     loop = trace.loop - 1 if trace.loop is not None else None  # ITF's loop is a state index
     return to_json(states, actions, meta, trace.title, loop)
 

@@ -8,6 +8,7 @@ from pathlib import Path
 from hwm.checker.liveness import LivenessReport
 from hwm.checker.report import Report
 from hwm.model.state import Config
+from hwm.model.variant_source import recorded_of
 from hwm.properties.protocol import PRESETS
 from hwm.properties.trace import Trace
 
@@ -19,7 +20,7 @@ def trace_for(report: Report, protocol_spec, prop: str) -> Trace:
     summary = PRESETS[name].summary if name in PRESETS else name
     return Trace(
         protocol=protocol_spec, config=dict(report.config), property=prop, expect="violation",
-        steps=list(result.steps),
+        steps=list(result.steps), extra=recorded_of(protocol_spec),  # a variant's file's digest
         title=f"{name}: {prop} violated in {result.length} steps",
         explanation=(f"{result.finding}. Found by breadth-first search ({report.engine} engine), so no "
                      f"shorter trace violates {prop} at these bounds. Protocol: {summary}."),
@@ -70,7 +71,7 @@ def lasso_trace(report: LivenessReport, protocol_spec, prop: str) -> Trace:
     summary = PRESETS[name].summary if name in PRESETS else name
     return Trace(
         protocol=protocol_spec, config=dict(report.config), property=prop, expect="violation",
-        steps=list(r.steps), loop=r.loop,
+        steps=list(r.steps), loop=r.loop, extra=recorded_of(protocol_spec),
         title=f"{name}: {prop} violated by a lasso of {r.stem} + {r.cycle} steps",
         explanation=(f"{r.finding}. Steps {r.loop}..{len(r.steps)} repeat forever and every weakly fair action "
                      f"({', '.join(report.fairness)}) that stays enabled is taken on them. Found on the state "

@@ -675,7 +675,7 @@ def explore(protocol, host, port, verbose, nodes, save_dir, schedule, command) -
     """
     from urllib.parse import quote
 
-    from hwm.teach.explorer import make_server, serve_until_ctrl_c, url_of
+    from hwm.teach.explorer import make_server, offer_variant, serve_until_ctrl_c, url_of
 
     if command:
         from hwm.teach.node_explorer import serve_from_command_line
@@ -696,6 +696,9 @@ def explore(protocol, host, port, verbose, nodes, save_dir, schedule, command) -
     except OSError as e:
         raise click.UsageError(f"cannot listen on {host}:{port}: {e.strerror}")
     url = url_of(server)
+    head = protocol.get("preset") if isinstance(protocol, dict) else protocol
+    if head is not None and head not in PRESETS:  # a variant: the page offers it beside the presets
+        offer_variant(head)
     if isinstance(protocol, str):
         url += f"?protocol={quote(protocol)}"
     elif protocol is not None:

@@ -7,6 +7,7 @@ import json
 from pathlib import Path
 
 from hwm.checker.itf_trace import itf_of_trace, trace_of_itf
+from hwm.model.variant_source import TRACE_KEY, source_changed
 from hwm.properties import itf
 from hwm.properties.protocol import resolve
 from hwm.properties.trace import Trace, TraceError, load, parse
@@ -19,8 +20,16 @@ def load_any(path: Path, protocol=None) -> Trace:
     except (OSError, UnicodeDecodeError, json.JSONDecodeError):
         return load(path)  # its own error message, naming the file
     if itf.is_itf(data):
-        return trace_of_itf(itf.parse(data, source=str(path)), protocol, source=str(path))
-    return parse(data, source=str(path))
+        parsed = itf.parse(data, source=str(path))
+        trace, saved = trace_of_itf(parsed, protocol, source=str(path)), parsed.hwm.get(TRACE_KEY)
+    else:
+        trace = parse(data, source=str(path))
+        saved = trace.extra.get(TRACE_KEY)
+    # A variant's trace replays under the file it was found with; --protocol replays it under another.
+    changed = source_changed(resolve(trace.protocol)[1], saved) if protocol is None else None
+    if changed:
+        raise TraceError(changed, file=str(path), field="protocol")
+    return trace
 
 
 def itf_path(path: Path) -> Path:

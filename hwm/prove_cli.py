@@ -18,7 +18,7 @@ import click
 from hwm.proofs.plan import DEFAULT_BMC_DEPTH, DEFAULT_BMC_PROPERTIES, PARTS, Plan, render, run, unencoded, violations_found
 from hwm.proofs.symbolic import ALWAYS_CHECKED
 from hwm.model.state import Config
-from hwm.params import ProtocolParam
+from hwm.params import ProtocolParam, spec_text
 from hwm.properties.protocol import resolve
 
 EXIT_OK, EXIT_FAILED = 0, 1
@@ -69,7 +69,8 @@ def prove(protocol, part, servers, max_log, max_n, depth, max_generation, max_cr
                                f"(check it with hwm check --protocol {name})")
     why = unencoded(resolved)
     if why:
-        raise click.UsageError(f"hwm prove cannot check {name}: {why} (check it with hwm check --protocol {name})")
+        raise click.UsageError(f"hwm prove cannot check {name}: {why} (check it with hwm check --protocol "
+                               f"{spec_text(protocol)})")
     if "all" in properties:
         properties = ALWAYS_CHECKED
     plan = Plan(name, resolved, PARTS if part == "all" else (part,), servers=servers, max_log=max_log,

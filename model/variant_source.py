@@ -15,7 +15,8 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-__all__ = ["source_file", "digest_of", "recorded", "source_changed", "reloaded", "shipment"]
+__all__ = ["TRACE_KEY", "source_file", "digest_of", "recorded", "recorded_of", "source_changed", "reloaded",
+           "shipment"]
 
 # The key of a saved trace (hwm-trace/1) that records the digest of its variant's file.
 TRACE_KEY = "variant_sha256"
@@ -52,14 +53,23 @@ def recorded(protocol) -> dict[str, str]:
     return {TRACE_KEY: kind.digest} if kind is not None and kind.digest else {}
 
 
+def recorded_of(spec) -> dict[str, str]:
+    """`recorded` of the protocol `spec` names."""
+    from hwm.properties.protocol import resolve
+    return recorded(resolve(spec)[1])
+
+
 def source_changed(protocol, saved: Any) -> str | None:
     """Why a trace that recorded the digest `saved` cannot be replayed under `protocol` as it is now: its
     variant's file changed since. None when it did not, or nothing was recorded."""
     kind = _variant_kind(protocol)
-    if kind is None or saved is None or saved == kind.digest:
+    now = digest_of(kind.variant) if kind is not None else None  # the file as it is, not as first loaded
+    if kind is None or saved is None or saved == now:
         return None
     where = source_file(kind.variant) or kind.spec
-    return (f"{where} changed since this trace was saved (sha256 {str(saved)[:12]} then, {str(kind.digest)[:12]} "
+    if now is None:  # gone since this process loaded it
+        return f"{where}: no such file"
+    return (f"{where} changed since this trace was saved (sha256 {str(saved)[:12]} then, {str(now)[:12]} "
             f"now): replay it under the variant as it is now with --protocol {kind.spec}")
 
 

@@ -70,6 +70,12 @@ def unencoded(protocol: Protocol) -> str | None:
     """Why the z3 encoding (proofs/symbolic.py, the raft model) cannot stand for `protocol`, or None."""
     if protocol.system != "raft":
         return f"the z3 encoding is the raft model's; this protocol follows the {protocol.system} rules"
+    variant = getattr(type(protocol), "variant", None)  # a variant's own Python (docs/variants.md)
+    if variant is not None:
+        from hwm.properties.rules import overridden
+        hooks = overridden(variant)
+        return (f"{variant.__name__} is a variant, and the z3 encoding has the flags' rules only, not "
+                + (f"its {', '.join(hooks)}" if hooks else "a variant's own properties, fields or actions"))
     flags = [flag for flag in ("check_quorum", "lease_reads") if getattr(protocol, flag)]
     if flags:
         return (f"the z3 encoding has no partitions, check-quorum step-down or leases ({', '.join(flags)}; "

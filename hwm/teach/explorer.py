@@ -58,12 +58,26 @@ class BadRequest(ValueError):
 
 
 # ------------------------------------------------------------------ the API
+# The variants the page may explore (docs/variants.md): those named on the command line alone, since a
+# request that named any file would have the server import and run it.
+OFFERED_VARIANTS: dict[str, Any] = {}
+
+
+def offer_variant(spec: str) -> None:
+    """Let the page explore the variant `spec` names (`hwm explore --protocol file.py:Name`), beside the presets."""
+    OFFERED_VARIANTS[spec] = resolve(spec)
+
+
 def presets() -> dict:
-    return {"presets": {name: {"flags": {k: _show(v) for k, v in p.protocol.flags().items()},
-                               "summary": p.summary, "broken": p.broken, "system": p.protocol.system,
+    from hwm.model.variant import describe  # what a variant changes, as its summary
+    offered = {spec: (describe(protocol), protocol) for spec, (_, protocol) in OFFERED_VARIANTS.items()}
+    return {"presets": {name: {"flags": {k: _show(v) for k, v in protocol.flags().items()},
+                               "summary": summary, "broken": broken, "system": protocol.system,
                                # the flags a student may switch: those of the preset's system
-                               "switchable": list(flags_of(p.protocol.system))}
-                        for name, p in PRESETS.items()},
+                               "switchable": list(flags_of(protocol.system))}
+                        for name, (summary, broken, protocol) in
+                        {**{n: (p.summary, p.broken, p.protocol) for n, p in PRESETS.items()},
+                         **{n: (summary, False, protocol) for n, (summary, protocol) in offered.items()}}.items()},
             "flags": {flag: [_show(v) for v in values] for flag, values in FLAG_VALUES.items()},
             "meanings": FLAG_MEANINGS,
             "config": {key: {"default": default,
@@ -74,6 +88,11 @@ def presets() -> dict:
 
 
 def _protocol(spec: Any, field: str = "protocol"):
+    from hwm.model.variant import installed, is_variant_spec
+    head = spec.get("preset", "raft") if isinstance(spec, dict) else spec
+    if head not in OFFERED_VARIANTS and (is_variant_spec(head) or (isinstance(head, str) and head in installed())):
+        raise BadRequest(f"{field}: {head!r} is no preset; the explorer explores a variant named on its command "
+                         f"line (hwm explore --protocol FILE.py:NAME)")
     try:
         return resolve(spec)
     except ProtocolError as e:

@@ -1,0 +1,182 @@
+"""Every command that takes a protocol takes a variant (docs/variants.md, "Commands"), each run here on a
+variant written in a folder outside the checkout: hwm check (--save, --itf, --liveness), hwm replay of
+what it saved (and a variant's file that changed or went away since), hwm graph, hwm explore, hwm
+validate, and hwm prove's refusal."""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+import textwrap
+import urllib.error
+import urllib.request
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from hwm.cli import main
+
+ROOT = Path(__file__).resolve().parents[2]
+RECORDED_RAFT_NOOP = ROOT / "tests" / "checker" / "recorded_raft_noop"
+SMALL = ["--max-generation", "2", "--max-crashes", "0"]
+
+# An invariant of its own that the first read breaks, under a replication quorum of every server: its
+# shortest counterexample replicates to both followers before the read (5 steps; raft's would take 4).
+WATCHED = '''
+    from hwm.model.variant import Variant
+
+
+    def nothing_read(view):
+        """no client has read an entry"""
+        return f"a client read entry {min(view.reads)[0]}" if view.reads else None
+
+
+    class Watched(Variant):
+        base = "raft"
+        invariants = {"NothingRead": nothing_read}
+
+        def replication_quorum(self):
+            return self.servers
+'''
+
+
+def hwm(*args: str):
+    return CliRunner().invoke(main, [str(a) for a in args])
+
+
+@pytest.fixture
+def watched(tmp_path) -> Path:
+    path = tmp_path / "rules" / "watched.py"
+    path.parent.mkdir()
+    path.write_text(textwrap.dedent(WATCHED))
+    return path
+
+
+@pytest.fixture
+def flexible(tmp_path) -> Path:
+    path = tmp_path / "flexible.py"
+    shutil.copy(ROOT / "examples" / "variants" / "flexible.py", path)
+    return path
+
+
+def error_line(result) -> str:
+    """The one line a refused command prints (exit 2): no traceback."""
+    assert result.exit_code == 2, result.output
+    assert "Traceback" not in result.output
+    return result.output.strip().splitlines()[-1]
+
+
+def test_check_saves_a_variants_counterexample_that_replay_loads_again(watched, tmp_path, monkeypatch):
+    monkeypatch.chdir(watched.parent)  # named relative to here; the trace names it by its absolute path
+    out = tmp_path / "out"
+    result = hwm("check", "--protocol", "watched.py:Watched", *SMALL, "--save", out, "--itf")
+    assert result.exit_code == 1, result.output
+    assert "✗ NothingRead                  violated in 5 steps: a client read entry 1" in result.output
+    assert "explored 101 distinct states, 387 transitions" in result.output
+    saved = json.loads((out / "Watched.NothingRead.json").read_text())
+    assert saved["protocol"] == f"{watched}:Watched" and len(saved["variant_sha256"]) == 64
+    monkeypatch.chdir(tmp_path)
+    for name in ("Watched.NothingRead.json", "Watched.NothingRead.itf.json"):
+        result = hwm("replay", out / name, "-q")
+        assert result.exit_code == 0, result.output
+        assert "violation of NothingRead at step 5: a client read entry 1 (as expected)" in result.output
+
+    watched.write_text(watched.read_text().replace("self.servers", "2"))  # edited since: a majority again
+    for name in ("Watched.NothingRead.json", "Watched.NothingRead.itf.json"):
+        line = error_line(hwm("replay", out / name, "-q"))
+        assert re.fullmatch(rf"error: .*{name}, field 'protocol': {watched} changed since this trace was saved "
+                            rf"\(sha256 \w{{12}} then, \w{{12}} now\): replay it under the variant as it is now with "
+                            rf"--protocol {watched}:Watched", line), line
+    again = hwm("replay", out / "Watched.NothingRead.json", "-q", "--protocol", f"{watched}:Watched")
+    assert again.exit_code == 1 and "violation of NothingRead at step 5" in again.output  # the steps still read
+
+    watched.unlink()
+    line = error_line(hwm("replay", out / "Watched.NothingRead.json"))
+    assert line.endswith(f"field 'protocol': {watched}: no such file"), line
+
+
+def test_liveness_and_graph_of_a_variant(flexible):
+    """Q2 = 1 (FlexibleTooSmall) makes a smaller graph than raft's at the same bounds: its leader commits
+    alone, so no state has a leader holding an entry above its HWM."""
+    result = hwm("check", "--protocol", f"{flexible}:FlexibleTooSmall", *SMALL, "--liveness")
+    assert result.exit_code == 1, result.output  # ReadNeverTruncated, as in docs/variants.md
+    assert "liveness: 481 concrete states, 2,010 transitions" in result.output
+    assert "! LeaderHoldsUncommittedEntry  UNREACHED" in result.output
+    assert "✓ LeaderCommitsAlone           witnessed in 2 steps" in result.output
+    graphs = {spec: hwm("graph", "--protocol", spec, *SMALL) for spec in (f"{flexible}:FlexibleTooSmall", "raft")}
+    assert all(r.exit_code == 0 for r in graphs.values()), graphs
+    numbers = {spec: re.findall(r"^(states|transitions|violating states) +(\d+)", r.output, re.M)
+               for spec, r in graphs.items()}
+    assert numbers == {f"{flexible}:FlexibleTooSmall": [("states", "89"), ("transitions", "273"),
+                                                        ("violating states", "6")],
+                       "raft": [("states", "131"), ("transitions", "393"), ("violating states", "0")]}
+
+
+def test_validate_judges_a_recorded_run_with_the_variants_rules(tmp_path):
+    """hwm's own raft-noop cluster: its leader took HWM 1 once one follower stored the no-op. A variant
+    of raft-noop that commits on every server (Q2 = N) has no step to it; one whose Q2 is still two does."""
+    path = tmp_path / "all_copies.py"
+    path.write_text(textwrap.dedent('''
+        from hwm.model.variant import Variant
+
+        class AllCopies(Variant):
+            base = "raft-noop"
+
+            def replication_quorum(self):
+                return self.servers
+
+        class TwoCopies(AllCopies):
+            def replication_quorum(self):
+                return 2
+    '''))
+    refused = hwm("validate", RECORDED_RAFT_NOOP, "--protocol", f"{path}:AllCopies")
+    assert refused.exit_code == 1, refused.output
+    assert re.search(r"S2.jsonl: no model step explains event 6: .*\"hwm\": 1", refused.output), refused.output
+    accepted = hwm("validate", RECORDED_RAFT_NOOP, "--protocol", f"{path}:TwoCopies")
+    assert accepted.exit_code == 0 and "valid: 6 events" in accepted.output, accepted.output
+
+
+def test_the_explorer_serves_the_variant_named_on_its_command_line_and_no_other(flexible, monkeypatch):
+    from hwm.teach import explorer
+
+    monkeypatch.setattr(explorer, "OFFERED_VARIANTS", {})
+    served = []
+    monkeypatch.setattr(explorer, "serve_until_ctrl_c", lambda server, announce: served.append((server, announce)))
+    result = hwm("explore", "--protocol", f"{flexible}:FlexibleTooSmall", "--port", "0")
+    assert result.exit_code == 0, result.output
+    server, announce = served[0]
+    assert f"?protocol={flexible}%3AFlexibleTooSmall" in announce
+    import threading
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    url = explorer.url_of(server)
+    try:
+        listed = json.loads(urllib.request.urlopen(url + "api/presets").read())["presets"]
+        assert listed[f"{flexible}:FlexibleTooSmall"]["summary"] == \
+            "FlexibleTooSmall (base raft; rules election_quorum, replication_quorum)"
+
+        def post(route, body):
+            request = urllib.request.Request(url + route, json.dumps(body).encode(), method="POST")
+            try:
+                return json.loads(urllib.request.urlopen(request).read())
+            except urllib.error.HTTPError as e:
+                return json.loads(e.read())
+
+        config = {"servers": 3, "max_generation": 2, "max_crashes": 0}
+        found = post("api/search", {"protocol": f"{flexible}:FlexibleTooSmall", "config": config})
+        assert found["states"] == 89
+        assert {r["property"]: r["length"] for r in found["results"] if r["found"]}["LeaderCommitsAlone"] == 2
+        other = post("api/search", {"protocol": f"{flexible}:Flexible", "config": config})
+        assert other["error"].startswith(f"protocol: '{flexible}:Flexible' is no preset; the explorer explores a "
+                                         f"variant named on its command line")
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def test_prove_refuses_a_variant_by_its_hooks(flexible):
+    line = error_line(hwm("prove", "--protocol", f"{flexible}:FlexibleTooSmall"))
+    assert line == (f"Error: hwm prove cannot check FlexibleTooSmall: FlexibleTooSmall is a variant, and the z3 "
+                    f"encoding has the flags' rules only, not its election_quorum, replication_quorum (check it "
+                    f"with hwm check --protocol {flexible}:FlexibleTooSmall)")
