@@ -7,6 +7,7 @@ from hwm.bridge.simcluster import SimCluster
 from hwm.checker.replay import Outcome, lasso_label, replay_lasso_on_model, resolve_for, watched_properties
 from hwm.model.registry import build_model
 from hwm.model.state import Config
+from hwm.model.variant import HookError
 from hwm.properties.liveness import LIVENESS_BY_NAME
 from hwm.properties.protocol import model_only
 from hwm.properties.trace import Trace, TraceError
@@ -31,7 +32,10 @@ def replay_on_impl(trace: Trace, protocol: str | dict | None = None) -> Outcome:
     # BookKeeper's ledger states its properties per write set (properties.ledger): the model's own.
     props = watched_properties(trace, build_model(proto, config) if proto.system == "bookkeeper" else None)
     for number, step in enumerate(trace.steps, start=1):
-        reason = cluster.apply_step(step)
+        try:
+            reason = cluster.apply_step(step)
+        except HookError as e:  # a variant's rule, asked by a replica
+            raise HookError(f"{e}, at step {number} {step} on the implementation") from None
         if reason is not None:
             outcome.kind, outcome.step, outcome.reason = "blocked", number, f"{step}: {reason}"
             return outcome

@@ -499,6 +499,7 @@ def replay(files, on, protocol, quiet, brief, html_out, svg_dir, compare, itf_ou
             raise click.UsageError(f"{unused[0]} is for traces; {files[0]} is a node schedule (it takes --protocol, "
                                    "--brief and --fixed)")
         sys.exit(replay_schedule(files[0], [str(f) for f in files[1:]], brief, fixed, protocol))
+    from hwm.model.variant import HookError
     from hwm.replay import REPLAYERS, judge  # here: the simulated cluster is not needed by `hwm check`
     from hwm.itf_cli import load_any
     from hwm.properties.itf import ItfError
@@ -551,7 +552,7 @@ def replay(files, on, protocol, quiet, brief, html_out, svg_dir, compare, itf_ou
         except (TraceError, ItfError) as e:
             click.echo(f"error: {e}", err=True)
             sys.exit(EXIT_USAGE)
-        except ProtocolError as e:
+        except (ProtocolError, HookError) as e:  # HookError: a variant's rule raised on the model or the replicas
             click.echo(f"error: {path}: {e}", err=True)
             sys.exit(EXIT_USAGE)
     sys.exit(status)

@@ -5,6 +5,7 @@ both break the same way. A vote rule the implementation cannot follow is refused
 
 from __future__ import annotations
 
+import json
 import textwrap
 from pathlib import Path
 
@@ -182,3 +183,32 @@ def test_a_variants_vote_rule_is_refused_for_the_implementation_by_name(tmp_path
     replayed = hwm("replay", str(traces[0]), "--on", "impl")
     assert replayed.exit_code == 2, replayed.output
     assert replayed.output.strip().count("\n") == 0 and REFUSAL in replayed.output, replayed.output
+
+
+RAISES = """
+from hwm.model.variant import Variant
+
+class Raises(Variant):
+    def may_commit(self, index, log, generation):
+        if index >= 1:
+            raise ValueError("boom")
+        return True
+"""
+
+
+@pytest.mark.parametrize("on, where", [("impl", "at step 3 replicate(S1, S2) on the implementation"),
+                                       ("both", "at replicate(S1, S2) from state S1 leader")])
+def test_a_rule_that_raises_on_the_replicas_is_one_line_naming_it_and_the_step(tmp_path, on, where):
+    path = tmp_path / "raises.py"
+    path.write_text(RAISES)
+    trace = tmp_path / "trace.json"
+    trace.write_text(json.dumps({
+        "format": "hwm-trace/1", "protocol": f"{path}:Raises", "expect": "holds", "property": None,
+        "config": {"servers": 3, "max_generation": 2, "max_log": 1, "max_crashes": 0, "network": "rpc"},
+        "steps": [{"action": "elect", "server": "S1", "voters": ["S1", "S2"]},
+                  {"action": "write", "server": "S1", "value": "v1"},
+                  {"action": "replicate", "leader": "S1", "follower": "S2"}]}))
+    result = hwm("replay", str(trace), "--on", on, "--brief")
+    assert result.exit_code == 2, result.output
+    last = result.output.strip().splitlines()[-1]
+    assert last.startswith(f"error: {trace}: {path}:7: Raises.may_commit raised ValueError: boom, ") and where in last
