@@ -337,8 +337,8 @@ class _UserCheck:
         try:
             answer = self.function(view)
         except Exception as e:  # noqa: BLE001
-            raise HookError(f"{_raised_at(e, self.function)}: {self.kind} {self.name} raised {type(e).__name__}: {e}, in state "
-                            f"{_state_text(state)}") from None
+            raise HookError(f"{_raised_at(e, self.function)}: {self.kind} {self.name} raised {type(e).__name__}: {e}, "
+                            f"in state {_state_text(state)}") from None
         if answer is None or answer is False:
             return None
         if not isinstance(answer, str) or not answer:
