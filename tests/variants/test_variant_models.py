@@ -333,3 +333,22 @@ def test_symmetry_off_for_a_variant_whose_fields_may_name_servers(tmp_path):
     plain = hwm("check", "--protocol", f"{variant_file(tmp_path)}:V", "--max-generation", "1", "--max-crashes", "0",
                 "--json")
     assert int(re.search(r'"distinct_states": (\d+)', plain.output).group(1)) < int(states[0])
+
+
+def test_a_rule_variant_may_add_a_liveness_property_alone(tmp_path):
+    (tmp_path / "rules.py").write_text(textwrap.dedent('''
+        from hwm.model.variant import Variant
+
+        def leaders(view):
+            """a leader eventually stops leading"""
+            return {k: f"S{k + 1} leads" for k, s in enumerate(view.servers) if s.alive and s.role == "leader"}
+
+        class Lead(Variant):
+            liveness = {"NoLeaderForEver": leaders}
+    '''))
+    result = hwm("check", "--protocol", f"{tmp_path / 'rules.py'}:Lead", "--max-generation", "1", "--max-crashes", "0",
+                 "--liveness")
+    assert result.exit_code == 1, result.output
+    assert "✗ NoLeaderForEver              violated (lasso 1+2 steps): S1 leads, and stays so forever" in result.output
+    assert "elect(S1, {S1,S2,S3}) | cycle: replicate(S1, S2) replicate(S1, S3)" in result.output
+    assert "✓ NoLeaderForEverOpens         witnessed in 1 steps: S1 leads" in result.output
