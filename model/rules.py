@@ -5,6 +5,6 @@ a variant (`model.variant`) and the engines import it from here."""
 
 from __future__ import annotations
 
-from hwm.properties.rules import HOOKS, Rules, overridden, rules_of, up_to_date
+from hwm.properties.rules import HOOKS, PER_STATE_HOOKS, Rules, overridden, rules_of, up_to_date
 
-__all__ = ["HOOKS", "Rules", "overridden", "rules_of", "up_to_date"]
+__all__ = ["HOOKS", "PER_STATE_HOOKS", "Rules", "overridden", "rules_of", "up_to_date"]

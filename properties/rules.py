@@ -17,6 +17,9 @@ from hwm.properties.quorum import index_held_by, majority
 
 # The rules a variant may override, in the order docs/variants.md lists them.
 HOOKS = ("counts", "election_quorum", "replication_quorum", "quorum_index", "may_commit", "grants_vote")
+# Those asked of a state's logs or match indexes; the others depend on the cluster alone (which servers
+# count, Q1, Q2), so an engine may ask them once (the compiled kernels take them as data).
+PER_STATE_HOOKS = ("quorum_index", "may_commit", "grants_vote")
 
 
 def up_to_date(candidate_log: tuple[int, ...], voter_log: tuple[int, ...]) -> bool:

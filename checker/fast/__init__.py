@@ -32,6 +32,7 @@ from typing import Sequence
 import numpy as np
 
 from hwm.model.actions import Model
+from hwm.model.rules import PER_STATE_HOOKS, overridden
 from hwm.checker.backend import Backend, BackendUnavailable, Expansion
 from hwm.properties.protocol import Protocol
 
@@ -49,9 +50,13 @@ def unsupported(model) -> str | None:
     if uncompiled:
         return uncompiled
     variant = getattr(model, "variant", None)
-    if variant is not None:  # a variant's rules are Python the kernels were not compiled from
-        return (f"{variant.name or variant.__name__} is a variant (its rules are hooks the compiled kernels do "
-                f"not know yet)")
+    if variant is not None:
+        # The constant rules (which servers count, Q1, Q2) are asked once and are data for the kernels
+        # (Layout.params, the election tables); a rule asked of every state is Python they cannot run.
+        per_state = [hook for hook in overridden(model.rules) if hook in PER_STATE_HOOKS]
+        if per_state:
+            return (f"{variant.name or variant.__name__} overrides {', '.join(per_state)}, a rule asked of every "
+                    f"state in Python, which the compiled kernels cannot run")
     system = getattr(getattr(model, "protocol", None), "system", "raft")
     partitions = getattr(getattr(model, "config", None), "max_partitions", 0)
     if partitions:
@@ -65,12 +70,12 @@ def unsupported(model) -> str | None:
     if system in NOT_COMPILED:
         return f"the fast backend has no compiled {system} model yet ({NOT_COMPILED[system]})"
     compiled = _compiled_models()
-    if type(model) not in compiled:
+    if type(model) not in compiled and not (variant is not None and type(model).__base__ in compiled):
         names = [c.__name__ for c in compiled]
         return (f"the fast backend compiles {', '.join(names[:-1])} and {names[-1]} only, "
                 f"not {type(model).__name__}")
     protocol = model.protocol
-    if type(protocol) is not Protocol:
+    if type(protocol) is not Protocol and not (variant is not None and isinstance(protocol, Protocol)):
         return f"the fast backend knows the protocol flags only, not {type(protocol).__name__}"
     defaults = Protocol()
     for flag, value in protocol.flags().items():
@@ -202,6 +207,9 @@ class FastBackend(Backend):
         why = unsupported(model)
         if why:
             raise BackendUnavailable(why + "; use --successors reference")
+        # A model that gives some servers a place of their own (a variant's counts) is explored without
+        # symmetry reduction, as its fingerprint is.
+        symmetry = symmetry and getattr(model, "symmetric", True)
         super().__init__(model, symmetry)
         from hwm.checker.fast.aot import kernels
         from hwm.checker.fast.checks import CompiledProperties

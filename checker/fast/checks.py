@@ -7,11 +7,13 @@ from __future__ import annotations
 
 import hashlib
 import inspect
+from functools import partial
 from typing import Sequence
 
 import numpy as np
 
 from hwm.checker.backend import Backend
+from hwm.checker.fast.fields import MAJORITY, NEEDED
 
 # Each compiled equivalent, keyed by the property's name and the digest of the source it
 # was written from (source_digest): {name: {digest: code}}. A property may have several
@@ -45,7 +47,25 @@ STEP_CODE_COUNT = 8
 def compiled_code(prop) -> int | None:
     """The compiled equivalent of `prop` as its source stands now (None when there is none)."""
     codes = (STATE_CODES if prop.on == "state" else STEP_CODES).get(prop.name, {})
-    return codes.get(source_digest(prop.check))
+    check = prop.check
+    if isinstance(check, partial):  # counting a variant's quorum (catalogue.at_quorum): P[NEEDED] is `needed`
+        if check.args or set(check.keywords) != {"needed"}:
+            return None
+        check = check.func
+    if not inspect.isfunction(check):  # a callable object, such as a variant's own property
+        return None
+    return codes.get(source_digest(check))
+
+
+def needed_of(prop, P) -> int | None:
+    """How many servers a property that counts a quorum (its check takes `needed`) requires to hold an
+    entry: its `needed`, by default a majority (P[MAJORITY]); None for any other property. The compiled
+    forms count P[NEEDED], so one stands for the property only when the two are equal."""
+    check = prop.check
+    function = check.func if isinstance(check, partial) else check
+    if not inspect.isfunction(function) or "needed" not in inspect.signature(function).parameters:
+        return None
+    return (check.keywords.get("needed") if isinstance(check, partial) else None) or int(P[MAJORITY])
 
 
 def source_digest(check) -> str:
@@ -67,9 +87,12 @@ class CompiledProperties:
         self._codes: dict[str, int | None] = {}
 
     def code(self, prop) -> int | None:
-        """The compiled equivalent of `prop`, when one was written from its current source."""
+        """The compiled equivalent of `prop`, when one was written from its current source (and counts
+        the quorum the property counts)."""
         if prop.name not in self._codes:
-            self._codes[prop.name] = compiled_code(prop)
+            code = compiled_code(prop)
+            P = self.layout.params
+            self._codes[prop.name] = code if needed_of(prop, P) in (None, P[NEEDED]) else None
         return self._codes[prop.name]
 
     def warm(self, initial: np.ndarray, warm) -> None:

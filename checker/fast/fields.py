@@ -9,8 +9,11 @@ rows), without importing Numba: a process that runs the kernels compiled ahead o
 N, L, G, SW, RB, CB, CAP, MW, CW, W, MAX_CRASHES, QUORUM_K, MAJORITY, COMMIT_CURRENT, LONGEST_LOG, \
     APPEND_PREVIOUS, RESTART, HWM_DURABLE, NOOP, ASYNC, SYMMETRY, NPERM, SYSTEM, AB, ZAB_ELECTION, \
     ACK_BEFORE_PERSIST, BOOKIES, ACK_QUORUM, READS_FENCE, TRUNCATION, UNCLEAN, LATE_LEADER_AND_ISR, MIN_ISR, WRITE_MIN_ISR, \
-    UNFLUSHED = range(35)
-PARAMS = 35
+    UNFLUSHED, COUNTING, NEEDED = range(37)
+PARAMS = 37
+# COUNTING: bit k set when server k's match index counts toward QUORUM_K (model.rules.Rules.counts: all
+# servers, but a variant's learners). NEEDED: how many servers ReadNeverTruncated and CommittedOnQuorum
+# require to hold an entry (the catalogue's `needed`: a majority, or a variant's Q2).
 # Systems (P[SYSTEM]). A BookKeeper row's servers are the bookies 0..BOOKIES-1, the writer
 # (BOOKIES) and the recovery client (BOOKIES + 1); N counts all of them, as the state does.
 RAFT, ZAB, BOOKKEEPER, KAFKA = range(4)

@@ -66,20 +66,23 @@ def _become_follower(P, row, base, generation):
 
 @njit(cache=True)
 def _quorum_index(P, row, base):
-    """properties.quorum.quorum_index of a leader's match indexes (own slot: the log's end)."""
+    """model.rules.Rules.quorum_index of a leader's match indexes (own slot: the log's end)."""
     n = P[N]
     own = (base - 1) // P[SW]
     length = np.int64(row[base + LEN])
-    # The QUORUM_K-th largest index: the largest v held by at least QUORUM_K servers.
+    counting = P[COUNTING]
+    # The QUORUM_K-th largest index of the counting servers: the largest v held by at least QUORUM_K of them.
     q = np.int64(0)
     for i in range(n):
+        if not counting >> i & 1:
+            continue
         v = length if i == own else np.int64(row[_match(P, base, i)])
         if v <= q:
             continue
         held = 0
         for j in range(n):
             w = length if j == own else np.int64(row[_match(P, base, j)])
-            if w >= v:
+            if w >= v and counting >> j & 1:
                 held += 1
         if held >= P[QUORUM_K]:
             q = v

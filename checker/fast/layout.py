@@ -68,6 +68,16 @@ class Layout:
                               + (4 * n + n + 1 + 2 * entries if extras else 0) + (n * n if self.kafka else 0))
         quorum_k = n // 2 + 1 if protocol.quorum == "majority" else n - n // 2
         P = np.zeros(K.PARAMS, dtype=np.int64)
+        P[K.COUNTING] = (1 << n) - 1
+        P[K.NEEDED] = n // 2 + 1
+        if self.system == K.RAFT:
+            # The raft model's rules (model.rules): a variant's constant hooks, asked once, are data here:
+            # which servers count (the election tables hold only their quorums, model.voter_sets) and Q2.
+            rules = model.rules
+            P[K.COUNTING] = sum(1 << k for k in range(n) if rules.counts(k))
+            quorum_k = rules.replication_quorum()
+            if getattr(model, "variant", None) is not None:  # model.variant.variant_properties count Q2
+                P[K.NEEDED] = quorum_k
         P[[K.N, K.L, K.G, K.SW, K.RB, K.CB, K.CAP, K.MW, K.CW, K.W]] = (
             n, max_log, max_generation, self.server_width, self.reads_base, self.channels_base, capacity,
             self.message_width, self.channel_width, self.width)

@@ -22,7 +22,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from hwm.checker.fast.kernels import AB, ALIVE, GEN, HWM, LEN, LOG, MAJORITY, N, RAFT, RB, ROLE, SYSTEM, G, L, _entry_slot, \
+from hwm.checker.fast.kernels import AB, ALIVE, GEN, HWM, LEN, LOG, MAJORITY, N, NEEDED, RAFT, RB, ROLE, SYSTEM, G, L, _entry_slot, \
     _read_slot, _server
 
 # ------------------------------------------------------------------ states
@@ -94,11 +94,11 @@ def state_found(P, row, code):
             if row[base + HWM] > row[base + LEN]:
                 return True
         return False
-    if code == 2:  # CommittedOnQuorum: every entry at or below a hwm on a majority (of all servers)
+    if code == 2:  # CommittedOnQuorum: every entry at or below a hwm on NEEDED servers (a majority of all)
         for k in range(n):
             base = _server(P, k)
             for index in range(1, min(row[base + HWM], row[base + LEN]) + 1):
-                if _holders(P, row, index, row[base + LOG + index - 1]) < P[MAJORITY]:
+                if _holders(P, row, index, row[base + LOG + index - 1]) < P[NEEDED]:
                     return True
         return False
     if code == 3:  # OneLeaderPerGeneration
@@ -194,7 +194,7 @@ def step_found(P, before, after, code):
             if not before[base + ALIVE] and after[base + ALIVE]:
                 return True
         return False
-    if code == 5:  # ReadNeverTruncated, refined: a removal leaves a read entry on fewer than a quorum
+    if code == 5:  # ReadNeverTruncated, refined: a removal leaves a read entry on fewer than NEEDED servers
         if not _any_read(P, before):
             return False
         for k in range(n):
@@ -206,7 +206,7 @@ def step_found(P, before, after, code):
                     for o in range(n):  # every server's log, down or not: logs are on disk
                         if _holds_entry(P, after, _server(P, o), position + 1, generation):
                             left += 1
-                    if left < P[MAJORITY]:
+                    if left < P[NEEDED]:
                         return True
         return False
     if code == 7:  # AcknowledgedWriteKept: a newly elected leader lacks an acknowledged entry
