@@ -435,7 +435,8 @@ def describe(protocol: Protocol) -> str | None:
     if cls is None or not isinstance(protocol, VariantProtocol):
         return None
     hooks = tuple(h for h in HOOKS if getattr(cls, h) is not getattr(Rules, h))
-    return f"{cls.name or cls.__name__} (base {cls.base}; rules {', '.join(hooks) or 'none'})"
+    model = "".join(f"; {kind} {', '.join(getattr(cls, kind))}" for kind in ("fields", "actions") if getattr(cls, kind))
+    return f"{cls.name or cls.__name__} (base {cls.base}; rules {', '.join(hooks) or 'none'}{model})"
 
 
 def own_properties(protocol: Protocol | None) -> tuple[Property, ...]:
