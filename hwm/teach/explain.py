@@ -117,7 +117,8 @@ def quorum_reasoning(model: Model, old, new, position: int) -> list[str]:
         how = f"{type(rules).__name__}.quorum_index"
     elif rule == "majority" or changed:
         counting = len(rules.counting())
-        how = f"the largest index held by {rules.replication_quorum()} of {counting} {'counting ' * (counting < n)}servers"
+        servers = "servers" if counting == n else "counting servers"  # a variant's `counts` leaves some out
+        how = f"the largest index held by {rules.replication_quorum()} of {counting} {servers}"
     else:
         how = f"sorted {sorted(indexes)}, the seed's computeHighwaterMark takes position {n}/2 = {n // 2}"
     lines = [f"{server_name(position)}'s match indexes {shown} give quorum index {q} ({how})"]

@@ -147,6 +147,10 @@ def test_replaying_the_checkers_counterexample_breaks_the_implementation_the_sam
                "only 0 of 4 servers still store it (as expected)")
     assert f"{saved} [model]: {verdict}" in result.output
     assert f"{saved} [impl]: {verdict}" in result.output
+    # The step narrative counts the variant's quorum, as the model and the replicas do.
+    told = hwm("replay", str(saved)).output
+    assert "S1's match indexes S1=1, S2=0, S3=0, S4=0 give quorum index 1 (the largest index held by 1 of 4 " \
+           "servers)" in told, told
     # Under Flexible the same steps stop where the model stops: S1's lone entry is not committed.
     fixed = hwm("replay", str(saved), "--on", "both", "--brief", "--protocol", FLEXIBLE)
     assert fixed.exit_code == 0, fixed.output
