@@ -16,10 +16,22 @@ from hwm.properties.protocol import ProtocolError, resolve
 from hwm.properties.trace import Trace, TraceError, full_config
 
 
-def _supported(protocol, config: Config, *, source: str | None) -> None:
+def unsupported(protocol) -> str | None:
+    """Why ITF cannot carry the traces of `protocol` at any bounds, or None."""
     if protocol.system != "raft":
-        raise TraceError(f"ITF here carries the raft family's variables; {protocol.system}'s model has others",
-                         file=source, field="protocol")
+        return f"ITF here carries the raft family's variables; {protocol.system}'s model has others"
+    variant = getattr(type(protocol), "variant", None)
+    if variant is not None and (variant.fields or variant.actions):  # docs/variants.md, "A model"
+        added = [f"fields ({', '.join(variant.fields)})"] * bool(variant.fields) \
+            + [f"actions ({', '.join(variant.actions)})"] * bool(variant.actions)
+        return (f"ITF here carries the raft model's variables and actions; the variant "
+                f"{variant.name or variant.__name__} adds {' and '.join(added)}")
+    return None
+
+
+def _supported(protocol, config: Config, *, source: str | None) -> None:
+    if unsupported(protocol):
+        raise TraceError(unsupported(protocol), file=source, field="protocol")
     if config.network != "rpc":
         raise TraceError("ITF here carries the rpc network's variables; this trace uses async (its channels "
                          "are not exported)", file=source, field="config.network")

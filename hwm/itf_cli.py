@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from hwm.checker.itf_trace import itf_of_trace, trace_of_itf
+from hwm.checker.itf_trace import itf_of_trace, trace_of_itf, unsupported
 from hwm.model.variant_source import TRACE_KEY, source_changed
 from hwm.properties import itf
 from hwm.properties.protocol import resolve
@@ -57,4 +57,6 @@ def write(trace: Trace, protocol, out: Path) -> Path:
 def refusal(protocol_spec) -> str | None:
     """Why ITF cannot carry a protocol's traces, or None."""
     _, protocol = resolve(protocol_spec)
-    return None if protocol.system == "raft" else f"ITF here carries the raft family's variables, not {protocol.system}'s"
+    if protocol.system != "raft":
+        return f"ITF here carries the raft family's variables, not {protocol.system}'s"
+    return unsupported(protocol)  # a variant's fields and actions

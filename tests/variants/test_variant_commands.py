@@ -180,3 +180,23 @@ def test_prove_refuses_a_variant_by_its_hooks(flexible):
     assert line == (f"Error: hwm prove cannot check FlexibleTooSmall: FlexibleTooSmall is a variant, and the z3 "
                     f"encoding has the flags' rules only, not its election_quorum, replication_quorum (check it "
                     f"with hwm check --protocol {flexible}:FlexibleTooSmall)")
+
+
+def test_what_a_variant_with_its_own_fields_and_actions_cannot_do_is_one_line(tmp_path):
+    """PreVote (examples/variants/prevote.py) adds a field and actions: ITF, which carries the raft model's
+    variables, refuses it, and the implementation has no such action (hwm replay --on impl)."""
+    shutil.copy(ROOT / "examples" / "variants" / "prevote.py", tmp_path / "prevote.py")
+    trace = tmp_path / "timeout.json"
+    trace.write_text(json.dumps({
+        "format": "hwm-trace/1", "protocol": f"{tmp_path / 'prevote.py'}:PreVote", "expect": "holds",
+        "config": {"servers": 3, "max_generation": 2, "max_log": 1, "max_crashes": 0, "network": "rpc"},
+        "steps": [{"action": "elect", "server": "S1", "voters": ["S1", "S2"]},
+                  {"action": "timeout", "server": "S2"}]}))
+    assert hwm("replay", trace, "-q").exit_code == 0
+    line = error_line(hwm("replay", trace, "-q", "--itf", tmp_path / "out.itf.json"))
+    assert line == (f"error: {trace}, field 'protocol': ITF here carries the raft model's variables and actions; the "
+                    f"variant PreVote adds fields (heard) and actions (timeout, step_down)")
+    assert not (tmp_path / "out.itf.json").exists()
+    line = error_line(hwm("replay", trace, "-q", "--on", "impl"))
+    assert line.startswith(f"error: {trace}, step 2, field 'action': timeout(S2): timeout is not an action of the "
+                           f"implementation"), line
