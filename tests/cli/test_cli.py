@@ -286,17 +286,17 @@ def test_the_tour_refuses_an_unwritable_default_directory(tmp_path, monkeypatch)
 
 def test_the_tour_saves_each_run_under_its_bounds(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
-    for crashes in (0, 1):
-        code, out = hwm("check", "--max-crashes", crashes, "--max-generation", 2)
-        assert code == 3, out  # two generations show some bugs, not all: not a pass
-        # The bounds the user left alone keep each preset's own: the partition presets' partition
-        # (and the lease presets' second entry) show their bugs, as at the default bounds.
-        shown = out.split("NOT SHOWN")[1]
-        assert "raft-lease-reads-without-check-quorum" not in shown and "controller-fencing" not in shown, out
+    # One tour: its three runs' bounds differ (the partition presets' partition, the lease presets'
+    # second entry), so each lands in its own folder; a second tour would only repeat the naming.
+    code, out = hwm("check", "--max-crashes", 0, "--max-generation", 2)
+    assert code == 3, out  # two generations show some bugs, not all: not a pass
+    # The bounds the user left alone keep each preset's own: the partition presets' partition
+    # (and the lease presets' second entry) show their bugs, as at the default bounds.
+    shown = out.split("NOT SHOWN")[1]
+    assert "raft-lease-reads-without-check-quorum" not in shown and "controller-fencing" not in shown, out
     assert sorted(p.name for p in (tmp_path / "hwm-out").iterdir()) == [
-        "s3-g2-l1-c0-rpc", "s3-g2-l1-c0-rpc-p1", "s3-g2-l1-c1-rpc", "s3-g2-l1-c1-rpc-p1", "s3-g2-l2-c0-rpc-p1",
-        "s3-g2-l2-c1-rpc-p1"]
-    assert "hwm-out/s3-g2-l1-c1-rpc/" in out
+        "s3-g2-l1-c0-rpc", "s3-g2-l1-c0-rpc-p1", "s3-g2-l2-c0-rpc-p1"]
+    assert "hwm-out/s3-g2-l1-c0-rpc/" in out
 
 
 def test_a_bound_the_user_gives_is_theirs_and_the_others_keep_each_presets_tour_value():
