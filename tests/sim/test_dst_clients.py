@@ -9,6 +9,9 @@ By default: 6 derandomized raft schedules; `-m deep` draws 1,000 raft ones and 2
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 from collections import Counter
 
 import pytest
@@ -81,6 +84,18 @@ def test_a_put_whose_entry_another_leader_replaced_is_not_confirmed():
     assert not outcome.violations, outcome.report(OVERWRITTEN)
     assert "put b'v1' not written: entry 3 was overwritten by the leader of generation 2" in " ".join(outcome.events)
     assert outcome.witnesses["UncommittedTruncated"] >= 1
+
+
+def test_a_pinned_schedule_replays_the_same_events_in_a_fresh_process():
+    # A kill must not depend on how the suite is run (-n 0 or xdist's workers, which tests ran before
+    # in the same process, the hash seed): the pinned schedule's run is the same in a new process.
+    script = ("from hwm.bridge.dst import Schedule, Step, run_schedule\n"
+              f"schedule = {OVERWRITTEN!r}\n"
+              "print(repr(run_schedule(schedule, clients=3).events))")
+    fresh = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120,
+                           env=dict(os.environ, PYTHONHASHSEED="1"))
+    assert fresh.returncode == 0, fresh.stderr
+    assert fresh.stdout.strip() == repr(run_schedule(OVERWRITTEN, clients=3).events)
 
 
 def test_the_client_count_is_checked():
