@@ -342,7 +342,8 @@ def model_class(base: type) -> type:
                                    "effect_" + name)
             after = super().apply(s, action)
             # The base's effects build servers of the base's type: each keeps its fields as they were.
-            servers = tuple(server if type(server) is self.server_type else self.server_type(*server, *old[len(Server._fields):])
+            own = len(Server._fields)
+            servers = tuple(server if type(server) is self.server_type else self.server_type(*server, *old[own:])
                             for server, old in zip(after.servers, s.servers))
             after = after._replace(servers=servers)
             if self.after is not None:
