@@ -189,3 +189,25 @@ def test_an_append_of_a_generation_below_the_followers_is_refused_without_a_chan
     assert verdict.valid == valid, verdict.discrepancy and verdict.discrepancy.describe()
     if not valid:
         assert verdict.discrepancy.number == len(events)
+
+
+# n1 leads generation 1 and writes three entries, the first two reaching n2 and n3 (no HWM shown);
+# n2 wins generation 2, writes its own entry 3 with n3 and commits it (HWM 3). n1 holds entries 1..2
+# in common with n2 and a conflicting entry 3@g1.
+MATCHED_TWO = ELECTED + [
+    ("n1", dict(log=((1, 1),))), ("n1", dict(log=((1, 1), (2, 1)))), ("n2", dict(log=((1, 1), (2, 1)))),
+    ("n3", dict(log=((1, 1), (2, 1)))), ("n1", dict(log=((1, 1), (2, 1), (3, 1)))),
+    ("n2", dict(generation=2, role="leader")), ("n3", dict(generation=2)), ("n1", dict(role="follower")),
+    ("n2", dict(log=((1, 1), (2, 1), (3, 2)))), ("n3", dict(log=((1, 1), (2, 1), (3, 2)))), ("n2", dict(hwm=3)),
+]
+
+
+@pytest.mark.parametrize("hwm, valid", [
+    (2, True),  # min(n2's HWM 3, the end of the matched prefix 2)
+    (1, True),  # an append n2 sent before its HWM rose: an older HWM
+    (3, False),  # past the matched prefix: n1's own entry 3@g1 is no committed entry
+])
+def test_a_matched_append_gives_at_most_the_senders_hwm_up_to_the_matched_prefix(hwm, valid):
+    events = MATCHED_TWO + [("n1", dict(generation=2, hwm=hwm))]
+    verdict = run(*events)
+    assert verdict.valid == valid, verdict.discrepancy and verdict.discrepancy.describe()
