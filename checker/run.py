@@ -74,12 +74,13 @@ def choose_successors(protocols, config: Config, symmetry: bool, successors: str
                       chosen: frozenset[str] | None = None) -> tuple[dict[str, str], list[str]]:
     """The backend each of `protocols` runs under `successors` (each at its tour bounds when `tour`, with
     the bounds the user `chosen`: `tour_config`), and for `auto` the notes on those that run the
-    reference backend (`checker.auto_backend.choose`)."""
+    reference backend (`checker.auto_backend.choose`). The tour's are by spec (a variant's is not its name)."""
     models = {}
     for spec in protocols:
         name, protocol = resolve(spec)
+        key = spec if tour else name
         try:
-            models[name] = build_model(protocol, tour_config(name, config, chosen) if tour else config)
+            models[key] = build_model(protocol, tour_config(key, config, chosen) if tour else config)
         except ValueError:  # the model refuses these bounds itself: its own check says so
             continue
     if successors != "auto":
@@ -113,8 +114,9 @@ def long_run_warning(protocols, config: Config, symmetry: bool, backends: dict[s
     runs = []
     for spec in protocols:
         name, protocol = resolve(spec)
-        if name in backends:
-            runs.append((protocol.system, tour_config(name, config, chosen) if tour else config, backends[name]))
+        key = spec if tour else name
+        if key in backends:
+            runs.append((protocol.system, tour_config(key, config, chosen) if tour else config, backends[key]))
     return warning(runs, symmetry, parallel)
 
 
@@ -134,12 +136,13 @@ class TourInterrupted(KeyboardInterrupt):
 
 def tour(config: Config, symmetry: bool, jobs: int, progress_stream=None,
          successors: str | dict[str, str] = "reference",
-         chosen: frozenset[str] | None = None) -> list[tuple[str, Report]]:
-    """Check every preset (each at `tour_config`, with the bounds the user `chosen`); presets run in parallel processes (one per core
+         chosen: frozenset[str] | None = None, variants: tuple[str, ...] = ()) -> list[tuple[str, Report]]:
+    """Check every preset, then each of `variants` (specs: docs/variants.md), each at `tour_config` with the
+    bounds the user `chosen`; they run in parallel processes (one per core
     by default). `successors`: one backend for all, "auto", or one per preset (`choose_successors`).
     `progress_stream` hears of each preset as it finishes and, on a terminal, of those still
     running, every second."""
-    names = runnable_presets(config)
+    names = runnable_presets(config, variants)
     if successors == "auto":
         successors = choose_successors(names, config, symmetry, "auto", tour=True, chosen=chosen)[0]
     backends = successors if isinstance(successors, dict) else dict.fromkeys(names, successors)
@@ -205,12 +208,13 @@ def tour(config: Config, symmetry: bool, jobs: int, progress_stream=None,
     return [(r.protocol, by_name[r.protocol]) for r in requests]
 
 
-def runnable_presets(config: Config) -> list[str]:
-    """The presets whose model runs under `config` (ZAB and BookKeeper take the rpc network only)."""
+def runnable_presets(config: Config, variants: tuple[str, ...] = ()) -> list[str]:
+    """The presets whose model runs under `config` (ZAB and BookKeeper take the rpc network only), then
+    those of `variants` (specs) whose model does."""
     names = []
-    for name, preset in PRESETS.items():
+    for name, protocol in [*((n, p.protocol) for n, p in PRESETS.items()), *((v, resolve(v)[1]) for v in variants)]:
         try:
-            build_model(preset.protocol, config)
+            build_model(protocol, config)
         except ValueError:
             continue
         names.append(name)

@@ -55,13 +55,13 @@ def save_counterexamples(report: Report, protocol_spec, directory: Path) -> list
 
 
 def tour_directories(config: Config, symmetry: bool = True, chosen: frozenset[str] | None = None,
-                     root: Path = Path("hwm-out")) -> dict[str, Path]:
+                     root: Path = Path("hwm-out"), variants: tuple[str, ...] = ()) -> dict[str, Path]:
     """Where the tour saves each preset's traces by default: under the bounds it checks that preset at
     (`verdict.tour_config`, with the bounds the user `chosen`: Kafka's presets at a generation less,
     raft-noop at a log slot more), so a trace's directory never names bounds it was not found at."""
     from hwm.checker.verdict import tour_config
 
-    return {name: root / bounds_directory(tour_config(name, config, chosen), symmetry) for name in PRESETS}
+    return {name: root / bounds_directory(tour_config(name, config, chosen), symmetry) for name in (*PRESETS, *variants)}
 
 
 def lasso_trace(report: LivenessReport, protocol_spec, prop: str) -> Trace:

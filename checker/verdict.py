@@ -122,6 +122,18 @@ def judge_tour(results: list[tuple[str, Report]], config: Config | None = None) 
     return judge(results).problems
 
 
+def tour_protocol(name: str) -> tuple[Protocol, str, bool]:
+    """A tour row's protocol, the preset whose tour values its bounds take, and whether the catalogue
+    calls it broken: a preset's own, or for a variant in the tour (docs/variants.md) its base preset's,
+    and safe (nothing tells the catalogue a user's variant is meant to break)."""
+    if name in PRESETS:
+        return PRESETS[name].protocol, name, PRESETS[name].broken
+    from hwm.properties.protocol import resolve
+    protocol = resolve(name)[1]
+    base = type(protocol).variant.base
+    return protocol, base["preset"] if isinstance(base, dict) else base, False
+
+
 def tour_verdicts(preset: str, report: Report) -> dict[str, str]:
     """The tour's verdict on each always property of `preset`'s report, judged against the catalogue
     as `checker.expectations.judge` judges the preset (its exit status): "expected" (a violation the
@@ -133,7 +145,7 @@ def tour_verdicts(preset: str, report: Report) -> dict[str, str]:
 
     always = [p for p, r in report.results.items() if r.kind == "always"]
     got = set(report.violated)
-    if not PRESETS[preset].broken:
+    if not tour_protocol(preset)[2]:
         return {p: "unexpected" if p in got else "holds" for p in always}
     config = Config.from_mapping(report.config)
     known = expected_properties(preset)
@@ -169,8 +181,8 @@ def tour_config(preset: str, config: Config, chosen: frozenset[str] | set[str] |
     partition presets' partition and second entry); a bound the user chose is theirs. `chosen`: the
     bounds given on the command line; None (a caller with a Config alone): none at the default bounds,
     all of them at any other. A preset whose no-op fills the log gets one slot more, so that its
-    client entries get the room every other preset's get."""
-    protocol = PRESETS[preset].protocol
+    client entries get the room every other preset's get. A variant in the tour takes its base preset's."""
+    protocol, preset, _ = tour_protocol(preset)
     if chosen is None:
         chosen = frozenset() if config == DEFAULT_CONFIG else CHOSEN_ALL
     lowered = TOUR_BOUNDS.get(protocol.system, {})

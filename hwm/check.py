@@ -10,7 +10,8 @@ from hwm.checker.report import Report
 from hwm.checker.run import (CheckRequest, TourInterrupted, choose_successors, default_jobs,  # noqa: F401
                              long_run_warning, run, runnable_presets, successors_refusal, tour)
 from hwm.checker.traces import bounds_directory, counterexample_paths, save_counterexamples, trace_filename  # noqa: F401
-from hwm.checker.verdict import CHOSEN_ALL, impossible_witnesses, judge_tour, passed, thin, tour_config  # noqa: F401
+from hwm.checker.verdict import (CHOSEN_ALL, impossible_witnesses, judge_tour, passed, thin, tour_config,  # noqa: F401
+                                 tour_protocol)
 from hwm.model.state import Config
 from hwm.properties.acked import ALL_BY_NAME
 from hwm.properties.protocol import PRESETS, Protocol
@@ -109,10 +110,15 @@ ABBREVIATIONS = {p.name: "".join(c for c in p.name if c.isupper()) for p in ALL_
 
 
 def tour_table(results: list[tuple[str, Report]], tour: Config | None = None) -> str:
-    """One row per preset; a preset checked at other bounds than the tour's (`tour`) says which."""
-    # One column per always property some preset was checked for; "-" where it does not apply.
-    columns = [p for p in ALL_PROPERTIES if p.kind == "always" and any(p.name in r.results for _, r in results)]
-    header = ["preset", "states", "secs"] + [ABBREVIATIONS[p.name] for p in columns] + ["witnesses"]
+    """One row per preset, then per variant in the tour (by its name); a row checked at other bounds
+    than the tour's (`tour`) says which."""
+    from hwm.model.variant import own_properties
+    # One column per always property some preset was checked for; "-" where it does not apply. A
+    # variant's own invariants come after the catalogue's, by their full names.
+    own = {p.name: p for name, _ in results if name not in PRESETS for p in own_properties(tour_protocol(name)[0])}
+    columns = [p for p in (*ALL_PROPERTIES, *own.values())
+               if p.kind == "always" and any(p.name in r.results for _, r in results)]
+    header = ["preset", "states", "secs"] + [ABBREVIATIONS.get(p.name, p.name) for p in columns] + ["witnesses"]
     rows = []
     for name, r in results:
         cells = []
@@ -122,16 +128,17 @@ def tour_table(results: list[tuple[str, Report]], tour: Config | None = None) ->
         sometimes = [res for res in r.results.values() if res.kind == "sometimes"]
         reached = sum(1 for res in sometimes if res.found)
         config = Config.from_mapping(r.config)
-        impossible = len(impossible_witnesses(r, PRESETS[name].protocol, config))
+        protocol = tour_protocol(name)[0]
+        impossible = len(impossible_witnesses(r, protocol, config))
         witnesses = f"{reached}/{len(sometimes) - impossible}" + (f" ({impossible} impossible)" if impossible else "")
         notes = []
         if tour is not None and config.max_log != tour.max_log:
             notes.append(f"log ≤ {config.max_log}")
-        if thin(PRESETS[name].protocol, config):
+        if thin(protocol, config):
             notes.append("THIN")
-        rows.append([name + (f" ({', '.join(notes)})" if notes else ""), f"{r.states:,}", f"{r.seconds:.1f}"]
+        rows.append([r.protocol_name + (f" ({', '.join(notes)})" if notes else ""), f"{r.states:,}", f"{r.seconds:.1f}"]
                     + cells + [witnesses])
-    legend = "  ".join(f"{ABBREVIATIONS[p.name]}={p.name}" for p in columns)
+    legend = "  ".join(f"{ABBREVIATIONS[p.name]}={p.name}" for p in columns if p.name in ABBREVIATIONS)
     return table(header, rows) + "\n\n✓ holds, ✗N violated (shortest counterexample: N steps)\n" + legend
 
 

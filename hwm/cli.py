@@ -63,6 +63,10 @@ def main() -> None:
 @click.option("--protocol", "protocol", type=ProtocolParam(), default=None,
               help="Preset to check (see `hwm protocols`), optionally with flags: raft,commit=any-generation. "
                    "Without it: the tour of every preset.")
+@click.option("--variant", "variants", type=ProtocolParam(), multiple=True,
+              help="The tour checks this variant too (file.py:Name, package.module:Name or an installed "
+                   "variant's name: docs/variants.md), at its base preset's tour bounds, and expects it to hold "
+                   "as a safe preset. Repeatable.")
 @click.option("--servers", type=click.IntRange(1, 9), default=Config.servers, show_default=True)
 @click.option("--max-generation", type=click.IntRange(1, 99), default=Config.max_generation, show_default=True)
 @click.option("--max-log", type=click.IntRange(0, 99), default=Config.max_log, show_default=True)
@@ -139,8 +143,15 @@ def check(**options) -> None:
 def _check(protocol, servers, max_generation, max_log, max_crashes, network, channel_capacity, no_symmetry,
            engine, spark_master, walks, seed, jobs, as_json, save, workers, liveness=False,
            liveness_max_states=50_000, successors="auto", junit_out=None, progress_mode="auto",
-           progress_interval=10.0, itf_too=False, max_partitions=0, spark_exchange="auto", spark_dir=None) -> None:
+           progress_interval=10.0, itf_too=False, max_partitions=0, spark_exchange="auto", spark_dir=None,
+           variants=()) -> None:
     config = Config(servers, max_generation, max_log, max_crashes, network, channel_capacity, max_partitions)
+    if variants and protocol is not None:
+        raise click.UsageError("--variant adds a variant to the tour; to check one alone, give it as --protocol")
+    flagged = [v for v in variants if not isinstance(v, str) or resolve(v)[0] in PRESETS]
+    if flagged:
+        raise click.UsageError(f"--variant {resolve(flagged[0])[0]}: the tour checks every preset already; "
+                               f"--variant takes a variant's name (file.py:Name), without flags")
     symmetry = not no_symmetry
     if engine != "spark" and (spark_exchange != "auto" or spark_dir is not None):
         raise click.UsageError("--spark-exchange and --spark-dir apply to --engine spark")
@@ -163,15 +174,15 @@ def _check(protocol, servers, max_generation, max_log, max_crashes, network, cha
                            if context.get_parameter_source(bound) not in (None, ParameterSource.DEFAULT,
                                                                           ParameterSource.DEFAULT_MAP))
         if save is None:
-            directories = tour_directories(config, symmetry, chosen)
+            directories = tour_directories(config, symmetry, chosen, variants=variants)
             for directory in sorted(set(directories.values())):
                 if directory_problem(directory):  # checked now, not after the whole tour
                     raise click.UsageError(f"cannot save the tour's traces: {directory_problem(directory)}; "
                                            f"give --save DIR")
         else:
-            directories = {name: save for name in PRESETS}
+            directories = {name: save for name in (*PRESETS, *variants)}
         _tour(config, symmetry, jobs or checking.default_jobs(), as_json, directories, engine, successors, junit_out,
-              progress_mode != "never", itf_too, chosen)
+              progress_mode != "never", itf_too, chosen, variants)
         return
     if liveness:
         from hwm import liveness_report
@@ -260,7 +271,7 @@ def _check(protocol, servers, max_generation, max_log, max_crashes, network, cha
 
 def _tour(config: Config, symmetry: bool, jobs: int, as_json: bool, directories: dict[str, Path], engine: str,
           successors: str = "auto", junit_out: Path | None = None, progress: bool = True,
-          itf_too: bool = False, chosen: frozenset[str] = frozenset()) -> None:
+          itf_too: bool = False, chosen: frozenset[str] = frozenset(), variants: tuple[str, ...] = ()) -> None:
     if engine != "local":
         raise click.UsageError("the tour runs on the local engine; give --protocol to use another engine")
     click.echo(f"Checking every preset at {config.describe()} (symmetry {'on' if symmetry else 'off'}, "
@@ -268,12 +279,12 @@ def _tour(config: Config, symmetry: bool, jobs: int, as_json: bool, directories:
     # Name the presets checked at other bounds, not their whole system: raft-noop alone gets a
     # log slot more, and Kafka's presets alone a generation less (docs/systems-kafka.md).
     lowered: dict[str, list[str]] = {}
-    for n in PRESETS:
+    for n in (*PRESETS, *variants):
         if checking.tour_config(n, config, chosen) != config:
-            lowered.setdefault(checking.tour_config(n, config, chosen).describe(), []).append(n)
+            lowered.setdefault(checking.tour_config(n, config, chosen).describe(), []).append(resolve(n)[0])
     for bounds, names in lowered.items():
         click.echo(f"  {', '.join(names)} at {bounds}", err=True)
-    presets = checking.runnable_presets(config)
+    presets = checking.runnable_presets(config, variants)
     backends, notes = checking.choose_successors(presets, config, symmetry, successors, tour=True, chosen=chosen)
     for note in notes:
         click.echo(f"  note: {note}", err=True)
@@ -282,7 +293,7 @@ def _tour(config: Config, symmetry: bool, jobs: int, as_json: bool, directories:
         click.echo(warning, err=True)
     try:
         results = checking.tour(config, symmetry, jobs, progress_stream=sys.stderr if progress else None,
-                                successors=backends, chosen=chosen)
+                                successors=backends, chosen=chosen, variants=variants)
     except checking.TourInterrupted as stop:
         # What finished is as true as a whole tour's row; what did not is named, not guessed.
         if stop.finished:
@@ -304,7 +315,8 @@ def _tour(config: Config, symmetry: bool, jobs: int, as_json: bool, directories:
     problems = judgement.problems
     if as_json:
         click.echo(json.dumps({"config": config.to_mapping(),
-                               "reports": [checking.report_json(r, PRESETS[name].protocol) for name, r in results],
+                               "reports": [checking.report_json(r, checking.tour_protocol(name)[0])
+                                           for name, r in results],
                                "problems": problems, "not_shown": judgement.not_shown,
                                "expected_violations_seen": judgement.seen,
                                "expected_violations": judgement.expected}, indent=2))
@@ -316,20 +328,23 @@ def _tour(config: Config, symmetry: bool, jobs: int, as_json: bool, directories:
         places = sorted({str(p.parent) for p in saved}) or sorted({str(directories[n]) for n, _ in results})
         click.echo(f"\nsaved {len(saved)} shortest counterexamples to {' and '.join(d + '/' for d in places)} "
                    f"(replay one: hwm replay {places[0]}/<file>; each has its picture beside it, <file>.html)")
-        skipped = [name for name in PRESETS if name not in dict(results)]
+        skipped = [resolve(name)[0] for name in (*PRESETS, *variants) if name not in dict(results)]
         if skipped:
             click.echo(f"not run at these options (their models take the rpc network only): {', '.join(skipped)}")
         for name, _ in results:
+            if name not in PRESETS:  # a variant in the tour
+                continue
             caught = PRESETS[name].caught_at
             if PRESETS[name].broken and caught.get("servers", config.servers) != config.servers:
                 click.echo(f"note: {name} is caught at servers={caught['servers']}: "
                            f"hwm check --protocol {name} --servers {caught['servers']}")
         for name, report in results:
-            reason = checking.thin(PRESETS[name].protocol, Config.from_mapping(report.config))
+            protocol = checking.tour_protocol(name)[0]
+            reason = checking.thin(protocol, Config.from_mapping(report.config))
             if reason:
-                click.echo(f"THIN: {name}: {reason}; its verdicts say nothing about client entries")
-            elif report.config != config.to_mapping() and PRESETS[name].protocol.noop_on_election:
-                click.echo(f"note: {name} is checked at {Config.from_mapping(report.config).describe()}: "
+                click.echo(f"THIN: {report.protocol_name}: {reason}; its verdicts say nothing about client entries")
+            elif report.config != config.to_mapping() and protocol.noop_on_election:
+                click.echo(f"note: {report.protocol_name} is checked at {Config.from_mapping(report.config).describe()}: "
                            f"its no-op takes a log slot, so client entries get the room the others get")
         if problems:
             click.echo("\nNOT AS EXPECTED:")

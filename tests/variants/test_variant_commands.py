@@ -200,3 +200,42 @@ def test_what_a_variant_with_its_own_fields_and_actions_cannot_do_is_one_line(tm
     line = error_line(hwm("replay", trace, "-q", "--on", "impl"))
     assert line.startswith(f"error: {trace}, step 2, field 'action': timeout(S2): timeout is not an action of the "
                            f"implementation"), line
+
+
+def test_the_tour_checks_a_variant_with_its_own_invariants(watched, flexible, tmp_path, monkeypatch):
+    """hwm check --variant: every preset, then each variant, at its base preset's tour bounds, expected to
+    hold as a safe preset; a variant's own invariant gets a column of its own."""
+    monkeypatch.chdir(watched.parent)
+    out = tmp_path / "tour"
+    result = hwm("check", "--variant", "watched.py:Watched", "--variant", f"{flexible}:Flexible", "--servers", "3",
+                 "--max-generation", "1", "--max-crashes", "0", "--jobs", "1", "--progress", "never", "--save", out)
+    assert result.exit_code == 1, result.output
+    rows = {line.split()[0]: line.split() for line in result.output.splitlines()
+            if line.split() and line.split()[0] in ("preset", "raft", "Watched", "Flexible")}
+    column = rows["preset"].index("NothingRead")
+    assert rows["Watched"][1] == "13" and rows["Watched"][column] == "✗5"  # every server must store an entry
+    assert rows["Flexible"][1] == rows["raft"][1] == "17" and rows["Flexible"][column] == "-"  # Q1 = Q2 = 2 of 3
+    assert "NOT AS EXPECTED:\n  Watched: unexpectedly violates NothingRead (a variant in the tour is expected to " \
+           "hold)\n" in result.output
+    assert "Flexible:" not in result.output.split("NOT AS EXPECTED:")[1]
+    saved = json.loads((out / "Watched.NothingRead.json").read_text())
+    assert saved["protocol"] == f"{watched}:Watched"
+
+
+def test_a_variant_takes_its_base_presets_tour_bounds(tmp_path):
+    from hwm.checker.verdict import tour_config
+    from hwm.model.state import Config
+
+    path = tmp_path / "noop.py"
+    path.write_text("from hwm.model.variant import Variant\nclass Noop(Variant):\n    base = 'raft-noop'\n")
+    assert tour_config(f"{path}:Noop", Config()) == tour_config("raft-noop", Config()) != Config()  # a log slot more
+
+
+@pytest.mark.parametrize("args, expected", [
+    (["--variant", "raft"], "Error: --variant raft: the tour checks every preset already; --variant takes a "
+                            "variant's name (file.py:Name), without flags"),
+    (["--variant", "{flexible}:Flexible", "--protocol", "raft"],
+     "Error: --variant adds a variant to the tour; to check one alone, give it as --protocol"),
+])
+def test_what_the_tours_variant_option_refuses(flexible, args, expected):
+    assert error_line(hwm("check", *[a.format(flexible=flexible) for a in args])) == expected
