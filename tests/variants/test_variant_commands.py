@@ -239,3 +239,22 @@ def test_a_variant_takes_its_base_presets_tour_bounds(tmp_path):
 ])
 def test_what_the_tours_variant_option_refuses(flexible, args, expected):
     assert error_line(hwm("check", *[a.format(flexible=flexible) for a in args])) == expected
+
+
+def test_every_commands_protocol_option_takes_a_variant(flexible, monkeypatch):
+    """One parameter type reads every command's --protocol (hwm/params.py): a variant's file, named from
+    where the command runs, becomes the absolute spec every process and saved trace use."""
+    import click
+
+    from hwm.properties.protocol import Protocol, resolve
+
+    monkeypatch.chdir(flexible.parent)
+    ctx = click.Context(main)
+    commands = {name: main.get_command(ctx, name) for name in main.list_commands(ctx)}
+    options = {name: param for name, command in commands.items() for param in command.params
+               if isinstance(param, click.Option) and "--protocol" in param.opts}
+    assert {"check", "graph", "replay", "explore", "validate", "prove", "test", "node", "cluster"} <= set(options)
+    for name, option in options.items():
+        value = option.process_value(click.Context(commands[name]), "flexible.py:Flexible")
+        protocol = value if isinstance(value, Protocol) else resolve(value)[1]  # hwm controller resolves it
+        assert type(protocol).spec == f"{flexible}:Flexible", name
