@@ -198,6 +198,23 @@ def test_only_a_fetch_of_the_leaders_own_epoch_counts_toward_its_hw(preset, befo
         assert verdict.discrepancy.number == len(events)
 
 
+# n3 down: n1's shrink to {n1, n2} accepted; n3 restarts empty, its fetch from offset 0 reaches the HW 0.
+REJOINING = ELECTED + [("n3", dict(crash=True)), ("n1", dict(), ("n1", "n2")),
+                       ("n3", dict(restart=True, generation=1, role="follower", log=(), hwm=0)), ("n3", dict())]
+
+
+@pytest.mark.parametrize("before, valid", [
+    ([], True),  # the leader of the controller's epoch: its AlterIsr adding n3 is accepted
+    ([("n2", dict(generation=2, role="leader"), ("n1", "n2"))], False),  # n1 deposed by epoch 2: refused
+])
+def test_an_isr_expansion_is_the_controllers_answer_to_the_leader_of_its_epoch(before, valid):
+    events = REJOINING + before + [("n1", dict(), NODES)]
+    verdict = run(*events)
+    assert verdict.valid == valid, verdict
+    if not valid:
+        assert verdict.discrepancy.number == len(events)
+
+
 @pytest.mark.parametrize("preset", ["kafka", pytest.param("kafka-truncate-to-hwm", marks=pytest.mark.deep)])
 def test_recorded_runs_of_the_kafka_model_stay_valid(preset):
     protocol = resolve(preset)[1]
