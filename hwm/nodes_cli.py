@@ -102,9 +102,10 @@ def _saved_paths(save: Path, kinds: list[str]) -> dict[str, Path]:
 @click.command(name="test", context_settings={"ignore_unknown_options": False})
 @click.argument("command", nargs=-1, required=True)
 @click.option("--nodes", type=click.IntRange(1, 9), default=3, show_default=True, help="Copies of the node to run.")
-@click.option("--workload", type=click.Choice(["kafka", "log"]), default="kafka", show_default=True,
+@click.option("--workload", type=click.Choice(["kafka", "log", "lin-kv"]), default="kafka", show_default=True,
               help="kafka: Maelstrom's (send, poll, commit_offsets, list_committed_offsets); "
-                   "log: hwm's (log_append, log_read).")
+                   "log: hwm's (log_append, log_read); lin-kv: Maelstrom's (read, write, cas on integer keys), "
+                   "each key's history checked for linearizability.")
 @click.option("--clock", type=click.Choice(["wall", "virtual"]), default="wall", show_default=True,
               help="virtual: hwm sends hwm_tick and a tick step is one tick (repeatable runs; the node must "
                    "declare \"hwm_tick\" in init_ok); wall: the node keeps its own timers and a tick step waits 50 ms.")
@@ -125,6 +126,10 @@ def _saved_paths(save: Path, kinds: list[str]) -> dict[str, Path]:
 @click.option("--require-replies", is_flag=True,
               help="A request still unanswered after the final phase is a finding (NoReply); by default it is "
                    "indeterminate, as in Maelstrom, and reported as availability.")
+@click.option("--linearizable-budget", "linearizable_budget", type=click.FloatRange(0.1), default=10.0,
+              show_default=True,
+              help="lin-kv: seconds the linearizability search may take per schedule, all keys together; a key "
+                   "not decided by then is reported undecided, never as a finding.")
 @click.option("--protocol", "protocol", type=ProtocolParam(), default=None,
               help="The preset the node implements (raft, raft-noop,hwm_durable=true, zab, ...): each change a "
                    "node shows through hwm_state is stepped against the preset's model (the raft, zab and kafka systems' "
@@ -138,7 +143,7 @@ def _saved_paths(save: Path, kinds: list[str]) -> dict[str, Path]:
 @click.option("--no-shrink", is_flag=True, help="Report the first failing schedule as found.")
 @click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
 def test(command, nodes, workload, clock, schedules, steps, seed, faults, settle_time, settle_rounds, require_replies,
-         protocol, save, time_limit, no_shrink, as_json):
+         linearizable_budget, protocol, save, time_limit, no_shrink, as_json):
     """Run N copies of the node COMMAND (after --) under hwm's network and check what clients see.
 
     hwm speaks Maelstrom's protocol strictly: a node gets nothing of hwm's unless its init_ok
@@ -159,7 +164,8 @@ def test(command, nodes, workload, clock, schedules, steps, seed, faults, settle
         problem = file_problem(save, create_parent=True)
         if problem:
             raise click.UsageError(f"the default --save path: {problem}; give --save FILE")
-    limits = Limits(final_rounds=settle_rounds, settle_seconds=settle_time, replies_required=require_replies)
+    limits = Limits(final_rounds=settle_rounds, settle_seconds=settle_time, replies_required=require_replies,
+                    linearizable_seconds=linearizable_budget)
 
     stepped = [0]  # observed changes stepped against the model, over all schedules
 
@@ -201,7 +207,7 @@ def test(command, nodes, workload, clock, schedules, steps, seed, faults, settle
     if as_json:
         click.echo(json.dumps({"schedules": report.schedules, "shrink_runs": report.shrink_runs,
                                "operations": report.operations, "succeeded": report.answered_ok,
-                               "unanswered": report.unanswered,
+                               "unanswered": report.unanswered, "undecided": report.undecided,
                                "seconds": round(report.seconds, 3), "faults": sorted(report.faults),
                                "first_failure_at": report.first_failure_at,
                                "found": {kind: {"findings": [str(f) for f in result.findings],
@@ -237,6 +243,10 @@ def test(command, nodes, workload, clock, schedules, steps, seed, faults, settle
         if report.unanswered:
             click.echo(f"availability: {_plural(report.unanswered, 'request')} never answered, even after the final "
                        "phase (indeterminate, as in Maelstrom; --require-replies makes it a finding)")
+        if report.undecided:
+            histories = "history" if len(report.undecided) == 1 else "histories"
+            click.echo(f"linearizability: {len(report.undecided)} key {histories} undecided (no finding; "
+                       f"--linearizable-budget gives the search more time): {report.undecided[0]}")
     if save_error:
         click.echo(save_error, err=True)
         sys.exit(EXIT_USAGE)

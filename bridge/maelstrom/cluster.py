@@ -33,6 +33,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from hwm.bridge.maelstrom.history import Finding, HistoryChecker, describe_op, final_read_requests
+from hwm.bridge.maelstrom.lin_kv import LinKVChecker
 from hwm.bridge.maelstrom.observe import ObservationError, Observer, describe_observation, parse_state
 from hwm.bridge.maelstrom.process import EOF_LINE, NodeProcess
 from hwm.bridge.maelstrom.protocol import (INDEFINITE, MAX_LINE_BYTES, NOT_SUPPORTED, REPLIES, SERVICES,
@@ -66,6 +67,9 @@ class Limits:
     # A request never answered is indeterminate (Maelstrom's :info), reported as availability; True
     # makes it a finding (NoReply), for a node that must answer every request once the network heals.
     replies_required: bool = False
+    # The lin-kv workload: the linearizability search's budget per run, all keys together; a key not
+    # decided by then is reported undecided, never a finding.
+    linearizable_seconds: float = 10.0
 
 
 @dataclass
@@ -76,6 +80,7 @@ class RunResult:
     observations: list[dict] = field(default_factory=list)
     protocol_error: NodeProtocolError | None = None
     unanswered: list[dict] = field(default_factory=list)  # requests never answered: indeterminate
+    undecided: list[str] = field(default_factory=list)  # lin-kv: keys the search did not decide in time
     steps_run: int = 0
     events: list[list[str]] = field(default_factory=list)  # per step (index 0: start-up), what happened
     seconds: float = 0.0
@@ -117,7 +122,8 @@ class Run:
         self.barrier_ok: dict[str, bool] = {n: True for n in self.node_ids}
         self.lines_this_step: dict[str, int] = {}
         self.killed_by_us: set[str] = set()
-        self.checker = HistoryChecker()
+        self.checker = (LinKVChecker(self.limits.linearizable_seconds) if schedule.workload == "lin-kv"
+                        else HistoryChecker())
         self.observer = Observer(self.node_ids)
         if steps_against_model(schedule.protocol):  # the preset the node implements: step each change against it
             self.observer.model_steps = ModelSteps(schedule.protocol, self.node_ids)
@@ -341,6 +347,8 @@ class Run:
                 self._kafka_offsets_checked(node, op, body)
             for finding in self.checker.findings[before:]:
                 self._event(f"FINDING {finding}")
+        else:
+            self.checker.on_error(op, self.step_number)
 
     def _kafka_offsets_checked(self, node: str, op: dict, body: dict) -> None:
         """A node whose kafka offsets are log indexes: an acknowledged send is an acknowledged append at
@@ -634,6 +642,7 @@ def result_of(run: Run, result: RunResult) -> RunResult:
     result.findings = run.checker.findings + run.observer.findings
     result.history = [{k: v for k, v in op.items() if k != "msg_id"} for op in run.ops]
     result.unanswered = run.unanswered
+    result.undecided = list(getattr(run.checker, "undecided", []))
     result.observations = run.observer.observations
     result.events = run.events
     return result

@@ -39,7 +39,10 @@ def describe_op(op: dict) -> str:
     args = {"send": lambda: f"{request.get('key')}, {request.get('msg')}", "log_append": lambda: f"{request.get('value')}",
             "log_read": lambda: f"{request.get('index')}", "poll": lambda: f"{request.get('offsets')}",
             "commit_offsets": lambda: f"{request.get('offsets')}",
-            "list_committed_offsets": lambda: f"{request.get('keys')}"}.get(op["type"], lambda: "")()
+            "list_committed_offsets": lambda: f"{request.get('keys')}",
+            "read": lambda: f"{request.get('key')}", "write": lambda: f"{request.get('key')}, {request.get('value')}",
+            "cas": lambda: f"{request.get('key')}, {request.get('from')}→{request.get('to')}"
+                           + (", create" if request.get("create_if_not_exists") else "")}.get(op["type"], lambda: "")()
     where = f"step {op['step']}" if op.get("step") is not None else "the final reads"
     return f"op {op['id']} {op['client']}→{op['node']} {op['type']}({args}) at {where}"
 
@@ -127,6 +130,9 @@ class HistoryChecker:
                 if isinstance(offset, int):
                     self._committed(key, offset, op, step)
 
+    def on_error(self, op: dict, step) -> None:
+        """An operation answered with an error: these checks learn nothing from it."""
+
     def _committed(self, key, offset, op, step) -> None:
         """A listed committed offset below a floor set before this request was sent (an acknowledged
         commit, an earlier listing) is a finding, unless a client sent a commit at or below it after
@@ -195,6 +201,8 @@ def _answered(final_ops: list[dict]) -> set[tuple]:
 
 def final_read_requests(workload: str, checker: HistoryChecker) -> list[dict]:
     """What the final phase asks every node: each index (key) the history acknowledged or read."""
+    if workload == "lin-kv":
+        return checker.final_read_requests()
     if workload == "log":
         indexes = sorted({offset for (key, offset) in checker.known if isinstance(offset, int)})
         return [{"type": "log_read", "index": i} for i in indexes]

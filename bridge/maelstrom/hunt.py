@@ -88,6 +88,7 @@ class HuntReport:
     operations: int = 0  # client operations sent, over all schedules
     answered_ok: int = 0  # of which the node answered with success: a clean hunt where none did says little
     unanswered: int = 0  # requests never answered: indeterminate, an availability figure
+    undecided: list[str] = field(default_factory=list)  # lin-kv: keys the search did not decide in time
     seconds: float = 0.0
     first_failure_at: int | None = None  # how many schedules until the first failure
     first_failure_seconds: float | None = None
@@ -132,6 +133,7 @@ def hunt(command: list[str], workload: str = "log", nodes: int = 3, clock: str =
     # "leader": the node that, by its last hwm_state answer, leads the highest generation; faults and
     # requests aimed there find the pattern's bugs far sooner (any node when the node does not say).
     target = st.one_of(st.just("leader"), node)
+    lin_kv_key = st.sampled_from([0, 1])  # few keys: each key's history is long enough to contradict itself
 
     class Stop(Exception):
         """Ends the hunt: a schedule failed, or the node could not start."""
@@ -149,6 +151,7 @@ def hunt(command: list[str], workload: str = "log", nodes: int = 3, clock: str =
             self.run: Run | None = None
             self.error: NodeProtocolError | None = None
             self.values = 0
+            self.values_of: dict = {}  # lin-kv: key -> the values written to it, oldest first
             self.last_reader: str | None = None  # the node that answered the latest successful read
             self.steps_at_risk = 0  # the two scores given to hypothesis.target
             self.risky_kills = 0
@@ -181,7 +184,7 @@ def hunt(command: list[str], workload: str = "log", nodes: int = 3, clock: str =
             except NodeProtocolError as e:
                 self.error = e
                 return
-            if step["op"] in ("log_read", "poll"):
+            if step["op"] in ("log_read", "poll", "read"):
                 self.read_answered(step)
             if self.read_entry_at_risk():
                 self.steps_at_risk += 1
@@ -228,6 +231,12 @@ def hunt(command: list[str], workload: str = "log", nodes: int = 3, clock: str =
             self.values += 1
             return self.values
 
+        def written_to(self, key) -> int:
+            """A new value, remembered as one `key` may hold (a cas's from)."""
+            value = self.next_value()
+            self.values_of.setdefault(key, []).append(value)
+            return value
+
         def cut_off_node(self, node: str) -> None:
             """Partition `node` away from all the others."""
             self.apply({"op": "partition", "groups": [[node], [n for n in node_ids if n != node]]})
@@ -241,6 +250,22 @@ def hunt(command: list[str], workload: str = "log", nodes: int = 3, clock: str =
             def log_read(self, node, back):
                 index = max(1, self.newest_index() - back)
                 self.apply({"op": "log_read", "node": self.resolve(node), "index": index})
+        elif workload == "lin-kv":
+            @rule(node=target, key=lin_kv_key)
+            def read(self, node, key):
+                self.apply({"op": "read", "node": self.resolve(node), "key": key})
+
+            @rule(node=target, key=lin_kv_key)
+            def write(self, node, key):
+                self.apply({"op": "write", "node": self.resolve(node), "key": key, "value": self.written_to(key)})
+
+            @rule(node=target, key=lin_kv_key, back=st.integers(0, 2), create=st.sampled_from([False, False, True]))
+            def cas(self, node, key, back, create):
+                # From a value the key held lately (else the cas can only fail), to a new one.
+                held = self.values_of.get(key, [])
+                source = held[max(0, len(held) - 1 - back)] if held else self.values + 1
+                step = {"op": "cas", "node": self.resolve(node), "key": key, "from": source, "to": self.written_to(key)}
+                self.apply(dict(step, create_if_not_exists=True) if create else step)
         else:
             @rule(node=target, key=st.sampled_from(["k1", "k2"]))
             def send(self, node, key):
@@ -267,6 +292,13 @@ def hunt(command: list[str], workload: str = "log", nodes: int = 3, clock: str =
                 seen = self.run.observer.latest.get(node) if self.run is not None else None
                 newest = len(seen["log"]) if seen else self.newest_index()  # the entry just appended, if shown
                 self.apply({"op": "log_read", "node": node, "index": max(1, newest)})
+        elif workload == "lin-kv":
+            @rule(key=lin_kv_key, reader=node)
+            def write_then_read(self, key, reader):
+                # A write at the leader, then at once a read elsewhere, before any delivery: a node
+                # that answers from its own copy answers what the write replaced.
+                self.apply({"op": "write", "node": self.resolve("leader"), "key": key, "value": self.written_to(key)})
+                self.apply({"op": "read", "node": reader, "key": key})
         else:
             @rule(key=st.sampled_from(["k1", "k2"]))
             def send_then_poll(self, key):
@@ -373,6 +405,7 @@ def hunt(command: list[str], workload: str = "log", nodes: int = 3, clock: str =
             report.operations += result.operations()
             report.answered_ok += sum(1 for op in result.history if op["step"] is not None and op["status"] == "ok")
             report.unanswered += len(result.unanswered)
+            report.undecided += [f"schedule {report.schedules}, {line}" for line in result.undecided]
             if on_schedule is not None:
                 on_schedule(report, result)
             if result.failed:

@@ -22,7 +22,8 @@ SERVICES = ("lin-kv", "seq-kv", "lww-kv")
 # The replies a client may get to each request it sends (besides "error").
 REPLIES = {"init": "init_ok", "send": "send_ok", "poll": "poll_ok", "commit_offsets": "commit_offsets_ok",
            "list_committed_offsets": "list_committed_offsets_ok", "log_append": "log_append_ok",
-           "log_read": "log_read_ok", "hwm_state": "hwm_state_ok"}
+           "log_read": "log_read_ok", "hwm_state": "hwm_state_ok",
+           "read": "read_ok", "write": "write_ok", "cas": "cas_ok"}
 MAX_LINE_BYTES = 1 << 20  # one message longer than this is a flood, not a message
 
 

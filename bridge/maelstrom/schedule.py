@@ -9,7 +9,8 @@
  "findings": ["..."], "history": [...], "observations": [...]}
 ```
 Step ops: client requests (`send`, `poll`, `commit_offsets`, `list_committed_offsets` for the kafka
-workload; `log_append`, `log_read` for the log workload), each sent by the node's client (c1 for
+workload; `log_append`, `log_read` for the log workload; `read`, `write`, `cas` for the lin-kv
+workload, Maelstrom's, with integer keys and values and a cas's optional `create_if_not_exists`), each sent by the node's client (c1 for
 n1, ...); the network's `deliver` / `drop` / `duplicate` (the oldest message from `from` to `to`, or
 the `nth`, which reorders), `deliver_all`, `partition` (`groups` of nodes), `heal`; faults `kill`
 (SIGKILL), `restart`, `pause` (SIGSTOP), `resume`; the clock's `tick` (one node, or all) and
@@ -26,7 +27,7 @@ from pathlib import Path
 from hwm.properties.protocol import ProtocolError, resolve
 
 FORMAT = "hwm-schedule/1"
-WORKLOADS = ("kafka", "log")
+WORKLOADS = ("kafka", "log", "lin-kv")
 CLOCKS = ("wall", "virtual")
 
 # op -> {field: type}; every field listed is required, "nth" and a tick's "node" are optional.
@@ -37,6 +38,9 @@ STEP_FIELDS: dict[str, dict[str, type | tuple]] = {
     "list_committed_offsets": {"node": str, "keys": list},
     "log_append": {"node": str, "value": int},
     "log_read": {"node": str, "index": int},
+    "read": {"node": str, "key": int},
+    "write": {"node": str, "key": int, "value": int},
+    "cas": {"node": str, "key": int, "from": int, "to": int},
     "deliver": {"from": str, "to": str},
     "drop": {"from": str, "to": str},
     "duplicate": {"from": str, "to": str},
@@ -52,7 +56,7 @@ STEP_FIELDS: dict[str, dict[str, type | tuple]] = {
     "settle": {"rounds": int},
 }
 CLIENT_OPS = {"kafka": ("send", "poll", "commit_offsets", "list_committed_offsets"),
-              "log": ("log_append", "log_read")}
+              "log": ("log_append", "log_read"), "lin-kv": ("read", "write", "cas")}
 
 
 class ScheduleError(ValueError):
@@ -115,7 +119,10 @@ def check_step(step, nodes: list[str], workload: str, number: int | None = None,
             bad(f"{name!r} must be {getattr(kind, '__name__', kind)}, got {step[name]!r}", name)
     if op == "tick" and "node" in step and not isinstance(step["node"], str):
         bad("'node' must be str", "node")
-    for name in ("node", "from", "to"):
+    if op == "cas" and not isinstance(step.get("create_if_not_exists", False), bool):
+        bad("'create_if_not_exists' must be true or false", "create_if_not_exists")
+    # A delivery's from and to are nodes; a cas's are values.
+    for name in ("node", "from", "to") if op in ("deliver", "drop", "duplicate") else ("node",):
         if name in step and step[name] not in nodes:
             bad(f"no node {step[name]!r}; this run has {', '.join(nodes)}", name)
     if "nth" in step and (not isinstance(step["nth"], int) or step["nth"] < 0):
@@ -185,6 +192,8 @@ def describe(step: dict) -> str:
     if op == "partition":
         return "partition(" + " | ".join(" ".join(g) for g in step["groups"] if g) + ")"
     args = [str(step[k]) for k in ("node", "key", "msg", "value", "index", "ms", "rounds") if k in step]
+    if op == "cas":
+        args.append(f"{step['from']}→{step['to']}" + (", create" if step.get("create_if_not_exists") else ""))
     for k in ("offsets", "keys"):
         if k in step:
             args.append(json.dumps(step[k], separators=(",", ":")))

@@ -1,0 +1,169 @@
+"""The lin-kv workload: how each client operation enters the linearizability check (a table of
+small histories that must pass and must fail), the example forwarding node clean on a few hunted
+schedules and on schedules that leave writes indeterminate, and its planted stale read caught by its
+saved schedule (and, under -m deep, found and shrunk from scratch)."""
+
+import sys
+
+import pytest
+
+from hwm.bridge.maelstrom.cluster import Limits, run_schedule
+from hwm.bridge.maelstrom.hunt import hunt
+from hwm.bridge.maelstrom.lin_kv import FINDING, LinKVChecker
+from hwm.bridge.maelstrom.schedule import Schedule, ScheduleError, check_step, load
+from tests.nodes.commands import ROOT
+
+LIN_KV = ROOT / "examples" / "nodes" / "lin_kv"
+SHORT = Limits(final_rounds=10)  # no timers in the node: a few final rounds deliver everything
+
+
+def forwarding_node(bug: bool = False) -> list[str]:
+    return [sys.executable, str(LIN_KV / "forwarding_node.py"), *(["--bug"] if bug else [])]
+
+
+# ---- the history check: (type, request, status, reply) in the order requests and answers happened
+
+def judged(events) -> list[str]:
+    """Run `events` through the checker: ("call", id, type, request) sends a request,
+    ("answer", id, status, reply) answers it; an operation never answered stays pending."""
+    checker = LinKVChecker(budget_s=5)
+    ops = {}
+    for event in events:
+        if event[0] == "call":
+            _, ident, kind, request = event
+            ops[ident] = {"id": ident, "client": "c1", "node": "n1", "step": ident, "type": kind,
+                          "request": request, "status": "pending", "reply": None, "reply_step": None}
+            checker.on_request(ops[ident])
+        else:
+            _, ident, status, reply = event
+            op = ops[ident]
+            op["status"], op["reply"], op["reply_step"] = status, reply, ident
+            checker.on_reply(op, ident)
+    checker.at_end([])
+    return [f.name for f in checker.findings]
+
+
+def write(ident, value, key=0):
+    return ("call", ident, "write", {"key": key, "value": value})
+
+
+def read(ident, key=0):
+    return ("call", ident, "read", {"key": key})
+
+
+def cas(ident, source, target, key=0, create=False):
+    return ("call", ident, "cas", {"key": key, "from": source, "to": target,
+                                   **({"create_if_not_exists": True} if create else {})})
+
+
+def ok(ident, **reply):
+    return ("answer", ident, "ok", reply)
+
+
+def error(ident, code):
+    return ("answer", ident, "fail" if code not in (0, 13) else "info", {"type": "error", "code": code})
+
+
+CLEAN = {
+    "read of a key never written answered 20": [read(1), error(1, 20)],
+    "concurrent write and read, the old value": [write(1, 1), ok(1), write(2, 2), read(3), ok(3, value=1), ok(2)],
+    "a failed cas (22) changed nothing": [write(1, 1), ok(1), cas(2, 5, 6), error(2, 22), read(3), ok(3, value=1)],
+    "a write refused with 11 changed nothing": [write(1, 1), ok(1), write(2, 2), error(2, 11), read(3), ok(3, value=1)],
+    "a write that timed out (0) took effect": [write(1, 1), error(1, 0), read(2), ok(2, value=1)],
+    "a write never answered took effect": [write(1, 1), read(2), ok(2, value=1)],
+    "a write never answered never took effect": [write(1, 1), read(2), error(2, 20)],
+    "cas with create on an absent key": [cas(1, 9, 4, create=True), ok(1), read(2), ok(2, value=4)],
+    "keys are registers of their own": [write(1, 1, key=0), ok(1), read(2, key=1), error(2, 20)],
+}
+NOT_LINEARIZABLE = {
+    "stale read after an acknowledged write": [write(1, 1), ok(1), write(2, 2), ok(2), read(3), ok(3, value=1)],
+    "key does not exist after an acknowledged write": [write(1, 1), ok(1), read(2), error(2, 20)],
+    "an unanswered write seen, then unseen": [write(1, 1), read(2), ok(2, value=1), read(3), error(3, 20)],
+    "cas succeeded from a value the key did not hold": [write(1, 1), ok(1), cas(2, 7, 8), ok(2)],
+    "a write refused with 11 shows up": [write(1, 1), error(1, 11), read(2), ok(2, value=1)],
+}
+
+
+@pytest.mark.parametrize("name", CLEAN)
+def test_history_passes(name):
+    assert judged(CLEAN[name]) == []
+
+
+@pytest.mark.parametrize("name", NOT_LINEARIZABLE)
+def test_history_fails(name):
+    assert judged(NOT_LINEARIZABLE[name]) == [FINDING]
+
+
+def test_a_key_not_decided_in_time_is_undecided_not_a_finding():
+    checker = LinKVChecker(budget_s=0)
+    events = [write(k, k) for k in range(1, 19)] + [x for k in range(19, 37) for x in (read(k), ok(k, value=k - 18))]
+    events += [read(40), ok(40, value=99)]
+    ops = {}
+    for event in events:
+        if event[0] == "call":
+            ops[event[1]] = {"id": event[1], "client": "c1", "node": "n1", "step": event[1], "type": event[2],
+                             "request": event[3], "status": "pending", "reply": None, "reply_step": None}
+            checker.on_request(ops[event[1]])
+        else:
+            ops[event[1]].update(status=event[2], reply=event[3], reply_step=event[1])
+            checker.on_reply(ops[event[1]], event[1])
+    checker.at_end([])
+    assert checker.findings == []
+    assert checker.undecided and checker.undecided[0].startswith("key 0: undecided after 0 s")
+
+
+def test_a_lin_kv_step_is_checked_like_any_other():
+    nodes = ["n1", "n2", "n3"]
+    check_step({"op": "cas", "node": "n1", "key": 0, "from": 1, "to": 2, "create_if_not_exists": True}, nodes, "lin-kv")
+    with pytest.raises(ScheduleError, match="field 'to'"):
+        check_step({"op": "cas", "node": "n1", "key": 0, "from": 1}, nodes, "lin-kv", 3)
+    with pytest.raises(ScheduleError, match="belongs to the lin-kv workload"):
+        check_step({"op": "read", "node": "n1", "key": 0}, nodes, "log", 1)
+
+
+# ---- the example node ------------------------------------------------------------------------
+
+def test_the_planted_stale_read_is_caught_by_its_saved_schedule_and_the_correct_node_passes():
+    schedule = load(LIN_KV / "schedules" / "forwarding_node.json")
+    found = run_schedule(forwarding_node(bug=True), schedule, SHORT)
+    assert found.protocol_error is None, str(found.protocol_error)
+    assert [f.name for f in found.findings] == [FINDING], [str(f) for f in found.findings]
+    correct = run_schedule(forwarding_node(), schedule, SHORT)
+    assert correct.protocol_error is None and correct.findings == [], [str(f) for f in correct.findings]
+
+
+# n2's write reaches the leader, which applies it; the answer is lost to a partition, so the write
+# is indeterminate; reads at the leader then see it. A cas from a value never held fails with 22.
+ANSWER_LOST = [{"op": "write", "node": "n2", "key": 0, "value": 1}, {"op": "deliver", "from": "n2", "to": "n1"},
+               {"op": "partition", "groups": [["n2"], ["n1", "n3"]]}, {"op": "deliver_all"},
+               {"op": "read", "node": "n1", "key": 0}, {"op": "cas", "node": "n3", "key": 0, "from": 7, "to": 8},
+               {"op": "deliver_all"}, {"op": "deliver_all"}, {"op": "read", "node": "n3", "key": 0},
+               {"op": "deliver_all"}, {"op": "deliver_all"}]
+
+
+def test_a_write_whose_answer_is_lost_is_indeterminate_and_not_a_finding():
+    result = run_schedule(forwarding_node(), Schedule(workload="lin-kv", steps=ANSWER_LOST), SHORT)
+    assert result.protocol_error is None and result.findings == [], [str(f) for f in result.findings]
+    assert [op["type"] for op in result.unanswered] == ["write"], "the partition no longer loses the answer"
+    statuses = {op["id"]: (op["status"], (op["reply"] or {}).get("code")) for op in result.history}
+    assert statuses[2] == ("ok", None) and statuses[3] == ("fail", 22)
+
+
+def test_the_correct_node_is_clean_on_a_few_hunted_schedules():
+    report = hunt(forwarding_node(), workload="lin-kv", schedules=3, steps=15, seed=1, limits=SHORT, settle_rounds=2)
+    assert report.start_error is None and not report.failures, [str(f) for r in report.failures for f in r.findings]
+    assert report.schedules == 3 and report.answered_ok > 0 and not report.undecided
+
+
+@pytest.mark.deep
+def test_the_planted_stale_read_is_found_and_shrunk():
+    report = hunt(forwarding_node(bug=True), workload="lin-kv", schedules=30, seed=0, limits=SHORT)
+    assert list(report.found) == [FINDING]
+    assert len(report.found[FINDING].schedule.steps) <= 3
+
+
+@pytest.mark.deep
+def test_the_correct_node_is_clean_on_many_schedules():
+    report = hunt(forwarding_node(), workload="lin-kv", schedules=40, seed=2, limits=SHORT)
+    assert not report.failures, [str(f) for r in report.failures for f in r.findings]
+    assert report.schedules == 40 and not report.undecided
