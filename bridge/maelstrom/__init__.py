@@ -6,6 +6,7 @@
 - `schedule`  the steps of a run and the `hwm-schedule/1` file that saves them;
 - `cluster`   a run: the network that owns every message, the clients, the clock, the final checks;
 - `history`   the checks on the client history (kafka and log workloads);
+- `lin_kv`    the lin-kv workload's check: each key's history linearizable (`hwm.checker.linearizable`);
 - `observe`   the introspected cluster states and the property catalogue on them;
 - `hunt`      the Hypothesis state machine that chooses schedules and shrinks a failing one.
 """

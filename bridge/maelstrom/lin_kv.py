@@ -115,6 +115,6 @@ class LinKVChecker:
                 shown = [ops_by_id[entry.id] for entry in verdict.witness]
                 steps = [op["reply_step"] for op in shown if op["status"] in ("ok", "fail")]
                 lines = "; ".join(f"{describe_op(op)} → {_outcome(op)}" for op in shown)
-                self.findings.append(Finding(FINDING, f"no order of these operations on key {key!r} is a "
-                                                      f"register's: {lines}",
+                self.findings.append(Finding(FINDING, f"key {key!r}: no order of these operations, each placed "
+                                                      f"between its request and its answer, is a register's: {lines}",
                                              max(steps) if steps and None not in steps else None))

@@ -5,9 +5,9 @@ Run it under hwm:  hwm test --workload log -- python3 examples/nodes/log_node.py
 and step its states against the model of the preset it implements:
                    hwm test --workload log --protocol raft-noop,hwm_durable=true -- python3 examples/nodes/log_node.py
 
-It speaks Maelstrom's protocol on stdin/stdout (one JSON message per line) and serves both the
-`kafka` workload (send, poll, commit_offsets, list_committed_offsets) and hwm's log workload
-(log_append, log_read), on one replicated log:
+It speaks Maelstrom's protocol on stdin/stdout (one JSON message per line) and serves the `kafka`
+workload (send, poll, commit_offsets, list_committed_offsets), hwm's log workload (log_append,
+log_read) and Maelstrom's `lin-kv` workload (read, write, cas), on one replicated log:
 
 - a leader is elected per generation by a majority of votes, and only a server whose log is at
   least as up to date (last generation, then length) gets a vote;
@@ -15,6 +15,10 @@ It speaks Maelstrom's protocol on stdin/stdout (one JSON message per line) and s
   the last index stored on a majority, counted only for an entry of the leader's own generation;
 - a client is acknowledged once its entry is at or below the high-water mark, and reads (polls)
   return entries at or below the high-water mark of the server asked;
+- lin-kv: every read, write and cas is an entry of the log, answered once it is at or below the
+  high-water mark with what it did to the key-value map the log's entries build in order (a
+  replicated state machine; the read goes through the log too, so a deposed leader cannot answer
+  it from a stale map);
 - the log, the generation, the vote and the high-water mark live in `state.json` in the node's
   data directory (HWM_DATA_DIR), replaced atomically, so a SIGKILL loses nothing acknowledged.
 
@@ -239,13 +243,35 @@ class Node:
             client, msg_id, kind = self.waiting.pop(index)
             self.send(client, self.ok_body(kind, index, msg_id))
 
-    @staticmethod
-    def ok_body(kind, index, msg_id):
+    def ok_body(self, kind, index, msg_id):
+        if kind in ("read", "write", "cas"):
+            return dict(self.kv_answer(index), in_reply_to=msg_id)
         if kind == "send":
             return {"type": "send_ok", "offset": index, "in_reply_to": msg_id}
         if kind == "log_append":
             return {"type": "log_append_ok", "index": index, "in_reply_to": msg_id}
         return {"type": "commit_offsets_ok", "in_reply_to": msg_id}
+
+    def kv_answer(self, index):
+        """What the lin-kv operation at `index` answers: the map built by the entries before it, in order."""
+        store, answer = {}, None
+        for _, payload in self.log[:index]:
+            op = (payload or {}).get("kv")
+            if op is None:
+                continue
+            key = str(op["key"])
+            if op["type"] == "read":
+                answer = ({"type": "read_ok", "value": store[key]} if key in store else
+                          {"type": "error", "code": 20, "text": f"key {op['key']} does not exist"})
+            elif op["type"] == "write":
+                store[key], answer = op["value"], {"type": "write_ok"}
+            elif key not in store and not op.get("create_if_not_exists"):
+                answer = {"type": "error", "code": 20, "text": f"key {op['key']} does not exist"}
+            elif key in store and store[key] != op["from"]:
+                answer = {"type": "error", "code": 22, "text": f"expected {op['from']}, had {store[key]}"}
+            else:
+                store[key], answer = op["to"], {"type": "cas_ok"}
+        return answer
 
     # ---- clients ----------------------------------------------------------------------------
     def append_for_client(self, msg, payload):
@@ -330,6 +356,8 @@ class Node:
             self.append_for_client(msg, {"v": msg["body"]["value"]})
         elif kind == "commit_offsets":
             self.append_for_client(msg, {"c": msg["body"]["offsets"]})
+        elif kind in ("read", "write", "cas"):
+            self.append_for_client(msg, {"kv": {k: v for k, v in msg["body"].items() if k != "msg_id"}})
         elif kind == "poll":
             self.on_poll(msg)
         elif kind == "list_committed_offsets":

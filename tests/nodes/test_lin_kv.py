@@ -1,7 +1,8 @@
 """The lin-kv workload: how each client operation enters the linearizability check (a table of
 small histories that must pass and must fail), the example forwarding node clean on a few hunted
 schedules and on schedules that leave writes indeterminate, and its planted stale read caught by its
-saved schedule (and, under -m deep, found and shrunk from scratch)."""
+saved schedule (and, under -m deep, found and shrunk from scratch); the tutorial's log node through
+its log, and its naive sibling's acknowledged write lost."""
 
 import sys
 
@@ -11,7 +12,7 @@ from hwm.bridge.maelstrom.cluster import Limits, run_schedule
 from hwm.bridge.maelstrom.hunt import hunt
 from hwm.bridge.maelstrom.lin_kv import FINDING, LinKVChecker
 from hwm.bridge.maelstrom.schedule import Schedule, ScheduleError, check_step, load
-from tests.nodes.commands import ROOT
+from tests.nodes.commands import ROOT, log_node, naive_node
 
 LIN_KV = ROOT / "examples" / "nodes" / "lin_kv"
 SHORT = Limits(final_rounds=10)  # no timers in the node: a few final rounds deliver everything
@@ -167,3 +168,25 @@ def test_the_correct_node_is_clean_on_many_schedules():
     report = hunt(forwarding_node(), workload="lin-kv", schedules=40, seed=2, limits=SHORT)
     assert not report.failures, [str(f) for r in report.failures for f in r.findings]
     assert report.schedules == 40 and not report.undecided
+
+
+# ---- the tutorial's replicated log serves lin-kv through its log ----------------------------
+
+def test_the_log_nodes_acknowledged_write_lost_is_caught_and_the_correct_log_node_passes():
+    # naive_node.py's ack-on-write answers write_ok on the leader's own append; a pause and a
+    # partition elect a leader without the entry, and the final reads find the key absent.
+    schedule = load(ROOT / "examples" / "nodes" / "schedules" / "lin-kv-ack-on-write.json")
+    found = run_schedule(naive_node("ack-on-write"), schedule)
+    assert found.protocol_error is None, str(found.protocol_error)
+    assert FINDING in {f.name for f in found.findings}, [str(f) for f in found.findings]
+    correct = run_schedule(log_node(), schedule)
+    assert correct.protocol_error is None and correct.findings == [], [str(f) for f in correct.findings]
+    assert any(op["type"] == "write" and op["status"] != "ok" for op in correct.history), \
+        "the correct node acknowledged the write it could not commit: the schedule no longer tests this"
+
+
+@pytest.mark.deep
+def test_the_log_node_is_clean_on_lin_kv_schedules():
+    report = hunt(log_node(), workload="lin-kv", schedules=30, seed=4)
+    assert not report.failures, [str(f) for r in report.failures for f in r.findings]
+    assert report.schedules == 30 and report.answered_ok > 0 and not report.undecided
