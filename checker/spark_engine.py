@@ -301,6 +301,19 @@ def ship_packages(spark) -> None:
     _shipped.add(sc.applicationId)
 
 
+def variant_failure(error: BaseException) -> BaseException | None:
+    """The variant's own error (`model.variant`: a hook that failed, a file an executor could not load)
+    that an executor raised, which Spark hands the driver inside its own exception; None for another."""
+    import re
+
+    from hwm.model.variant import HookError, VariantError
+
+    found = re.search(r"hwm\.model\.variant\.(HookError|VariantError): ([^\n]*)", str(error))
+    if found is None:
+        return None
+    return (HookError if found.group(1) == "HookError" else VariantError)(found.group(2).strip())
+
+
 def ship_variant(spark, protocol) -> None:
     """A variant's protocol pickles by its spec and loads again on each executor (`model.variant_source`),
     which may not see the user's file or module: send it, once per application and file."""
@@ -603,6 +616,11 @@ def spark_bfs(model: Model, protocol_name: str, *, symmetry: bool = True, master
                        model.properties if properties is None else properties,
                        partitions, max_depth, successors, stats, count_states, driver_level, exchange,
                        exchange_dir)
+    except Exception as e:  # noqa: BLE001 - a variant's error on an executor reaches here wrapped by Spark
+        own = variant_failure(e)
+        if own is None or own is e:
+            raise
+        raise own from None
     finally:
         if exchange_dir is not None:
             shutil.rmtree(exchange_dir, ignore_errors=True)

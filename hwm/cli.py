@@ -216,6 +216,10 @@ def _check(protocol, servers, max_generation, max_log, max_crashes, network, cha
     try:
         report = checking.run(request, progress)
     except RuntimeError as e:  # engine unavailable (e.g. Spark without Java): say what to install
+        from hwm.model.variant import HookError
+        if isinstance(e, HookError):  # a variant's hook failed on Spark, which keeps no partial report
+            click.echo(f"error: {e}", err=True)
+            sys.exit(EXIT_USAGE)
         error = click.ClickException(str(e))
         if engine == "spark":
             from hwm.checker.spark_engine import SparkUnavailable

@@ -32,13 +32,24 @@ def summary(report):
 
 def test_executors_load_a_variant_from_the_copy_the_driver_sent(spark, tmp_path, monkeypatch):
     """A module only the driver's path has: every level on the executors (driver_level=0), which must
-    import it from the shipped copy (Spark's shuffle, as on a cluster); the local engine's numbers."""
+    import it from the shipped copy (Spark's shuffle, as on a cluster); the local engine's numbers. A
+    hook failing there comes out as the variant's own error, as on the local engine, not Spark's."""
+    from hwm.model.variant import HookError
+
     shutil.copy(FLEXIBLE, tmp_path / "team_flexible_rules.py")
+    (tmp_path / "team_bad_rules.py").write_text("from hwm.model.variant import Variant\nclass V(Variant):\n"
+                                                "    def may_commit(self, index, log, generation):\n"
+                                                "        return 1\n")
     monkeypatch.syspath_prepend(str(tmp_path))
     name, protocol = resolve("team_flexible_rules:FlexibleTooSmall")
     model = build_model(protocol, CONFIG)
     assert summary(bfs(model, name)) == PINNED
     assert summary(spark_bfs(model, name, spark=spark, driver_level=0, exchange="shuffle")) == PINNED
+
+    name, protocol = resolve("team_bad_rules:V")
+    with pytest.raises(HookError, match=r"^\S*team_bad_rules.py:3: V.may_commit returned 1 \(int\), expected bool, "
+                                        r"at replicate\(S1, S2\) from state S1 leader +g1"):
+        spark_bfs(build_model(protocol, CONFIG), name, spark=spark, driver_level=0, exchange="shuffle")
 
 
 @pytest.mark.deep
@@ -57,3 +68,4 @@ def test_hwm_check_engine_spark_of_a_variant_file(spark, tmp_path):
     lengths = [{n: r["length"] for n, r in report["properties"].items() if r["verdict"] in ("violated", "reached")}
                for report in reports]
     assert lengths[0] == lengths[1] == PINNED[2]
+
