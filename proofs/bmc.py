@@ -20,6 +20,7 @@ from dataclasses import dataclass
 import z3
 
 from hwm.model.actions import to_step
+from hwm.proofs.progress import UNDECIDED, Ledger, ledger_or_new
 from hwm.model.raft import RaftModel
 from hwm.proofs.symbolic import ALWAYS_CHECKED, Encoding, Proof, Sym
 from hwm.model.state import Config, State, initial_state
@@ -34,6 +35,7 @@ class BmcResult:
     depth: int  # the depth searched
     actions: list | None
     seconds: float
+    undecided: str = ""  # why z3 did not answer at depth + 1 (its timeout), so longer ones were not searched
 
     @property
     def steps(self) -> list[str] | None:
@@ -63,8 +65,15 @@ def replay(protocol: Protocol, config: Config, actions: list, prop: str) -> list
 
 
 def bmc(protocol: Protocol, config: Config, properties: tuple[str, ...] = ("ReadNeverTruncated",),
-        max_depth: int = 12, *, check_replay: bool = True) -> dict[str, BmcResult]:
-    """The shortest violation of each property within `max_depth` steps (None beyond)."""
+        max_depth: int = 12, *, check_replay: bool = True, ledger: Ledger | None = None,
+        name: str = "") -> dict[str, BmcResult]:
+    """The shortest violation of each property within `max_depth` steps (None beyond).
+
+    Each (property, depth) query is one obligation of `ledger`: it holds when no violation
+    is exactly that many steps long. A property whose query z3 leaves undecided is not
+    searched deeper.
+    """
+    ledger = ledger_or_new(ledger)
     if config.network != "rpc":
         raise ValueError("bounded model checking encodes the rpc network only")
     unknown = [p for p in properties if p not in ALWAYS_CHECKED]
@@ -73,7 +82,7 @@ def bmc(protocol: Protocol, config: Config, properties: tuple[str, ...] = ("Read
     enc = Encoding(protocol, config.servers, config.max_log, max_generation=config.max_generation,
                    max_crashes=config.max_crashes, bitvectors=True)
     started = time.perf_counter()
-    solver = z3.SolverFor("QF_BV")
+    solver = ledger.limit(z3.SolverFor("QF_BV"))
     states: list[Sym] = [enc.fresh("s0")]
     solver.add(enc.init(states[0]))
     choices: list[z3.ArithRef] = []
@@ -93,16 +102,19 @@ def bmc(protocol: Protocol, config: Config, properties: tuple[str, ...] = ("Read
         for prop in list(remaining):
             solver.push()
             solver.add(enc.violation(prop, before, after))
-            verdict = solver.check()
-            if verdict == z3.sat:
-                m = solver.model()
-                actions = [enc.actions[m.eval(c, model_completion=True).as_long()] for c in choices]
-                if check_replay:
-                    replay(protocol, config, actions, prop)
-                results[prop] = BmcResult(prop, depth, depth, actions, time.perf_counter() - started)
+            with ledger.obligation("bmc", f"bmc {name}: {prop} at depth {depth}".replace("  ", " ")) as ob:
+                if ledger.check(solver) == z3.sat:
+                    m = solver.model()
+                    actions = [enc.actions[m.eval(c, model_completion=True).as_long()] for c in choices]
+                    if check_replay:
+                        replay(protocol, config, actions, prop)
+                    ob.fail(f"a violation in {depth} steps")
+                    results[prop] = BmcResult(prop, depth, depth, actions, time.perf_counter() - started)
+                    remaining.remove(prop)
+            if ob.verdict == UNDECIDED:
+                results[prop] = BmcResult(prop, None, depth - 1, None, time.perf_counter() - started,
+                                          undecided=f"depth {depth}: {ob.detail}")
                 remaining.remove(prop)
-            elif verdict != z3.unsat:
-                raise RuntimeError(f"z3 answered {verdict} at depth {depth} for {prop}")
             solver.pop()
     for prop in remaining:
         results[prop] = BmcResult(prop, None, max_depth, None, time.perf_counter() - started)
@@ -111,18 +123,20 @@ def bmc(protocol: Protocol, config: Config, properties: tuple[str, ...] = ("Read
 
 def bmc_proof(name: str, protocol: Protocol, config: Config, *, broken: bool, max_depth: int,
               properties: tuple[str, ...] = ("ReadNeverTruncated",),
-              explorer_lengths: dict[str, int | None] | None = None) -> Proof:
+              explorer_lengths: dict[str, int | None] | None = None, ledger: Ledger | None = None) -> Proof:
     """BMC as a proof obligation: a broken protocol must show its violation, a safe one none up to the depth.
 
     With `explorer_lengths`, each length must also equal the breadth-first explorer's.
     """
     started = time.perf_counter()
-    results = bmc(protocol, config, properties, max_depth)
+    results = bmc(protocol, config, properties, max_depth, ledger=ledger, name=name)
     seconds = time.perf_counter() - started
     summary, traces, ok = [], [], True
     for prop in properties:
         r = results[prop]
-        if r.length is None:
+        if r.undecided:
+            text = f"{prop}: none in {r.depth} steps, undecided at {r.undecided}"
+        elif r.length is None:
             text = f"{prop}: none in {r.depth} steps"
         else:
             text = f"{prop}: {r.length} steps"
@@ -135,8 +149,12 @@ def bmc_proof(name: str, protocol: Protocol, config: Config, *, broken: bool, ma
         summary.append(text)
     found = any(r.length is not None for r in results.values())
     ok = ok and (found if broken else not found)
+    # A query z3 left undecided leaves its property's shortest length unknown: a proof that would
+    # otherwise be met is undecided.
+    undecided = ok and any(r.undecided for r in results.values())
     expectation = "expected a violation" if broken else "expected none"
     lines = [f"{config.describe()}, {expectation}: " + "; ".join(summary)] + traces
     data = {"protocol": name, "config": config.to_mapping(), "broken": broken,
-            "results": {p: {"length": r.length, "depth": r.depth, "steps": r.steps} for p, r in results.items()}}
-    return Proof("bmc", f"bmc {name}", ok, seconds, "\n".join(lines), data)
+            "results": {p: {"length": r.length, "depth": r.depth, "steps": r.steps, "undecided": r.undecided or None}
+                        for p, r in results.items()}}
+    return Proof("bmc", f"bmc {name}", ok and not undecided, seconds, "\n".join(lines), data, undecided=undecided)

@@ -34,6 +34,7 @@ from hwm.model.raft import RaftModel
 from hwm.checker.report import reconstruct
 from hwm.model.encoding import fingerprint, fingerprint_bytes
 from hwm.checker.engine import CheckOptions, Search, Visitor
+from hwm.proofs.progress import UNDECIDED, Ledger, Undecided, ledger_or_new
 from hwm.proofs.symbolic import Encoding, Proof, Sym, action_name
 from hwm.model.state import Config, Server, State, initial_state
 from hwm.properties.catalogue import violations
@@ -504,23 +505,25 @@ class InductionResult:
     safety_failed: list[str]
     seconds: float
     per_action_seconds: dict
+    undecided: list[str] = field(default_factory=list)  # obligations z3 left undecided (its timeout)
 
     @property
     def ok(self) -> bool:
-        return not self.init_failed and not self.ctis and not self.safety_failed
+        return not self.init_failed and not self.ctis and not self.safety_failed and not self.undecided
 
 
-def _small_model(constraints: list, s: Sym, timeout_ms: int = 20000) -> z3.ModelRef:
+def _small_model(constraints: list, s: Sym, ledger: Ledger, timeout_ms: int = 20000) -> z3.ModelRef:
     """A model with small generations and short logs: readable, and likelier reachable."""
-    opt = z3.Optimize()
-    opt.set("timeout", timeout_ms)
+    opt = ledger.limit(z3.Optimize())
+    if ledger.timeout is None or ledger.timeout * 1000 > timeout_ms:
+        opt.set("timeout", timeout_ms)
     opt.add(*constraints)
     opt.minimize(z3.Sum(s.gen) + z3.Sum([x for row in s.log for x in row]) + z3.Sum(s.length))
     if opt.check() == z3.sat:
         return opt.model()
-    solver = z3.Solver()
+    solver = ledger.limit(z3.Solver())
     solver.add(*constraints)
-    if solver.check() != z3.sat:
+    if ledger.check(solver) != z3.sat:
         raise RuntimeError("z3 lost the counterexample to induction it had found")
     return solver.model()
 
@@ -533,21 +536,32 @@ def _cti_from(enc: Encoding, m: z3.ModelRef, s: Sym, t: Sym, action: tuple, inv_
 
 
 def check_induction(protocol: Protocol, servers: int = 3, max_log: int = 2, conjuncts=RAFT_INVARIANT, *,
-                    name: str = "", actions: list | None = None) -> InductionResult:
-    """IndInit, IndNext per action (first CTI of each), and the safety implications."""
+                    name: str = "", actions: list | None = None, ledger: Ledger | None = None) -> InductionResult:
+    """IndInit, IndNext per action (first CTI of each), and the safety implications.
+
+    Obligations of `ledger`: IndInit; IndNext per action (Inv ∧ action ⇒ Inv', and no step of
+    it violates ReadNeverTruncated, HwmNeverTruncated or ReadNeverLost); Inv ⇒ each state property.
+    """
+    ledger = ledger_or_new(ledger)
     started = time.perf_counter()
     enc = induction_encoding(protocol, servers, max_log)
     s, t = enc.fresh("pre"), enc.fresh("post")
-    init_failed = []
-    for c in conjuncts:
-        solver = z3.Solver()
-        solver.add(enc.init(s), z3.Not(c.formula(enc, s)))
-        if solver.check() != z3.unsat:
-            init_failed.append(c.name)
+    init_failed, undecided = [], []
+    prefix = f"induction {name}: ".replace("  ", " ")
+    with ledger.obligation("induction", prefix + "IndInit") as ob:
+        for c in conjuncts:
+            solver = ledger.limit(z3.Solver())
+            solver.add(enc.init(s), z3.Not(c.formula(enc, s)))
+            if ledger.check(solver) == z3.sat:
+                init_failed.append(c.name)
+        if init_failed:
+            ob.fail("Init does not imply " + ", ".join(init_failed))
+    if ob.verdict == UNDECIDED:
+        undecided.append(ob.name)
     inv_s = [c.formula(enc, s) for c in conjuncts]
     inv_t = {c.name: c.formula(enc, t) for c in conjuncts}
     broken = z3.Not(z3.And(list(inv_t.values())))
-    solver = z3.Solver()
+    solver = ledger.limit(z3.Solver())
     solver.add(*inv_s)
     ctis, safety_failed, per_action = [], [], {}
     for action in actions if actions is not None else enc.actions:
@@ -555,44 +569,62 @@ def check_induction(protocol: Protocol, servers: int = 3, max_log: int = 2, conj
         step = enc.transition(s, t, action)
         solver.push()
         solver.add(step)
-        solver.push()
-        solver.add(broken)
-        verdict = solver.check()
-        if verdict == z3.sat:
-            ctis.append(_cti_from(enc, _small_model([*inv_s, step, broken], s), s, t, action, inv_t))
-        elif verdict != z3.unsat:
-            raise RuntimeError(f"z3 answered {verdict} for {action_name(action)}")
-        solver.pop()
-        for prop, bad in (("ReadNeverTruncated", enc.read_never_truncated(s, t)),
-                          ("HwmNeverTruncated", enc.hwm_never_truncated(s, t)),
-                          ("ReadNeverLost", enc.read_never_lost(s, t))):
+        with ledger.obligation("induction", f"{prefix}IndNext {action_name(action)}") as ob:
             solver.push()
-            solver.add(bad)
-            if solver.check() != z3.unsat:
-                safety_failed.append(f"{prop} on {action_name(action)}")
-            solver.pop()
+            solver.add(broken)
+            try:
+                verdict = ledger.check(solver)
+            finally:
+                solver.pop()
+            if verdict == z3.sat:
+                cti = _cti_from(enc, _small_model([*inv_s, step, broken], s, ledger), s, t, action, inv_t)
+                ctis.append(cti)
+                ob.fail("breaks " + ", ".join(cti.failed), cti.describe())
+            for prop, bad in (("ReadNeverTruncated", enc.read_never_truncated(s, t)),
+                              ("HwmNeverTruncated", enc.hwm_never_truncated(s, t)),
+                              ("ReadNeverLost", enc.read_never_lost(s, t))):
+                solver.push()
+                solver.add(bad)
+                try:
+                    if ledger.check(solver) == z3.sat:
+                        safety_failed.append(f"{prop} on {action_name(action)}")
+                        ob.fail(ob.detail or f"a step may violate {prop}")
+                finally:
+                    solver.pop()
         solver.pop()
+        if ob.verdict == UNDECIDED:
+            undecided.append(ob.name)
         per_action[action_name(action)] = time.perf_counter() - t0
     for prop, bad in (("ReadsAgree", enc.reads_agree(s)), ("HwmWithinLog", enc.hwm_within_log(s)),
                       ("CommittedOnQuorum", enc.committed_on_quorum(s)),
                       ("OneLeaderPerGeneration", enc.one_leader_per_generation(s)),
                       ("LogMatching", enc.log_matching(s))):
-        solver.push()
-        solver.add(bad)
-        if solver.check() != z3.unsat:
-            safety_failed.append(prop)
-        solver.pop()
+        with ledger.obligation("induction", f"{prefix}Inv ⇒ {prop}") as ob:
+            solver.push()
+            solver.add(bad)
+            try:
+                if ledger.check(solver) == z3.sat:
+                    safety_failed.append(prop)
+                    ob.fail()
+            finally:
+                solver.pop()
+        if ob.verdict == UNDECIDED:
+            undecided.append(ob.name)
     return InductionResult(name, servers, max_log, init_failed, ctis, safety_failed,
-                           time.perf_counter() - started, per_action)
+                           time.perf_counter() - started, per_action, undecided)
 
 
-def _shrink(solver: z3.Solver, size: z3.ArithRef, m: z3.ModelRef, rounds: int = 6) -> z3.ModelRef:
+def _shrink(solver: z3.Solver, size: z3.ArithRef, m: z3.ModelRef, ledger: Ledger, rounds: int = 6) -> z3.ModelRef:
     """A smaller model by a few rounds of 'size < the last one' (small CTIs are likelier reachable)."""
     for _ in range(rounds):
         solver.push()
         solver.add(size < m.eval(size, model_completion=True))
-        smaller = solver.model() if solver.check() == z3.sat else None
-        solver.pop()
+        try:
+            smaller = solver.model() if ledger.check(solver) == z3.sat else None
+        except Undecided:  # z3's timeout: the CTI found so far will do
+            smaller = None
+        finally:
+            solver.pop()
         if smaller is None:
             break
         m = smaller
@@ -600,7 +632,8 @@ def _shrink(solver: z3.Solver, size: z3.ArithRef, m: z3.ModelRef, rounds: int = 
 
 
 def search_reachable_cti(protocol: Protocol, servers: int, max_log: int, explorer: Explorer,
-                         conjuncts=RAFT_INVARIANT, *, attempts: int = 40) -> tuple[CTI | None, list[CTI]]:
+                         conjuncts=RAFT_INVARIANT, *, attempts: int = 40,
+                         ledger: Ledger | None = None) -> tuple[CTI | None, list[CTI]]:
     """CTIs from z3, each put to the explorer, until one is reachable.
 
     Only pre-states the explorer could reach are asked for: at most its
@@ -610,6 +643,7 @@ def search_reachable_cti(protocol: Protocol, servers: int, max_log: int, explore
     is excluded up to renaming of servers and generations, so every attempt asks
     about a new shape. Returns (the reachable CTI or None, every CTI tried).
     """
+    ledger = ledger_or_new(ledger)
     enc = induction_encoding(protocol, servers, max_log)
     s, t = enc.fresh("pre"), enc.fresh("post")
     choice = z3.Int("action")
@@ -627,7 +661,7 @@ def search_reachable_cti(protocol: Protocol, servers: int, max_log: int, explore
     size = z3.Sum([*s.gen, *(x for row in s.log for x in row), *s.length, *s.hwm])
     # Solve in a fresh z3 context: the models z3 picks then do not depend on what else
     # this process asked z3 before (the main context's history), so runs are repeatable.
-    ctx = z3.Context()
+    ctx = ledger.context()
 
     def moved(e):
         return e.translate(ctx)
@@ -636,20 +670,22 @@ def search_reachable_cti(protocol: Protocol, servers: int, max_log: int, explore
     t = enc.rebuild(t, [moved(v) for v in enc.variables(t)])
     choice, headline, bad_step, size = moved(choice), moved(headline), moved(bad_step), moved(size)
     inv_t = {name: moved(f) for name, f in inv_t.items()}
-    solver = z3.Solver(ctx=ctx)
+    solver = ledger.limit(z3.Solver(ctx=ctx))
     solver.add(*[moved(f) for f in base])
     tried: list[CTI] = []
     blocks: list = []
     for phase in ([headline], [bad_step], []):
         solver.push()
         solver.add(*phase, *blocks)
-        while len(tried) < attempts and solver.check() == z3.sat:
-            m = _shrink(solver, size, solver.model())
+        while len(tried) < attempts and ledger.check(solver) == z3.sat:
+            m = _shrink(solver, size, solver.model(), ledger)
             action = enc.actions[m.eval(choice, model_completion=True).as_long()]
             cti = _cti_from(enc, m, s, t, action, inv_t)
             blocks.append(_not_shape(enc, s, m))
             solver.add(blocks[-1])
             tried.append(cti)
+            ledger.say(f"CTI {len(tried)} ({action_name(action)} breaks {', '.join(cti.failed)}): asking the "
+                       f"explorer ({explorer.states} states so far)")
             key = explorer.find(wanted_shapes(cti.before, cti.before_ghost))
             if key is not None:
                 cti.reachable = True
@@ -697,14 +733,15 @@ def confirm(cti: CTI, explorer: Explorer) -> None:
 
 def induction_proofs(name: str, protocol: Protocol, *, broken: bool, servers: int = 3, max_log: int = 2,
                      explorer_generations: tuple[int, ...] = (2, 3), explorer_crashes: int = 1,
-                     attempts: int = 40, explorer_states: int = 1_000_000) -> Proof:
+                     attempts: int = 40, explorer_states: int = 1_000_000, ledger: Ledger | None = None) -> Proof:
     """The induction obligation of one protocol.
 
     A safe protocol must satisfy IndInit, IndNext and the safety implications. For a
     broken one the invariant must fail, and the explorer is asked about z3's CTIs
     until one is reachable (a real bug) or the attempts or the bounded space run out.
     """
-    result = check_induction(protocol, servers, max_log, name=name)
+    ledger = ledger_or_new(ledger)
+    result = check_induction(protocol, servers, max_log, name=name, ledger=ledger)
     data = {"protocol": name, "servers": servers, "max_log": max_log, "generations": "unbounded",
             "crashes": "unbounded", "conjuncts": [c.name for c in RAFT_INVARIANT],
             "init_failed": result.init_failed, "safety_failed": result.safety_failed,
@@ -717,19 +754,28 @@ def induction_proofs(name: str, protocol: Protocol, *, broken: bool, servers: in
         if broken:
             detail += " — but this preset is broken: the encoding and the explorer disagree"
         return Proof("induction", f"induction {name}", not broken, result.seconds, detail, data)
+    data["undecided"] = result.undecided
     if result.init_failed:
         detail = "IndInit fails for " + ", ".join(result.init_failed)
         return Proof("induction", f"induction {name}", False, result.seconds, detail, data)
+    if not result.ctis and not result.safety_failed:  # nothing failed, some obligation z3 left undecided
+        shown = [o.removeprefix(f"induction {name}: ") for o in result.undecided]
+        detail = (f"undecided: {len(shown)} obligation(s) z3 did not decide (" + ", ".join(shown[:3])
+                  + (f" and {len(shown) - 3} more" if len(shown) > 3 else "") + ")")
+        return Proof("induction", f"induction {name}", False, result.seconds, detail, data, undecided=True)
     started = time.perf_counter()
     # Small explorer bounds first (cheap, and most bugs show there), then larger ones.
     tried: list[CTI] = []
-    for generations in explorer_generations:
-        config = Config(servers=servers, max_generation=generations, max_log=max_log, max_crashes=explorer_crashes)
-        explorer = Explorer(protocol, config, max_states=explorer_states)
-        reachable, more = search_reachable_cti(protocol, servers, max_log, explorer, attempts=attempts)
-        tried += more
-        if reachable is not None:
-            break
+    with ledger.obligation("induction", f"induction {name}: CTIs put to the explorer", record=False) as search:
+        for generations in explorer_generations:
+            config = Config(servers=servers, max_generation=generations, max_log=max_log,
+                            max_crashes=explorer_crashes)
+            explorer = Explorer(protocol, config, max_states=explorer_states)
+            reachable, more = search_reachable_cti(protocol, servers, max_log, explorer, attempts=attempts,
+                                                   ledger=ledger)
+            tried += more
+            if reachable is not None:
+                break
     seconds = result.seconds + time.perf_counter() - started
     data["ctis_tried"] = len(tried)
     data["explorer_states"] = explorer.states
@@ -745,6 +791,9 @@ def induction_proofs(name: str, protocol: Protocol, *, broken: bool, servers: in
         return Proof("induction", f"induction {name}", broken, seconds, detail, data)
     data["reachable"] = False
     first = tried[0] if tried else (result.ctis[0] if result.ctis else None)
+    if search.verdict == UNDECIDED:
+        detail = f"{head}; undecided whether a CTI is reachable: {search.detail}"
+        return Proof("induction", f"induction {name}", False, seconds, detail, data, undecided=True)
     where = ("the whole bounded space" if explorer.complete else f"{explorer.states} states")
     verdict = (f"unreachable within bounds ({config.describe()}, {where} explored, {len(tried)} CTIs tried): "
                f"the invariant needs strengthening, or the bug needs larger bounds")

@@ -24,6 +24,7 @@ from hwm.model.registry import build_model
 from hwm.checker.report import bfs
 from hwm.proofs.bmc import bmc_proof
 from hwm.proofs.induction import RAFT_INVARIANT, induction_proofs
+from hwm.proofs.progress import Ledger, ledger_or_new
 from hwm.proofs.quorum import quorum_proofs
 from hwm.proofs.symbolic import ALWAYS_CHECKED, Proof
 from hwm.model.state import Config
@@ -99,23 +100,29 @@ def expected_broken(protocol: Protocol, servers: int) -> bool:
     return PRESETS[name].caught_at.get("servers", servers) <= servers
 
 
-def run(plan: Plan) -> list[Proof]:
-    proofs: list[Proof] = []
+def run(plan: Plan, ledger: Ledger | None = None) -> list[Proof]:
+    """The plan's proofs, in order; each is also added to `ledger.proofs` as it is finished, so a run
+    that is stopped still has those (and every obligation decided, `ledger.obligations`)."""
+    ledger = ledger_or_new(ledger)
+    first = len(ledger.proofs)
     broken = expected_broken(plan.protocol, plan.servers)
+    name = plan.protocol_name
     if "quorum" in plan.parts:
-        proofs += quorum_proofs(plan.max_n)
+        ledger.proofs += quorum_proofs(plan.max_n, ledger)
     if "induction" in plan.parts:
-        proofs.append(induction_proofs(plan.protocol_name, plan.protocol, broken=broken, servers=plan.servers,
-                                       max_log=plan.induction_log))
+        ledger.proofs.append(induction_proofs(name, plan.protocol, broken=broken, servers=plan.servers,
+                                              max_log=plan.induction_log, ledger=ledger))
     if "bmc" in plan.parts:
         config = plan.bmc_config
         lengths = None
         if plan.compare_with_explorer:
-            report = bfs(build_model(plan.protocol, config), plan.protocol_name)
+            with ledger.obligation("bmc", f"bmc {name}: the explorer's shortest violations ({config.describe()})",
+                                   record=False):
+                report = bfs(build_model(plan.protocol, config), name)
             lengths = {p: report.results[p].length for p in plan.properties}
-        proofs.append(bmc_proof(plan.protocol_name, plan.protocol, config, broken=broken, max_depth=plan.depth,
-                                properties=plan.properties, explorer_lengths=lengths))
-    return proofs
+        ledger.proofs.append(bmc_proof(name, plan.protocol, config, broken=broken, max_depth=plan.depth,
+                                       properties=plan.properties, explorer_lengths=lengths, ledger=ledger))
+    return ledger.proofs[first:]
 
 
 def violations_found(proofs: list[Proof]) -> list[str]:
@@ -130,10 +137,10 @@ def violations_found(proofs: list[Proof]) -> list[str]:
 
 
 def render(proofs: list[Proof]) -> str:
-    """One line per proof: ✓/✗, seconds, name and detail (a CTI or trace follows, indented)."""
+    """One line per proof: ✓/✗ (? undecided), seconds, name and detail (a CTI or trace follows, indented)."""
     lines = []
     for p in proofs:
         head, *rest = p.detail.splitlines() or [""]
-        lines.append(f"{'✓' if p.ok else '✗'} {p.seconds:7.2f}s  {p.name}: {head}")
+        lines.append(f"{'?' if p.undecided else '✓' if p.ok else '✗'} {p.seconds:7.2f}s  {p.name}: {head}")
         lines += ["      " + line for line in rest]
     return "\n".join(lines)

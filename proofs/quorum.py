@@ -23,10 +23,10 @@ is y[N-1-⌊N/2⌋]. Each claim is checked for all such vectors at once:
 from __future__ import annotations
 
 import random
-import time
 
 import z3
 
+from hwm.proofs.progress import HOLDS, UNDECIDED, Ledger, ledger_or_new
 from hwm.proofs.symbolic import Proof, _exchange_bool, count, quorum_index, sorted_descending
 from hwm.properties import quorum as code
 from hwm.properties.quorum import majority
@@ -45,25 +45,25 @@ def _holders(ys: list, v) -> z3.ArithRef:
     return count([y >= v for y in ys])
 
 
-def _check(*constraints) -> z3.ModelRef | None:
-    """None when the constraints are unsatisfiable (the claim they negate is proved), else a model."""
-    solver = z3.SolverFor("QF_LIA")
+def _check(*constraints, ledger: Ledger | None = None) -> z3.ModelRef | None:
+    """None when the constraints are unsatisfiable (the claim they negate is proved), else a model
+    (`Undecided` when z3 answers unknown)."""
+    ledger = ledger_or_new(ledger)
+    solver = ledger.limit(z3.SolverFor("QF_LIA"))
     solver.add(*constraints)
-    verdict = solver.check()
-    if verdict == z3.unknown:
-        raise RuntimeError(f"z3 gave up: {solver.reason_unknown()}")
-    return solver.model() if verdict == z3.sat else None
+    return solver.model() if ledger.check(solver) == z3.sat else None
 
 
-def majority_is_largest_majority_held(n: int) -> bool:
+def majority_is_largest_majority_held(n: int, ledger: Ledger | None = None) -> bool:
     ys = _descending(n)
     q, maj, v = ys[majority(n) - 1], majority(n), z3.Int("v")
     # The negation, quantifier-free: q is not a value, or not held by maj, or some larger v is.
     return _check(*_sorted_constraints(ys), z3.Or(z3.And([y != q for y in ys]), _holders(ys, q) < maj,
-                                                  z3.And(v > q, _holders(ys, v) >= maj))) is None
+                                                  z3.And(v > q, _holders(ys, v) >= maj)),
+                  ledger=ledger) is None
 
 
-def majority_is_unique_threshold(n: int) -> bool:
+def majority_is_unique_threshold(n: int, ledger: Ledger | None = None) -> bool:
     """The v with #{m ≥ v} ≥ maj and #{m ≥ v+1} < maj is unique and is the order statistic."""
     ys = _descending(n)
     q, maj, v = ys[majority(n) - 1], majority(n), z3.Int("v")
@@ -71,43 +71,47 @@ def majority_is_unique_threshold(n: int) -> bool:
     def threshold(w):
         return z3.And(_holders(ys, w) >= maj, _holders(ys, w + 1) < maj)
 
-    return _check(*_sorted_constraints(ys), z3.Or(z3.Not(threshold(q)), z3.And(threshold(v), v != q))) is None
+    return _check(*_sorted_constraints(ys), z3.Or(z3.Not(threshold(q)), z3.And(threshold(v), v != q)),
+                  ledger=ledger) is None
 
 
-def majorities_intersect(n: int) -> bool:
+def majorities_intersect(n: int, ledger: Ledger | None = None) -> bool:
     a = [z3.Bool(f"a{k}") for k in range(n)]
     b = [z3.Bool(f"b{k}") for k in range(n)]
     maj = majority(n)
-    return _check(count(a) >= maj, count(b) >= maj, *[z3.Not(z3.And(x, y)) for x, y in zip(a, b)]) is None
+    return _check(count(a) >= maj, count(b) >= maj, *[z3.Not(z3.And(x, y)) for x, y in zip(a, b)],
+                  ledger=ledger) is None
 
 
-def network_sorts(n: int) -> bool:
+def network_sorts(n: int, ledger: Ledger | None = None) -> bool:
     """Every 0/1 input leaves the network descending (0-1 principle: then every input does)."""
     bits = [z3.Bool(f"b{k}") for k in range(n)]
     out = sorted_descending(bits, _exchange_bool)
     unsorted = [z3.And(z3.Not(out[k]), out[k + 1]) for k in range(n - 1)]
-    return not unsorted or _check(z3.Or(unsorted)) is None
+    return not unsorted or _check(z3.Or(unsorted), ledger=ledger) is None
 
 
-def seed_index_counterexample(n: int) -> list[int] | None:
+def seed_index_counterexample(n: int, ledger: Ledger | None = None) -> list[int] | None:
     """None when seed-index picks the largest majority-held index for every vector of N servers;
     else the smallest vector (least sum) where it does not, in ascending order."""
     ys = _descending(n)
     seed, maj, v = ys[n - 1 - n // 2], majority(n), z3.Int("v")
     wrong = z3.Or(_holders(ys, seed) < maj, z3.And(v > seed, _holders(ys, v) >= maj))
-    if _check(*_sorted_constraints(ys), wrong) is None:
+    if _check(*_sorted_constraints(ys), wrong, ledger=ledger) is None:
         return None
-    opt = z3.Optimize()
+    ledger = ledger_or_new(ledger)
+    opt = ledger.limit(z3.Optimize())
     opt.add(*_sorted_constraints(ys), wrong)
     opt.minimize(z3.Sum(ys))
-    if opt.check() != z3.sat:
+    if ledger.check(opt) != z3.sat:
         raise RuntimeError(f"z3 found a seed-index counterexample for N={n} but no smallest one")
     m = opt.model()
     return sorted(m.eval(y, model_completion=True).as_long() for y in ys)
 
 
-def formula_matches_code(n: int, samples: int = 200, seed: int = 0) -> bool:
-    """The symbolic rules evaluate like `properties.quorum.quorum_index` on random vectors."""
+def formula_matches_code(n: int, samples: int = 200, seed: int = 0, ledger: Ledger | None = None) -> bool:
+    """The symbolic rules evaluate like `properties.quorum.quorum_index` on random vectors (no solver: the
+    ledger only stands beside the other claims')."""
     xs = [z3.Int(f"m{k}") for k in range(n)]
     formulas = {rule: quorum_index(rule, xs) for rule in ("majority", "seed-index")}
     rng = random.Random(seed + n)
@@ -120,8 +124,9 @@ def formula_matches_code(n: int, samples: int = 200, seed: int = 0) -> bool:
     return True
 
 
-def quorum_proofs(max_n: int = 15) -> list[Proof]:
-    """Every claim for N = 1..max_n: one Proof per claim (all N together)."""
+def quorum_proofs(max_n: int = 15, ledger: Ledger | None = None) -> list[Proof]:
+    """Every claim for N = 1..max_n: one Proof per claim (all N together), each one obligation."""
+    ledger = ledger_or_new(ledger)
     proofs = []
     claims = [
         ("majority = largest index held by ⌊N/2⌋+1 servers", majority_is_largest_majority_held),
@@ -132,30 +137,33 @@ def quorum_proofs(max_n: int = 15) -> list[Proof]:
          formula_matches_code),
     ]
     for title, claim in claims:
-        started = time.perf_counter()
-        failed = [n for n in range(1, max_n + 1) if not claim(n)]
-        seconds = time.perf_counter() - started
+        failed: list[int] = []
+        with ledger.obligation("quorum", f"quorum: {title}") as ob:
+            failed = [n for n in range(1, max_n + 1) if not claim(n, ledger=ledger)]
+            if failed:
+                ob.fail(f"fails for N = {failed}")
         detail = f"N = 1..{max_n}" + (f"; FAILS for N = {failed}" if failed else "")
-        proofs.append(Proof("quorum", title, not failed, seconds, detail, {"max_n": max_n, "failed": failed}))
+        proofs.append(_proof(title, ob, detail, {"max_n": max_n, "failed": failed}))
 
-    started = time.perf_counter()
     wrong_odd, missing_even, mismatches, examples = [], [], [], {}
-    for n in range(1, max_n + 1):
-        cex = seed_index_counterexample(n)
-        if cex is None:
-            if n % 2 == 0:
-                missing_even.append(n)
-            continue
-        if n % 2 == 1:
-            wrong_odd.append(n)
-        # Concrete evaluation with the code the model and the implementation run.
-        picked = code.quorum_index("seed-index", cex)
-        held = code.holders(cex, picked)
-        if held >= majority(n) or code.quorum_index("majority", cex) == picked:
-            mismatches.append(n)
-        examples[n] = {"match_indexes": cex, "seed_index": picked, "held_by": held,
-                       "majority_index": code.quorum_index("majority", cex)}
-    seconds = time.perf_counter() - started
+    with ledger.obligation("quorum", "quorum: seed-index is correct exactly for odd N") as ob:
+        for n in range(1, max_n + 1):
+            cex = seed_index_counterexample(n, ledger)
+            if cex is None:
+                if n % 2 == 0:
+                    missing_even.append(n)
+                continue
+            if n % 2 == 1:
+                wrong_odd.append(n)
+            # Concrete evaluation with the code the model and the implementation run.
+            picked = code.quorum_index("seed-index", cex)
+            held = code.holders(cex, picked)
+            if held >= majority(n) or code.quorum_index("majority", cex) == picked:
+                mismatches.append(n)
+            examples[n] = {"match_indexes": cex, "seed_index": picked, "held_by": held,
+                           "majority_index": code.quorum_index("majority", cex)}
+        if wrong_odd or missing_even or mismatches:
+            ob.fail()
     ok = not wrong_odd and not missing_even and not mismatches
     smallest = min(examples) if examples else None
     if smallest is not None:
@@ -167,6 +175,12 @@ def quorum_proofs(max_n: int = 15) -> list[Proof]:
     detail = (f"seed-index = majority for odd N ≤ {max_n}; wrong for every even N ({shown})"
               if ok else f"odd N wrong: {wrong_odd}; even N without counterexample: {missing_even}; "
                          f"code disagrees with z3 at N = {mismatches}")
-    proofs.append(Proof("quorum", "seed-index is correct exactly for odd N", ok, seconds, detail,
-                        {"max_n": max_n, "counterexamples": {str(n): e for n, e in examples.items()}}))
+    proofs.append(_proof("seed-index is correct exactly for odd N", ob, detail,
+                         {"max_n": max_n, "counterexamples": {str(n): e for n, e in examples.items()}}))
     return proofs
+
+
+def _proof(title: str, ob, detail: str, data: dict) -> Proof:
+    if ob.verdict == UNDECIDED:
+        detail = f"undecided: {ob.detail}"
+    return Proof("quorum", title, ob.verdict == HOLDS, ob.seconds, detail, data, undecided=ob.verdict == UNDECIDED)

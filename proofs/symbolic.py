@@ -52,10 +52,11 @@ class Proof:
     seconds: float
     detail: str
     data: dict[str, Any] = field(default_factory=dict)
+    undecided: bool = False  # z3 answered unknown (its timeout) where the verdict needed an answer; ok is False
 
     def to_json(self) -> dict[str, Any]:
-        return {"part": self.part, "name": self.name, "ok": self.ok, "seconds": round(self.seconds, 3),
-                "detail": self.detail, **self.data}
+        return {"part": self.part, "name": self.name, "ok": self.ok, "undecided": self.undecided,
+                "seconds": round(self.seconds, 3), "detail": self.detail, **self.data}
 
 
 # ----------------------------------------------------------------- arithmetic

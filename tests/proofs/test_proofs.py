@@ -23,6 +23,7 @@ from hwm.checker.engine import CheckOptions, Sampler, check
 from hwm.proofs.plan import Plan, expected_broken, run, unencoded
 from hwm.proofs.bmc import bmc, replay
 from hwm.proofs.induction import Explorer, check_induction, induction_proofs, shape, no_commits
+from hwm.proofs.progress import Ledger
 from hwm.proofs.quorum import quorum_proofs, seed_index_counterexample
 from hwm.proofs.symbolic import ALWAYS_CHECKED, Encoding
 from hwm.model.state import FOLLOWER, LEADER, Config, Server, State, initial_state
@@ -187,6 +188,22 @@ def _inductive(name):
 
 def test_raft_is_inductive_at_3_servers_log_2():
     _inductive("raft")
+
+
+def test_each_induction_obligation_is_recorded_with_its_cti():
+    # One action keeps it short: IndInit, IndNext of that action, then Inv ⇒ each state property.
+    ledger = Ledger()
+    result = check_induction(PRESETS["raft-truncate-to-own-hwm"].protocol, name="own-hwm", actions=[("restart", 0)],
+                             ledger=ledger)
+    names = [o.name.removeprefix("induction own-hwm: ") for o in ledger.obligations]
+    assert names == ["IndInit", "IndNext restart(S1)", "Inv ⇒ ReadsAgree", "Inv ⇒ HwmWithinLog",
+                     "Inv ⇒ CommittedOnQuorum", "Inv ⇒ OneLeaderPerGeneration", "Inv ⇒ LogMatching"]
+    verdicts = {o.name.removeprefix("induction own-hwm: "): o.verdict for o in ledger.obligations}
+    assert verdicts == {**dict.fromkeys(names, "holds"), "IndNext restart(S1)": "fails"}
+    restart = ledger.obligations[1]
+    assert restart.cti == result.ctis[0].describe()
+    assert restart.cti.startswith("counterexample to induction: restart(S1) breaks ")
+    assert restart.to_json()["cti"] == restart.cti and restart.seconds > 0
 
 
 # The safe variants differ from raft by one flag each; the explorer checks them in the default run
