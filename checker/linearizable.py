@@ -28,6 +28,7 @@ removed operations did. Values must be hashable (Maelstrom's are numbers).
 from __future__ import annotations
 
 import time
+from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -122,10 +123,30 @@ class _Event:
         self.match = self.prev = self.next = None
 
 
+def _without_silent_indeterminate(ops: list[Op]) -> list[Op]:
+    """`ops` less the indeterminate operations that cannot matter: reads, and writes or cas whose
+    value no other operation observes (a history is linearizable with them exactly when it is
+    without them: they may never have taken effect, and `_removable` says the converse). Each
+    would double the orders to search, for nothing."""
+    ops = [op for op in ops if not (op.completed is None and op.f == "read")]
+    seen = Counter(value for op in ops for value in op.observes())
+    dropped, waiting = set(), [k for k, op in enumerate(ops) if op.completed is None]
+    while waiting:
+        k = waiting.pop()
+        op = ops[k]
+        if k in dropped or seen[op.writes()] - (op.writes() in op.observes()) > 0:
+            continue
+        dropped.add(k)
+        seen.subtract(op.observes())  # a cas's from: the write of it may be silent now
+        waiting.extend(j for j, other in enumerate(ops)
+                       if j not in dropped and other.completed is None and other.writes() in op.observes())
+    return [op for k, op in enumerate(ops) if k not in dropped]
+
+
 def _search(ops: list[Op], initial, deadline: float, counter: list[int]):
     """One order of linearizing `ops` (a list of Ops), or None when there is none. Raises _OutOfTime."""
-    # Indeterminate reads tell nothing; an indeterminate write or cas answers at infinity.
-    ops = [op for op in ops if not (op.completed is None and op.f == "read")]
+    # An indeterminate write or cas answers at infinity.
+    ops = _without_silent_indeterminate(ops)
     if not ops:
         return []
     events = []
@@ -202,6 +223,19 @@ def _removable(op: Op, ops: list[Op]) -> bool:
     return not any(written in other.observes() for other in ops if other is not op)
 
 
+def _without(ops: list[Op], chosen: list[Op]) -> list[Op] | None:
+    """`ops` without `chosen`, when some order of removing them one at a time removes only
+    `_removable` operations each time; else None."""
+    left, pending = list(ops), list(chosen)
+    while pending:
+        op = next((op for op in pending if _removable(op, left)), None)
+        if op is None:
+            return None
+        pending.remove(op)
+        left.remove(op)
+    return left
+
+
 def check_register(history, budget_s: float = 10.0, initial=ABSENT) -> Verdict:
     """Whether `history` (Ops on one register starting at `initial`) is linearizable: OK,
     VIOLATION with a small non-linearizable sub-history as witness, or UNDECIDED when the search
@@ -219,16 +253,21 @@ def check_register(history, budget_s: float = 10.0, initial=ABSENT) -> Verdict:
     if order is not None:
         return Verdict(OK, seconds=time.monotonic() - began, explored=counter[0], linearization=tuple(order))
     witness = list(ops)
-    # Reads first (the common explanation is a few writes and the read that contradicts them),
-    # then writes, the latest first.
-    candidates = [op for op in reversed(witness) if op.f == "read"] + [op for op in reversed(witness) if op.f != "read"]
+    # Chunks of operations, halved down to one at a time (Zeller's ddmin): a violation is mostly a few
+    # operations close in time, and each try is a whole search.
+    chunk = len(witness) // 2
     try:
-        for op in candidates:
-            if not _removable(op, witness):
-                continue
-            smaller = [other for other in witness if other is not op]
-            if _search(smaller, initial, deadline, counter) is None:
-                witness = smaller
+        while chunk >= 1:
+            start, removed = 0, False
+            while start < len(witness):
+                chosen = witness[start:start + chunk]
+                smaller = _without(witness, chosen)
+                if smaller is not None and _search(smaller, initial, deadline, counter) is None:
+                    witness, removed = smaller, True
+                else:
+                    start += chunk
+            if not removed:
+                chunk //= 2
     except _OutOfTime:
         pass  # what is left is still a non-linearizable sub-history
     return Verdict(VIOLATION, witness=tuple(witness), seconds=time.monotonic() - began, explored=counter[0])

@@ -151,3 +151,36 @@ def test_agrees_with_brute_force(history):
     assert verdict.status == (OK if brute_force(history) else VIOLATION)
     if verdict.status == VIOLATION:
         assert not brute_force(list(verdict.witness))
+
+
+def simulated_register(n, clients, rng, lost=0.1):
+    """`n` operations of `clients` on a real register, each taking effect at a random moment of its
+    interval (linearizable by construction); a tenth of the writes and cas are left unanswered."""
+    free, events = [0.0] * clients, []
+    for k in range(n):
+        client = rng.randrange(clients)
+        start = free[client] + rng.random()
+        end = start + rng.random() * 3
+        free[client] = end
+        events.append((rng.uniform(start, end), k, rng.choice(["read", "write", "write", "cas"]), start, end))
+    state, ops = ABSENT, []
+    for _, k, f, start, end in sorted(events):
+        answered = None if f != "read" and rng.random() < lost else end
+        if f == "read":
+            ops.append(Op("read", state, start, end))
+        elif f == "write" or rng.random() < 0.7:
+            ops.append(Op(f, k + 1 if f == "write" else (state, k + 1), start, answered))
+            state = k + 1
+    return ops
+
+
+def test_a_long_history_is_decided_and_a_stale_read_in_it_is_shown_alone_with_its_writes():
+    import random
+    history = simulated_register(200, 4, random.Random(1))
+    assert check_register(history, budget_s=5).status == OK
+    end = max(op.completed or op.invoked for op in history)
+    earlier = next(op for op in reversed(history) if op.f == "write" and op.completed is not None)
+    stale = [w("new", end + 1, end + 2), r(earlier.value, end + 3, end + 4)]
+    verdict = check_register(history + stale, budget_s=5)
+    assert verdict.status == VIOLATION
+    assert set(verdict.witness) == {earlier, *stale}, verdict.witness
