@@ -261,9 +261,9 @@ def hunt(command: list[str], workload: str = "log", nodes: int = 3, clock: str =
 
             @rule(node=target, key=lin_kv_key, back=st.integers(0, 2), create=st.sampled_from([False, False, True]))
             def cas(self, node, key, back, create):
-                # From a value the key held lately (else the cas can only fail), to a new one.
+                # From a value the key held lately (0, never written, while it has none), to a new one.
                 held = self.values_of.get(key, [])
-                source = held[max(0, len(held) - 1 - back)] if held else self.values + 1
+                source = held[max(0, len(held) - 1 - back)] if held else 0
                 step = {"op": "cas", "node": self.resolve(node), "key": key, "from": source, "to": self.written_to(key)}
                 self.apply(dict(step, create_if_not_exists=True) if create else step)
         else:
