@@ -10,7 +10,8 @@ with Kafka's rules in place of Raft's:
   advanced only while the ISR holds at least a majority of the replicas (min.insync.replicas).
   While an ISR update is in flight the HW waits for the controller's answer: neither the old ISR
   (the update may add a replica that lags) nor the new one (the update may be refused: with fewer
-  replicas the majority rule may not hold) is safe to count yet.
+  replicas the majority rule may not hold) is safe to count yet. Kafka since KIP-497 counts the
+  "maximal ISR", the union of the two, and goes on advancing; waiting never passes it either.
 - The leader shrinks the ISR by a follower that is down (the controller's live brokers) or
   behind its log end offset, and expands it when a follower's fetch reaches the high
   watermark, with `AlterIsr` to the controller, which refuses a leader of an older epoch.
