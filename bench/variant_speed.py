@@ -26,7 +26,7 @@ load far less than wall seconds, which are shown last):
     FlexibleTooSmall (+2 own)     10,366             21,170      0.42x               3,580          5.9x                7,515, 888
 
 A variant with constant rules runs as fast as its preset on the kernels: Majority explores the preset's
-17,810 states at the same rate (runs of 0.34-0.38 CPU s for both; two earlier runs of 5 without the
+17,810 states at the same rate (runs of 0.26-0.38 CPU s for both; two earlier runs of 5 without the
 warm-up gave 1.08x and 1.20x, the spread of such short runs). FlexibleTooSmall's two properties of its
 own are Python, called on every new state unpacked: they cut the compiled rate to about 0.4 of the
 preset's, still about 6x the reference backend's.
