@@ -5,6 +5,8 @@ with the generation it showed)."""
 
 from __future__ import annotations
 
+import pytest
+
 from hwm.bridge.maelstrom.validation import ModelSteps
 
 
@@ -34,3 +36,29 @@ def test_a_stale_leaders_change_names_no_voter_of_a_later_generation():
         finding = steps.observed(observation)
         assert finding is None, finding.text
     assert steps.finish() is None
+
+
+# n1 leads generation 1 and holds entry 1@g1, as does n2; n1 shows HWM 1 or not yet.
+ELECTED_ONE_ENTRY = [seen(1, "n1", "candidate", 1), seen(2, "n2", "follower", 1), seen(3, "n1", "leader", 1),
+                     seen(4, "n3", "follower", 1), seen(5, "n1", "leader", 1, log=[(1, 1)]),
+                     seen(6, "n2", "follower", 1, log=[(1, 1)])]
+
+
+@pytest.mark.parametrize("hwm, kind, index, found", [
+    (1, "ack", 1, False),  # the first index, at the HWM
+    (0, "ack", 1, True),  # the first index, above the HWM
+    (1, "ack", 2, True),  # past the log
+    (1, "read", 1, False),
+    (0, "read", 1, True),
+])
+def test_an_acknowledgement_or_a_read_is_checked_against_the_nodes_hwm_right_after_it(hwm, kind, index, found):
+    steps = ModelSteps("raft", ["n1", "n2", "n3"])
+    shown = seen(7, "n1", "leader", 1, log=[(1, 1)], hwm=hwm)
+    for observation in ELECTED_ONE_ENTRY + [shown]:
+        finding = steps.observed(observation)
+        assert finding is None, finding.text
+    finding = steps.client("n1", kind, index, shown, 8, "deliver#8")
+    assert (finding is not None) == found, finding and finding.text
+    if found:
+        what = "acknowledged log_append at index" if kind == "ack" else "served log_read of index"
+        assert f"after deliver#8, n1 {what} {index} while it showed leader g1 log=[1] hwm={hwm}" in finding.text
