@@ -249,7 +249,7 @@ def check_register(history, budget_s: float = 10.0, initial=ABSENT) -> Verdict:
         order = _search(ops, initial, deadline, counter)
     except _OutOfTime:
         return Verdict(UNDECIDED, seconds=time.monotonic() - began, explored=counter[0],
-                       reason=f"undecided after {budget_s:g} s ({counter[0]:,} search steps, {len(ops)} operations)")
+                       reason=f"undecided after {budget_s:.3g} s ({counter[0]:,} search steps, {len(ops)} operations)")
     if order is not None:
         return Verdict(OK, seconds=time.monotonic() - began, explored=counter[0], linearization=tuple(order))
     witness = list(ops)

@@ -4,6 +4,7 @@ schedules and on schedules that leave writes indeterminate, and its planted stal
 saved schedule (and, under -m deep, found and shrunk from scratch); the tutorial's log node through
 its log, and its naive sibling's acknowledged write lost."""
 
+import re
 import sys
 
 import pytest
@@ -11,6 +12,7 @@ import pytest
 from hwm.bridge.maelstrom.cluster import Limits, run_schedule
 from hwm.bridge.maelstrom.hunt import hunt
 from hwm.bridge.maelstrom.lin_kv import FINDING, LinKVChecker
+from hwm.checker.linearizable import UNDECIDED
 from hwm.bridge.maelstrom.schedule import Schedule, ScheduleError, check_step, load
 from tests.nodes.commands import ROOT, log_node, naive_node
 
@@ -190,3 +192,34 @@ def test_the_log_node_is_clean_on_lin_kv_schedules():
     report = hunt(log_node(), workload="lin-kv", schedules=30, seed=4)
     assert not report.failures, [str(f) for r in report.failures for f in r.findings]
     assert report.schedules == 30 and report.answered_ok > 0 and not report.undecided
+
+
+# ---- the command line ------------------------------------------------------------------------
+
+def test_bad_lin_kv_input_is_one_line_exit_2(tmp_path):
+    from click.testing import CliRunner
+    from hwm.cli import main
+
+    done = CliRunner().invoke(main, ["test", "--workload", "lin-kv", "--linearizable-budget", "0", "--", "true"])
+    assert done.exit_code == 2 and "--linearizable-budget" in done.output, done.output
+    path = tmp_path / "bad.json"
+    path.write_text('{"format": "hwm-schedule/1", "workload": "lin-kv", "steps": [{"op": "cas", "node": "n1", '
+                    '"key": 0, "from": 1, "to": "two"}]}')
+    done = CliRunner().invoke(main, ["replay", str(path), "--", *forwarding_node()])
+    assert done.exit_code == 2 and "step 1, field 'to'" in done.output and "Traceback" not in done.output, done.output
+
+
+def test_an_undecided_key_is_a_line_of_its_own_and_no_finding(tmp_path, monkeypatch):
+    from click.testing import CliRunner
+    from hwm.bridge.maelstrom import lin_kv
+    from hwm.checker.linearizable import Verdict
+    from hwm.cli import main
+
+    monkeypatch.setattr(lin_kv, "check_register",
+                        lambda ops, budget_s: Verdict(UNDECIDED, reason=f"undecided after {budget_s:.3g} s (a test)"))
+    done = CliRunner().invoke(main, ["test", "--workload", "lin-kv", "--clock", "virtual", "--schedules", "2",
+                                     "--steps", "12", "--settle-rounds", "4", "--linearizable-budget", "3",
+                                     "--save", str(tmp_path / "s.json"), "--", *forwarding_node(bug=True)])
+    assert done.exit_code == 0, done.output
+    assert "\nlinearizability: " in done.output and " undecided (no finding; " in done.output, done.output
+    assert re.search(r"schedule \d, key \d: undecided after 3 s \(a test\)", done.output), done.output
