@@ -21,20 +21,20 @@ ROOT = Path(__file__).resolve().parents[2]
 
 @pytest.fixture
 def package(tmp_path) -> Path:
-    """The folder of the package `team_rules`, its metadata written: on the path, it is installed."""
-    package = tmp_path / "team-rules"
-    (package / "team_rules").mkdir(parents=True)
-    (package / "team_rules" / "__init__.py").write_text("")
-    shutil.copy(ROOT / "examples" / "variants" / "flexible.py", package / "team_rules" / "quorums.py")
-    (package / "team_rules" / "broken.py").write_text("NotAVariant = 3\n")
+    """The folder of the package `installed_team_rules`, its metadata written: on the path, it is installed."""
+    package = tmp_path / "installed-team-rules"
+    (package / "installed_team_rules").mkdir(parents=True)
+    (package / "installed_team_rules" / "__init__.py").write_text("")
+    shutil.copy(ROOT / "examples" / "variants" / "flexible.py", package / "installed_team_rules" / "quorums.py")
+    (package / "installed_team_rules" / "broken.py").write_text("NotAVariant = 3\n")
     (package / "pyproject.toml").write_text(textwrap.dedent('''
         [project]
-        name = "team-rules"
+        name = "installed-team-rules"
         version = "0.1"
 
         [project.entry-points."hwm.protocols"]
-        team-flexible = "team_rules.quorums:Flexible"
-        team-not-a-variant = "team_rules.broken:NotAVariant"
+        team-flexible = "installed_team_rules.quorums:Flexible"
+        team-not-a-variant = "installed_team_rules.broken:NotAVariant"
     '''))
     (package / "setup.py").write_text("from setuptools import setup\nsetup()\n")
     subprocess.run([sys.executable, "setup.py", "-q", "egg_info"], cwd=package, check=True, capture_output=True)
@@ -51,14 +51,15 @@ def test_an_installed_variant_is_listed_and_named_by_its_entry_point(package, mo
     listed = hwm("protocols")
     assert listed.exit_code == 0, listed.output
     assert listed.output.split("Installed variants (--protocol NAME):\n")[1].splitlines()[:2] == [
-        "  team-flexible                   team_rules.quorums:Flexible",
-        "  team-not-a-variant              team_rules.broken:NotAVariant"]
+        "  team-flexible                   installed_team_rules.quorums:Flexible",
+        "  team-not-a-variant              installed_team_rules.broken:NotAVariant"]
     checked = hwm("check", "--protocol", "team-flexible", "--servers", "4", "--max-generation", "3",
                   "--max-crashes", "0")
     assert checked.exit_code == 0, checked.output
-    assert "protocol Flexible" in checked.output and "explored 1,441 distinct states, 9,999 transitions" in checked.output
+    assert "protocol Flexible" in checked.output
+    assert "explored 1,441 distinct states, 9,999 transitions" in checked.output
     refused = hwm("check", "--protocol", "team-not-a-variant")
     assert refused.exit_code == 2 and "Traceback" not in refused.output
     assert refused.output.strip().splitlines()[-1] == (
-        "Error: Invalid value for '--protocol': entry point 'team-not-a-variant' (team_rules.broken:NotAVariant) "
-        "is not a variant (a subclass of hwm.model.variant.Variant)")
+        "Error: Invalid value for '--protocol': entry point 'team-not-a-variant' "
+        "(installed_team_rules.broken:NotAVariant) is not a variant (a subclass of hwm.model.variant.Variant)")
