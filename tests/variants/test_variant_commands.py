@@ -258,3 +258,34 @@ def test_every_commands_protocol_option_takes_a_variant(flexible, monkeypatch):
         value = option.process_value(click.Context(commands[name]), "flexible.py:Flexible")
         protocol = value if isinstance(value, Protocol) else resolve(value)[1]  # hwm controller resolves it
         assert type(protocol).spec == f"{flexible}:Flexible", name
+
+
+def test_hwm_test_steps_a_nodes_changes_against_the_variants_rules(tmp_path):
+    """hwm test --protocol V steps each observed change against V's model (bridge/maelstrom/validation.py's
+    ModelSteps): a leader of three that takes HWM 1 with its entry on two servers is a step of raft's
+    model, and none of a variant's whose Q2 is every server, until the third holds it too."""
+    from hwm.bridge.maelstrom.validation import ModelSteps
+
+    path = tmp_path / "all_copies.py"
+    path.write_text("from hwm.model.variant import Variant\nclass AllCopies(Variant):\n"
+                    "    def replication_quorum(self):\n        return self.servers\n")
+
+    def seen(step, node, role, generation, log=(), hwm=0):
+        return {"step": step, "cause": f"deliver#{step}", "node": node, "alive": True, "generation": generation,
+                "role": role, "log": [list(entry) for entry in log], "hwm": hwm}
+
+    elected = [seen(1, "n1", "candidate", 1), seen(2, "n2", "follower", 1), seen(3, "n1", "leader", 1),
+               seen(4, "n3", "follower", 1), seen(5, "n1", "leader", 1, log=[(1, 1)]),
+               seen(6, "n2", "follower", 1, log=[(1, 1)])]
+
+    def findings(spec, run):
+        steps = ModelSteps(spec, ["n1", "n2", "n3"])
+        return [f.text for f in map(steps.observed, run) if f is not None]
+
+    on_two = elected + [seen(7, "n1", "leader", 1, log=[(1, 1)], hwm=1)]
+    assert findings("raft", on_two) == []
+    [finding] = findings(f"{path}:AllCopies", on_two)
+    assert "after deliver#7, n1 showed leader g1 log=[1] hwm=1: no step of AllCopies's model" in finding, finding
+    on_three = elected + [seen(7, "n3", "follower", 1, log=[(1, 1)]),
+                          seen(8, "n1", "leader", 1, log=[(1, 1)], hwm=1)]
+    assert findings(f"{path}:AllCopies", on_three) == []
