@@ -100,7 +100,14 @@ def _saved_paths(save: Path, kinds: list[str]) -> dict[str, Path]:
 
 
 @click.command(name="test", context_settings={"ignore_unknown_options": False})
-@click.argument("command", nargs=-1, required=True)
+@click.argument("command", nargs=-1, required=False)
+@click.option("--server", "server", type=click.Choice(["etcd"]), default=None,
+              help="Test a real server, unchanged, instead of a node COMMAND: hwm starts N members on their own "
+                   "loopback addresses and drives the log workload against them (docs/real-servers.md).")
+@click.option("--loopback", "loopback", default="127.0.1", show_default=True,
+              help="With --server: member i listens on 127.X.Y.i.")
+@click.option("--recur", "recur", default="2/3", show_default=True,
+              help="With --server: a shrink candidate fails when K of M runs show the finding (K/M).")
 @click.option("--nodes", type=click.IntRange(1, 9), default=3, show_default=True, help="Copies of the node to run.")
 @click.option("--workload", type=click.Choice(["kafka", "log", "lin-kv"]), default="kafka", show_default=True,
               help="kafka: Maelstrom's (send, poll, commit_offsets, list_committed_offsets); "
@@ -142,8 +149,8 @@ def _saved_paths(save: Path, kinds: list[str]) -> dict[str, Path]:
               help="Seconds after which no new schedule starts (shrinking gets at most 120 s more).")
 @click.option("--no-shrink", is_flag=True, help="Report the first failing schedule as found.")
 @click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
-def test(command, nodes, workload, clock, schedules, steps, seed, faults, settle_time, settle_rounds, require_replies,
-         linearizable_budget, protocol, save, time_limit, no_shrink, as_json):
+def test(command, server, loopback, recur, nodes, workload, clock, schedules, steps, seed, faults, settle_time,
+         settle_rounds, require_replies, linearizable_budget, protocol, save, time_limit, no_shrink, as_json):
     """Run N copies of the node COMMAND (after --) under hwm's network and check what clients see.
 
     hwm speaks Maelstrom's protocol strictly: a node gets nothing of hwm's unless its init_ok
@@ -158,6 +165,15 @@ def test(command, nodes, workload, clock, schedules, steps, seed, faults, settle
     from hwm.params import file_problem
 
     command = list(command)
+    if server is not None:
+        if command:
+            raise click.UsageError("give either --server or a node COMMAND, not both")
+        from hwm.servers_cli import test_server
+        with _sigterm_as_ctrl_c():
+            sys.exit(test_server(server, nodes, schedules, steps, seed, faults, settle_time, save, time_limit,
+                                 no_shrink, as_json, loopback, recur, _servers_interrupted))
+    if not command:
+        raise click.UsageError("give the node's COMMAND after --, or --server etcd")
     chosen_faults = _faults(faults)
     if save is None:
         save = _default_save(command)
@@ -255,6 +271,15 @@ def test(command, nodes, workload, clock, schedules, steps, seed, faults, settle
     sys.exit(EXIT_USAGE if report.shortest.protocol_error else EXIT_FOUND)
 
 
+def _servers_interrupted() -> int:
+    from hwm.bridge.maelstrom.process import kill_all
+    from hwm.bridge.servers.lifecycle import close_all
+    close_all()  # the members, the run's folder and its nftables table
+    kill_all()
+    click.echo("\ninterrupted: every server process has been killed", err=True)
+    return EXIT_INTERRUPTED
+
+
 def replay_schedule(path: Path, command: list[str], brief: bool, fixed: bool = False, protocol=None) -> int:
     """`hwm replay FILE -- CMD ...` for an hwm-schedule/1 FILE: the exit status. 0: nothing found (and,
     with `fixed`, the saved finding is gone); 1: a finding; 2: bad input or a protocol error; 3: the
@@ -269,6 +294,13 @@ def replay_schedule(path: Path, command: list[str], brief: bool, fixed: bool = F
     except ScheduleError as e:
         click.echo(f"error: {e}", err=True)
         return EXIT_USAGE
+    if schedule.server is not None and not command:  # a real server's schedule (hwm test --server)
+        from hwm.servers_cli import replay_server_schedule
+        with _sigterm_as_ctrl_c():
+            try:
+                return replay_server_schedule(path, schedule, brief)
+            except KeyboardInterrupt:
+                return _servers_interrupted()
     if not command:
         click.echo(f"error: {path} is a node schedule: give the node's command after --, "
                    f"e.g. hwm replay {path} -- python3 mynode.py", err=True)

@@ -450,12 +450,14 @@ def hunt(command: list[str], workload: str = "log", nodes: int = 3, clock: str =
 
 
 def shrink_further(command: list[str], failure: RunResult, limits: Limits | None = None,
-                   seconds: float = 60.0, kind: str | None = None, report: HuntReport | None = None) -> RunResult:
+                   seconds: float = 60.0, kind: str | None = None, report: HuntReport | None = None,
+                   rerun=None) -> RunResult:
     """Delete steps while the schedule still shows `kind` (a finding's name, or PROTOCOL; by default
     the failure's first kind): halves, then quarters, down to single steps, then fewer settle rounds.
     Only that kind counts, so a shorter schedule that fails some other way never replaces it.
 
-    Each try is a run of real processes, so this direct pass over the steps is the whole shrink."""
+    Each try is a run of real processes, so this direct pass over the steps is the whole shrink.
+    `rerun(schedule)` runs a candidate instead of `command` (bridge/servers: k of m runs of real servers)."""
     from hwm.bridge.maelstrom.cluster import run_schedule
 
     began = time.monotonic()
@@ -465,7 +467,7 @@ def shrink_further(command: list[str], failure: RunResult, limits: Limits | None
     def still_fails(steps: list[dict]) -> RunResult | None:
         schedule = Schedule(workload=best.schedule.workload, nodes=best.schedule.nodes, clock=best.schedule.clock,
                             seed=best.schedule.seed, protocol=best.schedule.protocol, steps=steps)
-        result = run_schedule(command, schedule, limits)
+        result = rerun(schedule) if rerun is not None else run_schedule(command, schedule, limits)
         if report is not None:
             report.shrink_runs += 1
         return result if shows(result, kind) else None

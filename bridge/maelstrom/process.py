@@ -153,8 +153,9 @@ class NodeProcess:
             self.signal_group(signal.SIGKILL)
             time.sleep(0.005)
         for stream in (self.proc.stdin, self.proc.stdout):
-            try:
-                stream.close()
+            try:  # None for a process whose output goes to a file (bridge/servers)
+                if stream is not None:
+                    stream.close()
             except OSError:
                 pass
         self.paused = False

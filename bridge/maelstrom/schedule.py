@@ -13,7 +13,8 @@ workload; `log_append`, `log_read` for the log workload; `read`, `write`, `cas` 
 workload, Maelstrom's, with integer keys and values and a cas's optional `create_if_not_exists`), each sent by the node's client (c1 for
 n1, ...); the network's `deliver` / `drop` / `duplicate` (the oldest message from `from` to `to`, or
 the `nth`, which reorders), `deliver_all`, `partition` (`groups` of nodes), `heal`; faults `kill`
-(SIGKILL), `restart`, `pause` (SIGSTOP), `resume`; the clock's `tick` (one node, or all) and
+(SIGKILL), `restart`, `pause` (SIGSTOP), `resume`, and for a real server `rollback` (its data directory
+replaced by the copy kept at start-up, bridge/servers/run.py); the clock's `tick` (one node, or all) and
 `wait` (`ms` of wall-clock time); `settle` is `rounds` rounds of a tick of every node and deliver_all. `findings`, `history` and `observations` record what the saved
 run saw; a replay runs `steps` and compares.
 """
@@ -51,6 +52,7 @@ STEP_FIELDS: dict[str, dict[str, type | tuple]] = {
     "restart": {"node": str},
     "pause": {"node": str},
     "resume": {"node": str},
+    "rollback": {"node": str},
     "tick": {},
     "wait": {"ms": int},
     "settle": {"rounds": int},
@@ -81,13 +83,15 @@ class Schedule:
     history: list[dict] = field(default_factory=list)
     observations: list[dict] = field(default_factory=list)
     source: str | None = None
+    server: str | None = None  # a real server's adapter (bridge/servers: "etcd"), else a node command
 
     def node_ids(self) -> list[str]:
         return [f"n{k}" for k in range(1, self.nodes + 1)]
 
     def to_json(self) -> dict:
         return {"format": FORMAT, "title": self.title, "workload": self.workload, "nodes": self.nodes,
-                "clock": self.clock, "protocol": self.protocol, "seed": self.seed, "steps": self.steps,
+                "clock": self.clock, "protocol": self.protocol, **({"server": self.server} if self.server else {}),
+                "seed": self.seed, "steps": self.steps,
                 "findings": self.findings, "history": self.history, "observations": self.observations}
 
     def save(self, path: Path) -> Path:
@@ -177,7 +181,8 @@ def from_json(raw, file=None) -> Schedule:
     schedule = Schedule(workload=workload, nodes=nodes, clock=clock, seed=int(raw.get("seed", 0)),
                         protocol=raw.get("protocol"), title=raw.get("title", ""),
                         findings=list(raw.get("findings", [])), history=list(raw.get("history", [])),
-                        observations=list(raw.get("observations", [])), source=str(file) if file else None)
+                        observations=list(raw.get("observations", [])), source=str(file) if file else None,
+                        server=raw.get("server") if isinstance(raw.get("server"), str) else None)
     for number, step in enumerate(steps, 1):
         schedule.steps.append(check_step(step, schedule.node_ids(), workload, number, file))
     return schedule

@@ -1,0 +1,237 @@
+"""Hypothesis-chosen schedules against real servers, and a shrink that counts a failure only when it
+recurs.
+
+The rules are the log workload's requests (an append, a linearizable or serializable read near the
+newest offset, an append read back at once from another member) and the faults in force: kill and
+restart, pause and resume, partition and heal, and the planted `rollback` (kill a majority, put
+back the copies of their data directories kept at start-up, restart them). Requests aimed at "leader" go to
+the member that last said it leads.
+
+Real servers are not deterministic: the same schedule may fail once and pass the next time. A
+shrink candidate counts as failing only when it shows the kind of finding in `k` of `m` runs
+(`Recurrence`), and the report gives that rate for each shrunk schedule. A schedule found failing
+is reported whether or not it recurs: every finding is a real history that broke a property.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+
+import hypothesis
+import hypothesis.strategies as st
+from hypothesis.stateful import RuleBasedStateMachine, get_state_machine_test, precondition, rule
+
+from hwm.bridge.maelstrom.cluster import RunResult
+from hwm.bridge.maelstrom.hunt import HuntReport, kinds, shows, shrink_further
+from hwm.bridge.maelstrom.schedule import Schedule
+from hwm.bridge.servers.adapter import Server, ServerError
+from hwm.bridge.servers.run import ServerLimits, ServerRun, result_of, run_server_schedule
+
+SERVER_FAULTS = ("kill", "pause", "partition", "rollback")
+STOCK_FAULTS = ("kill", "pause", "partition")  # rollback is an operator's mistake, planted on request
+
+
+@dataclass
+class Recurrence:
+    """A candidate fails when `k` of `m` runs show the kind."""
+    k: int = 2
+    m: int = 3
+
+
+@dataclass
+class ServerHuntReport(HuntReport):
+    rates: dict[str, tuple[int, int]] = field(default_factory=dict)  # kind -> (runs showing it, runs)
+    start_error: ServerError | None = None
+
+
+def recurring(server: Server, kind: str, recurrence: Recurrence, limits: ServerLimits | None, prefix: str,
+              report: ServerHuntReport | None = None):
+    """rerun(schedule) for shrink_further: a result that shows `kind` when k of m runs did, else one
+    that does not; the rate of the last schedule accepted is kept in report.rates[kind]."""
+    def rerun(schedule: Schedule) -> RunResult:
+        schedule.server = server.name
+        hits, last, shown = 0, None, None
+        for run in range(recurrence.m):
+            last = run_server_schedule(server, schedule, limits, prefix)
+            if report is not None and run:
+                report.shrink_runs += 1
+            if shows(last, kind):
+                hits, shown = hits + 1, last
+            if hits >= recurrence.k or hits + recurrence.m - run - 1 < recurrence.k:
+                break  # decided either way
+        if hits >= recurrence.k and report is not None:
+            report.rates[kind] = (hits, run + 1)
+        return shown if hits >= recurrence.k else last
+    return rerun
+
+
+def hunt_server(server: Server, nodes: int = 3, schedules: int = 10, steps: int = 20, seed: int | None = 0,
+                faults=STOCK_FAULTS, limits: ServerLimits | None = None, time_limit: float = 600.0,
+                shrink: bool = True, shrink_seconds: float = 300.0, recurrence: Recurrence | None = None,
+                prefix: str = "127.0.1", on_schedule=None) -> ServerHuntReport:
+    recurrence = recurrence or Recurrence()
+    report = ServerHuntReport(faults=frozenset(faults))
+    began = time.monotonic()
+    node_ids = [f"n{i}" for i in range(1, nodes + 1)]
+    node = st.sampled_from(node_ids)
+    target = st.one_of(st.just("leader"), node)
+
+    class Stop(Exception):
+        pass
+
+    def allowed(fault: str):
+        return precondition(lambda self: fault in faults)
+
+    class ServerSchedule(RuleBasedStateMachine):
+        def __init__(self):
+            super().__init__()
+            self.schedule = Schedule(workload="log", nodes=nodes, clock="wall", server=server.name)
+            self.run: ServerRun | None = None
+            self.values = 0
+            self.began = time.monotonic()
+            if report.failures or report.start_error is not None or report.schedules >= schedules:
+                return
+            if time.monotonic() - began > time_limit:
+                report.out_of_time = True
+                return
+            self.run = ServerRun(server, self.schedule, limits, prefix, partitions="partition" in faults,
+                                 keep_copies="rollback" in faults)
+            try:
+                self.run.start()
+            except ServerError as e:
+                self.run.close()
+                self.run, report.start_error = None, e
+                raise Stop()
+
+        def apply(self, step: dict) -> None:
+            if self.run is None or len(self.schedule.steps) >= steps:
+                return
+            self.schedule.steps.append(step)
+            self.run.run_step(step, len(self.schedule.steps))
+
+        def resolve(self, chosen: str) -> str:
+            if chosen != "leader" or self.run is None:
+                return chosen
+            said = [s["node"] for s in self.run.samples if s["leader"]]
+            return said[-1] if said else node_ids[0]
+
+        def newest(self) -> int:
+            acknowledged = [op["reply"]["index"] for op in self.run.ops if op["status"] == "ok"] if self.run else []
+            return max(acknowledged, default=1)
+
+        @rule(node=target)
+        def append(self, node):
+            self.values += 1
+            self.apply({"op": "log_append", "node": self.resolve(node), "value": self.values})
+
+        @rule(node=target, back=st.integers(0, 2), serializable=st.booleans())
+        def read(self, node, back, serializable):
+            step = {"op": "log_read", "node": self.resolve(node), "index": max(1, self.newest() - back)}
+            self.apply(dict(step, serializable=True) if serializable else step)
+
+        @rule(reader=node)
+        def append_then_read(self, reader):
+            self.values += 1
+            self.apply({"op": "log_append", "node": self.resolve("leader"), "value": self.values})
+            self.apply({"op": "log_read", "node": reader, "index": self.newest(), "serializable": True})
+
+        @allowed("kill")
+        @rule(node=target, restart=st.booleans())
+        def kill(self, node, restart):
+            node = self.resolve(node)
+            self.apply({"op": "kill", "node": node})
+            if restart:
+                self.apply({"op": "restart", "node": node})
+
+        @allowed("kill")
+        @rule(node=node)
+        def restart(self, node):
+            self.apply({"op": "restart", "node": node})
+
+        @allowed("pause")
+        @rule(node=target, resume=st.booleans())
+        def pause(self, node, resume):
+            node = self.resolve(node)
+            self.apply({"op": "pause", "node": node})
+            if resume:
+                self.apply({"op": "resume", "node": node})
+
+        @allowed("partition")
+        @rule(isolated=target)
+        def partition(self, isolated):
+            isolated = self.resolve(isolated)
+            self.apply({"op": "partition", "groups": [[isolated], [n for n in node_ids if n != isolated]]})
+
+        @allowed("partition")
+        @rule()
+        def heal(self):
+            self.apply({"op": "heal"})
+
+        @rule(ms=st.sampled_from([100, 500, 1500]))
+        def wait(self, ms):  # long enough, at the top, for an election after a leader is lost
+            self.apply({"op": "wait", "ms": ms})
+
+        @allowed("rollback")
+        @rule(first=node)
+        def rollback(self, first):
+            # A majority restored from the start-up backup while the others run: what they had
+            # acknowledged survives only on the minority.
+            k = node_ids.index(first)
+            majority = [node_ids[(k + j) % nodes] for j in range(nodes // 2 + 1)]
+            for op in ("kill", "rollback", "restart"):
+                for member in majority:
+                    self.apply({"op": op, "node": member})
+
+        def teardown(self):
+            if self.run is None:
+                return
+            result = RunResult(self.schedule)
+            try:
+                self.run.finish()
+            finally:
+                self.run.close()
+            result_of(self.run, result, self.began)
+            result.steps_run = len(self.schedule.steps)
+            report.schedules += 1
+            report.operations += result.operations()
+            report.answered_ok += sum(1 for op in result.history if op["step"] is not None and op["status"] == "ok")
+            report.unanswered += len(result.unanswered)
+            if on_schedule is not None:
+                on_schedule(report, result)
+            if result.failed:
+                report.failures.append(result)
+                report.first_failure_at = report.schedules
+                report.first_failure_seconds = time.monotonic() - began
+                raise Stop()
+
+    phases = [p for p in hypothesis.Phase if p not in (hypothesis.Phase.shrink, hypothesis.Phase.explain)]
+    settings = hypothesis.settings(max_examples=schedules, stateful_step_count=steps, deadline=None, database=None,
+                                   phases=phases, report_multiple_bugs=False,
+                                   suppress_health_check=list(hypothesis.HealthCheck),
+                                   verbosity=hypothesis.Verbosity.quiet, print_blob=False)
+    test = get_state_machine_test(ServerSchedule, settings=settings)
+    if seed is not None:
+        test = hypothesis.seed(seed)(test)
+    try:
+        test()
+    except Stop:
+        pass
+    except hypothesis.errors.HypothesisException as e:
+        inner = getattr(e, "exceptions", ())
+        if len(inner) == 1 and not isinstance(inner[0], Stop):
+            raise inner[0] from None
+        if not (report.failures or report.start_error or report.schedules >= schedules or report.out_of_time):
+            raise
+    if report.failures and shrink:
+        found = report.failures[0]
+        wanted = kinds(found)
+        for kind in wanted:
+            rerun = recurring(server, kind, recurrence, limits, prefix, report)
+            shrunk = shrink_further([], found, None, shrink_seconds / len(wanted), kind=kind, report=report,
+                                    rerun=rerun)
+            if shrunk is found:  # no shorter candidate recurred: how often does the schedule as found?
+                rerun(found.schedule)
+            report.shrunk[kind] = shrunk
+    report.seconds = time.monotonic() - began
+    return report

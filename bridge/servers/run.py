@@ -1,0 +1,237 @@
+"""One schedule against a cluster of real servers: the steps, the client history, the status samples.
+
+A schedule is an ordinary `hwm-schedule/1` (schedule.py) of the log workload on the wall clock:
+`log_append` and `log_read` (with `"serializable": true`, a read the member may serve from its own
+copy), `kill`, `restart`, `pause`, `resume`, `partition`, `heal`, `wait`, and the planted
+`rollback`: the down member's data directory replaced by the copy kept once the cluster first
+served (lifecycle.py's `keep_copy`), as an operator restoring an old backup would. Requests go one at a time, each bounded by the client's timeout; the
+client of node n<i> is c<i>. The history is checked by the log workload's checks (history.py:
+ReadNeverTruncated, AckedNeverLost, OneValuePerOffset), online and after the final phase.
+
+After every step each member that runs is asked its status (the adapter's probe), and the samples
+are checked against the catalogue's properties that a member's own status shows (`StatusChecks`):
+- `HwmNeverTruncated`: a member's commit index (its high-water mark) never goes below one it showed
+  before, across restarts on the same data directory too: what a member said is committed is on its
+  disk (a kill -9 keeps what was written).
+etcd's status pairs its leader with the term of the last entry it *applied*, not the term it leads:
+a new leader says the old term until its first entry is applied, so "one leader per term" is not
+checked on it (it would report two leaders of one term in a correct cluster).
+
+The final phase is Maelstrom's recovery period: heal, resume, restart what is down, wait until the
+cluster serves, then read every offset the history acknowledged or read from every member, again
+until each is served or `settle_seconds` is spent.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+
+from hwm.bridge.maelstrom.cluster import RunResult
+from hwm.bridge.maelstrom.history import Finding, HistoryChecker, describe_op, final_read_requests
+from hwm.bridge.maelstrom.schedule import Schedule, check_step, describe
+from hwm.bridge.servers.adapter import Definite, Indefinite, Server, ServerError
+from hwm.bridge.servers.lifecycle import ServerCluster
+
+FAULT_OPS = ("kill", "restart", "pause", "resume", "partition", "heal", "rollback")
+
+
+@dataclass
+class ServerLimits:
+    request_seconds: float = 1.0  # one client request's longest wait
+    status_seconds: float = 0.5
+    settle_seconds: float = 10.0  # the final phase's longest wait (Maelstrom's recovery time)
+
+
+class StatusChecks:
+    """The always properties a member's own status shows, checked on every sample."""
+
+    def __init__(self):
+        self.findings: list[Finding] = []
+        self.highest: dict[str, tuple[int, int | None]] = {}  # member -> (commit index, step it was shown)
+        self.reported: set[str] = set()
+
+    def _find(self, name: str, text: str, step) -> None:
+        if name not in self.reported:
+            self.reported.add(name)
+            self.findings.append(Finding(name, text, step))
+
+    def sample(self, member: str, status, step, cause: str) -> None:
+        if status.committed_index is not None:
+            shown, at = self.highest.get(member, (0, None))
+            if status.committed_index < shown:
+                when = f"at step {at}" if at is not None else "at start-up"
+                self._find("HwmNeverTruncated", f"{member}'s commit index (its high-water mark) was {shown} {when}; "
+                                                f"after {cause} it is {status.committed_index}", step)
+            else:
+                self.highest[member] = (status.committed_index, step)
+
+
+class ServerRun:
+    def __init__(self, server: Server, schedule: Schedule, limits: ServerLimits | None = None,
+                 prefix: str = "127.0.1", partitions: bool | None = None, keep_copies: bool = False):
+        self.server, self.schedule = server, schedule
+        self.limits = limits or ServerLimits()
+        self.node_ids = schedule.node_ids()
+        if partitions is None:  # a replay: the table only when the schedule partitions
+            partitions = any(s["op"] == "partition" for s in schedule.steps)
+        self.cluster = ServerCluster(server, schedule.nodes, prefix=prefix, partitions=partitions)
+        self.keep_copies = keep_copies or any(s["op"] == "rollback" for s in schedule.steps)
+        self.checker = HistoryChecker()
+        self.status = StatusChecks()
+        self.ops: list[dict] = []
+        self.final_ops: list[dict] = []
+        self.events: list[list[str]] = [[]]
+        self.samples: list[dict] = []  # every status sampled: {"step", "node", "term", "leader", "commit"}
+        self.step_number: int | None = 0
+        self.cause = "start-up"
+
+    def start(self) -> None:
+        self.cluster.start()
+        self.events[0] += self.cluster.notes
+        if self.keep_copies:
+            for node in self.node_ids:
+                self.cluster.keep_copy(node)  # what a rollback restores: the member as it started
+        self._sample_all()
+
+    def close(self) -> None:
+        self.cluster.close()
+
+    def _event(self, text: str) -> None:
+        self.events[-1].append(text)
+
+    # ---- client operations ---------------------------------------------------------------------
+    def _operation(self, node: str, kind: str, request: dict, step) -> dict:
+        op = {"id": len(self.ops) + 1, "client": f"c{self.node_ids.index(node) + 1}", "node": node, "step": step,
+              "type": kind, "request": request, "status": "pending", "reply": None, "reply_step": None}
+        self.ops.append(op)
+        self.checker.on_request(op)
+        client = self.cluster.client(node, self.limits.request_seconds)
+        try:
+            if self.cluster.paused(node) or not self.cluster.alive(node):
+                raise Definite(f"{node} is {'paused' if self.cluster.alive(node) else 'down'}")
+            if kind == "log_append":
+                op["reply"] = {"index": client.append(request["value"])}
+            else:
+                value = client.read(request["index"], serializable=bool(request.get("serializable")))
+                if value is None:
+                    raise Definite(f"nothing at offset {request['index']}")
+                op["reply"] = {"index": request["index"], "value": value}
+            op["status"] = "ok"
+        except Definite as e:
+            op["status"], op["reply"] = "fail", {"text": str(e)}
+        except Indefinite as e:
+            op["status"], op["reply"] = "info", {"text": str(e)}
+        op["reply_step"] = step
+        before = len(self.checker.findings)
+        if op["status"] == "ok":
+            self.checker.on_reply(op, step)
+        self._event(f"{op['client']}→{node} {describe_op(op).split(' ', 3)[-1]}: {op['status']} {op['reply']}")
+        for finding in self.checker.findings[before:]:
+            self._event(f"FINDING {finding}")
+        return op
+
+    # ---- steps -----------------------------------------------------------------------------------
+    def run_step(self, step: dict, number: int) -> None:
+        self.step_number, self.cause = number, describe(step)
+        self.events.append([])
+        op, cluster = step["op"], self.cluster
+        if op in ("log_append", "log_read"):
+            self._operation(step["node"], op, {k: v for k, v in step.items() if k not in ("op", "node")}, number)
+        elif op == "kill":
+            if cluster.alive(step["node"]):
+                cluster.kill(step["node"])
+                self._event(f"{step['node']} killed (SIGKILL); its data directory stays")
+        elif op == "restart":
+            if not cluster.alive(step["node"]):
+                cluster.restart(step["node"])
+                self._event(f"{step['node']} restarted on its data directory")
+        elif op == "rollback":
+            if cluster.rollback(step["node"]):
+                self._event(f"{step['node']}'s data directory replaced by the copy kept at start-up")
+        elif op == "pause":
+            cluster.pause(step["node"])
+        elif op == "resume":
+            cluster.resume(step["node"])
+        elif op == "partition":
+            cluster.partition(step["groups"])
+        elif op == "heal":
+            cluster.heal()
+        elif op == "wait":
+            time.sleep(step["ms"] / 1000)
+        elif op in ("tick", "settle"):
+            time.sleep(0.05 * step.get("rounds", 1))  # the wall clock: the members' own timers run
+        self._sample_all()
+
+    def _sample_all(self) -> None:
+        for node in self.node_ids:
+            if not self.cluster.alive(node) or self.cluster.paused(node):
+                continue
+            try:
+                status = self.cluster.client(node, self.limits.status_seconds).status()
+            except (Definite, Indefinite):
+                continue  # not answering yet (restarting): nothing to check
+            if status is None:
+                return  # the server has no probe
+            self.samples.append({"step": self.step_number, "node": node, "term": status.term,
+                                 "leader": status.leader, "commit": status.committed_index})
+            before = len(self.status.findings)
+            self.status.sample(node, status, self.step_number, self.cause)
+            for finding in self.status.findings[before:]:
+                self._event(f"FINDING {finding}")
+
+    # ---- the final phase -------------------------------------------------------------------------
+    def finish(self) -> None:
+        self.step_number, self.cause = None, "the final phase"
+        self.events.append([])
+        began = time.monotonic()
+        self.cluster.heal()
+        for node in self.node_ids:
+            self.cluster.resume(node)
+            self.cluster.restart(node)
+        try:
+            self.cluster.wait_serving(self.limits.settle_seconds)
+        except ServerError as e:
+            self._event(f"not every member serves after {self.limits.settle_seconds:g} s: {e}".splitlines()[0])
+        self._sample_all()
+        self.cause = "the final reads"
+        while True:
+            for request in final_read_requests("log", self.checker):
+                for node in self.node_ids:
+                    op = self._operation(node, "log_read", {"index": request["index"]}, None)
+                    self.final_ops.append(op)
+            if not self.checker.unserved(self.final_ops) or time.monotonic() - began > self.limits.settle_seconds:
+                break
+            time.sleep(0.2)
+        self.checker.at_end(self.final_ops, f"after healing and {time.monotonic() - began:.1f} s")
+
+
+def run_server_schedule(server: Server, schedule: Schedule, limits: ServerLimits | None = None,
+                        prefix: str = "127.0.1", on_step=None) -> RunResult:
+    """Run `schedule` against a fresh cluster of `server`; every process, folder and table is gone
+    when this returns or raises. ServerError when the cluster does not start."""
+    began = time.monotonic()
+    run = ServerRun(server, schedule, limits, prefix)
+    result = RunResult(schedule)
+    try:
+        run.start()
+        for number, step in enumerate(schedule.steps, 1):
+            check_step(step, run.node_ids, schedule.workload, number)
+            run.run_step(step, number)
+            result.steps_run = number
+            if on_step is not None:
+                on_step(number, step, run)
+        run.finish()
+    finally:
+        run.close()
+    return result_of(run, result, began)
+
+
+def result_of(run: ServerRun, result: RunResult, began: float) -> RunResult:
+    result.findings = run.checker.findings + run.status.findings
+    result.history = run.ops
+    result.observations = run.samples
+    result.events = run.events
+    result.unanswered = [op for op in run.ops if op["status"] == "info"]
+    result.seconds = time.monotonic() - began
+    return result
