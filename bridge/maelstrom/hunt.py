@@ -7,7 +7,8 @@ step-deleting shrinker can drop any part of them):
 
 - `append_then_read` (`send_then_poll` for the kafka workload): an append at the leader, then at
   once a read there of its newest index, before any delivery: a client asks for an entry no
-  follower has yet stored;
+  follower has yet stored (for lin-kv, `write_then_read`: a write at the leader, then at once a
+  read of its key at any node, which a node answering from its own copy gets wrong);
 - `cut_off`: partition, kill or pause the node that answered the latest read (or the leader), then
   optionally let the others run election rounds: whatever that node served or acknowledged must
   survive without it;
