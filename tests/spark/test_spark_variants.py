@@ -69,3 +69,25 @@ def test_hwm_check_engine_spark_of_a_variant_file(spark, tmp_path):
                for report in reports]
     assert lengths[0] == lengths[1] == PINNED[2]
 
+
+
+@pytest.mark.deep
+def test_validate_on_spark_judges_a_recorded_run_with_a_variants_model(spark, tmp_path, monkeypatch):
+    """hwm validate --engine spark: the executors get the variant's protocol, loaded from the copy sent, and
+    give the local engine's verdicts: hwm's raft-noop recording is no run of a variant whose Q2 is every
+    server (its leader took HWM 1 with one follower's copy)."""
+    from hwm.checker.validate_spark import coverage_table
+
+    (tmp_path / "team_all_copies.py").write_text(
+        "from hwm.model.variant import Variant\nclass AllCopies(Variant):\n    base = 'raft-noop'\n"
+        "    def replication_quorum(self):\n        return self.servers\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    from hwm.properties.events import dumps, load_runs
+
+    recorded = Path(__file__).resolve().parents[1] / "checker" / "recorded_raft_noop"
+    runs = [(str(name), dumps(header, events)) for name, header, events in load_runs(sorted(recorded.glob("*.jsonl")))]
+    bounds = {"servers": 3, "max_generation": 2, "max_log": 2, "max_crashes": 0}
+    local = coverage_table(runs, "team_all_copies:AllCopies", bounds)
+    distributed = coverage_table(runs, "team_all_copies:AllCopies", bounds, engine="spark", spark=spark)
+    assert [(r["valid"], r["event"]) for r in local.runs] == [(r["valid"], r["event"]) for r in distributed.runs] \
+        == [(False, 6)]
