@@ -22,6 +22,7 @@ kept that no order explains.
 
 from __future__ import annotations
 
+import json
 import time
 
 from hwm.bridge.maelstrom.history import Finding, describe_op
@@ -29,6 +30,11 @@ from hwm.bridge.maelstrom.protocol import KEY_DOES_NOT_EXIST
 from hwm.checker.linearizable import ABSENT, UNDECIDED, VIOLATION, Op, check_register
 
 FINDING = "Linearizable"
+
+
+def _value(value):
+    """A JSON value as the register holds it: hashable (a list or object as its JSON text)."""
+    return json.dumps(value, sort_keys=True) if isinstance(value, (list, dict)) else value
 
 
 def register_op(op: dict) -> Op | None:
@@ -42,10 +48,10 @@ def register_op(op: dict) -> Op | None:
             return Op("read", ABSENT, invoked, completed, id=op["id"])
         return None
     if kind == "read":
-        return Op("read", reply.get("value"), invoked, completed, id=op["id"]) if status == "ok" else None
+        return Op("read", _value(reply.get("value")), invoked, completed, id=op["id"]) if status == "ok" else None
     if kind == "write":
-        return Op("write", request.get("value"), invoked, completed, id=op["id"])
-    return Op("cas", (request.get("from"), request.get("to")), invoked, completed,
+        return Op("write", _value(request.get("value")), invoked, completed, id=op["id"])
+    return Op("cas", (_value(request.get("from")), _value(request.get("to"))), invoked, completed,
               create=bool(request.get("create_if_not_exists")), id=op["id"])
 
 

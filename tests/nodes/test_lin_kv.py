@@ -89,6 +89,7 @@ NOT_LINEARIZABLE = {
     "an unanswered write seen, then unseen": [write(1, 1), read(2), ok(2, value=1), read(3), error(3, 20)],
     "cas succeeded from a value the key did not hold": [write(1, 1), ok(1), cas(2, 7, 8), ok(2)],
     "a write refused with 11 shows up": [write(1, 1), error(1, 11), read(2), ok(2, value=1)],
+    "a read answers a list nothing wrote": [write(1, 1), ok(1), read(2), ok(2, value=[1])],
 }
 
 
