@@ -22,9 +22,11 @@ import threading
 
 import click
 
-from hwm.proofs.plan import DEFAULT_BMC_DEPTH, DEFAULT_BMC_PROPERTIES, PARTS, Plan, render, run, unencoded, violations_found
+from hwm.proofs.plan import (DEFAULT_BMC_DEPTH, DEFAULT_BMC_PROPERTIES, ENCODED_SYSTEMS, PARTS, SYSTEM_PARTS, Plan,
+                              render, run, unencoded, violations_found)
 from hwm.proofs.progress import FAILS, HOLDS, UNDECIDED, Interrupted, Ledger
-from hwm.proofs.symbolic import ALWAYS_CHECKED
+from hwm.proofs.symbolic import ACKED_CHECKED, ALWAYS_CHECKED, checked_properties
+from hwm.model.registry import build_model
 from hwm.model.state import Config
 from hwm.params import ProtocolParam, spec_text
 from hwm.properties.protocol import resolve
@@ -32,14 +34,15 @@ from hwm.properties.protocol import resolve
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_UNDECIDED = 0, 1, 2, 3
 EXIT_INTERRUPTED = 130  # 128 + SIGINT, as `hwm check` and shells report Ctrl-C
 STOP_GRACE_S = 5.0  # after a stop, how long the proofs get to record the query z3 abandoned
+HEARTBEAT_S = 15.0  # a line at least this often while one obligation runs long
 
 
 @click.command("prove", context_settings={"help_option_names": ["-h", "--help"]})
 @click.option("--protocol", "protocol", type=ProtocolParam(), default="raft", show_default=True,
               help="Preset (see `hwm protocols`), optionally with flags: raft,commit=any-generation.")
 @click.option("--part", type=click.Choice([*PARTS, "all"]), default="all", show_default=True,
-              help="quorum: the quorum arithmetic for N up to --max-n; induction: the inductive invariant; "
-                   "bmc: bounded model checking from the initial state.")
+              help="quorum: the quorum arithmetic for N up to --max-n; induction: the inductive invariant "
+                   "(raft); bmc: bounded model checking from the initial state (raft, zab).")
 @click.option("--servers", type=click.IntRange(1, 9), default=3, show_default=True,
               help="Servers for induction and BMC.")
 @click.option("--max-log", type=click.IntRange(1, 99), default=None,
@@ -53,8 +56,9 @@ STOP_GRACE_S = 5.0  # after a stop, how long the proofs get to record the query 
               help="BMC generation bound (induction's generations are unbounded).")
 @click.option("--max-crashes", type=click.IntRange(0, 30), default=Config.max_crashes, show_default=True,
               help="BMC crash bound (induction's crashes are unbounded).")
-@click.option("--property", "properties", multiple=True, type=click.Choice([*ALWAYS_CHECKED, "all"]),
-              help="Property for BMC (repeatable; 'all' for every always property) "
+@click.option("--property", "properties", multiple=True, type=click.Choice([*ALWAYS_CHECKED, *ACKED_CHECKED, "all"]),
+              help="Property for BMC (repeatable; 'all' for every always property the model has; "
+                   "AckedWriteNeverLost: zab) "
                    f"[default: {', '.join(DEFAULT_BMC_PROPERTIES)}].")
 @click.option("--no-explorer", is_flag=True,
               help="Do not run the breadth-first explorer to compare BMC's shortest lengths.")
@@ -80,18 +84,32 @@ def prove(protocol, part, servers, max_log, max_n, depth, max_generation, max_cr
     Progress (each obligation as it starts and ends) goes to stderr.
     """
     name, resolved = resolve(protocol)
-    if resolved.system != "raft":
-        # The z3 encoding (proofs/symbolic.py) is the raft model's.
-        _refuse(f"hwm prove encodes the raft model; {name} follows the {resolved.system} rules "
+    if resolved.system not in ENCODED_SYSTEMS:
+        _refuse(f"hwm prove encodes the raft model and the zab model; {name} follows the {resolved.system} rules "
                 f"(check it with hwm check --protocol {name})")
     why = unencoded(resolved)
     if why:
         _refuse(f"hwm prove cannot check {name}: {why} (check it with hwm check --protocol {spec_text(protocol)})")
+    available = SYSTEM_PARTS[resolved.system]
+    if part != "all" and part not in available:
+        _refuse(f"hwm prove has no {part} part for the {resolved.system} model yet (it has: {', '.join(available)})")
+    checked = checked_properties(resolved)
     if "all" in properties:
-        properties = ALWAYS_CHECKED
-    plan = Plan(name, resolved, PARTS if part == "all" else (part,), servers=servers, max_log=max_log,
+        properties = checked
+    for prop in properties:
+        if prop not in checked:
+            _refuse(f"the {resolved.system} model keeps no state {prop} is about (--property takes "
+                    f"{', '.join(checked)})")
+    plan = Plan(name, resolved, available if part == "all" else (part,), servers=servers, max_log=max_log,
                 max_n=max_n, depth=depth, max_generation=max_generation, max_crashes=max_crashes,
                 properties=tuple(properties) or DEFAULT_BMC_PROPERTIES, compare_with_explorer=not no_explorer)
+    try:
+        build_model(resolved, plan.bmc_config)  # the model's own limits (ZAB: at most 7 servers)
+    except ValueError as e:
+        _refuse(f"hwm prove cannot check {name}: {e}")
+    if part == "all" and available != PARTS:
+        click.echo(f"{name}: the parts for the {resolved.system} model: {', '.join(available)} (no "
+                   f"{', '.join(p for p in PARTS if p not in available)} yet)", err=True)
     ledger = Ledger(timeout=timeout, report=lambda line: click.echo(line, err=True))
     _run_stoppably(lambda: run(plan, ledger), ledger)
     proofs = ledger.proofs
@@ -184,6 +202,7 @@ def _run_stoppably(work, ledger: Ledger) -> None:
         worker.start()
         while worker.is_alive() and not ledger.interrupted_by:
             worker.join(0.2)
+            ledger.heartbeat(HEARTBEAT_S)
         # Stopped: z3 answers at once, but the explorer (plain Python) may be mid-search.
         worker.join(STOP_GRACE_S)
     finally:

@@ -20,11 +20,10 @@ from dataclasses import dataclass
 import z3
 
 from hwm.model.actions import to_step
+from hwm.model.registry import build_model
 from hwm.proofs.progress import UNDECIDED, Ledger, ledger_or_new
-from hwm.model.raft import RaftModel
-from hwm.proofs.symbolic import ALWAYS_CHECKED, Encoding, Proof, Sym
-from hwm.model.state import Config, State, initial_state
-from hwm.properties.catalogue import BY_NAME
+from hwm.proofs.symbolic import Proof, Sym, checked_properties, encoding_for
+from hwm.model.state import Config, State
 from hwm.properties.protocol import Protocol
 
 
@@ -48,8 +47,8 @@ class EncodingMismatch(AssertionError):
 
 def replay(protocol: Protocol, config: Config, actions: list, prop: str) -> list[State]:
     """Run `actions` on the explicit model; EncodingMismatch unless each is enabled and the last violates `prop`."""
-    model = RaftModel(protocol, config)
-    state = initial_state(config)
+    model = build_model(protocol, config)
+    state = model.initial_state()
     states = [state]
     for number, action in enumerate(actions, 1):
         reason = model.why_not(state, action)
@@ -57,7 +56,7 @@ def replay(protocol: Protocol, config: Config, actions: list, prop: str) -> list
             raise EncodingMismatch(f"step {number} {to_step(action)} is not enabled on the model: {reason}")
         state = model.apply(state, action)
         states.append(state)
-    p = BY_NAME[prop]
+    p = {q.name: q for q in model.properties}[prop]
     finding = p.check(states[-2], states[-1]) if p.on == "step" else p.check(states[-1])
     if not finding:
         raise EncodingMismatch(f"the trace replays but does not violate {prop} on the model")
@@ -76,11 +75,12 @@ def bmc(protocol: Protocol, config: Config, properties: tuple[str, ...] = ("Read
     ledger = ledger_or_new(ledger)
     if config.network != "rpc":
         raise ValueError("bounded model checking encodes the rpc network only")
-    unknown = [p for p in properties if p not in ALWAYS_CHECKED]
+    checked = checked_properties(protocol)
+    unknown = [p for p in properties if p not in checked]
     if unknown:
-        raise ValueError(f"unknown property {unknown[0]!r}; BMC checks " + ", ".join(ALWAYS_CHECKED))
-    enc = Encoding(protocol, config.servers, config.max_log, max_generation=config.max_generation,
-                   max_crashes=config.max_crashes, bitvectors=True)
+        raise ValueError(f"unknown property {unknown[0]!r}; BMC checks " + ", ".join(checked))
+    enc = encoding_for(protocol, config.servers, config.max_log, max_generation=config.max_generation,
+                       max_crashes=config.max_crashes, bitvectors=True)
     started = time.perf_counter()
     solver = ledger.limit(z3.SolverFor("QF_BV"))
     states: list[Sym] = [enc.fresh("s0")]

@@ -67,10 +67,17 @@ class Plan:
                       max_crashes=self.max_crashes)
 
 
+ENCODED_SYSTEMS = ("raft", "zab")  # proofs/symbolic.py, and proofs/zab.py extending it
+# The parts each encoded system has: ZAB's encoding is bounded (BMC); its inductive invariant is to come.
+SYSTEM_PARTS = {"raft": PARTS, "zab": ("quorum", "bmc")}
+
+
 def unencoded(protocol: Protocol) -> str | None:
-    """Why the z3 encoding (proofs/symbolic.py, the raft model) cannot stand for `protocol`, or None."""
-    if protocol.system != "raft":
-        return f"the z3 encoding is the raft model's; this protocol follows the {protocol.system} rules"
+    """Why the z3 encodings (proofs/symbolic.py, the raft model; proofs/zab.py) cannot stand for
+    `protocol`, or None."""
+    if protocol.system not in ENCODED_SYSTEMS:
+        return (f"the z3 encodings are the raft and zab models'; this protocol follows the {protocol.system} "
+                f"rules")
     variant = getattr(type(protocol), "variant", None)  # a variant's own Python (docs/variants.md)
     if variant is not None:
         from hwm.properties.rules import overridden

@@ -70,6 +70,8 @@ class Ledger:
     interrupted_by: str | None = None
     started: float = field(default_factory=time.perf_counter)
     _contexts: list = field(default_factory=list)
+    _running: list = field(default_factory=list)  # (name, started) of the obligations under way, innermost last
+    _last_line: float = field(default_factory=time.perf_counter)
 
     # ------------------------------------------------------------- z3
     def limit(self, solver):
@@ -115,7 +117,15 @@ class Ledger:
 
     def say(self, text: str) -> None:
         if self.report is not None:
+            self._last_line = time.perf_counter()
             self.report(f"[{self.elapsed():7.1f}s] {text}")
+
+    def heartbeat(self, every: float) -> None:
+        """When no line was written for `every` seconds, say what is still running (a long z3 query,
+        the explorer's search): called by whoever waits for the proofs."""
+        if self._running and time.perf_counter() - self._last_line >= every:
+            name, since = self._running[-1]
+            self.say(f"{name}: still running ({time.perf_counter() - since:.0f}s)")
 
     @contextmanager
     def obligation(self, part: str, name: str, *, record: bool = True) -> Iterator[Obligation]:
@@ -126,6 +136,7 @@ class Ledger:
         ob = Obligation(part, name)
         self.say(f"{name} …")
         t0 = time.perf_counter()
+        self._running.append((name, t0))
         try:
             yield ob
         except Undecided as e:
@@ -139,6 +150,7 @@ class Ledger:
                 raise
             raise Interrupted(self.interrupted_by) from e
         finally:
+            self._running.pop()
             ob.seconds = time.perf_counter() - t0
             if record:
                 self.obligations.append(ob)

@@ -121,11 +121,19 @@ class Sym:
     match: list  # match[i][j]
     ghost: dict  # the ghost variables: the read set (and the commit record, for induction)
     crashes: Any  # None when crashes are unbounded
+    # What another system's model adds to the raft model's state (`proofs/zab.py`): name -> a
+    # variable, a list of them, or a list of lists.
+    extra: dict = field(default_factory=dict)
 
     def copy(self) -> "Sym":
         return Sym(list(self.gen), list(self.leader), list(self.alive), list(self.length),
                    [list(x) for x in self.log], list(self.hwm), [list(x) for x in self.match],
-                   {k: list(v) if isinstance(v, list) else v for k, v in self.ghost.items()}, self.crashes)
+                   _copied(self.ghost), self.crashes, _copied(self.extra))
+
+
+def _copied(fields: dict) -> dict:
+    return {k: [list(x) if isinstance(x, list) else x for x in v] if isinstance(v, list) else v
+            for k, v in fields.items()}
 
 
 class Encoding:
@@ -210,7 +218,7 @@ class Encoding:
     def variables(self, s: Sym) -> list:
         out = [*s.gen, *s.leader, *s.alive, *s.length, *(x for row in s.log for x in row), *s.hwm,
                *(x for row in s.match for x in row)]
-        for v in s.ghost.values():
+        for v in [*s.ghost.values(), *s.extra.values()]:
             if isinstance(v, list):
                 for x in v:
                     out.extend(x if isinstance(x, list) else [x])
@@ -262,6 +270,10 @@ class Encoding:
         """Raft 5.4.1: c's (last generation, length) is at least v's."""
         lc, lv = self.last_generation(s, c), self.last_generation(s, v)
         return z3.Or(lc > lv, z3.And(lc == lv, s.length[c] >= s.length[v]))
+
+    def votes_for(self, s: Sym, c: int, v: int) -> z3.BoolRef:
+        """Voter v grants c its vote under election=longest-log (another system's encoding may say otherwise)."""
+        return self.up_to_date(s, c, v)
 
     def holds(self, s: Sym, i: int, p: int, generation: Any) -> z3.BoolRef:
         """Server i's log has (p+1, generation)."""
@@ -389,7 +401,7 @@ class Encoding:
     def _guard_elect(self, s: Sym, c: int, voters: tuple[int, ...]) -> z3.BoolRef:
         parts = [s.alive[c], z3.Not(s.leader[c])] + [s.alive[v] for v in voters]
         if self.protocol.election == "longest-log":
-            parts += [self.up_to_date(s, c, v) for v in voters]
+            parts += [self.votes_for(s, c, v) for v in voters]
         if self.max_generation is not None:
             parts.append(self._new_generation(s, voters) <= self.max_generation)
         if self.protocol.noop_on_election:
@@ -486,11 +498,12 @@ class Encoding:
         t.log = [[next(it) for _ in range(L)] for _ in range(n)]
         t.hwm = [next(it) for _ in range(n)]
         t.match = [[next(it) for _ in range(n)] for _ in range(n)]
-        for key, v in template.ghost.items():
-            if isinstance(v, list):
-                t.ghost[key] = [[next(it) for _ in x] if isinstance(x, list) else next(it) for x in v]
-            else:
-                t.ghost[key] = next(it)
+        for fields, into in ((template.ghost, t.ghost), (template.extra, t.extra)):
+            for key, v in fields.items():
+                if isinstance(v, list):
+                    into[key] = [[next(it) for _ in x] if isinstance(x, list) else next(it) for x in v]
+                else:
+                    into[key] = next(it)
         if template.crashes is not None:
             t.crashes = next(it)
         return t
@@ -675,9 +688,14 @@ class Encoding:
                 raise ValueError("one read slot per index cannot hold two generations")
             out += [p + 1 in generations for p in range(self.L)] + [generations.get(p + 1, 0) for p in range(self.L)]
             out.append(False)
+        out += self.extra_values(state)
         if self.max_crashes is not None:
             out.append(state.crashes)
         return out
+
+    def extra_values(self, state: Any) -> list:
+        """The values of `Sym.extra` for an explicit state of another system's model (`variables` order)."""
+        return []
 
     def disagreements(self, model: Any, states: Sequence[State], limit: int = 5) -> list[str]:
         """Where the encoding's guards or effects differ from `model` (a `Model`) on `states`."""
@@ -715,8 +733,25 @@ class Encoding:
         return problems
 
 
+def encoding_for(protocol: Protocol, servers: int, max_log: int, **bounds) -> Encoding:
+    """The encoding of `protocol`'s model: the one place a protocol picks it (as `model.registry` picks
+    the model). Raft's, or ZAB's (`proofs/zab.py`, which extends it)."""
+    if protocol.system == "zab":
+        from hwm.proofs.zab import ZabEncoding
+        return ZabEncoding(protocol, servers, max_log, **bounds)
+    if protocol.system != "raft":
+        raise ValueError(f"no z3 encoding of the {protocol.system} model")
+    return Encoding(protocol, servers, max_log, **bounds)
+
+
 ALWAYS_CHECKED = ("ReadNeverTruncated", "HwmNeverTruncated", "ReadNeverLost", "ReadsAgree", "HwmWithinLog", "CommittedOnQuorum",
                   "OneLeaderPerGeneration", "LogMatching")
+ACKED_CHECKED = ("AckedWriteNeverLost",)  # encoded where the model keeps the `acked` ghost (ZAB)
+
+
+def checked_properties(protocol: Protocol) -> tuple[str, ...]:
+    """The `always` properties the encoding of `protocol` states (`Encoding.violation`)."""
+    return ALWAYS_CHECKED + (ACKED_CHECKED if protocol.system == "zab" else ())
 
 
 def action_name(action: Action) -> str:

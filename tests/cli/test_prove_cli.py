@@ -26,6 +26,23 @@ def test_prove_refuses_partitions_and_leases_naming_why():
     assert result.stderr.startswith("Error: hwm prove cannot check raft-lease-reads: ")
 
 
+def test_prove_refuses_what_it_has_no_encoding_for_in_one_line():
+    for args, line in [
+        (("--protocol", "kafka"), "Error: hwm prove encodes the raft model and the zab model; kafka follows the kafka "
+                                  "rules (check it with hwm check --protocol kafka)"),
+        (("--protocol", "zab", "--part", "induction"), "Error: hwm prove has no induction part for the zab model "
+                                                       "yet (it has: quorum, bmc)"),
+        (("--protocol", "zab", "--servers", "8"), "Error: hwm prove cannot check zab: the ZAB model supports at "
+                                                  "most 7 servers"),
+        (("--property", "AckedWriteNeverLost"), "Error: the raft model keeps no state AckedWriteNeverLost is about "
+                                                "(--property takes ReadNeverTruncated, HwmNeverTruncated, "
+                                                "ReadNeverLost, ReadsAgree, HwmWithinLog, CommittedOnQuorum, "
+                                                "OneLeaderPerGeneration, LogMatching)"),
+    ]:
+        result = _invoke(*args)
+        assert (result.exit_code, result.stdout, result.stderr) == (2, "", line + "\n"), args
+
+
 def test_prove_command_exit_codes():
     ok = _invoke("--part", "quorum", "--max-n", "6")
     assert ok.exit_code == 0, ok.output

@@ -190,6 +190,18 @@ def test_raft_is_inductive_at_3_servers_log_2():
     _inductive("raft")
 
 
+def test_a_long_obligation_is_said_to_be_still_running():
+    lines = []
+    ledger = Ledger(report=lines.append)
+    with ledger.obligation("bmc", "bmc raft: ReadNeverTruncated at depth 9"):
+        ledger.heartbeat(60)  # a line was just written: nothing to add
+        ledger._last_line -= 61
+        ledger.heartbeat(60)
+    ledger.heartbeat(0)  # nothing runs: nothing to say
+    assert len(lines) == 3 and "bmc raft: ReadNeverTruncated at depth 9: still running (" in lines[1]
+    assert "ReadNeverTruncated at depth 9: holds in " in lines[2]
+
+
 def test_each_induction_obligation_is_recorded_with_its_cti():
     # One action keeps it short: IndInit, IndNext of that action, then Inv ⇒ each state property.
     ledger = Ledger()
