@@ -101,7 +101,7 @@ class LinKVChecker:
         return []  # one round of final reads: each is one more operation of the history
 
     def final_read_requests(self) -> list[dict]:
-        """A read of every key a client touched, from every node (Maelstrom's final reads)."""
+        """A read of every key a client touched, from every node (the final phase's reads)."""
         return [{"type": "read", "key": key} for key in sorted(self.keys, key=repr)]
 
     def at_end(self, final_ops: list[dict], after: str = "") -> None:
@@ -116,7 +116,8 @@ class LinKVChecker:
             left = max(0.0, self.budget_s - (time.monotonic() - began))
             verdict = check_register(by_key[key], budget_s=left)
             if verdict.status == UNDECIDED:
-                self.undecided.append(f"key {key!r}: {verdict.reason}")
+                shared = f", what the keys before it left of {self.budget_s:g} s" if left < self.budget_s else ""
+                self.undecided.append(f"key {key!r}: {verdict.reason}{shared}")
             elif verdict.status == VIOLATION:
                 shown = [ops_by_id[entry.id] for entry in verdict.witness]
                 steps = [op["reply_step"] for op in shown if op["status"] in ("ok", "fail")]
