@@ -67,7 +67,10 @@ class GraphBuilder(Visitor):
 def state_graph(model: Model, *, symmetry: bool = True, max_states: int = 20_000, label=None) -> nx.DiGraph:
     """`label(state)` draws a node's state as text (default: the state's own `describe`)."""
     builder = GraphBuilder(max_states, label, model.properties)
-    check(model, CheckOptions(symmetry=symmetry, properties=()), [builder])
+    report = check(model, CheckOptions(symmetry=symmetry, properties=()), [builder])
+    if report.error:  # a variant's hook failed: the graph stops short of the reachable states
+        from hwm.model.variant import HookError
+        raise HookError(report.error)
     return builder.graph
 
 

@@ -51,7 +51,7 @@ def coverage_table(runs: list[tuple[str, str]], protocol_spec, bounds: dict, *, 
 
 
 def _on_spark(spark, runs, protocol_spec, bounds, depth):
-    from hwm.checker.spark_engine import ship_packages, ship_variant  # PySpark's side: only when asked for
+    from hwm.checker.spark_engine import ship_packages, ship_variant, variant_failure  # PySpark: only when asked for
 
     ship_packages(spark)
     protocol = resolve(protocol_spec)[1]  # resolved here: an executor may not see a variant's file
@@ -64,5 +64,11 @@ def _on_spark(spark, runs, protocol_spec, bounds, depth):
         return run_one(item[0], item[1], protocol, bounds, depth)
 
     # Fingerprints leave the executors as lists (sets of 64-bit ints pickle as they are).
-    rows = sc.parallelize(runs, slices).map(one).map(lambda r: (r[0], r[1], list(r[2]), list(r[3]))).collect()
+    try:
+        rows = sc.parallelize(runs, slices).map(one).map(lambda r: (r[0], r[1], list(r[2]), list(r[3]))).collect()
+    except Exception as e:  # noqa: BLE001 - a variant's error on an executor reaches here wrapped by Spark
+        own = variant_failure(e)
+        if own is None:
+            raise
+        raise own from None
     return [(name, row, set(states), {tuple(t) for t in transitions}) for name, row, states, transitions in rows]

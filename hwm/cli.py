@@ -447,9 +447,13 @@ def graph(protocol, servers, max_generation, max_log, max_crashes, network, no_s
     if picture:
         from hwm.teach.graph_render import MAX_DRAWN
         limit = min(max_states, MAX_DRAWN)  # stop at what can be drawn, not after the whole space
+    from hwm.model.variant import HookError
     try:
         built = state_graph(build_model(proto, config), symmetry=not no_symmetry, max_states=limit,
                             label=label)
+    except HookError as e:  # a variant's hook failed: no graph of part of the states
+        click.echo(f"error: {e}", err=True)
+        sys.exit(EXIT_USAGE)
     except GraphTooLarge as e:  # a refusal of the bounds, found within `limit` states: bad input
         if picture and limit < max_states:
             raise click.UsageError(f"--out {out}: more than {limit:,} states are too many to draw; choose smaller "
@@ -473,6 +477,9 @@ def graph(protocol, servers, max_generation, max_log, max_crashes, network, no_s
             lively = liveness_report.run(protocol, config, max_states)
         except liveness_report.LivenessRefused as e:
             raise click.UsageError(f"--liveness: {e} (--max-states)")
+        except HookError as e:  # a variant's hook or liveness property failed
+            click.echo(f"error: {e}", err=True)
+            sys.exit(EXIT_USAGE)
         click.echo(liveness_report.describe(lively, not no_symmetry))
 
 

@@ -77,12 +77,14 @@ def validate_files(files: list[Path], protocol_spec, depth: int):
 def validate(paths, protocol, depth, engine, spark_master, with_coverage, max_generation, max_log, max_crashes,
              table_out, as_json) -> None:
     """Validate recorded runs (hwm-events/1 JSON lines) against a protocol's model."""
+    from hwm.model.variant import HookError, VariantError
+
     try:
         if engine == "spark" or with_coverage or table_out is not None:
             bounds = {"max_generation": max_generation, "max_log": max_log, "max_crashes": max_crashes}
             _coverage(run_files(paths), protocol, depth, engine, spark_master, bounds, table_out)
         results = validate_files(run_files(paths), protocol, depth)
-    except EventError as e:
+    except (EventError, HookError, VariantError) as e:  # a variant's hook that failed, or its file on an executor
         click.echo(f"hwm validate: {e}", err=True)
         sys.exit(EXIT_USAGE)
     except KeyboardInterrupt:

@@ -40,6 +40,7 @@ from hwm.teach.page import column
 from hwm.teach.svg import Layout
 from hwm.model.actions import BoundHit, from_step, to_step
 from hwm.model.registry import build_model
+from hwm.model.variant import HookError
 from hwm.checker.report import bfs
 from hwm.model.state import Config
 from hwm.properties.catalogue import ALWAYS, SOMETIMES
@@ -260,6 +261,8 @@ def _search(spec_json: str, config_json: str) -> dict:
     name, protocol = resolve(json.loads(spec_json))
     model = build_model(protocol, Config.from_mapping(json.loads(config_json)))
     report = bfs(model, name, max_states=SEARCH_STATES)
+    if report.error:  # a variant's hook failed: what was found is not every shortest path
+        raise BadRequest(report.error)
     found = []
     for p in getattr(model, "properties", None) or ALWAYS + SOMETIMES:
         if p.name not in report.results:
@@ -363,6 +366,8 @@ class Handler(BaseHTTPRequestHandler):
         try:
             self._json(HTTPStatus.OK, route(self._read_json()))
         except BadRequest as e:
+            self._json(HTTPStatus.BAD_REQUEST, {"error": str(e)})
+        except HookError as e:  # a variant's hook failed on the page's step (docs/variants.md)
             self._json(HTTPStatus.BAD_REQUEST, {"error": str(e)})
         except Exception as e:  # a bug must not stop the server a class is using
             self._json(HTTPStatus.INTERNAL_SERVER_ERROR, {"error": f"internal error: {type(e).__name__}: {e}"})

@@ -289,3 +289,34 @@ def test_hwm_test_steps_a_nodes_changes_against_the_variants_rules(tmp_path):
     on_three = elected + [seen(7, "n3", "follower", 1, log=[(1, 1)]),
                           seen(8, "n1", "leader", 1, log=[(1, 1)], hwm=1)]
     assert findings(f"{path}:AllCopies", on_three) == []
+
+
+BAD_HOOK = "from hwm.model.variant import Variant\nclass V(Variant):\n" \
+           "    def may_commit(self, index, log, generation):\n        return 1\n"
+HOOK_FAILED = r"{path}:3: V.may_commit returned 1 \(int\), expected bool, at replicate\(S\d, S\d\) from state"
+
+
+@pytest.mark.parametrize("command, prefix", [
+    (["graph", "--max-generation", "2", "--max-crashes", "0"], "error: "),
+    (["validate", RECORDED_RAFT_NOOP], "hwm validate: "),
+])
+def test_a_hook_that_fails_in_another_command_is_one_line(tmp_path, command, prefix):
+    """As in hwm check (test_variants.py): never a traceback, never a graph or verdict of part of the states."""
+    path = tmp_path / "bad.py"
+    path.write_text(BAD_HOOK)
+    result = hwm(command[0], "--protocol", f"{path}:V", *command[1:])
+    line = error_line(result)
+    assert re.fullmatch(re.escape(prefix) + HOOK_FAILED.format(path=re.escape(str(path))) + ".*", line), line
+    assert "states" not in result.output.split(line)[0]  # no summary of the part it explored
+
+
+def test_a_hook_that_fails_in_the_explorer_is_a_bad_request(tmp_path, monkeypatch):
+    from hwm.teach import explorer
+
+    path = tmp_path / "bad.py"
+    path.write_text(BAD_HOOK)
+    monkeypatch.setattr(explorer, "OFFERED_VARIANTS", {})
+    explorer.offer_variant(f"{path}:V")
+    config = {"servers": 3, "max_generation": 2, "max_crashes": 0}
+    with pytest.raises(explorer.BadRequest, match=HOOK_FAILED.format(path=re.escape(str(path)))):
+        explorer.search({"protocol": f"{path}:V", "config": config})
