@@ -103,16 +103,16 @@ def _saved_paths(save: Path, kinds: list[str]) -> dict[str, Path]:
 @click.argument("command", nargs=-1, required=False)
 @click.option("--server", "server", type=click.Choice(["etcd"]), default=None,
               help="Test a real server, unchanged, instead of a node COMMAND: hwm starts N members on their own "
-                   "loopback addresses and drives the log workload against them (docs/real-servers.md).")
+                   "loopback addresses and drives the log or lin-kv workload against them (docs/real-servers.md).")
 @click.option("--loopback", "loopback", default="127.0.1", show_default=True,
               help="With --server: member i listens on 127.X.Y.i.")
 @click.option("--recur", "recur", default="2/3", show_default=True,
               help="With --server: a shrink candidate fails when K of M runs show the finding (K/M).")
 @click.option("--nodes", type=click.IntRange(1, 9), default=3, show_default=True, help="Copies of the node to run.")
-@click.option("--workload", type=click.Choice(["kafka", "log", "lin-kv"]), default="kafka", show_default=True,
+@click.option("--workload", type=click.Choice(["kafka", "log", "lin-kv"]), default=None,
               help="kafka: Maelstrom's (send, poll, commit_offsets, list_committed_offsets); "
                    "log: hwm's (log_append, log_read); lin-kv: Maelstrom's (read, write, cas on integer keys), "
-                   "each key's history checked for linearizability.")
+                   "each key's history checked for linearizability. [default: kafka; log with --server]")
 @click.option("--clock", type=click.Choice(["wall", "virtual"]), default="wall", show_default=True,
               help="virtual: hwm sends hwm_tick and a tick step is one tick (repeatable runs; the node must "
                    "declare \"hwm_tick\" in init_ok); wall: the node keeps its own timers and a tick step waits 50 ms.")
@@ -170,10 +170,12 @@ def test(command, server, loopback, recur, nodes, workload, clock, schedules, st
             raise click.UsageError("give either --server or a node COMMAND, not both")
         from hwm.servers_cli import test_server
         with _sigterm_as_ctrl_c():
-            sys.exit(test_server(server, nodes, schedules, steps, seed, faults, settle_time, save, time_limit,
-                                 no_shrink, as_json, loopback, recur, _servers_interrupted))
+            sys.exit(test_server(server, workload or "log", nodes, schedules, steps, seed, faults, settle_time,
+                                 linearizable_budget, save, time_limit, no_shrink, as_json, loopback, recur,
+                                 _servers_interrupted))
     if not command:
         raise click.UsageError("give the node's COMMAND after --, or --server etcd")
+    workload = workload or "kafka"
     chosen_faults = _faults(faults)
     if save is None:
         save = _default_save(command)

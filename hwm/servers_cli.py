@@ -45,14 +45,19 @@ def server_faults(value: str) -> tuple[str, ...]:
     return names
 
 
-def test_server(name: str, nodes: int, schedules: int, steps: int, seed: int, faults: str, settle_time: float,
-                save: Path | None, time_limit: float, no_shrink: bool, as_json: bool, prefix: str, recur: str,
-                on_interrupt) -> int:
+def test_server(name: str, workload: str, nodes: int, schedules: int, steps: int, seed: int, faults: str,
+                settle_time: float, linearizable_budget: float, save: Path | None, time_limit: float, no_shrink: bool,
+                as_json: bool, prefix: str, recur: str, on_interrupt) -> int:
     from hwm.bridge.servers import server_named
     from hwm.bridge.servers.adapter import ServerError
     from hwm.bridge.servers.hunt import hunt_server
     from hwm.bridge.servers.run import ServerLimits
 
+    from hwm.bridge.servers.run import WORKLOADS
+
+    if workload not in WORKLOADS:
+        raise click.BadParameter(f"a server runs the {' or '.join(WORKLOADS)} workload, not {workload}",
+                                 param_hint="--workload")
     server, chosen, k_of_m = server_named(name), server_faults(faults), recurrence(recur)
     prefix = loopback_prefix(prefix)
     save = save or Path("hwm-out") / "servers" / f"{name}-{time.strftime('%Y%m%d-%H%M%S')}.json"
@@ -63,8 +68,10 @@ def test_server(name: str, nodes: int, schedules: int, steps: int, seed: int, fa
             click.echo(f"\r  schedules {report.schedules:>4} {mark} operations {report.operations:>6}", nl=False, err=True)
 
     try:
-        report = hunt_server(server, nodes=nodes, schedules=schedules, steps=steps, seed=seed, faults=chosen,
-                             limits=ServerLimits(settle_seconds=settle_time), time_limit=time_limit,
+        report = hunt_server(server, nodes=nodes, schedules=schedules, steps=steps, seed=seed, workload=workload,
+                             faults=chosen, limits=ServerLimits(settle_seconds=settle_time,
+                                                                linearizable_seconds=linearizable_budget),
+                             time_limit=time_limit,
                              shrink=not no_shrink, recurrence=k_of_m, prefix=prefix, on_schedule=progress)
     except KeyboardInterrupt:
         return on_interrupt()
@@ -87,7 +94,7 @@ def test_server(name: str, nodes: int, schedules: int, steps: int, seed: int, fa
         saved[kind] = str(schedule.save(path))
     minutes = max(1e-9, report.seconds) / 60
     if as_json:
-        click.echo(json.dumps({"server": name, "schedules": report.schedules, "shrink_runs": report.shrink_runs,
+        click.echo(json.dumps({"server": name, "workload": workload, "schedules": report.schedules, "shrink_runs": report.shrink_runs,
                                "operations": report.operations, "succeeded": report.answered_ok,
                                "indeterminate": report.unanswered, "seconds": round(report.seconds, 1),
                                "faults": list(chosen), "first_failure_at": report.first_failure_at,
@@ -97,7 +104,7 @@ def test_server(name: str, nodes: int, schedules: int, steps: int, seed: int, fa
                                                 "recurred": list(report.rates[kind]) if kind in report.rates else None}
                                          for kind, result in found.items()}}, indent=1))
     else:
-        click.echo(f"{report.schedules} schedules against {nodes} {name} members "
+        click.echo(f"{report.schedules} schedules of the {workload} workload against {nodes} {name} members "
                    f"({', '.join(chosen) or 'no faults'}), {report.operations} client operations in "
                    f"{report.seconds:.1f} s ({report.schedules / minutes:.1f} schedules/min, "
                    f"{report.operations / max(1e-9, report.seconds):.1f} operations/s)")

@@ -14,13 +14,13 @@ its ports and its data directory):
 hwm does the rest the same way for every server (`lifecycle.py`): the processes, their own process
 groups and data directories, the wait until the cluster serves, the faults and the cleanup.
 
-The log workload is an append-only log: `append(value)` puts `value` at the next free offset
+Two workloads. The log workload is an append-only log: `append(value)` puts `value` at the next free offset
 (1, 2, 3, ...), never over an existing one, and answers that offset; `read(offset)` answers the
 value stored there (None when there is none yet). A read is linearizable by default; with
 `serializable` it may be served from the member's own, possibly stale, copy. A client raises
 `Definite` for an error that says the operation did not take effect, and `Indefinite` for one after
 which it may or may not have (a timeout, a connection closed mid-request): Maelstrom's `fail` and
-`info`.
+`info`. The lin-kv workload (Maelstrom's) is a register per integer key: `get`, `put`, `cas`.
 """
 
 from __future__ import annotations
@@ -67,6 +67,18 @@ class Client:
         raise NotImplementedError
 
     def read(self, offset: int, serializable: bool = False) -> int | None:
+        raise NotImplementedError
+
+    # The lin-kv workload: one register per integer key.
+    def get(self, key: int, serializable: bool = False) -> int | None:
+        """The key's value (linearizable unless `serializable`); None when it was never written."""
+        raise NotImplementedError
+
+    def put(self, key: int, value: int) -> None:
+        raise NotImplementedError
+
+    def cas(self, key: int, source: int, target: int, create: bool = False) -> bool:
+        """Write `target` if the key holds `source` (or, with `create`, holds nothing); whether it did."""
         raise NotImplementedError
 
     def status(self) -> Status | None:

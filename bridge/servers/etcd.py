@@ -4,7 +4,8 @@ Member i listens on its own loopback address, clients on port 2379 and peers on 
 data directory given by --data-dir and nothing else changed from the stock configuration. The
 client speaks etcd's v3 JSON gateway over HTTP (keys and values base64): the log workload keeps
 offset k at key `log/<k, zero-padded>`, created by a transaction that fails if the key exists, so an
-append never overwrites; reads are linearizable unless `serializable`. The status probe is the
+append never overwrites; reads are linearizable unless `serializable`. The lin-kv workload's key k
+is `kv/<k>`: a read is a linearizable range, a write a put, a cas a transaction comparing the value. The status probe is the
 maintenance API's: the member's raft term, commit index, applied index and the leader it knows.
 """
 
@@ -19,6 +20,7 @@ import urllib.request
 from hwm.bridge.servers.adapter import Client, Definite, Indefinite, Member, Server, Status
 
 LOG_PREFIX = "log/"
+KV_PREFIX = "kv/"  # the lin-kv workload's key k is kv/<k>
 OFFSET_DIGITS = 8
 APPEND_TRIES = 5  # appends racing for the same next free offset: each retry takes the next one
 # No proxy: every request goes straight to the member's loopback address.
@@ -87,6 +89,28 @@ class EtcdClient(Client):
                             writes=False)
         kvs = answer.get("kvs") or []
         return int(_text(kvs[0]["value"])) if kvs and "value" in kvs[0] else None
+
+    def get(self, key: int, serializable: bool = False) -> int | None:
+        answer = self._call("/v3/kv/range", {"key": _b64(f"{KV_PREFIX}{key}"), "serializable": serializable},
+                            writes=False)
+        kvs = answer.get("kvs") or []
+        return int(_text(kvs[0]["value"])) if kvs and "value" in kvs[0] else None
+
+    def put(self, key: int, value: int) -> None:
+        self._call("/v3/kv/put", {"key": _b64(f"{KV_PREFIX}{key}"), "value": _b64(str(value))}, writes=True)
+
+    def cas(self, key: int, source: int, target: int, create: bool = False) -> bool:
+        # One transaction per condition (a txn's compares are all-of): each that succeeds or fails
+        # does so at its own commit, so the cas takes effect, or is refused, at one moment.
+        name = _b64(f"{KV_PREFIX}{key}")
+        put = [{"request_put": {"key": name, "value": _b64(str(target))}}]
+        if create and self._call("/v3/kv/txn", {"compare": [{"key": name, "target": "CREATE", "result": "EQUAL",
+                                                             "create_revision": "0"}], "success": put},
+                                 writes=True).get("succeeded"):
+            return True
+        return bool(self._call("/v3/kv/txn", {"compare": [{"key": name, "target": "VALUE", "result": "EQUAL",
+                                                          "value": _b64(str(source))}], "success": put},
+                               writes=True).get("succeeded"))
 
     def status(self) -> Status:
         answer = self._call("/v3/maintenance/status", {}, writes=False)

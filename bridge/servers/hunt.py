@@ -1,8 +1,9 @@
 """Hypothesis-chosen schedules against real servers, and a shrink that counts a failure only when it
 recurs.
 
-The rules are the log workload's requests (an append, a linearizable or serializable read near the
-newest offset, an append read back at once from another member) and the faults in force: kill and
+The rules are the workload's requests (the log's: an append, a linearizable or serializable read
+near the newest offset, an append read back at once from another member; lin-kv's: read, write and
+cas of two keys) and the faults in force: kill and
 restart, pause and resume, partition and heal, and the planted `rollback` (kill a majority, put
 back the copies of their data directories kept at start-up, restart them). Requests aimed at "leader" go to
 the member that last said it leads.
@@ -67,6 +68,7 @@ def recurring(server: Server, kind: str, recurrence: Recurrence, limits: ServerL
 
 
 def hunt_server(server: Server, nodes: int = 3, schedules: int = 10, steps: int = 20, seed: int | None = 0,
+                workload: str = "log",
                 faults=STOCK_FAULTS, limits: ServerLimits | None = None, time_limit: float = 600.0,
                 shrink: bool = True, shrink_seconds: float = 300.0, recurrence: Recurrence | None = None,
                 prefix: str = "127.0.1", on_schedule=None) -> ServerHuntReport:
@@ -86,7 +88,7 @@ def hunt_server(server: Server, nodes: int = 3, schedules: int = 10, steps: int 
     class ServerSchedule(RuleBasedStateMachine):
         def __init__(self):
             super().__init__()
-            self.schedule = Schedule(workload="log", nodes=nodes, clock="wall", server=server.name)
+            self.schedule = Schedule(workload=workload, nodes=nodes, clock="wall", server=server.name)
             self.run: ServerRun | None = None
             self.values = 0
             self.began = time.monotonic()
@@ -117,24 +119,42 @@ def hunt_server(server: Server, nodes: int = 3, schedules: int = 10, steps: int 
             return said[-1] if said else node_ids[0]
 
         def newest(self) -> int:
-            acknowledged = [op["reply"]["index"] for op in self.run.ops if op["status"] == "ok"] if self.run else []
+            acknowledged = [op["reply"]["index"] for op in self.run.ops
+                            if op["status"] == "ok" and op["type"] == "log_append"] if self.run else []
             return max(acknowledged, default=1)
 
-        @rule(node=target)
-        def append(self, node):
-            self.values += 1
-            self.apply({"op": "log_append", "node": self.resolve(node), "value": self.values})
+        if workload == "log":
+            @rule(node=target)
+            def append(self, node):
+                self.values += 1
+                self.apply({"op": "log_append", "node": self.resolve(node), "value": self.values})
 
-        @rule(node=target, back=st.integers(0, 2), serializable=st.booleans())
-        def read(self, node, back, serializable):
-            step = {"op": "log_read", "node": self.resolve(node), "index": max(1, self.newest() - back)}
-            self.apply(dict(step, serializable=True) if serializable else step)
+            @rule(node=target, back=st.integers(0, 2), serializable=st.booleans())
+            def read(self, node, back, serializable):
+                step = {"op": "log_read", "node": self.resolve(node), "index": max(1, self.newest() - back)}
+                self.apply(dict(step, serializable=True) if serializable else step)
 
-        @rule(reader=node)
-        def append_then_read(self, reader):
-            self.values += 1
-            self.apply({"op": "log_append", "node": self.resolve("leader"), "value": self.values})
-            self.apply({"op": "log_read", "node": reader, "index": self.newest(), "serializable": True})
+            @rule(reader=node)
+            def append_then_read(self, reader):
+                self.values += 1
+                self.apply({"op": "log_append", "node": self.resolve("leader"), "value": self.values})
+                self.apply({"op": "log_read", "node": reader, "index": self.newest(), "serializable": True})
+        else:  # lin-kv: few keys, so each key's history is long enough to contradict itself
+            @rule(node=target, key=st.sampled_from([0, 1]))
+            def read(self, node, key):
+                self.apply({"op": "read", "node": self.resolve(node), "key": key})
+
+            @rule(node=target, key=st.sampled_from([0, 1]))
+            def write(self, node, key):
+                self.values += 1
+                self.apply({"op": "write", "node": self.resolve(node), "key": key, "value": self.values})
+
+            @rule(node=target, key=st.sampled_from([0, 1]), back=st.integers(0, 1), create=st.booleans())
+            def cas(self, node, key, back, create):
+                self.values += 1
+                step = {"op": "cas", "node": self.resolve(node), "key": key, "from": max(1, self.values - 1 - back),
+                        "to": self.values}
+                self.apply(dict(step, create_if_not_exists=True) if create else step)
 
         @allowed("kill")
         @rule(node=target, restart=st.booleans())

@@ -1,12 +1,16 @@
 """One schedule against a cluster of real servers: the steps, the client history, the status samples.
 
-A schedule is an ordinary `hwm-schedule/1` (schedule.py) of the log workload on the wall clock:
+A schedule is an ordinary `hwm-schedule/1` (schedule.py) on the wall clock, of the log workload:
 `log_append` and `log_read` (with `"serializable": true`, a read the member may serve from its own
 copy), `kill`, `restart`, `pause`, `resume`, `partition`, `heal`, `wait`, and the planted
 `rollback`: the down member's data directory replaced by the copy kept once the cluster first
 served (lifecycle.py's `keep_copy`), as an operator restoring an old backup would. Requests go one at a time, each bounded by the client's timeout; the
 client of node n<i> is c<i>. The history is checked by the log workload's checks (history.py:
-ReadNeverTruncated, AckedNeverLost, OneValuePerOffset), online and after the final phase.
+ReadNeverTruncated, AckedNeverLost, OneValuePerOffset), online and after the final phase. The
+lin-kv workload (`read`, `write`, `cas` of integer keys) is judged at the end by lin_kv.py: each
+key's history must be a register's (Linearizable); a refusal carries Maelstrom's code (20, a key
+never written; 22, a cas whose key held another value), any other definite error 11, an
+indeterminate one 0.
 
 After every step each member that runs is asked its status (the adapter's probe), and the samples
 are checked against the catalogue's properties that a member's own status shows (`StatusChecks`):
@@ -29,11 +33,22 @@ from dataclasses import dataclass
 
 from hwm.bridge.maelstrom.cluster import RunResult
 from hwm.bridge.maelstrom.history import Finding, HistoryChecker, describe_op, final_read_requests
+from hwm.bridge.maelstrom.lin_kv import LinKVChecker
+from hwm.bridge.maelstrom.protocol import KEY_DOES_NOT_EXIST, PRECONDITION_FAILED, TEMPORARILY_UNAVAILABLE, TIMEOUT
 from hwm.bridge.maelstrom.schedule import Schedule, check_step, describe
 from hwm.bridge.servers.adapter import Definite, Indefinite, Server, ServerError
 from hwm.bridge.servers.lifecycle import ServerCluster
 
-FAULT_OPS = ("kill", "restart", "pause", "resume", "partition", "heal", "rollback")
+WORKLOADS = ("log", "lin-kv")
+CLIENT_OPS = ("log_append", "log_read", "read", "write", "cas")
+
+
+class Refused(Definite):
+    """A definite answer with Maelstrom's error code: a read of a key never written, a cas refused."""
+
+    def __init__(self, code: int, text: str):
+        super().__init__(text)
+        self.code = code
 
 
 @dataclass
@@ -41,6 +56,7 @@ class ServerLimits:
     request_seconds: float = 1.0  # one client request's longest wait
     status_seconds: float = 0.5
     settle_seconds: float = 10.0  # the final phase's longest wait (Maelstrom's recovery time)
+    linearizable_seconds: float = 10.0  # lin-kv: the linearizability search's budget per schedule
 
 
 class StatusChecks:
@@ -77,7 +93,10 @@ class ServerRun:
             partitions = any(s["op"] == "partition" for s in schedule.steps)
         self.cluster = ServerCluster(server, schedule.nodes, prefix=prefix, partitions=partitions)
         self.keep_copies = keep_copies or any(s["op"] == "rollback" for s in schedule.steps)
-        self.checker = HistoryChecker()
+        if schedule.workload not in WORKLOADS:
+            raise ServerError(f"a server runs the {' or '.join(WORKLOADS)} workload, not {schedule.workload}")
+        self.checker = (LinKVChecker(self.limits.linearizable_seconds) if schedule.workload == "lin-kv"
+                        else HistoryChecker())
         self.status = StatusChecks()
         self.ops: list[dict] = []
         self.final_ops: list[dict] = []
@@ -110,33 +129,51 @@ class ServerRun:
         try:
             if self.cluster.paused(node) or not self.cluster.alive(node):
                 raise Definite(f"{node} is {'paused' if self.cluster.alive(node) else 'down'}")
-            if kind == "log_append":
-                op["reply"] = {"index": client.append(request["value"])}
-            else:
-                value = client.read(request["index"], serializable=bool(request.get("serializable")))
-                if value is None:
-                    raise Definite(f"nothing at offset {request['index']}")
-                op["reply"] = {"index": request["index"], "value": value}
-            op["status"] = "ok"
+            op["status"], op["reply"] = "ok", self._request(client, kind, request)
+        except Refused as e:  # the register said no: Maelstrom's code, a definite answer
+            op["status"], op["reply"] = "fail", {"code": e.code, "text": str(e)}
         except Definite as e:
-            op["status"], op["reply"] = "fail", {"text": str(e)}
+            op["status"], op["reply"] = "fail", {"code": TEMPORARILY_UNAVAILABLE, "text": str(e)}
         except Indefinite as e:
-            op["status"], op["reply"] = "info", {"text": str(e)}
+            op["status"], op["reply"] = "info", {"code": TIMEOUT, "text": str(e)}
         op["reply_step"] = step
         before = len(self.checker.findings)
-        if op["status"] == "ok":
+        # lin-kv's check orders every answer, a refusal's too; the log's checks read successes.
+        if op["status"] == "ok" or (op["status"] == "fail" and self.schedule.workload == "lin-kv"):
             self.checker.on_reply(op, step)
         self._event(f"{op['client']}→{node} {describe_op(op).split(' ', 3)[-1]}: {op['status']} {op['reply']}")
         for finding in self.checker.findings[before:]:
             self._event(f"FINDING {finding}")
         return op
 
+    @staticmethod
+    def _request(client, kind: str, request: dict) -> dict:
+        """One operation on the member's client: the reply, as a Maelstrom node's would read."""
+        if kind == "log_append":
+            return {"index": client.append(request["value"])}
+        if kind == "log_read":
+            value = client.read(request["index"], serializable=bool(request.get("serializable")))
+            if value is None:
+                raise Definite(f"nothing at offset {request['index']}")
+            return {"index": request["index"], "value": value}
+        if kind == "read":
+            value = client.get(request["key"], serializable=bool(request.get("serializable")))
+            if value is None:
+                raise Refused(KEY_DOES_NOT_EXIST, f"key {request['key']} does not exist")
+            return {"value": value}
+        if kind == "write":
+            client.put(request["key"], request["value"])
+            return {}
+        if not client.cas(request["key"], request["from"], request["to"], bool(request.get("create_if_not_exists"))):
+            raise Refused(PRECONDITION_FAILED, f"key {request['key']} does not hold {request['from']}")
+        return {}
+
     # ---- steps -----------------------------------------------------------------------------------
     def run_step(self, step: dict, number: int) -> None:
         self.step_number, self.cause = number, describe(step)
         self.events.append([])
         op, cluster = step["op"], self.cluster
-        if op in ("log_append", "log_read"):
+        if op in CLIENT_OPS:
             self._operation(step["node"], op, {k: v for k, v in step.items() if k not in ("op", "node")}, number)
         elif op == "kill":
             if cluster.alive(step["node"]):
@@ -196,9 +233,12 @@ class ServerRun:
         self._sample_all()
         self.cause = "the final reads"
         while True:
-            for request in final_read_requests("log", self.checker):
+            requests = (self.checker.final_read_requests() if self.schedule.workload == "lin-kv"
+                        else final_read_requests("log", self.checker))
+            for request in requests:
                 for node in self.node_ids:
-                    op = self._operation(node, "log_read", {"index": request["index"]}, None)
+                    op = self._operation(node, request["type"], {k: v for k, v in request.items() if k != "type"},
+                                         None)
                     self.final_ops.append(op)
             if not self.checker.unserved(self.final_ops) or time.monotonic() - began > self.limits.settle_seconds:
                 break
