@@ -71,7 +71,8 @@ class Op:
         if self.f == "cas" and not (isinstance(self.value, tuple) and len(self.value) == 2):
             raise ValueError(f"a cas's value must be the pair (from, to), not {self.value!r}")
         if self.completed is not None and self.completed < self.invoked:
-            raise ValueError(f"operation {self.id!r} completed at {self.completed} before it was invoked at {self.invoked}")
+            raise ValueError(f"operation {self.id!r} completed at {self.completed} "
+                             f"before it was invoked at {self.invoked}")
 
     def step(self, state):
         """(allowed, next state) of this operation on a register holding `state`."""
