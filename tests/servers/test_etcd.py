@@ -17,12 +17,13 @@ from pathlib import Path
 import pytest
 
 from hwm.bridge.servers import server_named
-from hwm.bridge.servers.adapter import Definite, ServerError
+from hwm.bridge.servers.adapter import Definite
 from hwm.bridge.servers.lifecycle import RUN_PREFIX, ServerCluster, remove_stale_runs
 from tests.servers.conftest import group_running, needs_etcd, needs_partitions, tables
 
 pytestmark = pytest.mark.network
 HWM = [sys.executable, "-m", "hwm.cli"]
+DOC = Path(__file__).resolve().parents[2] / "docs" / "real-servers.md"
 
 
 def run_folders(pid: int) -> list[Path]:
@@ -61,12 +62,18 @@ def test_put_read_kill_restart_partition_heal_and_nothing_left():
     assert not any(group_running(g) for g in groups)
 
 
+def shown_in_the_doc(command: str, output: str) -> bool:
+    """Whether docs/real-servers.md shows `command` followed by exactly `output`."""
+    return f"$ {command}\n{output}\n```" in DOC.read_text()
+
+
 def test_a_missing_binary_names_the_debian_package(tmp_path):
-    done = subprocess.run([*HWM, "test", "--server", "etcd", "--loopback", "127.0.22"], capture_output=True,
-                          text=True, env=dict(os.environ, PATH=str(tmp_path)), timeout=60)
+    done = subprocess.run([*HWM, "test", "--server", "etcd"], capture_output=True, text=True,
+                          env=dict(os.environ, PATH=str(tmp_path)), timeout=60)
     assert done.returncode == 2
     assert done.stderr.strip().splitlines() == [
         "error: etcd not found on PATH: install the Debian package etcd-server (apt-get install etcd-server)"]
+    assert shown_in_the_doc("PATH=/nowhere hwm test --server etcd", done.stderr.strip())
 
 
 def test_a_port_in_use_refuses_before_anything_starts():
@@ -75,21 +82,25 @@ def test_a_port_in_use_refuses_before_anything_starts():
     taken = socket.socket()
     taken.bind(("127.0.23.2", 2380))
     taken.listen()
-    before = tables()
     try:
-        with pytest.raises(ServerError, match=r"^127\.0\.23\.2:2380 \(n2's peer port\) is in use"):
-            with ServerCluster(server_named("etcd"), 3, prefix="127.0.23"):
-                pass
-        assert run_folders(os.getpid()) == []
-        assert tables() == before
+        hwm = subprocess.Popen([*HWM, "test", "--server", "etcd", "--loopback", "127.0.23"], stdout=subprocess.PIPE,
+                               stderr=subprocess.PIPE, text=True)
+        _, err = hwm.communicate(timeout=60)
+        assert hwm.returncode == 2
+        assert err.strip().splitlines() == [
+            "error: 127.0.23.2:2380 (n2's peer port) is in use: Address already in use; another run may hold it "
+            "(give another loopback prefix)"]
+        assert shown_in_the_doc("hwm test --server etcd --loopback 127.0.23", err.strip())
+        assert run_folders(hwm.pid) == []
+        assert f"inet hwm_{hwm.pid}" not in tables()
     finally:
         taken.close()
 
 
-def _started_run(prefix: str) -> tuple[subprocess.Popen, Path]:
+def _started_run(prefix: str, save: Path) -> tuple[subprocess.Popen, Path]:
     """`hwm test --server etcd` in a process of its own, once its members run (its folder records them)."""
     hwm = subprocess.Popen([*HWM, "test", "--server", "etcd", "--loopback", prefix, "--schedules", "50",
-                            "--save", os.devnull + ".json"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            "--save", str(save / "found.json")], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                            text=True)
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline:
@@ -103,10 +114,10 @@ def _started_run(prefix: str) -> tuple[subprocess.Popen, Path]:
     raise AssertionError("the run did not start its members within 60 s")
 
 
-def test_sigterm_ends_a_run_with_everything_removed():
+def test_sigterm_ends_a_run_with_everything_removed(tmp_path):
     needs_etcd()
     needs_partitions()
-    hwm, folder = _started_run("127.0.24")
+    hwm, folder = _started_run("127.0.24", tmp_path)
     import json
     groups = json.loads((folder / "owner.json").read_text())["process_groups"]
     hwm.send_signal(signal.SIGTERM)
@@ -118,10 +129,10 @@ def test_sigterm_ends_a_run_with_everything_removed():
     assert not any(group_running(g) for g in groups)
 
 
-def test_the_next_run_cleans_up_after_a_run_killed_with_sigkill():
+def test_the_next_run_cleans_up_after_a_run_killed_with_sigkill(tmp_path):
     needs_etcd()
     needs_partitions()
-    hwm, folder = _started_run("127.0.25")
+    hwm, folder = _started_run("127.0.25", tmp_path)
     import json
     groups = json.loads((folder / "owner.json").read_text())["process_groups"]
     hwm.kill()  # SIGKILL: no handler runs
