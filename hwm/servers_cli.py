@@ -80,6 +80,8 @@ def test_server(name: str, workload: str, nodes: int, schedules: int, steps: int
         return EXIT_USAGE
     if not as_json and sys.stderr.isatty():
         click.echo("", err=True)
+    for note in report.cleaned:
+        click.echo(f"note: {note}", err=True)
     if report.start_error is not None:
         click.echo(f"error: {report.start_error}", err=True)
         return EXIT_USAGE

@@ -43,6 +43,7 @@ class Recurrence:
 @dataclass
 class ServerHuntReport(HuntReport):
     rates: dict[str, tuple[int, int]] = field(default_factory=dict)  # kind -> (runs showing it, runs)
+    cleaned: list[str] = field(default_factory=list)  # what earlier runs killed with SIGKILL had left
     start_error: ServerError | None = None
 
 
@@ -101,6 +102,7 @@ def hunt_server(server: Server, nodes: int = 3, schedules: int = 10, steps: int 
                                  keep_copies="rollback" in faults)
             try:
                 self.run.start()
+                report.cleaned += self.run.cluster.notes
             except ServerError as e:
                 self.run.close()
                 self.run, report.start_error = None, e

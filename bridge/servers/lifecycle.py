@@ -29,7 +29,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from hwm.bridge.maelstrom.process import _STARTED, NodeProcess, _ctrl_c_held
+from hwm.bridge.maelstrom.process import _STARTED, NodeProcess, _ctrl_c_held, _group_running
 from hwm.bridge.servers import netfilter
 from hwm.bridge.servers.adapter import Member, Server, ServerError
 
@@ -76,17 +76,20 @@ def remove_stale_runs() -> list[str]:
         pid = owner.get("pid")
         if not isinstance(pid, int) or (_start_time(pid) is not None and _start_time(pid) == owner.get("started")):
             continue  # its run is still going
-        killed = 0
+        killed = []
         for pgid in owner.get("process_groups", []):
             if str(folder) in _cmdline(pgid):  # still that run's server, not a process that took the pid since
                 try:
                     os.killpg(pgid, 9)
-                    killed += 1
+                    killed.append(pgid)
                 except ProcessLookupError:
                     pass
+        deadline = time.monotonic() + 5  # gone before this run probes the ports they held
+        while any(_group_running(g) for g in killed) and time.monotonic() < deadline:
+            time.sleep(0.01)
         shutil.rmtree(folder, ignore_errors=True)
         notes.append(f"removed {folder} left by hwm run {pid}, which is gone"
-                     + (f" (killed {killed} of its server processes)" if killed else ""))
+                     + (f" (killed {len(killed)} of its server processes)" if killed else ""))
     notes += [f"removed nftables table {name} left by a run that is gone" for name in netfilter.remove_stale_tables()]
     return notes
 
