@@ -19,6 +19,7 @@ from pathlib import Path
 
 import click
 
+from hwm.bridge.servers import SERVERS
 from hwm.params import OutputFile, ProtocolParam
 from hwm.properties.protocol import resolve
 
@@ -101,7 +102,7 @@ def _saved_paths(save: Path, kinds: list[str]) -> dict[str, Path]:
 
 @click.command(name="test", context_settings={"ignore_unknown_options": False})
 @click.argument("command", nargs=-1, required=False)
-@click.option("--server", "server", type=click.Choice(["etcd"]), default=None,
+@click.option("--server", "server", type=click.Choice(SERVERS), default=None,
               help="Test a real server, unchanged, instead of a node COMMAND: hwm starts N members on their own "
                    "loopback addresses and drives the log or lin-kv workload against them (docs/real-servers.md).")
 @click.option("--loopback", "loopback", default="127.0.1", show_default=True,
@@ -174,7 +175,7 @@ def test(command, server, loopback, recur, nodes, workload, clock, schedules, st
                                  linearizable_budget, save, time_limit, no_shrink, as_json, loopback, recur,
                                  _servers_interrupted))
     if not command:
-        raise click.UsageError("give the node's COMMAND after --, or --server etcd")
+        raise click.UsageError(f"give the node's COMMAND after --, or --server ({', '.join(SERVERS)})")
     workload = workload or "kafka"
     chosen_faults = _faults(faults)
     if save is None:

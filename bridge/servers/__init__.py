@@ -2,13 +2,14 @@
 
 - `adapter`    the contract an adapter fulfils: how to start member i, a client, a status probe;
 - `etcd`       etcd 3.4 and a client of its JSON gateway;
+- `zookeeper`  ZooKeeper 3.8 and kazoo, its client;
 - `lifecycle`  the cluster of processes: start, wait until it serves, faults, cleanup on every path;
 - `netfilter`  partitions between members' loopback addresses, an nftables table per run;
 - `run`        one schedule against a cluster, its history and status samples checked;
 - `hunt`       Hypothesis's schedules, and shrinking that counts a failure only when it recurs.
 """
 
-SERVERS = ("etcd",)
+SERVERS = ("etcd", "zookeeper")
 
 
 def server_named(name: str):
@@ -16,4 +17,7 @@ def server_named(name: str):
     if name == "etcd":
         from hwm.bridge.servers.etcd import Etcd
         return Etcd()
+    if name == "zookeeper":
+        from hwm.bridge.servers.zookeeper import ZooKeeper
+        return ZooKeeper()
     raise ValueError(f"unknown server {name!r}; servers are {', '.join(SERVERS)}")

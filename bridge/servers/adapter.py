@@ -102,6 +102,14 @@ class Server:
     default_ports: dict[str, int] = {}
     start_seconds = 30.0  # the longest wait until a fresh cluster serves
 
+    def missing(self) -> str | None:
+        """What is not installed, in one line naming the Debian package; None when all is there."""
+        import shutil
+        if shutil.which(self.binary) is None:
+            return (f"{self.binary} not found on PATH: install the Debian package {self.package} "
+                    f"(apt-get install {self.package})")
+        return None
+
     def command(self, member: Member, members: list[Member]) -> list[str]:
         raise NotImplementedError
 

@@ -132,9 +132,9 @@ class ServerCluster:
     # ---- before anything starts ------------------------------------------------------------
     def check(self) -> None:
         """ServerError, before anything starts, for a missing binary, a port in use, no nft."""
-        if shutil.which(self.server.binary) is None:
-            raise ServerError(f"{self.server.binary} not found on PATH: install the Debian package "
-                              f"{self.server.package} (apt-get install {self.server.package})")
+        missing = self.server.missing()
+        if missing is not None:
+            raise ServerError(missing)
         if self.partitions is not None and netfilter.available() is not None:
             raise ServerError(netfilter.available())
         for member in self.members:
@@ -165,6 +165,9 @@ class ServerCluster:
             uid = netfilter.member_uid(member.index) if self.partitions is not None else None
             self.procs[member.name] = ServerProcess(member, self.server.command(member, self.members), uid)
             self.server.prepare(member, self.members)
+            if uid is not None:  # what prepare wrote is the member's own
+                for path in member.data_dir.iterdir():
+                    os.chown(path, uid, uid)
         for member in self.members:
             self._start(member.name)
         self.wait_serving(self.server.start_seconds)
