@@ -6,10 +6,11 @@ the member's own address for clients (2181) and for the quorum (2888, 3888), the
 and the `srvr` four-letter word allowed (the status probe). The log workload appends with a
 sequential znode under /log (ZooKeeper numbers the children of a node itself: offset k is child
 k - 1) and reads one; a linearizable read is a sync, then the read (ZooKeeper's own recipe), a
-serializable one the member's copy. lin-kv's key k is /kv/<k>; a cas reads the value and its
-version and sets only that version. A client is opened for each operation (a session of its own):
-one that cannot connect sent nothing (definite); a connection lost after the request, or a timeout,
-is indeterminate.
+serializable one the member's copy. lin-kv's key k is /kv/<k>; a cas syncs, reads the value and
+its version and sets only that version (without the sync a stale copy would refuse a cas the
+register allows). A client is opened for each operation (a session of its own): one that cannot
+connect sent nothing (definite); a connection lost after the request, or a timeout, is
+indeterminate.
 """
 
 from __future__ import annotations
@@ -118,6 +119,7 @@ class ZooKeeperClient(Client):
         def act(zk, errors):
             self._parent(zk, errors, "/kv")
             path = f"/kv/{key}"
+            zk.sync("/")  # else a follower's stale copy would refuse a cas the register allows
             try:
                 data, stat = zk.get(path)
             except errors.NoNodeError:
