@@ -169,6 +169,12 @@ def test(command, server, loopback, recur, nodes, workload, clock, schedules, st
     if server is not None:
         if command:
             raise click.UsageError("give either --server or a node COMMAND, not both")
+        # A real server keeps its own clocks and says nothing of a model's state.
+        for given, option in ((clock != "wall", "--clock virtual"), (protocol is not None, "--protocol"),
+                              (require_replies, "--require-replies")):
+            if given:
+                raise click.UsageError(f"{option} does not apply to --server (a real server keeps its own clocks "
+                                       "and is judged by its history and its status)")
         from hwm.servers_cli import test_server
         with _sigterm_as_ctrl_c():
             sys.exit(test_server(server, workload or "log", nodes, schedules, steps, seed, faults, settle_time,

@@ -150,3 +150,14 @@ def test_the_next_run_cleans_up_after_a_run_killed_with_sigkill(tmp_path):
     assert not folder.exists()
     assert f"inet hwm_{hwm.pid}" not in tables()
     assert not any(group_running(g) for g in groups)
+
+
+@pytest.mark.parametrize("given, named", [(["--clock", "virtual"], "--clock virtual"), (["--protocol", "raft"], "--protocol"),
+                                          (["--require-replies"], "--require-replies")])
+def test_a_node_only_option_with_server_is_one_line(given, named):
+    from click.testing import CliRunner
+
+    from hwm.cli import main
+    done = CliRunner().invoke(main, ["test", "--server", "etcd", *given])
+    assert done.exit_code == 2
+    assert f"Error: {named} does not apply to --server" in done.output
