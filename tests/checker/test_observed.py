@@ -38,6 +38,16 @@ def test_a_leader_that_writes_before_its_followers_acknowledgement_arrives_is_a_
     assert not run(*events, validator=Validator).valid
 
 
+def test_two_acknowledgements_on_their_way_apply_one_after_the_other():
+    # n2 appends both entries before n1 hears of either: n1 applies the reply for 1 (HWM 1), then the
+    # one for 2, which applying the first must leave on its way.
+    events = ELECTED + [("n1", dict(log=((1, 1),))), ("n2", dict(log=((1, 1),))),
+                        ("n1", dict(log=((1, 1), (2, 1)))), ("n2", dict(log=((1, 1), (2, 1)))),
+                        ("n1", dict(hwm=1)), ("n1", dict(hwm=2))]
+    verdict = run(*events)
+    assert verdict.valid, verdict.discrepancy.describe()
+
+
 def test_a_leader_counts_only_acknowledgements_it_was_sent():
     stored_on_one = ELECTED + [("n1", dict(log=((1, 1),))), ("n2", dict(log=((1, 1),)))]
     verdict = run(*stored_on_one, ("n1", dict(hwm=1)))
