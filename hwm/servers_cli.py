@@ -98,7 +98,7 @@ def test_server(name: str, workload: str, nodes: int, schedules: int, steps: int
     if as_json:
         click.echo(json.dumps({"server": name, "workload": workload, "schedules": report.schedules, "shrink_runs": report.shrink_runs,
                                "operations": report.operations, "succeeded": report.answered_ok,
-                               "indeterminate": report.unanswered, "seconds": round(report.seconds, 1),
+                               "indeterminate": report.unanswered, "crashes": report.crashes, "seconds": round(report.seconds, 1),
                                "faults": list(chosen), "first_failure_at": report.first_failure_at,
                                "first_failure_seconds": report.first_failure_seconds and round(report.first_failure_seconds, 1),
                                "found": {kind: {"findings": [str(f) for f in result.findings if f.name == kind],
@@ -113,7 +113,7 @@ def test_server(name: str, workload: str, nodes: int, schedules: int, steps: int
         if not found:
             click.echo(f"no finding in {report.schedules} schedules of up to {steps} steps; "
                        f"{report.answered_ok} of the {report.operations} operations succeeded, "
-                       f"{report.unanswered} indeterminate")
+                       f"{report.unanswered} writes indeterminate")
         for kind, result in found.items():
             rate = report.rates.get(kind)
             recurred = (f"recurred in {rate[0]} of {rate[1]} runs" if rate else
@@ -124,6 +124,9 @@ def test_server(name: str, workload: str, nodes: int, schedules: int, steps: int
                 if finding.name == kind:
                     click.echo(f"  ✗ {finding}")
             click.echo(f"saved {saved[kind]}\nreplay it: hwm replay {saved[kind]}")
+        if report.crashes:
+            click.echo(f"availability: a member exited on its own in {len(report.crashes)} case(s) "
+                       f"(the run's events say why); the first: {report.crashes[0]}")
     return EXIT_FOUND if found else EXIT_OK
 
 

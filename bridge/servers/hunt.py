@@ -44,6 +44,7 @@ class Recurrence:
 class ServerHuntReport(HuntReport):
     rates: dict[str, tuple[int, int]] = field(default_factory=dict)  # kind -> (runs showing it, runs)
     cleaned: list[str] = field(default_factory=list)  # what earlier runs killed with SIGKILL had left
+    crashes: list[str] = field(default_factory=list)  # members that exited on their own, one line each
     start_error: ServerError | None = None
 
 
@@ -214,6 +215,7 @@ def hunt_server(server: Server, nodes: int = 3, schedules: int = 10, steps: int 
             finally:
                 self.run.close()
             result_of(self.run, result, self.began)
+            report.crashes += [f"schedule {report.schedules + 1}: {line}" for line in self.run.crashed.values()]
             result.steps_run = len(self.schedule.steps)
             report.schedules += 1
             report.operations += result.operations()

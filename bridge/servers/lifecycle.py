@@ -190,6 +190,17 @@ class ServerCluster:
     def log_tail(self, name: str, lines: int = 5) -> str:
         return self.procs[name].log_tail(lines)
 
+    def exit_reason(self, name: str) -> str:
+        """Why a member that exited says it did: its log's first panic or fatal line (a Go or Java
+        stack trace ends far below it), else the log's last lines."""
+        try:
+            text = self.procs[name].log_path.read_text(errors="replace").splitlines()
+        except OSError:
+            return ""
+        said = [line.strip() for line in text if line.lower().startswith(("panic", "fatal", "exception"))
+                or '"level":"panic"' in line or '"level":"fatal"' in line]
+        return said[0][:300] if said else self.log_tail(name, 3)
+
     def wait_serving(self, seconds: float, names: list[str] | None = None) -> None:
         """Wait until every member named (all by default) answers a linearizable read; ServerError
         naming the first that does not, with its log's tail, after `seconds`."""

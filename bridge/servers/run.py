@@ -8,9 +8,11 @@ served (lifecycle.py's `keep_copy`), as an operator restoring an old backup woul
 client of node n<i> is c<i>. The history is checked by the log workload's checks (history.py:
 ReadNeverTruncated, AckedNeverLost, OneValuePerOffset), online and after the final phase. The
 lin-kv workload (`read`, `write`, `cas` of integer keys) is judged at the end by lin_kv.py: each
-key's history must be a register's (Linearizable); a refusal carries Maelstrom's code (20, a key
-never written; 22, a cas whose key held another value), any other definite error 11, an
-indeterminate one 0.
+key's history must be a register's (Linearizable). A refusal carries Maelstrom's code (20, an
+offset or key with nothing there; 22, a cas whose key held another value); any other definite
+error is 11 on a write, and on a read makes it indeterminate, like an indeterminate error (0): a
+read that got no answer says nothing of what is stored. A member that exits on its own (etcd
+refuses to run on a log that lost entries it had acknowledged) is told in the step's events.
 
 After every step each member that runs is asked its status (the adapter's probe), and the samples
 are checked against the catalogue's properties that a member's own status shows (`StatusChecks`):
@@ -41,6 +43,7 @@ from hwm.bridge.servers.lifecycle import ServerCluster
 
 WORKLOADS = ("log", "lin-kv")
 CLIENT_OPS = ("log_append", "log_read", "read", "write", "cas")
+READS = ("log_read", "read")
 
 
 class Refused(Definite):
@@ -101,6 +104,8 @@ class ServerRun:
         self.ops: list[dict] = []
         self.final_ops: list[dict] = []
         self.events: list[list[str]] = [[]]
+        self.killed: set[str] = set()  # down because a step killed them
+        self.crashed: dict[str, str] = {}  # member -> how it exited on its own (once each)
         self.samples: list[dict] = []  # every status sampled: {"step", "node", "term", "leader", "commit"}
         self.step_number: int | None = 0
         self.cause = "start-up"
@@ -133,7 +138,10 @@ class ServerRun:
         except Refused as e:  # the register said no: Maelstrom's code, a definite answer
             op["status"], op["reply"] = "fail", {"code": e.code, "text": str(e)}
         except Definite as e:
-            op["status"], op["reply"] = "fail", {"code": TEMPORARILY_UNAVAILABLE, "text": str(e)}
+            # A read that got no answer says nothing of what is stored (else an unavailable member
+            # would look like one that lost the entry): indeterminate, as a read changes nothing.
+            status = "info" if kind in READS else "fail"
+            op["status"], op["reply"] = status, {"code": TEMPORARILY_UNAVAILABLE, "text": str(e)}
         except Indefinite as e:
             op["status"], op["reply"] = "info", {"code": TIMEOUT, "text": str(e)}
         op["reply_step"] = step
@@ -154,7 +162,7 @@ class ServerRun:
         if kind == "log_read":
             value = client.read(request["index"], serializable=bool(request.get("serializable")))
             if value is None:
-                raise Definite(f"nothing at offset {request['index']}")
+                raise Refused(KEY_DOES_NOT_EXIST, f"nothing at offset {request['index']}")
             return {"index": request["index"], "value": value}
         if kind == "read":
             value = client.get(request["key"], serializable=bool(request.get("serializable")))
@@ -176,10 +184,12 @@ class ServerRun:
         if op in CLIENT_OPS:
             self._operation(step["node"], op, {k: v for k, v in step.items() if k not in ("op", "node")}, number)
         elif op == "kill":
+            self.killed.add(step["node"])
             if cluster.alive(step["node"]):
                 cluster.kill(step["node"])
                 self._event(f"{step['node']} killed (SIGKILL); its data directory stays")
         elif op == "restart":
+            self.killed.discard(step["node"])
             if not cluster.alive(step["node"]):
                 cluster.restart(step["node"])
                 self._event(f"{step['node']} restarted on its data directory")
@@ -202,6 +212,12 @@ class ServerRun:
 
     def _sample_all(self) -> None:
         for node in self.node_ids:
+            if not self.cluster.alive(node) and node not in self.killed and node not in self.crashed:
+                proc = self.cluster.procs[node]
+                reason = self.cluster.exit_reason(node)
+                self.crashed[node] = (f"{node} {proc.exit_description()} on its own (hwm did not kill it)"
+                                      + (f"; its log says: {reason}" if reason else ""))
+                self._event(self.crashed[node])
             if not self.cluster.alive(node) or self.cluster.paused(node):
                 continue
             try:
@@ -223,9 +239,12 @@ class ServerRun:
         self.events.append([])
         began = time.monotonic()
         self.cluster.heal()
+        self._sample_all()  # a member that exited on its own is told before the restarts
+        self.killed = set(self.node_ids) - set(self.crashed)
         for node in self.node_ids:
             self.cluster.resume(node)
             self.cluster.restart(node)
+        self.killed.clear()
         try:
             self.cluster.wait_serving(self.limits.settle_seconds)
         except ServerError as e:
@@ -272,6 +291,6 @@ def result_of(run: ServerRun, result: RunResult, began: float) -> RunResult:
     result.history = run.ops
     result.observations = run.samples
     result.events = run.events
-    result.unanswered = [op for op in run.ops if op["status"] == "info"]
+    result.unanswered = [op for op in run.ops if op["status"] == "info" and op["type"] not in READS]
     result.seconds = time.monotonic() - began
     return result
