@@ -41,6 +41,7 @@ STATE = [
     ("CommittedOnQuorum", view(s("12", 2), s("12"), s("1")), False),  # the last index, on exactly 2
     ("CommittedOnQuorum", view(s("12", 2), s("1"), s("1")), True),
     ("CommittedOnQuorum", view(s("1", 1), s("1", alive=False), s()), False),  # a down server's disk counts
+    ("CommittedOnQuorum", view(s("1", 2), s("1"), s()), False),  # a HWM past the log counts the log's entries
     # OneLeaderPerGeneration: equal generations, different ones, a leader that is down
     ("OneLeaderPerGeneration", view(leader(), leader(), s()), True),
     ("OneLeaderPerGeneration", view(leader(), leader(generation=2), s()), False),
@@ -50,6 +51,8 @@ STATE = [
     ("LogMatching", view(s("12"), s("22"), s()), True),
     ("LogMatching", view(s("12"), s("13"), s()), False),  # they differ only at the last index
     ("LogMatching", view(s("112"), s("11"), s()), False),  # a prefix
+    ("LogMatching", view(s("1"), s("112"), s()), False),  # the second log longer
+    ("LogMatching", view(s("1234"), s("1335"), s()), True),  # the highest shared entry is 3@g3
     # ReadsAgree: two reads of one index (of different generations: reads are a set), of two indexes
     ("ReadsAgree", view(*THREE, reads={(1, 1), (1, 2)}), True),
     ("ReadsAgree", view(*THREE, reads={(1, 1), (2, 1)}), False),
@@ -72,8 +75,10 @@ STEP = [
     ("HwmNeverTruncated", view(s("1", 1), s(), s()), view(s("", 0), s(), s()), True),
     ("HwmNeverTruncated", view(s("1", 1), s(), s()), view(s("2", 1), s(), s()), True),  # replaced, not shortened
     ("HwmNeverTruncated", view(s("12", 1), s(), s()), view(s("13", 1), s(), s()), False),
+    ("HwmNeverTruncated", view(s("11", 1), s(), s()), view(s("1", 1), s(), s()), False),  # 2@g1: index 2 > HWM 1
     # UncommittedTruncated (sometimes): the mirror image, minus read entries
     ("UncommittedTruncated", view(s("12", 1), s(), s()), view(s("1", 1), s(), s()), True),
+    ("UncommittedTruncated", view(s("11", 1), s(), s()), view(s("1", 1), s(), s()), True),  # 2@g1 above HWM 1
     ("UncommittedTruncated", view(s("12", 2), s(), s()), view(s("1", 1), s(), s()), False),
     ("UncommittedTruncated", view(s("12", 1), s(), s(), reads={(2, 2)}), view(s("1", 1), s(), s()), False),
     ("UncommittedTruncated", view(s("1"), s(), s()), view(s("1"), s(), s()), False),
@@ -92,6 +97,10 @@ STEP = [
     ("ReadNeverLost", view(leader("", alive=False), s(), s(), reads={(1, 1)}), view(leader(""), s(), s()),
      True),  # a restarted leader is newly elected
     ("ReadNeverLost", view(s("2"), s(), s(), reads={(1, 1)}), view(leader("2", generation=2), s(), s()), True),
+    ("ReadNeverLost", view(s("12"), s(), s(), reads={(1, 1)}), view(leader("12", generation=2), s(), s()),
+     False),  # it holds the read entry 1@g1 below its last one
+    ("ReadNeverLost", view(s(generation=2), s(), s(), reads={(1, 1)}), view(leader(generation=2), s(), s()),
+     True),  # a follower of generation 2 elected in it: newly a leader, without the entry
     # LeaderChangeWithUncommitted (sometimes): an older leader holding entries past its HWM
     ("LeaderChangeWithUncommitted", view(leader("1", 0), s(), s()), view(leader("1", 0), leader(generation=2), s()),
      True),
@@ -105,9 +114,18 @@ STEP = [
      view(leader("1", 0), leader(generation=2, alive=False), s()), False),  # down
     ("LeaderChangeWithUncommitted", view(leader("1", 0), s(), s()), view(leader("1", 0), s(generation=2), s()),
      False),  # a follower of a newer generation, no leader yet
+    ("LeaderChangeWithUncommitted", view(s("1", 0), s(), s()), view(s("1", 0), leader(generation=2), s()),
+     False),  # the server with entries past its HWM was no leader
+    ("LeaderChangeWithUncommitted", view(leader("1", 0), s(generation=2), s()),
+     view(leader("1", 0), leader(generation=2), s()), True),  # a follower of generation 2 becomes its leader
+    ("LeaderChangeWithUncommitted", view(leader("1", 0), s(), s()), view(leader("1", 0, generation=2), s(), s()),
+     False),  # the old leader itself, re-elected
+    ("LeaderChangeWithUncommitted", view(leader("1", 0, generation=2), leader(), s()),
+     view(leader("1", 0, generation=2), leader(generation=3), s()), True),  # a stale leader elected anew
     # CrashAndRejoin (sometimes): down, then up
     ("CrashAndRejoin", view(s(alive=False), s(), s()), view(s(), s(), s()), True),
     ("CrashAndRejoin", view(s(), s(), s()), view(s(alive=False), s(), s()), False),
+    ("CrashAndRejoin", view(s(alive=False), s(), s()), view(s(alive=False), s(), s()), False),  # still down
 ]
 
 
@@ -131,6 +149,24 @@ def test_a_variants_quorum_is_what_the_quorum_properties_count(name, needed, bef
     check = next(p for p in at_quorum(CATALOGUE, needed) if p.name == name).check
     finding = check(after) if before is None else check(before, after)
     assert (finding is not None) == found, finding
+
+
+# What a finding says, one row per property that names an entry or a server.
+@pytest.mark.parametrize("name, before, after, text", [
+    ("HwmNeverTruncated", view(s("11", 2), s(), s()), view(s("1", 1), s(), s()),
+     "S1 removed entry 2@g1, at or below its own high-water mark 2"),
+    ("UncommittedTruncated", view(s("11", 1), s(), s()), view(s("1", 1), s(), s()), "S1 truncated uncommitted entry 2@g1"),
+    ("ReadNeverTruncated", view(s("11"), s("11"), s(), reads={(2, 1)}), view(s("1"), s("11"), s()),
+     "S1 removed entry 2@g1, which a client has read; only 1 of 3 servers still store it"),
+    ("LeaderChangeWithUncommitted", view(leader("11", 1), s(), s()), view(leader("11", 1), leader(generation=2), s()),
+     "S2 became leader of generation 2 while S1 held uncommitted entries 2..2"),
+    ("LogMatching", None, view(s("1234"), s("1335"), s()), "S1 and S2 share entry 3@g3 but their logs differ before it"),
+    ("CommittedOnQuorum", None, view(s("12", 2), s("1"), s()),
+     "S1 counts entry 2@g2 as committed (hwm=2) but only 1 of 3 servers store it"),
+])
+def test_a_finding_names_the_entry_and_the_servers(name, before, after, text):
+    check = BY_NAME[name].check
+    assert (check(after) if before is None else check(before, after)) == text
 
 
 def test_every_property_has_rows_that_report_and_rows_that_do_not():
