@@ -73,8 +73,8 @@ HEARTBEAT_S = 15.0  # a line at least this often while one obligation runs long
 def prove(protocol, part, servers, max_log, max_n, depth, max_generation, max_crashes, properties, no_explorer,
           expect_catalogue, timeout, as_json):
     """Prove what the explorer cannot: quorum arithmetic for every N ≤ --max-n, an inductive invariant
-    with unbounded generations, and bounded model checking whose shortest violations must equal
-    the explorer's.
+    with unbounded generations (raft), and bounded model checking whose shortest violations must
+    equal the explorer's (raft, zab).
 
     Exit 0 when every obligation is met and no violation is found; 1 when one is not met or
     the protocol violates a property (with --expect-catalogue: only when an obligation is not
