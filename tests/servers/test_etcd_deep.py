@@ -42,6 +42,21 @@ def test_the_planted_rollback_loses_an_acknowledged_append():
                in str(f) for f in result.findings)
 
 
+def test_zookeeper_loses_them_too_and_its_status_shows_the_rollback():
+    import os
+
+    from hwm.bridge.servers.zookeeper import JAR
+    if not os.path.exists(JAR):
+        pytest.skip("zookeeper is not installed")
+    pytest.importorskip("kazoo")
+    schedule = load(ROLLBACK.with_name("zookeeper-rollback.json"))
+    result = run_server_schedule(server_named("zookeeper"), schedule, prefix="127.0.35")
+    names = {f.name for f in result.findings}
+    assert "AckedNeverLost" in names and names <= {"AckedNeverLost", "OneValuePerOffset", "HwmNeverTruncated"}, names
+    schedule.steps = [s for s in schedule.steps if s["op"] != "rollback"]
+    assert run_server_schedule(server_named("zookeeper"), schedule, prefix="127.0.35").findings == []
+
+
 def test_the_same_schedule_without_the_rollback_is_clean():
     needs_etcd()
     schedule = load(ROLLBACK)
