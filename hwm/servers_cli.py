@@ -60,7 +60,12 @@ def test_server(name: str, workload: str, nodes: int, schedules: int, steps: int
                                  param_hint="--workload")
     server, chosen, k_of_m = server_named(name), server_faults(faults), recurrence(recur)
     prefix = loopback_prefix(prefix)
-    save = save or Path("hwm-out") / "servers" / f"{name}-{time.strftime('%Y%m%d-%H%M%S')}.json"
+    if save is None:
+        from hwm.params import file_problem
+        save = Path("hwm-out") / "servers" / f"{name}-{time.strftime('%Y%m%d-%H%M%S')}.json"
+        problem = file_problem(save, create_parent=True)
+        if problem:
+            raise click.UsageError(f"the default --save path: {problem}; give --save FILE")
 
     def progress(report, result):
         if not as_json and sys.stderr.isatty():
@@ -93,7 +98,11 @@ def test_server(name: str, workload: str, nodes: int, schedules: int, steps: int
         schedule.findings = [str(f) for f in result.findings]
         schedule.history, schedule.observations = result.history, result.observations
         schedule.title = schedule.title or f"{len(schedule.steps)} steps against {name}"
-        saved[kind] = str(schedule.save(path))
+        try:
+            saved[kind] = str(schedule.save(path))
+        except OSError as e:
+            click.echo(f"error: cannot save {path}: {e.strerror or e}", err=True)
+            return EXIT_USAGE
     minutes = max(1e-9, report.seconds) / 60
     if as_json:
         click.echo(json.dumps({"server": name, "workload": workload, "schedules": report.schedules, "shrink_runs": report.shrink_runs,
