@@ -402,20 +402,41 @@ def hunt(command: list[str], workload: str = "log", nodes: int = 3, clock: str =
                 self.run.close()
             result_of(self.run, result)
             result.protocol_error, result.steps_run = self.error, len(self.schedule.steps)
-            report.schedules += 1
-            report.operations += result.operations()
-            report.answered_ok += sum(1 for op in result.history if op["step"] is not None and op["status"] == "ok")
-            report.unanswered += len(result.unanswered)
-            report.undecided += [f"schedule {report.schedules}, {line}" for line in result.undecided]
-            if on_schedule is not None:
-                on_schedule(report, result)
-            if result.failed:
-                report.failures.append(result)
-                report.first_failure_at = report.schedules
-                report.first_failure_seconds = time.monotonic() - began
+            if counted(report, result, began, on_schedule):
                 raise Stop()
 
-    # Hypothesis chooses the schedules; shrinking is hwm's own (shrink_further), one kind at a time.
+    run_machine(NodeRun, report, schedules, steps, seed, Stop)
+    if report.failures and shrink:
+        found = report.failures[0]
+        wanted = kinds(found)
+        for k, kind in enumerate(wanted):
+            left = shrink_seconds - (time.monotonic() - began - report.first_failure_seconds)
+            share = max(shrink_seconds / (2 * len(wanted)), left / (len(wanted) - k))
+            report.shrunk[kind] = shrink_further(command, found, limits, share, kind=kind, report=report)
+    report.seconds = time.monotonic() - began
+    return report
+
+
+def counted(report: HuntReport, result: RunResult, began: float, on_schedule=None) -> bool:
+    """Add one schedule run to its end to `report`; whether it failed (the hunt stops there)."""
+    report.schedules += 1
+    report.operations += result.operations()
+    report.answered_ok += sum(1 for op in result.history if op["step"] is not None and op["status"] == "ok")
+    report.unanswered += len(result.unanswered)
+    report.undecided += [f"schedule {report.schedules}, {line}" for line in result.undecided]
+    if on_schedule is not None:
+        on_schedule(report, result)
+    if not result.failed:
+        return False
+    report.failures.append(result)
+    report.first_failure_at = report.schedules
+    report.first_failure_seconds = time.monotonic() - began
+    return True
+
+
+def run_machine(machine, report: HuntReport, schedules: int, steps: int, seed: int | None, stop: type) -> None:
+    """Let Hypothesis choose `machine`'s schedules until one raises `stop` (a failure, a start
+    error) or `schedules` have run; shrinking is hwm's own (shrink_further), one kind at a time."""
     phases = [p for p in hypothesis.Phase if p not in (hypothesis.Phase.shrink, hypothesis.Phase.explain)]
     settings = hypothesis.settings(max_examples=schedules, stateful_step_count=steps, deadline=None,
                                    database=None, phases=phases, report_multiple_bugs=False,
@@ -423,12 +444,12 @@ def hunt(command: list[str], workload: str = "log", nodes: int = 3, clock: str =
                                    verbosity=hypothesis.Verbosity.quiet, print_blob=False,
                                    derandomize=False)
     from hypothesis.stateful import get_state_machine_test
-    test = get_state_machine_test(NodeRun, settings=settings)
+    test = get_state_machine_test(machine, settings=settings)
     if seed is not None:
         test = hypothesis.seed(seed)(test)
     try:
         test()
-    except Stop:
+    except stop:
         pass
     except hypothesis.errors.HypothesisException as e:
         if not report.failures and report.start_error is None:  # what failed is kept: nothing to raise then
@@ -439,15 +460,6 @@ def hunt(command: list[str], workload: str = "log", nodes: int = 3, clock: str =
             # nothing) says nothing of the schedules that ran.
             if not (report.schedules >= schedules or report.out_of_time):
                 raise
-    if report.failures and shrink:
-        found = report.failures[0]
-        wanted = kinds(found)
-        for k, kind in enumerate(wanted):
-            left = shrink_seconds - (time.monotonic() - began - report.first_failure_seconds)
-            share = max(shrink_seconds / (2 * len(wanted)), left / (len(wanted) - k))
-            report.shrunk[kind] = shrink_further(command, found, limits, share, kind=kind, report=report)
-    report.seconds = time.monotonic() - began
-    return report
 
 
 def shrink_further(command: list[str], failure: RunResult, limits: Limits | None = None,

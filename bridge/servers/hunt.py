@@ -19,12 +19,11 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass, field
 
-import hypothesis
 import hypothesis.strategies as st
-from hypothesis.stateful import RuleBasedStateMachine, get_state_machine_test, precondition, rule
+from hypothesis.stateful import RuleBasedStateMachine, precondition, rule
 
 from hwm.bridge.maelstrom.cluster import RunResult
-from hwm.bridge.maelstrom.hunt import HuntReport, kinds, shows, shrink_further
+from hwm.bridge.maelstrom.hunt import HuntReport, counted, kinds, run_machine, shows, shrink_further
 from hwm.bridge.maelstrom.schedule import Schedule
 from hwm.bridge.servers.adapter import Server, ServerError
 from hwm.bridge.servers.run import ServerLimits, ServerRun, result_of, run_server_schedule
@@ -217,36 +216,10 @@ def hunt_server(server: Server, nodes: int = 3, schedules: int = 10, steps: int 
             result_of(self.run, result, self.began)
             report.crashes += [f"schedule {report.schedules + 1}: {line}" for line in self.run.crashed.values()]
             result.steps_run = len(self.schedule.steps)
-            report.schedules += 1
-            report.operations += result.operations()
-            report.answered_ok += sum(1 for op in result.history if op["step"] is not None and op["status"] == "ok")
-            report.unanswered += len(result.unanswered)
-            if on_schedule is not None:
-                on_schedule(report, result)
-            if result.failed:
-                report.failures.append(result)
-                report.first_failure_at = report.schedules
-                report.first_failure_seconds = time.monotonic() - began
+            if counted(report, result, began, on_schedule):
                 raise Stop()
 
-    phases = [p for p in hypothesis.Phase if p not in (hypothesis.Phase.shrink, hypothesis.Phase.explain)]
-    settings = hypothesis.settings(max_examples=schedules, stateful_step_count=steps, deadline=None, database=None,
-                                   phases=phases, report_multiple_bugs=False,
-                                   suppress_health_check=list(hypothesis.HealthCheck),
-                                   verbosity=hypothesis.Verbosity.quiet, print_blob=False)
-    test = get_state_machine_test(ServerSchedule, settings=settings)
-    if seed is not None:
-        test = hypothesis.seed(seed)(test)
-    try:
-        test()
-    except Stop:
-        pass
-    except hypothesis.errors.HypothesisException as e:
-        inner = getattr(e, "exceptions", ())
-        if len(inner) == 1 and not isinstance(inner[0], Stop):
-            raise inner[0] from None
-        if not (report.failures or report.start_error or report.schedules >= schedules or report.out_of_time):
-            raise
+    run_machine(ServerSchedule, report, schedules, steps, seed, Stop)
     if report.failures and shrink:
         found = report.failures[0]
         wanted = kinds(found)
