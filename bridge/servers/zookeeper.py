@@ -81,27 +81,23 @@ class ZooKeeperClient(Client):
             return int(path[len(SEQUENCE_PREFIX):]) + 1
         return self._session(True, act)
 
-    def read(self, offset: int, serializable: bool = False) -> int | None:
+    def _value(self, path: str, serializable: bool) -> int | None:
+        """The value at `path` (None: no such node), after a sync unless `serializable`."""
         def act(zk, errors):
             if not serializable:
                 zk.sync("/")
             try:
-                data, _ = zk.get(f"{SEQUENCE_PREFIX}{offset - 1:010d}")
-            except errors.NoNodeError:
-                return None
-            return int(data.decode())
-        return None if offset < 1 else self._session(False, act)
-
-    def get(self, key: int, serializable: bool = False) -> int | None:
-        def act(zk, errors):
-            if not serializable:
-                zk.sync("/")
-            try:
-                data, _ = zk.get(f"/kv/{key}")
+                data, _ = zk.get(path)
             except errors.NoNodeError:
                 return None
             return int(data.decode())
         return self._session(False, act)
+
+    def read(self, offset: int, serializable: bool = False) -> int | None:
+        return None if offset < 1 else self._value(f"{SEQUENCE_PREFIX}{offset - 1:010d}", serializable)
+
+    def get(self, key: int, serializable: bool = False) -> int | None:
+        return self._value(f"/kv/{key}", serializable)
 
     def put(self, key: int, value: int) -> None:
         def act(zk, errors):
