@@ -33,7 +33,12 @@ def recurrence(value: str):
 def server_faults(value: str) -> tuple[str, ...]:
     from hwm.bridge.servers.hunt import SERVER_FAULTS, STOCK_FAULTS
 
-    if value == "auto":
+    if value == "auto":  # partitions where this user can make them (root and nft), else the others
+        from hwm.bridge.servers import netfilter
+        why = netfilter.available()
+        if why is not None:
+            click.echo(f"note: no partitions: {why}", err=True)
+            return tuple(f for f in STOCK_FAULTS if f != "partition")
         return STOCK_FAULTS
     if value == "none":
         return ()
