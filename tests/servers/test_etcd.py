@@ -6,6 +6,7 @@ not installed."""
 from __future__ import annotations
 
 import os
+import shutil
 import signal
 import socket
 import subprocess
@@ -161,3 +162,22 @@ def test_a_node_only_option_with_server_is_one_line(given, named):
     done = CliRunner().invoke(main, ["test", "--server", "etcd", *given])
     assert done.exit_code == 2
     assert f"Error: {named} does not apply to --server" in done.output
+
+
+def test_without_root_partitions_are_refused_or_left_out():
+    needs_etcd()
+    if os.geteuid() != 0 or not shutil.which("setpriv"):
+        pytest.skip("needs root and setpriv, to run hwm as another user")
+    with tempfile.TemporaryDirectory() as scratch:  # pytest's own is root's alone
+        Path(scratch).chmod(0o777)
+        nobody = ["setpriv", "--reuid", "65534", "--regid", "65534", "--clear-groups", *HWM, "test", "--server",
+                  "etcd", "--loopback", "127.0.29", "--save", f"{scratch}/found.json"]
+        asked = subprocess.run([*nobody, "--faults", "partition"], capture_output=True, text=True, timeout=60)
+        assert asked.returncode == 2
+        assert asked.stderr.strip().splitlines() == [
+            "error: partitions need root (hwm adds an nftables table and runs each member under its own uid)"]
+        default = subprocess.run([*nobody, "--schedules", "1", "--steps", "3"], capture_output=True, text=True,
+                                 timeout=120, cwd=scratch)
+        assert default.returncode == 0, default.stderr
+        assert default.stderr.startswith("note: no partitions: partitions need root")
+        assert "(kill, pause)" in default.stdout
