@@ -1,7 +1,7 @@
 """Every command that takes a protocol takes a variant (docs/variants.md, "Commands"), each run here on a
 variant written in a folder outside the checkout: hwm check (--save, --itf, --liveness), hwm replay of
-what it saved (and a variant's file that changed or went away since), hwm graph, hwm explore, hwm
-validate, and hwm prove's refusal."""
+what it saved (and a variant's file that changed or went away since), hwm graph, hwm
+validate, and hwm prove's refusal (hwm explore's: tests/teach/test_variants_taught.py)."""
 
 from __future__ import annotations
 
@@ -9,8 +9,6 @@ import json
 import re
 import shutil
 import textwrap
-import urllib.error
-import urllib.request
 from pathlib import Path
 
 import pytest
@@ -136,43 +134,6 @@ def test_validate_judges_a_recorded_run_with_the_variants_rules(tmp_path):
     assert re.search(r"S2.jsonl: no model step explains event 6: .*\"hwm\": 1", refused.output), refused.output
     accepted = hwm("validate", RECORDED_RAFT_NOOP, "--protocol", f"{path}:TwoCopies")
     assert accepted.exit_code == 0 and "valid: 6 events" in accepted.output, accepted.output
-
-
-def test_the_explorer_serves_the_variant_named_on_its_command_line_and_no_other(flexible, monkeypatch):
-    from hwm.teach import explorer
-
-    monkeypatch.setattr(explorer, "OFFERED_VARIANTS", {})
-    served = []
-    monkeypatch.setattr(explorer, "serve_until_ctrl_c", lambda server, announce: served.append((server, announce)))
-    result = hwm("explore", "--protocol", f"{flexible}:FlexibleTooSmall", "--port", "0")
-    assert result.exit_code == 0, result.output
-    server, announce = served[0]
-    assert f"?protocol={flexible}%3AFlexibleTooSmall" in announce
-    import threading
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    url = explorer.url_of(server)
-    try:
-        listed = json.loads(urllib.request.urlopen(url + "api/presets").read())["presets"]
-        assert listed[f"{flexible}:FlexibleTooSmall"]["summary"] == \
-            "FlexibleTooSmall (base raft; rules election_quorum, replication_quorum)"
-
-        def post(route, body):
-            request = urllib.request.Request(url + route, json.dumps(body).encode(), method="POST")
-            try:
-                return json.loads(urllib.request.urlopen(request).read())
-            except urllib.error.HTTPError as e:
-                return json.loads(e.read())
-
-        config = {"servers": 3, "max_generation": 2, "max_crashes": 0}
-        found = post("api/search", {"protocol": f"{flexible}:FlexibleTooSmall", "config": config})
-        assert found["states"] == 89
-        assert {r["property"]: r["length"] for r in found["results"] if r["found"]}["LeaderCommitsAlone"] == 2
-        other = post("api/search", {"protocol": f"{flexible}:Flexible", "config": config})
-        assert other["error"].startswith(f"protocol: '{flexible}:Flexible' is no preset; the explorer explores a "
-                                         f"variant named on its command line")
-    finally:
-        server.shutdown()
-        server.server_close()
 
 
 def test_prove_refuses_a_variant_by_its_hooks(flexible):
@@ -308,15 +269,3 @@ def test_a_hook_that_fails_in_another_command_is_one_line(tmp_path, command, pre
     line = error_line(result)
     assert re.fullmatch(re.escape(prefix) + HOOK_FAILED.format(path=re.escape(str(path))) + ".*", line), line
     assert "states" not in result.output.split(line)[0]  # no summary of the part it explored
-
-
-def test_a_hook_that_fails_in_the_explorer_is_a_bad_request(tmp_path, monkeypatch):
-    from hwm.teach import explorer
-
-    path = tmp_path / "bad.py"
-    path.write_text(BAD_HOOK)
-    monkeypatch.setattr(explorer, "OFFERED_VARIANTS", {})
-    explorer.offer_variant(f"{path}:V")
-    config = {"servers": 3, "max_generation": 2, "max_crashes": 0}
-    with pytest.raises(explorer.BadRequest, match=HOOK_FAILED.format(path=re.escape(str(path)))):
-        explorer.search({"protocol": f"{path}:V", "config": config})

@@ -301,25 +301,6 @@ def test_pre_vote_refuses_an_election_until_a_quorum_of_timers_fired():
     assert model.why_not(after, ("step_down", 3)) == "3 servers hear from S4, a quorum"
 
 
-def test_the_pictures_show_the_field_and_explain_the_action_by_what_it_changed():
-    from hwm.model.actions import from_step
-    from hwm.properties.trace import Step
-    from hwm.teach.explain import frames_of
-    from hwm.teach.svg import Layout, draw
-
-    model = model_of("PreVote")
-    steps = [Step("elect", {"server": "S1", "voters": ("S1", "S2", "S3")}), Step("timeout", {"server": "S2"})]
-    states = [model.initial_state()]
-    for step in steps:
-        states.append(model.apply(states[-1], from_step(step)))
-    frames = frames_of(model, steps, states)
-    assert frames[2].lines == ["S2 heard True -> False"]
-    assert frames[1].lines[-2:] == ["S2 heard False -> True", "S3 heard False -> True"]  # after the raft words
-    svg = draw(frames[2], Layout.of(frames), with_lines=True)
-    assert svg.count(">heard=False<") == 3 and svg.count(">heard=True<") == 1
-    assert "S2 heard True -&gt; False" in svg
-
-
 def test_symmetry_off_for_a_variant_whose_fields_may_name_servers(tmp_path):
     (tmp_path / "off").mkdir()  # a file of its own: a loaded variant is kept by its path
     path = variant_file(tmp_path / "off", ('actions = ("timeout",)', 'actions = ("timeout",)\n    symmetric = False'))
