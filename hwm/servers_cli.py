@@ -63,7 +63,15 @@ def test_server(name: str, workload: str, nodes: int, schedules: int, steps: int
     if workload not in WORKLOADS:
         raise click.BadParameter(f"a server runs the {' or '.join(WORKLOADS)} workload, not {workload}",
                                  param_hint="--workload")
-    server, chosen, k_of_m = server_named(name), server_faults(faults), recurrence(recur)
+    server = server_named(name)
+    try:
+        missing = server.missing()  # first: without the server, nothing else is worth saying
+    except ServerError as e:
+        missing = str(e)
+    if missing is not None:
+        click.echo(f"error: {missing}", err=True)
+        return EXIT_USAGE
+    chosen, k_of_m = server_faults(faults), recurrence(recur)
     prefix = loopback_prefix(prefix)
     if save is None:
         from hwm.params import file_problem
