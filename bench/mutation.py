@@ -83,6 +83,7 @@ class Target:
 # where its subset is slow, so that the whole run takes about 40 minutes of one core (docs/mutation.md).
 RUNTIME_FAST = ("tests/impl/test_runtime.py", "-k", "not full_disk and not restarting_server")
 NODES = "tests/nodes/"
+SERVERS = "tests/servers/"
 TARGETS: dict[str, Target] = {
     # impl/
     "impl/__init__.py": Target((), 0),
@@ -152,6 +153,7 @@ TARGETS: dict[str, Target] = {
     "bridge/maelstrom/history.py": Target((NODES + "test_parts.py", NODES + "test_examples.py"), 5),
     "bridge/maelstrom/hunt.py": Target((NODES + "test_hunt.py", NODES + "test_examples.py", NODES + "test_cli.py",
                                         NODES + "test_parts.py", NODES + "test_hunt_errors.py"), 6),
+    "bridge/maelstrom/lin_kv.py": Target((NODES + "test_lin_kv.py", "tests/checker/test_linearizable.py"), 3),
     "bridge/maelstrom/observe.py": Target((NODES + "test_parts.py", NODES + "test_examples.py",
                                            NODES + "test_introspection.py"), 3),
     "bridge/maelstrom/process.py": Target((NODES + "test_protocol_errors.py", NODES + "test_examples.py"), 4),
@@ -161,6 +163,15 @@ TARGETS: dict[str, Target] = {
     "bridge/maelstrom/services.py": Target((NODES + "test_parts.py", NODES + "test_examples.py"), 2),
     "bridge/maelstrom/validation.py": Target((NODES + "test_protocol_errors.py", NODES + "test_cli.py",
                                               NODES + "test_model_steps_unit.py"), 3),
+    "bridge/servers/__init__.py": Target((SERVERS + "test_etcd.py", SERVERS + "test_zookeeper.py"), 1),
+    "bridge/servers/adapter.py": Target((SERVERS + "test_etcd.py", SERVERS + "test_status_checks.py"), 2),
+    "bridge/servers/etcd.py": Target((SERVERS + "test_etcd.py", SERVERS + "test_etcd_lin_kv.py"), 3),
+    "bridge/servers/hunt.py": Target((SERVERS + "test_etcd.py",), 2),
+    "bridge/servers/lifecycle.py": Target((SERVERS + "test_etcd.py",), 3),
+    "bridge/servers/netfilter.py": Target((SERVERS + "test_etcd.py",), 2),
+    "bridge/servers/run.py": Target((SERVERS + "test_etcd.py", SERVERS + "test_status_checks.py",
+                                     SERVERS + "test_etcd_lin_kv.py"), 3),
+    "bridge/servers/zookeeper.py": Target((SERVERS + "test_zookeeper.py",), 2),
     "bridge/simcluster/__init__.py": Target(("tests/conformance/test_simcluster.py",
                                              "tests/conformance/test_recorded_simcluster.py"), 6),
     "bridge/simcluster/drivers.py": Target(("tests/conformance/test_simcluster.py", "tests/impl/test_zab.py"), 2),
