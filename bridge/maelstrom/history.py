@@ -22,6 +22,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from hwm.bridge.maelstrom.protocol import KEY_DOES_NOT_EXIST
+
 
 @dataclass
 class Finding:
@@ -187,10 +189,11 @@ def _served(final_ops: list[dict]) -> set[tuple]:
 
 def _answered(final_ops: list[dict]) -> set[tuple]:
     """(key, None) for each key a final poll was answered for, (None, index) for each index a final
-    log_read was answered for (ok or a definite error: the node was there to say so)."""
+    log_read was answered for: ok, or error 20, the node saying the index is not there for it to serve.
+    Any other error (11: it cannot serve reads now) says nothing of what it stores."""
     answered: set[tuple] = set()
     for op in final_ops:
-        if op["status"] not in ("ok", "fail"):
+        if op["status"] != "ok" and not (op["status"] == "fail" and op["reply"].get("code") == KEY_DOES_NOT_EXIST):
             continue
         if op["type"] == "log_read":
             answered.add((None, op["request"].get("index")))

@@ -70,6 +70,10 @@ def test_two_messages_at_one_offset_and_committed_offsets_going_back_are_finding
     assert "says 3" in checker.findings[-1].text and "had committed offset 4" in checker.findings[-1].text
 
 
+def _failed(id, kind, request, code, node="n1"):
+    return {**_op(id, kind, request, {"type": "error", "code": code}, node), "status": "fail"}
+
+
 def _send(id, msg, offset, node="n1"):
     return _op(id, "send", {"key": "k", "msg": msg}, {"offset": offset}, node)
 
@@ -111,6 +115,10 @@ def _poll(id, start, pairs, node="n2"):
      None, []),
     ([_op(1, "log_append", {"value": 0}, {"index": 1})], [_op(9, "log_read", {"index": 1}, {"index": 1, "value": 5})],
      ["AckedNeverLost"]),
+    # a final log_read refused: 20 says the index is not there to serve (lost), 11 says nothing of it
+    ([_op(1, "log_append", {"value": 7}, {"index": 1})], [_failed(9, "log_read", {"index": 1}, 20)],
+     ["AckedNeverLost"]),
+    ([_op(1, "log_append", {"value": 7}, {"index": 1})], [_failed(9, "log_read", {"index": 1}, 11)], []),
     # the run's last operation: the final reads judge it, whatever node serves it
     ([_send(1, 7, 2)], [_poll(9, 0, [(2, 7)], node="n3")], []),
     ([_send(1, 7, 2)], [_poll(9, 0, [(0, 5), (1, 6)])], ["AckedNeverLost"]),
