@@ -46,8 +46,8 @@ for line in sys.stdin:
         continue
     if body["type"] == "hwm_state":
         out({"src": me, "dest": msg["src"], "body": {"type": "error", "code": 10, "in_reply_to": body["msg_id"]}})
-    elif body["type"] == "log_read" and mode != "hang":
-        out({"src": me, "dest": msg["src"], "body": {"type": "error", "code": 11, "in_reply_to": body["msg_id"]}})
+    elif body["type"] == "log_read" and mode != "hang":  # it stores nothing: no index is there to read
+        out({"src": me, "dest": msg["src"], "body": {"type": "error", "code": 20, "in_reply_to": body["msg_id"]}})
     elif body["type"] == "log_append":
         if mode == "one-index":  # every append acknowledged at index 1: two values at one index
             out({"src": me, "dest": msg["src"], "body": {"type": "log_append_ok", "index": 1,
