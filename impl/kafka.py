@@ -266,7 +266,21 @@ class KafkaReplica(Replica):
         self._send(CONTROLLER, AlterIsr(self.server_id, self.generation, isr))
 
     def _on_alter_isr_reply(self, reply: AlterIsrReply) -> None:
-        if self._pending_isr is None:
+        pending = self._pending_isr
+        if pending is None:
+            return
+        # Only the answer to the request in flight ends the wait. A request unanswered for
+        # replica_lag_ticks is sent again, so the first one's answer may come too, after the leader
+        # has moved on to its next request: taken for that one, it would leave the leader counting
+        # an ISR the controller no longer holds (its request then made at the controller, or refused
+        # and never resent), and a replica the controller keeps in the ISR could lack what the HW
+        # covers. The links are FIFO and one request is in flight at a time, so an accepted answer
+        # naming another ISR is an earlier request's; a refusal is this one's only when the controller
+        # has moved past the leader's epoch (within it, the controller refuses only a leader it holds
+        # failed, which it re-elects or replaces with a new epoch: the request is sent again).
+        if reply.accepted and set(reply.isr) != set(pending):
+            return
+        if not reply.accepted and reply.leader_epoch <= self.generation:
             return
         self._pending_isr = None
         if reply.accepted:
