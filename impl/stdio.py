@@ -18,7 +18,10 @@ What it answers (requests carry ``msg_id``; answers ``in_reply_to`` it):
   its offset is the entry's index; ``poll`` returns only entries at or below the high-water mark;
   ``commit_offsets`` is an entry too, and ``list_committed_offsets`` reads the committed ones.
 - ``hwm_state`` -> ``hwm_state_ok {generation, role, log, hwm[, isr], kafka_offsets: "log-index"}``
-  (the kafka workload's offsets are log indexes: hwm checks sends and polls against the log).
+  (the kafka workload's offsets are log indexes: hwm checks sends and polls against the log), the
+  state after everything the node read before the request: on the real clock the lines of one read
+  are handled before one flush, so the request first settles what those lines made ready (persisted,
+  sent, the embedded controller's answers to its own broker taken, a no-op written).
 - ``hwm_tick`` (no answer): one tick of a virtual clock. From the first one on (or from the start
   with ``clock="virtual"``) the node uses no timer of its own, so what it does depends only on the
   lines it reads. A virtual tick is a step of a schedule, not 10 ms: with ``clock="virtual"`` or
@@ -664,6 +667,11 @@ class StdioNode:
         self._reply(envelope, {"type": "list_committed_offsets_ok", "offsets": offsets})
 
     def _on_state(self, envelope: dict) -> None:
+        # The state after everything before this request, as hwm reads the answer: on the real clock
+        # the lines of one read are handled before one flush, and what the flush does changes the state
+        # (the embedded controller's answer to its own broker's AlterIsr, a no-op). Answered before
+        # it, a leader of five showed its ISR a request behind, and two expansions and a shrink at once.
+        self._settle()
         replica = self.replica
         body = {"type": "hwm_state_ok", "generation": replica.generation, "role": replica.role,
                 "log": [[i, g] for i, g in enumerate(replica.log_generations(), start=1)], "hwm": replica.hwm,
@@ -719,6 +727,15 @@ class StdioNode:
 
     def flush(self) -> list[bytes]:
         """Hand out the replica's Ready: persist first, then the messages and answers it allows."""
+        self._settle()
+        out = self._out + self._answers
+        self._out, self._answers = [], []
+        return out
+
+    def _settle(self) -> None:
+        """What `flush` does before it hands out the lines: persist what the replica made ready, send its
+        messages (Kafka's embedded controller answers its own broker's AlterIsr here, at once), answer
+        what is committed, write a no-op where one is needed. The lines wait in `_out` and `_answers`."""
         replica = self.replica
         while replica is not None and replica.has_ready():
             ready = replica.ready()
@@ -738,14 +755,12 @@ class StdioNode:
         if replica is not None:
             if self._needs_noop():
                 replica.propose(b"")
-                return self.flush()
+                self._settle()
+                return
             if self._forwarded or self._held:
                 self._release_forwarded()
             self._orphan_pending()
             self._show_role()
-        out = self._out + self._answers
-        self._out, self._answers = [], []
-        return out
 
     def _needs_noop(self) -> bool:
         """Raft's family under commit=current-generation: a new leader whose log ends with entries of
