@@ -20,6 +20,14 @@ from it in these ways, and this validator accepts exactly these, for the raft sy
   deletes only from an entry that conflicts with one sent, so an append ending within the prefix a
   follower shares with the leader keeps the follower's later (conflicting) entries for now and
   raises its HWM to at most the end of that prefix (`_matched_appends`).
+- **A node comes back from a crash with the generation of a vote it granted.** A real voter (or
+  candidate) persists the generation of an election before it answers; the model's elections are
+  atomic and count only the voters they name, so a node killed after its vote, in an election the
+  model won with other voters (or that failed), is down at its older generation in the model.
+  `restart-voted(k)` restarts k with a higher generation, one an election of the model reached,
+  only where the caller says the restart may carry one (`feed(..., persisted_generation=True)`:
+  bridge/maelstrom/validation.py, for a raft node's restart with at least the generation it showed
+  before its kill and at most one some node had shown by then, or the next).
 - **A leader steps down without a new leader.** A real leader steps down when it hears of a
   higher generation, a candidate's whose election may yet fail; the model's elections are atomic
   and have no failed candidacy. `step_down(L)` makes a leader a follower of its own generation,
@@ -55,6 +63,7 @@ class ObservedValidator(Validator):
         # The deferred acknowledgement needs the raft model's own match bookkeeping.
         self.refines = protocol.system == "raft" and header.network == "rpc" and hasattr(self.model, "_with_match")
         self.n = len(header.servers)
+        self._persisted_generation = False  # set by `feed` for the one event it is fed with
 
     def _successors(self, state, k, seen, event_reads=False):
         if not self.refines:
@@ -82,6 +91,7 @@ class ObservedValidator(Validator):
                     yield ("replicate-unacknowledged", action[1], action[2]), deferred
                     continue
             yield action, after
+        yield from self._restarts_with_vote(state, k)
         yield from self._late_appends(state, k, seen)
         yield from self._refused_appends(state, k)
         yield from self._matched_appends(state, k, seen)
@@ -95,11 +105,44 @@ class ObservedValidator(Validator):
                 after = state._replace(servers=state.servers[:k] + (stepped,) + state.servers[k + 1:])
                 yield ("step_down", k), self._remember_leaders(state, after)
 
+    def feed(self, event, *, persisted_generation: bool = False):
+        """`Validator.feed`; `persisted_generation`: the event is a restart whose generation the node may
+        have persisted before it crashed, from a vote it granted or a candidacy of its own that no model
+        step counts (`_restarts_with_vote`). The caller (bridge/maelstrom/validation.py) says so only
+        for a generation at or above the one the node showed before its crash and one that some node
+        had shown by then (or the next one: its own candidacy, unseen)."""
+        self._persisted_generation = persisted_generation
+        try:
+            return super().feed(event)
+        finally:
+            self._persisted_generation = False
+
     def _allowed(self, action, k, event) -> bool:
+        if action[0] == "restart-voted":
+            return action[1] == k and event.restart
         if action[0] in ("ack", "step_down", "replicate-unacknowledged", "replicate-late", "replicate-refused",
                          "replicate-late-refused", "replicate-matched", "replicate-late-matched"):
             return True
         return super()._allowed(action, k, event)
+
+    # ------------------------------------------------------------ persisted votes
+    def _restarts_with_vote(self, state, k):
+        """Server k's restart with a generation above the model's for it: one it persisted before it
+        crashed by granting a vote (Raft's currentTerm, on disk before the vote is sent) or standing
+        as a candidate, in an election the model's atomic `elect` did not count it in (a failed one,
+        or one the model won with other voters while k was down). Only where the caller says the
+        event may be one (`feed(..., persisted_generation=True)`), and only up to the highest
+        generation the model holds: a generation some election reached. The restart is the model's
+        from there (the restart rule sees the raised generation, as the node does)."""
+        if not self._persisted_generation or state.servers[k].alive:
+            return
+        server = state.servers[k]
+        top = max(s.generation for s in state.servers)
+        for generation in range(server.generation + 1, top + 1):
+            voted = state._replace(servers=state.servers[:k] + (server._replace(generation=generation),)
+                                   + state.servers[k + 1:])
+            after = self.model.apply(voted, ("restart", k))
+            yield ("restart-voted", k, generation), self._remember_leaders(state, after)
 
     # ------------------------------------------------------------------ replies
     def _channels(self, state) -> list:
@@ -253,6 +296,8 @@ class ObservedValidator(Validator):
         names = self.header.servers
         if action[0] == "ack":
             return f"ack({names[action[1]]}→{names[action[2]]})"
+        if action[0] == "restart-voted":
+            return f"restart({names[action[1]]}) with the generation of a vote it persisted"
         return super()._action_text(action)
 
 

@@ -12,7 +12,12 @@ The mapping from what a node shows to the model's variables:
   (the model's elections are atomic and spend no generation on a failed one). A candidate is a
   follower;
 - a kill is a crash, the node's first answer after its restart is the restart with what it
-  recovered;
+  recovered. Under raft that is at least the generation it showed before the kill (a lower one is a
+  finding even where the model, which never named that generation, would accept it: Raft's
+  currentTerm is on disk before a node shows it), and may be a higher one, named by a leader, that
+  it persisted by granting a vote or standing as a candidate in an election no model step counted
+  it in: a generation some node had shown by the kill, or the next one (its own candidacy, unseen).
+  The model's restart then carries that generation (checker/observed.py, `restart-voted`);
 - on the log workload, where an index is a log index, a `log_append` acknowledged at index i and
   a `log_read` served at index i are checked after the node's next answer: the entry must be at
   or below the node's high-water mark there, as the model allows a read or an acknowledgement. On
@@ -61,6 +66,9 @@ class ModelSteps:
         self.led: set[int] = {0}  # generations some node was seen to lead (0: every node's first)
         self.down: set[str] = set()
         self.unnamed: dict[str, dict] = {}  # a follower's last observation, with a generation no one had led
+        self.highest = 0  # the highest generation any node has shown
+        # A killed node: the generation it showed last, and the highest any node had shown by then.
+        self.before_kill: dict[str, tuple[int, int]] = {}
         self.events = 0
         self.finding: Finding | None = None
 
@@ -78,6 +86,7 @@ class ModelSteps:
         if not seen["alive"]:
             self.down.add(node)
             self.unnamed.pop(node, None)
+            self.before_kill[node] = (seen["generation"], self.highest)
             return self._feed(Event(server=node, crash=True), seen, f"{node} killed")
         generation = seen["generation"]
         if seen["role"] == "leader":
@@ -85,15 +94,28 @@ class ModelSteps:
         # A candidate's generation is its own, which no leader may ever have led; a follower's is
         # named once a leader of it was seen.
         named = seen["role"] != "candidate" and generation in self.led
+        restart = node in self.down
+        persisted, forgot = False, None
+        if restart and node in self.before_kill and self.protocol.system == "raft":
+            shown, highest = self.before_kill.pop(node)
+            # A vote it granted, or its own candidacy, before the kill: on its disk, and counted by no
+            # model step (the model's election is atomic). At least the generation it showed before
+            # the kill; at most one some node had shown by then, or the next (its own candidacy,
+            # unseen): never one first reached after it died.
+            forgot = shown if generation < shown else None
+            persisted = named and shown <= generation <= max(highest, shown + 1)
+        self.highest = max(self.highest, generation)
         event = Event(server=node, generation=generation if named else -1,
                       role="leader" if seen["role"] == "leader" else "follower",
-                      log=tuple((i, g) for i, g in seen["log"]), hwm=seen["hwm"], restart=node in self.down)
+                      log=tuple((i, g) for i, g in seen["log"]), hwm=seen["hwm"], restart=restart)
         self.down.discard(node)
         if named or seen["role"] == "candidate":
             self.unnamed.pop(node, None)
         else:
             self.unnamed[node] = seen
-        finding = self._feed(event, seen, None, seen.get("isr"))
+        finding = self._feed(event, seen, None, seen.get("isr"), persisted)
+        if finding is None and forgot is not None:
+            return self._forgot(seen, forgot)  # the model keeps a generation only where it named it
         if seen["role"] == "leader" and finding is None:
             # Its voters showed this generation before anyone led it: now it is named, and their
             # state (unchanged since, so not observed again) is the model's voter's.
@@ -126,12 +148,28 @@ class ModelSteps:
                                         f"model explains the run without a change no node ever showed)")
         return self.finding
 
-    def _feed(self, event: Event, seen: dict, what: str | None, isr: list | None = None) -> Finding | None:
+    def _forgot(self, seen: dict, shown: int) -> Finding | None:
+        """A raft node back from a kill with a generation below the one it showed before, which the
+        model accepted: Raft's currentTerm is persisted before the node acts on it (a correct node
+        shows nothing it has not saved), and the model's crash keeps it, but the model misses it where
+        the generation shown was a vote's or a candidacy's, which no model step counts."""
+        state = " ".join(describe_observation(seen).split()[1:])
+        self.finding = Finding(FINDING, f"after {seen['cause']}, {seen['node']} showed {state}: no step of "
+                                        f"{self.name}'s model makes this (it restarted with generation "
+                                        f"{seen['generation']}, below the generation {shown} it showed before "
+                                        f"it was killed: a generation is on disk before a node shows it, and a "
+                                        f"restart keeps it)", seen["step"])
+        return self.finding
+
+    def _feed(self, event: Event, seen: dict, what: str | None, isr: list | None = None,
+              persisted: bool = False) -> Finding | None:
         if self.finding is not None:
             return None
         self.events += 1
         if isr is not None and isinstance(self.validator, ObservedKafkaValidator):
             discrepancy = self.validator.feed(event, isr=isr)  # a Kafka leader's ISR is compared too
+        elif persisted:
+            discrepancy = self.validator.feed(event, persisted_generation=True)
         else:
             discrepancy = self.validator.feed(event)
         if discrepancy is None:

@@ -8,6 +8,7 @@ from __future__ import annotations
 import pytest
 
 from hwm.bridge.maelstrom.validation import ModelSteps
+from hwm.properties.events import Event
 
 
 def seen(step, node, role, generation, log=(), hwm=0):
@@ -62,3 +63,76 @@ def test_an_acknowledgement_or_a_read_is_checked_against_the_nodes_hwm_right_aft
     if found:
         what = "acknowledged log_append at index" if kind == "ack" else "served log_read of index"
         assert f"after deliver#8, n1 {what} {index} while it showed leader g1 log=[1] hwm={hwm}" in finding.text
+
+
+# ---------------------------------------------- a restart with the generation of a vote it persisted
+def down(step, node, generation, role="follower"):
+    return dict(seen(step, node, role, generation), alive=False)
+
+
+def vote_then_kill(restarted: int) -> list[dict]:
+    """The run behind the false finding of bench/false_findings_nodes.py's raft row on the wall clock
+    (3 nodes): n1 votes for n3 in generation 1 (it shows g1, which no one leads yet) and is killed;
+    n3 wins generation 1 with n2's vote, then generation 2, and is killed; n1 comes back showing
+    `restarted`. The model's atomic election of generation 1 counted n2, never n1 (down by then)."""
+    return [seen(1, "n3", "candidate", 1), seen(2, "n1", "follower", 1), seen(3, "n2", "follower", 1),
+            down(4, "n1", 1), seen(5, "n3", "leader", 1), seen(6, "n3", "candidate", 2),
+            seen(7, "n2", "follower", 2), seen(8, "n3", "leader", 2), down(9, "n3", 2, "leader"),
+            seen(10, "n1", "follower", restarted)]
+
+
+def feed(run: list[dict], nodes=("n1", "n2", "n3")):
+    steps = ModelSteps("raft", list(nodes))
+    for observation in run:
+        finding = steps.observed(observation)
+        if finding is not None:
+            return finding
+    return steps.finish()
+
+
+def test_a_node_back_from_a_kill_may_show_the_generation_of_a_vote_it_persisted():
+    finding = feed(vote_then_kill(1))
+    assert finding is None, finding.text
+    # The validator alone, without the caller's word that the restart may carry a persisted vote, is
+    # the finding the hunt reported: the model's restart keeps g0, the run has g1.
+    steps = ModelSteps("raft", ["n1", "n2", "n3"])
+    for observation in vote_then_kill(1)[:-1]:
+        assert steps.observed(observation) is None
+    discrepancy = steps.validator.feed(Event(server="n1", generation=1, role="follower", log=(), hwm=0,
+                                             restart=True))
+    assert discrepancy is not None
+    assert "restart(n1), giving follower g0 log=[] hwm=0 where the run has follower g1" in discrepancy.nearest
+    before = [" ".join(text.split()) for text in discrepancy.before]
+    assert "n1 down g0 log=[] hwm=0 n2 follower g2 log=[] hwm=0 n3 down g2 log=[] hwm=0" in before
+
+
+def test_a_node_back_from_a_kill_that_forgot_the_generation_of_its_vote_is_a_finding():
+    # Raft's currentTerm is on disk before the vote goes out. The model alone accepted this (n1's
+    # generation 1 was a voter's, unnamed, and the model's n1 never left g0).
+    finding = feed(vote_then_kill(0))
+    assert finding is not None and finding.step == 10
+    assert finding.text.startswith("after deliver#10, n1 showed follower g0 log=[] hwm=0: no step of raft's model "
+                                   "makes this (it restarted with generation 0, below the generation 1 it showed "
+                                   "before it was killed"), finding.text
+
+
+def led_while_down(restarted: int) -> list[dict]:
+    """n1 is killed at g0 before anyone stands; n3 then leads generations 1, 2 and 3 (n2 votes each
+    time) and is killed; n1 comes back showing `restarted`."""
+    run = [down(1, "n1", 0)]
+    for generation in (1, 2, 3):
+        step = 3 * generation - 1
+        run += [seen(step, "n3", "candidate", generation), seen(step + 1, "n2", "follower", generation),
+                seen(step + 2, "n3", "leader", generation)]
+    return run + [down(11, "n3", 3, "leader"), seen(12, "n1", "follower", restarted)]
+
+
+def test_a_node_back_from_a_kill_may_not_invent_a_generation_first_reached_after_it_died():
+    # Generation 1 it may have stood for itself before the kill, unseen (a candidacy is on disk too).
+    assert feed(led_while_down(1)) is None
+    # Generation 2 no node had reached when n1 died: neither its vote nor its candidacy. (Generation 3
+    # a late append from n3, which led it, may have given it.)
+    finding = feed(led_while_down(2))
+    assert finding is not None and finding.step == 12
+    assert "nearest model step: restart(n1), giving follower g0 log=[] hwm=0 where the run has follower g2" in \
+        finding.text, finding.text
