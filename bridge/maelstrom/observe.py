@@ -15,7 +15,9 @@ properties are checked on each observed change; a finding names the node (n2, no
 With the log workload, where an index is a log index, a node's answer after it acknowledged
 `log_append` must show its high-water mark at or past that index (`AckedAtOrBelowHwm`); so must a
 node's answer after a `send`, on the kafka workload, where the node says its offsets are log indexes
-(`"kafka_offsets": "log-index"` in `hwm_state_ok`, as hwm's own node does). With a preset named
+(`"kafka_offsets": "log-index"` in `hwm_state_ok`, as hwm's own node does). The answer judged is the
+node's next one in the same incarnation: a node killed before it gives none (its HWM only grows until
+the kill, and a restarted one shows what its disk kept, 0 where the HWM is volatile). With a preset named
 (`--protocol`), validation.py also steps each observation, and each acknowledgement or read, against
 the preset's model (`ModelStep`).
 """
@@ -98,6 +100,10 @@ class Observer:
 
     def observe(self, node: str, step, cause: str, state: dict | None, alive: bool = True) -> None:
         """Record `node`'s answer (or, with state None, its death) and check the catalogue on the change."""
+        if state is None:
+            # Killed before its next answer: an acknowledgement it gave is judged on no answer of a
+            # later incarnation, whose HWM starts again from what its disk kept (a volatile one from 0).
+            self.acknowledged.pop(node, None)
         self._observe_state(node, step, cause, state, alive)
         waiting = self.client_events.pop(node, [])
         if state is not None and self.model_steps is not None:
