@@ -116,11 +116,13 @@ def main() -> None:
     parser.add_argument("--style-schedules", type=int, default=50, help="schedules per plain kafka node")
     parser.add_argument("--bug-seeds", type=int, default=3, help="seeded hunts per planted bug")
     parser.add_argument("--jobs", type=int, default=2)
-    parser.add_argument("--only", default="", help="comma-separated row names (a prefix is enough)")
+    parser.add_argument("--only", default="", help="comma-separated row names (a prefix is enough); a row's name "
+                        "with its clock and nodes ('hwm node raft wall 3') names that one row")
     parser.add_argument("--json", dest="json_out", default=None)
     options = parser.parse_args()
     chosen = [r for r in rows(options.schedules, options.schedules_five, options.style_schedules)
-              if not options.only or any(r["name"].startswith(o) for o in options.only.split(","))]
+              if not options.only or any(f"{r['name']} {r['clock']} {r['nodes']}".startswith(o)
+                                         for o in options.only.split(","))]
     print(f"{len(chosen)} rows, {options.jobs} at once; load {os.getloadavg()[0]:.1f} at the start", flush=True)
     results: dict = {"clean": [], "bugs": []}
     with multiprocessing.Pool(options.jobs) as pool:

@@ -60,10 +60,15 @@ class Limits:
     init_seconds: float = 10.0  # a node that has not answered init by then is broken
     barrier_seconds: float = 2.0  # longest wait for a node's answer to hwm_state
     quiet_seconds: float = 0.03  # for a node that does not answer hwm_state: this long without output = done
-    lines_per_step: int = 10_000  # more lines than this from one node in one step is a flood
+    # More lines than this from one node in one step, with no input of hwm's to it between them, is a
+    # flood. Counted from its last input: a step of the wall clock lasts as long as its deliveries
+    # take, and a node answers each input (hwm_state's answer at least), so a long step of a busy
+    # correct node (a Kafka controller's node hearing every broker's heartbeats) is no flood.
+    lines_per_step: int = 10_000
     first_rounds: int = 12  # rounds of tick + deliver-all after healing before the first final reads
     final_rounds: int = 40  # virtual clock: the final phase's most rounds of tick + deliver-all
     settle_seconds: float = 10.0  # wall clock: the final phase's longest wait (Maelstrom's recovery time)
+    deliver_all_seconds: float = 5.0  # wall clock: a deliver_all's longest run (`Run._deliver_all`)
     # A request never answered is indeterminate (Maelstrom's :info), reported as availability; True
     # makes it a finding (NoReply), for a node that must answer every request once the network heals.
     replies_required: bool = False
@@ -208,6 +213,7 @@ class Run:
         proc = self.procs[node]
         if not proc.alive or proc.paused:
             return
+        self.lines_this_step[node] = 0  # it was just given an input: what it says now is its answer
         if self.barrier_ok[node] and "hwm_state" in self.extensions.get(node, ()):
             msg_id = self._msg_id()
             self.awaiting[node] = msg_id
@@ -263,7 +269,8 @@ class Run:
         count = self.lines_this_step.get(node, 0) + 1
         self.lines_this_step[node] = count
         if count > self.limits.lines_per_step or len(raw) > MAX_LINE_BYTES:
-            what = (f"more than {self.limits.lines_per_step} lines in one step" if count > self.limits.lines_per_step
+            what = (f"more than {self.limits.lines_per_step} lines in one step, with no input between them"
+                    if count > self.limits.lines_per_step
                     else f"a line longer than {MAX_LINE_BYTES} bytes")
             raise NodeProtocolError(node, f"flooded stdout: {what}",
                                     raw.decode("utf-8", errors="replace")[:300])
@@ -397,10 +404,7 @@ class Run:
                 else:
                     self._deliver(msg)
         elif op == "deliver_all":
-            for msg in list(self.in_flight):
-                if msg in self.in_flight:
-                    self.in_flight.remove(msg)
-                    self._deliver(msg)
+            self._deliver_all()
         elif op == "partition":
             self.group = {}
             for side, nodes in enumerate(step["groups"]):
@@ -432,6 +436,27 @@ class Run:
                 self.run_step({"op": "deliver_all"}, number)
             self.step_number, self.cause = number, describe(step)
         self.drain()
+
+    def _deliver_all(self) -> None:
+        """Deliver everything in flight at the start, oldest first (what is sent meanwhile waits for
+        the next). On the wall clock for at most `deliver_all_seconds`: the rest stays in flight, ahead
+        of what was sent since. Each delivery waits for the node's answer, while the nodes' timers run
+        on in real time: a loaded machine may deliver more slowly than five Kafka brokers heartbeat,
+        and a round that took a minute would leave more for the next one, without end."""
+        batch, self.in_flight = self.in_flight, []
+        deadline = (time.monotonic() + self.limits.deliver_all_seconds if self.schedule.clock == "wall"
+                    else None)
+        delivered = 0
+        try:
+            for msg in batch:
+                if deadline is not None and delivered and time.monotonic() > deadline:
+                    self._event(f"{len(batch) - delivered} messages left in flight after "
+                                f"{self.limits.deliver_all_seconds:g} s of deliveries")
+                    break
+                delivered += 1
+                self._deliver(msg)
+        finally:
+            self.in_flight = batch[delivered:] + self.in_flight
 
     def _service(self, msg: dict) -> None:
         """A service answers a request it just received; its reply goes back at once during a node's

@@ -30,6 +30,30 @@ def test_each_protocol_error_names_the_node_and_the_offending_line(mode, words):
         assert result.history[0]["type"] == "log_append"  # the history so far is kept
 
 
+def test_a_busy_correct_node_answering_many_inputs_in_one_step_is_no_flood():
+    # Each delivery is an input, answered (hwm_state's answer at least): a long step of a busy node is
+    # many answers, not a flood. On the wall clock a 5-node Kafka cluster's controller node heard some
+    # 7,300 heartbeats and fetches in one settle step under load (> 10,000 lines with its answers), and
+    # hwm stopped the run as a flood. The flood above is 100,000 lines after one input: still one.
+    steps = [{"op": "settle", "rounds": 30}]
+    result = run_schedule(log_node(), Schedule(nodes=3, workload="log", clock="virtual", steps=steps),
+                          Limits(lines_per_step=20))
+    assert result.protocol_error is None, result.protocol_error
+    assert sum(1 for o in result.observations if o["node"] == "n1") >= 2
+
+
+def test_a_wall_clock_deliver_all_stops_after_its_time_and_keeps_the_rest_in_flight():
+    # Each delivery waits for the node's answer while the nodes' timers run on: on a loaded machine a
+    # round could take longer than the messages it leaves for the next, without end (the same 5-node
+    # Kafka run took minutes per round). With no time at all, each round delivers one message.
+    steps = [{"op": "settle", "rounds": 3}, {"op": "log_append", "node": "n1", "value": 1}, {"op": "deliver_all"}]
+    result = run_schedule(log_node(), Schedule(nodes=3, workload="log", clock="wall", steps=steps),
+                          Limits(deliver_all_seconds=0.0))
+    assert result.protocol_error is None and result.findings == [], [str(f) for f in result.findings]
+    notes = [event for events in result.events for event in events if "left in flight" in event]
+    assert notes and notes[0].endswith("messages left in flight after 0 s of deliveries"), notes
+
+
 def test_a_node_that_never_answers_init_is_named_after_the_limit():
     began = time.monotonic()
     result = run_schedule(bad_node("no-init"), Schedule(nodes=1, steps=APPEND), Limits(init_seconds=0.5))
