@@ -308,7 +308,8 @@ def variant_failure(error: BaseException) -> BaseException | None:
 
     from hwm.model.variant import HookError, VariantError
 
-    found = re.search(r"hwm\.model\.variant\.(HookError|VariantError): ([^\n]*)", str(error))
+    # HookError is defined in properties.rules (the replicas raise it too), VariantError in model.variant.
+    found = re.search(r"hwm\.(?:model\.variant|properties\.rules)\.(HookError|VariantError): ([^\n]*)", str(error))
     if found is None:
         return None
     return (HookError if found.group(1) == "HookError" else VariantError)(found.group(2).strip())

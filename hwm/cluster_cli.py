@@ -149,8 +149,9 @@ def node(server_id, listen, peers, data, protocol, tick_ms, controller, quiet, s
 
     Exit status: 0 after a clean stop (with --stdio: also when stdin ends); 1
     when it cannot start (a damaged write-ahead log, a taken port) or had to stop
-    (storage failure: a full disk, a failed fsync); 2 on bad arguments or a data
-    directory another server holds; 130 on Ctrl-C with --stdio.
+    (storage failure: a full disk, a failed fsync); 2 on bad arguments, a data
+    directory another server holds, or a variant's rule that raised (one line
+    naming the variant, the rule and the exception); 130 on Ctrl-C with --stdio.
     """
     from hwm.impl.runtime import NodeConfig, Node
 
@@ -285,6 +286,7 @@ def _serve_until_stopped(serve, name: str) -> None:
     """Run a node's or the controller's `serve()`; exit 2 on a usage error (a held data
     directory), 1 when it cannot start or stopped on a failure."""
     from hwm.impl.runtime import NodeError
+    from hwm.properties.rules import HookError
 
     try:
         finished = asyncio.run(serve())
@@ -293,6 +295,9 @@ def _serve_until_stopped(serve, name: str) -> None:
             click.echo(f"error: {error}", err=True)
             sys.exit(2)
         _fail(str(error))
+    if isinstance(finished.failure, HookError):  # the variant's rule, not the node: exit 2, as hwm check
+        click.echo(f"error: {name} stopped: {finished.failure}", err=True)
+        sys.exit(2)
     if finished.failure is not None:
         _fail(f"{name} stopped: {finished.failure}")
 
@@ -363,7 +368,9 @@ def cluster(servers, data, base_port, host, spec, restart_after, quiet, record=N
 
     Prints where each server listens and the --cluster string, and writes it to
     DIR/cluster.json, where `hwm put/get/status --data DIR` find it. The data
-    survives: running it again on the same DIR restarts the same servers.
+    survives: running it again on the same DIR restarts the same servers. Exit
+    status 2 when a server exited with status 2 (bad input, such as a variant's
+    rule that raised), once every server has stopped.
     """
     protocol = spec_text(spec)  # what every `hwm node` is given
     ids = [f"S{k}" for k in range(1, servers + 1)]
@@ -405,6 +412,7 @@ def cluster(servers, data, base_port, host, spec, restart_after, quiet, record=N
                     **commands}
 
     stopping = []
+    refused: list[str] = []  # servers that exited with status 2
 
     def on_signal(signum, frame):
         stopping.append(signum)
@@ -445,6 +453,8 @@ def cluster(servers, data, base_port, host, spec, restart_after, quiet, record=N
                 if code is None or getattr(process, "reported", False):
                     continue
                 process.reported = True  # type: ignore[attr-defined]
+                if code == 2:  # bad input (a variant's rule that raised, a held directory): the cluster's status too
+                    refused.append(server)
                 how = f"signal {signal.Signals(-code).name}" if code < 0 else f"status {code}"
                 if restart_after is not None:
                     restart_at[server] = time.monotonic() + restart_after
@@ -469,6 +479,10 @@ def cluster(servers, data, base_port, host, spec, restart_after, quiet, record=N
         for signum, handler in previous.items():
             signal.signal(signum, handler)
     click.echo("hwm cluster: every server stopped", err=True)
+    if refused:
+        click.echo(f"error: {', '.join(refused)} exited with status 2 (bad input: see {'its' if len(refused) == 1 else 'their'} "
+                   f"line above)", err=True)
+        sys.exit(2)
 
 
 def _quote(arg: str) -> str:

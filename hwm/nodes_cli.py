@@ -22,6 +22,7 @@ import click
 from hwm.bridge.servers import SERVERS
 from hwm.params import OutputFile, ProtocolParam
 from hwm.properties.protocol import resolve
+from hwm.properties.rules import HookError
 
 EXIT_OK, EXIT_FOUND, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
 EXIT_NOT_REPRODUCED = 3  # hwm replay of a node schedule whose saved finding did not come back
@@ -193,9 +194,11 @@ def test(command, server, loopback, recur, nodes, workload, clock, schedules, st
                     linearizable_seconds=linearizable_budget)
 
     stepped = [0]  # observed changes stepped against the model, over all schedules
+    finished = [None]  # the report as of the last schedule run to its end
 
     def progress(report, result):
         stepped[0] += len(result.observations)
+        finished[0] = report
         if not as_json and sys.stderr.isatty():  # a progress line for people, not for logs
             mark = "✗" if result.failed else "·"
             click.echo(f"\r  schedules {report.schedules:>4} {mark} operations {report.operations:>6}  "
@@ -211,6 +214,15 @@ def test(command, server, loopback, recur, nodes, workload, clock, schedules, st
         kill_all()
         click.echo("\ninterrupted: every node process has been killed", err=True)
         sys.exit(EXIT_INTERRUPTED)
+    except HookError as e:  # the variant --protocol names failed while a change was stepped against its model
+        kill_all()
+        done = finished[0]
+        click.echo(("" if as_json or not sys.stderr.isatty() else "\n")
+                   + (f"{_plural(done.schedules, 'schedule')} run to the end before it, {done.operations} client "
+                      f"operations, {_plural(len(done.failures), 'finding')}" if done is not None
+                      else "no schedule ran to its end before it"))
+        click.echo(f"error: {e}", err=True)
+        sys.exit(EXIT_USAGE)
     if not as_json and sys.stderr.isatty():
         click.echo("", err=True)
     if report.start_error is not None:
@@ -327,6 +339,10 @@ def replay_schedule(path: Path, command: list[str], brief: bool, fixed: bool = F
         kill_all()
         click.echo("\ninterrupted: every node process has been killed", err=True)
         return EXIT_INTERRUPTED
+    except HookError as e:  # the steps so far are printed; the variant's model failed at the next one
+        kill_all()
+        click.echo(f"error: {path}: {e}", err=True)
+        return EXIT_USAGE
     except ScheduleError as e:
         click.echo(f"error: {path}: {e}", err=True)
         return EXIT_USAGE

@@ -56,6 +56,7 @@ from hwm.impl.core import Entry, NotCommitted, Replica, ReplicaError, persist
 from hwm.impl.sessions import DEFAULT_MAX_SESSIONS, REGISTRATION, Sessions
 from hwm.impl.storage import DataDirectoryInUse, DiskStorage, StorageError
 from hwm.properties.protocol import RAFT, Protocol
+from hwm.properties.rules import HookError
 
 __all__ = ["DataDirectoryBusy", "Node", "NodeConfig", "NodeError", "run_node"]
 
@@ -660,6 +661,9 @@ class Node:
             self.failure = error
             log.critical("%s: storage failure, stopping (fail-stop: nothing more is acknowledged): %s",
                          self.server_id, error)
+            asyncio.get_running_loop().create_task(self.stop())
+        except HookError as error:  # a variant's rule raised: its one line is the failure (hwm node prints it)
+            self.failure = error
             asyncio.get_running_loop().create_task(self.stop())
         except Exception as error:  # a bug: stop rather than serve from a state we do not trust
             self.failure = error

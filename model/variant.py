@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any, Callable, Mapping
 
 from hwm.model.rules import HOOKS, Rules, overridden
+from hwm.properties.rules import HookError  # raised here, caught by the engines and the replicas' runners
 from hwm.model.variant_model import ModelLevel, check_declaration, liveness_properties, snapshot_view
 from hwm.properties.catalogue import Property, at_quorum
 from hwm.properties.protocol import Protocol, ProtocolError, register_loader, resolve
@@ -51,11 +52,6 @@ class Variant(ModelLevel, Rules):
 
 class VariantError(ProtocolError):
     """A variant that cannot be loaded or built: one line naming file, line and what is wrong."""
-
-
-class HookError(RuntimeError):
-    """A variant's hook or property that raised or answered the wrong type during the search: the
-    engine stops and keeps the partial report (`Report.error`)."""
 
 
 class VariantProtocol(Protocol):

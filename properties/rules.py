@@ -22,6 +22,12 @@ HOOKS = ("counts", "election_quorum", "replication_quorum", "quorum_index", "may
 PER_STATE_HOOKS = ("quorum_index", "may_commit", "grants_vote")
 
 
+class HookError(RuntimeError):
+    """A variant's rule (or property) that raised or answered the wrong type where hwm asked it: a
+    search, a replay or a running replica stops with this one line, naming the variant, the rule and
+    what it raised (`model.variant` raises it; the engines and `hwm node` catch it)."""
+
+
 def up_to_date(candidate_log: tuple[int, ...], voter_log: tuple[int, ...]) -> bool:
     """Raft 5.4.1: compare the last entries' generations, then the lengths."""
     return ((candidate_log[-1] if candidate_log else 0, len(candidate_log))
