@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 from hwm.bridge.simcluster import SimCluster
-from hwm.checker.replay import Outcome, lasso_label, replay_lasso_on_model, resolve_for, watched_properties
+from hwm.checker.replay import Outcome, lasso_label, replay_lasso_on_model, replay_on_model, resolve_for, watched_properties
 from hwm.model.registry import build_model
 from hwm.model.state import Config
 from hwm.model.variant import HookError
@@ -88,3 +88,7 @@ def replay_lasso_on_impl(trace: Trace, name: str, cluster: SimCluster, model) ->
     outcome.kind, outcome.property, outcome.step = "violation", prop.name, last
     outcome.finding = prop.obligations(views[trace.loop - 1])[min(open_)] + ", and stays so forever along a fair cycle"
     return outcome
+
+
+# Where a trace replays, by the name `hwm replay --on` and the trace pages' columns give it.
+REPLAYERS = {"model": replay_on_model, "impl": replay_on_impl}

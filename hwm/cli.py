@@ -20,8 +20,9 @@ from hwm import check as checking
 from hwm.checker.fast.aot import BUILD_ESTIMATE
 from hwm.checker.traces import tour_directories
 from hwm.params import OutputDir, OutputFile, ProtocolParam, directory_problem
-from hwm.render import Progress, step_table
+from hwm.render import Progress
 from hwm.teach import explain as explained
+from hwm.teach.text import step_table
 from hwm.model.state import Config
 from hwm.properties.protocol import FLAG_MEANINGS, FLAG_VALUES, PRESETS, ProtocolError, _show, flags_of, model_only, resolve
 from hwm.properties.trace import TraceError, load
@@ -526,7 +527,8 @@ def replay(files, on, protocol, quiet, brief, html_out, svg_dir, compare, itf_ou
                                    "--brief and --fixed)")
         sys.exit(replay_schedule(files[0], [str(f) for f in files[1:]], brief, fixed, protocol))
     from hwm.model.variant import HookError
-    from hwm.replay import REPLAYERS, judge  # here: the simulated cluster is not needed by `hwm check`
+    from hwm.bridge.replay import REPLAYERS  # here: the simulated cluster is not needed by `hwm check`
+    from hwm.checker.replay import judge
     from hwm.itf_cli import load_any
     from hwm.properties.itf import ItfError
 

@@ -16,7 +16,7 @@ API (JSON bodies):
   flag switched mid-trace): its column stops there and the next steps follow from there;
 - POST /api/search {protocol, config}: the shortest counterexample to each `always`
   property and the shortest witness of each `sometimes` property (breadth-first);
-- GET  /api/catalogue: the saved traces of a checkout's `counterexamples/` (lassos included),
+- GET  /api/catalogue: the saved traces of `hwm.counterexamples` (lassos included),
   each with its preset, bounds and steps, so a page loads one with its own bounds (a search at
   the default bounds of a larger model may stop before it reaches them).
 
@@ -282,13 +282,13 @@ def search(body: dict) -> dict:
     return _search(json.dumps(spec, sort_keys=True), json.dumps(model.config.to_mapping(), sort_keys=True))
 
 
-# The saved traces of a checkout (the package itself ships none).
-CATALOGUE = Path(__file__).resolve().parents[2] / "counterexamples"
+# The saved traces (hwm.counterexamples ships them as package data).
+CATALOGUE = Path(str(resources.files("hwm.counterexamples")))
 
 
 @lru_cache(maxsize=1)
 def catalogue() -> dict:
-    """The checkout's saved traces whose protocol is a preset, lassos included, by file name."""
+    """The saved traces whose protocol is a preset, lassos included, by file name."""
     traces = []
     for path in sorted(CATALOGUE.glob("*.json")) + sorted(CATALOGUE.glob("liveness/*.json")):
         try:

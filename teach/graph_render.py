@@ -13,8 +13,8 @@ from html import escape
 
 import networkx as nx
 
-from hwm.render import cell
 from hwm.teach import systems
+from hwm.teach.text import cell
 from hwm.properties.snapshot import server_name
 
 MAX_DRAWN = 2_000  # a picture with more states than this is not one a person reads

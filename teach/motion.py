@@ -18,7 +18,7 @@ import re
 from typing import Any, Sequence
 
 from hwm.teach import systems
-from hwm.teach.explain import Frame
+from hwm.teach.frame import Frame
 from hwm.properties.snapshot import LEADER, server_name
 
 

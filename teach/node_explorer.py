@@ -34,7 +34,7 @@ from hwm.bridge.maelstrom.cluster import Limits, Run
 from hwm.bridge.maelstrom.history import describe_op
 from hwm.bridge.maelstrom.protocol import NodeProtocolError
 from hwm.bridge.maelstrom.schedule import Schedule, ScheduleError, check_step, describe
-from hwm.teach.explain import Frame
+from hwm.teach.frame import Frame
 from hwm.teach.explorer import BadRequest  # noqa: F401 (a request the page gets back as HTTP 400)
 from hwm.teach.explorer import Handler as ExplorerHandler
 from hwm.teach.svg import Layout, draw

@@ -15,7 +15,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Sequence
 
-from hwm.teach.explain import Frame
+from hwm.teach.frame import Frame
 from hwm.teach.motion import mark_departure
 from hwm.teach.svg import Layout, draw
 
@@ -123,7 +123,7 @@ def write_svgs(directory: Path, frames: Sequence[Frame], title: str = "", max_lo
 
 def trace_columns(trace, protocol=None, compare=None, targets=("model",)) -> list[tuple[str, list[Frame]]]:
     """Frames of `trace` per target (model, impl) and, with `compare`, under a second protocol."""
-    from hwm.replay import REPLAYERS
+    from hwm.bridge.replay import REPLAYERS
     from hwm.teach.explain import frames_of_outcome
     from hwm.properties.protocol import resolve
 

@@ -21,7 +21,7 @@ from typing import Sequence
 
 from hwm.teach import motion
 from hwm.teach import systems
-from hwm.teach.explain import Frame
+from hwm.teach.frame import Frame
 from hwm.properties.snapshot import LEADER, server_name
 
 # Generation colours (colour-blind friendly, Okabe-Ito); generation 0 is unused.

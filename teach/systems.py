@@ -1,7 +1,7 @@
 """Each system's own words: why a Kafka, ZAB or BookKeeper step changed what it changed, and
 what of a server's state a picture shows beyond its log and its high-water mark.
 
-`hwm.teach.explain` speaks for the raft family; a model of another system (`protocol.system`)
+`hwm.teach.raft_words` speaks for the raft family; a model of another system (`protocol.system`)
 is explained here, from the states before and after a step and the model's own rules (Kafka's
 leader-epoch cache and truncation offsets come from `model.kafka`, not recomputed). Where a step
 means what it means in the raft model (ZAB's broadcast phase), the raft words are reused.
@@ -11,10 +11,10 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
-from hwm.teach.explain import _EXPLAINERS as RAFT_WORDS
-from hwm.teach.explain import added_entries, entries, entry, quorum_reasoning, removed_entries
 from hwm.model.kafka import diverged_at, end_offset_for, end_offset_kip101, epoch_cache, truncation_offset
 from hwm.properties.snapshot import FOLLOWER, LEADER, fields_text, server_name
+from hwm.teach.frame import added_entries, entries, entry, removed_entries
+from hwm.teach.raft_words import RAFT_WORDS, quorum_reasoning
 
 Explainer = Callable[..., list[str]]
 

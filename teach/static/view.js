@@ -1,5 +1,5 @@
 // Drawing frames: shared by the trace page and the explorer. A frame arrives
-// from Python with its SVG already drawn (hwm/teach/svg.py) and its reasons.
+// from Python with its SVG already drawn (teach/svg.py) and its reasons.
 "use strict";
 
 const HWM = {

@@ -7,7 +7,8 @@ from hwm.checker.replay import replay_on_model
 from hwm.counterexamples.build import HERE
 from hwm.model.state import Config, initial_state
 from hwm.properties.trace import load
-from hwm.render import Progress, step_table
+from hwm.render import Progress
+from hwm.teach.text import step_table
 
 
 def test_progress_line_on_a_terminal_and_silence_elsewhere():

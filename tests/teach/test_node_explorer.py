@@ -212,7 +212,7 @@ def test_a_failing_schedule_opens_at_its_end_with_the_broken_property_on_the_pic
 def _page_groups() -> dict[str, str]:
     """The headings node.js gives each group of steps (its GROUPS)."""
     import re
-    text = (ROOT / "hwm" / "teach" / "static" / "node.js").read_text()
+    text = (ROOT / "teach" / "static" / "node.js").read_text()
     block = re.search(r"const GROUPS = \{(.*?)\};", text, re.S).group(1)
     return dict(re.findall(r'(\w+): "([^"]+)"', block))
 
