@@ -25,7 +25,7 @@ import click
 from hwm.proofs.plan import (DEFAULT_BMC_DEPTH, DEFAULT_BMC_PROPERTIES, ENCODED_SYSTEMS, PARTS, SYSTEM_PARTS, Plan,
                               render, run, unencoded, violations_found)
 from hwm.proofs.progress import FAILS, HOLDS, UNDECIDED, Interrupted, Ledger
-from hwm.proofs.symbolic import ACKED_CHECKED, ALWAYS_CHECKED, checked_properties
+from hwm.proofs.symbolic import ENCODED_PROPERTIES, checked_properties
 from hwm.model.registry import build_model
 from hwm.model.state import Config
 from hwm.params import ProtocolParam, spec_text
@@ -42,7 +42,7 @@ HEARTBEAT_S = 15.0  # a line at least this often while one obligation runs long
               help="Preset (see `hwm protocols`), optionally with flags: raft,commit=any-generation.")
 @click.option("--part", type=click.Choice([*PARTS, "all"]), default="all", show_default=True,
               help="quorum: the quorum arithmetic for N up to --max-n; induction: the inductive invariant "
-                   "(raft); bmc: bounded model checking from the initial state (raft, zab).")
+                   "(raft); bmc: bounded model checking from the initial state (raft, zab, kafka, bookkeeper).")
 @click.option("--servers", type=click.IntRange(1, 9), default=3, show_default=True,
               help="Servers for induction and BMC.")
 @click.option("--max-log", type=click.IntRange(1, 99), default=None,
@@ -52,13 +52,15 @@ HEARTBEAT_S = 15.0  # a line at least this often while one obligation runs long
               help="Quorum proofs cover N = 1..max-n.")
 @click.option("--depth", type=click.IntRange(1, 99), default=DEFAULT_BMC_DEPTH, show_default=True,
               help="BMC unrolls at most this many steps.")
-@click.option("--max-generation", type=click.IntRange(1, 30), default=Config.max_generation, show_default=True,
-              help="BMC generation bound (induction's generations are unbounded).")
+@click.option("--max-generation", type=click.IntRange(1, 30), default=None,
+              help="BMC generation bound (induction's generations are unbounded) "
+                   f"[default: {Config.max_generation}; kafka: 3, as the explorer's tour].")
 @click.option("--max-crashes", type=click.IntRange(0, 30), default=Config.max_crashes, show_default=True,
               help="BMC crash bound (induction's crashes are unbounded).")
-@click.option("--property", "properties", multiple=True, type=click.Choice([*ALWAYS_CHECKED, *ACKED_CHECKED, "all"]),
+@click.option("--property", "properties", multiple=True,
+              type=click.Choice([*ENCODED_PROPERTIES, "all"]),
               help="Property for BMC (repeatable; 'all' for every always property the model has; "
-                   "AckedWriteNeverLost: zab) "
+                   "AckedWriteNeverLost: zab, kafka, bookkeeper; AcknowledgedWriteKept: kafka) "
                    f"[default: {', '.join(DEFAULT_BMC_PROPERTIES)}].")
 @click.option("--no-explorer", is_flag=True,
               help="Do not run the breadth-first explorer to compare BMC's shortest lengths.")
@@ -74,7 +76,7 @@ def prove(protocol, part, servers, max_log, max_n, depth, max_generation, max_cr
           expect_catalogue, timeout, as_json):
     """Prove what the explorer cannot: quorum arithmetic for every N ≤ --max-n, an inductive invariant
     with unbounded generations (raft), and bounded model checking whose shortest violations must
-    equal the explorer's (raft, zab).
+    equal the explorer's (raft, zab, kafka, bookkeeper's default ledger).
 
     Exit 0 when every obligation is met and no violation is found; 1 when one is not met or
     the protocol violates a property (with --expect-catalogue: only when an obligation is not
@@ -85,8 +87,8 @@ def prove(protocol, part, servers, max_log, max_n, depth, max_generation, max_cr
     """
     name, resolved = resolve(protocol)
     if resolved.system not in ENCODED_SYSTEMS:
-        _refuse(f"hwm prove encodes the raft model and the zab model; {name} follows the {resolved.system} rules "
-                f"(check it with hwm check --protocol {name})")
+        _refuse(f"hwm prove encodes the {', '.join(ENCODED_SYSTEMS)} models; {name} follows the {resolved.system} "
+                f"rules (check it with hwm check --protocol {name})")
     why = unencoded(resolved)
     if why:
         _refuse(f"hwm prove cannot check {name}: {why} (check it with hwm check --protocol {spec_text(protocol)})")

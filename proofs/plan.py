@@ -28,7 +28,7 @@ from hwm.proofs.progress import Ledger, ledger_or_new
 from hwm.proofs.quorum import quorum_proofs
 from hwm.proofs.symbolic import ALWAYS_CHECKED, Proof
 from hwm.model.state import Config
-from hwm.properties.protocol import PRESETS, Protocol, preset_of
+from hwm.properties.protocol import PRESETS, TOUR_BOUNDS, Protocol, preset_of
 
 __all__ = ["Proof", "PARTS", "DEFAULT_BMC_PROPERTIES", "Plan", "expected_broken", "run", "render", "violations_found",
            "RAFT_INVARIANT", "ALWAYS_CHECKED"]
@@ -51,7 +51,9 @@ class Plan:
     max_log: int | None = None  # None: 2 for induction, the explorer's default for BMC
     max_n: int = 15
     depth: int = DEFAULT_BMC_DEPTH
-    max_generation: int = Config.max_generation  # BMC only: induction's generations are unbounded
+    # BMC only: induction's generations are unbounded. None: the explorer's tour bound for the system
+    # (Kafka: 3, TOUR_BOUNDS), else Config's.
+    max_generation: int | None = None
     max_crashes: int = Config.max_crashes  # BMC only
     properties: tuple[str, ...] = DEFAULT_BMC_PROPERTIES
     compare_with_explorer: bool = True
@@ -62,22 +64,33 @@ class Plan:
 
     @property
     def bmc_config(self) -> Config:
-        return Config(servers=self.servers, max_generation=self.max_generation,
+        generation = self.max_generation
+        if generation is None:
+            generation = TOUR_BOUNDS.get(self.protocol.system, {}).get("max_generation", Config.max_generation)
+        return Config(servers=self.servers, max_generation=generation,
                       max_log=self.max_log if self.max_log is not None else Config.max_log,
                       max_crashes=self.max_crashes)
 
 
-ENCODED_SYSTEMS = ("raft", "zab")  # proofs/symbolic.py, and proofs/zab.py extending it
-# The parts each encoded system has: ZAB's encoding is bounded (BMC); its inductive invariant is to come.
-SYSTEM_PARTS = {"raft": PARTS, "zab": ("quorum", "bmc")}
+# proofs/symbolic.py, and proofs/zab.py, proofs/kafka.py, proofs/bookkeeper.py extending it
+ENCODED_SYSTEMS = ("raft", "zab", "kafka", "bookkeeper")
+# The parts each encoded system has: the ZAB, Kafka and BookKeeper encodings are bounded (BMC); their
+# inductive invariants are to come.
+SYSTEM_PARTS = {"raft": PARTS, "zab": ("quorum", "bmc"), "kafka": ("quorum", "bmc"), "bookkeeper": ("quorum", "bmc")}
 
 
 def unencoded(protocol: Protocol) -> str | None:
-    """Why the z3 encodings (proofs/symbolic.py, the raft model; proofs/zab.py) cannot stand for
-    `protocol`, or None."""
+    """Why the z3 encodings (proofs/symbolic.py, the raft model; proofs/zab.py, proofs/kafka.py,
+    proofs/bookkeeper.py) cannot stand for `protocol`, or None."""
     if protocol.system not in ENCODED_SYSTEMS:
-        return (f"the z3 encodings are the raft and zab models'; this protocol follows the {protocol.system} "
-                f"rules")
+        return (f"the z3 encodings are the {', '.join(ENCODED_SYSTEMS)} models'; this protocol follows the "
+                f"{protocol.system} rules")
+    if protocol.system == "bookkeeper":
+        from hwm.proofs.bookkeeper import unencoded_ledger
+        return unencoded_ledger(protocol)
+    if protocol.system == "kafka" and not protocol.controller_fencing:
+        return ("controller_fencing=false matters only on a partitioned network (model/kafka_partition.py), "
+                "which the z3 encoding does not have")
     variant = getattr(type(protocol), "variant", None)  # a variant's own Python (docs/variants.md)
     if variant is not None:
         from hwm.properties.rules import overridden

@@ -632,8 +632,17 @@ class Encoding:
                 out.append(z3.And(p < common, same[p], highest, differ))
         return z3.Or(out)
 
+    def acked_write_never_lost(self, s: Sym) -> z3.BoolRef:
+        """Violation of AckedWriteNeverLost in state s: an acknowledged entry on fewer than a quorum
+        (an encoding whose model keeps the `acked` ghost has it in `extra`, one boolean per entry)."""
+        return z3.Or([z3.And(s.extra["acked"][p][g],
+                             self.count([self.holds(s, o, p, g) for o in range(self.n)]) < self.quorum)
+                      for p in range(self.L) for g in range(self.max_generation + 1)])
+
     def violation(self, name: str, s: Sym, t: Sym) -> z3.BoolRef:
         """The catalogue's `always` property `name` fails on the step s -> t (or in state t)."""
+        if name == "AckedWriteNeverLost":
+            return self.acked_write_never_lost(t)
         step = {"ReadNeverTruncated": self.read_never_truncated, "HwmNeverTruncated": self.hwm_never_truncated,
                 "ReadNeverLost": self.read_never_lost}
         if name in step:
@@ -735,10 +744,17 @@ class Encoding:
 
 def encoding_for(protocol: Protocol, servers: int, max_log: int, **bounds) -> Encoding:
     """The encoding of `protocol`'s model: the one place a protocol picks it (as `model.registry` picks
-    the model). Raft's, or ZAB's (`proofs/zab.py`, which extends it)."""
+    the model). Raft's, or ZAB's, Kafka's or BookKeeper's (`proofs/zab.py`, `proofs/kafka.py`,
+    `proofs/bookkeeper.py`, each extending it)."""
     if protocol.system == "zab":
         from hwm.proofs.zab import ZabEncoding
         return ZabEncoding(protocol, servers, max_log, **bounds)
+    if protocol.system == "kafka":
+        from hwm.proofs.kafka import KafkaEncoding
+        return KafkaEncoding(protocol, servers, max_log, **bounds)
+    if protocol.system == "bookkeeper":
+        from hwm.proofs.bookkeeper import BookKeeperEncoding
+        return BookKeeperEncoding(protocol, servers, max_log, **bounds)
     if protocol.system != "raft":
         raise ValueError(f"no z3 encoding of the {protocol.system} model")
     return Encoding(protocol, servers, max_log, **bounds)
@@ -746,12 +762,17 @@ def encoding_for(protocol: Protocol, servers: int, max_log: int, **bounds) -> En
 
 ALWAYS_CHECKED = ("ReadNeverTruncated", "HwmNeverTruncated", "ReadNeverLost", "ReadsAgree", "HwmWithinLog", "CommittedOnQuorum",
                   "OneLeaderPerGeneration", "LogMatching")
-ACKED_CHECKED = ("AckedWriteNeverLost",)  # encoded where the model keeps the `acked` ghost (ZAB)
+ACKED_CHECKED = ("AckedWriteNeverLost",)  # encoded where the model keeps the `acked` ghost
+# Which systems' models keep it, and what each adds (Kafka's acks=all statement about leaders).
+SYSTEM_CHECKED = {"raft": (), "zab": ACKED_CHECKED, "bookkeeper": ACKED_CHECKED,
+                  "kafka": ACKED_CHECKED + ("AcknowledgedWriteKept",)}
+# Every property some encoding states.
+ENCODED_PROPERTIES = ALWAYS_CHECKED + tuple(dict.fromkeys(p for extra in SYSTEM_CHECKED.values() for p in extra))
 
 
 def checked_properties(protocol: Protocol) -> tuple[str, ...]:
     """The `always` properties the encoding of `protocol` states (`Encoding.violation`)."""
-    return ALWAYS_CHECKED + (ACKED_CHECKED if protocol.system == "zab" else ())
+    return ALWAYS_CHECKED + SYSTEM_CHECKED.get(protocol.system, ())
 
 
 def action_name(action: Action) -> str:

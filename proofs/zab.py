@@ -22,7 +22,6 @@ import z3
 
 from hwm.proofs.symbolic import Encoding, Sym, quorum_index, smax, smin
 from hwm.model.zab import _ESTABLISHED, ZabState
-from hwm.properties.quorum import majority
 
 
 class ZabEncoding(Encoding):
@@ -215,19 +214,6 @@ class ZabEncoding(Encoding):
             self._advance_hwm(u, l)
             result = self._choose(acking, self._with(u), result)
         return result
-
-    # ---------------------------------------------------------- properties
-    def acked_write_never_lost(self, s: Sym) -> z3.BoolRef:
-        """Violation of AckedWriteNeverLost in state s: an acknowledged entry on fewer than a quorum."""
-        needed = majority(self.n)
-        return z3.Or([z3.And(s.extra["acked"][p][g],
-                             self.count([self.holds(s, o, p, g) for o in range(self.n)]) < needed)
-                      for p in range(self.L) for g in range(self.max_generation + 1)])
-
-    def violation(self, name: str, s: Sym, t: Sym) -> z3.BoolRef:
-        if name == "AckedWriteNeverLost":
-            return self.acked_write_never_lost(t)
-        return super().violation(name, s, t)
 
 
 __all__ = ["ZabEncoding"]

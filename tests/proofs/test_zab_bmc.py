@@ -5,34 +5,25 @@ zab-ack-before-persist's HwmNeverTruncated; `-m deep` adds every property and sa
 
 from __future__ import annotations
 
-import random
-
 import pytest
 
-from hwm.checker.engine import CheckOptions, Sampler, check
 from hwm.model.registry import build_model
 from hwm.model.state import Config
 from hwm.proofs.bmc import bmc
 from hwm.proofs.symbolic import checked_properties, encoding_for
 from hwm.properties.protocol import PRESETS
 from tests.pinned import PINNED
+from tests.proofs.sampling import sample_states
 
 BROKEN = "zab-ack-before-persist"
 PINNED_LENGTHS = PINNED[(BROKEN, 3, 4, 1, 1, "rpc", True)]["lengths"]
-
-
-def _sample(protocol, config, count, limit=3000, seed=0):
-    """`count` states spread over the first `limit` reachable ones (breadth-first, no symmetry)."""
-    sampler = Sampler(limit)
-    check(build_model(protocol, config), CheckOptions(symmetry=False, max_states=limit, properties=()), [sampler])
-    return random.Random(seed).sample(sampler.states, min(count, len(sampler.states)))
 
 
 @pytest.mark.parametrize("name", ["zab", BROKEN])
 def test_zab_encoding_agrees_with_the_model(name):
     protocol = PRESETS[name].protocol
     config = Config(max_generation=3, max_log=2, max_crashes=1)
-    states = _sample(protocol, config, 12)
+    states = sample_states(protocol, config, 12)
     # Logs of two entries, memory ahead of disk, established leaders: the sample reaches ZAB's phases.
     assert any(max(len(s.log) for s in state.servers) == 2 for state in states)
     assert any(any(m & 0x80 for m in state.synced) for state in states)
