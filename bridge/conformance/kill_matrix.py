@@ -9,9 +9,9 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+from hwm.bridge.conformance.machine import RPC
 from hwm.model.state import Config
 from hwm.properties.protocol import PRESETS, RAFT
-from hwm.bridge.conformance import RPC
 
 # The bounds of every hunt: the explorer's default (3 servers, generation <= 4, log <= 1, one crash)
 # leaves a random walk little room before it runs out of generations; two more generations and a

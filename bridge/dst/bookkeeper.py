@@ -37,9 +37,11 @@ import errno
 import logging
 import random
 
-from hwm.bridge.dst import DISK_LATENCY, Outcome, Schedule, _ClientProtocol, _NoFsyncStorage, shut_down
 from hwm.bridge.dst.disk import SimDisk
 from hwm.bridge.dst.net import MACHINE, SimLoop
+from hwm.bridge.dst.plants import _NoFsyncStorage
+from hwm.bridge.dst.schedule import Outcome, Schedule, Step, schedules
+from hwm.bridge.dst.simulation import DISK_LATENCY, _ClientProtocol, shut_down
 from hwm.impl import codec
 from hwm.impl import messages as m
 from hwm.impl.bookie_server import BookieServer
@@ -336,8 +338,6 @@ def bookkeeper_schedules(max_steps: int = 10, max_pause_ms: int = 200):
     them, a `recover` in every schedule, as the search for issue 2614 needs."""
     from hypothesis import strategies as st
 
-    from hwm.bridge.dst import Step, schedules
-
     machine = st.integers(0, len(BOOKIES) - 1)
     own = st.builds(Step, st.integers(0, max_pause_ms), st.sampled_from(BOOKKEEPER_ACTIONS + ("put",)), machine,
                     st.integers(0, 7))
@@ -359,8 +359,6 @@ def recovery_race_schedules(max_pause_ms: int = 500):
     """Hypothesis strategy (tests only): `RECOVERY_RACE`'s steps at random pauses, with a random
     seed (disk and network latencies): a search over when the race's steps happen."""
     from hypothesis import strategies as st
-
-    from hwm.bridge.dst import Step
 
     pauses = st.lists(st.integers(0, max_pause_ms), min_size=len(RECOVERY_RACE), max_size=len(RECOVERY_RACE))
     return st.builds(lambda seed, waits: Schedule(seed, tuple(Step(w, *s) for w, s in zip(waits, RECOVERY_RACE))),

@@ -39,11 +39,12 @@ from __future__ import annotations
 import asyncio
 import contextvars
 import errno
-from hwm.bridge.dst import SERVERS, TICK_SECONDS, Schedule, Step, _Died, _Simulation, schedules
-from hwm.bridge.dst.net import MACHINE
 import json
 import os
 
+from hwm.bridge.dst.net import MACHINE
+from hwm.bridge.dst.schedule import SERVERS, Schedule, Step, schedules
+from hwm.bridge.dst.simulation import TICK_SECONDS, _Died, _Simulation
 from hwm.impl.controller import PARTITION_STATE_FILE, ControllerConfig, ControllerNode, parse_partition_state
 from hwm.impl.kafka import CONTROLLER, Controller
 from hwm.impl.runtime import NodeError

@@ -34,7 +34,8 @@ from __future__ import annotations
 
 from typing import Mapping, NamedTuple
 
-from hwm.bridge.simcluster import Read, SimCluster, over_the_wire
+from hwm.bridge.simcluster.cluster import Read, SimCluster
+from hwm.bridge.simcluster.network import over_the_wire
 from hwm.impl.bookkeeper import (
     Bookie,
     BookieStorage,

@@ -22,7 +22,8 @@ from __future__ import annotations
 
 from typing import Mapping, NamedTuple
 
-from hwm.bridge.simcluster import SimCluster, over_the_wire
+from hwm.bridge.simcluster.cluster import SimCluster
+from hwm.bridge.simcluster.network import over_the_wire
 from hwm.impl.core import Replica, ReplicaError
 from hwm.impl.kafka import CONTROLLER, Controller, KafkaReplica, down_snapshot
 from hwm.impl.storage import MemoryStorage

@@ -21,8 +21,8 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
+from hwm.bridge.simcluster.cluster import SimCluster
 from hwm.bridge.simcluster.drivers import Persist, _drain
-from hwm.bridge.simcluster import SimCluster
 from hwm.impl.core import LEADER, Replica, ReplicaError
 from hwm.impl.messages import AppendReply, NewLeader, NewLeaderAck, VoteReply
 from hwm.impl.storage import MemoryStorage

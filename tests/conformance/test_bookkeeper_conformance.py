@@ -80,7 +80,7 @@ def test_the_machine_catches_issue_2614_on_the_implementation(tmp_path, monkeypa
     # A random walk lines the bug up about once in 500 examples (tests/quality/test_kill_matrix.py
     # hunts it under -m deep): here the machine takes the saved counterexample's steps, each drawn
     # from the model's enabled actions and checked as a hunt checks it, and must flag the last one.
-    monkeypatch.setattr("hwm.bridge.conformance.event", lambda name: None)  # statistics: for Hypothesis's runs only
+    monkeypatch.setattr("hwm.bridge.conformance.machine.event", lambda name: None)  # statistics: for Hypothesis's runs only
     preset = "bookkeeper-recovery-without-fencing"
     trace = load(TRACE)
     machine = machine_for(preset, Config.from_mapping(trace.config), out_dir=tmp_path)()
@@ -125,7 +125,7 @@ def test_issue_1591_replays_on_the_implementation_and_the_fix_stops_the_writer()
 
 
 def test_the_machine_catches_issue_1591_on_the_implementation(tmp_path, monkeypatch):
-    monkeypatch.setattr("hwm.bridge.conformance.event", lambda name: None)
+    monkeypatch.setattr("hwm.bridge.conformance.machine.event", lambda name: None)
     trace = load(UNBLOCKED)
     machine = machine_for("bookkeeper-unblocked-adds", Config.from_mapping(trace.config), out_dir=tmp_path)()
     for step in trace.steps[:-1]:

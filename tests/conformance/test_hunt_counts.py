@@ -5,7 +5,7 @@ suite (docs/mutation.md)."""
 
 from __future__ import annotations
 
-import hwm.bridge.conformance as conformance
+import hwm.bridge.conformance.hunting as hunting
 from hwm.bridge.conformance import hunt, machine_for
 
 
@@ -25,7 +25,7 @@ def test_a_hunt_counts_every_test_case_it_started_from_zero():
 
 def test_a_hunt_is_derandomized_unless_a_seed_is_given(monkeypatch):
     seen = []
-    monkeypatch.setattr(conformance, "run_state_machine_as_test", lambda machine, settings: seen.append(settings))
+    monkeypatch.setattr(hunting, "run_state_machine_as_test", lambda machine, settings: seen.append(settings))
     hunt(machine_for("raft"), 1)
     hunt(machine_for("raft"), 1, seed=7)
     assert seen[0].derandomize is True
