@@ -8,12 +8,15 @@ starts when the binary is missing (ServerError naming the Debian package) or a p
 Faults on the processes themselves: `kill` (SIGKILL to the group) and `restart` on the same data
 directory, `pause` / `resume` (SIGSTOP / SIGCONT), `partition` / `heal` (netfilter.py), and
 `rollback`: the data directory replaced by the copy `keep_copy` took (an operator restoring an old
-backup; a planted fault, never a finding of the server's).
+backup; a planted fault, never a finding of the server's), and, where the cluster was started with
+`power`, `power_fail`: SIGKILL, then every write the member did not fsync dropped (each data
+directory is then a mount of powerfs.py's filesystem, its bytes in `.disk/n<i>` beside it).
 
-`close` kills every process, removes the nftables table and the run's folder; it runs on every way
+`close` kills every process, unmounts every data directory, removes the nftables table and the
+run's folder; it runs on every way
 out (a `with` block, and Ctrl-C and SIGTERM through the CLI's handler; process.py's `kill_all` at
 exit too). A run killed with SIGKILL leaves them: the next run's `remove_stale_runs` kills what is
-left of it, removes its folder and its table, and says so.
+left of it, unmounts what it mounted, removes its folder and its table, and says so.
 """
 
 from __future__ import annotations
@@ -30,7 +33,7 @@ import time
 from pathlib import Path
 
 from hwm.bridge.maelstrom.process import _STARTED, NodeProcess, _ctrl_c_held, _group_running
-from hwm.bridge.servers import netfilter
+from hwm.bridge.servers import netfilter, powerfs
 from hwm.bridge.servers.adapter import Member, Server, ServerError
 
 RUN_PREFIX = "hwm-servers-"
@@ -76,20 +79,24 @@ def remove_stale_runs() -> list[str]:
         pid = owner.get("pid")
         if not isinstance(pid, int) or (_start_time(pid) is not None and _start_time(pid) == owner.get("started")):
             continue  # its run is still going
-        killed = []
-        for pgid in owner.get("process_groups", []):
-            if str(folder) in _cmdline(pgid):  # still that run's server, not a process that took the pid since
-                try:
-                    os.killpg(pgid, 9)
-                    killed.append(pgid)
-                except ProcessLookupError:
-                    pass
+        killed, filesystems = [], []
+        for groups, kind in ((killed, "process_groups"), (filesystems, "filesystems")):  # servers first
+            for pgid in owner.get(kind, []):
+                if str(folder) in _cmdline(pgid):  # still that run's, not a process that took the pid since
+                    try:
+                        os.killpg(pgid, 9)
+                        groups.append(pgid)
+                    except ProcessLookupError:
+                        pass
         deadline = time.monotonic() + 5  # gone before this run probes the ports they held
-        while any(_group_running(g) for g in killed) and time.monotonic() < deadline:
+        while any(_group_running(g) for g in killed + filesystems) and time.monotonic() < deadline:
             time.sleep(0.01)
+        unmounted = [point for point in powerfs.mounts_under(folder) if powerfs.unmount(point)]
         shutil.rmtree(folder, ignore_errors=True)
+        told = ([f"killed {len(killed)} of its server processes"] if killed else []) + \
+               ([f"unmounted {', '.join(unmounted)}"] if unmounted else [])
         notes.append(f"removed {folder} left by hwm run {pid}, which is gone"
-                     + (f" (killed {len(killed)} of its server processes)" if killed else ""))
+                     + (f" ({'; '.join(told)})" if told else ""))
     notes += [f"removed nftables table {name} left by a run that is gone" for name in netfilter.remove_stale_tables()]
     return notes
 
@@ -119,7 +126,7 @@ class ServerProcess(NodeProcess):
 
 class ServerCluster:
     def __init__(self, server: Server, nodes: int = 3, prefix: str = "127.0.1", partitions: bool = True,
-                 ports: dict[str, int] | None = None):
+                 ports: dict[str, int] | None = None, power: bool = False):
         self.server, self.prefix = server, prefix
         self.root: Path | None = None
         self.ports = dict(server.default_ports, **(ports or {}))
@@ -128,6 +135,8 @@ class ServerCluster:
         self.partitions = netfilter.Partitions(self.members) if partitions else None
         self.notes: list[str] = []  # what start-up cleaned up after earlier runs
         self.copies: dict[str, Path] = {}
+        self.power = power
+        self.mounts: dict[str, powerfs.PowerMount] = {}  # with power: each member's data directory
 
     # ---- before anything starts ------------------------------------------------------------
     def check(self) -> None:
@@ -137,6 +146,8 @@ class ServerCluster:
             raise ServerError(missing)
         if self.partitions is not None and netfilter.available() is not None:
             raise ServerError(netfilter.available())
+        if self.power and powerfs.unavailable() is not None:
+            raise ServerError(powerfs.unavailable())
         for member in self.members:
             for name, port in member.ports.items():
                 probe = socket.socket()
@@ -161,6 +172,18 @@ class ServerCluster:
         if self.partitions is not None:
             self.partitions.members = self.members
             self.partitions.create()  # before any connection: each is marked at its first packet
+        if self.power:
+            for member in self.members:
+                mount = powerfs.PowerMount(self.root / ".disk" / member.name, member.data_dir,
+                                           self.root / f"{member.name}.fs.sock", self.root / f"{member.name}.fs.log")
+                self.mounts[member.name] = mount
+                try:
+                    try:
+                        mount.start()
+                    except OSError as e:
+                        raise ServerError(str(e)) from None
+                finally:
+                    self._record_owner()
         for member in self.members:
             uid = netfilter.member_uid(member.index) if self.partitions is not None else None
             self.procs[member.name] = ServerProcess(member, self.server.command(member, self.members), uid)
@@ -168,9 +191,16 @@ class ServerCluster:
             if uid is not None:  # what prepare wrote is the member's own
                 for path in member.data_dir.iterdir():
                     os.chown(path, uid, uid)
+            if member.name in self.mounts:  # the member's configuration is on disk before it starts
+                self.mounts[member.name].sync()
         for member in self.members:
             self._start(member.name)
         self.wait_serving(self.server.start_seconds)
+        for mount in self.mounts.values():
+            # What start-up wrote counts as on disk, as a machine's own writeback would have put it
+            # there: without it, stock ZooKeeper's first snapshot (written without fsync) is lost,
+            # and a member with a log and no snapshot refuses to start.
+            mount.sync()
 
     def _start(self, name: str) -> None:
         self.procs[name].start()
@@ -178,7 +208,8 @@ class ServerCluster:
 
     def _record_owner(self) -> None:
         owner = {"pid": os.getpid(), "started": _start_time(os.getpid()),
-                 "process_groups": [p.proc.pid for p in self.procs.values() if p.proc is not None]}
+                 "process_groups": [p.proc.pid for p in self.procs.values() if p.proc is not None],
+                 "filesystems": [m.proc.pid for m in self.mounts.values() if m.proc is not None]}
         (self.root / OWNER_FILE).write_text(json.dumps(owner))
 
     def member(self, name: str) -> Member:
@@ -224,6 +255,8 @@ class ServerCluster:
     def close(self) -> None:
         for proc in self.procs.values():
             proc.kill()
+        for mount in self.mounts.values():
+            mount.unmount()
         if self.partitions is not None:
             self.partitions.remove()
         if self.root is not None:
@@ -255,6 +288,14 @@ class ServerCluster:
     def restart(self, name: str) -> None:
         if not self.procs[name].alive:
             self._start(name)
+
+    def power_fail(self, name: str) -> tuple[int, int]:
+        """The member loses power: SIGKILL, then every write it did not fsync is dropped; (files,
+        bytes) dropped. It stays down until `restart`."""
+        if not self.power:
+            raise ServerError("this cluster was started without power failures (its data directories are not hwm's mounts)")
+        self.procs[name].kill()
+        return self.mounts[name].lose_power()
 
     def pause(self, name: str) -> None:
         self.procs[name].pause()
@@ -292,6 +333,12 @@ class ServerCluster:
         if name not in self.copies or self.procs[name].alive:
             return False
         data_dir = self.member(name).data_dir
+        if name in self.mounts:  # a mount point stays: its contents are replaced, and synced
+            for path in data_dir.iterdir():
+                shutil.rmtree(path) if path.is_dir() and not path.is_symlink() else path.unlink()
+            subprocess.run(["cp", "-a", f"{self.copies[name]}/.", str(data_dir)], check=True)
+            self.mounts[name].sync()
+            return True
         shutil.rmtree(data_dir)
         subprocess.run(["cp", "-a", str(self.copies[name]), str(data_dir)], check=True)
         return True

@@ -168,6 +168,13 @@ class ZooKeeper(Server):
     default_ports = {"client": 2181, "quorum": 2888, "election": 3888}
     start_seconds = 60.0
 
+    def __init__(self, settings: dict[str, str] | None = None):
+        # zoo.cfg lines beyond the stock ones: `forceSync=no` acknowledges a write before its
+        # transaction log is fsynced (a planted weakness, found by power failures).
+        self.settings = dict(settings or {})
+        if self.settings:
+            self.name = "zookeeper:" + ",".join(f"{k}={v}" for k, v in self.settings.items())
+
     def missing(self) -> str | None:
         if not os.path.exists(JAR):
             return f"{JAR} not found: install the Debian package zookeeper (apt-get install zookeeper)"
@@ -180,6 +187,7 @@ class ZooKeeper(Server):
         config = [f"dataDir={member.data_dir}", "tickTime=2000", "initLimit=10", "syncLimit=5",
                   f"clientPort={member.ports['client']}", f"clientPortAddress={member.address}",
                   "admin.enableServer=false", "4lw.commands.whitelist=srvr"]
+        config += [f"{k}={v}" for k, v in self.settings.items()]
         config += [f"server.{m.index}={m.address}:{m.ports['quorum']}:{m.ports['election']}" for m in members]
         (member.data_dir / "zoo.cfg").write_text("\n".join(config) + "\n")
         (member.data_dir / "myid").write_text(f"{member.index}\n")
