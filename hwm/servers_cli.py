@@ -47,7 +47,16 @@ def server_faults(value: str) -> tuple[str, ...]:
     if unknown:
         raise click.BadParameter(f"unknown fault {unknown[0]!r}; a server's faults are {', '.join(SERVER_FAULTS)}, "
                                  "or auto, or none", param_hint="--faults")
+    if "power_fail" in names:
+        from hwm.bridge.servers import powerfs
+        why = powerfs.unavailable()
+        if why is not None:
+            raise NotAvailable(why)
     return names
+
+
+class NotAvailable(Exception):
+    """A fault asked for that this machine cannot make: one line, exit 2, before anything starts."""
 
 
 def test_server(name: str, workload: str, nodes: int, schedules: int, steps: int, seed: int, faults: str,
@@ -71,7 +80,12 @@ def test_server(name: str, workload: str, nodes: int, schedules: int, steps: int
     if missing is not None:
         click.echo(f"error: {missing}", err=True)
         return EXIT_USAGE
-    chosen, k_of_m = server_faults(faults), recurrence(recur)
+    try:
+        chosen = server_faults(faults)
+    except NotAvailable as e:
+        click.echo(f"error: {e}", err=True)
+        return EXIT_USAGE
+    k_of_m = recurrence(recur)
     prefix = loopback_prefix(prefix)
     if save is None:
         from hwm.params import file_problem
@@ -122,6 +136,7 @@ def test_server(name: str, workload: str, nodes: int, schedules: int, steps: int
                                "operations": report.operations, "succeeded": report.answered_ok,
                                "indeterminate": report.unanswered, "crashes": report.crashes, "seconds": round(report.seconds, 1),
                                "faults": list(chosen), "first_failure_at": report.first_failure_at,
+                               "local_reads": {"answered": report.local_reads, "stale": report.stale_reads},
                                "first_failure_seconds": report.first_failure_seconds and round(report.first_failure_seconds, 1),
                                "found": {kind: {"findings": [str(f) for f in result.findings if f.name == kind],
                                                 "steps": len(result.schedule.steps), "saved": saved[kind],
@@ -146,6 +161,10 @@ def test_server(name: str, workload: str, nodes: int, schedules: int, steps: int
                 if finding.name == kind:
                     click.echo(f"  ✗ {finding}")
             click.echo(f"saved {saved[kind]}\nreplay it: hwm replay {saved[kind]}")
+        if report.local_reads:
+            click.echo(f"local reads: {report.stale_reads} of {report.local_reads} stale "
+                       f"({100 * report.stale_reads / report.local_reads:.0f}%: an offset acknowledged before the read "
+                       "was not there yet)")
         if report.crashes:
             click.echo(f"availability: a member exited on its own in {len(report.crashes)} case(s) "
                        f"(the run's events say why); the first: {report.crashes[0]}")

@@ -14,7 +14,9 @@ workload, Maelstrom's, with integer keys and values and a cas's optional `create
 n1, ...); the network's `deliver` / `drop` / `duplicate` (the oldest message from `from` to `to`, or
 the `nth`, which reorders), `deliver_all`, `partition` (`groups` of nodes), `heal`; faults `kill`
 (SIGKILL), `restart`, `pause` (SIGSTOP), `resume`, and for a real server `rollback` (its data directory
-replaced by the copy kept at start-up, bridge/servers/run.py); the clock's `tick` (one node, or all) and
+replaced by the copy kept at start-up, bridge/servers/run.py) and `power_fail` (SIGKILL, its writes
+not fsynced dropped, a restart: bridge/servers/powerfs.py), and `concurrent`: its `steps`, client
+requests of the workload, sent at once by clients of their own (a real server's run, bridge/servers/run.py); the clock's `tick` (one node, or all) and
 `wait` (`ms` of wall-clock time); `settle` is `rounds` rounds of a tick of every node and deliver_all. `findings`, `history` and `observations` record what the saved
 run saw; a replay runs `steps` and compares.
 """
@@ -53,6 +55,8 @@ STEP_FIELDS: dict[str, dict[str, type | tuple]] = {
     "pause": {"node": str},
     "resume": {"node": str},
     "rollback": {"node": str},
+    "power_fail": {"node": str},
+    "concurrent": {"steps": list},
     "tick": {},
     "wait": {"ms": int},
     "settle": {"rounds": int},
@@ -131,6 +135,14 @@ def check_step(step, nodes: list[str], workload: str, number: int | None = None,
             bad(f"no node {step[name]!r}; this run has {', '.join(nodes)}", name)
     if "nth" in step and (not isinstance(step["nth"], int) or step["nth"] < 0):
         bad("'nth' must be a non-negative integer", "nth")
+    if op == "concurrent":
+        if not step["steps"]:
+            bad("a concurrent step needs at least one request", "steps")
+        for inner in step["steps"]:
+            if not isinstance(inner, dict) or inner.get("op") not in CLIENT_OPS.get(workload, ()):
+                bad(f"a concurrent step's steps are requests of the {workload} workload "
+                    f"({', '.join(CLIENT_OPS.get(workload, ()))})", "steps")
+            check_step(inner, nodes, workload, number, file)
     if op == "partition":
         seen = [n for group in step["groups"] if isinstance(group, list) for n in group]
         if not all(isinstance(g, list) for g in step["groups"]) or any(n not in nodes for n in seen):
@@ -196,6 +208,8 @@ def describe(step: dict) -> str:
         return f"{op}({step['from']}→{step['to']}{nth})"
     if op == "partition":
         return "partition(" + " | ".join(" ".join(g) for g in step["groups"] if g) + ")"
+    if op == "concurrent":
+        return " ‖ ".join(describe(inner) for inner in step["steps"])
     args = [str(step[k]) for k in ("node", "key", "msg", "value", "index", "ms", "rounds") if k in step]
     if op == "cas":
         args.append(f"{step['from']}→{step['to']}" + (", create" if step.get("create_if_not_exists") else ""))

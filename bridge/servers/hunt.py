@@ -2,10 +2,13 @@
 recurs.
 
 The rules are the workload's requests (the log's: an append, a linearizable or serializable read
-near the newest offset, an append read back at once from another member; lin-kv's: read, write and
-cas of two keys) and the faults in force: kill and
-restart, pause and resume, partition and heal, and the planted `rollback` (kill a majority, put
-back the copies of their data directories kept at start-up, restart them). Requests aimed at "leader" go to
+near the newest offset, an append read back at once from another member, two or three of these at
+once; lin-kv's: read, write and cas of two keys, and two or three at once on one key) and the faults
+in force: kill and
+restart, pause and resume, partition and heal, `power_fail` (one member, a majority or every
+member loses power at once: all of them are killed before any drops what it did not fsync and
+restarts), and the planted `rollback` (kill a majority, put back the copies of their data
+directories kept at start-up, restart them). Requests aimed at "leader" go to
 the member that last said it leads.
 
 Real servers are not deterministic: the same schedule may fail once and pass the next time. A
@@ -26,9 +29,9 @@ from hwm.bridge.maelstrom.cluster import RunResult
 from hwm.bridge.maelstrom.hunt import HuntReport, counted, kinds, run_machine, shows, shrink_further
 from hwm.bridge.maelstrom.schedule import Schedule
 from hwm.bridge.servers.adapter import Server, ServerError
-from hwm.bridge.servers.run import ServerLimits, ServerRun, result_of, run_server_schedule
+from hwm.bridge.servers.run import ServerLimits, ServerRun, local_read_staleness, result_of, run_server_schedule
 
-SERVER_FAULTS = ("kill", "pause", "partition", "rollback")
+SERVER_FAULTS = ("kill", "pause", "partition", "power_fail", "rollback")
 STOCK_FAULTS = ("kill", "pause", "partition")  # rollback is an operator's mistake, planted on request
 
 
@@ -45,6 +48,8 @@ class ServerHuntReport(HuntReport):
     cleaned: list[str] = field(default_factory=list)  # what earlier runs killed with SIGKILL had left
     crashes: list[str] = field(default_factory=list)  # members that exited on their own, one line each
     start_error: ServerError | None = None
+    local_reads: int = 0  # serializable reads answered, over every schedule
+    stale_reads: int = 0  # of them, stale (run.py's local_read_staleness)
 
 
 def recurring(server: Server, kind: str, recurrence: Recurrence, limits: ServerLimits | None, prefix: str,
@@ -99,7 +104,7 @@ def hunt_server(server: Server, nodes: int = 3, schedules: int = 10, steps: int 
                 report.out_of_time = True
                 return
             self.run = ServerRun(server, self.schedule, limits, prefix, partitions="partition" in faults,
-                                 keep_copies="rollback" in faults)
+                                 keep_copies="rollback" in faults, power="power_fail" in faults)
             try:
                 self.run.start()
                 report.cleaned += self.run.cluster.notes
@@ -136,6 +141,19 @@ def hunt_server(server: Server, nodes: int = 3, schedules: int = 10, steps: int 
                 step = {"op": "log_read", "node": self.resolve(node), "index": max(1, self.newest() - back)}
                 self.apply(dict(step, serializable=True) if serializable else step)
 
+            @rule(requests=st.lists(st.tuples(target, st.sampled_from(["append", "read", "local read"])),
+                                    min_size=2, max_size=3))
+            def concurrent(self, requests):
+                steps = []
+                for chosen, kind in requests:
+                    if kind == "append":
+                        self.values += 1
+                        steps.append({"op": "log_append", "node": self.resolve(chosen), "value": self.values})
+                    else:
+                        step = {"op": "log_read", "node": self.resolve(chosen), "index": self.newest()}
+                        steps.append(dict(step, serializable=True) if kind == "local read" else step)
+                self.apply({"op": "concurrent", "steps": steps})
+
             @rule(reader=node)
             def append_then_read(self, reader):
                 self.values += 1
@@ -157,6 +175,19 @@ def hunt_server(server: Server, nodes: int = 3, schedules: int = 10, steps: int 
                 step = {"op": "cas", "node": self.resolve(node), "key": key, "from": max(1, self.values - 1 - back),
                         "to": self.values}
                 self.apply(dict(step, create_if_not_exists=True) if create else step)
+
+            @rule(requests=st.lists(st.tuples(target, st.sampled_from(["read", "write", "cas"])), min_size=2,
+                                    max_size=3), key=st.sampled_from([0, 1]))
+            def concurrent(self, requests, key):  # one key from several clients: more orders to refute
+                steps = []
+                for chosen, kind in requests:
+                    step = {"op": kind, "node": self.resolve(chosen), "key": key}
+                    if kind != "read":
+                        self.values += 1
+                        step.update({"value": self.values} if kind == "write" else
+                                    {"from": max(1, self.values - 1), "to": self.values})
+                    steps.append(step)
+                self.apply({"op": "concurrent", "steps": steps})
 
         @allowed("kill")
         @rule(node=target, restart=st.booleans())
@@ -194,6 +225,19 @@ def hunt_server(server: Server, nodes: int = 3, schedules: int = 10, steps: int 
         def wait(self, ms):  # long enough, at the top, for an election after a leader is lost
             self.apply({"op": "wait", "ms": ms})
 
+        @allowed("power_fail")
+        @rule(first=target, how_many=st.sampled_from(["one", "majority", "all"]))
+        def power_fail(self, first, how_many):
+            # Members that lose power together: all are down before any restarts, so what none of
+            # them fsynced survives only on the others, if any.
+            k = node_ids.index(self.resolve(first))
+            count = {"one": 1, "majority": nodes // 2 + 1, "all": nodes}[how_many]
+            lost = [node_ids[(k + j) % nodes] for j in range(count)]
+            for member in lost[1:]:
+                self.apply({"op": "kill", "node": member})
+            for member in lost:
+                self.apply({"op": "power_fail", "node": member})
+
         @allowed("rollback")
         @rule(first=node)
         def rollback(self, first):
@@ -214,6 +258,9 @@ def hunt_server(server: Server, nodes: int = 3, schedules: int = 10, steps: int 
             finally:
                 self.run.close()
             result_of(self.run, result, self.began)
+            reads, stale = local_read_staleness(self.run.ops)
+            report.local_reads += reads
+            report.stale_reads += stale
             report.crashes += [f"schedule {report.schedules + 1}: {line}" for line in self.run.crashed.values()]
             result.steps_run = len(self.schedule.steps)
             if counted(report, result, began, on_schedule):

@@ -2,10 +2,12 @@
 
 A schedule is an ordinary `hwm-schedule/1` (schedule.py) on the wall clock, of the log workload:
 `log_append` and `log_read` (with `"serializable": true`, a read the member may serve from its own
-copy), `kill`, `restart`, `pause`, `resume`, `partition`, `heal`, `wait`, and the planted
-`rollback`: the down member's data directory replaced by the copy kept once the cluster first
-served (lifecycle.py's `keep_copy`), as an operator restoring an old backup would. Requests go one at a time, each bounded by the client's timeout; the
-client of node n<i> is c<i>. The history is checked by the log workload's checks (history.py:
+copy), `concurrent` (its requests sent at once, each by a client of its own, c<i>.<k>), `kill`, `restart`, `pause`, `resume`, `partition`, `heal`, `wait`, `power_fail` (SIGKILL,
+every write the member did not fsync dropped, a restart: its data directory is a mount of
+powerfs.py's filesystem), and the planted `rollback`: the down member's data directory replaced by
+the copy kept once the cluster first served (lifecycle.py's `keep_copy`), as an operator restoring
+an old backup would. Requests go one at a time, each bounded by the client's timeout, unless
+a `concurrent` step sends several at once; the client of node n<i> is c<i>. The history is checked by the log workload's checks (history.py:
 ReadNeverTruncated, AckedNeverLost, OneValuePerOffset), online and after the final phase. The
 lin-kv workload (`read`, `write`, `cas` of integer keys) is judged at the end by lin_kv.py: each
 key's history must be a register's (Linearizable). A refusal carries Maelstrom's code (20, an
@@ -30,6 +32,7 @@ until each is served or `settle_seconds` is spent.
 
 from __future__ import annotations
 
+import threading
 import time
 from dataclasses import dataclass
 
@@ -88,13 +91,16 @@ class StatusChecks:
 
 class ServerRun:
     def __init__(self, server: Server, schedule: Schedule, limits: ServerLimits | None = None,
-                 prefix: str = "127.0.1", partitions: bool | None = None, keep_copies: bool = False):
+                 prefix: str = "127.0.1", partitions: bool | None = None, keep_copies: bool = False,
+                 power: bool | None = None):
         self.server, self.schedule = server, schedule
         self.limits = limits or ServerLimits()
         self.node_ids = schedule.node_ids()
         if partitions is None:  # a replay: the table only when the schedule partitions
             partitions = any(s["op"] == "partition" for s in schedule.steps)
-        self.cluster = ServerCluster(server, schedule.nodes, prefix=prefix, partitions=partitions)
+        if power is None:  # a replay: the mounts only when the schedule loses power
+            power = any(s["op"] == "power_fail" for s in schedule.steps)
+        self.cluster = ServerCluster(server, schedule.nodes, prefix=prefix, partitions=partitions, power=power)
         self.keep_copies = keep_copies or any(s["op"] == "rollback" for s in schedule.steps)
         if schedule.workload not in WORKLOADS:
             raise ServerError(f"a server runs the {' or '.join(WORKLOADS)} workload, not {schedule.workload}")
@@ -109,6 +115,7 @@ class ServerRun:
         self.samples: list[dict] = []  # every status sampled: {"step", "node", "term", "leader", "commit"}
         self.step_number: int | None = 0
         self.cause = "start-up"
+        self.lock = threading.Lock()  # concurrent requests: one op at a time into the history and its checks
 
     def start(self) -> None:
         self.cluster.start()
@@ -125,11 +132,13 @@ class ServerRun:
         self.events[-1].append(text)
 
     # ---- client operations ---------------------------------------------------------------------
-    def _operation(self, node: str, kind: str, request: dict, step) -> dict:
-        op = {"id": len(self.ops) + 1, "client": f"c{self.node_ids.index(node) + 1}", "node": node, "step": step,
-              "type": kind, "request": request, "status": "pending", "reply": None, "reply_step": None}
-        self.ops.append(op)
-        self.checker.on_request(op)
+    def _operation(self, node: str, kind: str, request: dict, step, client_name: str | None = None) -> dict:
+        with self.lock:  # the checker's clock: this request is sent after every answer it has seen
+            op = {"id": len(self.ops) + 1, "client": client_name or f"c{self.node_ids.index(node) + 1}", "node": node,
+                  "step": step, "type": kind, "request": request, "status": "pending", "reply": None,
+                  "reply_step": None}
+            self.ops.append(op)
+            self.checker.on_request(op)
         client = self.cluster.client(node, self.limits.request_seconds)
         try:
             if self.cluster.paused(node) or not self.cluster.alive(node):
@@ -144,15 +153,27 @@ class ServerRun:
             op["status"], op["reply"] = status, {"code": TEMPORARILY_UNAVAILABLE, "text": str(e)}
         except Indefinite as e:
             op["status"], op["reply"] = "info", {"code": TIMEOUT, "text": str(e)}
-        op["reply_step"] = step
-        before = len(self.checker.findings)
-        # lin-kv's check orders every answer, a refusal's too; the log's checks read successes.
-        if op["status"] == "ok" or (op["status"] == "fail" and self.schedule.workload == "lin-kv"):
-            self.checker.on_reply(op, step)
-        self._event(f"{op['client']}→{node} {describe_op(op).split(' ', 3)[-1]}: {op['status']} {op['reply']}")
-        for finding in self.checker.findings[before:]:
-            self._event(f"FINDING {finding}")
+        with self.lock:
+            op["reply_step"] = step
+            before = len(self.checker.findings)
+            # lin-kv's check orders every answer, a refusal's too; the log's checks read successes.
+            if op["status"] == "ok" or (op["status"] == "fail" and self.schedule.workload == "lin-kv"):
+                self.checker.on_reply(op, step)
+            self._event(f"{op['client']}→{node} {describe_op(op).split(' ', 3)[-1]}: {op['status']} {op['reply']}")
+            for finding in self.checker.findings[before:]:
+                self._event(f"FINDING {finding}")
         return op
+
+    def _concurrent(self, steps: list[dict], number: int) -> None:
+        """The requests at once, each from a client of its own (c<node>.<k>), each in its own thread."""
+        threads = [threading.Thread(target=self._operation, daemon=True,
+                                    args=(s["node"], s["op"], {k: v for k, v in s.items() if k not in ("op", "node")},
+                                          number, f"c{self.node_ids.index(s['node']) + 1}.{k + 1}"))
+                   for k, s in enumerate(steps)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
 
     @staticmethod
     def _request(client, kind: str, request: dict) -> dict:
@@ -183,6 +204,8 @@ class ServerRun:
         op, cluster = step["op"], self.cluster
         if op in CLIENT_OPS:
             self._operation(step["node"], op, {k: v for k, v in step.items() if k not in ("op", "node")}, number)
+        elif op == "concurrent":
+            self._concurrent(step["steps"], number)
         elif op == "kill":
             self.killed.add(step["node"])
             if cluster.alive(step["node"]):
@@ -193,6 +216,13 @@ class ServerRun:
             if not cluster.alive(step["node"]):
                 cluster.restart(step["node"])
                 self._event(f"{step['node']} restarted on its data directory")
+        elif op == "power_fail":
+            node = step["node"]
+            files, dropped = cluster.power_fail(node)
+            self._event(f"{node} lost power (SIGKILL; {dropped} bytes of {files} files not fsynced dropped)")
+            self.killed.discard(node)
+            cluster.restart(node)
+            self._event(f"{node} restarted on what its disk kept")
         elif op == "rollback":
             if cluster.rollback(step["node"]):
                 self._event(f"{step['node']}'s data directory replaced by the copy kept at start-up")
@@ -284,6 +314,27 @@ def run_server_schedule(server: Server, schedule: Schedule, limits: ServerLimits
     finally:
         run.close()
     return result_of(run, result, began)
+
+
+def local_read_staleness(ops: list[dict]) -> tuple[int, int]:
+    """(local reads answered, how many were stale) of a log history. A local (serializable) read may
+    be stale: it answers that an offset holds nothing when an append acknowledged at that offset in an
+    earlier step (so before the read was sent) put something there. That it never shows a value later
+    truncated is ReadNeverTruncated's, as for any read."""
+    acknowledged: dict[int, int] = {}  # offset -> the first step an append there was acknowledged
+    for op in ops:
+        if op["type"] == "log_append" and op["status"] == "ok" and op["step"] is not None:
+            index = op["reply"]["index"]
+            acknowledged[index] = min(acknowledged.get(index, op["step"]), op["step"])
+    answered = stale = 0
+    for op in ops:
+        if op["type"] != "log_read" or not op["request"].get("serializable") or op["step"] is None:
+            continue
+        refused = op["status"] == "fail" and op["reply"].get("code") == KEY_DOES_NOT_EXIST
+        if op["status"] == "ok" or refused:
+            answered += 1
+            stale += refused and acknowledged.get(op["request"]["index"], op["step"]) < op["step"]
+    return answered, stale
 
 
 def result_of(run: ServerRun, result: RunResult, began: float) -> RunResult:

@@ -1,0 +1,49 @@
+"""Power failures of real servers (each data directory on bridge/servers/powerfs.py's filesystem):
+ZooKeeper with forceSync=no acknowledges appends it has not fsynced, and loses them when every
+member loses power at once; the stock configuration keeps them. Skipped where ZooKeeper, kazoo or
+FUSE is missing."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from hwm.bridge.maelstrom.schedule import load
+from hwm.bridge.servers import powerfs, server_named
+from hwm.bridge.servers.run import ServerLimits, run_server_schedule
+
+pytestmark = pytest.mark.network
+FORCESYNC_NO = Path(__file__).resolve().parents[2] / "examples" / "servers" / "zookeeper-forcesync-power.json"
+
+
+def needs_zookeeper_and_fuse():
+    from hwm.bridge.servers.zookeeper import JAR
+    if not os.path.exists(JAR):
+        pytest.skip("zookeeper is not installed (apt-get install zookeeper; .ci/run does)")
+    pytest.importorskip("kazoo", reason="the zookeeper adapter needs kazoo (pip install 'hwm[servers]')")
+    why = powerfs.unavailable()
+    if why is not None:
+        pytest.skip(why)
+
+
+def test_zookeeper_with_forcesync_no_loses_acknowledged_appends_when_power_fails():
+    needs_zookeeper_and_fuse()
+    schedule = load(FORCESYNC_NO)
+    result = run_server_schedule(server_named(schedule.server), schedule, ServerLimits(settle_seconds=8),
+                                 prefix="127.0.36")
+    lost = [f for f in result.findings if f.name == "AckedNeverLost"]
+    assert {f.name for f in result.findings} == {"AckedNeverLost"}, [str(f) for f in result.findings]
+    assert len(lost) == 3 and all("no node serves it any more" in str(f) for f in lost)
+    dropped = [e for events in result.events for e in events if "lost power" in e]
+    assert len(dropped) == 3 and all("(SIGKILL; 0 bytes" not in e for e in dropped)
+
+
+@pytest.mark.deep
+def test_stock_zookeeper_keeps_them():
+    needs_zookeeper_and_fuse()
+    schedule = load(FORCESYNC_NO)
+    result = run_server_schedule(server_named("zookeeper"), schedule, prefix="127.0.37")
+    assert result.findings == [], [str(f) for f in result.findings]
+    assert all("(SIGKILL; 0 bytes" in e for events in result.events for e in events if "lost power" in e)
