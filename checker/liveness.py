@@ -19,11 +19,17 @@ inside it (a cycle through every edge of the component is then fair). The shorte
 lasso: breadth-first stem to a component state, then the shortest cycle back to that
 state inside the component that meets every fairness requirement (a breadth-first
 search over (state, requirements met)); the pair with the fewest steps in total wins,
-ties going to the shorter stem.
+ties going to the shorter stem, then the first obligation key, then the first state.
 
 Terminal states (no action enabled: a bound stopped everything) are not deadlocks:
 a bounded model ends there, and nothing is claimed about what would follow. They are
 counted per property (`cut`) when an obligation is open in them.
+
+Two graphs, one answer: where the compiled backend runs the model, the check runs on the
+graph its search explores (`checker.liveness_fast`: packed rows, arrays and compiled loops, for
+millions of states); elsewhere on `StateGraph`, the model's own objects. Both number states in
+breadth-first order with the model's action order on every state's edges, and break ties between
+lassos the same way, so their reports are equal (tests/checker/test_liveness_compiled.py).
 
 The check runs without symmetry reduction, and refuses the async network:
 - symmetry: fairness names action instances (`replicate(S1, S2)`), but an edge of the
@@ -49,7 +55,15 @@ from hwm.properties.liveness import LIVENESS, LivenessProperty
 from hwm.properties.trace import Step
 
 FAIR_ACTIONS = ("replicate", "restart")
+# The state limits of the graphs: Python objects cost about 5 kB a state, packed rows and arrays about
+# 150 bytes (checker/liveness_fast.py), so a million states fit in a few hundred MB.
 DEFAULT_MAX_STATES = 50_000
+COMPILED_MAX_STATES = 3_000_000
+
+
+def max_states_of(backend: str) -> int:
+    """The default state limit of the graph `backend` builds."""
+    return COMPILED_MAX_STATES if backend == "fast" else DEFAULT_MAX_STATES
 
 
 class LivenessRefused(ValueError):
@@ -95,9 +109,11 @@ class LivenessReport(Verdicts):
     fairness: tuple[str, ...] = FAIR_ACTIONS
     results: dict[str, LivenessResult] = field(default_factory=dict)
     properties: tuple[LivenessProperty, ...] = LIVENESS  # what was checked, in order
+    successors: str = "reference"  # whose graph: the reference backend's or the compiled one's
 
     def to_json(self) -> dict:
         return {"protocol": self.protocol_name, "config": self.config, "symmetry": False,
+                "successors": self.successors,
                 "fairness": {"weak": list(self.fairness)}, "distinct_states": self.states,
                 "transitions": self.transitions,
                 "properties": {r.name: r.to_json() for r in self.results.values()}}
@@ -223,8 +239,8 @@ def check_property(graph: StateGraph, prop: LivenessProperty, distance: list[int
             cut += 1
         for key in obligations:
             open_at.setdefault(key, set()).add(k)
-    best = None  # (length, stem, key order, stem actions, cycle actions, key)
-    for key in sorted(open_at):
+    best = None  # (length, stem, key rank, start, cycle actions, key)
+    for rank, key in enumerate(sorted(open_at)):
         for component in _components(graph, open_at[key]):
             if not _fair_component(graph, component, fair):
                 continue
@@ -234,12 +250,15 @@ def check_property(graph: StateGraph, prop: LivenessProperty, distance: list[int
                 cycle = _shortest_fair_cycle(graph, component, start, fair)
                 if cycle is None:  # cannot happen in a fair component; be loud if it does
                     raise RuntimeError(f"{prop.name}: no fair cycle through a fair component")
-                candidate = (distance[start] + len(cycle), distance[start])
-                if best is None or candidate < best[:2]:
-                    best = (*candidate, graph.path_to(start), cycle, key, start)
+                # Ties go to the first key, then the first state: an order of the lassos alone, not
+                # of the components' discovery (the compiled graph's agrees, checker/liveness_fast.py).
+                candidate = (distance[start] + len(cycle), distance[start], rank, start)
+                if best is None or candidate < best[:4]:
+                    best = (*candidate, cycle, key)
     if best is None:
         return LivenessResult(prop.name, "eventually", False, cut=cut)
-    _, stem_length, stem, cycle, key, start = best
+    _, stem_length, _, start, cycle, key = best
+    stem = graph.path_to(start)
     actions = stem + cycle
     # The sentence of the cycle's own states (the obligation's key is constant along it).
     finding = prop.obligations(graph.states[start])[key] + ", and stays so forever along a fair cycle"
@@ -279,18 +298,41 @@ def liveness_of(model: Model) -> tuple[tuple[LivenessProperty, ...], tuple[str, 
     return LIVENESS + liveness_properties(variant), FAIR_ACTIONS + tuple(variant.fair)
 
 
-def check_liveness(model: Model, protocol_name: str, *, max_states: int = DEFAULT_MAX_STATES,
-                   properties=None, fair: tuple[str, ...] | None = None) -> LivenessReport:
+def liveness_backend(model: Model, successors: str = "auto") -> str:
+    """The graph the check runs on: "fast" (the compiled engine's, `checker.liveness_fast`) wherever the
+    compiled backend runs the model (`--successors auto`'s choice), else "reference" (`StateGraph`)."""
+    if successors == "auto":
+        from hwm.checker.auto_backend import auto_backend
+        return auto_backend(model)[0]
+    if successors not in ("fast", "reference"):
+        raise ValueError(f"unknown successor backend {successors!r}: choose auto, fast or reference")
+    return successors
+
+
+def check_liveness(model: Model, protocol_name: str, *, max_states: int | None = None,
+                   properties=None, fair: tuple[str, ...] | None = None,
+                   successors: str = "auto") -> LivenessReport:
     """Every `eventually` property and its witness, on the concrete state graph (no symmetry).
 
     `properties` and `fair` (the weakly fair actions) default to the model's (`liveness_of`: the
-    documented fairness; tests weaken it to show that the verdicts depend on it)."""
+    documented fairness; tests weaken it to show that the verdicts depend on it). `successors` picks
+    the graph (`liveness_backend`); both give the same report. `max_states` defaults to the graph's
+    limit (`max_states_of`)."""
     own_properties, own_fair = liveness_of(model)
     properties = own_properties if properties is None else tuple(properties)
     fair = own_fair if fair is None else fair
     reason = refusal(model)
     if reason:
         raise LivenessRefused(reason)
+    backend = liveness_backend(model, successors)
+    if max_states is None:
+        max_states = max_states_of(backend)
+    if backend == "fast":
+        from hwm.checker.liveness_fast import check_on_compiled_graph
+        report = check_on_compiled_graph(model, protocol_name, properties, tuple(fair), max_states, LivenessReport,
+                                         LivenessResult, LivenessRefused)
+        report.successors = "fast"
+        return report
     graph = StateGraph(model, max_states)
     distance = [0] * len(graph.states)
     for k in range(1, len(graph.states)):
