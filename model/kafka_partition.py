@@ -8,7 +8,7 @@ election (a LeaderAndIsr request, or a late one). Producers and consumers still 
 learns the current epoch and leader from the controller (KafkaModel.effect_restart), which it cannot
 reach.
 
-`controller_fencing` (properties/protocol.py) is what the real system does about a cut-off broker:
+`controller_fencing` (properties/flags.py) is what the real system does about a cut-off broker:
 
 - its session expires (ZooKeeper's session timeout; KRaft's broker heartbeat) and the controller
   fences it: it leaves the ISR, unless it is the last member (the rule a power failure follows in

@@ -6,7 +6,7 @@ happen in a run, as `max_crashes` bounds crashes. Isolating one server is the sm
 separates a leader from its quorum, and a per-server bit (`cut[k]`: k is the isolated one) names
 no other server, so symmetry reduction stays sound: the bit is part of each server's sort key.
 
-Two flags (properties/protocol.py) give the partition its consequences:
+Two flags (properties/flags.py) give the partition its consequences:
 
 - `check_quorum` (Raft thesis section 6.2, etcd's CheckQuorum): a leader that cannot reach a
   majority of servers steps down. In etcd it fires when an election timeout passes without a
