@@ -132,7 +132,8 @@ def tree_cpu(pid: int) -> float:
 def run_spark(master: str, args, exchange: str) -> list[tuple[int, float, dict]]:
     """(states, search seconds, `spark_figures`) per run; the figures' "cpu" is (driver, JVM tree) CPU seconds
     (the JVM tree: the JVM, its Python daemon and workers; NaN for a cluster's executors elsewhere)."""
-    from hwm.checker.spark_engine import get_spark, spark_bfs
+    from hwm.checker.spark_engine import spark_bfs
+    from hwm.checker.spark_session import get_spark
 
     spark = get_spark(master)
     warm = dict(WARM_UP)
@@ -205,7 +206,7 @@ def spark_figures(report, stats: dict) -> dict:
 
 
 def run_standalone(args, workers: int) -> list[tuple[int, float, dict]]:
-    from hwm.checker.spark_engine import standalone_cluster
+    from hwm.checker.spark_session import standalone_cluster
 
     child = [sys.executable, os.path.abspath(__file__), "--driver-for", "MASTER", "--runs", str(args.runs),
              "--preset", args.preset, "--servers", str(args.servers), "--max-generation", str(args.max_generation),

@@ -146,7 +146,7 @@ def main() -> None:
     parser.add_argument("--partitions", type=int, default=2)
     parser.add_argument("--runs", type=int, default=3)
     args = parser.parse_args()
-    from hwm.checker.spark_engine import get_spark
+    from hwm.checker.spark_session import get_spark
 
     spark = get_spark("local[2]", conf={"spark.sql.shuffle.partitions": str(args.partitions)})
     sc = spark.sparkContext

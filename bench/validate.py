@@ -129,7 +129,7 @@ def simulated_runs(protocol_name: str, bounds: dict, count: int, length: int, di
 
 
 def bench_spark(directory: str, count: int, master: str) -> None:
-    from hwm.checker.spark_engine import get_spark
+    from hwm.checker.spark_session import get_spark
 
     runs = simulated_runs("raft", TOUR["raft"], count, 25, directory)
     space = reachable(resolve("raft")[1], Config(**TOUR["raft"]))

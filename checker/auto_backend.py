@@ -37,7 +37,7 @@ def auto_backend(model: Model, engine: str = "local", spark_master: str | None =
     if engine == "simulation":
         return "reference", None  # random walks call the model itself: no successor backend
     if engine == "spark":
-        from hwm.checker.spark_engine import on_this_machine  # imported when Spark is asked for
+        from hwm.checker.spark_session import on_this_machine  # imported when Spark is asked for
         if not on_this_machine(spark_master or "local[*]"):
             return "reference", ("the Spark cluster's executors would each build the compiled kernels "
                                  "(--successors fast asks for it)")

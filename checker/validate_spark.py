@@ -51,7 +51,7 @@ def coverage_table(runs: list[tuple[str, str]], protocol_spec, bounds: dict, *, 
 
 
 def _on_spark(spark, runs, protocol_spec, bounds, depth):
-    from hwm.checker.spark_engine import ship_packages, ship_variant, variant_failure  # PySpark: only when asked for
+    from hwm.checker.spark_session import ship_packages, ship_variant, variant_failure  # PySpark: only when asked for
 
     ship_packages(spark)
     protocol = resolve(protocol_spec)[1]  # resolved here: an executor may not see a variant's file

@@ -192,7 +192,7 @@ def _check(protocol, servers, max_generation, max_log, max_crashes, network, cha
         if reason:
             raise click.UsageError(f"--liveness: {reason}")
     if engine == "spark":  # before the kernels' build or the search: what to install or start, exit 2
-        from hwm.checker.spark_engine import SparkUnavailable, preflight
+        from hwm.checker.spark_session import SparkUnavailable, preflight
         try:
             preflight(spark_master)
         except SparkUnavailable as e:
@@ -223,7 +223,7 @@ def _check(protocol, servers, max_generation, max_log, max_crashes, network, cha
             sys.exit(EXIT_USAGE)
         error = click.ClickException(str(e))
         if engine == "spark":
-            from hwm.checker.spark_engine import SparkUnavailable
+            from hwm.checker.spark_session import SparkUnavailable
             if isinstance(e, SparkUnavailable):
                 error.exit_code = EXIT_USAGE  # what to install or start, before any search
         raise error

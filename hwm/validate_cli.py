@@ -130,7 +130,7 @@ def _coverage(files, protocol_spec, depth, engine, spark_master, bounds, table_o
     bounds = dict(bounds, servers=servers.pop())
     spark = None
     if engine == "spark":
-        from hwm.checker.spark_engine import SparkUnavailable, get_spark
+        from hwm.checker.spark_session import SparkUnavailable, get_spark
         try:
             spark = get_spark(spark_master)
         except SparkUnavailable as e:

@@ -1,5 +1,7 @@
 """The fast successor backend: the models of every system (`RaftModel`, `ZabModel`, `BookKeeperModel`,
-`KafkaModel`) compiled with Numba over packed rows.
+`KafkaModel`, and the raft and ZAB models on a network that partitions, with `check_quorum` and
+`lease_reads`) compiled with Numba over packed rows. Kafka's partitioned model is not compiled yet
+(NOT_COMPILED_PARTITIONS): the reference backend checks it.
 
 `FastBackend` implements `checker.backend`'s interface for the breadth-first
 engine (`CheckOptions(successors="fast")`): batches are 2-D uint8 arrays, one row per
@@ -36,9 +38,10 @@ from hwm.model.rules import PER_STATE_HOOKS, overridden
 from hwm.checker.backend import Backend, BackendUnavailable, Expansion
 from hwm.properties.protocol import Protocol
 
-__all__ = ["FastBackend", "unsupported", "compile_seconds", "NOT_COMPILED", "NOT_COMPILED_FLAGS"]
+__all__ = ["FastBackend", "unsupported", "compile_seconds", "NOT_COMPILED", "NOT_COMPILED_FLAGS",
+           "NOT_COMPILED_PARTITIONS"]
 
-_BOUNDS = ("max_generation", "max_log", "max_crashes", "channel_capacity")
+_BOUNDS = ("max_generation", "max_log", "max_crashes", "channel_capacity", "max_partitions")  # kernels' HIT_*
 _COMPILE: dict[str, float] = {}
 
 
@@ -59,10 +62,9 @@ def unsupported(model) -> str | None:
                     f"state in Python, which the compiled kernels cannot run")
     system = getattr(getattr(model, "protocol", None), "system", "raft")
     partitions = getattr(getattr(model, "config", None), "max_partitions", 0)
-    if partitions:
-        return (f"the fast backend has no compiled partitions (max_partitions={partitions}): the kernels' "
-                f"state layout has no cut; model/partition.py, zab_partition.py and kafka_partition.py are checked by the "
-                f"reference backend")
+    if partitions and system in NOT_COMPILED_PARTITIONS:
+        return (f"the fast backend has no compiled {system} partitions (max_partitions={partitions}): "
+                f"{NOT_COMPILED_PARTITIONS[system]}")
     for flag, why in NOT_COMPILED_FLAGS.items():
         value = getattr(model.protocol, flag, None)
         if value is not None and value != getattr(Protocol(), flag):
@@ -97,22 +99,29 @@ def _compiled_models() -> tuple[type, ...]:
     """The model classes the kernels transcribe (checker.fast.layout.Layout packs their states)."""
     from hwm.model.bookkeeper import BookKeeperModel
     from hwm.model.kafka import KafkaModel
+    from hwm.model.partition import PartitionedRaftModel
     from hwm.model.raft import RaftModel
     from hwm.model.zab import ZabModel
+    from hwm.model.zab_partition import PartitionedZabModel
 
-    return (RaftModel, ZabModel, BookKeeperModel, KafkaModel)
+    return (RaftModel, ZabModel, BookKeeperModel, KafkaModel, PartitionedRaftModel, PartitionedZabModel)
 
 
 # Systems whose models have no compiled form yet: the reference backend checks them. Listed, so a
 # user hears why, and so tests/checker/test_fast.py fails for any other preset without a fast path.
 NOT_COMPILED: dict[str, str] = {}
 
+# Systems whose partitioned model has no kernels yet (max_partitions > 0 on them is refused), with the
+# reason: the reference backend checks them.
+NOT_COMPILED_PARTITIONS: dict[str, str] = {
+    "kafka": "model/kafka_partition.py's controller sessions and fencing have no kernels; the reference backend "
+             "checks it",
+}
+
 # Flags whose non-default values have no kernels yet, with the reason: the reference backend checks
 # them. Listed, as NOT_COMPILED is, so tests/checker/test_fast.py fails for any other flag without a
 # fast path.
 NOT_COMPILED_FLAGS: dict[str, str] = {
-    **{flag: "model/partition.py, model/zab_partition.py: the kernels' state layout has no cut and no lease rules"
-       for flag in ("check_quorum", "lease_reads")},
     # BookKeeper's ledger parameters: kernels.py's BookKeeper sends every entry to every bookie,
     # counts a majority and has no ledger metadata; properties/ledger.py's checks are not compiled.
     **{flag: "model/bookkeeper.py: the kernels stripe no entries, keep no ensembles and count a majority "
@@ -137,13 +146,13 @@ KNOWN_FLAGS = {
     "late_leader_and_isr": (False, True),
     "min_insync_replicas": ("majority", 1, 2, 3, 4, 5, 6, 7),  # P[MIN_ISR], the model's min_isr
     "log_flush": ("always", "never"),  # P[UNFLUSHED]; the flushed length shares the truncating byte
-    # Without partitions, which the kernels refuse (unsupported), both values are the Kafka model the
-    # kernels transcribe: the flag acts only on a cut (model/kafka_partition.py).
+    # Without partitions, which the kernels refuse for Kafka (NOT_COMPILED_PARTITIONS), both values are the
+    # Kafka model the kernels transcribe: the flag acts only on a cut (model/kafka_partition.py).
     "controller_fencing": (False, True),
+    "check_quorum": (False, True),  # kernels._step_down, _election_refused (raft and ZAB)
+    "lease_reads": (False, True),  # kernels._election_refused (raft)
     "system": ("raft", "zab", "bookkeeper", "kafka"),  # each system's model is transcribed in kernels.py
     # NOT_COMPILED_FLAGS: their default only (without them the model is the one the kernels know).
-    "check_quorum": (False,),
-    "lease_reads": (False,),
     "ensemble_size": ("all",),
     "write_quorum": ("ensemble",),
     "ack_quorum": ("majority",),
@@ -229,10 +238,11 @@ class FastBackend(Backend):
         self._elect_voters = np.array([voters for _, voters, _ in elections], dtype=np.int64)
         self._elect_ids = np.array([i for _, _, i in elections], dtype=np.int32)
         # Ids of actions a model does not have (ZAB's sync and persist in the raft model) are -1;
-        # rows in the order of kernels.WRITE_ID..ADD_ID.
+        # rows in the order of kernels.WRITE_ID..HEAL_ID.
         server_ids = np.array([[ids.get((kind, k), -1) for k in range(n)] for kind in
                                ("write", "read", "crash", "restart", "persist", "send_add", "fence", "recovery_read")]
-                              + [[ids.get(("add",), -1)] * n] + [[ids.get(("flush", k), -1) for k in range(n)]],
+                              + [[ids.get(("add",), -1)] * n] + [[ids.get(("flush", k), -1) for k in range(n)]]
+                              + [[ids.get(("partition", k), -1) for k in range(n)]] + [[ids.get(("heal",), -1)] * n],
                               dtype=np.int32)
         self._server_ids = server_ids
         pair_ids = np.full((len(PAIR_KINDS), n, n), -1, dtype=np.int32)
@@ -241,13 +251,14 @@ class FastBackend(Backend):
                 pair_ids[j, a, b] = ids.get((kind, a, b), -1)
         self._pair_ids = pair_ids
         # The most transitions one state can have (restart excludes write, read and crash; send and
-        # replicate belong to different networks).
+        # replicate belong to different networks; a partitioned model adds a partition per server, or a heal).
         pairs = n * (n - 1)
         self._most = (len(self.actions_by_id) if layout.bookkeeper else
                       len(self._elect_ids) + 3 * n + (3 * pairs if layout.async_network else pairs)
                       + (pairs + n if layout.zab else pairs if layout.kafka else 0)
                       + (pairs if layout.kafka and model.protocol.late_leader_and_isr else 0)
-                      + (n if layout.kafka and model.unflushed else 0))
+                      + (n if layout.kafka and model.unflushed else 0)
+                      + (n if layout.partitioned else 0))
         self.properties = CompiledProperties(layout, self._kernels)
         initial = self.initial()
         with _one_compiler(self._kernels):
@@ -300,7 +311,7 @@ class FastBackend(Backend):
         parents = np.empty(size, dtype=np.int64)
         actions = np.empty(size, dtype=np.int32)
         fps = np.empty(size, dtype=np.uint64)
-        hits = np.zeros(4, dtype=np.int64)
+        hits = np.zeros(len(_BOUNDS), dtype=np.int64)
         t = self._kernels.expand(layout.params, np.ascontiguousarray(batch), self._elect_candidates,
                                  self._elect_voters, self._elect_ids, self._server_ids, self._pair_ids, layout.perms,
                                  layout.encoding_size, out, parents, actions, fps, hits)

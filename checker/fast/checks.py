@@ -30,6 +30,7 @@ STATE_CODES = {
     # properties.acked, on the rows of a model with the `acked` ghost (none in the raft model's)
     "AckedWriteNeverLost": {"beba27ce82b65b2f": 6, "d6770d77147595c2": 6},
     "WriteAcknowledged": {"1a07dbc30384d119": 7},
+    "LeaseReadNeverStale": {"a852e6da9ee859bb": 8},  # properties.leases, under lease_reads
 }
 STEP_CODES = {
     "ReadNeverTruncated": {"c473d70605200f94": 0, "e9411c0e08fbc852": 5, "fed81e85dc919462": 5,
@@ -40,8 +41,10 @@ STEP_CODES = {
     "CrashAndRejoin": {"a40a1153af6c6a3c": 4},
     "HwmNeverTruncated": {"50b1433a6e12557a": 6},
     "AcknowledgedWriteKept": {"fb87a2b08fb44ed5": 7},  # properties.acked, Kafka's catalogue
+    "LeaseHolderPartitioned": {"294126592c6b8856": 8},  # properties.leases, under lease_reads
+    "LeaderStepsDown": {"11912471a2c3b5a1": 9},  # properties.step_down, ZAB under check_quorum
 }
-STEP_CODE_COUNT = 8
+STEP_CODE_COUNT = 10
 
 
 def compiled_code(prop) -> int | None:

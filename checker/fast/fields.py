@@ -9,11 +9,16 @@ rows), without importing Numba: a process that runs the kernels compiled ahead o
 N, L, G, SW, RB, CB, CAP, MW, CW, W, MAX_CRASHES, QUORUM_K, MAJORITY, COMMIT_CURRENT, LONGEST_LOG, \
     APPEND_PREVIOUS, RESTART, HWM_DURABLE, NOOP, ASYNC, SYMMETRY, NPERM, SYSTEM, AB, ZAB_ELECTION, \
     ACK_BEFORE_PERSIST, BOOKIES, ACK_QUORUM, READS_FENCE, TRUNCATION, UNCLEAN, LATE_LEADER_AND_ISR, MIN_ISR, WRITE_MIN_ISR, \
-    UNFLUSHED, COUNTING, NEEDED = range(37)
-PARAMS = 37
+    UNFLUSHED, COUNTING, NEEDED, PARTITIONED, CUT, PB, MAX_PARTITIONS, CHECK_QUORUM, LEASE_READS, \
+    ELECTION_QUORUM = range(44)
+PARAMS = 44
 # COUNTING: bit k set when server k's match index counts toward QUORUM_K (model.rules.Rules.counts: all
 # servers, but a variant's learners). NEEDED: how many servers ReadNeverTruncated and CommittedOnQuorum
 # require to hold an entry (the catalogue's `needed`: a majority, or a variant's Q2).
+# A partitioned model's (model/partition.py, zab_partition.py): PARTITIONED is 1 when its rows carry the
+# cut, CUT where a server's cut byte lies in its slot (after the system's extras), PB the row's byte of
+# partitions made; MAX_PARTITIONS, CHECK_QUORUM and LEASE_READS its bound and flags, ELECTION_QUORUM the
+# model's `quorum` (how many servers a leader must reach under check_quorum).
 # Systems (P[SYSTEM]). A BookKeeper row's servers are the bookies 0..BOOKIES-1, the writer
 # (BOOKIES) and the recovery client (BOOKIES + 1); N counts all of them, as the state does.
 RAFT, ZAB, BOOKKEEPER, KAFKA = range(4)
@@ -38,9 +43,11 @@ KEEP, TRUNCATE_TO_LEADER_HWM, TRUNCATE_TO_OWN_HWM = range(3)
 # a reply [1, generation, success, index].
 APPEND, REPLY = 0, 1
 # Rows of server_ids (FastBackend): the actions of one server, per kind; ADD_ID's row holds ("add",).
-WRITE_ID, READ_ID, CRASH_ID, RESTART_ID, PERSIST_ID, SEND_ADD_ID, FENCE_ID, RECOVERY_READ_ID, ADD_ID, FLUSH_ID = range(10)
+# PARTITION_ID's row holds ("partition", k), HEAL_ID's ("heal",).
+WRITE_ID, READ_ID, CRASH_ID, RESTART_ID, PERSIST_ID, SEND_ADD_ID, FENCE_ID, RECOVERY_READ_ID, ADD_ID, FLUSH_ID, \
+    PARTITION_ID, HEAL_ID = range(12)
 # Rows of pair_ids (FastBackend): the actions between two servers, per kind.
 REPLICATE_KIND, SEND_KIND, DELIVER_KIND, DROP_KIND, SYNC_KIND, SHRINK_ISR_KIND, LEADER_AND_ISR_KIND = range(7)
 PAIR_KINDS = ("replicate", "send", "deliver", "drop", "sync", "shrink_isr", "leader_and_isr")
 # Bounds (Expansion.bounds_hit), as flags in `hits`.
-HIT_GENERATION, HIT_LOG, HIT_CRASHES, HIT_CAPACITY = range(4)
+HIT_GENERATION, HIT_LOG, HIT_CRASHES, HIT_CAPACITY, HIT_PARTITIONS = range(5)

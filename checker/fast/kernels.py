@@ -999,6 +999,9 @@ def _encode(P, row, order, buf):
             buf[p + 1] = row[_extra(P, base, SYNCED)] >> 7
             buf[p + 2] = row[_extra(P, base, EPOCH)]
             p += 3
+        if P[PARTITIONED]:  # PartitionedRaftModel._keys, PartitionedZabModel._keys: the cut bit closes the key
+            buf[p] = row[base + P[CUT]]
+            p += 1
         if row[base + ROLE] == 1 and (not bookkeeper or order[j] == P[BOOKIES]):  # the recovery has no match
             for j2 in range(n):
                 buf[p] = row[_match(P, base, order[j2])]
@@ -1031,6 +1034,9 @@ def _encode(P, row, order, buf):
             p += 1
     if P[SYSTEM] != RAFT:
         p = _encode_entries(P, row, P[AB], buf, p)
+    if P[PARTITIONED]:  # the partitions made close the encoding
+        buf[p] = row[P[PB]]
+        p += 1
     return p
 
 
@@ -1064,6 +1070,10 @@ def _key_compare(P, row, a, b):
             x, y = row[_extra(P, ab, field)] >> shift, row[_extra(P, bb, field)] >> shift
             if x != y:
                 return -1 if x < y else 1
+    if P[PARTITIONED]:  # the cut bit, last of the key
+        x, y = row[ab + P[CUT]], row[bb + P[CUT]]
+        if x != y:
+            return -1 if x < y else 1
     return 0
 
 
@@ -1112,6 +1122,103 @@ def fingerprint_row(P, row, perms, scratch, order, buf, best, h, v, m):
             for i in range(size):
                 best[i] = scratch[i]
     return blake2b64(best, length, h, v, m)
+
+
+# ------------------------------------- partitions (model/partition.py, model/zab_partition.py)
+@njit(cache=True, inline="always")
+def _cut(P, row, k):
+    """Server k's cut bit (1: the partition isolates it)."""
+    return row[_server(P, k) + P[CUT]]
+
+
+@njit(cache=True)
+def _step_down(P, row):
+    """check_quorum (PartitionedRaftModel._step_down, PartitionedZabModel._lose_quorum): every live
+    leader that reaches fewer than the model's quorum of live servers (itself included) on its side of
+    the cut becomes a follower of its generation; a ZAB leader forgets whom it synchronised."""
+    n = P[N]
+    for k in range(n):
+        base = _server(P, k)
+        if row[base + ALIVE] and row[base + ROLE] == 1:
+            reached = 0
+            for j in range(n):
+                if row[_server(P, j) + ALIVE] and _cut(P, row, j) == _cut(P, row, k):
+                    reached += 1
+            if reached < P[ELECTION_QUORUM]:
+                _become_follower(P, row, base, row[base + GEN])
+                if P[SYSTEM] == ZAB:
+                    row[_extra(P, base, SYNCED)] = 0
+
+
+@njit(cache=True)
+def _hears_leader(P, row, k):
+    """PartitionedRaftModel.hears_leader: a live leader other than k on k's side of the cut, of a
+    generation k accepts."""
+    kb = _server(P, k)
+    for j in range(P[N]):
+        jb = _server(P, j)
+        if j != k and row[jb + ALIVE] and row[jb + ROLE] == 1 and _cut(P, row, j) == _cut(P, row, k) \
+                and row[jb + GEN] >= row[kb + GEN]:
+            return True
+    return False
+
+
+@njit(cache=True)
+def _election_refused(P, row, c, voters):
+    """What the cut and the timing rules add to an election's guard (PartitionedRaftModel.
+    _election_refusal; PartitionedZabModel.guard_elect has the cut only)."""
+    for v in range(P[N]):
+        if voters >> v & 1 and _cut(P, row, v) != _cut(P, row, c):
+            return True
+    if P[SYSTEM] != RAFT:
+        return False
+    if P[LEASE_READS] and _hears_leader(P, row, c):
+        return True  # c's election timer does not fire while it hears from a leader
+    if P[CHECK_QUORUM]:
+        for v in range(P[N]):
+            if v != c and voters >> v & 1:
+                vb = _server(P, v)
+                if (row[vb + ALIVE] and row[vb + ROLE] == 1) or _hears_leader(P, row, v):
+                    return True  # no vote within a leader's lease
+    return False
+
+
+@njit(cache=True)
+def _partition(P, row, k):
+    """effect_partition: k is cut off from the others; check_quorum's step-down follows."""
+    for j in range(P[N]):
+        row[_server(P, j) + P[CUT]] = 1 if j == k else 0
+    row[P[PB]] += 1
+    if P[CHECK_QUORUM]:
+        _step_down(P, row)
+
+
+@njit(cache=True)
+def _heal(P, row):
+    for j in range(P[N]):
+        row[_server(P, j) + P[CUT]] = 0
+
+
+@njit(cache=True)
+def _partition_successors(P, row, i, server_ids, out, parents, actions, hits, t):
+    """The partitioned models' last actions: heal a cut network, else cut off each server in turn
+    (none, and the bound hit, once max_partitions cuts are made)."""
+    whole = True
+    for k in range(P[N]):
+        if _cut(P, row, k):
+            whole = False
+    if not whole:
+        out[t] = row
+        _heal(P, out[t])
+        return _emit(t, parents, actions, i, server_ids[HEAL_ID, 0])
+    if row[P[PB]] >= P[MAX_PARTITIONS]:
+        hits[HIT_PARTITIONS] = 1
+        return t
+    for k in range(P[N]):
+        out[t] = row
+        _partition(P, out[t], k)
+        t = _emit(t, parents, actions, i, server_ids[PARTITION_ID, k])
+    return t
 
 
 # --------------------------------------------------------------- expansion
@@ -1164,7 +1271,7 @@ def _elections(P, row, i, rule, emit, alive, leading, elect_candidates, elect_vo
             hits[HIT_GENERATION] = 1
         elif P[NOOP] and row[_server(P, c) + LEN] >= P[L]:
             hits[HIT_LOG] = 1
-        elif emit:
+        elif emit and not (P[PARTITIONED] and _election_refused(P, row, c, voters)):
             out[t] = row
             _elect(P, out[t], c, voters)
             if P[SYSTEM] == ZAB:
@@ -1223,6 +1330,8 @@ def _raft_successors(P, row, i, alive, leading, established, elect_candidates, e
             _crash(P, out[t], k)
             if zab:
                 _zab_crash(P, out[t], k)
+            if P[CHECK_QUORUM]:
+                _step_down(P, out[t])
             t = _emit(t, parents, actions, i, server_ids[CRASH_ID, k])
         else:
             hits[HIT_CRASHES] = 1
@@ -1249,7 +1358,8 @@ def _raft_successors(P, row, i, alive, leading, established, elect_candidates, e
                     _pop(P, out[t], a, b)
                     t = _emit(t, parents, actions, i, pair_ids[DROP_KIND, a, b])
             elif leading[a] and alive[b] and established[a] and (
-                    not zab or row[_extra(P, _server(P, a), SYNCED)] >> b & 1):
+                    not zab or row[_extra(P, _server(P, a), SYNCED)] >> b & 1) and (
+                    not P[PARTITIONED] or _cut(P, row, a) == _cut(P, row, b)):
                 out[t] = row
                 _replicate(P, row, out[t], a, b)
                 if zab:
@@ -1258,7 +1368,8 @@ def _raft_successors(P, row, i, alive, leading, established, elect_candidates, e
     if zab:  # ZAB's synchronisation, then persistence
         for a in range(n):
             for b in range(n):
-                if a != b and leading[a] and alive[b] and not row[_extra(P, _server(P, a), SYNCED)] >> b & 1:
+                if a != b and leading[a] and alive[b] and not row[_extra(P, _server(P, a), SYNCED)] >> b & 1 and (
+                        not P[PARTITIONED] or _cut(P, row, a) == _cut(P, row, b)):
                     out[t] = row
                     _zab_sync(P, row, out[t], a, b)
                     t = _emit(t, parents, actions, i, pair_ids[SYNC_KIND, a, b])
@@ -1269,6 +1380,8 @@ def _raft_successors(P, row, i, alive, leading, established, elect_candidates, e
                     out[t] = row
                     _zab_persist(P, out[t], k)
                     t = _emit(t, parents, actions, i, server_ids[PERSIST_ID, k])
+    if P[PARTITIONED]:
+        t = _partition_successors(P, row, i, server_ids, out, parents, actions, hits, t)
     return t
 
 

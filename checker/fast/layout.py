@@ -9,6 +9,8 @@
                                a leader's own ISR (bit k: replica k; zero unless a leader)]
     reads: one byte per (index 1..max_log, generation 0..max_generation), 1 when read
     ZAB, BookKeeper and Kafka, acked: the same, 1 when acknowledged to a client
+    partitioned models only: each server's cut bit after its extras (1: the isolated server), and
+                  after everything else one byte, the partitions made
 A BookKeeper row's servers are its state's: the bookies, the writer, the recovery client.
     async network only, per channel a->b (a * servers + b):
                   [message count, channel_capacity messages of 6 + max_log bytes each]
@@ -32,8 +34,13 @@ from hwm.checker.fast import fields as K
 from hwm.model.state import APPEND, FOLLOWER, LEADER, Server, State
 from hwm.model.bookkeeper import BookKeeperModel, BookKeeperState
 from hwm.model.kafka import KafkaModel, KafkaServer, KafkaState
+from hwm.model.partition import PartitionedRaftModel, PartitionState
 from hwm.model.zab import ZabModel, ZabState
+from hwm.model.zab_partition import PartitionedZabModel, ZabPartitionState
 from hwm.properties.protocol import FLAG_VALUES
+
+# The partitioned models whose rows carry the cut (kernels.py transcribes their rules).
+PARTITIONED_MODELS = (PartitionedRaftModel, PartitionedZabModel)
 
 # Permutation tables (for the canonical form under symmetry) above this many servers would be large.
 MAX_SERVERS = 7
@@ -54,18 +61,24 @@ class Layout:
         self.n, self.max_log, self.max_generation = n, max_log, max_generation
         self.async_network = config.network == "async"
         capacity = config.channel_capacity if self.async_network else 0
-        self.server_width = 5 + max_log + n + (3 if extras else 0) + (1 if self.kafka else 0)
+        # A partitioned model's rows (model/partition.py) carry each server's cut bit after its extras,
+        # and the partitions made in a byte of their own.
+        self.partitioned = isinstance(model, PARTITIONED_MODELS)
+        self.cut_at = 5 + max_log + n + (3 if extras else 0) + (1 if self.kafka else 0)
+        self.server_width = self.cut_at + self.partitioned
         self.reads_base = 1 + n * self.server_width
         entries = max_log * (max_generation + 1)  # one byte per (index, generation)
         self.acked_base = self.reads_base + entries
         self.channels_base = self.acked_base + (entries if extras else 0)
         self.message_width = 6 + max_log
         self.channel_width = 1 + capacity * self.message_width
-        self.width = self.channels_base + (n * n * self.channel_width if self.async_network else 0)
+        self.partitions_at = self.channels_base + (n * n * self.channel_width if self.async_network else 0)
+        self.width = self.partitions_at + self.partitioned
         # The longest encoding (model.encoding.encode) a state can have.
         self.encoding_size = (3 + n * (5 + max_log + n) + 1 + 2 * max_log * (max_generation + 1)
                               + (n * n * (1 + capacity * self.message_width) if self.async_network else 0)
-                              + (4 * n + n + 1 + 2 * entries if extras else 0) + (n * n if self.kafka else 0))
+                              + (4 * n + n + 1 + 2 * entries if extras else 0) + (n * n if self.kafka else 0)
+                              + (n + 1 if self.partitioned else 0))
         quorum_k = n // 2 + 1 if protocol.quorum == "majority" else n - n // 2
         P = np.zeros(K.PARAMS, dtype=np.int64)
         P[K.COUNTING] = (1 << n) - 1
@@ -104,6 +117,14 @@ class Layout:
             P[K.MIN_ISR] = model.min_isr  # min.insync.replicas, a majority unless the protocol names a count
             P[K.WRITE_MIN_ISR] = model.write_min_isr  # 0: no produce-time check (the majority default)
             P[K.UNFLUSHED] = model.unflushed  # log_flush=never: a crash is a power failure
+        if self.partitioned:
+            P[K.PARTITIONED] = 1
+            P[K.CUT] = self.cut_at
+            P[K.PB] = self.partitions_at
+            P[K.MAX_PARTITIONS] = config.max_partitions
+            P[K.CHECK_QUORUM] = protocol.check_quorum
+            P[K.LEASE_READS] = protocol.lease_reads
+            P[K.ELECTION_QUORUM] = model.quorum
         if self.bookkeeper:
             P[K.BOOKIES] = model.n
             P[K.ACK_QUORUM] = model.ack_quorum
@@ -142,6 +163,10 @@ class Layout:
                                   sum(1 << j for j, x in enumerate(s.isr) if x))
         if self.system != K.RAFT:
             self._pack_entries(row, self.acked_base, state.acked)
+        if self.partitioned:
+            for k in range(n):
+                row[self.server_base(k) + self.cut_at] = state.cut[k]
+            row[self.partitions_at] = state.partitions
         if self.async_network:
             for c, channel in enumerate(state.channels):
                 at = self.channels_base + c * self.channel_width
@@ -201,8 +226,15 @@ class Layout:
                         messages.append((kind, generation, bool(success), index))
                 chans.append(tuple(messages))
             channels = tuple(chans)
+        if self.partitioned:
+            cut = tuple(bool(data[self.server_base(k) + self.cut_at]) for k in range(n))
+            partitions = data[self.partitions_at]
         if self.zab:
             extras = [data[self.server_base(k) + 5 + max_log + n:][:3] for k in range(n)]
+            if self.partitioned:
+                return ZabPartitionState(tuple(servers), reads, data[0], channels, tuple(e[1] for e in extras),
+                                         tuple(e[0] for e in extras), tuple(e[2] for e in extras),
+                                         self._unpack_entries(data, self.acked_base), cut, partitions)
             return ZabState(tuple(servers), reads, data[0], channels, tuple(e[1] for e in extras),
                             tuple(e[0] for e in extras), tuple(e[2] for e in extras),
                             self._unpack_entries(data, self.acked_base))
@@ -217,6 +249,8 @@ class Layout:
             fenced, responded, negatives = (sum(b[f] << k for k, b in enumerate(bits)) for f in range(3))
             return BookKeeperState(tuple(servers), reads, data[0], channels, fenced, responded, negatives,
                                    self._unpack_entries(data, self.acked_base))
+        if self.partitioned:
+            return PartitionState(tuple(servers), reads, data[0], channels, cut, partitions)
         return State(tuple(servers), reads, data[0], channels)
 
     def unpack_all(self, rows: np.ndarray) -> list[State]:

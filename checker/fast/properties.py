@@ -22,8 +22,8 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from hwm.checker.fast.kernels import AB, ALIVE, GEN, HWM, LEN, LOG, MAJORITY, N, NEEDED, RAFT, RB, ROLE, SYSTEM, G, L, _entry_slot, \
-    _read_slot, _server
+from hwm.checker.fast.kernels import AB, ALIVE, GEN, HWM, LEN, LOG, MAJORITY, N, NEEDED, PARTITIONED, RAFT, RB, ROLE, \
+    SYSTEM, G, L, _cut, _entry_slot, _read_slot, _server
 
 # ------------------------------------------------------------------ states
 @njit(cache=True)
@@ -74,6 +74,17 @@ def _any_acked(P, row):
 @njit(cache=True)
 def _holds_entry(P, row, base, index, generation):
     return row[base + LEN] >= index and row[base + LOG + index - 1] == generation
+
+
+@njit(cache=True)
+def _holds_lease(row, base):
+    """properties.leases.holds_lease: a live leader with an entry of its own generation at or below its HWM."""
+    if not (row[base + ALIVE] and row[base + ROLE] == 1):
+        return False
+    for i in range(min(row[base + HWM], row[base + LEN])):
+        if row[base + LOG + i] == row[base + GEN]:
+            return True
+    return False
 
 
 @njit(cache=True)
@@ -136,6 +147,20 @@ def state_found(P, row, code):
         return False
     if code == 7:  # WriteAcknowledged
         return _any_acked(P, row)
+    if code == 8:  # LeaseReadNeverStale: a lease holder lacks, at or below its hwm, an entry a client read
+        if not _any_read(P, row):
+            return False
+        for k in range(n):
+            base = _server(P, k)
+            if not _holds_lease(row, base):
+                continue
+            for index in range(1, P[L] + 1):
+                for generation in range(P[G] + 1):
+                    if row[_read_slot(P, index, generation)] and (
+                            index > row[base + HWM] or row[base + LEN] < index
+                            or row[base + LOG + index - 1] != generation):
+                        return True
+        return False
     return False
 
 
@@ -217,6 +242,31 @@ def step_found(P, before, after, code):
             for position in range(before[base + LEN]):
                 if _removed_at(before, after, base, position) and position + 1 <= before[base + HWM]:
                     return True
+        return False
+    if code == 8:  # LeaseHolderPartitioned: the cut changes and leaves a lease holder short of a majority
+        if not P[PARTITIONED]:
+            return False  # a state without a cut
+        changed = False
+        for k in range(n):
+            if _cut(P, before, k) != _cut(P, after, k):
+                changed = True
+        if not changed:
+            return False
+        for k in range(n):
+            if _holds_lease(before, _server(P, k)):
+                side = 0
+                for j in range(n):
+                    if after[_server(P, j) + ALIVE] and _cut(P, after, j) == _cut(P, after, k):
+                        side += 1
+                if side < P[MAJORITY]:
+                    return True
+        return False
+    if code == 9:  # LeaderStepsDown: a live leader is a live follower of the same generation after the step
+        for k in range(n):
+            base = _server(P, k)
+            if before[base + ALIVE] and before[base + ROLE] == 1 and after[base + ALIVE] and \
+                    after[base + ROLE] != 1 and after[base + GEN] == before[base + GEN]:
+                return True
         return False
     return False
 

@@ -1,10 +1,12 @@
 """The compiled backend (checker/fast) against the readable model it transcribes.
 
 The models (`model/actions.py`, `model/zab.py`, `model/bookkeeper.py`,
-`model/kafka.py`) and the properties (`properties/catalogue.py`,
-`properties/acked.py`) are the specification. Here, on random reachable states of
+`model/kafka.py`, and the partitioned `model/partition.py`, `model/zab_partition.py`) and the
+properties (`properties/catalogue.py`, `properties/acked.py`, `properties/leases.py`,
+`properties/step_down.py`) are the specification. Here, on random reachable states of
 every preset and every flag value of every system (the rpc network, and the async
-one where the model has it; 3 and 4 servers; with and without symmetry): the same transitions in the same order,
+one where the model has it; 3 and 4 servers; with partitions where the kernels have them; with and
+without symmetry): the same transitions in the same order,
 the same successor states and fingerprints, the same bounds; packing round-trips;
 the compiled properties agree with the Python ones on states and steps. Whole
 reports (counts, depth, bounds, verdicts, traces) on every non-deep pin are
@@ -23,20 +25,27 @@ from hwm.model.actions import Model
 from hwm.model.raft import RaftModel
 from hwm.model.registry import build_model
 from hwm.checker.backend import BackendUnavailable, make_backend
-from hwm.checker.fast import KNOWN_FLAGS, NOT_COMPILED, NOT_COMPILED_FLAGS, FastBackend, compile_seconds, unsupported
+from hwm.checker.fast import KNOWN_FLAGS, NOT_COMPILED, NOT_COMPILED_FLAGS, NOT_COMPILED_PARTITIONS, FastBackend, \
+    compile_seconds, unsupported
 from hwm.checker.fast.blake2b import blake2b64_of
 from hwm.checker.fast.checks import compiled_code
 from hwm.checker.fast.properties import state_found, step_found
 from hwm.model.state import FOLLOWER, LEADER, Config, Server, State
 from hwm.model.bookkeeper import BookKeeperState
 from hwm.model.kafka import KafkaServer, KafkaState
+from hwm.model.partition import PartitionState
 from hwm.model.zab import ZabState
+from hwm.model.zab_partition import ZabPartitionState
 from hwm.properties.protocol import FLAG_SYSTEMS, FLAG_VALUES, PRESET_TOUR_BOUNDS, PRESETS, RAFT, ZAB, BOOKKEEPER, KAFKA, Protocol, flags_of
 
 RPC = Config(servers=3, max_generation=3, max_log=2, max_crashes=1, network="rpc")
 ASYNC = Config(servers=3, max_generation=2, max_log=1, max_crashes=1, network="async", channel_capacity=2)
 # Four servers: the seed's quorum index differs from a majority only for an even count.
 RPC4 = Config(servers=4, max_generation=2, max_log=2, max_crashes=1, network="rpc")
+# Partitions (model/partition.py, zab_partition.py): two cuts on three servers (a heal between them), one on four.
+CUT = replace(RPC, max_partitions=2)
+CUT4 = replace(RPC4, max_partitions=1)
+PARTITIONED_SYSTEMS = [system for system in ("raft", "zab") if system not in NOT_COMPILED_PARTITIONS]
 
 # Every preset of each compiled system, and each compiled system with every value of every flag
 # that applies to it. Presets and flag values of systems without a compiled form (NOT_COMPILED):
@@ -52,20 +61,22 @@ def _refused(protocol: Protocol, flag: str) -> bool:
     return getattr(protocol, flag) != getattr(Protocol(), flag)
 
 
-# A preset whose difference acts only on a partition (which the kernels refuse) is its system's safe preset
-# here: the flag values below cover it.
-PROTOCOLS = {name: p.protocol for name, p in PRESETS.items()
-             if _compiled(p.protocol) and not PRESET_TOUR_BOUNDS.get(name, {}).get("max_partitions")}
+PROTOCOLS = {name: p.protocol for name, p in PRESETS.items() if _compiled(p.protocol)}
 for _system in COMPILED_SYSTEMS:
     for _flag in flags_of(_system):
         for _value in FLAG_VALUES[_flag]:
             if _flag in NOT_COMPILED_FLAGS:  # refused by name (below); the default is the system's own
                 continue
             PROTOCOLS[f"{_system}+{_flag}={_value}"] = replace(Protocol(system=_system), **{_flag: _value})
-# Each protocol on each configuration its model accepts (ZAB runs on the rpc network only).
+# Each protocol on each configuration its model accepts (ZAB runs on the rpc network only); on a network
+# that partitions, every preset of a system with compiled partitions and the flags that act on a cut.
 CASES = []
 for _name, _protocol in PROTOCOLS.items():
-    for _id, _config in (("rpc", RPC), ("async", ASYNC), ("rpc4", RPC4)):
+    _configs = [("rpc", RPC), ("async", ASYNC), ("rpc4", RPC4)]
+    if _protocol.system in PARTITIONED_SYSTEMS and (_name in PRESETS or "check_quorum" in _name
+                                                    or "lease_reads" in _name):
+        _configs += [("cut", CUT), ("cut4", CUT4)]
+    for _id, _config in _configs:
         try:
             build_model(_protocol, _config)
         except ValueError:
@@ -152,6 +163,15 @@ def test_successors_equal_the_reference_breadth_first(name):
     assert_successors_equal(model, breadth_first(model, 500))
 
 
+@pytest.mark.parametrize("name", [n for n, p in PRESETS.items() if p.protocol.system in PARTITIONED_SYSTEMS
+                                  and (PRESET_TOUR_BOUNDS.get(n, {}).get("max_partitions") or n in ("raft", "zab"))])
+def test_partitioned_successors_equal_the_reference_breadth_first(name):
+    """The same near the start of a partitioned network, on three servers: a cut and a heal in the
+    first steps, a leader stepping down as it is cut off, the timing rules refusing votes."""
+    model = build_model(PRESETS[name].protocol, replace(CUT, max_crashes=0))
+    assert_successors_equal(model, breadth_first(model, 500))
+
+
 def random_state(rng: random.Random, config: Config) -> State:
     """Any snapshot within the bounds, reachable or not: the properties are defined on every one."""
     n, max_log, max_generation = config.servers, config.max_log, config.max_generation
@@ -188,6 +208,16 @@ def bookkeeper_state(rng: random.Random, config: Config, state: State) -> BookKe
     bits = [rng.randrange(1 << config.servers) for _ in range(3)]
     servers = tuple(s._replace(role=FOLLOWER, match=()) for s in state.servers)
     return BookKeeperState(servers + (writer, recovery), state.reads, state.crashes, (), *bits, acked)
+
+
+def with_cut(rng: random.Random, config: Config, state):
+    """A random snapshot with a partitioned model's cut (any bits, not only the model's one isolated
+    server: the properties are defined on every one) and partitions made."""
+    cut = tuple(rng.random() < 0.4 for _ in range(config.servers))
+    partitions = rng.randint(0, config.max_partitions)
+    if isinstance(state, ZabState):
+        return ZabPartitionState(*state, cut, partitions)
+    return PartitionState(*state, cut, partitions)
 
 
 def kafka_state(rng: random.Random, config: Config, state: State) -> KafkaState:
@@ -255,6 +285,17 @@ def test_compiled_properties_equal_the_catalogue_on_kafka():
     assert all(found.values()), found
 
 
+def test_compiled_properties_equal_the_catalogue_on_partitions():
+    """The same on the partitioned rows: the lease properties (raft's lease_reads) and ZAB's step-down
+    witness, with the cut bits in the rows."""
+    found = compiled_agree(build_model(PRESETS["raft-lease-reads"].protocol, CUT),
+                           ("raft-lease-reads", "raft-lease-reads-without-check-quorum"), with_cut)
+    assert {"LeaseReadNeverStale", "LeaseHolderPartitioned"} <= set(found) and all(found.values()), found
+    found = compiled_agree(build_model(PRESETS["zab-step-down"].protocol, CUT), ("zab-step-down",),
+                           lambda rng, config, state: with_cut(rng, config, with_acked(rng, config, state)))
+    assert "LeaderStepsDown" in found and all(found.values()), found
+
+
 def test_kafka_truncation_rules_are_the_kernels():
     """The follower_truncation values the backend accepts are the ones the kernels implement, by name."""
     from hwm.checker.fast.kernels import TRUNCATIONS
@@ -264,7 +305,10 @@ def test_kafka_truncation_rules_are_the_kernels():
 
 def test_every_catalogue_property_has_an_up_to_date_compiled_form():
     """A property added or changed in the catalogue is checked in Python (slowly) until compiled again."""
-    catalogue = {p.name: p for system in COMPILED_SYSTEMS for p in build_model(Protocol(system=system), RPC).properties}
+    models = [build_model(Protocol(system=system), RPC) for system in COMPILED_SYSTEMS]
+    models += [build_model(PRESETS[name].protocol, CUT) for name in PROTOCOLS
+               if name in PRESETS and PRESETS[name].protocol.system in PARTITIONED_SYSTEMS]
+    catalogue = {p.name: p for model in models for p in model.properties}
     stale = [name for name, p in catalogue.items() if compiled_code(p) is None]
     assert not stale, (f"no compiled form (checker/fast/properties.py, listed in checker/fast/checks.py) of the current "
                        f"source of: {', '.join(stale)}")
@@ -286,12 +330,16 @@ def test_every_preset_and_flag_value_has_a_fast_path():
             with pytest.raises(BackendUnavailable, match=f"no compiled {preset.protocol.system} model yet"):
                 make_backend("fast", build_model(preset.protocol, RPC), True)
             continue
-        for config in (RPC, ASYNC):
+        for config in (RPC, ASYNC, CUT):
             try:
                 model = build_model(preset.protocol, config)
             except ValueError:  # the model itself refuses this network: nothing to compile
                 continue
             why = unsupported(model)
+            if config.max_partitions and preset.protocol.system in NOT_COMPILED_PARTITIONS:
+                # refused, naming the system and the listed reason
+                assert why and NOT_COMPILED_PARTITIONS[preset.protocol.system] in why, (name, why)
+                continue
             listed = [f for f in NOT_COMPILED_FLAGS if _refused(preset.protocol, f)]
             if listed:  # refused, naming the flag and the listed reason
                 assert why and listed[0] in why and NOT_COMPILED_FLAGS[listed[0]] in why, (name, why)
@@ -305,7 +353,8 @@ def test_unknown_models_and_flags_are_refused_by_name():
         pass
 
     with pytest.raises(BackendUnavailable,
-                       match="compiles RaftModel, ZabModel, BookKeeperModel and KafkaModel only, not Product"):
+                       match="compiles RaftModel, ZabModel, BookKeeperModel, KafkaModel, PartitionedRaftModel "
+                             "and PartitionedZabModel only, not Product"):
         make_backend("fast", Product(RAFT, RPC), True)
     assert FastBackend(RaftModel(RAFT, RPC), True).name == "fast"
     # BookKeeper's writer and recovery client are servers of its rows (permuted under symmetry).
@@ -330,12 +379,12 @@ def test_batches_round_trip_through_bytes_and_takes():
 
 def test_limits_and_workers_give_the_reference_report():
     """State and depth limits cut the search at the same state; forked workers run the kernels too."""
-    from hwm.checker.engine import CheckOptions, check
+    from hwm.checker.run import CheckRequest, run
 
     model = RaftModel(PRESETS["kip101"].protocol, Config(3, 3, 1, 1, "rpc"))
 
     def outcome(**options):
-        data = check(model, CheckOptions(**options), name="kip101").to_json()
+        data = run(CheckRequest("kip101", **options), model=model).to_json()
         for timing_or_name in ("seconds", "setup_seconds", "successors"):
             del data[timing_or_name]
         return data

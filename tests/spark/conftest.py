@@ -2,7 +2,7 @@
 
 import pytest
 
-from hwm.checker.spark_engine import SparkUnavailable, get_spark
+from hwm.checker.spark_session import SparkUnavailable, get_spark
 
 # Small on purpose: the machine running the suite is shared and has 2 cores.
 TEST_MASTER = "local[2]"

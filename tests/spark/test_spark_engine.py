@@ -20,12 +20,13 @@ from pathlib import Path
 
 import pytest
 
-from hwm.checker import spark_engine
+from hwm.checker import spark_engine, spark_session
 from hwm.model.raft import RaftModel
 from hwm.model.registry import build_model
 from hwm.checker.report import bfs
-from hwm.checker.spark_engine import (SparkUnavailable, check_java, check_master, free_port, get_spark,
-                                spark_bfs, standalone_cluster, to_signed, to_unsigned)
+from hwm.checker.spark_engine import spark_bfs, to_signed, to_unsigned
+from hwm.checker.spark_session import (SparkUnavailable, check_java, check_master, free_port, get_spark,
+                                       standalone_cluster)
 from hwm.properties.catalogue import Property
 from hwm.properties.protocol import PRESETS
 from tests.spark.conftest import TEST_MASTER
@@ -288,7 +289,7 @@ def test_a_silent_master_times_out(monkeypatch):
         waited.append(timeout)
         raise socket.timeout("timed out")
 
-    monkeypatch.setattr(spark_engine.socket, "create_connection", no_answer)
+    monkeypatch.setattr(spark_session.socket, "create_connection", no_answer)
     with pytest.raises(SparkUnavailable, match=r"no Spark master at spark://10.0.0.9:7077 \(10.0.0.9:7077 timed out "
                                                r"after 1.5s\): start one with"):
         check_master("spark://10.0.0.9:7077", timeout=1.5)
@@ -316,7 +317,7 @@ main(["check", "--protocol", "raft", "--servers", "5", "--max-log", "2", "--engi
 CHECK_ON_SPARK = ["-m", "hwm.cli", "check", "--protocol", "raft", "--servers", "2", "--max-generation", "1",
                   "--max-log", "1", "--engine", "spark"]
 EXECUTORS_ZIP = ("import io, json, zipfile\n"
-                 "from hwm.checker.spark_engine import package_zip\n"
+                 "from hwm.checker.spark_session import package_zip\n"
                  "print(json.dumps(zipfile.ZipFile(io.BytesIO(package_zip())).namelist()))\n")
 
 
@@ -370,7 +371,7 @@ def test_missing_java_says_what_to_install(monkeypatch):
 
 
 def test_old_java_says_what_to_install(monkeypatch):
-    monkeypatch.setattr(spark_engine, "_java_version", lambda java: 11)
+    monkeypatch.setattr(spark_session, "_java_version", lambda java: 11)
     with pytest.raises(SparkUnavailable, match=r"needs Java 17 or newer.*openjdk-17-jre-headless"):
         check_java()
 
