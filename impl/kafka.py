@@ -65,7 +65,6 @@ from hwm.impl.messages import (
 )
 from hwm.impl.storage import Durable
 from hwm.properties.protocol import Protocol
-from hwm.properties.quorum import majority
 from hwm.properties.snapshot import ServerSnapshot
 
 __all__ = ["CONTROLLER", "Controller", "KafkaReplica", "LeaderEpochCache", "down_snapshot"]
@@ -296,8 +295,9 @@ class KafkaReplica(Replica):
         """maybeIncrementLeaderHW: HW = min LEO over the ISR, while the ISR is large enough."""
         if self.role != LEADER or self._pending_isr is not None:
             return  # an ISR update in flight: wait for the controller's answer
-        isr = set(self.isr) | {self.server_id}
-        if len(isr) < majority(len(self.peers) + 1):
+        # The ISR replicas that count toward the HW (`self.rules`, as the model's: every one by default).
+        isr = (set(self.isr) | {self.server_id}) & self.counting
+        if len(isr) < self.rules.replication_quorum():
             return  # min.insync.replicas: acks=all waits, the HW stays
         hwm = min(len(self._log) if k == self.server_id else self.match[k] for k in isr)
         if hwm <= self.high_water_mark:

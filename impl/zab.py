@@ -50,7 +50,6 @@ from hwm.impl.messages import (
 from hwm.impl.storage import Durable
 from hwm.impl.fs import OS_FILESYSTEM, replace_file
 from hwm.impl.wal import StorageError
-from hwm.properties.quorum import majority, quorum_index
 
 __all__ = ["CURRENT_EPOCH_FILE", "EpochStorage", "NotEstablished", "ZabDurable", "ZabReady", "ZabReplica",
            "persist"]
@@ -305,11 +304,13 @@ class ZabReplica(Replica):
 
     def _establish(self) -> None:
         """A quorum (us included) acknowledged NEWLEADER: established, the history is committed."""
-        if self.role != LEADER or self.established or 1 + len(self.synced) < majority(len(self.peers) + 1):
+        # Q1 of the servers that count (`self.rules`, as the model's: an observer's ACK does not).
+        acknowledged = sum(1 for server in {self.server_id, *self.synced} if server in self.counting)
+        if self.role != LEADER or self.established or acknowledged < self.election_quorum:
             return
         self.established = True
-        indexes = [len(self._log)] + [self.match[peer] for peer in self.peers]
-        self._set_high_water_mark(max(self.high_water_mark, quorum_index(self.protocol.quorum, indexes)))
+        indexes = tuple(len(self._log) if s == self.server_id else self.match[s] for s in self.servers)
+        self._set_high_water_mark(max(self.high_water_mark, self.rules.quorum_index(indexes)))
 
     # ------------------------------------------------------------------ broadcast (phase 3)
     def _on_append_request(self, request: AppendRequest) -> None:

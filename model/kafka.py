@@ -59,10 +59,10 @@ from typing import Iterator, NamedTuple
 
 from hwm.model.actions import Action, BoundHit, Model, leader_refusal, pair_refusal
 from hwm.model.encoding import _reads, canonical, fingerprint_bytes
+from hwm.model.rules import rules_of
 from hwm.model.state import FOLLOWER, LEADER, Config
 from hwm.properties.acked import KAFKA_PROPERTIES
 from hwm.properties.protocol import Protocol
-from hwm.properties.quorum import majority
 from hwm.properties.snapshot import describe_server, server_name
 
 NO_LEADER = 0  # `KafkaServer.leader` when a replica knows no leader
@@ -257,7 +257,10 @@ class KafkaModel(Model):
         if wanted != "majority" and wanted > self.n:
             raise ValueError(f"min_insync_replicas={wanted} exceeds the {self.n} replicas (servers={self.n}): "
                              f"no ISR could ever be that large; choose 1 to {self.n} or majority")
-        self.min_isr = majority(self.n) if wanted == "majority" else wanted
+        # The HW's rules (model.rules): which replicas count toward it, and min.insync.replicas.
+        self.rules = rules_of(protocol, self.n)
+        self.counting = frozenset(self.rules.counting())
+        self.min_isr = self.rules.replication_quorum()
         # The produce-time check (NotEnoughReplicas) comes with a named count only: the majority
         # default keeps the model's older abstraction, where the leader appends whatever its ISR
         # and only the HW waits (Kafka's NotEnoughReplicasAfterAppend), so its pinned spaces stand.
@@ -313,7 +316,8 @@ class KafkaModel(Model):
         is large enough: a deposed leader counts the ISR it last knew, not the controller's. Returns `acked` with the entries of the leader's own epoch the new HW covers: their
         acks=all producers are answered (DelayedProduce completes)."""
         leader = servers[l]
-        isr = [k for k in range(self.n) if leader.isr[k] or k == l]
+        # The ISR replicas that count toward the HW (model.rules: every one, unless a variant says not).
+        isr = [k for k in range(self.n) if (leader.isr[k] or k == l) and k in self.counting]
         if len(isr) < self.min_isr:
             return acked
         hwm = min(len(leader.log) if k == l else leader.match[k] for k in isr)

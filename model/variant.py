@@ -21,11 +21,13 @@ import importlib.util
 import inspect
 import sys
 import traceback
+from dataclasses import replace
+from functools import partial
 from pathlib import Path
 from typing import Any, Callable, Mapping
 
 from hwm.model.rules import HOOKS, Rules, overridden
-from hwm.properties.rules import HookError  # raised here, caught by the engines and the replicas' runners
+from hwm.properties.rules import HookError, not_asked  # raised here, caught by the engines and the replicas' runners
 from hwm.model.variant_model import ModelLevel, check_declaration, liveness_properties, snapshot_view
 from hwm.properties.catalogue import Property, at_quorum
 from hwm.properties.protocol import Protocol, ProtocolError, register_loader, resolve
@@ -191,12 +193,17 @@ def _check_class(cls: type[Variant]) -> tuple[str, Protocol]:
         base_name, protocol = resolve(base)
     except ProtocolError as e:
         raise VariantError(f"{where}: {cls.__name__}.base {base!r}: {e}") from None
-    if protocol.system != "raft":
-        raise VariantError(f"{where}: {cls.__name__}.base {base_name!r} is of the {protocol.system} system; rule "
-                           f"hooks apply to the raft system's model (base raft or one of its presets) in this version")
     for hook in HOOKS:
         if not callable(getattr(cls, hook)):
             raise VariantError(f"{where}: {cls.__name__}.{hook} must be a method, not {getattr(cls, hook)!r}")
+    for hook in overridden(cls):
+        why = not_asked(protocol.system, hook)
+        if why:
+            raise VariantError(f"{_where(getattr(cls, hook))}: {cls.__name__}.{hook}: the {protocol.system} system "
+                               f"(base {base_name}) asks no {hook}: {why}")
+    if protocol.system != "raft" and (cls.fields or cls.actions or cls.liveness):
+        raise VariantError(f"{where}: {cls.__name__} adds fields, actions or liveness properties, which build on the "
+                           f"raft system's model only; base {base_name!r} is of the {protocol.system} system")
     from hwm.properties.acked import ALL_BY_NAME
     from hwm.properties.liveness import LIVENESS_BY_NAME
     check_declaration(cls)
@@ -363,11 +370,32 @@ def variant_properties(cls: type[Variant], catalogue: tuple[Property, ...], rule
     """The catalogue's properties, with the variant's replication quorum where they count a quorum, then
     the variant's own invariants and witnesses."""
     protocol = rules.protocol if rules is not None else None
+    # Raft's catalogue counts Q2 always (a preset's Q2 is its quorum flag's); another system's counts
+    # the variant's Q2 only when the variant changes it (a preset's min.insync.replicas=1 stays a finding).
+    counted = catalogue and (protocol.system == "raft" or {"counts", "replication_quorum"} & set(overridden(rules)))
     own = [Property(name, "always", "state", _meaning(check, "an invariant of the variant"),
                     _UserCheck(cls, "invariant", name, check, protocol)) for name, check in cls.invariants.items()]
     own += [Property(name, "sometimes", "state", _meaning(check, "a witness of the variant"),
                      _UserCheck(cls, "witness", name, check, protocol)) for name, check in cls.witnesses.items()]
-    return (at_quorum(catalogue, rules.replication_quorum()) if catalogue else ()) + tuple(own)
+    if not counted:
+        return tuple(catalogue) + tuple(own)
+    needed = rules.replication_quorum()
+    return tuple(replace(p, check=partial(acked_write_never_lost, needed=needed)) if p.name == "AckedWriteNeverLost"
+                 else p for p in at_quorum(catalogue, needed)) + tuple(own)
+
+
+def acked_write_never_lost(view, needed: int) -> str | None:
+    """`properties.acked.acked_write_never_lost` counting the variant's replication quorum (as
+    `at_quorum` does for the catalogue's two; that module's source is what the compiled checks hash,
+    so the count is taken here): a client's acknowledged write is on `needed` servers."""
+    from hwm.properties.acked import acknowledged
+    from hwm.properties.snapshot import out_of
+    for index, generation in sorted(acknowledged(view)):
+        holders = sum(1 for s in view.servers if len(s.log) >= index and s.log[index - 1] == generation)
+        if holders < needed:
+            return (f"entry {index}@g{generation}, acknowledged to a client, is stored on only {holders} of "
+                    f"{out_of(view)} (a quorum is {needed})")
+    return None
 
 
 def _meaning(check: Callable, default: str) -> str:
@@ -390,7 +418,11 @@ def variant_model_class(base: type) -> type:
             super().__init__(protocol, config)
             self.variant = type(protocol).variant
             self.properties = variant_properties(self.variant, tuple(self.properties), self.rules)
-            if "counts" in overridden(self.rules):  # servers that do not count have a place of their own
+            hooks = overridden(self.rules)
+            if hooks and protocol.system != "raft":  # the kernels take only raft's constant rules as data
+                self.uncompiled = (f"{self.variant.name or self.variant.__name__} overrides {', '.join(hooks)}, which "
+                                   f"the compiled {protocol.system} kernels do not ask (they count the flags' quorums)")
+            if "counts" in hooks:  # servers that do not count have a place of their own
                 self.symmetry_note = (f"symmetry reduction is off: {self.variant.__name__}.counts gives some "
                                       f"servers a place of their own")
                 self.symmetric = False

@@ -39,7 +39,6 @@ from hwm.model.encoding import _reads, _server_bytes, canonical, encode, fingerp
 from hwm.model.state import FOLLOWER, LEADER, Config, Server, State
 from hwm.properties.acked import WITH_ACKED
 from hwm.properties.protocol import Protocol
-from hwm.properties.quorum import quorum_index
 from hwm.properties.snapshot import describe_server, server_name
 
 
@@ -119,6 +118,7 @@ class ZabModel(RaftModel):
             raise ValueError("the ZAB model supports at most 7 servers")
         super().__init__(protocol, config)
         self.ack_before_persist = protocol.zab_ack_before_persist
+        self.counting_mask = sum(1 << k for k in self.rules.counting())
         # The raft model's election guard with no up-to-date rule: ZAB applies its own.
         self._without_election_rule = RaftModel(replace(protocol, system="raft", zab_ack_before_persist=False,
                                                     election="any"), config)
@@ -225,12 +225,13 @@ class ZabModel(RaftModel):
     def _establish(self, s: ZabState, leader: int) -> ZabState:
         """A quorum acknowledged NEWLEADER: the leader is established and commits its history."""
         mask = s.synced[leader]
-        if mask & _ESTABLISHED or _popcount(mask | 1 << leader) < self.quorum:
+        # Q1 of the servers that count (model.rules: a ZooKeeper observer's acknowledgement does not).
+        if mask & _ESTABLISHED or _popcount((mask | 1 << leader) & self.counting_mask) < self.quorum:
             return s
         server = s.servers[leader]
         indexes = list(server.match)
         indexes[leader] = len(server.log)
-        hwm = max(server.hwm, quorum_index(self.protocol.quorum, indexes))
+        hwm = max(server.hwm, self.rules.quorum_index(tuple(indexes)))
         servers = self._set(s.servers, leader, server._replace(hwm=hwm))
         s = s._replace(servers=servers, synced=self._set(s.synced, leader, mask | _ESTABLISHED))
         return self._with(s, s)

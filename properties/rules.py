@@ -1,12 +1,13 @@
-"""The raft family's rules, as one small object the model and the implementation both ask: which
+"""The replication rules, as one small object the model and the implementation both ask: which
 servers count toward a quorum, how many of them make an election quorum (Q1) and a replication quorum
 (Q2), which index the leader may take as its high-water mark, when it may commit it, and when a voter
 grants its vote.
 
 `Rules(protocol, servers)` is what the built-in flags (`quorum`, `commit`, `election`) mean; a variant
 (`model.variant.Variant`, docs/variants.md) is a subclass that overrides some of these methods, and its
-protocol carries it (`rules_of`). The model (`model.raft`) and hwm's own replica (`impl.core.Replica`)
-ask the same object, so a variant's rules are the model's and the implementation's alike. With no
+protocol carries it (`rules_of`). The model (`model.raft`, `model.zab`, `model.kafka`) and hwm's own
+replica (`impl.core.Replica` and its ZAB and Kafka subclasses) ask the same object, so a variant's rules
+are the model's and the implementation's alike; `SYSTEM_HOOKS` says which rules each system asks. With no
 variant the model asks `Rules`, and explores exactly the states it explored when it read the flags
 itself (the pinned counts of tests/pinned.py)."""
 
@@ -20,6 +21,34 @@ HOOKS = ("counts", "election_quorum", "replication_quorum", "quorum_index", "may
 # Those asked of a state's logs or match indexes; the others depend on the cluster alone (which servers
 # count, Q1, Q2), so an engine may ask them once (the compiled kernels take them as data).
 PER_STATE_HOOKS = ("quorum_index", "may_commit", "grants_vote")
+
+# The rules each system's model and replica ask, and why a system asks none of the others: a variant
+# of that system's preset may override only these (docs/variants.md, "Other systems").
+SYSTEM_HOOKS = {
+    "raft": HOOKS,
+    "zab": ("counts", "election_quorum", "replication_quorum", "quorum_index", "may_commit"),
+    "kafka": ("counts", "replication_quorum"),
+    "bookkeeper": (),
+}
+NOT_ASKED = {
+    ("zab", "grants_vote"): "ZAB's vote is fast leader election's order (currentEpoch, then the last zxid), "
+                            "which the model and the replica apply themselves",
+    ("kafka", "election_quorum"): "Kafka's controller elects a live ISR replica: nobody votes",
+    ("kafka", "quorum_index"): "Kafka's high watermark is the minimum log end offset over the ISR (counts "
+                               "chooses which ISR replicas it takes, replication_quorum how many it needs)",
+    ("kafka", "may_commit"): "Kafka's leader takes every offset its high watermark covers, of any epoch",
+    ("kafka", "grants_vote"): "Kafka's controller elects a live ISR replica: nobody votes",
+    ("bookkeeper", None): "BookKeeper's quorums are the ledger's ensemble_size, write_quorum and ack_quorum, "
+                          "flags of its base that the model, the bookies' clients and the compiled kernels "
+                          "already take (base = {\"preset\": \"bookkeeper\", \"flags\": {\"ack_quorum\": 1}})",
+}
+
+
+def not_asked(system: str, hook: str) -> str | None:
+    """Why `system` asks no rule `hook` (None when it asks it)."""
+    if hook in SYSTEM_HOOKS.get(system, ()):
+        return None
+    return NOT_ASKED.get((system, hook)) or NOT_ASKED.get((system, None)) or f"the {system} system asks no {hook}"
 
 
 class HookError(RuntimeError):
@@ -44,7 +73,9 @@ class Rules:
 
     def counts(self, server: int) -> bool:
         """Whether `server` counts toward a quorum: it votes, may stand for election, and its match
-        index counts toward the high-water mark. Every server does (a learner would not)."""
+        index counts toward the high-water mark. Every server does (a learner would not). Under ZAB the
+        same (a ZooKeeper observer does not); under Kafka, whether its log end offset counts toward the
+        high watermark while it is in the ISR (the controller may still elect it)."""
         return True
 
     def counting(self) -> tuple[int, ...]:
@@ -58,8 +89,13 @@ class Rules:
     def replication_quorum(self) -> int:
         """Q2: on how many counting servers an index must be for the leader to take it as its HWM:
         a majority (`quorum=majority`), or the seed's `sorted(match)[N/2]`, which is held by
-        ceil(N/2) servers: a majority for odd N, one server short for even N (`quorum=seed-index`)."""
+        ceil(N/2) servers: a majority for odd N, one server short for even N (`quorum=seed-index`).
+        Kafka's: min.insync.replicas, how many counting ISR replicas (the leader included) the high
+        watermark needs (`min_insync_replicas`: a majority, or the count it names)."""
         counting = len(self.counting())
+        if self.protocol.system == "kafka":  # min.insync.replicas, as the high watermark needs it
+            wanted = self.protocol.min_insync_replicas
+            return majority(counting) if wanted == "majority" else wanted
         if self.protocol.quorum == "seed-index":
             return counting - counting // 2
         return majority(counting)

@@ -128,8 +128,9 @@ def test_a_variant_outside_the_checkout_with_its_own_properties(tmp_path, monkey
     ("from hwm.model.variant import Variant\nclass W(Variant):\n    pass\n", r"my_variant.py: no name 'V'; its variants: W"),
     ("x = 1\nV = 3\n", r"my_variant.py:2: V is a int, not a variant"),
     ("class V:\n    pass\n", r"my_variant.py:1: V is a class, not a variant"),
-    ("from hwm.model.variant import Variant\nclass V(Variant):\n    base = 'kafka'\n",
-     r"my_variant.py:2: V.base 'kafka' is of the kafka system"),
+    ("from hwm.model.variant import Variant\nclass V(Variant):\n    base = 'kafka'\n"
+     "    def may_commit(self, index, log, generation):\n        return True\n",
+     r"my_variant.py:4: V.may_commit: the kafka system \(base kafka\) asks no may_commit: Kafka's leader"),
     ("from hwm.model.variant import Variant\nclass V(Variant):\n    base = 'raftt'\n",
      r"my_variant.py:2: V.base 'raftt': unknown protocol"),
     ("from hwm.model.variant import Variant\nclass V(Variant):\n    invariants = {'ReadsAgree': len}\n",
