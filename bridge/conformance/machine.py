@@ -368,15 +368,16 @@ class BookKeeperConformance(ConformanceMachine):
         self._draw_and_run(data, "change_ensemble")
 
     def _check(self, action: tuple, step: Step, value: str | None) -> None:
-        from hwm.bridge.simcluster.bookkeeper import model_view
+        from hwm.bridge.simcluster.bookkeeper import view_of
 
         super()._check(action, step, value)
-        mine, expected = self.cluster.bookkeeper_view(), model_view(self.state)
+        mine, expected = self.cluster.bookkeeper_view(), view_of(self.state)
         if mine != expected:
             where = f"step {len(self.steps)} {step}"
             raise Divergence(f"{where}: the implementation's ledger state differs from the model's\n"
-                             + "\n".join(f"≠ {field}: model {sorted(m)} | impl {sorted(i)}"
-                                         for field, m, i in zip(expected._fields, expected, mine) if m != i))
+                             + "\n".join(f"≠ {field}: model {expected.shown(field)} | impl {mine.shown(field)}"
+                                         for field in expected._fields
+                                         if getattr(expected, field) != getattr(mine, field)))
 
 
 def machine_for(protocol: str | Protocol, config: Config = RPC, *, replica_factory=Replica,

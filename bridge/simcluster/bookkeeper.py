@@ -25,9 +25,12 @@ The ledger's parameters are the protocol's (`ensemble_size`, `write_quorum`, `ac
 of the metadata names is told the ledger's end as a bookie that was down is at its restart (the
 model's close truncates every bookie to the closed ledger).
 
-`snapshot()` carries `acked`, the entries the writer acknowledged; `bookkeeper_view()` is what the
-model tracks beyond a snapshot (fence bits, fencing answers, "no such entry" answers), for the
-conformance machine.
+`snapshot()` carries what the model's state carries beyond its servers, in the model's own forms:
+`acked`, the entries the writer acknowledged; the fenced bookies, those that answered the fencing LAC
+read and those that answered "no such entry", as bit sets over the bookies' positions; the writer's
+fragments as (first entry, bookie positions). The bookies' names become positions there, once;
+`view_of` takes the same fields from a snapshot or a model state (`BookKeeperView`, for the
+conformance machine), so a replay's rows on the model and on the implementation hold the same types.
 """
 
 from __future__ import annotations
@@ -55,22 +58,27 @@ from hwm.properties.protocol import Protocol, model_only
 from hwm.properties.snapshot import ServerSnapshot, server_name
 from hwm.properties.trace import Step
 
-__all__ = ["BookKeeperSimCluster", "BookKeeperSnapshot", "BookKeeperView", "model_view"]
+__all__ = ["BookKeeperSimCluster", "BookKeeperSnapshot", "BookKeeperView", "view_of"]
 
 ACTIONS = ("add", "send_add", "fence", "recovery_read", "read", "crash", "restart", "change_ensemble")
 
 
 class BookKeeperSnapshot(NamedTuple):
-    """A Snapshot with the acknowledged entries, and the writer's fragments after the first
-    (`ensembles`, bookies by position) of which the ledger metadata holds the first `stored`, as
-    the model's state (properties.ledger reads them); findings name the clients as the model's do."""
+    """A Snapshot with what `model.bookkeeper.BookKeeperState` tracks beyond it, in the same forms:
+    the acknowledged entries, the writer's fragments after the first (`ensembles`, bookies by
+    position) of which the ledger metadata holds the first `stored` (properties.ledger reads them),
+    and bit sets over the bookies (bit k: bookie k): `fenced`, `responded` (answered the fencing LAC
+    read), `negatives` (answered "no such entry" for the entry recovery reads). Findings name the
+    clients as the model's do."""
 
     servers: tuple[ServerSnapshot, ...]
     reads: frozenset
     acked: frozenset
     ensembles: tuple = ()
     stored: int = 0
-    fenced: frozenset = frozenset()  # positions of the fenced bookies (for the step table)
+    fenced: int = 0
+    responded: int = 0
+    negatives: int = 0
 
     def part(self, k: int) -> str | None:
         n = len(self.servers) - 2
@@ -82,35 +90,40 @@ class BookKeeperSnapshot(NamedTuple):
         return server_name(k) + ("" if k < n else " writer" if k == n else " recovery")
 
     def note(self, k: int) -> str:
-        return " fenced" if k in self.fenced else ""
+        return " fenced" if self.fenced >> k & 1 else ""
 
     def members(self) -> str:
         return f"{len(self.servers)} servers ({len(self.servers) - 2} bookies, the writer and the recovery client)"
 
 
 class BookKeeperView(NamedTuple):
-    """What the model tracks beyond a snapshot: fenced bookies, the bookies that answered the fencing
-    LAC read, those that answered "no such entry" for the entry being read, the acknowledged entries,
-    the writer's fragments after the first as (first entry, bookie names), and how many of them the
-    ledger metadata holds."""
+    """What the model tracks beyond its servers and reads, in the model state's forms: fenced bookies,
+    the bookies that answered the fencing LAC read, those that answered "no such entry" for the entry
+    being read (bit sets over the bookies' positions), the acknowledged entries, the writer's
+    fragments after the first as (first entry, bookie positions), and how many of them the ledger
+    metadata holds."""
 
-    fenced: frozenset
-    responded: frozenset
-    negatives: frozenset
+    fenced: int
+    responded: int
+    negatives: int
     acked: frozenset
     ensembles: tuple = ()
     stored: int = 0
 
+    def shown(self, field: str) -> str:
+        """A field as a person reads it: bookies by name, entries sorted."""
+        value = getattr(self, field)
+        if field in ("fenced", "responded", "negatives"):
+            return "{" + ",".join(server_name(k) for k in range(value.bit_length()) if value >> k & 1) + "}"
+        if field == "ensembles":
+            return " ".join(f"{first}:{','.join(map(server_name, bookies))}" for first, bookies in value) or "none"
+        return str(sorted(value)) if isinstance(value, frozenset) else str(value)
 
-def model_view(state) -> BookKeeperView:
-    """The same of a `model.bookkeeper.BookKeeperState`."""
-    n = len(state.servers) - 2
 
-    def names(mask: int) -> frozenset:
-        return frozenset(server_name(k) for k in range(n) if mask >> k & 1)
-    ensembles = tuple((first, tuple(server_name(b) for b in ensemble)) for first, ensemble in state.ensembles)
-    return BookKeeperView(names(state.fenced), names(state.responded), names(state.negatives), frozenset(state.acked),
-                          ensembles, state.stored)
+def view_of(state) -> BookKeeperView:
+    """The view of a `model.bookkeeper.BookKeeperState` or of a `BookKeeperSnapshot`: the same fields."""
+    return BookKeeperView(state.fenced, state.responded, state.negatives, frozenset(state.acked),
+                          tuple(state.ensembles), state.stored)
 
 
 class BookKeeperSimCluster(SimCluster):
@@ -162,17 +175,20 @@ class BookKeeperSimCluster(SimCluster):
         servers = [replica.snapshot() if replica is not None else down_snapshot(self._down[name], self.closed_at)
                    for name, replica in self.replicas.items()]
         servers += [self.writer.snapshot(), self.recovery.snapshot()]
+        # The bookies' names become the model's positions here, once.
         ensembles = tuple((first, tuple(self.bookie_names.index(b) for b in ensemble))
                           for first, ensemble in self.writer.fragments[1:])
-        fenced = frozenset(self.bookie_names.index(b) for b in self.bookkeeper_view().fenced)
+        fenced = [b for b, r in self.replicas.items() if (r.fenced if r is not None else self._down[b].fenced)]
         return BookKeeperSnapshot(tuple(servers), self.reads, frozenset(self.acked), ensembles,
-                                  len(self.metadata.fragments) - 1, fenced)
+                                  len(self.metadata.fragments) - 1, self._bits(fenced),
+                                  self._bits(self.recovery.responded), self._bits(self.recovery.negatives))
+
+    def _bits(self, bookies) -> int:
+        """Bookies by name as the model's bit set over their positions."""
+        return sum(1 << self.bookie_names.index(b) for b in set(bookies))
 
     def bookkeeper_view(self) -> BookKeeperView:
-        fenced = frozenset(b for b, r in self.replicas.items()
-                           if (r.fenced if r is not None else self._down[b].fenced))
-        return BookKeeperView(fenced, frozenset(self.recovery.responded), frozenset(self.recovery.negatives),
-                              frozenset(self.acked), self.writer.fragments[1:], len(self.metadata.fragments) - 1)
+        return view_of(self.snapshot())
 
     def describe(self):
         for name in self.bookie_names:
