@@ -13,6 +13,7 @@ import pytest
 from hwm.bridge.maelstrom.schedule import load
 from hwm.bridge.servers import powerfs, server_named
 from hwm.bridge.servers.run import ServerLimits, run_server_schedule
+from tests.servers.conftest import needs_etcd
 
 pytestmark = pytest.mark.network
 FORCESYNC_NO = Path(__file__).resolve().parents[2] / "examples" / "servers" / "zookeeper-forcesync-power.json"
@@ -47,3 +48,29 @@ def test_stock_zookeeper_keeps_them():
     result = run_server_schedule(server_named("zookeeper"), schedule, prefix="127.0.37")
     assert result.findings == [], [str(f) for f in result.findings]
     assert all("(SIGKILL; 0 bytes" in e for events in result.events for e in events if "lost power" in e)
+
+
+@pytest.mark.deep
+def test_the_hunt_finds_forcesync_no():
+    needs_zookeeper_and_fuse()
+    from hwm.bridge.servers.hunt import hunt_server
+    report = hunt_server(server_named("zookeeper:forceSync=no"), schedules=60, steps=12, seed=1,
+                         faults=("kill", "power_fail"), shrink=False, time_limit=1500, prefix="127.0.39")
+    assert report.failures, f"nothing found in {report.schedules} schedules"
+    assert set(report.found) <= {"AckedNeverLost", "ReadNeverTruncated", "OneValuePerOffset", "HwmNeverTruncated"}
+
+
+@pytest.mark.deep
+@pytest.mark.parametrize("name", ["zookeeper", "etcd"])
+def test_stock_servers_stay_clean_through_power_failures(name):
+    if name == "etcd":
+        needs_etcd()
+        if powerfs.unavailable() is not None:
+            pytest.skip(powerfs.unavailable())
+    else:
+        needs_zookeeper_and_fuse()
+    from hwm.bridge.servers.hunt import hunt_server
+    report = hunt_server(server_named(name), schedules=15, steps=12, seed=2, faults=("kill", "power_fail"),
+                         shrink=False, time_limit=1500, prefix="127.0.39")
+    assert report.schedules == 15
+    assert not report.failures, [str(f) for r in report.failures for f in r.findings]
