@@ -160,6 +160,8 @@ def to_step(action: Action, value: str | None = None) -> Step:
         return Step(name, {})
     if name in ("send_add", "fence", "recovery_read", "change_ensemble"):
         return Step(name, {"bookie": server_name(action[1])})
+    if len(action) == 3:  # a variant's action over two servers (model.variant_model): `from` and `to`
+        return Step(name, {"from": server_name(action[1]), "to": server_name(action[2])})
     return Step(name, {"server": server_name(action[1])})
 
 
@@ -179,6 +181,6 @@ def from_step(step: Step) -> Action:
         return (step.action,)
     if step.action in ("send_add", "fence", "recovery_read", "change_ensemble"):
         return (step.action, pos(a["bookie"]))
-    if step.action in ("send", "deliver", "drop"):
+    if step.action in ("send", "deliver", "drop") or "from" in a:  # a variant's two-server action too
         return (step.action, pos(a["from"]), pos(a["to"]))
     return (step.action, pos(a["server"]))

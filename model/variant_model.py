@@ -6,8 +6,9 @@ state, and `eventually` properties of its own.
   reads (`state.servers[k].name`); a value is None, a bool, an int, a str or a tuple of these (hashable,
   and encoded the same in every process: `value_bytes`).
 - `actions = ("name", ...)`: each an action over one server, `guard_<name>(state, server)` (None when
-  enabled, else the reason) and `effect_<name>(state, server)` (the next state); it prints as
-  `name(S2)` in traces and replays.
+  enabled, else the reason) and `effect_<name>(state, server)` (the next state), printed as `name(S2)`
+  in traces and replays; or over an ordered pair of two servers, when its guard and effect take
+  `(state, i, j)`, printed as `name(S1, S2)`.
 - `refuses(state, action)`: the variant's further guard on the base's actions (None, or the reason);
   `after(state, action, next_state)`: the variant's part of a base action's effect (the new fields
   keep their values through the base's actions unless `after` changes them).
@@ -24,6 +25,7 @@ file, line, state and action.
 
 from __future__ import annotations
 
+import inspect
 from collections import namedtuple
 from typing import Any, Callable, Iterator
 
@@ -156,16 +158,40 @@ def check_declaration(cls: type) -> None:
             if not callable(getattr(cls, part + action, None)):
                 raise VariantError(f"{where}: {name}.{part}{action}(state, server) is missing: each action "
                                    f"has a guard and an effect")
+        arities = {part: arity(getattr(cls, part + action)) for part in ("guard_", "effect_")}
+        if set(arities.values()) not in ({1}, {2}):
+            function = getattr(cls, "guard_" + action)
+            raise VariantError(f"{_where(function)}: {name}.guard_{action} and effect_{action} take (state, server) "
+                               f"for an action over one server, or both (state, i, j) for one over two servers; "
+                               f"they take {arities['guard_']} and {arities['effect_']} servers")
     for action in cls.fair:
         if action not in actions:
             raise VariantError(f"{where}: {name}.fair: {action!r} is not one of {name}.actions")
-    for action in actions:  # a one-server action's step: `name(S2)`, read back by `from_step`
-        ACTIONS[action] = _Signature((("server", "server"),))
+    for action in actions:  # its step, `name(S2)` or `name(S1, S2)`, read back by `from_step`
+        ACTIONS[action] = SIGNATURES[arity(getattr(cls, "guard_" + action))]
+
+
+def arity(method: Callable) -> int | None:
+    """How many servers a variant's guard or effect takes after the state: 1, 2, or None for another
+    signature (a method takes self, the state, then its servers)."""
+    try:
+        parameters = list(inspect.signature(method).parameters.values())
+    except (TypeError, ValueError):
+        return None
+    if any(p.kind not in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD) for p in parameters):
+        return None
+    servers = len(parameters) - 2  # self and the state
+    return servers if servers in (1, 2) else None
 
 
 class _Signature(tuple):
-    """A trace step's fields for a variant's action (any variant's: each is over one server), apart
-    from the format's own actions, which no variant may declare again."""
+    """A trace step's fields for a variant's action, apart from the format's own actions, which no
+    variant may declare again."""
+
+
+# A variant's action over one server, `name(S2)`, or over an ordered pair of two servers, `name(S1, S2)`
+# (`{"action": name, "from": "S1", "to": "S2"}` in a trace, as the network's own pairs).
+SIGNATURES = {1: _Signature((("server", "server"),)), 2: _Signature((("from", "server"), ("to", "server")))}
 
 
 # ---------------------------------------------------------- the snapshot view
@@ -267,6 +293,10 @@ def model_class(base: type) -> type:
             self.field_names = tuple(cls.fields)
             self.server_type = server_type(self.field_names)
             self.own_actions = tuple(cls.actions)
+            # Each action's server tuples: every server, or every ordered pair of two (check_declaration).
+            self.own_servers = {name: ([(k,) for k in range(self.n)] if arity(getattr(cls, "guard_" + name)) == 1
+                                       else [(i, j) for i in range(self.n) for j in range(self.n) if i != j])
+                                for name in self.own_actions}
             if isinstance(self, PartitionedRaftModel):
                 raise VariantError(f"{_where(cls)}: {cls.__name__} adds to the raft model, which has no partitions, "
                                    f"check_quorum or lease_reads under a variant with fields or actions in this "
@@ -311,7 +341,8 @@ def model_class(base: type) -> type:
             return decode(data, self.server_type, lambda it: tuple(read_value(it) for _ in names))
 
         def action_table(self) -> list:
-            return super().action_table() + [(name, k) for name in self.own_actions for k in range(self.n)]
+            return super().action_table() + [(name, *servers) for name in self.own_actions
+                                              for servers in self.own_servers[name]]
 
         # ------------------------------------------------------- the actions
         def actions(self, s, bounds_hit=None):
@@ -320,16 +351,17 @@ def model_class(base: type) -> type:
                 if refuses is None or self._call("refuses", s, action, s, action) is None:
                     yield action
             for name in self.own_actions:
-                for k in range(self.n):
-                    if self._call("guard_" + name, s, (name, k), s, k) is None:
-                        yield (name, k)
+                for servers in self.own_servers[name]:
+                    if self._call("guard_" + name, s, (name, *servers), s, *servers) is None:
+                        yield (name, *servers)
 
         def why_not(self, s, action) -> str | None:
             name = action[0]
             if name in self.own_actions:
-                if len(action) != 2 or not isinstance(action[1], int) or not 0 <= action[1] < self.n:
-                    return f"{name} takes one server, S1..S{self.n}"
-                return self._call("guard_" + name, s, action, s, action[1])
+                if tuple(action[1:]) not in self.own_servers[name]:
+                    takes = "one server" if len(self.own_servers[name][0]) == 1 else "two different servers"
+                    return f"{name} takes {takes}, of S1..S{self.n}"
+                return self._call("guard_" + name, s, action, s, *action[1:])
             reason = super().why_not(s, action)
             if reason is None and self.refuses is not None:
                 reason = self._call("refuses", s, action, s, action)
@@ -338,7 +370,7 @@ def model_class(base: type) -> type:
         def apply(self, s, action):
             name = action[0]
             if name in self.own_actions:
-                return self._state(self._call("effect_" + name, s, action, s, action[1]), s, action,
+                return self._state(self._call("effect_" + name, s, action, s, *action[1:]), s, action,
                                    "effect_" + name)
             after = super().apply(s, action)
             # The base's effects build servers of the base's type: each keeps its fields as they were.

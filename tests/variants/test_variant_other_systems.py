@@ -48,8 +48,7 @@ def hwm(*args) -> object:
 @pytest.mark.parametrize("spec, config", list(PINNED))
 def test_the_other_systems_examples_are_pinned(spec, config):
     states, transitions, lengths = PINNED[spec, config]
-    _, protocol = resolve(f"{EXAMPLES / spec}")
-    report = run(CheckRequest(spec), model=build_model(protocol, config))
+    report = run(CheckRequest(f"{EXAMPLES / spec}", config))
     assert (report.states, report.transitions) == (states, transitions)
     assert {name: r.length for name, r in report.results.items() if r.kind == "always" and r.found} == lengths
 
@@ -142,6 +141,6 @@ def test_a_variant_of_another_system_with_no_rules_of_its_own_is_its_preset():
         _, protocol = resolve(f"{path}:Same")
         model = build_model(protocol, KAFKA_BOUNDS)
         assert getattr(model, "uncompiled", None) is None
-        report = run(CheckRequest("Same"), model=model)
-        preset = run(CheckRequest("kafka"), model=build_model(PRESETS["kafka"].protocol, KAFKA_BOUNDS))
+        report = run(CheckRequest(f"{path}:Same", KAFKA_BOUNDS))
+        preset = run(CheckRequest("kafka", KAFKA_BOUNDS))
         assert (report.states, report.transitions) == (preset.states, preset.transitions) == (607, 1786)
