@@ -127,28 +127,50 @@ def test_a_machine_without_fuse_is_refused_in_one_line(monkeypatch):
         "given the device)"]
 
 
+def _started_power_run(prefix: str, save: Path) -> tuple[subprocess.Popen, Path]:
+    """`hwm test --server etcd --faults power_fail` in a process of its own, once its members run on
+    their mounts."""
+    needs_fuse()
+    import shutil
+    import tempfile
+
+    from hwm.bridge.servers.lifecycle import RUN_PREFIX
+    if shutil.which("etcd") is None:
+        pytest.skip("etcd is not installed")
+    hwm = subprocess.Popen([*HWM, "test", "--server", "etcd", "--loopback", prefix, "--faults", "power_fail",
+                            "--schedules", "50", "--save", str(save / "found.json")],
+                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        for candidate in Path(tempfile.gettempdir()).glob(f"{RUN_PREFIX}{hwm.pid}-*"):
+            try:
+                owner = json.loads((candidate / "owner.json").read_text())
+            except (OSError, ValueError):
+                continue
+            if len(owner.get("process_groups", [])) == 3:
+                return hwm, candidate
+        assert hwm.poll() is None, hwm.communicate()
+        time.sleep(0.1)
+    hwm.kill()
+    raise AssertionError("the run did not start its members within 60 s")
+
+
+@pytest.mark.network
+def test_sigterm_unmounts_every_data_directory(tmp_path):
+    import signal
+    hwm, folder = _started_power_run("127.0.34", tmp_path)
+    assert len(powerfs.mounts_under(folder)) == 3
+    hwm.send_signal(signal.SIGTERM)
+    _, err = hwm.communicate(timeout=60)
+    assert hwm.returncode == 130, err
+    assert powerfs.mounts_under(folder) == [] and not folder.exists()
+
+
 @pytest.mark.network
 def test_the_next_run_unmounts_what_a_run_killed_with_sigkill_left(tmp_path):
     """hwm killed with SIGKILL mid-run leaves its members, its filesystems and their mounts; the next
     run removes them first and names them."""
-    needs_fuse()
-    import shutil
-    if shutil.which("etcd") is None:
-        pytest.skip("etcd is not installed")
-    from hwm.bridge.servers.lifecycle import RUN_PREFIX
-    import tempfile
-    hwm = subprocess.Popen([*HWM, "test", "--server", "etcd", "--loopback", "127.0.33", "--faults", "power_fail",
-                            "--schedules", "50", "--save", str(tmp_path / "found.json")],
-                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    folder, deadline = None, time.monotonic() + 60
-    while folder is None and time.monotonic() < deadline:
-        for candidate in Path(tempfile.gettempdir()).glob(f"{RUN_PREFIX}{hwm.pid}-*"):
-            owner = candidate / "owner.json"
-            if owner.exists() and len(json.loads(owner.read_text() or "{}").get("process_groups", [])) == 3:
-                folder = candidate
-        assert hwm.poll() is None, hwm.communicate()
-        time.sleep(0.1)
-    assert folder is not None, "the run did not start its members within 60 s"
+    hwm, folder = _started_power_run("127.0.33", tmp_path)
     hwm.kill()
     hwm.wait()
     left = powerfs.mounts_under(folder)
