@@ -1,10 +1,17 @@
-"""The one place a protocol picks its model class: each system's module registers nothing itself, and
-the base module (`model.actions`) imports none of them."""
+"""The one place a protocol picks its model class, from a table of the systems' models: each system's
+module registers nothing itself, and the base module (`model.actions`) imports none of them."""
 
 from __future__ import annotations
 
 from hwm.model.actions import Model
+from hwm.model.bookkeeper import BookKeeperModel
+from hwm.model.kafka import KafkaModel
+from hwm.model.kafka_partition import PartitionedKafkaModel
+from hwm.model.partition import PartitionedRaftModel
+from hwm.model.raft import RaftModel
 from hwm.model.state import Config
+from hwm.model.zab import ZabModel
+from hwm.model.zab_partition import PartitionedZabModel
 from hwm.properties.protocol import Protocol
 
 import hwm.model.variant  # noqa: F401,E402 - registers the loader of variants' specs with `resolve`
@@ -25,29 +32,27 @@ def build_model(protocol: Protocol, config: Config) -> Model:
     return _build(protocol, config)
 
 
+# Each system's model, and the model it runs on where the network partitions or a flag only that model
+# has is set (docs/systems.md); BookKeeper's has no partitions yet.
+MODELS: dict[str, type[Model]] = {"raft": RaftModel, "zab": ZabModel, "kafka": KafkaModel,
+                                  "bookkeeper": BookKeeperModel}
+PARTITIONED: dict[str, tuple[type[Model], tuple[str, ...]]] = {
+    "raft": (PartitionedRaftModel, ("check_quorum", "lease_reads")),
+    "zab": (PartitionedZabModel, ("check_quorum",)),
+    "kafka": (PartitionedKafkaModel, ()),
+}
+
+
 def _build(protocol: Protocol, config: Config) -> Model:
-    if config.max_partitions and protocol.system == "bookkeeper":
-        # ValueError: the model cannot run this config (the tour skips it, the CLI says why).
-        raise ValueError(f"partitions (max_partitions={config.max_partitions}) are modelled for the raft, zab "
-                         f"and kafka systems (model/partition.py, zab_partition.py, kafka_partition.py); the "
-                         f"bookkeeper model has none yet")
-    if protocol.system == "zab":
-        if config.max_partitions or protocol.check_quorum:
-            from hwm.model.zab_partition import PartitionedZabModel
-            return PartitionedZabModel(protocol, config)
-        from hwm.model.zab import ZabModel
-        return ZabModel(protocol, config)
-    if protocol.system == "bookkeeper":
-        from hwm.model.bookkeeper import BookKeeperModel
-        return BookKeeperModel(protocol, config)
-    if protocol.system == "kafka":
+    partitioned = PARTITIONED.get(protocol.system)
+    if partitioned is None:
         if config.max_partitions:
-            from hwm.model.kafka_partition import PartitionedKafkaModel
-            return PartitionedKafkaModel(protocol, config)
-        from hwm.model.kafka import KafkaModel
-        return KafkaModel(protocol, config)
-    if config.max_partitions or protocol.check_quorum or protocol.lease_reads:
-        from hwm.model.partition import PartitionedRaftModel
-        return PartitionedRaftModel(protocol, config)
-    from hwm.model.raft import RaftModel
-    return RaftModel(protocol, config)
+            # ValueError: the model cannot run this config (the tour skips it, the CLI says why).
+            raise ValueError(f"partitions (max_partitions={config.max_partitions}) are modelled for the raft, zab "
+                             f"and kafka systems (model/partition.py, zab_partition.py, kafka_partition.py); the "
+                             f"{protocol.system} model has none yet")
+        return MODELS[protocol.system](protocol, config)
+    cls, flags = partitioned
+    if config.max_partitions or any(getattr(protocol, flag) for flag in flags):
+        return cls(protocol, config)
+    return MODELS[protocol.system](protocol, config)
