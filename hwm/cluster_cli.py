@@ -464,7 +464,8 @@ def cluster(servers, data, base_port, host, spec, restart_after, quiet, record=N
                     click.echo(f"hwm cluster: {server} (pid {process.pid}) exited with {how}; restart it with:\n  "
                                + " ".join(_quote(a) for a in ["hwm"] + commands[server][3:]), err=True)
             if not restart_at and all(p.poll() is not None for p in processes.values()):
-                _fail("every server has exited")
+                click.echo("error: every server has exited", err=True)
+                sys.exit(EXIT_USAGE if refused else EXIT_FAILED)  # 2: one exited with 2 (bad input)
     finally:
         for process in processes.values():
             if process.poll() is None:
@@ -482,7 +483,7 @@ def cluster(servers, data, base_port, host, spec, restart_after, quiet, record=N
     if refused:
         click.echo(f"error: {', '.join(refused)} exited with status 2 (bad input: see {'its' if len(refused) == 1 else 'their'} "
                    f"line above)", err=True)
-        sys.exit(2)
+        sys.exit(EXIT_USAGE)
 
 
 def _quote(arg: str) -> str:

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import re
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -69,9 +70,19 @@ def start_node(boom: Path, data: Path, port: int) -> subprocess.Popen:
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
 
 
-def put(port: int) -> None:
-    subprocess.run(HWM + ["put", "--cluster", f"S1=127.0.0.1:{port}", "--timeout", "5", "v"],
-                   capture_output=True, text=True, timeout=60)
+def put(port: int, servers: int = 1) -> None:
+    cluster = ",".join(f"S{k + 1}=127.0.0.1:{port + k}" for k in range(servers))
+    subprocess.run(HWM + ["put", "--cluster", cluster, "--timeout", "5", "v"], capture_output=True, text=True,
+                   timeout=60)
+
+
+def _free(port: int) -> bool:
+    with socket.socket() as sock:
+        try:
+            sock.bind(("127.0.0.1", port))
+        except OSError:
+            return False
+    return True
 
 
 def test_a_tcp_node_whose_rule_raises_stops_with_one_line(boom, tmp_path):
@@ -89,17 +100,22 @@ def test_a_tcp_node_whose_rule_raises_stops_with_one_line(boom, tmp_path):
     assert re.fullmatch(r"error: S1 stopped: " + hook_line(boom) + r"\n", err), err
 
 
-def test_a_cluster_whose_rule_raises_says_so_and_exits_2(boom, tmp_path):
-    (port,) = free_ports(1)
-    supervisor = subprocess.Popen(HWM + ["cluster", "--servers", "1", "--data", str(tmp_path / "data"),
+@pytest.mark.parametrize("servers", [1, 2])
+def test_a_cluster_whose_rule_raises_says_so_and_exits_2(boom, tmp_path, servers):
+    """One server: it exits, and so does the cluster. Two: the leader exits, the other cannot be elected
+    alone and runs on until SIGTERM; the cluster then exits 2, naming the server."""
+    port = free_ports(1)[0]
+    while not all(_free(port + k) for k in range(servers)):
+        port = free_ports(1)[0]
+    supervisor = subprocess.Popen(HWM + ["cluster", "--servers", str(servers), "--data", str(tmp_path / "data"),
                                          "--base-port", str(port), "--protocol", f"{boom}:Boom", "--quiet"],
                                   stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
     try:
         time.sleep(2)
-        put(port)
-        deadline = time.monotonic() + 30
+        put(port, servers)
+        deadline = time.monotonic() + (30 if servers == 1 else 3)
         while supervisor.poll() is None and time.monotonic() < deadline:
-            time.sleep(0.2)  # its only server exits: "every server has exited"
+            time.sleep(0.2)  # one server: it exits, "every server has exited"
         if supervisor.poll() is None:
             supervisor.send_signal(signal.SIGTERM)
         out, err = supervisor.communicate(timeout=30)
@@ -108,9 +124,11 @@ def test_a_cluster_whose_rule_raises_says_so_and_exits_2(boom, tmp_path):
             supervisor.kill()
             supervisor.communicate()
     no_traceback(err)
-    assert re.search(r"^error: S1 stopped: " + hook_line(boom) + "$", err, re.M), err
-    assert "hwm cluster: S1 (pid" in err and "exited with status 2" in err, err
-    assert supervisor.returncode != 0, err
+    assert re.search(r"^error: S\d stopped: " + hook_line(boom) + "$", err, re.M), err
+    assert re.search(r"^hwm cluster: S\d \(pid \d+\) exited with status 2", err, re.M), err
+    assert supervisor.returncode == 2, err
+    if servers == 2:
+        assert re.search(r"^error: S\d exited with status 2 \(bad input: see its line above\)$", err, re.M), err
 
 
 def test_hwm_test_stepping_against_a_model_whose_rule_raises_is_one_line(boom, tmp_path):
