@@ -33,6 +33,8 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Iterable, Iterator, Mapping
 
+from hwm.properties.errors import InputError
+
 FORMAT = "hwm-events/1"
 LOGGABLE = ("generation", "role", "log", "hwm", "reads")
 ROLES = ("leader", "follower")
@@ -49,20 +51,13 @@ VARIABLE_OF = {"generation": "generation", "role": "role", "truncate_from": "log
                "log": "log", "hwm": "hwm", "read": "reads"}
 
 
-class EventError(ValueError):
+class EventError(InputError):
     """A recorded run that cannot be read: says which file, which line and which field."""
 
     def __init__(self, message: str, *, file: str | None = None, line: int | None = None,
                  field: str | None = None):
-        self.file, self.line, self.field, self.reason = file, line, field, message
-        where = []
-        if file:
-            where.append(str(file))
-        if line is not None:
-            where.append(f"line {line}")
-        if field:
-            where.append(f"field {field!r}")
-        super().__init__((": ".join([", ".join(where), message])) if where else message)
+        self.line, self.field = line, field
+        super().__init__(message, file, None if line is None else f"line {line}", field and f"field {field!r}")
 
 
 @dataclass(frozen=True)

@@ -22,6 +22,7 @@ import json
 from pathlib import Path
 from typing import Any, Iterable, NamedTuple
 
+from hwm.properties.errors import InputError
 from hwm.properties.snapshot import FOLLOWER, LEADER, server_name, server_position
 
 FORMAT_DESCRIPTION = "https://apalache-mc.org/docs/adr/015adr-trace.html"
@@ -29,15 +30,14 @@ VARIABLES = ("generation", "role", "log", "hwm", "alive", "match", "reads", "cra
 SUFFIX = ".itf.json"
 
 
-class ItfError(ValueError):
+class ItfError(InputError):
     """An ITF trace hwm cannot read: names the file, the state and the variable."""
 
     def __init__(self, message: str, *, file: str | None = None, state: int | None = None,
                  variable: str | None = None):
-        self.file, self.state, self.variable, self.reason = file, state, variable, message
-        where = [str(w) for w in (file, None if state is None else f"state {state}",
-                                  None if variable is None else f"variable {variable!r}") if w]
-        super().__init__(": ".join([", ".join(where), message]) if where else message)
+        self.state, self.variable = state, variable
+        super().__init__(message, file, None if state is None else f"state {state}",
+                         None if variable is None else f"variable {variable!r}")
 
 
 class ItfServer(NamedTuple):

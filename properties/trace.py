@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from hwm.properties.acked import ALL_BY_NAME as BY_NAME
+from hwm.properties.errors import InputError
 from hwm.properties.liveness import LIVENESS_BY_NAME
 from hwm.properties.protocol import ProtocolError, resolve
 from hwm.properties.snapshot import server_position
@@ -81,20 +82,13 @@ CONFIG_KEYS: dict[str, tuple[Any, Any]] = {
 LATER_CONFIG_KEYS = frozenset({"max_partitions"})
 
 
-class TraceError(ValueError):
+class TraceError(InputError):
     """A trace that cannot be read: says which file, which step and which field."""
 
     def __init__(self, message: str, *, file: str | None = None, step: int | None = None,
                  field: str | None = None):
-        self.file, self.step, self.field, self.reason = file, step, field, message
-        where = []
-        if file:
-            where.append(str(file))
-        if step is not None:
-            where.append(f"step {step}")
-        if field:
-            where.append(f"field {field!r}")
-        super().__init__((": ".join([", ".join(where), message])) if where else message)
+        self.step, self.field = step, field
+        super().__init__(message, file, None if step is None else f"step {step}", field and f"field {field!r}")
 
 
 @dataclass(frozen=True)
