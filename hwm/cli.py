@@ -105,9 +105,10 @@ def main() -> None:
               help="Processes that expand each level (--engine local); the result is the same for any number.")
 @click.option("--liveness", is_flag=True,
               help="Also check the eventually properties under fairness on the concrete state graph "
-                   "(small configurations, rpc network; lassos are saved with --save).")
-@click.option("--liveness-max-states", type=click.IntRange(1), default=50_000, show_default=True,
-              help="State limit of the liveness graph (--liveness).")
+                   "(the compiled engine's where it runs the model; rpc network; lassos are saved with --save).")
+@click.option("--liveness-max-states", type=click.IntRange(1), default=None,
+              help="State limit of the liveness graph (--liveness) [default: 3,000,000 on the compiled "
+                   "graph, 50,000 on the reference one].")
 @click.option("--itf", "itf_too", is_flag=True,
               help="Also write each saved counterexample as an ITF trace (FILE.itf.json, for the TLA+ tools).")
 @click.option("--successors", type=click.Choice(["auto", "reference", "fast"]), default="auto", show_default=True,
@@ -143,7 +144,7 @@ def check(**options) -> None:
 
 def _check(protocol, servers, max_generation, max_log, max_crashes, network, channel_capacity, no_symmetry,
            engine, spark_master, walks, seed, jobs, as_json, save, workers, liveness=False,
-           liveness_max_states=50_000, successors="auto", junit_out=None, progress_mode="auto",
+           liveness_max_states=None, successors="auto", junit_out=None, progress_mode="auto",
            progress_interval=10.0, itf_too=False, max_partitions=0, spark_exchange="auto", spark_dir=None,
            variants=()) -> None:
     config = Config(servers, max_generation, max_log, max_crashes, network, channel_capacity, max_partitions)
@@ -238,7 +239,7 @@ def _check(protocol, servers, max_generation, max_log, max_crashes, network, cha
     if liveness:
         from hwm.model.variant import HookError
         try:
-            lively = liveness_report.run(protocol, config, liveness_max_states)
+            lively = liveness_report.run(protocol, config, liveness_max_states, successors)
         except liveness_report.LivenessRefused as e:
             raise click.UsageError(f"--liveness: {e} (--liveness-max-states)")
         except HookError as e:  # a variant's liveness property failed: the report, then the error (exit 2)

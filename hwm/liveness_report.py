@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from hwm.model.registry import build_model
-from hwm.checker.liveness import DEFAULT_MAX_STATES, LivenessRefused, LivenessReport, check_liveness, refusal
+from hwm.checker.liveness import LivenessRefused, LivenessReport, check_liveness, refusal
 from hwm.model.state import Config
 from hwm.properties.protocol import resolve
 
@@ -20,14 +20,18 @@ def refused(protocol_spec, config: Config) -> str | None:
     return refusal(build_model(protocol, config))
 
 
-def run(protocol_spec, config: Config, max_states: int = DEFAULT_MAX_STATES) -> LivenessReport:
+def run(protocol_spec, config: Config, max_states: int | None = None, successors: str = "auto") -> LivenessReport:
+    """The check on the graph of `successors` (the backend the safety check ran: its graph; anything else:
+    `auto`); `max_states` defaults to that graph's limit."""
     name, protocol = resolve(protocol_spec)
-    return check_liveness(build_model(protocol, config), name, max_states=max_states)
+    successors = successors if successors in ("fast", "reference") else "auto"
+    return check_liveness(build_model(protocol, config), name, max_states=max_states, successors=successors)
 
 
 def describe(report: LivenessReport, symmetry_requested: bool, saved: dict[str, Path] | None = None) -> str:
     saved = saved or {}
-    lines = ["", f"liveness: {report.states:,} concrete states, {report.transitions:,} transitions; weakly fair: "
+    graph = " (compiled graph)" if report.successors == "fast" else ""
+    lines = ["", f"liveness: {report.states:,} concrete states, {report.transitions:,} transitions{graph}; weakly fair: "
              + ", ".join(report.fairness) + "; elections and crashes stop within the bounds"]
     if symmetry_requested:
         lines.append(f"  ({SYMMETRY_NOTE})")
