@@ -2,14 +2,16 @@
 
 A schedule is an ordinary `hwm-schedule/1` (schedule.py) on the wall clock, of the log workload:
 `log_append` and `log_read` (with `"serializable": true`, a read the member may serve from its own
-copy), `concurrent` (its requests sent at once, each by a client of its own, c<i>.<k>), `kill`, `restart`, `pause`, `resume`, `partition`, `heal`, `wait`, `power_fail` (SIGKILL,
-every write the member did not fsync dropped, a restart: its data directory is a mount of
-powerfs.py's filesystem), and the planted `rollback`: the down member's data directory replaced by
-the copy kept once the cluster first served (lifecycle.py's `keep_copy`), as an operator restoring
-an old backup would. Requests go one at a time, each bounded by the client's timeout, unless
-a `concurrent` step sends several at once; the client of node n<i> is c<i>. The history is checked by the log workload's checks (history.py:
-ReadNeverTruncated, AckedNeverLost, OneValuePerOffset), online and after the final phase. The
-lin-kv workload (`read`, `write`, `cas` of integer keys) is judged at the end by lin_kv.py: each
+copy), `concurrent` (its requests sent at once, each by a client of its own, c<i>.<k>), `kill`,
+`restart`, `pause`, `resume`, `partition`, `heal`, `wait`, `power_fail` (SIGKILL, every write the
+member did not fsync dropped, a restart: its data directory is a mount of powerfs.py's
+filesystem), and the planted `rollback`: the down member's data directory replaced by the copy
+kept once the cluster first served (lifecycle.py's `keep_copy`), as an operator restoring an old
+backup would. Requests go one at a time, each bounded by the client's timeout, unless a
+`concurrent` step sends several at once; the client of node n<i> is c<i>. The history is checked
+by the log workload's checks (history.py: ReadNeverTruncated, AckedNeverLost, OneValuePerOffset),
+online and after the final phase, and the staleness of its local reads is counted
+(`local_read_staleness`). The lin-kv workload (`read`, `write`, `cas` of integer keys) is judged at the end by lin_kv.py: each
 key's history must be a register's (Linearizable). A refusal carries Maelstrom's code (20, an
 offset or key with nothing there; 22, a cas whose key held another value); any other definite
 error is 11 on a write, and on a read makes it indeterminate, like an indeterminate error (0): a
