@@ -328,8 +328,9 @@ class ZabConformance(RpcConformance):
         if mine != expected:
             where = f"step {len(self.steps)} {step}"
             raise Divergence(f"{where}: the implementation's ZAB state differs from the model's\n"
-                             + "\n".join(f"≠ {field}: model {m} | impl {i}"
-                                         for field, m, i in zip(expected._fields, expected, mine) if m != i))
+                             + "\n".join(f"≠ {field}: model {expected.shown(field)} | impl {mine.shown(field)}"
+                                         for field in expected._fields
+                                         if getattr(expected, field) != getattr(mine, field)))
 
 
 class BookKeeperConformance(ConformanceMachine):

@@ -43,25 +43,33 @@ class AckedSnapshot(Snapshot):
 
 
 class ZabView(NamedTuple):
-    """Per server, what ZAB tracks beyond the snapshot: entries on disk, currentEpoch, whether it is
-    an established leader, and (as a leader) the servers that acknowledged its NEWLEADER."""
+    """Per server, what ZAB tracks beyond the snapshot, in the model state's forms: entries on disk,
+    currentEpoch, whether it is an established leader, and (as a leader) the servers that
+    acknowledged its NEWLEADER, a bit set over their positions (the model's `synced` without its
+    established bit)."""
 
     logged: tuple[int, ...]
     epochs: tuple[int, ...]
     established: tuple[bool, ...]
-    synced: tuple[frozenset, ...]
+    synced: tuple[int, ...]
     acked: frozenset
+
+    def shown(self, field: str) -> str:
+        """A field as a person reads it: acknowledging servers by name."""
+        value = getattr(self, field)
+        if field == "synced":
+            return " ".join("{" + ",".join(server_name(j) for j in range(mask.bit_length()) if mask >> j & 1) + "}"
+                            for mask in value)
+        return str(sorted(value)) if isinstance(value, frozenset) else str(value)
 
 
 def model_view(state) -> ZabView:
     """The same of a `model.zab.ZabState`."""
     from hwm.model.zab import _ESTABLISHED
 
-    n = len(state.servers)
     return ZabView(tuple(state.durable), tuple(state.epochs),
                    tuple(bool(mask & _ESTABLISHED) for mask in state.synced),
-                   tuple(frozenset(server_name(j) for j in range(n) if mask >> j & 1) for mask in state.synced),
-                   frozenset(state.acked))
+                   tuple(mask & ~_ESTABLISHED for mask in state.synced), frozenset(state.acked))
 
 
 def sync(leader: Replica, follower: Replica, persist_ready: Persist) -> None:
@@ -106,13 +114,14 @@ class ZabSimCluster(SimCluster):
                 logged.append(len(durable.log))
                 epochs.append(durable.current_epoch or 0)
                 established.append(False)
-                synced.append(frozenset())
+                synced.append(0)
             else:
                 logged.append(replica.logged)
                 epochs.append(replica.current_epoch)
                 leads = replica.role == LEADER
                 established.append(leads and replica.established)
-                synced.append(frozenset(replica.synced) if leads else frozenset())
+                # The followers' names become the model's positions here, once.
+                synced.append(sum(1 << self.names.index(s) for s in set(replica.synced)) if leads else 0)
         return ZabView(tuple(logged), tuple(epochs), tuple(established), tuple(synced), self.acked)
 
     # ------------------------------------------------------------------ the model's actions
