@@ -24,8 +24,9 @@ finer steps, and this validator accepts exactly these:
   one after each change). A fetch to an earlier epoch of L is ignored.
 - **A fetch response carries the leader's log and HW of when it was answered**: F may append a
   shorter prefix of what L holds, or learn an older HW; never an entry L lacks.
-- **A late fetch response from an old leader epoch**: a leader that crashed or was deposed
-  answered F's fetch before; F, still its follower in that epoch, appends the answer now.
+- **A late fetch response from an old leader epoch**: a leader that crashed, was deposed or was
+  elected again for a later epoch answered F's fetch before; F, still its follower in that epoch,
+  appends the answer now.
 - **ISR changes are the controller's answers.** An expansion (F's fetch reached the HW) is made
   when the AlterIsr answer comes back: `fetch(F→L)` with the expansion, in one step. A shrink the
   leader asked for when F was behind (or its session lapsed) may be accepted after F caught up:
@@ -243,15 +244,22 @@ class ObservedKafkaValidator(ObservedValidator):
         if not follower.alive or follower.role != FOLLOWER or follower.leader == NO_LEADER:
             return
         l = follower.leader - 1
+        for leader, late in self._answerers(state, l, follower):
+            yield from self._fetch_answered(state, k, seen, follower, l, leader, late)
+
+    def _answerers(self, state, l, follower):
+        """Who answered follower's fetch to l: l as it is while it leads, and l as it was when it last
+        stopped leading in the follower's epoch (crashed, deposed, or leading again in a later epoch:
+        an answer it gave in the follower's epoch may arrive after its next election)."""
         leader = state.servers[l]
-        late = False
-        if not (leader.alive and leader.role == LEADER):
-            was = state.channels[l * self.n + l] if state.channels else ()
-            if not was:
-                return
-            leader, late = was[0], True
-        if leader.generation != follower.generation and (late or self.protocol.follower_truncation == "fenced"):
-            return  # fenced: the leader answers FENCED_LEADER_EPOCH / UNKNOWN_LEADER_EPOCH
+        leading = leader.alive and leader.role == LEADER
+        if leading and (leader.generation == follower.generation or self.protocol.follower_truncation != "fenced"):
+            yield leader, False  # of another epoch only where fetches are not fenced (before KIP-320)
+        was = state.channels[l * self.n + l] if state.channels else ()
+        if was and was[0].generation == follower.generation and (not leading or leader.generation != follower.generation):
+            yield was[0], True
+
+    def _fetch_answered(self, state, k, seen, follower, l, leader, late):
         log = self._truncated(follower, leader)
         if log != follower.log or follower.truncating:
             now = follower._replace(log=log, hwm=min(follower.hwm, len(log)), truncating=False,

@@ -122,6 +122,21 @@ def test_a_deposed_leaders_late_fetch_response_is_appended_only_in_its_epoch():
     assert not wrong.valid and wrong.discrepancy.number == len(moved) + 1
 
 
+def test_a_late_answer_of_a_leaders_earlier_epoch_arrives_after_it_leads_again():
+    # n1 answers n2's fetch with two entries in epoch 1, crashes before the answer arrives, restarts and
+    # is elected again for epoch 2 with n3; n2, still n1's follower in epoch 1, appends the old answer.
+    again = ELECTED + [("n1", dict(log=((1, 1), (2, 1)))), ("n1", dict(crash=True)),
+                       ("n1", dict(restart=True, generation=1, role="follower")),
+                       ("n1", dict(generation=2, role="leader")), ("n3", dict(generation=2))]
+    verdict = run(*again, ("n2", dict(log=((1, 1), (2, 1)))))
+    assert verdict.valid, verdict.discrepancy.describe()
+    # Never more than n1 held in epoch 1, and nothing of epoch 2 while n2 is fenced in epoch 1.
+    led = again + [("n1", dict(log=((1, 1), (2, 1), (3, 2))))]
+    for wrong in (run(*again, ("n2", dict(log=((1, 1), (2, 1), (3, 1))))),
+                  run(*led, ("n2", dict(log=((1, 1), (2, 1), (3, 2)))))):
+        assert not wrong.valid
+
+
 def test_a_follower_of_an_older_epoch_is_fenced():
     # n1 restarts and is elected again for epoch 2 without n2 (which still follows it in epoch 1).
     again = ELECTED + [("n1", dict(crash=True)), ("n1", dict(restart=True, generation=1, role="follower")),
