@@ -26,6 +26,7 @@ import z3
 
 from hwm.model.bookkeeper import RECOVERY_GENERATION, WRITER_GENERATION, BookKeeperModel, BookKeeperState
 from hwm.model.state import Config
+from hwm.proofs.induction import Conjunct
 from hwm.proofs.symbolic import Encoding, Sym, smax, smin
 from hwm.properties.quorum import majority
 
@@ -243,7 +244,8 @@ class BookKeeperEncoding(Encoding):
         # The journal keeps entries, LAC and fence.
         t = s.copy()
         t.alive[c] = z3.BoolVal(False)
-        t.crashes = s.crashes + 1
+        if s.crashes is not None:  # None: crashes unbounded (induction)
+            t.crashes = s.crashes + 1
         return t
 
     def _effect_restart(self, s: Sym, r: int) -> Sym:
@@ -252,4 +254,223 @@ class BookKeeperEncoding(Encoding):
         return t
 
 
-__all__ = ["BookKeeperEncoding", "unencoded_ledger"]
+# ------------------------------------------------------ the inductive invariant
+# The seed's argument (BookKeeper's "Fencing" page, issue 2614): once E - AQ + 1 bookies are fenced no
+# ack quorum of unfenced bookies is left, so the writer's LAC cannot pass what recovery will find; and
+# an entry recovery reports missing was missing on WQ - AQ + 1 fenced bookies, so no ack quorum held it.
+# Notation below: W the writer, R the recovery client, lr = len(R) (entries recovery knows),
+# closed = R leads, AQ the ack quorum, b ranges over bookies.
+def _bookies(enc: BookKeeperEncoding) -> range:
+    return range(enc.bookies)
+
+
+def _well_formed(enc: BookKeeperEncoding, s: Sym) -> z3.BoolRef:
+    W, R = enc.writer, enc.recovery
+    parts = [s.gen[W] == WRITER_GENERATION, s.alive[W], s.alive[R],
+             s.gen[R] == z3.If(s.leader[R], RECOVERY_GENERATION, 0), s.hwm[R] == z3.If(s.leader[R], s.length[R], 0)]
+    for i in range(enc.n):
+        parts += [s.length[i] >= 0, s.length[i] <= enc.L, s.hwm[i] >= 0]
+        # Every entry is the writer's (generation 1), and a default ledger's logs have no holes.
+        parts += [z3.If(p < s.length[i], s.log[i][p] == WRITER_GENERATION, s.log[i][p] == 0) for p in range(enc.L)]
+        for j in range(enc.n):
+            if i == W and j < enc.bookies:
+                parts.append(z3.If(s.leader[W], z3.And(s.match[W][j] >= 0, s.match[W][j] <= s.length[W]),
+                                   s.match[W][j] == 0))
+            else:
+                parts.append(s.match[i][j] == 0)
+    for b in _bookies(enc):
+        parts += [z3.Not(s.leader[b]), z3.Or(s.gen[b] == 0, s.gen[b] == WRITER_GENERATION)]
+    for p in range(enc.L):
+        for g in range(enc.max_generation + 1):
+            if g != WRITER_GENERATION:
+                parts += [z3.Not(s.ghost["read"][p][g]), z3.Not(s.extra["acked"][p][g])]
+    return z3.And(parts)
+
+
+def _logs_within_writers(enc, s):
+    return z3.And([s.length[i] <= s.length[enc.writer] for i in range(enc.n)])
+
+
+def _hwm_within_log(enc, s):
+    return z3.And([s.hwm[i] <= s.length[i] for i in range(enc.n)])
+
+
+def _acked_up_to_lac(enc, s):
+    return z3.And([s.extra["acked"][p][WRITER_GENERATION] == (p < s.hwm[enc.writer]) for p in range(enc.L)])
+
+
+def _acks_held(enc, s):
+    W = enc.writer
+    return z3.Implies(z3.And(s.leader[W], z3.Not(enc.closed(s))),
+                      z3.And([s.match[W][b] <= s.length[b] for b in _bookies(enc)]))
+
+
+def _lac_on_acks(enc, s):
+    W = enc.writer
+    acked = enc.count([s.match[W][b] >= s.hwm[W] for b in _bookies(enc)])
+    return z3.Implies(z3.And(s.leader[W], s.hwm[W] > 0), acked >= enc.ack_quorum)
+
+
+def _lac_on_ack_quorum(enc, s):
+    W = enc.writer
+    held = enc.count([s.length[b] >= s.hwm[W] for b in _bookies(enc)])
+    return z3.Implies(z3.Not(enc.closed(s)), held >= enc.ack_quorum)
+
+
+def _bookie_lac_known(enc, s):
+    W, R = enc.writer, enc.recovery
+    bound = z3.If(enc.closed(s), s.length[R], s.hwm[W])
+    return z3.And([s.hwm[b] <= bound for b in _bookies(enc)])
+
+
+def _reads_below_lac(enc, s):
+    W, R = enc.writer, enc.recovery
+    return z3.And([z3.Implies(s.ghost["read"][p][WRITER_GENERATION],
+                              z3.Or(p < s.hwm[W], z3.And(enc.closed(s), p < s.length[R]))) for p in range(enc.L)])
+
+
+def _missing_is_fenced(enc, s):
+    R = enc.recovery
+    return z3.And([z3.Implies(s.extra["negatives"][b],
+                              z3.And(s.extra["fenced"][b], z3.Or(enc.closed(s), s.length[b] <= s.length[R])))
+                   for b in _bookies(enc)])
+
+
+def _responded_are_fenced(enc, s):
+    return z3.And([z3.Implies(s.extra["responded"][b], s.extra["fenced"][b]) for b in _bookies(enc)])
+
+
+def _recovered_are_stored(enc, s):
+    R = enc.recovery
+    return z3.And([z3.Implies(p < s.length[R], z3.Or([s.length[b] > p for b in _bookies(enc)]))
+                   for p in range(enc.L)])
+
+
+def _closed_ledger_holds_the_lac(enc, s):
+    W, R = enc.writer, enc.recovery
+    stuck = enc.count([z3.And(s.extra["negatives"][b], s.extra["fenced"][b], s.match[W][b] <= s.length[R])
+                       for b in _bookies(enc)])
+    return z3.Implies(enc.closed(s), z3.And(s.hwm[W] <= s.length[R], stuck >= enc.missing_needed))
+
+
+BOOKKEEPER_INVARIANT = tuple(Conjunct(*c) for c in (
+    ("WellFormed", "ranges; every entry is the writer's and logs have no holes; the writer alone has "
+     "acknowledgements; recovery leads generation 2 with its HWM its length once it closed the ledger; "
+     "reads and acknowledgements are of generation 1", _well_formed),
+    ("LogsWithinWriters", "len(i) ≤ len(W): every log is a prefix of the writer's", _logs_within_writers),
+    ("HwmWithinLog", "hwm(i) ≤ len(i)", _hwm_within_log),
+    ("AckedUpToLac", "the acknowledged entries are exactly those up to the writer's LAC", _acked_up_to_lac),
+    ("AcksHeld", "before the close, a bookie holds what it acknowledged: match(W, b) ≤ len(b)", _acks_held),
+    ("LacOnAcks", "an ack quorum acknowledged the LAC: #{b : match(W, b) ≥ hwm(W)} ≥ AQ", _lac_on_acks),
+    ("LacOnAckQuorum", "before the close, an ack quorum of bookies holds the LAC: #{b : len(b) ≥ hwm(W)} ≥ AQ",
+     _lac_on_ack_quorum),
+    ("BookieLacKnown", "a bookie's LAC ≤ the writer's (≤ lr once closed)", _bookie_lac_known),
+    ("ReadsBelowLac", "a read entry is at or below the writer's LAC, or in the closed ledger", _reads_below_lac),
+    ("MissingIsFenced", "a bookie that reported entry lr+1 missing is fenced and (before the close) lacks it: "
+     "len(b) ≤ lr", _missing_is_fenced),
+    ("RespondedAreFenced", "a bookie that answered the fencing LAC read is fenced", _responded_are_fenced),
+    ("RecoveredAreStored", "every entry recovery knows is stored on some bookie", _recovered_are_stored),
+    ("ClosedLedgerHoldsTheLac", "once closed: hwm(W) ≤ lr, and WQ - AQ + 1 fenced bookies reported entry lr+1 "
+     "missing with match(W, b) ≤ lr, so no ack quorum can form past the closed ledger",
+     _closed_ledger_holds_the_lac),
+))
+
+
+def induction_encoding(protocol, servers: int, max_log: int) -> BookKeeperEncoding:
+    """The default ledger with crashes unbounded, integers (the generations are the two clients')."""
+    return BookKeeperEncoding(protocol, servers, max_log)
+
+
+def first_reachable_cti(protocol, enc: BookKeeperEncoding, servers: int, max_log: int, crashes: int,
+                        max_states: int = 200_000):
+    """The first state, breadth-first, that breaks `BOOKKEEPER_INVARIANT`, with its parent and the action:
+    every state before it keeps the invariant, so its parent is a reachable counterexample to induction.
+    None when every state within the bounds keeps it."""
+    from collections import deque
+
+    from hwm.model.registry import build_model
+    from hwm.proofs.induction import CTI, ConjunctEvaluator
+    from hwm.properties.catalogue import violations
+
+    model = build_model(protocol, Config(servers=servers, max_log=max_log, max_crashes=crashes))
+    evaluator = ConjunctEvaluator(enc, BOOKKEEPER_INVARIANT)
+    start = model.initial_state()
+    parents = {model.fingerprint(start): (None, None, start)}
+    queue = deque([start])
+    while queue and len(parents) < max_states:
+        state = queue.popleft()
+        for action, after in model.successors(state):
+            key = model.fingerprint(after)
+            if key in parents:
+                continue
+            parents[key] = (model.fingerprint(state), action, after)
+            failed = evaluator.failed(after)
+            if failed:
+                trace, at = [], model.fingerprint(state)
+                while parents[at][0] is not None:
+                    trace.append(parents[at][1])
+                    at = parents[at][0]
+                cti = CTI(action, failed, state, after, None, None, violations(state, after), reachable=True,
+                          trace=trace[::-1])
+                return cti, len(parents)
+            queue.append(after)
+    return None, len(parents)
+
+
+def induction_proof(name: str, protocol, *, broken: bool, servers: int = 3, max_log: int = 2,
+                    explorer_crashes: int = 1, ledger=None):
+    """BookKeeper's induction obligation (crashes unbounded; the generations are the two clients').
+
+    A safe ledger must satisfy IndInit, IndNext and the safety implications. When IndNext fails, the
+    explorer looks for the first reachable state that breaks the invariant: its parent and the action
+    that reaches it are a reachable counterexample to induction (a real bug).
+    """
+    import time
+
+    from hwm.proofs.induction import check_induction
+    from hwm.proofs.progress import ledger_or_new
+    from hwm.proofs.symbolic import Proof, action_name, checked_properties
+
+    ledger = ledger_or_new(ledger)
+    enc = induction_encoding(protocol, servers, max_log)
+    result = check_induction(protocol, servers, max_log, BOOKKEEPER_INVARIANT, name=name, enc=enc, ledger=ledger)
+    data = {"protocol": name, "servers": servers, "max_log": max_log, "crashes": "unbounded",
+            "conjuncts": [c.name for c in BOOKKEEPER_INVARIANT], "init_failed": result.init_failed,
+            "safety_failed": result.safety_failed, "actions_with_cti": [action_name(c.action) for c in result.ctis],
+            "undecided": result.undecided}
+    title = f"induction {name}"
+    if result.ok:
+        detail = (f"Inv ({len(BOOKKEEPER_INVARIANT)} conjuncts) holds initially, is preserved by all "
+                  f"{len(result.per_action_seconds)} actions and implies {', '.join(checked_properties(protocol))} "
+                  f"({servers} bookies, L={max_log}, crashes unbounded)")
+        if broken:
+            detail += " — but this preset is broken: the encoding and the explorer disagree"
+        return Proof("induction", title, not broken, result.seconds, detail, data)
+    if result.init_failed or result.undecided or not result.ctis:
+        detail = ("IndInit fails for " + ", ".join(result.init_failed) if result.init_failed else
+                  "undecided: " + ", ".join(result.undecided) if result.undecided else
+                  "the safety implications fail: " + ", ".join(result.safety_failed))
+        return Proof("induction", title, False, result.seconds, detail, data,
+                     undecided=bool(result.undecided) and not result.init_failed)
+    started = time.perf_counter()
+    failing = sorted({f for c in result.ctis for f in c.failed})
+    head = (f"IndNext fails on {len(result.ctis)} actions ({', '.join(action_name(c.action) for c in result.ctis)}; "
+            f"conjuncts {', '.join(failing)})")
+    bounds = f"{servers} bookies, log ≤ {max_log}, {explorer_crashes} crash"
+    with ledger.obligation("induction", f"{title}: the first reachable state that breaks Inv ({bounds})",
+                           record=False):
+        cti, explored = first_reachable_cti(protocol, enc, servers, max_log, explorer_crashes)
+    seconds = result.seconds + time.perf_counter() - started
+    data["explorer_states"] = explored
+    data["reachable"] = cti is not None
+    if cti is not None:
+        path = " ".join(action_name(a) for a in cti.trace) or "(the initial state)"
+        cti.verdict = f"reachable: a real bug — the explorer reaches this pre-state in {len(cti.trace)} steps ({bounds}): {path}"
+        data["cti"] = cti.describe()
+        return Proof("induction", title, broken, seconds, f"{head}; a reachable CTI:\n{cti.describe()}", data)
+    detail = (f"{head}; every state within {bounds} ({explored}) keeps Inv: the invariant needs strengthening, "
+              f"or the bug larger bounds\n{result.ctis[0].describe()}")
+    return Proof("induction", title, False, seconds, detail, data)
+
+
+__all__ = ["BookKeeperEncoding", "BOOKKEEPER_INVARIANT", "induction_encoding", "induction_proof", "unencoded_ledger"]
