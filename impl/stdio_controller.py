@@ -6,15 +6,12 @@ from __future__ import annotations
 
 import json
 import os
-from typing import TYPE_CHECKING
+from typing import Any
 
 from hwm.impl import messages as m
 from hwm.impl.controller import parse_partition_state, partition_state_bytes
 from hwm.impl.fs import make_directories, replace_file
 from hwm.impl.storage import StorageError
-
-if TYPE_CHECKING:
-    from hwm.impl.stdio import StdioNode
 
 __all__ = ["EmbeddedController", "PARTITION_STATE_FILE"]
 
@@ -28,7 +25,8 @@ class EmbeddedController:
     while its heartbeats arrive (its ZooKeeper session); a (re)started broker says so in its first
     heartbeat and is sent the current LeaderAndIsr."""
 
-    def __init__(self, node: StdioNode, directory: str):
+    def __init__(self, node: Any, directory: str):
+        """`node`: the `impl.stdio.StdioNode` it runs in (its storage, peers, timers and log)."""
         from hwm.impl.kafka import Controller
 
         self.node = node
