@@ -300,9 +300,11 @@ def _acked_up_to_lac(enc, s):
 
 
 def _acks_held(enc, s):
-    W = enc.writer
-    return z3.Implies(z3.And(s.leader[W], z3.Not(enc.closed(s))),
-                      z3.And([s.match[W][b] <= s.length[b] for b in _bookies(enc)]))
+    W, R = enc.writer, enc.recovery
+    # The close truncates a bookie to the closed ledger, and no further.
+    return z3.Implies(s.leader[W], z3.And([
+        z3.If(enc.closed(s), smin(s.match[W][b], s.length[R]), s.match[W][b]) <= s.length[b]
+        for b in _bookies(enc)]))
 
 
 def _lac_on_acks(enc, s):
@@ -313,8 +315,7 @@ def _lac_on_acks(enc, s):
 
 def _lac_on_ack_quorum(enc, s):
     W = enc.writer
-    held = enc.count([s.length[b] >= s.hwm[W] for b in _bookies(enc)])
-    return z3.Implies(z3.Not(enc.closed(s)), held >= enc.ack_quorum)
+    return enc.count([s.length[b] >= s.hwm[W] for b in _bookies(enc)]) >= enc.ack_quorum
 
 
 def _bookie_lac_known(enc, s):
@@ -360,9 +361,11 @@ BOOKKEEPER_INVARIANT = tuple(Conjunct(*c) for c in (
     ("LogsWithinWriters", "len(i) ≤ len(W): every log is a prefix of the writer's", _logs_within_writers),
     ("HwmWithinLog", "hwm(i) ≤ len(i)", _hwm_within_log),
     ("AckedUpToLac", "the acknowledged entries are exactly those up to the writer's LAC", _acked_up_to_lac),
-    ("AcksHeld", "before the close, a bookie holds what it acknowledged: match(W, b) ≤ len(b)", _acks_held),
+    ("AcksHeld", "a bookie holds what it acknowledged (once closed, up to the closed ledger): match(W, b) ≤ "
+     "len(b), min(match(W, b), lr) ≤ len(b)", _acks_held),
     ("LacOnAcks", "an ack quorum acknowledged the LAC: #{b : match(W, b) ≥ hwm(W)} ≥ AQ", _lac_on_acks),
-    ("LacOnAckQuorum", "before the close, an ack quorum of bookies holds the LAC: #{b : len(b) ≥ hwm(W)} ≥ AQ",
+    ("LacOnAckQuorum", "an ack quorum of bookies holds the LAC: #{b : len(b) ≥ hwm(W)} ≥ AQ (the close keeps it: "
+     "the LAC is within the closed ledger)",
      _lac_on_ack_quorum),
     ("BookieLacKnown", "a bookie's LAC ≤ the writer's (≤ lr once closed)", _bookie_lac_known),
     ("ReadsBelowLac", "a read entry is at or below the writer's LAC, or in the closed ledger", _reads_below_lac),
