@@ -137,6 +137,26 @@ def test_a_late_answer_of_a_leaders_earlier_epoch_arrives_after_it_leads_again()
         assert not wrong.valid
 
 
+def test_a_replica_rejoins_the_isr_while_two_others_leave_between_two_answers_of_the_leader():
+    # Five replicas hold four entries at HW 1 with n3 out of the ISR; on the wall clock the leader's next
+    # answer shows n3 back (its fetch reached the HW), n4 and n5 shrunk by its timer, and HW 4.
+    n5 = ("n1", "n2", "n3", "n4", "n5")
+    entries = ((1, 1), (2, 1), (3, 1), (4, 1))
+
+    def before(n3_log=entries):
+        events = [("n1", dict(generation=1, role="leader"), n5)] + [(f"n{k}", dict(generation=1)) for k in range(2, 6)]
+        events += [("n1", dict(log=entries[:1]))] + [(f"n{k}", dict(log=entries[:1])) for k in range(2, 6)]
+        events += [("n1", dict(log=entries[:k])) for k in range(2, 5)]
+        events += [(f"n{k}", dict(log=n3_log if k == 3 else entries)) for k in range(2, 6)]
+        return events + [("n1", dict(hwm=1), ("n1", "n2", "n4", "n5"))]
+
+    rejoined = ("n1", dict(hwm=4), ("n1", "n2", "n3"))
+    verdict = run(*before(), rejoined, servers=5)
+    assert verdict.valid, verdict.discrepancy.describe()
+    # Never a HW above a rejoined replica's log end: n3 fetched one entry only.
+    assert not run(*before(n3_log=entries[:1]), rejoined, servers=5).valid
+
+
 def test_a_follower_of_an_older_epoch_is_fenced():
     # n1 restarts and is elected again for epoch 2 without n2 (which still follows it in epoch 1).
     again = ELECTED + [("n1", dict(crash=True)), ("n1", dict(restart=True, generation=1, role="follower")),
