@@ -21,7 +21,7 @@ from dataclasses import replace
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 
-from hwm.checker.report import bfs  # noqa: E402
+from hwm.checker.run import CheckRequest, run  # noqa: E402
 from hwm.checker.verdict import DEFAULT_CONFIG, tour_config  # noqa: E402
 from hwm.model.registry import build_model  # noqa: E402
 from hwm.model.state import Config  # noqa: E402
@@ -43,7 +43,7 @@ def rows(quick: bool) -> list[tuple[str, Protocol, Config]]:
 
 def measure(name: str, protocol: Protocol, config: Config, symmetry: bool) -> tuple[int, float, list[str]]:
     started = time.perf_counter()
-    report = bfs(build_model(protocol, config), name, symmetry=symmetry, successors="reference")
+    report = run(CheckRequest(name, symmetry=symmetry, successors="reference"), model=build_model(protocol, config))
     return report.states, time.perf_counter() - started, sorted(report.violated)
 
 

@@ -44,14 +44,14 @@ def rss_kib() -> int:
 
 
 def one_run(preset: str, overrides: dict, symmetry: bool, queue) -> None:
+    from hwm.checker.run import CheckRequest, run
     from hwm.model.registry import build_model
-    from hwm.checker.report import bfs
     from hwm.model.state import Config
     from hwm.properties.protocol import PRESETS
 
     model = build_model(PRESETS[preset].protocol, Config(**overrides))
     before = rss_kib()
-    report = bfs(model, preset, symmetry=symmetry)
+    report = run(CheckRequest(preset, symmetry=symmetry), model=model)
     grown = rss_kib() - before
     queue.put((report.states, report.seconds, grown * 1024 / report.states))
 

@@ -30,6 +30,7 @@ import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 
+from hwm.checker.run import CheckRequest, run  # noqa: E402
 from hwm.model.state import Config  # noqa: E402
 
 # Where the explorer looks for each preset's shortest violation, by the hunt's number of servers:
@@ -43,11 +44,10 @@ EXPLORER_BOUNDS = {2: Config(servers=2, max_generation=4, max_log=1, max_crashes
 def explorer_shortest(preset: str, config: Config) -> tuple[int, str] | None:
     """(length, property) of the shortest trace to any violated `always` property, or None."""
     from hwm.model.registry import build_model
-    from hwm.checker.report import bfs
     from hwm.properties.catalogue import ALWAYS
     from hwm.properties.protocol import PRESETS
 
-    report = bfs(build_model(PRESETS[preset].protocol, config), preset, properties=ALWAYS)
+    report = run(CheckRequest(preset, properties=ALWAYS), model=build_model(PRESETS[preset].protocol, config))
     found = [(r.length, name) for name, r in report.results.items() if r.kind == "always" and r.found]
     return min(found, default=None)
 

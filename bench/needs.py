@@ -14,7 +14,7 @@ import itertools
 import sys
 import time
 
-from hwm.checker.report import bfs
+from hwm.checker.run import CheckRequest, run
 from hwm.checker.verdict import DEFAULT_CONFIG, tour_config
 from hwm.model.registry import build_model
 from hwm.model.state import Config
@@ -40,7 +40,7 @@ def main(names: list[str]) -> None:
                                             range(0, top.max_crashes + 1), partitions):
             config = Config(servers, g, l, c, "rpc", max_partitions=p or 0)
             try:
-                report = bfs(build_model(preset.protocol, config), name)
+                report = run(CheckRequest(name), model=build_model(preset.protocol, config))
             except ValueError:
                 continue
             for prop in report.violated:

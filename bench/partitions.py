@@ -21,7 +21,7 @@ import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 
-from hwm.checker.report import bfs  # noqa: E402
+from hwm.checker.run import CheckRequest, run  # noqa: E402
 from hwm.checker.verdict import DEFAULT_CONFIG, tour_config  # noqa: E402
 from hwm.model.registry import build_model  # noqa: E402
 from hwm.model.state import Config  # noqa: E402
@@ -49,7 +49,7 @@ def rows(quick: bool) -> list[tuple[str, Config]]:
 
 def measure(name: str, config: Config, symmetry: bool) -> tuple[int, float, list[str]]:
     started = time.perf_counter()
-    report = bfs(build_model(PRESETS[name].protocol, config), name, symmetry=symmetry)
+    report = run(CheckRequest(name, symmetry=symmetry), model=build_model(PRESETS[name].protocol, config))
     return report.states, time.perf_counter() - started, sorted(report.violated)
 
 

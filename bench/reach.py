@@ -20,7 +20,7 @@ import time
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 
 from hwm.model.registry import build_model  # noqa: E402
-from hwm.checker.engine import CheckOptions, check  # noqa: E402
+from hwm.checker.run import CheckRequest, run  # noqa: E402
 from hwm.model.state import Config  # noqa: E402
 from hwm.properties.protocol import PRESETS  # noqa: E402
 from bench.bounds import add_search_arguments, bounds_of  # noqa: E402
@@ -51,10 +51,9 @@ def main() -> None:
                   f"frontier {info['frontier']:,} {info['states_per_second']:,.0f} states/s "
                   f"rss {rss_mib():,.0f} MiB", file=sys.stderr, flush=True)
 
-    options = CheckOptions(symmetry=not args.no_symmetry, successors="fast", workers=args.workers,
-                           progress=progress)
-    print(f"{args.preset} {config.describe()} symmetry={options.symmetry} workers={args.workers}", flush=True)
-    report = check(model, options, name=args.preset)
+    request = CheckRequest(args.preset, symmetry=not args.no_symmetry, successors="fast", workers=args.workers)
+    print(f"{args.preset} {config.describe()} symmetry={request.symmetry} workers={args.workers}", flush=True)
+    report = run(request, progress, model=model)
     peak_mib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     print(f"states       {report.states:,}")
     print(f"transitions  {report.transitions:,}")

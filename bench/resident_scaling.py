@@ -119,19 +119,20 @@ def main() -> None:
     if not counts or min(counts) < 1 or args.runs < 1:
         parser.error("--tasks lists counts of at least 1, and --runs is at least 1")
 
-    from hwm.checker.report import bfs
+    from hwm.checker.run import CheckRequest, run
 
     model = model_of(args.preset, **bounds_of(args))
     symmetry = not args.no_symmetry
     print(f"{args.preset} {' '.join(f'{k}={v}' for k, v in bounds_of(args).items())} "
           f"symmetry={'on' if symmetry else 'off'}; median of {args.runs} runs; "
           f"{os.cpu_count()} cores; load {os.getloadavg()[0]:.2f}", flush=True)
-    bfs(model, args.preset, symmetry=symmetry, successors="fast", max_depth=2)  # the kernels, built or loaded
+    # The kernels, built or loaded.
+    run(CheckRequest(args.preset, symmetry=symmetry, successors="fast", max_depth=2), model=model)
     rows = []
     for n in counts:
         local, resident = [], []
         for _ in range(args.runs):  # the two take turns, so that a burst of load falls on both alike
-            report = bfs(model, args.preset, symmetry=symmetry, successors="fast", workers=n)
+            report = run(CheckRequest(args.preset, symmetry=symmetry, successors="fast", workers=n), model=model)
             local.append(report.seconds)
             states, transitions, seconds = resident_search(model, symmetry, n, args.most)
             if (states, transitions) != (report.states, report.transitions):

@@ -1,7 +1,10 @@
 """The one breadth-first search: level by level, batch by batch, with visitors.
 
-`check(model, options, visitors)` explores the reachable states of a model and
-returns a `Report`. Everything that differs between uses is outside the loop:
+`Search(model, options, visitors).run()` explores the reachable states of a model
+and returns a `Report`: the local engine behind `checker.run.run`, the one way to
+run a search (a caller that reads the engine's own state as it goes, the liveness
+graph on the compiled backend, holds a `Search`). Everything that differs between
+uses is outside the loop:
 
 - `CheckOptions` says how: symmetry, worker processes, state and depth limits,
   progress callback, successor backend ("reference" or "fast", `checker.backend`).
@@ -46,7 +49,7 @@ from hwm.checker.workers import Workers
 from hwm.model.variant import HookError
 from hwm.properties.catalogue import CATALOGUE, Property
 
-__all__ = ["CheckOptions", "Chunk", "Visitor", "PropertyTracker", "Sampler", "VisitedSet", "Search", "check"]
+__all__ = ["CheckOptions", "Chunk", "Visitor", "PropertyTracker", "Sampler", "VisitedSet", "Search"]
 
 ProgressFn = Callable[[dict], None]
 CHUNK = 2048  # frontier states per chunk: big enough to amortise a round trip, small enough to stream
@@ -560,9 +563,3 @@ class Search:
         return {"depth": self.depth + 1, "states": states, "frontier": frontier,
                 "states_per_second": states / elapsed if elapsed > 0 else float("inf"), "elapsed": elapsed,
                 "levels": levels, "expanded": states if expanded is None else expanded}
-
-
-def check(model: Model, options: CheckOptions = CheckOptions(), visitors: Sequence[Visitor] = (), *,
-          name: str = "model") -> Report:
-    """Breadth-first search of the model's reachable states (the local engine)."""
-    return Search(model, options, visitors, name).run()

@@ -11,7 +11,8 @@ from __future__ import annotations
 import networkx as nx
 
 from hwm.model.actions import Model, to_step
-from hwm.checker.engine import CheckOptions, Visitor, check
+from hwm.checker.engine import Visitor
+from hwm.checker.run import CheckRequest, run
 
 
 class GraphTooLarge(ValueError):
@@ -67,7 +68,7 @@ class GraphBuilder(Visitor):
 def state_graph(model: Model, *, symmetry: bool = True, max_states: int = 20_000, label=None) -> nx.DiGraph:
     """`label(state)` draws a node's state as text (default: the state's own `describe`)."""
     builder = GraphBuilder(max_states, label, model.properties)
-    report = check(model, CheckOptions(symmetry=symmetry, properties=()), [builder])
+    report = run(CheckRequest("model", symmetry=symmetry, properties=()), model=model, visitors=[builder])
     if report.error:  # a variant's hook failed: the graph stops short of the reachable states
         from hwm.model.variant import HookError
         raise HookError(report.error)

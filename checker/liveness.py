@@ -49,7 +49,8 @@ import networkx as nx
 
 from hwm.model.actions import Action, Model, to_step
 from hwm.checker.report import Verdict, Verdicts
-from hwm.checker.engine import CheckOptions, Visitor, check
+from hwm.checker.engine import Visitor
+from hwm.checker.run import CheckRequest, run
 from hwm.model.state import State
 from hwm.properties.liveness import LIVENESS, LivenessProperty
 from hwm.properties.trace import Step
@@ -136,7 +137,8 @@ class StateGraph(Visitor):
         self._index: dict[int, int] = {}  # fingerprint -> state number
         if model is not None:
             # States stay model objects (the graph keeps every one): no packing and unpacking.
-            check(model, CheckOptions(symmetry=False, properties=(), successors="objects"), [self])
+            run(CheckRequest("model", symmetry=False, properties=(), successors="objects"), model=model,
+                visitors=[self])
 
     def on_chunk(self, chunk, result) -> None:
         backend = chunk.search.backend

@@ -1,5 +1,5 @@
-"""Checking a model: the report every engine returns, trace reconstruction, and the
-local breadth-first engine (the embedded default).
+"""Checking a model: the report every engine returns (`checker.run.run` runs them), and trace
+reconstruction.
 
 Engines share one contract: given a `Model` and options they return a `Report`
 with the distinct-state count, transitions, depth, the bounds that cut
@@ -224,19 +224,3 @@ def finish_report(report: Report, model: Model, tracker: Tracker, parents_of: Ca
         report.results[p.name] = PropertyResult(p.name, p.kind, True, finding,
                                                 [to_step(a) for a in actions], actions)
     return report
-
-
-def bfs(model: Model, protocol_name: str, *, symmetry: bool = True, max_states: int | None = None,
-        max_depth: int | None = None, progress: ProgressFn | None = None,
-        properties: Iterable[Property] | None = None, workers: int = 1, successors: str = "reference") -> Report:
-    """Breadth-first search of the whole reachable state space (the local engine, `checker.engine`).
-
-    Ctrl-C stops the search and returns what it found so far (complete=False,
-    interrupted=True).
-    """
-    from hwm.checker.engine import CheckOptions, check
-
-    options = CheckOptions(symmetry=symmetry, workers=workers, max_states=max_states, max_depth=max_depth,
-                           progress=progress, successors=successors,
-                           properties=None if properties is None else tuple(properties))
-    return check(model, options, name=protocol_name)

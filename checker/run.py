@@ -1,5 +1,9 @@
 """One engine interface: a `CheckRequest` in, a `Report` out, whatever the engine (the local
-breadth-first search, Spark, random walks); and the tour, every preset at once."""
+breadth-first search, Spark, random walks); and the tour, every preset at once.
+
+`run` is the one way to run a search: by a protocol's spec and bounds, or on a model built already
+(`run(request, model=...)`: a test's planted model, a variant's), with visitors for the local engine
+(the state graph, the liveness graph)."""
 
 from __future__ import annotations
 
@@ -7,20 +11,26 @@ import multiprocessing
 import os
 import time
 from dataclasses import dataclass
+from typing import TYPE_CHECKING, Iterable, Sequence
 
-from hwm.checker.report import Report, bfs
+from hwm.checker.report import Report
 from hwm.checker.verdict import tour_config
 from hwm.checker.workers import worker_signals
+from hwm.model.actions import Model
 from hwm.model.registry import build_model
 from hwm.model.state import Config
+from hwm.properties.catalogue import Property
 from hwm.properties.protocol import PRESETS, resolve
+
+if TYPE_CHECKING:
+    from hwm.checker.engine import Visitor
 
 
 
 @dataclass(frozen=True)
 class CheckRequest:
-    protocol: str | dict  # preset name or {"preset":..., "flags":...}
-    config: Config
+    protocol: str | dict  # preset name or {"preset":..., "flags":...}; with `run(model=...)`, the report's name
+    config: Config | None = None  # None only with `run(model=...)`: the model's own bounds
     symmetry: bool = True
     engine: str = "local"
     spark_master: str | None = None
@@ -30,11 +40,24 @@ class CheckRequest:
     successors: str = "reference"  # the successor backend (checker.backend): reference | fast | auto
     spark_exchange: str | None = None  # Spark's exchange between levels (`spark_bfs`'s `exchange`); None: its default
     spark_dir: str | None = None  # Spark's checkpoint and exchange directory; None: a temporary one
+    # The local engine's limits (a search they cut is reported incomplete) and the properties it
+    # checks (None: the model's own, `model.properties`); `chunk`: states expanded per batch.
+    max_states: int | None = None
+    max_depth: int | None = None
+    properties: Iterable[Property] | None = None
+    chunk: int | None = None
 
 
-def _local(model, name: str, request: CheckRequest, progress) -> Report:
-    return bfs(model, name, symmetry=request.symmetry, progress=progress, workers=request.workers,
-               successors=request.successors)
+def _local(model, name: str, request: CheckRequest, progress, visitors: Sequence[Visitor] = ()) -> Report:
+    """The breadth-first search (`checker.engine`); Ctrl-C stops it and returns what it found so far
+    (complete=False, interrupted=True)."""
+    from hwm.checker.engine import CheckOptions, Search  # numpy: loaded when a search runs
+
+    limits = {"chunk": request.chunk} if request.chunk is not None else {}
+    options = CheckOptions(symmetry=request.symmetry, workers=request.workers, max_states=request.max_states,
+                           max_depth=request.max_depth, progress=progress, successors=request.successors,
+                           properties=None if request.properties is None else tuple(request.properties), **limits)
+    return Search(model, options, visitors, name).run()
 
 
 def _simulation(model, name: str, request: CheckRequest, progress) -> Report:
@@ -54,18 +77,33 @@ def _spark(model, name: str, request: CheckRequest, progress) -> Report:
 ENGINES = {"local": _local, "simulation": _simulation, "spark": _spark}
 
 
-def run(request: CheckRequest, progress=None) -> Report:
-    """Check one protocol with the requested engine."""
+def run(request: CheckRequest, progress=None, *, model: Model | None = None,
+        visitors: Sequence[Visitor] = ()) -> Report:
+    """Check one protocol with the requested engine: the model of `request.protocol` at
+    `request.config`, or `model` itself (then `request.protocol` names the report). `visitors` see
+    every expanded batch of the local engine (`checker.engine.Visitor`)."""
     engine = ENGINES.get(request.engine)
     if engine is None:
         raise ValueError(f"unknown engine {request.engine!r}")
-    name, protocol = resolve(request.protocol)
-    model = build_model(protocol, request.config)  # ValueError: the model cannot run this config
+    if visitors and request.engine != "local":
+        raise ValueError(f"visitors: only the local engine takes visitors, not {request.engine!r}")
+    local_only = (request.max_states, request.max_depth, request.properties, request.chunk)
+    if request.engine != "local" and local_only != (None, None, None, None):
+        raise ValueError(f"max_states, max_depth, properties and chunk: the local engine's, not {request.engine!r}'s")
+    if model is None:
+        if request.config is None:
+            raise ValueError("config: a request names its bounds unless it brings its model")
+        name, protocol = resolve(request.protocol)
+        model = build_model(protocol, request.config)  # ValueError: the model cannot run this config
+    else:
+        name = request.protocol
     if request.successors == "auto":  # checker.auto_backend: the compiled one wherever it pays
         from dataclasses import replace
         from hwm.checker.auto_backend import choose
         request = replace(request, successors=choose({name: model}, request.symmetry, request.engine,
                                                      request.spark_master)[0][name])
+    if visitors:
+        return engine(model, name, request, progress, visitors)
     return engine(model, name, request, progress)
 
 

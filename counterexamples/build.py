@@ -11,9 +11,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from hwm.checker.run import CheckRequest, run
 from hwm.checker.traces import trace_for
 from hwm.model.registry import build_model
-from hwm.checker.report import bfs
 from hwm.model.state import Config
 from hwm.properties.protocol import PRESETS
 
@@ -395,7 +395,7 @@ def build(name: str) -> Path:
     else:
         (prop, overrides, title, explanation), preset, source = CATALOGUE[name], name, None
     config = Config(**overrides)
-    report = bfs(build_model(PRESETS[preset].protocol, config), preset)
+    report = run(CheckRequest(preset), model=build_model(PRESETS[preset].protocol, config))
     trace = trace_for(report, preset, prop)
     trace.title = title
     trace.explanation = explanation

@@ -20,8 +20,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from hwm.checker.run import CheckRequest
+from hwm.checker.run import run as explore  # this module's `run` runs a plan
 from hwm.model.registry import build_model
-from hwm.checker.report import bfs
 from hwm.proofs.bmc import bmc_proof
 from hwm.proofs.induction import RAFT_INVARIANT, induction_proofs
 from hwm.proofs.progress import Ledger, ledger_or_new
@@ -141,7 +142,7 @@ def run(plan: Plan, ledger: Ledger | None = None) -> list[Proof]:
         if plan.compare_with_explorer:
             with ledger.obligation("bmc", f"bmc {name}: the explorer's shortest violations ({config.describe()})",
                                    record=False):
-                report = bfs(build_model(plan.protocol, config), name)
+                report = explore(CheckRequest(name), model=build_model(plan.protocol, config))
             lengths = {p: report.results[p].length for p in plan.properties}
         ledger.proofs.append(bmc_proof(name, plan.protocol, config, broken=broken, max_depth=plan.depth,
                                        properties=plan.properties, explorer_lengths=lengths, ledger=ledger))

@@ -41,7 +41,7 @@ from hwm.teach.svg import Layout
 from hwm.model.actions import BoundHit, from_step, to_step
 from hwm.model.registry import build_model
 from hwm.model.variant import HookError
-from hwm.checker.report import bfs
+from hwm.checker.run import CheckRequest, run
 from hwm.model.state import Config
 from hwm.properties.catalogue import ALWAYS, SOMETIMES
 from hwm.properties.protocol import FLAG_MEANINGS, FLAG_VALUES, PRESETS, ProtocolError, _show, flags_of, resolve
@@ -260,7 +260,7 @@ def refused(model, last, value: str) -> list[dict]:
 def _search(spec_json: str, config_json: str) -> dict:
     name, protocol = resolve(json.loads(spec_json))
     model = build_model(protocol, Config.from_mapping(json.loads(config_json)))
-    report = bfs(model, name, max_states=SEARCH_STATES)
+    report = run(CheckRequest(name, max_states=SEARCH_STATES), model=model)
     if report.error:  # a variant's hook failed: what was found is not every shortest path
         raise BadRequest(report.error)
     found = []

@@ -4,14 +4,14 @@ from functools import cache
 
 from hwm.model.registry import build_model
 from hwm.checker.report import Report
-from hwm.checker.engine import CheckOptions, check
+from hwm.checker.run import CheckRequest, run
 from hwm.model.state import Config
 from hwm.properties.protocol import PRESETS
 
 
 @cache
 def explore(preset: str, config: Config, symmetry: bool = True) -> Report:
-    return check(build_model(PRESETS[preset].protocol, config), CheckOptions(symmetry=symmetry), name=preset)
+    return run(CheckRequest(preset, symmetry=symmetry), model=build_model(PRESETS[preset].protocol, config))
 
 
 @cache
@@ -26,4 +26,4 @@ def explore_compiled(preset: str, config: Config, symmetry: bool = True) -> Repo
         return explore(preset, config, symmetry)
     if unsupported(model) is not None:
         return explore(preset, config, symmetry)
-    return check(model, CheckOptions(symmetry=symmetry, successors="fast"), name=preset)
+    return run(CheckRequest(preset, symmetry=symmetry, successors="fast"), model=model)

@@ -18,6 +18,7 @@ import numpy as np
 import pytest
 
 from hwm.checker.fast import aot
+from hwm.checker.run import CheckRequest, run
 from tests.pinned import PINNED, config_of
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -25,12 +26,10 @@ KEY = ("raft", 3, 4, 1, 1, "rpc", True)  # bench/tla/HwmRaftSym.cfg
 
 SEARCH = """
 import json, sys
-from hwm.checker.engine import CheckOptions, check
-from hwm.model.registry import build_model
-from hwm.properties.protocol import PRESETS
+from hwm.checker.run import CheckRequest, run
 from tests.pinned import config_of
 preset, config, symmetry = config_of({key!r})
-report = check(build_model(PRESETS[preset].protocol, config), CheckOptions(symmetry=symmetry, successors="fast"))
+report = run(CheckRequest(preset, config, symmetry=symmetry, successors="fast"))
 from hwm.checker.fast.aot import kernels
 print(json.dumps({{"states": report.states, "transitions": report.transitions, "origin": kernels().origin,
                   "numba": "numba" in sys.modules}}))
@@ -85,7 +84,6 @@ def test_the_modules_name_follows_the_kernel_sources(tmp_path, monkeypatch):
 
 
 def test_a_failed_build_runs_numbas_jit_and_says_so(tmp_path, monkeypatch, capsys):
-    from hwm.checker.engine import CheckOptions, check
     from hwm.model.registry import build_model
     from hwm.properties.protocol import PRESETS
 
@@ -99,7 +97,7 @@ def test_a_failed_build_runs_numbas_jit_and_says_so(tmp_path, monkeypatch, capsy
     # The same report as the reference, from the JIT's kernels.
     preset, config, symmetry = config_of(KEY)
     model = build_model(PRESETS[preset].protocol, config)
-    report = check(model, CheckOptions(symmetry=symmetry, successors="fast"))
+    report = run(CheckRequest("model", symmetry=symmetry, successors="fast"), model=model)
     assert (report.states, report.transitions) == (PINNED[KEY]["states"], PINNED[KEY]["transitions"])
     # A failure is remembered, not retried by every process, until its file is deleted.
     aot._LOADED.clear()

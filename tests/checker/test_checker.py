@@ -9,7 +9,8 @@ from hypothesis import strategies as st
 
 from hwm.model.raft import RaftModel
 from hwm.model.registry import build_model
-from hwm.checker.report import bfs, reconstruct
+from hwm.checker.report import reconstruct
+from hwm.checker.run import CheckRequest, run
 from hwm.model.encoding import canonical, decode, encode, fingerprint
 from hwm.checker.simulation import simulate
 from hwm.model.state import Config, State, initial_state
@@ -119,8 +120,7 @@ def test_pinned_counts_deep(key, expected):
     # The largest pins name the compiled backend: the reference one would take an hour on them
     # (tests/checker/test_engine.py shows the two agree on every faster pin).
     successors = expected.get("successors", "reference")
-    check_against_pins(bfs(build_model(PRESETS[preset].protocol, config), preset, symmetry=symmetry,
-                           successors=successors), expected)
+    check_against_pins(run(CheckRequest(preset, config, symmetry=symmetry, successors=successors)), expected)
 
 
 def test_symmetry_never_increases_the_count_and_keeps_verdicts():
@@ -142,12 +142,12 @@ def test_breadth_first_traces_are_shortest():
     # a read, then something that removes the entry. BFS must not find fewer steps than a
     # search bounded one step lower can.
     model = RaftModel(PRESETS["raft-truncate-to-own-hwm"].protocol, Config())
-    full = bfs(model, "x")
+    full = run(CheckRequest("x"), model=model)
     length = full.results["ReadNeverTruncated"].length
-    shallower = bfs(model, "x", max_depth=length - 1)
+    shallower = run(CheckRequest("x", max_depth=length - 1), model=model)
     assert not shallower.complete
     assert not shallower.results["ReadNeverTruncated"].found
-    assert bfs(model, "x", max_depth=length).results["ReadNeverTruncated"].found
+    assert run(CheckRequest("x", max_depth=length), model=model).results["ReadNeverTruncated"].found
 
 
 def test_reconstruct_rejects_a_chain_with_a_foreign_fingerprint():

@@ -19,8 +19,8 @@ import pytest
 
 from hwm.model.registry import build_model
 from hwm.checker.backend import BackendUnavailable, ReferenceBackend, make_backend
-from hwm.checker.report import bfs
-from hwm.checker.engine import CheckOptions, PropertyTracker, Sampler, Search, VisitedSet, Visitor, check
+from hwm.checker.engine import CheckOptions, PropertyTracker, Sampler, Search, VisitedSet, Visitor
+from hwm.checker.run import CheckRequest, run
 from hwm.properties.protocol import PRESETS, Protocol
 from tests.explored import explore
 from tests.pinned import PINNED, check_against_pins, config_of
@@ -55,7 +55,7 @@ def test_two_workers_reproduce_one_worker_on_every_pin(key):
     """Same counts, verdicts and traces; small chunks so every level is cut many times."""
     model, preset, symmetry = model_of(key)
     one = explore(preset, model.config, symmetry)
-    two = check(model, CheckOptions(symmetry=symmetry, workers=2, chunk=97), name=preset)
+    two = run(CheckRequest(preset, symmetry=symmetry, workers=2, chunk=97), model=model)
     assert outcome(two) == outcome(one)
     expected = PINNED[key]
     assert (two.states, two.transitions, two.depth) == (expected["states"], expected["transitions"], expected["depth"])
@@ -88,10 +88,10 @@ def test_every_backend_reproduces_the_pins(key, backend):
     elif model.protocol.system in NOT_COMPILED or any(  # said plainly, and listed in checker/fast (test_fast)
             getattr(model.protocol, flag) != getattr(Protocol(), flag) for flag in NOT_COMPILED_FLAGS):
         with pytest.raises(BackendUnavailable, match="no compiled"):
-            check(model, CheckOptions(symmetry=symmetry, successors=backend), name=preset)
+            run(CheckRequest(preset, symmetry=symmetry, successors=backend), model=model)
         return
     else:  # any other preset without a fast path fails here (BackendUnavailable), it is not skipped
-        report = check(model, CheckOptions(symmetry=symmetry, successors=backend), name=preset)
+        report = run(CheckRequest(preset, symmetry=symmetry, successors=backend), model=model)
         if PINNED[key]["states"] <= LARGE:
             assert outcome(report) == outcome(explore(preset, model.config, symmetry))
     check_against_pins(report, PINNED[key])
@@ -105,7 +105,7 @@ def test_fast_backend_reproduces_the_reference_report_on_large_pins(key):
     model, preset, symmetry = model_of(key)
     if model.protocol.system in NOT_COMPILED:
         pytest.skip(f"{model.protocol.system} has no compiled backend")
-    report = check(model, CheckOptions(symmetry=symmetry, successors="fast"), name=preset)
+    report = run(CheckRequest(preset, symmetry=symmetry, successors="fast"), model=model)
     assert outcome(report) == outcome(explore(preset, model.config, symmetry))
 
 
@@ -116,7 +116,7 @@ LIMITS = ({}, {"max_states": 700}, {"max_depth": 6}, {"max_states": 1})
 def one_worker_under(limits: int):
     """kip101's one-worker report under LIMITS[limits], once per process (every case compares with it)."""
     model, preset, _ = model_of(("kip101", 3, 3, 1, 1, "rpc", True))
-    return check(model, CheckOptions(**LIMITS[limits]), name=preset)
+    return run(CheckRequest(preset, **LIMITS[limits]), model=model)
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
@@ -126,16 +126,16 @@ def test_traces_and_limits_do_not_depend_on_workers_or_chunks(workers, chunk, ba
     model, preset, _ = model_of(("kip101", 3, 3, 1, 1, "rpc", True))
     for k, limits in enumerate(LIMITS):
         base = one_worker_under(k)
-        other = check(model, CheckOptions(workers=workers, chunk=chunk, successors=backend, **limits), name=preset)
+        other = run(CheckRequest(preset, workers=workers, chunk=chunk, successors=backend, **limits), model=model)
         assert outcome(other) == outcome(base), limits
     assert base.states == 4 and not base.complete  # max_states=1: the initial state's successors, then stop
 
 
 def test_state_limit_stops_after_the_state_that_reaches_it():
     model, preset, _ = model_of(("kip101", 3, 3, 1, 1, "rpc", True))
-    report = bfs(model, preset, max_states=500)
+    report = run(CheckRequest(preset, max_states=500), model=model)
     assert 500 <= report.states < 520 and not report.complete and not report.interrupted
-    assert bfs(model, preset, max_depth=6).depth == 6
+    assert run(CheckRequest(preset, max_depth=6), model=model).depth == 6
 
 
 class Counting(Visitor):
@@ -169,7 +169,7 @@ class Counting(Visitor):
 def test_a_visitor_sees_every_transition_and_state_in_order(workers):
     model, preset, _ = model_of(("raft", 3, 3, 1, 1, "rpc", True))
     counting, sample = Counting(), Sampler(50)
-    report = check(model, CheckOptions(workers=workers, chunk=64), [counting, sample], name=preset)
+    report = run(CheckRequest(preset, workers=workers, chunk=64), model=model, visitors=[counting, sample])
     assert counting.transitions == report.transitions == 11323
     assert counting.new == report.states - 1
     assert counting.depths == sorted(counting.depths) and counting.depths[-1] == report.depth
@@ -231,7 +231,7 @@ class Interrupt(Visitor):
 @pytest.mark.parametrize("workers", [1, 2])
 def test_interrupt_gives_a_partial_report(workers):
     model, preset, _ = model_of(("raft", 3, 4, 1, 1, "rpc", True))
-    report = check(model, CheckOptions(workers=workers, chunk=100), [Interrupt()], name=preset)
+    report = run(CheckRequest(preset, workers=workers, chunk=100), model=model, visitors=[Interrupt()])
     assert report.interrupted and not report.complete
     assert 1000 < report.states < 6936
     assert report.results["EntryRead"].found  # what was found before the interrupt is kept, with its trace
@@ -242,7 +242,7 @@ def test_interrupt_gives_a_partial_report(workers):
 def test_progress_reports_elapsed_time():
     seen = []
     model, preset, _ = model_of(("raft", 2, 2, 1, 1, "rpc", True))
-    report = bfs(model, preset, progress=seen.append)
+    report = run(CheckRequest(preset), progress=seen.append, model=model)
     last = seen[-1]  # the last report comes when the search ends
     assert set(last) == {"depth", "states", "frontier", "states_per_second", "elapsed", "levels", "expanded"}
     assert last["states"] == report.states == 96 and last["elapsed"] > 0

@@ -8,7 +8,7 @@ from click.testing import CliRunner
 
 from bench.needs import minimal
 from hwm.checker.expectations import NEEDS, judge, needs_text, shows
-from hwm.checker.report import bfs
+from hwm.checker.run import CheckRequest, run
 from hwm.checker.verdict import DEFAULT_CONFIG, tour_config
 from hwm.cli import EXIT_FOUND, EXIT_NOT_SHOWN, main
 from hwm.model.registry import build_model
@@ -71,7 +71,7 @@ def test_the_tour_below_the_catalogues_bounds_never_claims_that_broken_presets_f
 
 
 def _report(name, config):
-    return name, bfs(build_model(PRESETS[name].protocol, config), name)
+    return name, run(CheckRequest(name), model=build_model(PRESETS[name].protocol, config))
 
 
 def test_a_broken_preset_that_holds_at_bounds_its_bug_needs_is_a_mismatch(monkeypatch):

@@ -45,7 +45,7 @@ RPC4 = Config(servers=4, max_generation=2, max_log=2, max_crashes=1, network="rp
 # Partitions (model/partition.py, zab_partition.py): two cuts on three servers (a heal between them), one on four.
 CUT = replace(RPC, max_partitions=2)
 CUT4 = replace(RPC4, max_partitions=1)
-PARTITIONED_SYSTEMS = [system for system in ("raft", "zab") if system not in NOT_COMPILED_PARTITIONS]
+PARTITIONED_SYSTEMS = [system for system in ("raft", "zab", "kafka") if system not in NOT_COMPILED_PARTITIONS]
 
 # Every preset of each compiled system, and each compiled system with every value of every flag
 # that applies to it. Presets and flag values of systems without a compiled form (NOT_COMPILED):
@@ -69,12 +69,14 @@ for _system in COMPILED_SYSTEMS:
                 continue
             PROTOCOLS[f"{_system}+{_flag}={_value}"] = replace(Protocol(system=_system), **{_flag: _value})
 # Each protocol on each configuration its model accepts (ZAB runs on the rpc network only); on a network
-# that partitions, every preset of a system with compiled partitions and the flags that act on a cut.
+# that partitions, every preset of a system with compiled partitions, and the values of the flags that
+# act on a cut or change what a cut-off server does.
+ACT_ON_A_CUT = ("check_quorum", "lease_reads", "controller_fencing", "late_leader_and_isr", "log_flush")
 CASES = []
 for _name, _protocol in PROTOCOLS.items():
     _configs = [("rpc", RPC), ("async", ASYNC), ("rpc4", RPC4)]
-    if _protocol.system in PARTITIONED_SYSTEMS and (_name in PRESETS or "check_quorum" in _name
-                                                    or "lease_reads" in _name):
+    if _protocol.system in PARTITIONED_SYSTEMS and (_name in PRESETS or any(f"+{flag}=" in _name
+                                                                            for flag in ACT_ON_A_CUT)):
         _configs += [("cut", CUT), ("cut4", CUT4)]
     for _id, _config in _configs:
         try:

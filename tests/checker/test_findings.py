@@ -3,14 +3,14 @@ here, Spark in tests/spark/test_spark_findings.py)."""
 
 import pytest
 
+from hwm.checker.run import CheckRequest, run
 from hwm.model.registry import build_model
-from hwm.checker.report import bfs
 from hwm.checker.simulation import simulate
 from hwm.properties.protocol import PRESETS
 from tests.findings import RENAMED, assert_findings_match_traces
 
 ENGINES = {
-    "local": lambda model, name: bfs(model, name, symmetry=True),
+    "local": lambda model, name: run(CheckRequest(name, symmetry=True), model=model),
     "simulation": lambda model, name: simulate(model, name, walks=400, seed=2, symmetry=True),
 }
 

@@ -14,6 +14,7 @@ from hwm.bridge.replay import replay_on_impl
 from hwm.model.raft import RaftModel
 from hwm.model.registry import build_model
 from hwm.checker.liveness import LivenessRefused, check_liveness, lasso_verdict
+from hwm.checker.run import CheckRequest, run
 from hwm.model.state import Config
 from hwm.properties.protocol import PRESETS
 from hwm.properties.trace import TraceError, load, parse
@@ -281,10 +282,9 @@ def test_the_seed_lasso_is_shortest_by_brute_force():
 @pytest.mark.parametrize("key", [("kip101", 2, 2, 1, 1), ("raft", 3, 1, 1, 1), ("seed", 3, 2, 1, 1)],
                          ids=lambda k: "-".join(map(str, k)))
 def test_the_liveness_graph_is_the_local_engines_state_space_without_symmetry(key):
-    from hwm.checker.report import bfs
 
     model, report = liveness_of(key)
-    local = bfs(model, key[0], symmetry=False)
+    local = run(CheckRequest(key[0], symmetry=False), model=model)
     assert (report.states, report.transitions) == (local.states, local.transitions)
 
 

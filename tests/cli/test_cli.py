@@ -5,10 +5,10 @@ import json
 import pytest
 from click.testing import CliRunner
 
+from hwm.checker.run import ENGINES, CheckRequest, run
 from hwm.checker.verdict import tour_config, witness_needs
 from hwm.cli import main
 from hwm.model.registry import build_model
-from hwm.checker.report import bfs
 from hwm.model.state import Config
 from hwm.properties.catalogue import CATALOGUE, SOMETIMES
 from hwm.properties.protocol import PRESETS
@@ -102,7 +102,9 @@ def test_a_possible_witness_left_unreached_fails_the_check(monkeypatch):
     from dataclasses import replace
     planted = tuple(replace(p, check=lambda before, after: None) if p.name == "CrashAndRejoin" else p
                     for p in CATALOGUE)
-    monkeypatch.setattr("hwm.checker.run.bfs", lambda *args, **kwargs: bfs(*args, properties=planted, **kwargs))
+    local = ENGINES["local"]
+    monkeypatch.setitem(ENGINES, "local", lambda model, name, request, progress: local(
+        model, name, replace(request, properties=planted), progress))
     code, out = hwm("check", "--protocol", "raft")
     assert code == 1, out
     assert "CrashAndRejoin               UNREACHED" in out
@@ -143,7 +145,7 @@ SMALL = [Config(servers, generation, log, crashes, network)
 def test_witnesses_called_impossible_are_never_reached(preset):
     protocol, called_impossible = PRESETS[preset].protocol, 0
     for config in SMALL:
-        report = bfs(build_model(protocol, config), preset)
+        report = run(CheckRequest(preset), model=build_model(protocol, config))
         for p in SOMETIMES:
             needs = witness_needs(p.name, protocol, config)
             assert not (needs and report.results[p.name].found), (p.name, config.describe(), needs)

@@ -4,7 +4,7 @@ so, or a reader looks for bookies that do not exist. Other systems' findings kee
 
 import re
 
-from hwm.checker.report import bfs
+from hwm.checker.run import CheckRequest, run
 from hwm.model.registry import build_model
 from hwm.model.state import Config
 from hwm.properties.protocol import PRESETS
@@ -13,7 +13,7 @@ CLIENTS = "5 servers (3 bookies, the writer and the recovery client)"
 
 
 def findings(preset: str) -> dict[str, str]:
-    report = bfs(build_model(PRESETS[preset].protocol, Config()), preset, successors="fast")
+    report = run(CheckRequest(preset, successors="fast"), model=build_model(PRESETS[preset].protocol, Config()))
     return {name: r.finding for name, r in report.results.items() if r.found}
 
 

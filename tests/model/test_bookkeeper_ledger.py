@@ -10,7 +10,7 @@ from dataclasses import replace
 
 import pytest
 
-from hwm.checker.report import bfs
+from hwm.checker.run import CheckRequest, run as search
 from hwm.model.registry import build_model
 from hwm.model.state import Config
 from hwm.properties.acked import WITH_ACKED
@@ -201,11 +201,12 @@ UNBLOCKED_STATES = {
 @pytest.mark.parametrize("n, e, w, a", LEDGERS, ids=lambda v: str(v))
 def test_every_small_ledger_is_safe_and_issue_1591_shows_where_it_can(n, e, w, a):
     flags = dict(ensemble_size=e, write_quorum=w, ack_quorum=a)
-    safe = bfs(model(servers=n, max_log=1, **flags), "ledger")
+    safe = search(CheckRequest("ledger"), model=model(servers=n, max_log=1, **flags))
     assert safe.violated == [] and safe.results["EntryRead"].found and safe.results["WriteAcknowledged"].found
     assert safe.states == LEDGER_STATES[n, e, w, a]
     if n > e:
-        unblocked = bfs(model(servers=n, max_log=1, bookkeeper_block_add_completions=False, **flags), "ledger")
+        unblocked = search(CheckRequest("ledger"),
+                           model=model(servers=n, max_log=1, bookkeeper_block_add_completions=False, **flags))
         assert "AckedWriteNeverLost" in unblocked.violated, (n, e, w, a, unblocked.violated)
         assert unblocked.states == UNBLOCKED_STATES[n, e, w, a]
     else:

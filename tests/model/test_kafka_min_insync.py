@@ -11,7 +11,7 @@ from dataclasses import replace
 import pytest
 from click.testing import CliRunner
 
-from hwm.checker.report import bfs
+from hwm.checker.run import CheckRequest, run
 from hwm.cli import main
 from hwm.model.kafka import KafkaModel
 from hwm.model.registry import build_model
@@ -41,7 +41,8 @@ def kafka(count, **config) -> KafkaModel:
 @pytest.mark.parametrize("backend", BACKENDS)
 @pytest.mark.parametrize("count", sorted(PINS))
 def test_each_count_is_pinned_on_every_backend(count, backend):
-    report = bfs(kafka(count, **PIN_CONFIG.__dict__), f"kafka+min_insync_replicas={count}", successors=backend)
+    report = run(CheckRequest(f"kafka+min_insync_replicas={count}", successors=backend),
+                 model=kafka(count, **PIN_CONFIG.__dict__))
     check_against_pins(report, PINS[count])
     assert not report.violated  # 2 and 3 of 3 replicas are at least a majority: safe
 

@@ -15,6 +15,7 @@ from hwm.properties.protocol import (FLAG_VALUES, KAFKA, PRESETS, RAFT, Protocol
                                  presets_of)
 from hwm.counterexamples.build import HERE
 from hwm.checker.replay import replay_on_model
+from hwm.checker.run import CheckRequest, run as search
 from hwm.properties.trace import load
 from tests.explored import explore
 
@@ -316,9 +317,8 @@ FIRST_TRY = {"preset": "kafka", "flags": {"follower_truncation": "last-fetched-e
 
 
 def _first_try(config):
-    from hwm.checker.engine import CheckOptions, check
     from hwm.properties.protocol import resolve
-    return check(build_model(resolve(FIRST_TRY)[1], config), CheckOptions(symmetry=True), name="first-try")
+    return search(CheckRequest("first-try", symmetry=True), model=build_model(resolve(FIRST_TRY)[1], config))
 
 
 @pytest.mark.deep  # two spaces of about 40,000 states each: a statement of the docs, not a promise of the tool
@@ -504,8 +504,7 @@ def test_a_late_leader_and_isr_request_makes_a_replica_follow_that_epoch():
 def test_the_safe_preset_holds_with_late_leader_and_isr_requests():
     # KIP-320's fix, the current leader epoch in every fetch, does not depend on when requests arrive:
     # at the first attempt's smallest bounds `kafka` with late requests holds.
-    from hwm.checker.engine import CheckOptions, check
     config = Config(servers=3, max_generation=3, max_log=1, max_crashes=0)
-    report = check(build_model(rule("fenced", late_leader_and_isr=True), config), CheckOptions(symmetry=True),
-                   name="kafka+late")
+    report = search(CheckRequest("kafka+late", symmetry=True),
+                    model=build_model(rule("fenced", late_leader_and_isr=True), config))
     assert not report.violated, report.violated

@@ -11,10 +11,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from hwm.checker.backend import BackendUnavailable
-from hwm.checker.engine import CheckOptions, check
 from hwm.checker.expectations import NEEDS, judge, shows
 from hwm.checker.fast import unsupported
-from hwm.checker.report import bfs
+from hwm.checker.run import CheckRequest, run
 from hwm.checker.simulation import simulate
 from hwm.checker.verdict import DEFAULT_CONFIG, tour_config, witness_needs
 from hwm.cli import main
@@ -179,8 +178,8 @@ def test_the_catalogue_trace_is_stale_without_the_step_down_and_fine_with_it():
 @pytest.mark.parametrize("planted", [_CheckQuorumWithoutStepDown, _LeaseWithoutTimeouts])
 def test_the_search_catches_each_half_of_check_quorum_missing(planted):
     config = Config(max_generation=2, max_log=2, max_crashes=0, max_partitions=1)
-    assert "LeaseReadNeverStale" in bfs(planted(LEASES, config), "planted").violated
-    assert not bfs(PartitionedRaftModel(LEASES, config), "raft-lease-reads").violated
+    assert "LeaseReadNeverStale" in run(CheckRequest("planted"), model=planted(LEASES, config)).violated
+    assert not run(CheckRequest("raft-lease-reads"), model=PartitionedRaftModel(LEASES, config)).violated
 
 
 @pytest.mark.parametrize("key", FAST_PINS, ids=lambda k: "-".join(map(str, k)))
@@ -204,15 +203,13 @@ def test_the_reference_backend_reproduces_the_pins(key):
 @pytest.mark.parametrize("key", [k for k in PINNED_PARTITIONS if k not in FAST_PINS], ids=lambda k: "-".join(map(str, k)))
 def test_the_deep_pins(key):
     preset, config, symmetry = partition_config_of(key)
-    check_against_pins(bfs(build_model(PRESETS[preset].protocol, config), preset, symmetry=symmetry),
-                       PINNED_PARTITIONS[key])
+    check_against_pins(run(CheckRequest(preset, config, symmetry=symmetry)), PINNED_PARTITIONS[key])
 
 
 def test_two_workers_reproduce_one():
     key = ('raft', 2, 2, 1, 1, 1, True)
     preset, config, symmetry = partition_config_of(key)
-    two = check(build_model(PRESETS[preset].protocol, config), CheckOptions(symmetry=symmetry, workers=2, chunk=13),
-                name=preset)
+    two = run(CheckRequest(preset, config, symmetry=symmetry, workers=2, chunk=13))
     check_against_pins(two, PINNED_PARTITIONS[key])
 
 

@@ -13,10 +13,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from hwm.checker.backend import BackendUnavailable
-from hwm.checker.engine import CheckOptions, check
 from hwm.checker.expectations import NEEDS, judge, shows
 from hwm.checker.fast import unsupported
-from hwm.checker.report import bfs
+from hwm.checker.run import CheckRequest, run as search
 from hwm.checker.simulation import simulate
 from hwm.checker.verdict import DEFAULT_CONFIG, missed_witnesses, tour_config, witness_needs
 from hwm.cli import main
@@ -239,10 +238,12 @@ class _ConditionalIsrWithoutFencing(PartitionedKafkaModel):
 
 @pytest.mark.deep
 def test_the_search_catches_the_planted_half_and_the_conditional_write_alone_holds():
-    assert "AcknowledgedWriteKept" in bfs(_FencingWithoutConditionalIsr(KAFKA, TOUR), "planted").violated
-    assert not bfs(PartitionedKafkaModel(KAFKA, TOUR), "kafka").violated
+    planted = search(CheckRequest("planted"), model=_FencingWithoutConditionalIsr(KAFKA, TOUR))
+    assert "AcknowledgedWriteKept" in planted.violated
+    assert not search(CheckRequest("kafka"), model=PartitionedKafkaModel(KAFKA, TOUR)).violated
     # docs/systems.md: the conditional ISR update carries the safety, the fencing the availability.
-    assert not bfs(_ConditionalIsrWithoutFencing(KAFKA, replace(TOUR, max_generation=3)), "half").violated
+    half = _ConditionalIsrWithoutFencing(KAFKA, replace(TOUR, max_generation=3))
+    assert not search(CheckRequest("half"), model=half).violated
 
 
 # -------------------------------------------------------------------- ZAB
@@ -273,7 +274,7 @@ def test_no_catalogue_property_fails_without_the_zab_step_down():
     # docs/systems.md: a leader cut off from its quorum commits nothing either way.
     report = explore("zab-step-down", TOUR)
     assert not report.violated and report.results["LeaderStepsDown"].found
-    assert not bfs(build_model(ZAB, TOUR), "zab").violated
+    assert not search(CheckRequest("zab"), model=build_model(ZAB, TOUR)).violated
 
 
 @pytest.mark.deep
@@ -286,7 +287,7 @@ def test_a_leader_read_property_fails_in_zab_with_and_without_the_step_down():
     for protocol in (ZAB, STEP_DOWN):
         model = build_model(protocol, config)
         model.properties = model.properties + LEASES[:1]
-        result = bfs(model, "zab").results["LeaseReadNeverStale"]
+        result = search(CheckRequest("zab"), model=model).results["LeaseReadNeverStale"]
         assert result.found and result.length == 9
         assert not any(action[0] == "partition" for action in result.actions)
 
@@ -296,7 +297,7 @@ def test_two_workers_and_the_simulation_reproduce_the_partitioned_spaces():
     key = ("kafka", 2, 2, 1, 1, 1, True)
     preset, config, symmetry = partition_config_of(key)
     model = build_model(PRESETS[preset].protocol, config)
-    check_against_pins(check(model, CheckOptions(symmetry=symmetry, workers=2, chunk=13), name=preset),
+    check_against_pins(search(CheckRequest(preset, symmetry=symmetry, workers=2, chunk=13), model=model),
                        PINNED_PARTITIONS[key])
     key = ("kafka-without-controller-fencing", 3, 2, 1, 0, 1, True)
     preset, config, symmetry = partition_config_of(key)
@@ -313,7 +314,7 @@ def test_two_workers_and_the_simulation_reproduce_the_partitioned_spaces():
 def test_two_workers_reproduce_every_partitioned_preset(key):
     preset, config, symmetry = partition_config_of(key)
     model = build_model(PRESETS[preset].protocol, config)
-    check_against_pins(check(model, CheckOptions(symmetry=symmetry, workers=2, chunk=13), name=preset),
+    check_against_pins(search(CheckRequest(preset, symmetry=symmetry, workers=2, chunk=13), model=model),
                        PINNED_PARTITIONS[key])
 
 
@@ -355,7 +356,7 @@ def test_what_does_not_cover_the_partitioned_models_says_why(tmp_path):
     assert unsupported(build_model(STEP_DOWN, Config())) is None
     assert unsupported(build_model(UNFENCED, Config())) is None  # without a cut the flag changes nothing
     with pytest.raises(BackendUnavailable, match="no compiled kafka partitions"):
-        check(build_model(KAFKA, TOUR), CheckOptions(successors="fast"), name="kafka")
+        search(CheckRequest("kafka", successors="fast"), model=build_model(KAFKA, TOUR))
     assert "kafka rules" in unencoded(UNFENCED)
     assert "check_quorum" in unencoded(STEP_DOWN)  # hwm prove encodes ZAB, not its partitions
     for protocol in (UNFENCED, STEP_DOWN):

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import random
 
-from hwm.checker.engine import CheckOptions, Sampler, check
+from hwm.checker.engine import Sampler
+from hwm.checker.run import CheckRequest, run
 from hwm.model.registry import build_model
 from hwm.model.state import Config
 from hwm.proofs.bmc import bmc
@@ -17,7 +18,8 @@ from tests.pinned import PINNED
 def sample_states(protocol, config: Config, count: int, limit: int = 3000, seed: int = 0) -> list:
     """`count` states spread over the first `limit` reachable ones (breadth-first, no symmetry)."""
     sampler = Sampler(limit)
-    check(build_model(protocol, config), CheckOptions(symmetry=False, max_states=limit, properties=()), [sampler])
+    run(CheckRequest("model", symmetry=False, max_states=limit, properties=()), model=build_model(protocol, config),
+        visitors=[sampler])
     return random.Random(seed).sample(sampler.states, min(count, len(sampler.states)))
 
 

@@ -18,8 +18,8 @@ import z3
 
 from hwm.model.actions import Model
 from hwm.model.raft import RaftModel
-from hwm.checker.report import bfs
-from hwm.checker.engine import CheckOptions, Sampler, check
+from hwm.checker.engine import Sampler
+from hwm.checker.run import CheckRequest, run as search
 from hwm.proofs.plan import Plan, expected_broken, run, unencoded
 from hwm.proofs.bmc import bmc, replay
 from hwm.proofs.induction import Explorer, check_induction, induction_proofs, shape, no_commits
@@ -61,7 +61,8 @@ def test_seed_index_smallest_even_counterexample_agrees_with_the_code():
 def _sample(protocol, config, count, seed=0, limit=6000):
     """`count` states spread over the first `limit` reachable ones (breadth-first, no symmetry)."""
     sampler = Sampler(limit)
-    check(RaftModel(protocol, config), CheckOptions(symmetry=False, max_states=limit, properties=()), [sampler])
+    search(CheckRequest("model", symmetry=False, max_states=limit, properties=()), model=RaftModel(protocol, config),
+           visitors=[sampler])
     assert len(sampler.states) == limit  # these bounds reach more: the sample is spread over `limit`
     return random.Random(seed).sample(sampler.states, min(count, len(sampler.states)))
 
@@ -306,7 +307,7 @@ def test_explorer_shapes_rename_generations_in_order():
 # --------------------------------------------------------------------- BMC
 def _bmc_matches_bfs(name, depth=12):
     protocol, config = PRESETS[name].protocol, Config()
-    report = bfs(RaftModel(protocol, config), name)
+    report = search(CheckRequest(name), model=RaftModel(protocol, config))
     expected = report.results["ReadNeverTruncated"].length
     found = bmc(protocol, config, ("ReadNeverTruncated",), max_depth=depth)["ReadNeverTruncated"]
     assert found.length == expected, (name, found.steps, report.results["ReadNeverTruncated"].steps)
@@ -333,7 +334,7 @@ def test_bmc_shortest_violation_equals_bfs_deep(name):
 @pytest.mark.parametrize("name", BROKEN)
 def test_bmc_every_property_equals_bfs(name):
     protocol, config = PRESETS[name].protocol, Config()
-    report = bfs(RaftModel(protocol, config), name)
+    report = search(CheckRequest(name), model=RaftModel(protocol, config))
     depth = 9
     found = bmc(protocol, config, tuple(r for r in report.results if report.results[r].kind == "always"),
                 max_depth=depth)
@@ -345,7 +346,8 @@ def test_bmc_every_property_equals_bfs(name):
 @pytest.mark.deep
 def test_bmc_seed_quorum_at_four_servers():
     protocol, config = PRESETS["raft-seed-quorum"].protocol, Config(servers=4)
-    expected = bfs(RaftModel(protocol, config), "raft-seed-quorum").results["CommittedOnQuorum"].length
+    explored = search(CheckRequest("raft-seed-quorum"), model=RaftModel(protocol, config))
+    expected = explored.results["CommittedOnQuorum"].length
     assert bmc(protocol, config, ("CommittedOnQuorum",), max_depth=6)["CommittedOnQuorum"].length == expected
 
 

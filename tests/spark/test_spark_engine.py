@@ -21,9 +21,9 @@ from pathlib import Path
 import pytest
 
 from hwm.checker import spark_engine, spark_session
+from hwm.checker.run import CheckRequest, run
 from hwm.model.raft import RaftModel
 from hwm.model.registry import build_model
-from hwm.checker.report import bfs
 from hwm.checker.spark_engine import spark_bfs, to_signed, to_unsigned
 from hwm.checker.spark_session import (SparkUnavailable, check_java, check_master, free_port, get_spark,
                                        standalone_cluster)
@@ -114,7 +114,7 @@ def check_case(spark, key, **options):
     preset, config, symmetry = config_of(key)
     model = build_model(PRESETS[preset].protocol, config)
     report = spark_bfs(model, preset, symmetry=symmetry, spark=spark, **options)
-    local = bfs(model, preset, symmetry=symmetry)
+    local = run(CheckRequest(preset, symmetry=symmetry), model=model)
     assert report.engine == "spark" and report.symmetry == symmetry
     assert report.config == local.config
     assert outcome(report) == outcome(local)
@@ -193,7 +193,7 @@ def test_a_resident_stage_that_loses_a_task_is_launched_again(spark, tmp_path):
     assert stats["resident_launches"] == 2
     assert [lv["level"] for lv in stats["levels"]] == list(range(report.depth + 2))  # each level taken in once
     # The flag is gone: here the planted check finds nothing, as it found nothing on the executors.
-    assert outcome(report) == outcome(bfs(model, preset, symmetry=symmetry, properties=properties))
+    assert outcome(report) == outcome(run(CheckRequest(preset, symmetry=symmetry, properties=properties), model=model))
     assert {k: outcome(report)[k] for k in pinned_outcome(TINY)} == pinned_outcome(TINY)
     assert_traces_replay(model, report)
 
@@ -210,7 +210,7 @@ def test_check_on_spark_takes_the_exchange_and_its_directory(spark, tmp_path):
     flags = ["check", "--protocol", preset, "--servers", str(config.servers), "--max-generation",
              str(config.max_generation), "--max-log", str(config.max_log), "--max-crashes", str(config.max_crashes),
              "--json", "--progress", "never"]
-    local = bfs(build_model(PRESETS[preset].protocol, config), preset, symmetry=symmetry)
+    local = run(CheckRequest(preset, symmetry=symmetry), model=build_model(PRESETS[preset].protocol, config))
     for exchange in ("resident", "shuffle"):
         spark_dir = tmp_path / exchange
         result = CliRunner().invoke(main, flags + ["--engine", "spark", "--spark-master", TEST_MASTER,
@@ -232,7 +232,7 @@ def test_max_depth_stops_like_the_local_engine(spark):
     model = build_model(PRESETS[preset].protocol, config)
     # EntryRead is first reached at depth 4: the deepest level is checked, not expanded.
     report = spark_bfs(model, preset, symmetry=symmetry, spark=spark, max_depth=4, driver_level=DRIVER_LEVEL)
-    local = bfs(model, preset, symmetry=symmetry, max_depth=4)
+    local = run(CheckRequest(preset, symmetry=symmetry, max_depth=4), model=model)
     assert not report.complete
     assert outcome(report) == outcome(local)
     assert report.results["EntryRead"].length == 4
@@ -437,7 +437,7 @@ def test_standalone_cluster_equals_local(tmp_path):
         assert re.fullmatch(r"d+S+" if exchange == "resident" else r"d+S+d+", where), (exchange, where)
     got = json.loads(run.stdout)
     assert got["engine"] == "spark"
-    local = bfs(build_model(PRESETS[preset].protocol, config), preset, symmetry=symmetry)
+    local = run(CheckRequest(preset, symmetry=symmetry), model=build_model(PRESETS[preset].protocol, config))
     assert {"states": got["distinct_states"], "transitions": got["transitions"], "depth": got["depth"],
             "bounds_hit": got["bounds_hit"], "complete": got["complete"],
             "verdicts": {n: p["verdict"] for n, p in got["properties"].items()},

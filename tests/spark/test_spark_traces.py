@@ -6,9 +6,9 @@ import json
 
 import pytest
 
+from hwm.checker.run import CheckRequest, run
 from hwm.checker.traces import save_counterexamples
 from hwm.model.registry import build_model
-from hwm.checker.report import bfs
 from hwm.checker.spark_engine import spark_bfs
 from hwm.properties.protocol import PRESETS
 from tests.pinned import PINNED, config_of
@@ -40,7 +40,7 @@ def saved(report, preset, directory) -> dict[str, dict]:
 def check_same_traces(spark, key, tmp_path, **options) -> dict:
     preset, config, symmetry = config_of(key)
     model = build_model(PRESETS[preset].protocol, config)
-    local = saved(bfs(model, preset, symmetry=symmetry), preset, tmp_path / "local")
+    local = saved(run(CheckRequest(preset, symmetry=symmetry), model=model), preset, tmp_path / "local")
     options.setdefault("driver_level", DRIVER_LEVEL)
     distributed = saved(spark_bfs(model, preset, symmetry=symmetry, spark=spark, **options), preset,
                         tmp_path / "spark")

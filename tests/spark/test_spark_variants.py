@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from hwm.checker.report import bfs
+from hwm.checker.run import CheckRequest, run
 from hwm.checker.spark_engine import spark_bfs
 from hwm.cli import main
 from hwm.model.registry import build_model
@@ -43,7 +43,7 @@ def test_executors_load_a_variant_from_the_copy_the_driver_sent(spark, tmp_path,
     monkeypatch.syspath_prepend(str(tmp_path))
     name, protocol = resolve("team_flexible_rules:FlexibleTooSmall")
     model = build_model(protocol, CONFIG)
-    assert summary(bfs(model, name)) == PINNED
+    assert summary(run(CheckRequest(name), model=model)) == PINNED
     assert summary(spark_bfs(model, name, spark=spark, driver_level=0, exchange="shuffle")) == PINNED
 
     name, protocol = resolve("team_bad_rules:V")

@@ -10,7 +10,7 @@ import pytest
 from click.testing import CliRunner
 
 from hwm.checker.auto_backend import auto_backend
-from hwm.checker.report import bfs
+from hwm.checker.run import CheckRequest, run
 from hwm.cli import main
 from hwm.model.registry import build_model
 from hwm.model.state import Config
@@ -85,7 +85,7 @@ def _spec(rules, name: str) -> str:
 
 def _search(spec: str, config: Config, successors: str):
     _, protocol = resolve(spec)
-    return bfs(build_model(protocol, config), spec, successors=successors)
+    return run(CheckRequest(spec, successors=successors), model=build_model(protocol, config))
 
 
 def _seen(report) -> tuple:
@@ -102,7 +102,7 @@ def test_the_engines_agree_on_a_variant(rules, name, config, states, transitions
     compiled = _search(spec, config, "fast")
     assert _seen(compiled) == _seen(reference)
     if name == "Majority":  # Q2 said explicitly is raft's own rule: raft's search
-        raft = bfs(build_model(PRESETS["raft"].protocol, config), "raft", successors="fast")
+        raft = run(CheckRequest("raft", successors="fast"), model=build_model(PRESETS["raft"].protocol, config))
         assert (reference.states, reference.transitions, reference.depth) == (raft.states, raft.transitions,
                                                                               raft.depth)
     else:
@@ -126,7 +126,8 @@ def test_a_planted_kernel_bug_makes_the_engines_differ(rules, monkeypatch, plant
     monkeypatch.setattr(layout.Layout, "__init__", planted)
     _, protocol = resolve(_spec(rules, "Learner"))
     model = build_model(protocol, Config(servers=4, max_generation=2, max_crashes=0))
-    report = bfs(model, "Learner", successors="fast", properties=())  # the counts alone (no trace to rebuild)
+    # The counts alone (no trace to rebuild).
+    report = run(CheckRequest("Learner", successors="fast", properties=()), model=model)
     assert (report.states, report.transitions) != (4033, 20907)
 
 

@@ -17,7 +17,7 @@ import pytest
 from click.testing import CliRunner
 
 from hwm.checker.liveness import FAIR_ACTIONS, check_liveness, liveness_of
-from hwm.checker.report import bfs
+from hwm.checker.run import CheckRequest, run
 from hwm.cli import main
 from hwm.model.registry import build_model
 from hwm.model.state import Config
@@ -55,24 +55,24 @@ def reachable(model) -> list:
 
 # ------------------------------------------------------------------ pinned
 def test_prevote_is_pinned():
-    report = bfs(model_of("PreVote"), "PreVote")
+    report = run(CheckRequest("PreVote"), model=model_of("PreVote"))
     assert (report.states, report.transitions) == (181, 797)
     assert not report.violated
     assert report.results["FollowerTimesOut"].length == 2
     assert [str(s) for s in report.results["FollowerTimesOut"].steps] == ["elect(S1, {S1,S2,S3})", "timeout(S2)"]
-    report = bfs(model_of("PreVoteWithoutCheckQuorum"), "PreVoteWithoutCheckQuorum")
+    report = run(CheckRequest("PreVoteWithoutCheckQuorum"), model=model_of("PreVoteWithoutCheckQuorum"))
     assert (report.states, report.transitions) == (117, 636)
 
 
 @pytest.mark.deep
 def test_prevote_at_two_generations_is_pinned():
     config = Config(servers=4, max_generation=2, max_crashes=0)
-    report = bfs(model_of("PreVote", config), "PreVote")
+    report = run(CheckRequest("PreVote"), model=model_of("PreVote", config))
     assert (report.states, report.transitions) == (2640, 15288)
     assert not report.violated
-    two = bfs(model_of("PreVote", config), "PreVote", workers=2)
+    two = run(CheckRequest("PreVote", workers=2), model=model_of("PreVote", config))
     assert (two.states, two.transitions) == (2640, 15288)
-    plain = bfs(model_of("PreVote", config), "PreVote", symmetry=False)
+    plain = run(CheckRequest("PreVote", symmetry=False), model=model_of("PreVote", config))
     assert (plain.states, plain.transitions) == (49952, 299748)
 
 

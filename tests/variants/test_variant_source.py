@@ -9,7 +9,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from hwm.checker.report import bfs
+from hwm.checker.run import CheckRequest, run
 from hwm.model.registry import build_model
 from hwm.model.state import Config
 from hwm.model.variant_source import shipment
@@ -22,10 +22,10 @@ CONFIG = Config(servers=3, max_generation=2, max_crashes=0)
 # prints what a search of it finds.
 ELSEWHERE = """
 import pickle, sys
-from hwm.checker.report import bfs
+from hwm.checker.run import CheckRequest, run
 model, properties = pickle.load(open(sys.argv[1], "rb"))
 model.properties = properties
-report = bfs(model, "elsewhere")
+report = run(CheckRequest("elsewhere"), model=model)
 print(report.states, report.transitions, sorted(n for n, r in report.results.items() if r.found))
 """
 
@@ -44,7 +44,7 @@ def test_a_variant_pickles_by_spec_and_loads_from_the_shipped_copy(tmp_path):
     pickled = tmp_path / "model.pickle"
     pickled.write_bytes(pickle.dumps((model, model.properties)))
     assert len(pickled.read_bytes()) < 4000  # the spec and the flags, not the variant's code
-    report = bfs(model, name)
+    report = run(CheckRequest(name), model=model)
     expected = f"{report.states} {report.transitions} {sorted(n for n, r in report.results.items() if r.found)}"
     assert expected.startswith("89 379 ") and "LeaderCommitsAlone" in expected
 

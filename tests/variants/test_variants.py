@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from hwm.checker.report import bfs
+from hwm.checker.run import CheckRequest, run
 from hwm.cli import main
 from hwm.model.registry import build_model
 from hwm.model.rules import Rules
@@ -52,11 +52,11 @@ def test_flexible_quorums_are_pinned():
     """The tutorial's variants: Q1 + Q2 > N holds, Q1 + Q2 = N fails ReadNeverTruncated."""
     config = Config(servers=4, max_generation=3, max_crashes=0)
     _, safe = resolve(f"{FLEXIBLE}:Flexible")
-    report = bfs(build_model(safe, config), "Flexible")
+    report = run(CheckRequest("Flexible"), model=build_model(safe, config))
     assert (report.states, report.transitions) == (1441, 9999)
     assert not report.violated
     _, unsafe = resolve(f"{FLEXIBLE}:FlexibleTooSmall")
-    report = bfs(build_model(unsafe, config), "FlexibleTooSmall")
+    report = run(CheckRequest("FlexibleTooSmall"), model=build_model(unsafe, config))
     assert (report.states, report.transitions) == (717, 5126)
     assert report.results["ReadNeverTruncated"].length == 6
     assert report.results["LeaderCommitsAlone"].found and not report.results["LiveLeadersDiffer"].found
