@@ -270,3 +270,40 @@ def judge(results: list[tuple[str, Report]]) -> Judgement:
             not_shown.append(f"{name}: not shown at these bounds: " + "; ".join(
                 f"{', '.join(props)} (needs {needs})" for needs, props in by_needs.items()))
     return Judgement(problems, not_shown, seen, expected)
+
+
+def tour_verdicts(preset: str, report: Report) -> dict[str, str]:
+    """The tour's verdict on each always property of `preset`'s report, judged against the catalogue
+    as `judge` judges the preset (its exit status): "expected" (a violation the
+    catalogue expects, seen), "unexpected" (a violation it does not expect: a mismatch), "missing" (an
+    expected violation these bounds show, not found: a mismatch), "not shown" (an expected violation
+    these bounds are too small for), "beyond" (a broken preset's violation above the bounds the
+    catalogue was derived at: not judged), "holds"."""
+    always = [p for p, r in report.results.items() if r.kind == "always"]
+    got = set(report.violated)
+    if not tour_protocol(preset)[2]:
+        return {p: "unexpected" if p in got else "holds" for p in always}
+    config = Config.from_mapping(report.config)
+    known = expected_properties(preset)
+    table = NEEDS.get((preset, config.servers), {})
+    within = within_table(preset, config)
+    # As judge: a property the table knows not to show at these servers is not expected here.
+    here = known if (preset, config.servers) not in NEEDS or config.network != "rpc" else table
+    out = {}
+    for p in always:
+        if p in got:
+            if within and (p not in known or p not in table):
+                out[p] = "unexpected"
+            else:
+                out[p] = "expected" if p in known else "beyond"
+        elif p in known and shows(preset, p, config):
+            out[p] = "missing"
+        elif p in here:
+            out[p] = "not shown"
+        else:
+            out[p] = "holds"
+    return out
+
+
+# The bounds a preset's tour values may set (TOUR_BOUNDS, PRESET_TOUR_BOUNDS) and the rest of the
+# configuration; a caller that knows which of them the user gave passes those as `chosen`.

@@ -17,7 +17,8 @@ from pathlib import Path
 
 from hwm.checker.report import Report
 from hwm.checker.expectations import needs_text
-from hwm.checker.verdict import impossible_witnesses, tour_verdicts
+from hwm.checker.expectations import tour_verdicts
+from hwm.checker.verdict import impossible_witnesses
 from hwm.model.state import Config
 from hwm.properties.protocol import resolve
 
@@ -38,7 +39,7 @@ def suite(report: Report, protocol_spec, saved: dict[str, Path] | None = None,
           not_shown: dict[str, str] | None = None, tour: dict[str, str] | None = None) -> ET.Element:
     """One preset's test suite. `saved`: property -> the saved trace; `not_shown`: property -> the
     bounds its expected violation needs. `tour`: property -> the tour's verdict against the catalogue
-    (`verdict.tour_verdicts`), which a case then means, as the tour's exit status does: an expected
+    (`expectations.tour_verdicts`), which a case then means, as the tour's exit status does: an expected
     violation seen passes (its counterexample in the case's output), an unexpected one or an expected
     one these bounds show but the search missed fails; without it (one check) a violation fails."""
     saved, not_shown = saved or {}, not_shown or {}

@@ -1,17 +1,12 @@
 """`hwm check`: the reports it prints, one protocol's and the tour's table. The checking itself is
-`hwm.checker`'s: the names below are re-exported for the command line alone."""
+`hwm.checker`'s; the command line imports it from there."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from hwm.checker.expectations import judge  # noqa: F401
 from hwm.checker.report import Report
-from hwm.checker.run import (CheckRequest, TourInterrupted, choose_successors, default_jobs,  # noqa: F401
-                             long_run_warning, run, runnable_presets, successors_refusal, tour)
-from hwm.checker.traces import bounds_directory, counterexample_paths, save_counterexamples, trace_filename  # noqa: F401
-from hwm.checker.verdict import (CHOSEN_ALL, impossible_witnesses, judge_tour, passed, thin, tour_config,  # noqa: F401
-                                 tour_protocol)
+from hwm.checker.verdict import impossible_witnesses, passed, thin, tour_protocol
 from hwm.model.state import Config
 from hwm.properties.acked import ALL_BY_NAME
 from hwm.properties.protocol import PRESETS, Protocol

@@ -17,8 +17,12 @@ import click
 from click.core import ParameterSource
 
 from hwm import check as checking
+from hwm.checker.expectations import judge
 from hwm.checker.fast.aot import BUILD_ESTIMATE
-from hwm.checker.traces import tour_directories
+from hwm.checker.run import (CheckRequest, TourInterrupted, choose_successors, default_jobs, long_run_warning, run,
+                             runnable_presets, successors_refusal, tour)
+from hwm.checker.traces import counterexample_paths, save_counterexamples, tour_directories
+from hwm.checker.verdict import CHOSEN_ALL, passed, thin, tour_config, tour_protocol
 from hwm.params import OutputDir, OutputFile, ProtocolParam, directory_problem
 from hwm.render import Progress
 from hwm.teach import explain as explained
@@ -164,7 +168,7 @@ def _check(protocol, servers, max_generation, max_log, max_crashes, network, cha
         if engine == "simulation":
             raise click.UsageError(f"--successors {successors} applies to breadth-first search (--engine local or "
                                    "spark); the simulation walks the model itself")
-        reason = checking.successors_refusal(list(PRESETS) if protocol is None else [protocol], config, successors)
+        reason = successors_refusal(list(PRESETS) if protocol is None else [protocol], config, successors)
         if reason:
             raise click.UsageError(f"--successors {successors}: {reason}")
     if protocol is None:
@@ -172,7 +176,7 @@ def _check(protocol, servers, max_generation, max_log, max_crashes, network, cha
             raise click.UsageError("--liveness checks one protocol: give --protocol")
         # The bounds given on the command line are the user's; every other takes each preset's tour value.
         context = click.get_current_context()
-        chosen = frozenset(bound for bound in checking.CHOSEN_ALL
+        chosen = frozenset(bound for bound in CHOSEN_ALL
                            if context.get_parameter_source(bound) not in (None, ParameterSource.DEFAULT,
                                                                           ParameterSource.DEFAULT_MAP))
         if save is None:
@@ -183,11 +187,12 @@ def _check(protocol, servers, max_generation, max_log, max_crashes, network, cha
                                            f"give --save DIR")
         else:
             directories = {name: save for name in (*PRESETS, *variants)}
-        _tour(config, symmetry, jobs or checking.default_jobs(), as_json, directories, engine, successors, junit_out,
+        _tour(config, symmetry, jobs or default_jobs(), as_json, directories, engine, successors, junit_out,
               progress_mode != "never", itf_too, chosen, variants)
         return
     if liveness:
         from hwm import liveness_report
+        from hwm.checker.liveness import LivenessRefused
         from hwm.checker.traces import lasso_paths, save_lassos
         reason = liveness_report.refused(protocol, config)
         if reason:
@@ -199,7 +204,7 @@ def _check(protocol, servers, max_generation, max_log, max_crashes, network, cha
         except SparkUnavailable as e:
             raise click.UsageError(str(e))
     if engine != "simulation":
-        backends, notes = checking.choose_successors([protocol], config, symmetry, successors, engine,
+        backends, notes = choose_successors([protocol], config, symmetry, successors, engine,
                                                      spark_master=spark_master)
         for note in notes:
             click.echo(f"note: {note}", err=True)
@@ -207,16 +212,16 @@ def _check(protocol, servers, max_generation, max_log, max_crashes, network, cha
         note = checking.symmetry_note(protocol, config) if symmetry else None
         if note:
             click.echo(f"note: {note}", err=True)
-        warning = checking.long_run_warning([protocol], config, symmetry, backends, workers)
+        warning = long_run_warning([protocol], config, symmetry, backends, workers)
         if warning:
             click.echo(warning, err=True)
     progress = Progress(f"checking {protocol if isinstance(protocol, str) else resolve(protocol)[0]}",
                         mode=progress_mode, interval=progress_interval)
-    request = checking.CheckRequest(protocol, config, symmetry, engine, spark_master, walks, seed, workers,
+    request = CheckRequest(protocol, config, symmetry, engine, spark_master, walks, seed, workers,
                                     successors, None if spark_exchange == "auto" else spark_exchange,
                                     None if spark_dir is None else str(spark_dir))
     try:
-        report = checking.run(request, progress)
+        report = run(request, progress)
     except RuntimeError as e:  # engine unavailable (e.g. Spark without Java): say what to install
         from hwm.model.variant import HookError
         if isinstance(e, HookError):  # a variant's hook failed on Spark, which keeps no partial report
@@ -234,13 +239,13 @@ def _check(protocol, servers, max_generation, max_log, max_crashes, network, cha
         progress.close()
     # The report names the files it is about to write and is printed first: an output path that
     # fails then costs a one-line error, not the search's result.
-    saved = checking.counterexample_paths(report, save) if save is not None else {}
+    saved = counterexample_paths(report, save) if save is not None else {}
     lively, lively_saved = None, {}
     if liveness:
         from hwm.model.variant import HookError
         try:
             lively = liveness_report.run(protocol, config, liveness_max_states, successors)
-        except liveness_report.LivenessRefused as e:
+        except LivenessRefused as e:
             raise click.UsageError(f"--liveness: {e} (--liveness-max-states)")
         except HookError as e:  # a variant's liveness property failed: the report, then the error (exit 2)
             report.error = report.error or str(e)
@@ -258,7 +263,7 @@ def _check(protocol, servers, max_generation, max_log, max_crashes, network, cha
             click.echo(liveness_report.describe(lively, symmetry, lively_saved))
     with _output_errors():
         if saved:
-            _save_pages(checking.save_counterexamples(report, protocol, save))
+            _save_pages(save_counterexamples(report, protocol, save))
             if itf_too:
                 _save_itf(saved.values())
         if lively_saved:
@@ -271,7 +276,7 @@ def _check(protocol, servers, max_generation, max_log, max_crashes, network, cha
         sys.exit(EXIT_USAGE)
     if report.interrupted:
         sys.exit(EXIT_INTERRUPTED)
-    ok = checking.passed(report, resolved, config) and (lively is None or lively.ok)
+    ok = passed(report, resolved, config) and (lively is None or lively.ok)
     sys.exit(EXIT_OK if ok else EXIT_FOUND)
 
 
@@ -286,21 +291,21 @@ def _tour(config: Config, symmetry: bool, jobs: int, as_json: bool, directories:
     # log slot more, and Kafka's presets alone a generation less (docs/systems-kafka.md).
     lowered: dict[str, list[str]] = {}
     for n in (*PRESETS, *variants):
-        if checking.tour_config(n, config, chosen) != config:
-            lowered.setdefault(checking.tour_config(n, config, chosen).describe(), []).append(resolve(n)[0])
+        if tour_config(n, config, chosen) != config:
+            lowered.setdefault(tour_config(n, config, chosen).describe(), []).append(resolve(n)[0])
     for bounds, names in lowered.items():
         click.echo(f"  {', '.join(names)} at {bounds}", err=True)
-    presets = checking.runnable_presets(config, variants)
-    backends, notes = checking.choose_successors(presets, config, symmetry, successors, tour=True, chosen=chosen)
+    presets = runnable_presets(config, variants)
+    backends, notes = choose_successors(presets, config, symmetry, successors, tour=True, chosen=chosen)
     for note in notes:
         click.echo(f"  note: {note}", err=True)
-    warning = checking.long_run_warning(presets, config, symmetry, backends, parallel=jobs, tour=True, chosen=chosen)
+    warning = long_run_warning(presets, config, symmetry, backends, parallel=jobs, tour=True, chosen=chosen)
     if warning:
         click.echo(warning, err=True)
     try:
-        results = checking.tour(config, symmetry, jobs, progress_stream=sys.stderr if progress else None,
+        results = tour(config, symmetry, jobs, progress_stream=sys.stderr if progress else None,
                                 successors=backends, chosen=chosen, variants=variants)
-    except checking.TourInterrupted as stop:
+    except TourInterrupted as stop:
         # What finished is as true as a whole tour's row; what did not is named, not guessed.
         if stop.finished:
             click.echo(checking.tour_table(stop.finished, config))
@@ -311,17 +316,17 @@ def _tour(config: Config, symmetry: bool, jobs: int, as_json: bool, directories:
             from hwm.checker import junit
             with _output_errors():
                 junit.write(junit_out, [junit.tour_suite(name, r) for name, r in stop.finished]
-                            + [junit.not_checked(name, checking.tour_config(name, config, chosen),
+                            + [junit.not_checked(name, tour_config(name, config, chosen),
                                                  f"not checked: {_stop()} stopped the tour before this preset")
                                for name in stop.unfinished])
         sys.exit(EXIT_INTERRUPTED)
     saved = [path for name, report in results
-             for path in checking.counterexample_paths(report, directories[name]).values()]
-    judgement = checking.judge(results)
+             for path in counterexample_paths(report, directories[name]).values()]
+    judgement = judge(results)
     problems = judgement.problems
     if as_json:
         click.echo(json.dumps({"config": config.to_mapping(),
-                               "reports": [checking.report_json(r, checking.tour_protocol(name)[0])
+                               "reports": [checking.report_json(r, tour_protocol(name)[0])
                                            for name, r in results],
                                "problems": problems, "not_shown": judgement.not_shown,
                                "expected_violations_seen": judgement.seen,
@@ -345,8 +350,8 @@ def _tour(config: Config, symmetry: bool, jobs: int, as_json: bool, directories:
                 click.echo(f"note: {name} is caught at servers={caught['servers']}: "
                            f"hwm check --protocol {name} --servers {caught['servers']}")
         for name, report in results:
-            protocol = checking.tour_protocol(name)[0]
-            reason = checking.thin(protocol, Config.from_mapping(report.config))
+            protocol = tour_protocol(name)[0]
+            reason = thin(protocol, Config.from_mapping(report.config))
             if reason:
                 click.echo(f"THIN: {report.protocol_name}: {reason}; its verdicts say nothing about client entries")
             elif report.config != config.to_mapping() and protocol.noop_on_election:
@@ -366,13 +371,13 @@ def _tour(config: Config, symmetry: bool, jobs: int, as_json: bool, directories:
                        f"({judgement.seen} of {judgement.expected} expected violations seen)")
     with _output_errors():  # the table is out: a path that fails now costs one line, not the tour
         for name, report in results:
-            written = checking.save_counterexamples(report, name, directories[name])
+            written = save_counterexamples(report, name, directories[name])
             _save_pages(written)
             if itf_too:
                 _save_itf(written)
         if junit_out is not None:
             from hwm.checker import junit
-            junit.write(junit_out, [junit.tour_suite(name, r, checking.counterexample_paths(r, directories[name]))
+            junit.write(junit_out, [junit.tour_suite(name, r, counterexample_paths(r, directories[name]))
                                     for name, r in results])
     sys.exit(EXIT_FOUND if problems else EXIT_NOT_SHOWN if judgement.not_shown else EXIT_OK)
 
@@ -442,6 +447,7 @@ def graph(protocol, servers, max_generation, max_log, max_crashes, network, no_s
         from hwm.teach.graph_render import state_label as label
     if liveness:
         from hwm import liveness_report
+        from hwm.checker.liveness import LivenessRefused
         reason = liveness_report.refused(protocol, config)
         if reason:
             raise click.UsageError(f"--liveness: {reason}")
@@ -477,7 +483,7 @@ def graph(protocol, servers, max_generation, max_log, max_crashes, network, no_s
     if liveness:
         try:
             lively = liveness_report.run(protocol, config, max_states)
-        except liveness_report.LivenessRefused as e:
+        except LivenessRefused as e:
             raise click.UsageError(f"--liveness: {e} (--max-states)")
         except HookError as e:  # a variant's hook or liveness property failed
             click.echo(f"error: {e}", err=True)

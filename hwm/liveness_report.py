@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from hwm.model.registry import build_model
-from hwm.checker.liveness import LivenessRefused, LivenessReport, check_liveness, refusal
+from hwm.checker.liveness import LivenessReport, check_liveness, refusal
 from hwm.model.state import Config
 from hwm.properties.protocol import resolve
 
@@ -58,4 +58,4 @@ def describe(report: LivenessReport, symmetry_requested: bool, saved: dict[str, 
     return "\n".join(lines)
 
 
-__all__ = ["LivenessRefused", "SYMMETRY_NOTE", "describe", "refused", "run"]
+__all__ = ["SYMMETRY_NOTE", "describe", "refused", "run"]

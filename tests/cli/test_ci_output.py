@@ -12,7 +12,7 @@ import pytest
 from click.testing import CliRunner
 
 from hwm.check import describe_report
-from hwm.checker.report import bfs
+from hwm.checker.run import CheckRequest, run
 from hwm.cli import main
 from hwm.model.registry import build_model
 from hwm.model.state import Config
@@ -20,7 +20,7 @@ from hwm.properties.protocol import PRESETS
 
 
 def _raft(**kwargs):
-    return bfs(build_model(PRESETS["raft"].protocol, Config()), "raft", **kwargs)
+    return run(CheckRequest("raft", **kwargs), model=build_model(PRESETS["raft"].protocol, Config()))
 
 
 def test_a_search_cut_by_a_state_limit_or_ctrl_c_shows_no_tick_for_an_always_property():
@@ -114,8 +114,8 @@ def test_bounds_that_predict_a_long_run_are_warned_of_before_the_search(monkeypa
     def search(*args, **kwargs):
         raise _Searched
 
-    monkeypatch.setattr("hwm.check.run", search)
-    monkeypatch.setattr("hwm.check.tour", search)
+    monkeypatch.setattr("hwm.cli.run", search)
+    monkeypatch.setattr("hwm.cli.tour", search)
     bounds = ["--servers", 5, "--max-generation", 10, "--max-log", 5]
     for args in (["--protocol", "raft", *bounds], bounds):
         result = CliRunner().invoke(main, ["check", *map(str, args)])
@@ -188,14 +188,14 @@ def test_an_interrupted_tour_writes_junit_for_what_finished_and_skips_the_rest(m
     from hwm.checker.run import TourInterrupted, runnable_presets
 
     config = Config(max_generation=2, max_crashes=0)
-    finished = [(name, bfs(build_model(PRESETS[name].protocol, config), name, successors="fast"))
+    finished = [(name, run(CheckRequest(name, successors="fast"), model=build_model(PRESETS[name].protocol, config)))
                 for name in ("seed", "raft")]
     unfinished = [name for name in runnable_presets(config) if name not in dict(finished)]
 
     def interrupted_tour(*args, **kwargs):  # Ctrl-C once seed and raft had finished
         raise TourInterrupted(finished, unfinished)
 
-    monkeypatch.setattr("hwm.check.tour", interrupted_tour)
+    monkeypatch.setattr("hwm.cli.tour", interrupted_tour)
     junit = tmp_path / "hwm.xml"
     code, out, _ = _hwm("check", "--max-generation", 2, "--max-crashes", 0, "--save", tmp_path, "--junit", junit)
     assert code == 130 and "INTERRUPTED" in out, out
@@ -275,7 +275,7 @@ def test_hwm_node_with_a_model_only_preset_suggests_hwm_check_not_an_option_it_l
 
 
 def _tour_report(name: str, config: Config, drop: str | None = None):
-    report = bfs(build_model(PRESETS[name].protocol, config), name, successors="reference")
+    report = run(CheckRequest(name, successors="reference"), model=build_model(PRESETS[name].protocol, config))
     if drop is not None:  # plant a mismatch: the search "missed" this violation
         report.results[drop] = replace(report.results[drop], found=False)
     return report
