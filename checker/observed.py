@@ -301,22 +301,4 @@ class ObservedValidator(Validator):
         return super()._action_text(action)
 
 
-def recorded_run_validator(protocol, header, **options) -> Validator:
-    """The validator `hwm validate` (and its coverage table, on either engine) judges a recorded run
-    with. The Kafka system's presets on the rpc network: `ObservedKafkaValidator`, a correct broker's
-    finer steps (a recorded broker shows a fetch's halves, a restart before the controller's answer,
-    as `hwm test` observes them). The raft system's: the model's own steps with the round trip's
-    acknowledgement deferred (`Validator(deferred_acknowledgements=True)`: a recorded leader may
-    append its next entry before its follower's acknowledgement arrives). Every other system: the
-    model's own steps, where a recorded ZAB server's round trip fits the model's. All refuse a
-    consequence logged before its cause."""
-    from hwm.checker.observed_kafka import ObservedKafkaValidator  # it extends this module's class
-
-    if protocol.system == "kafka" and header.network == "rpc":
-        return ObservedKafkaValidator(protocol, header, **options)
-    if protocol.system == "raft":
-        return Validator(protocol, header, deferred_acknowledgements=True, **options)
-    return Validator(protocol, header, **options)
-
-
-__all__ = ["ObservedValidator", "recorded_run_validator"]
+__all__ = ["ObservedValidator"]

@@ -14,7 +14,7 @@ al., "Validating Traces of Distributed Programs Against TLA+ Specifications", 20
   failed election spends one), the model numbers them 1, 2, 3; each candidate carries the
   order-preserving renaming of the run's generations to the model's.
 - Reads, crashes and restarts happen in the model only where the run logs them.
-- With `deferred_acknowledgements` (a recorded raft run: `checker/observed.py`
+- With `deferred_acknowledgements` (a recorded raft run: `checker/recorded.py`
   `recorded_run_validator`), `replicate` is the two steps a real server makes of it: the follower's
   append, its acknowledgement waiting; then, at an event of the leader's (perhaps after it appended
   more), the leader applying it as the model's round trip would (match index, commit rule), at no

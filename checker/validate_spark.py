@@ -3,7 +3,7 @@ per run its verdict and first bad event; over all runs the model coverage (check
 
 Both engines run the same function on each run (`validate_one`: text in, verdict row and
 coverage fingerprints out), with the validator plain `hwm validate` chooses for the protocol
-(`checker/observed.py` `recorded_run_validator`: a Kafka recording is judged with the broker's finer
+(`checker/recorded.py` `recorded_run_validator`: a Kafka recording is judged with the broker's finer
 steps, a raft recording with the acknowledgement deferred), so a run's verdict is the same in the
 table as without it; Spark maps it over the runs and the driver joins the results with the
 reachable state space, so the two engines give the same table.
@@ -12,7 +12,7 @@ reachable state space, so the two engines give the same table.
 from __future__ import annotations
 
 from hwm.checker.coverage import CoverageTable, Reachable, RunCoverage, reachable, table
-from hwm.checker.observed import recorded_run_validator
+from hwm.checker.recorded import recorded_run_validator
 from hwm.model.registry import build_model
 from hwm.model.state import Config
 from hwm.properties.events import parse_lines

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import click
 
-from hwm.checker.observed import recorded_run_validator
+from hwm.checker.recorded import recorded_run_validator
 from hwm.params import OutputFile, ProtocolParam
 from hwm.model.state import Config
 from hwm.properties.events import EventError, load_runs

@@ -7,7 +7,8 @@ import pytest
 from click.testing import CliRunner
 
 from hwm.checker.model_events import random_actions, run_events
-from hwm.checker.observed import ObservedValidator, recorded_run_validator
+from hwm.checker.observed import ObservedValidator
+from hwm.checker.recorded import recorded_run_validator
 from hwm.checker.observed_zab import ObservedZabValidator
 from hwm.checker.validate import Validator
 from hwm.cli import main

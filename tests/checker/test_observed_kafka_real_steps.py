@@ -7,7 +7,7 @@ from pathlib import Path
 
 from click.testing import CliRunner
 
-from hwm.checker.observed import recorded_run_validator
+from hwm.checker.recorded import recorded_run_validator
 from hwm.checker.observed_kafka import ObservedKafkaValidator
 from hwm.cli import main
 from hwm.properties.events import Event, Header, parse_lines

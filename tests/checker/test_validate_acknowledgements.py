@@ -12,7 +12,7 @@ import pytest
 from click.testing import CliRunner
 
 from hwm.checker import validate as validate_module
-from hwm.checker.observed import recorded_run_validator
+from hwm.checker.recorded import recorded_run_validator
 from hwm.checker.validate import Validator
 from hwm.cli import main
 from hwm.properties.events import FORMAT, load_runs, parse_lines

@@ -59,7 +59,7 @@ def test_hwm_validate_coverage_writes_the_table(tmp_path):
 def test_the_coverage_table_judges_each_run_as_hwm_validate_does(tmp_path):
     # A Kafka recording (a follower learns the HW from a fetch with no entries) and a raft-noop one (the
     # leader appends before the acknowledgement arrives): the model's own steps reject both, hwm validate
-    # accepts both (checker/observed.py recorded_run_validator), and so does the table.
+    # accepts both (checker/recorded.py recorded_run_validator), and so does the table.
     from tests.checker.test_observed_kafka_real_steps import RECORDED as KAFKA_RUN
     from tests.checker.test_validate_acknowledgements import RECORDED as RAFT_NOOP_RUN
 

@@ -1,9 +1,9 @@
 """`hwm validate --engine spark` judges each recorded run with the validator plain `hwm validate` uses
-(checker/observed.py recorded_run_validator): a Kafka recording with the broker's finer steps."""
+(checker/recorded.py recorded_run_validator): a Kafka recording with the broker's finer steps."""
 
 import pytest
 
-from hwm.checker.observed import recorded_run_validator
+from hwm.checker.recorded import recorded_run_validator
 from hwm.checker.validate_spark import coverage_table
 from hwm.properties.events import parse_lines
 from hwm.properties.protocol import resolve
