@@ -30,9 +30,9 @@ from hwm.model.encoding import encode, fingerprint_bytes, canonical
 from hwm.model.partition import new_partitions, partition_guard
 from hwm.model.state import FOLLOWER, LEADER, Config, Server
 from hwm.model.zab import ZabModel, ZabState
+from hwm.properties.acked import WITH_STEP_DOWN
 from hwm.properties.protocol import Protocol
 from hwm.properties.snapshot import server_name
-from hwm.properties.step_down import WITH_STEP_DOWN
 
 
 class ZabPartitionState(NamedTuple):

@@ -17,6 +17,7 @@ from hwm.properties.catalogue import CATALOGUE, Finding, Property
 from hwm.properties.leases import LEASES
 from hwm.properties.quorum import majority
 from hwm.properties.snapshot import LEADER, ClusterView, out_of, server_name
+from hwm.properties.step_down import LEADER_STEPS_DOWN
 
 
 def acknowledged(view: ClusterView) -> frozenset:
@@ -75,10 +76,11 @@ ACKED_LEADERS = Property("AcknowledgedWriteKept", "always", "step",
 # The catalogue of a model whose states keep the `acked` ghost, and Kafka's.
 WITH_ACKED: tuple[Property, ...] = CATALOGUE + ACKED
 KAFKA_PROPERTIES: tuple[Property, ...] = CATALOGUE + (ACKED[0], ACKED_LEADERS, ACKED[1])
+# The catalogue of ZAB's model under check_quorum (properties/step_down.py: its witness).
+WITH_STEP_DOWN: tuple[Property, ...] = WITH_ACKED + (LEADER_STEPS_DOWN,)
 
 # Every property a trace may name.
 def _all_by_name() -> dict[str, Property]:
-    from hwm.properties.step_down import LEADER_STEPS_DOWN  # it builds on this module's WITH_ACKED
     return {p.name: p for p in KAFKA_PROPERTIES + LEASES + (LEADER_STEPS_DOWN,)}
 
 

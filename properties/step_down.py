@@ -8,7 +8,6 @@ on reaches the step where it acts, so that a pass is not a vacuous one.
 
 from __future__ import annotations
 
-from hwm.properties.acked import WITH_ACKED
 from hwm.properties.catalogue import Finding, Property
 from hwm.properties.snapshot import LEADER, ClusterView, server_name
 
@@ -24,6 +23,3 @@ def leader_steps_down(before: ClusterView, after: ClusterView) -> Finding:
 
 LEADER_STEPS_DOWN = Property("LeaderStepsDown", "sometimes", "step",
                              "a leader that can no longer reach a quorum steps down", leader_steps_down)
-
-# The catalogue of ZAB's model under check_quorum.
-WITH_STEP_DOWN: tuple[Property, ...] = WITH_ACKED + (LEADER_STEPS_DOWN,)
