@@ -4,8 +4,9 @@ A member's data directory is a FUSE mount (mfusepy, over libfuse) of a folder be
 operation passes straight through to that folder, so what the server reads is what it wrote; but
 before a write or a truncate changes bytes of a file, the bytes it replaces (and the file's size)
 are kept in memory, per file, until the file is fsynced (fsync and fdatasync alike; the kernel
-fsyncs after each write to a file opened O_SYNC or O_DSYNC). `lose_power` puts every file back as it was at its last fsync: the
-kept bytes are written back, newest first, and the file cut to its synced size. What the server
+fsyncs after each write to a file opened O_SYNC or O_DSYNC). `lose_power` puts every file back as
+it was at its last fsync: the kept bytes are written back, newest first, and the file cut to its
+synced size. What the server
 wrote without an fsync is gone, as from a disk's cache when the power goes.
 
 What it drops is data only. Names are durable at once: a file created, renamed or unlinked, a
@@ -48,7 +49,7 @@ def unavailable() -> str | None:
         import mfusepy  # noqa: F401  (it loads libfuse when imported)
     except ImportError:
         return "power failures need the mfusepy FUSE binding: pip install 'hwm[servers]'"
-    except (OSError, EnvironmentError) as e:
+    except OSError as e:  # mfusepy's "Unable to find libfuse"
         return f"libfuse not found ({e}): install the Debian package libfuse2 (apt-get install libfuse2)"
     if os.geteuid() != 0:
         return "power failures mount a filesystem for each member: run as root"

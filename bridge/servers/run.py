@@ -221,7 +221,8 @@ class ServerRun:
         elif op == "power_fail":
             node = step["node"]
             files, dropped = cluster.power_fail(node)
-            self._event(f"{node} lost power (SIGKILL; {dropped} bytes of {files} files not fsynced dropped)")
+            self._event(f"{node} lost power (SIGKILL; {dropped} bytes not fsynced dropped, in {files} "
+                        f"file{'' if files == 1 else 's'})")
             self.killed.discard(node)
             cluster.restart(node)
             self._event(f"{node} restarted on what its disk kept")
