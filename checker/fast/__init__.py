@@ -1,7 +1,6 @@
 """The fast successor backend: the models of every system (`RaftModel`, `ZabModel`, `BookKeeperModel`,
-`KafkaModel`, and the raft and ZAB models on a network that partitions, with `check_quorum` and
-`lease_reads`) compiled with Numba over packed rows. Kafka's partitioned model is not compiled yet
-(NOT_COMPILED_PARTITIONS): the reference backend checks it.
+`KafkaModel`, and each of the raft, ZAB and Kafka models on a network that partitions, with
+`check_quorum`, `lease_reads` and `controller_fencing`) compiled with Numba over packed rows.
 
 `FastBackend` implements `checker.backend`'s interface for the breadth-first
 engine (`CheckOptions(successors="fast")`): batches are 2-D uint8 arrays, one row per
@@ -99,24 +98,23 @@ def _compiled_models() -> tuple[type, ...]:
     """The model classes the kernels transcribe (checker.fast.layout.Layout packs their states)."""
     from hwm.model.bookkeeper import BookKeeperModel
     from hwm.model.kafka import KafkaModel
+    from hwm.model.kafka_partition import PartitionedKafkaModel
     from hwm.model.partition import PartitionedRaftModel
     from hwm.model.raft import RaftModel
     from hwm.model.zab import ZabModel
     from hwm.model.zab_partition import PartitionedZabModel
 
-    return (RaftModel, ZabModel, BookKeeperModel, KafkaModel, PartitionedRaftModel, PartitionedZabModel)
+    return (RaftModel, ZabModel, BookKeeperModel, KafkaModel, PartitionedRaftModel, PartitionedZabModel,
+            PartitionedKafkaModel)
 
 
 # Systems whose models have no compiled form yet: the reference backend checks them. Listed, so a
 # user hears why, and so tests/checker/test_fast.py fails for any other preset without a fast path.
 NOT_COMPILED: dict[str, str] = {}
 
-# Systems whose partitioned model has no kernels yet (max_partitions > 0 on them is refused), with the
-# reason: the reference backend checks them.
-NOT_COMPILED_PARTITIONS: dict[str, str] = {
-    "kafka": "model/kafka_partition.py's controller sessions and fencing have no kernels; the reference backend "
-             "checks it",
-}
+# Systems whose partitioned model has no kernels (max_partitions > 0 on them is refused), with the
+# reason: the reference backend checks them. None today; a system added without them is listed here.
+NOT_COMPILED_PARTITIONS: dict[str, str] = {}
 
 # Flags whose non-default values have no kernels yet, with the reason: the reference backend checks
 # them. Listed, as NOT_COMPILED is, so tests/checker/test_fast.py fails for any other flag without a
@@ -146,9 +144,7 @@ KNOWN_FLAGS = {
     "late_leader_and_isr": (False, True),
     "min_insync_replicas": ("majority", 1, 2, 3, 4, 5, 6, 7),  # P[MIN_ISR], the model's min_isr
     "log_flush": ("always", "never"),  # P[UNFLUSHED]; the flushed length shares the truncating byte
-    # Without partitions, which the kernels refuse for Kafka (NOT_COMPILED_PARTITIONS), both values are the
-    # Kafka model the kernels transcribe: the flag acts only on a cut (model/kafka_partition.py).
-    "controller_fencing": (False, True),
+    "controller_fencing": (False, True),  # P[CONTROLLER_FENCING]: acts only on a cut (kernels._kafka_partition_*)
     "check_quorum": (False, True),  # kernels._step_down, _election_refused (raft and ZAB)
     "lease_reads": (False, True),  # kernels._election_refused (raft)
     "system": ("raft", "zab", "bookkeeper", "kafka"),  # each system's model is transcribed in kernels.py

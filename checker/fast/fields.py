@@ -10,15 +10,16 @@ N, L, G, SW, RB, CB, CAP, MW, CW, W, MAX_CRASHES, QUORUM_K, MAJORITY, COMMIT_CUR
     APPEND_PREVIOUS, RESTART, HWM_DURABLE, NOOP, ASYNC, SYMMETRY, NPERM, SYSTEM, AB, ZAB_ELECTION, \
     ACK_BEFORE_PERSIST, BOOKIES, ACK_QUORUM, READS_FENCE, TRUNCATION, UNCLEAN, LATE_LEADER_AND_ISR, MIN_ISR, WRITE_MIN_ISR, \
     UNFLUSHED, COUNTING, NEEDED, PARTITIONED, CUT, PB, MAX_PARTITIONS, CHECK_QUORUM, LEASE_READS, \
-    ELECTION_QUORUM = range(44)
-PARAMS = 44
+    ELECTION_QUORUM, CONTROLLER_FENCING = range(45)
+PARAMS = 45
 # COUNTING: bit k set when server k's match index counts toward QUORUM_K (model.rules.Rules.counts: all
 # servers, but a variant's learners). NEEDED: how many servers ReadNeverTruncated and CommittedOnQuorum
 # require to hold an entry (the catalogue's `needed`: a majority, or a variant's Q2).
 # A partitioned model's (model/partition.py, zab_partition.py): PARTITIONED is 1 when its rows carry the
 # cut, CUT where a server's cut byte lies in its slot (after the system's extras), PB the row's byte of
 # partitions made; MAX_PARTITIONS, CHECK_QUORUM and LEASE_READS its bound and flags, ELECTION_QUORUM the
-# model's `quorum` (how many servers a leader must reach under check_quorum).
+# model's `quorum` (how many servers a leader must reach under check_quorum); CONTROLLER_FENCING Kafka's
+# flag (model/kafka_partition.py).
 # Systems (P[SYSTEM]). A BookKeeper row's servers are the bookies 0..BOOKIES-1, the writer
 # (BOOKIES) and the recovery client (BOOKIES + 1); N counts all of them, as the state does.
 RAFT, ZAB, BOOKKEEPER, KAFKA = range(4)

@@ -822,6 +822,87 @@ def _kafka_replicate(P, row, l, f):
 
 
 @njit(cache=True)
+def _kafka_expire_session(P, row, k):
+    """PartitionedKafkaModel._expire_session: broker k leaves the controller's ISR unless it is the last
+    member, and the leader of the current epoch, if it still counts k, counts the smaller ISR."""
+    kb = _server(P, k)
+    if not row[_extra(P, kb, IN_ISR)]:
+        return
+    others = False
+    for j in range(P[N]):
+        if j != k and row[_extra(P, _server(P, j), IN_ISR)]:
+            others = True
+    if not others:
+        return
+    row[_extra(P, kb, IN_ISR)] = 0
+    epoch = _kafka_epoch(P, row)
+    for j in range(P[N]):
+        jb = _server(P, j)
+        if j != k and row[jb + ALIVE] and row[jb + ROLE] == 1 and row[jb + GEN] == epoch and \
+                row[_extra(P, jb, ISR_VIEW)] >> k & 1:
+            row[_extra(P, jb, ISR_VIEW)] &= ~(1 << k) & 255
+            _kafka_advance_hwm(P, row, j)
+            return
+
+
+@njit(cache=True)
+def _kafka_reregister(P, row, k):
+    """PartitionedKafkaModel._reregister: on healing, a fenced broker that led or missed an epoch
+    learns the current epoch and its leader from the controller."""
+    kb = _server(P, k)
+    epoch = _kafka_epoch(P, row)
+    if not row[kb + ALIVE] or (row[kb + ROLE] != 1 and row[kb + GEN] == epoch):
+        return
+    leader = 0
+    for j in range(P[N]):
+        jb = _server(P, j)
+        if j != k and row[jb + ALIVE] and row[jb + ROLE] == 1 and row[jb + GEN] == epoch:
+            leader = j + 1
+            break
+    if row[kb + GEN] == epoch and leader == 0 and row[_extra(P, kb, IN_ISR)]:
+        return  # still the controller's leader (the last ISR replica, nobody else elected)
+    _kafka_become_follower(P, row, k, epoch, leader)
+
+
+@njit(cache=True)
+def _kafka_partition_successors(P, row, i, server_ids, pair_ids, out, parents, actions, hits, t):
+    """PartitionedKafkaModel.actions' last ones: a cut-off leader's own ISR shrinks (without
+    controller_fencing) and the heal, or a partition of each broker in turn."""
+    n = P[N]
+    cut = -1
+    for k in range(n):
+        if _cut(P, row, k):
+            cut = k
+    if cut >= 0:
+        kb = _server(P, cut)
+        if not P[CONTROLLER_FENCING] and row[kb + ALIVE] and row[kb + ROLE] == 1:
+            for f in range(n):
+                if f != cut and row[_extra(P, kb, ISR_VIEW)] >> f & 1 and (
+                        not row[_server(P, f) + ALIVE] or row[_match(P, kb, f)] < row[kb + LEN]):
+                    out[t] = row  # the update never reaches the controller: only the leader's own copy shrinks
+                    out[t][_extra(P, kb, ISR_VIEW)] &= ~(1 << f) & 255
+                    _kafka_advance_hwm(P, out[t], cut)
+                    t = _emit(t, parents, actions, i, pair_ids[SHRINK_ISR_KIND, cut, f])
+        out[t] = row
+        if P[CONTROLLER_FENCING]:
+            _kafka_reregister(P, out[t], cut)
+        _heal(P, out[t])
+        return _emit(t, parents, actions, i, server_ids[HEAL_ID, 0])
+    if row[P[PB]] >= P[MAX_PARTITIONS]:
+        hits[HIT_PARTITIONS] = 1
+        return t
+    for k in range(n):
+        out[t] = row
+        if P[CONTROLLER_FENCING] and row[_server(P, k) + ALIVE]:
+            _kafka_expire_session(P, out[t], k)
+        for j in range(n):
+            out[t][_server(P, j) + P[CUT]] = 1 if j == k else 0
+        out[t][P[PB]] += 1
+        t = _emit(t, parents, actions, i, server_ids[PARTITION_ID, k])
+    return t
+
+
+@njit(cache=True)
 def _kafka_successors(P, row, i, alive, leading, elect_candidates, elect_voters, elect_ids, server_ids, pair_ids,
                       out, parents, actions, hits, t):
     """KafkaModel.actions and effects of one row, from transition t on."""
@@ -846,13 +927,15 @@ def _kafka_successors(P, row, i, alive, leading, elect_candidates, elect_voters,
             continue
         if epoch + 1 > P[G]:
             hits[HIT_GENERATION] = 1
-        else:
+        elif not (P[PARTITIONED] and _cut_among(P, row, voters)):  # no LeaderAndIsr reaches a cut-off voter
             out[t] = row
             _kafka_elect(P, out[t], c, voters)
             t = _emit(t, parents, actions, i, elect_ids[e])
     for k in range(n):
         base = _server(P, k)
         if not alive[k]:
+            if P[PARTITIONED] and _cut(P, row, k):
+                continue  # it restarts once the partition heals (it learns the epoch from the controller)
             # The controller sends the current epoch and its live leader, if any.
             leader = 0
             for j in range(n):
@@ -894,7 +977,7 @@ def _kafka_successors(P, row, i, alive, leading, elect_candidates, elect_voters,
         for b in range(n):
             ab = _server(P, a)
             if a != b and leading[a] and row[_extra(P, _server(P, b), IN_ISR)] and row[ab + GEN] == epoch and (
-                    not alive[b] or row[_match(P, ab, b)] < row[ab + LEN]):
+                    not alive[b] or row[_match(P, ab, b)] < row[ab + LEN]) and not (P[PARTITIONED] and _cut(P, row, a)):
                 out[t] = row  # maybeShrinkIsr, then maybeIncrementLeaderHW
                 out[t][_extra(P, _server(P, b), IN_ISR)] = 0
                 out[t][_extra(P, ab, ISR_VIEW)] &= ~(1 << b) & 255
@@ -904,7 +987,8 @@ def _kafka_successors(P, row, i, alive, leading, elect_candidates, elect_voters,
         for b in range(n):
             fb = _server(P, b)
             if a != b and leading[a] and alive[b] and row[fb + ROLE] == 0 and row[_extra(P, fb, LEADER_OF)] == a + 1 \
-                    and not (P[TRUNCATION] == FENCED_EPOCH and row[fb + GEN] != row[_server(P, a) + GEN]):
+                    and not (P[TRUNCATION] == FENCED_EPOCH and row[fb + GEN] != row[_server(P, a) + GEN]) \
+                    and not (P[PARTITIONED] and _cut(P, row, a) != _cut(P, row, b)):  # no fetch crosses the cut
                 out[t] = row
                 _kafka_replicate(P, out[t], a, b)
                 t = _emit(t, parents, actions, i, pair_ids[REPLICATE_KIND, a, b])
@@ -912,7 +996,8 @@ def _kafka_successors(P, row, i, alive, leading, elect_candidates, elect_voters,
         for a in range(n):
             for b in range(n):
                 # A late LeaderAndIsr request of the epoch leader a still leads reaches replica b.
-                if a != b and leading[a] and alive[b] and row[_server(P, b) + GEN] < row[_server(P, a) + GEN]:
+                if a != b and leading[a] and alive[b] and row[_server(P, b) + GEN] < row[_server(P, a) + GEN] \
+                        and not (P[PARTITIONED] and _cut(P, row, b)):
                     out[t] = row
                     _kafka_receive_leader_and_isr(P, out[t], b, a, row[_server(P, a) + GEN])
                     t = _emit(t, parents, actions, i, pair_ids[LEADER_AND_ISR_KIND, a, b])
@@ -926,6 +1011,8 @@ def _kafka_successors(P, row, i, alive, leading, elect_candidates, elect_voters,
                 out[t] = row  # the OS writes the page cache back: the recovery point is the LEO
                 out[t][_extra(P, base, TRUNCATING)] = (row[_extra(P, base, TRUNCATING)] & 1) | row[base + LEN] << 1
                 t = _emit(t, parents, actions, i, server_ids[FLUSH_ID, k])
+    if P[PARTITIONED]:
+        t = _kafka_partition_successors(P, row, i, server_ids, pair_ids, out, parents, actions, hits, t)
     return t
 
 
@@ -986,6 +1073,9 @@ def _encode(P, row, order, buf):
         for e in range(row[base + LEN]):
             buf[p] = row[base + LOG + e]
             p += 1
+        if P[PARTITIONED] and P[SYSTEM] == KAFKA:  # PartitionedKafkaModel._keys: the cut bit closes the key
+            buf[p] = row[base + P[CUT]]
+            p += 1
         if P[SYSTEM] == KAFKA:  # the leader it fetches from, renamed
             leader = row[_extra(P, base, LEADER_OF)]
             renamed = 0
@@ -999,7 +1089,8 @@ def _encode(P, row, order, buf):
             buf[p + 1] = row[_extra(P, base, SYNCED)] >> 7
             buf[p + 2] = row[_extra(P, base, EPOCH)]
             p += 3
-        if P[PARTITIONED]:  # PartitionedRaftModel._keys, PartitionedZabModel._keys: the cut bit closes the key
+        if P[PARTITIONED] and P[SYSTEM] != KAFKA:  # PartitionedRaftModel._keys, PartitionedZabModel._keys: the
+            # cut bit closes the key
             buf[p] = row[base + P[CUT]]
             p += 1
         if row[base + ROLE] == 1 and (not bookkeeper or order[j] == P[BOOKIES]):  # the recovery has no match
@@ -1129,6 +1220,15 @@ def fingerprint_row(P, row, perms, scratch, order, buf, best, h, v, m):
 def _cut(P, row, k):
     """Server k's cut bit (1: the partition isolates it)."""
     return row[_server(P, k) + P[CUT]]
+
+
+@njit(cache=True)
+def _cut_among(P, row, servers):
+    """Some server of the bit set `servers` is cut off."""
+    for k in range(P[N]):
+        if servers >> k & 1 and _cut(P, row, k):
+            return True
+    return False
 
 
 @njit(cache=True)

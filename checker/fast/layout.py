@@ -34,13 +34,14 @@ from hwm.checker.fast import fields as K
 from hwm.model.state import APPEND, FOLLOWER, LEADER, Server, State
 from hwm.model.bookkeeper import BookKeeperModel, BookKeeperState
 from hwm.model.kafka import KafkaModel, KafkaServer, KafkaState
+from hwm.model.kafka_partition import KafkaPartitionState, PartitionedKafkaModel
 from hwm.model.partition import PartitionedRaftModel, PartitionState
 from hwm.model.zab import ZabModel, ZabState
 from hwm.model.zab_partition import PartitionedZabModel, ZabPartitionState
 from hwm.properties.protocol import FLAG_VALUES
 
 # The partitioned models whose rows carry the cut (kernels.py transcribes their rules).
-PARTITIONED_MODELS = (PartitionedRaftModel, PartitionedZabModel)
+PARTITIONED_MODELS = (PartitionedRaftModel, PartitionedZabModel, PartitionedKafkaModel)
 
 # Permutation tables (for the canonical form under symmetry) above this many servers would be large.
 MAX_SERVERS = 7
@@ -124,7 +125,8 @@ class Layout:
             P[K.MAX_PARTITIONS] = config.max_partitions
             P[K.CHECK_QUORUM] = protocol.check_quorum
             P[K.LEASE_READS] = protocol.lease_reads
-            P[K.ELECTION_QUORUM] = model.quorum
+            P[K.ELECTION_QUORUM] = getattr(model, "quorum", 0)  # check_quorum's (raft and ZAB; Kafka has none)
+            P[K.CONTROLLER_FENCING] = self.kafka and protocol.controller_fencing
         if self.bookkeeper:
             P[K.BOOKIES] = model.n
             P[K.ACK_QUORUM] = model.ack_quorum
@@ -243,7 +245,10 @@ class Layout:
             servers = [KafkaServer(*s, bool(e[0]), e[1], bool(e[2] & 1),
                                    tuple(bool(e[3] >> j & 1) for j in range(n)) if s.role == LEADER else (), e[2] >> 1)
                        for s, e in zip(servers, extras)]
-            return KafkaState(tuple(servers), reads, data[0], (), self._unpack_entries(data, self.acked_base))
+            acked = self._unpack_entries(data, self.acked_base)
+            if self.partitioned:
+                return KafkaPartitionState(tuple(servers), reads, data[0], (), acked, cut, partitions)
+            return KafkaState(tuple(servers), reads, data[0], (), acked)
         if self.bookkeeper:
             bits = [data[self.server_base(k) + 5 + max_log + n:][:3] for k in range(n - 2)]
             fenced, responded, negatives = (sum(b[f] << k for k, b in enumerate(bits)) for f in range(3))

@@ -355,8 +355,8 @@ def test_unknown_models_and_flags_are_refused_by_name():
         pass
 
     with pytest.raises(BackendUnavailable,
-                       match="compiles RaftModel, ZabModel, BookKeeperModel, KafkaModel, PartitionedRaftModel "
-                             "and PartitionedZabModel only, not Product"):
+                       match="compiles RaftModel, ZabModel, BookKeeperModel, KafkaModel, PartitionedRaftModel, "
+                             "PartitionedZabModel and PartitionedKafkaModel only, not Product"):
         make_backend("fast", Product(RAFT, RPC), True)
     assert FastBackend(RaftModel(RAFT, RPC), True).name == "fast"
     # BookKeeper's writer and recovery client are servers of its rows (permuted under symmetry).
