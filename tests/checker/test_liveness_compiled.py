@@ -98,3 +98,21 @@ def test_the_graph_and_its_limit_are_chosen_by_the_backend():
         check_liveness(model, "raft", max_states=100, successors="fast")
     with pytest.raises(ValueError, match="unknown successor backend 'spark'"):
         check_liveness(model, "raft", successors="spark")
+
+
+@pytest.mark.parametrize("successors", ["auto", "reference"])
+def test_hwm_check_liveness_runs_on_the_graph_of_the_safety_checks_backend(successors):
+    import json
+
+    from click.testing import CliRunner
+
+    from hwm.cli import main
+
+    args = ["check", "--protocol", "seed", "--servers", "2", "--max-generation", "3", "--max-log", "2",
+            "--max-crashes", "1", "--liveness", "--successors", successors]
+    result = CliRunner().invoke(main, [*args, "--json"], catch_exceptions=False)
+    body = json.loads(result.stdout)["liveness"]
+    assert body["successors"] == ("fast" if successors == "auto" else "reference")
+    assert body["properties"]["FollowersCatchUp"]["stem"] == 8  # pinned: lasso 8+1
+    text = CliRunner().invoke(main, args, catch_exceptions=False).output
+    assert ("transitions (compiled graph); weakly fair" in text) == (successors == "auto")
