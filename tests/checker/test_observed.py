@@ -221,3 +221,33 @@ def test_a_matched_append_gives_at_most_the_senders_hwm_up_to_the_matched_prefix
     events = MATCHED_TWO + [("n1", dict(generation=2, hwm=hwm))]
     verdict = run(*events)
     assert verdict.valid == valid, verdict.discrepancy and verdict.discrepancy.describe()
+
+
+
+# n3 leads generations 1 and 2 (n2 votes each time), then n2 and n3 are killed: no election is
+# possible until n1 is back, and the highest generation any election reached is 2. n1 is killed
+# at g0 before anyone stands, or at g1 after it followed n3 there.
+LED_TWICE = [("n3", dict(generation=2, role="leader")), ("n2", dict(generation=2)),
+             ("n2", dict(crash=True)), ("n3", dict(crash=True))]
+KILLED_AT = {0: [("n1", dict(crash=True)), ("n3", dict(generation=1, role="leader")), ("n2", dict(generation=1))],
+             1: [("n3", dict(generation=1, role="leader")), ("n1", dict(generation=1)), ("n2", dict(generation=1)),
+                 ("n1", dict(crash=True))]}
+
+
+@pytest.mark.parametrize("killed_at, back_at, persisted, valid", [
+    (0, 1, True, True),  # the generation of a vote n1 granted before its kill: the caller says it may carry one
+    (0, 1, False, False),  # the same without the caller's word: the model's restart keeps g0
+    (0, 2, True, True),  # the highest generation an election reached
+    (0, 3, True, False),  # one past it: no election reached it, so no vote was granted in it
+    (1, 0, True, False),  # below the generation the model's n1 held at its kill: a restart keeps it
+    (1, 1, True, True),  # the same generation: the model's own restart
+])
+def test_a_restart_carries_a_persisted_votes_generation_only_where_the_caller_says_and_an_election_reached_it(
+        killed_at, back_at, persisted, valid):
+    # The guards of restart-voted: the caller's word, a generation above the model's n1, and at most
+    # the highest one any election reached (n1 alone elects no one here, so nothing else explains it).
+    v = ObservedValidator(RAFT, Header(("n1", "n2", "n3"), LOGGED))
+    for server, fields in KILLED_AT[killed_at] + LED_TWICE:
+        assert v.feed(Event(server=server, **fields)) is None, (server, fields)
+    restart = Event(server="n1", restart=True, generation=back_at, role="follower", log=(), hwm=0)
+    assert (v.feed(restart, persisted_generation=persisted) is None) == valid

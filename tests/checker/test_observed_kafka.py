@@ -258,3 +258,17 @@ def test_recorded_runs_of_the_kafka_model_stay_valid(preset):
     # A model run logs each step's changes leader first: no order between them to rely on.
     verdict = ObservedKafkaValidator(protocol, header, followers_first=False).validate(events)
     assert verdict.valid, verdict.discrepancy.describe()
+
+
+@pytest.mark.parametrize("followers_first, valid", [
+    (True, False),  # hwm test reads each node right after each input: n3's append would show first
+    (False, True),  # a run that logs no order between a fetch's two sides (a model run: leader first)
+])
+def test_a_fetch_counts_toward_the_hw_only_after_its_followers_change_is_shown_where_followers_come_first(
+        followers_first, valid):
+    # n2's append is shown, n3's is not, and n1 (its ISR all three) shows HW 1: only n3's fetch from
+    # offset 1 explains it, sent after the append no event has shown yet.
+    events = ELECTED + [("n1", dict(log=ONE)), ("n2", dict(log=ONE)), ("n1", dict(hwm=1), NODES)]
+    v = ObservedKafkaValidator(KAFKA, Header(NODES, LOGGED), followers_first=followers_first)
+    found = [v.feed(Event(server=server, **fields), isr=isr[0] if isr else None) for server, fields, *isr in events]
+    assert [number for number, discrepancy in enumerate(found, 1) if discrepancy] == ([] if valid else [len(events)])

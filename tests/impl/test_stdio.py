@@ -4,11 +4,14 @@ The driver is the network and the clock: it writes each line to one node, then a
 request as a barrier, and reads that node's output up to the barrier's answer: everything before
 it is what the node said in answer to the line (the node handles its input in order). Peer
 messages go into one FIFO queue, delivered in order; messages to a killed node are lost. Under
-the virtual clock a run is a function of this schedule alone.
+the virtual clock a run is a function of this schedule alone. (The last tests drive one node in
+process, where a peer's exact message matters.)
 """
 
 from __future__ import annotations
 
+import base64
+import io
 import itertools
 import json
 import os
@@ -20,6 +23,11 @@ import time
 from pathlib import Path
 
 import pytest
+
+from hwm.impl import codec
+from hwm.impl import messages as m
+from hwm.impl.stdio import PEER_TYPE, StdioNode
+from hwm.properties.protocol import PRESETS
 
 NODE_IDS = ["n1", "n2", "n3"]
 MSG_IDS = itertools.count(1)
@@ -475,3 +483,52 @@ def test_stdio_usage_errors_exit_2(args, message):
 
     result = CliRunner().invoke(main, args)
     assert result.exit_code == 2 and message in result.output, result.output
+
+
+# ---------------------------------------------- a put whose entry another leader replaced, in process
+def _line(src: str, body: dict) -> bytes:
+    return json.dumps({"src": src, "dest": "n1", "body": body}).encode()
+
+
+def _peer(node: StdioNode, src: str, message) -> list[bytes]:
+    frame = base64.b64encode(codec.encode_payload(message)).decode("ascii")
+    return node.handle_line(_line(src, {"type": PEER_TYPE, "message": type(message).__name__, "frame": frame,
+                                        "link": [1, 1, 0]}))
+
+
+def _leader_waiting_on_a_put(tmp_path) -> StdioNode:
+    """n1 in process, no pipes: it wins generation 1 with n2's pre-vote and vote, and appends client
+    c1's put at index 1, unanswered (no follower has it yet)."""
+    node = StdioNode(PRESETS["raft"].protocol, clock="virtual", log=io.StringIO(), data_dir=str(tmp_path))
+    node.handle_line(_line("c0", {"type": "init", "msg_id": 1, "node_id": "n1", "node_ids": NODE_IDS}))
+    for _ in range(1000):  # until its election timer fires: a pre-vote request to each peer
+        if any(b'"hwm_peer"' in raw for raw in node.tick()):
+            break
+    _peer(node, "n2", m.VoteReply(1, "n2", True, pre_vote=True))
+    _peer(node, "n2", m.VoteReply(1, "n2", True))
+    assert (node.replica.role, node.replica.generation) == ("leader", 1)
+    assert node.handle_line(_line("c1", {"type": "log_append", "msg_id": 5, "value": "v1"})) == []
+    return node
+
+
+def _client_answers(out: list[bytes]) -> list[dict]:
+    return [json.loads(raw)["body"] for raw in out if json.loads(raw)["dest"] == "c1"]
+
+
+@pytest.mark.parametrize("payload", [b'{"append":"x"}', b'{"append":"v1"}'])  # another put; the same value
+def test_a_put_whose_entry_another_leader_replaced_is_answered_not_written(tmp_path, payload):
+    # n3 leads generation 2 and sends n1 its own entry 1 with its HWM 1: n1 truncates its entry 1@g1,
+    # appends 1@g2 and commits it in one step, before it answers what it was waiting on. The put
+    # waited on its own entry at index 1: "not written", never confirmed because some entry is
+    # committed there (not even one with the same value: another client's put, or a retry, in g2).
+    # tests/sim/test_dst_clients.py pins the same rule for the simulation's client sessions.
+    node = _leader_waiting_on_a_put(tmp_path)
+    answers = _client_answers(_peer(node, "n3", m.AppendRequest(2, "n3", 0, 0, ((2, payload),), 1)))
+    assert [(a["type"], a.get("in_reply_to")) for a in answers] == [("error", 5)], answers
+    assert answers[0]["text"] == "entry 1 was overwritten by the leader of generation 2; it is not in the log"
+
+
+def test_a_put_whose_own_entry_commits_is_confirmed(tmp_path):
+    node = _leader_waiting_on_a_put(tmp_path)
+    answers = _client_answers(_peer(node, "n2", m.AppendReply(1, "n2", True, 1)))
+    assert [(a["type"], a.get("in_reply_to"), a.get("index")) for a in answers] == [("log_append_ok", 5, 1)], answers
