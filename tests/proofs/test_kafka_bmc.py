@@ -59,7 +59,7 @@ DEEP_RUNS = [
     ("kafka-unclean-election", Config(servers=3, max_generation=3, max_log=1, max_crashes=1), 10, None),
     ("kafka-truncate-to-hwm", Config(servers=3, max_generation=2, max_log=1, max_crashes=1), 11, None),
     ("kafka-kip101", Config(servers=2, max_generation=3, max_log=2, max_crashes=1), 10, None),
-    ("kafka", Config(servers=3, max_generation=3, max_log=1, max_crashes=1), 9, None),
+    ("kafka", Config(servers=3, max_generation=3, max_log=1, max_crashes=1), 8, None),
 ]
 
 
