@@ -38,7 +38,7 @@ from hwm.bridge.maelstrom.observe import ObservationError, Observer, describe_ob
 from hwm.bridge.maelstrom.process import EOF_LINE, NodeProcess
 from hwm.bridge.maelstrom.protocol import (INDEFINITE, MAX_LINE_BYTES, NOT_SUPPORTED, REPLIES, SERVICES,
                                        NodeProtocolError, parse_line)
-from hwm.bridge.maelstrom.schedule import Schedule, check_step, describe
+from hwm.bridge.maelstrom.schedule import Schedule, ScheduleError, check_step, describe
 from hwm.bridge.maelstrom.services import services
 from hwm.bridge.maelstrom.validation import ModelSteps, steps_against_model
 
@@ -435,6 +435,9 @@ class Run:
                 self.run_step({"op": "tick"}, number)
                 self.run_step({"op": "deliver_all"}, number)
             self.step_number, self.cause = number, describe(step)
+        else:  # a real server's step (schedule.SERVER_STEPS): refused when the schedule is read
+            raise ScheduleError(f"{op} is a step of a real server's run, not of node programs", step=number,
+                                field="op")
         self.drain()
 
     def _deliver_all(self) -> None:

@@ -107,6 +107,11 @@ class Schedule:
         return path
 
 
+# Steps only a real server's run takes (bridge/servers/run.py): a node program's run has no data
+# directory copy, no filesystem of hwm's under it and one client at a time.
+SERVER_STEPS = ("rollback", "power_fail", "concurrent")
+
+
 def check_step(step, nodes: list[str], workload: str, number: int | None = None, file=None) -> dict:
     """`step` itself when it is well formed for this run, else ScheduleError naming step and field."""
     def bad(message, name=None):
@@ -197,6 +202,10 @@ def from_json(raw, file=None) -> Schedule:
                         server=raw.get("server") if isinstance(raw.get("server"), str) else None)
     for number, step in enumerate(steps, 1):
         schedule.steps.append(check_step(step, schedule.node_ids(), workload, number, file))
+        if schedule.server is None and step["op"] in SERVER_STEPS:
+            raise ScheduleError(f"{step['op']} is a step of a real server's run (hwm test --server); this "
+                                "schedule runs node programs, which have no such step", file=file, step=number,
+                                field="op")
     return schedule
 
 

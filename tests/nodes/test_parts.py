@@ -167,6 +167,11 @@ def test_a_commit_that_definitely_failed_does_not_lower_the_floor():
     ({"op": "log_append", "node": "n1"}, "step 2, field 'value': log_append needs field 'value'"),
     ({"op": "send", "node": "n1", "key": "k", "msg": 1}, "step 2, field 'op': 'send' belongs to the kafka workload"),
     ({"op": "tick", "node": 5}, "step 2, field 'node': 'node' must be str"),
+    # A real server's steps in a node schedule: refused, not skipped (a run without them is another run).
+    ({"op": "power_fail", "node": "n1"}, "step 2, field 'op': power_fail is a step of a real server's run"),
+    ({"op": "rollback", "node": "n1"}, "step 2, field 'op': rollback is a step of a real server's run"),
+    ({"op": "concurrent", "steps": [{"op": "log_read", "node": "n1", "index": 1}]},
+     "step 2, field 'op': concurrent is a step of a real server's run"),
 ])
 def test_a_bad_schedule_step_is_named_by_file_step_and_field(tmp_path, step, message):
     path = tmp_path / "s.json"
