@@ -125,7 +125,8 @@ def _saved_paths(save: Path, kinds: list[str]) -> dict[str, Path]:
 @click.option("--seed", type=int, default=0, show_default=True, help="Hypothesis's seed (the same seed, the same schedules).")
 @click.option("--faults", "faults", default="auto", show_default=True,
               help="Faults to inject: auto (Maelstrom's partitions and pauses, plus kill and duplicate when the node "
-                   "declares them in init_ok), none, or a list of partition,pause,kill,duplicate.")
+                   "declares them in init_ok), none, or a list of partition,pause,kill,duplicate; with --server, "
+                   "auto is kill,pause,partition and a list may also name power_fail and rollback.")
 @click.option("--settle-time", "settle_time", type=click.FloatRange(0), default=10.0, show_default=True,
               help="Wall clock: the final phase's longest wait, in seconds, for open requests and for every "
                    "acknowledged message to be served again (Maelstrom's recovery time; a node that replicates on "
