@@ -416,7 +416,7 @@ def test_check_a_kafka_preset_with_its_flags_on_the_command_line(tmp_path):
 @pytest.mark.parametrize("args, words", [
     (("check", "--protocol", "raft,follower_truncation=own-hwm"), "belongs to kafka"),
     (("check", "--protocol", "kafka,restart=keep,quorum=seed-index"), "belongs to raft"),
-    (("prove", "--protocol", "kafka"), "encodes the raft model"),
+    (("prove", "--protocol", "kafka,quorum=seed-index"), "belongs to raft"),  # hwm prove encodes Kafka now
     (("cluster", "--protocol", "kafka,follower_truncation=last-fetched-epoch", "--data", "/nonexistent/kafka"),
      "model-only"),
 ])
