@@ -532,3 +532,14 @@ def test_a_put_whose_own_entry_commits_is_confirmed(tmp_path):
     node = _leader_waiting_on_a_put(tmp_path)
     answers = _client_answers(_peer(node, "n2", m.AppendReply(1, "n2", True, 1)))
     assert [(a["type"], a.get("in_reply_to"), a.get("index")) for a in answers] == [("log_append_ok", 5, 1)], answers
+
+
+@pytest.mark.parametrize("source", ["c1", "n1"])  # a client; the node itself
+def test_a_peer_message_from_no_peer_is_dropped_with_a_log_line(tmp_path, source):
+    # The frame names its sender as the envelope does, so only the check of the peers refuses it.
+    log = io.StringIO()
+    node = StdioNode(PRESETS["raft"].protocol, clock="virtual", log=log, data_dir=str(tmp_path))
+    node.handle_line(_line("c0", {"type": "init", "msg_id": 1, "node_id": "n1", "node_ids": NODE_IDS}))
+    assert _peer(node, source, m.VoteRequest(5, source, 0, 0)) == []
+    assert node.replica.generation == 0
+    assert f"dropped a peer message from {source!r}, not one of the peers" in log.getvalue()
