@@ -46,7 +46,8 @@ eight are argued equivalent (a hole written over a hole, a state directory that 
 tuple that is never empty there, a set that only saves repeats, a state tuple's truthiness, an
 empty log that gives no shorter fetch, a crashed leader's role, a refusal the model's own
 replication already gives) and two guard the order of a recorded run's changes (followers first;
-a restart carrying a granted vote's generation): not yet seen by any test.
+a restart carrying a granted vote's generation): both killed since by tests of their own
+(docs/mutation.md, "The observed-state validators and the stdio node").
 Run with `--point`, the mutants that make the slips the four new operators are named for are
 killed: impl/wal.py:380, impl/bookkeeper.py:240, impl/kafka.py:91, bridge/maelstrom/history.py:40,
 41, 66-69 (history.py:42 drops `value is not None`: equivalent, no polled message is None).
