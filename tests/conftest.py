@@ -40,8 +40,10 @@ def pytest_configure(config):
 # together (their module fixtures start once); these groups join files that share costly state in
 # one process: the Spark session, the browser, and the compiled kernels with the memoised searches
 # (tests/explored.py) that the engine, backend and catalogue tests all compare against; and the
-# node programs of tests/nodes, whose timed process checks would otherwise share the cores with each other.
-_GROUPS = {"tests/spark/": "spark", "tests/teach/": "browser", "tests/nodes/": "nodes",
+# node programs of tests/nodes, whose timed process checks would otherwise share the cores with each other;
+# and the real servers of tests/servers, whose runs clean up what a killed run left on the machine (its
+# folders, processes and nftables table), so that two at once would clean up each other's.
+_GROUPS = {"tests/spark/": "spark", "tests/teach/": "browser", "tests/nodes/": "nodes", "tests/servers/": "servers",
            "tests/checker/test_engine.py": "explored", "tests/checker/test_fast.py": "explored",
            "tests/properties/test_catalogue.py": "explored"}
 
