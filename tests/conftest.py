@@ -55,7 +55,8 @@ _GROUPS = {"tests/spark/": "spark", "tests/teach/": "browser", "tests/nodes/": "
 # their measured length on a quiet two-core machine, longest first; the rest follow in collection
 # order. xdist's own reordering (by the number of tests in a group) is off (pyproject.toml's
 # --no-loadscope-reorder): it put this 50 s single-test file last.
-_LONGEST_FIRST = ("nodes", "tests/sim/test_dst.py", "spark", "browser", "explored", "tests/proofs/test_proofs.py")
+_LONGEST_FIRST = ("nodes", "explored", "spark", "tests/sim/test_dst.py", "browser", "tests/checker/test_aot.py",
+                  "tests/proofs/test_proofs.py", "servers")
 
 
 @pytest.hookimpl(tryfirst=True)
