@@ -8,21 +8,10 @@
 - `lifecycle`  the cluster of processes: start, wait until it serves, faults, cleanup on every path;
 - `netfilter`  partitions between members' loopback addresses, an nftables table per run;
 - `run`        one schedule against a cluster, its history and status samples checked;
-- `hunt`       Hypothesis's schedules, and shrinking that counts a failure only when it recurs.
+- `hunt`       Hypothesis's schedules, and shrinking that counts a failure only when it recurs;
+- `registry`   the servers by name (`SERVERS`, `server_named`).
 """
 
-SERVERS = ("etcd", "zookeeper", "zookeeper:forceSync=no")  # the last planted: it acknowledges before fsync
+from hwm.bridge.servers.registry import SERVERS, server_named
 
-
-def server_named(name: str):
-    """The adapter for `name` (one of SERVERS)."""
-    if name == "etcd":
-        from hwm.bridge.servers.etcd import Etcd
-        return Etcd()
-    if name == "zookeeper":
-        from hwm.bridge.servers.zookeeper import ZooKeeper
-        return ZooKeeper()
-    if name == "zookeeper:forceSync=no":
-        from hwm.bridge.servers.zookeeper import ZooKeeper
-        return ZooKeeper({"forceSync": "no"})
-    raise ValueError(f"unknown server {name!r}; servers are {', '.join(SERVERS)}")
+__all__ = ["SERVERS", "server_named"]
