@@ -391,37 +391,44 @@ f crashed may arrive after. Each is from an
             for f, (at, offset) in pick.items():
                 channels[f * n + l] = channels[f * n + l][at + 1:]
                 match[f] = offset
-            rejoining = [f for f, (at, offset) in pick.items()
-                         if not state.servers[f].in_isr and offset >= leader.hwm and leader.generation == self.model.epoch(state)]
+            rejoining = [f for f, (at, offset) in pick.items() if self._may_expand(state, l, f, offset)]
             # None, each one, or all of them: every subset would multiply the search at depth 2 after a
             # partition leaves four replicas out.
             expansions = [()] + [(f,) for f in rejoining] + ([tuple(rejoining)] if len(rejoining) > 1 else [])
             for expanded in expansions:
                 servers = list(state.servers)
-                isr = list(leader.isr)
+                servers[l] = leader._replace(match=tuple(match))
                 for f in expanded:
-                    servers[f] = servers[f]._replace(in_isr=True)
-                    isr[f] = True
-                servers[l] = leader._replace(match=tuple(match), isr=tuple(isr))
+                    self._expand(servers, l, f)
                 acked = self.model._advance_hwm(servers, l, state.acked)
                 yield ("fetch", "all", l), state._replace(servers=tuple(servers), acked=acked, channels=tuple(channels))
 
     def _take_fetch(self, state, l, f, offset, expand):
         """Leader l takes f's fetch from `offset`: its view of f, the ISR expansion if `expand` (f reached
         the HW and l leads the controller's epoch), then the HW (maybeIncrementLeaderHW)."""
-        model = self.model
         servers = list(state.servers)
-        leader = servers[l]
         if expand:
-            if servers[f].in_isr or offset < leader.hwm or leader.generation != model.epoch(state):
+            if not self._may_expand(state, l, f, offset):
                 return None
-            servers[f] = servers[f]._replace(in_isr=True)
-            leader = leader._replace(isr=leader.isr[:f] + (True,) + leader.isr[f + 1:])
-        match = leader.match[:f] + (offset,) + leader.match[f + 1:]
-        servers[l] = leader._replace(match=match)
-        acked = model._advance_hwm(servers, l, state.acked)
+            self._expand(servers, l, f)
+        leader = servers[l]
+        servers[l] = leader._replace(match=leader.match[:f] + (offset,) + leader.match[f + 1:])
+        acked = self.model._advance_hwm(servers, l, state.acked)
         after = state._replace(servers=tuple(servers), acked=acked)
         return None if after == state and not expand else after
+
+    def _may_expand(self, state, l, f, offset) -> bool:
+        """Whether f's fetch from `offset` makes leader l's AlterIsr that the controller accepts: f is out
+        of the ISR, reached l's HW, and l leads the controller's epoch (Partition.maybeExpandIsr)."""
+        leader = state.servers[l]
+        return not state.servers[f].in_isr and offset >= leader.hwm and leader.generation == self.model.epoch(state)
+
+    @staticmethod
+    def _expand(servers: list, l: int, f: int) -> None:
+        """f back in the ISR, in its own flag and in leader l's copy (`servers` changed in place)."""
+        servers[f] = servers[f]._replace(in_isr=True)
+        leader = servers[l]
+        servers[l] = leader._replace(isr=leader.isr[:f] + (True,) + leader.isr[f + 1:])
 
     def _shrinks(self, state, l):
         """The controller accepts leader l's AlterIsr without f: l leads the controller's epoch, f is in
