@@ -34,6 +34,12 @@ finer steps, and this validator accepts exactly these:
   in-sync replica's log end). The controller elects with the ISR as its broker sessions show it:
   ISR replicas that received no LeaderAndIsr may be in the new ISR or not (a dead broker whose
   session has not expired stays; a live one cut off from the controller leaves).
+- **A shrink counts the fetches the leader took at inputs that showed nothing.** A fetch that moves
+  neither the HW (a replica still in the ISR holds it back) nor the ISR changes only the leader's
+  view of its follower; under the wall clock the lag timer may then shrink the ISR, the HW move
+  over that fetch's offset and a held fetch be answered with it, before the leader's next input:
+  `fetch_then_shrink_isr` takes such fetches and the shrink as one step, only where the fetches
+  alone leave the HW as it is.
 - **The ISR is compared where the node shows it**: a leader's own copy of the ISR (the model's
   `isr` of a leader, itself included) must be the one the node reports (`feed(event, isr=...)`).
 
@@ -123,7 +129,7 @@ class ObservedKafkaValidator(ObservedValidator):
 
     # ------------------------------------------------------------------ steps
     def _step(self, cand: Candidate, action, after):
-        if self.followers_first and action[0] == "fetch":
+        if self.followers_first and action[0] in ("fetch", "fetch_then_shrink_isr"):
             # A follower's change is observed before the fetch it sends next can reach the leader: no
             # fetch is taken from a follower whose last change no event has shown yet.
             l = action[2]
@@ -438,23 +444,72 @@ f crashed may arrive after. Each is from an
         if leader.generation != model.epoch(state):
             return
         members = [f for f, follower in enumerate(state.servers) if f != l and follower.in_isr]
-        for f in members:
-            after = model.effect_shrink_isr(state, l, f)._replace(channels=state.channels)
-            yield ("shrink_isr", l, f), after
         # Partition.maybeShrinkIsr removes every out-of-sync replica with one AlterIsr; hwm's broker
         # removes one per tick, and under the wall clock several ticks pass between two answers.
-        for size in range(2, len(members) + 1):
+        for size in range(1, len(members) + 1):
             for removed in combinations(members, size):
-                after = state
-                for f in removed:
-                    after = model.effect_shrink_isr(after, l, f)
-                yield ("shrink_isr", l, removed), after._replace(channels=state.channels)
+                after = self._shrunk(state, l, removed)
+                yield ("shrink_isr", l, removed[0] if size == 1 else removed), after
+                yield from self._shrinks_after_fetches(state, l, removed, after)
+
+    def _shrunk(self, state, l, removed):
+        """`state` after the controller accepts leader l's AlterIsr without the replicas `removed`."""
+        after = state
+        for f in removed:
+            after = self.model.effect_shrink_isr(after, l, f)
+        return after._replace(channels=state.channels)
+
+    def _shrinks_after_fetches(self, state, l, removed, shrunk):
+        """The shrink above, counting fetches leader l took before it that changed nothing it shows: each
+        fetch was an input of l's, and hwm read l's state right after it (the HW held back by a replica
+        still in the ISR); then l's lag timer shrank the ISR, the controller answered before l's next
+        input (in hwm's node the controller lives in the first node and answers at once), the HW moved
+        over the fetches' offsets and a fetch l held was answered with it. The follower that shows that answer is three steps (the fetch,
+        the shrink, the answer) from l's last shown state, where the search goes two deep.
+        The fetches: one that l may take now from one follower of its ISR that stays in it, or the
+        latest of each (only an ISR replica's offset counts toward the HW, and its fetch makes no
+        AlterIsr); only where taking them alone leaves the HW as it is (else l showed the HW they
+        gave, at that input), and only where the shrink then gives a higher HW than without them
+        (otherwise this is the shrink, and a later fetch)."""
+        n, leader = self.n, state.servers[l]
+        picks, latest = [], {}
+        for f in range(n):
+            if f == l or f in removed or not (leader.isr[f] and state.servers[f].in_isr):
+                continue
+            offsets = set()
+            for at, offset in self._offers(state, l, f):
+                if offset not in offsets:  # a later fetch from the same offset: the same step
+                    offsets.add(offset)
+                    picks.append({f: (at, offset)})
+                latest[f] = (at, offset)
+        if len(latest) > 1:
+            picks.append(latest)
+        for pick in picks:
+            channels = list(self._channels(state))
+            match = list(leader.match)
+            for f, (at, offset) in pick.items():
+                channels[f * n + l] = channels[f * n + l][at + 1:]
+                match[f] = offset
+            servers = list(state.servers)
+            servers[l] = leader._replace(match=tuple(match))
+            self.model._advance_hwm(servers, l, state.acked)
+            if servers[l].hwm != leader.hwm:
+                continue  # the fetches moved the HW: l showed that at their input, before the shrink
+            fetched = state._replace(servers=tuple(servers), channels=tuple(channels))
+            after = self._shrunk(fetched, l, removed)
+            if after.servers[l].hwm > shrunk.servers[l].hwm:
+                who = next(iter(pick)) if len(pick) == 1 else "all"
+                yield ("fetch_then_shrink_isr", who, l, removed), after
 
     def _action_text(self, action) -> str:
         names = self.header.servers
         if action[0] == "fetch":
             who = "followers" if action[1] == "all" else names[action[1]]
             return f"fetch({who}→{names[action[2]]})"
+        if action[0] == "fetch_then_shrink_isr":
+            who = "followers" if action[1] == "all" else names[action[1]]
+            return (f"fetch({who}→{names[action[2]]}), then shrink_isr({names[action[2]]}, "
+                    + ",".join(names[f] for f in action[3]) + ")")
         if action[0] == "leader_and_isr" and action[1] == action[2]:
             return f"leader_and_isr({names[action[1]]}, no leader)"
         return Validator._action_text(self, action)

@@ -157,6 +157,43 @@ def test_a_replica_rejoins_the_isr_while_two_others_leave_between_two_answers_of
     assert not run(*before(n3_log=entries[:1]), rejoined, servers=5).valid
 
 
+# n1 holds two entries at HW 0 with ISR {n1, n2, n3}; n2 fetched both, n3 one. n1's next input (n2's fetch
+# from offset 2, say) shows nothing new: n3, in the ISR, still holds the HW at 0.
+BEHIND = ELECTED + [("n1", dict(log=ONE)), ("n1", dict(log=ONE + ((2, 1),))), ("n2", dict(log=ONE + ((2, 1),))),
+                    ("n3", dict(log=ONE)), ("n1", dict(), NODES)]
+
+
+def test_a_shrink_counts_a_fetch_the_leader_took_at_an_input_that_showed_nothing():
+    # On the wall clock n1's lag timer then shrinks n3, the controller in n1's process answers at once, the
+    # HW moves to n2's offset 2 and n2's held fetch is answered with it, all before n1's next input: n2
+    # shows HW 2 three steps (the fetch, the shrink, the answer) from n1's last shown state.
+    events = BEHIND + [("n2", dict(hwm=2)), ("n1", dict(hwm=2), ("n1", "n2"))]
+    verdict = run(*events)
+    assert verdict.valid, verdict.discrepancy.describe()
+    # A leader the controller deposed (n3 elected for epoch 2; n1 and n2 not told yet) has its AlterIsr
+    # refused: its HW stays at n3's log end offset, whatever fetches it took.
+    deposed = BEHIND + [("n3", dict(generation=2, role="leader"))]
+    wrong = run(*deposed, ("n2", dict(hwm=2)))
+    assert not wrong.valid and wrong.discrepancy.number == len(deposed) + 1
+
+
+def test_a_shrink_counts_only_fetches_that_moved_nothing_the_leader_shows():
+    # The step's guard, on a model state: n1 took n3's fetch from offset 1 (HW still 0: n2 at 0). n2's
+    # fetch from 2 would move the HW to 1, which n1 shows at that input, before its timer shrinks n3.
+    v = ObservedKafkaValidator(KAFKA, Header(NODES, LOGGED))
+    for server, fields, *isr in BEHIND:
+        assert v.feed(Event(server=server, **fields), isr=isr[0] if isr else None) is None
+    state = v.candidates[0].state
+
+    def shrinking_n3(state):
+        return [(action, after.servers[0].hwm) for action, after in v._shrinks(state, 0)
+                if action[0] == "fetch_then_shrink_isr" and action[3] == (2,)]
+    assert shrinking_n3(state) == [(("fetch_then_shrink_isr", 1, 0, (2,)), 2)]
+    leader = state.servers[0]
+    took_n3 = state._replace(servers=(leader._replace(match=(0, 0, 1)),) + state.servers[1:])
+    assert shrinking_n3(took_n3) == []
+
+
 def test_a_follower_of_an_older_epoch_is_fenced():
     # n1 restarts and is elected again for epoch 2 without n2 (which still follows it in epoch 1).
     again = ELECTED + [("n1", dict(crash=True)), ("n1", dict(restart=True, generation=1, role="follower")),
