@@ -27,7 +27,12 @@ protocol"), its Fencing page, and Jack Vanlightly's TLA+ specification of the pr
   each entry's write set (`recovery_read`). An entry a bookie has is recovered; an entry that
   WQ - AQ + 1 bookies of its write set report missing does not exist (quorum coverage, cohort =
   the write set; apache/bookkeeper pull request 1077), and recovery closes the ledger before
-  it, writing the recovered entries back to their write sets.
+  it. It first writes the entries it read (those after the highest LAC reported) back to their
+  write sets and closes only once an ack quorum of each write set acknowledged them
+  (LedgerRecoveryOp's recovery adds): the answer that closes waits until AQ bookies of each such
+  write set are up. (Without that wait, on four bookies recovery closed from the one bookie left
+  after three crashes, and an entry it recovered was on 3 of 6 servers.) The model writes the
+  closed ledger's last fragment to every live bookie of its write sets in the same step.
 - `bookkeeper_recovery_reads_fence`: whether a recovery read also fences the bookie it reaches
   (FLAG_DO_FENCING, added by apache/bookkeeper pull request 2616). Without it (issue 2614), a
   bookie whose fencing request was lost answers "no such entry", recovery closes the ledger, and
@@ -443,15 +448,26 @@ class BookKeeperModel(RaftModel):
             return f"{server_name(b)} is not in the write set of entry {index}"
         if s.negatives >> b & 1:
             return f"{server_name(b)} has already answered that it lacks entry {index}"
-        if (self.in_ledger_terms and not self._holds(s.servers[b].log, index)
-                and _bits(s.negatives) + 1 >= self.missing_needed):
-            # This answer closes the ledger: its write back needs AQ live bookies per entry.
-            ledger = s.servers[self.recovery].log
-            for e in range(fragments[-1][0], len(ledger) + 1):  # earlier fragments are immutable (PR 2654)
-                live = sum(1 for k in self.ledger.write_set(fragments, e) if s.servers[k].alive)
-                if live < self.ack_quorum:
-                    return (f"recovery cannot write entry {e} back to an ack quorum: {live} of its write set "
-                            f"are up (recovery's own ensemble changes are not modelled)")
+        if not self._holds(s.servers[b].log, index) and _bits(s.negatives) + 1 >= self.missing_needed:
+            return self._unwritable(s, fragments)  # this answer closes the ledger
+        return None
+
+    def recovery_start(self, s: BookKeeperState) -> int:
+        """The entry recovery read from: the highest LAC the fencing answers reported, and never
+        before the last fragment (a fenced bookie's LAC no longer moves, so the state keeps it)."""
+        fragments = self.stored_fragments(s)
+        return max([s.servers[k].hwm for k in self.bookies if s.responded >> k & 1] + [fragments[-1][0] - 1])
+
+    def _unwritable(self, s: BookKeeperState, fragments: tuple) -> str | None:
+        """Why recovery cannot close the ledger now, or None. It closes only once the entries it read
+        (after `recovery_start`) are written back to an ack quorum of each one's write set
+        (LedgerRecoveryOp re-adds them and closes on their acknowledgements); a bookie that is down
+        cannot acknowledge, and recovery's own ensemble changes are not modelled."""
+        for e in range(self.recovery_start(s) + 1, len(s.servers[self.recovery].log) + 1):
+            live = sum(1 for k in self.ledger.write_set(fragments, e) if s.servers[k].alive)
+            if live < self.ack_quorum:
+                return (f"recovery cannot write entry {e} back to an ack quorum: {live} of its write set "
+                        f"are up (it needs {self.ack_quorum}; recovery's own ensemble changes are not modelled)")
         return None
 
     def effect_recovery_read(self, s: BookKeeperState, b: int) -> BookKeeperState:

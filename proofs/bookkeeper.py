@@ -199,9 +199,20 @@ class BookKeeperEncoding(Encoding):
         t.extra["responded"][b] = z3.BoolVal(True)
         return t
 
+    def recovery_start(self, s: Sym) -> Any:
+        """`BookKeeperModel.recovery_start`: the highest LAC the fencing answers reported."""
+        return smax([self.value(0)] + [z3.If(s.extra["responded"][k], s.hwm[k], self.value(0))
+                                       for k in range(self.bookies)])
+
     def _guard_recovery_read(self, s: Sym, b: int) -> z3.BoolRef:
+        r = self.recovery
+        held = z3.Or([z3.And(s.length[r] == p, self._holds_entry(s, b, p)) for p in range(self.L)])
+        closes = z3.And(z3.Not(held), self.count(s.extra["negatives"]) + 1 >= self.missing_needed)
+        # `BookKeeperModel._unwritable`: the entries recovery read are written back to an ack quorum first.
+        unwritable = z3.And(s.length[r] > self.recovery_start(s),
+                            self.count([s.alive[k] for k in range(self.bookies)]) < self.ack_quorum)
         return z3.And(z3.Not(self.closed(s)), self.count(s.extra["responded"]) >= self.fencing_needed,
-                      s.alive[b], z3.Not(s.extra["negatives"][b]))
+                      s.alive[b], z3.Not(s.extra["negatives"][b]), z3.Not(z3.And(closes, unwritable)))
 
     def _effect_recovery_read(self, s: Sym, b: int) -> Sym:
         r = self.recovery
@@ -354,6 +365,16 @@ def _closed_ledger_holds_the_lac(enc, s):
     return z3.Implies(enc.closed(s), z3.And(s.hwm[W] <= s.length[R], stuck >= enc.missing_needed))
 
 
+def _recovery_knows_the_lacs(enc, s):
+    R = enc.recovery
+    return z3.And([z3.Implies(s.extra["responded"][b], s.hwm[b] <= s.length[R]) for b in _bookies(enc)])
+
+
+def _closed_ledger_on_ack_quorum(enc, s):
+    R = enc.recovery
+    return z3.Implies(enc.closed(s), enc.count([s.length[b] >= s.length[R] for b in _bookies(enc)]) >= enc.ack_quorum)
+
+
 BOOKKEEPER_INVARIANT = tuple(Conjunct(*c) for c in (
     ("WellFormed", "ranges; every entry is the writer's and logs have no holes; the writer alone has "
      "acknowledgements; recovery leads generation 2 with its HWM its length once it closed the ledger; "
@@ -376,6 +397,11 @@ BOOKKEEPER_INVARIANT = tuple(Conjunct(*c) for c in (
     ("ClosedLedgerHoldsTheLac", "once closed: hwm(W) ≤ lr, and WQ - AQ + 1 fenced bookies reported entry lr+1 "
      "missing with match(W, b) ≤ lr, so no ack quorum can form past the closed ledger",
      _closed_ledger_holds_the_lac),
+    ("RecoveryKnowsTheLacs", "a bookie that answered the fencing LAC read reported hwm(b) ≤ lr: recovery "
+     "starts after the highest LAC reported", _recovery_knows_the_lacs),
+    ("ClosedLedgerOnAckQuorum", "once closed, #{b : len(b) ≥ lr} ≥ AQ: the entries up to the LACs reported "
+     "were on an ack quorum, and recovery wrote those it read back to AQ live bookies before it closed",
+     _closed_ledger_on_ack_quorum),
 ))
 
 

@@ -564,9 +564,20 @@ def _bookkeeper_successors(P, row, i, server_ids, out, parents, actions, hits, t
             _bk_fence(P, out[t], b)
             t = _emit(t, parents, actions, i, server_ids[FENCE_ID, b])
     fenced_out = _bits(P, row, RESPONDED) >= bookies - P[ACK_QUORUM] + 1
+    # BookKeeperModel._unwritable: the answer that closes the ledger waits until the entries recovery
+    # read (after the highest LAC the fencing answers reported) can be written back to AQ live bookies.
+    start, live = 0, 0
+    for k in range(bookies):
+        kb = _server(P, k)
+        if row[_extra(P, kb, RESPONDED)]:
+            start = max(start, row[kb + HWM])
+        live += row[kb + ALIVE]
+    unwritable = row[recovery + LEN] > start and live < P[ACK_QUORUM]
+    closing = _bits(P, row, NEGATIVES) + 1 >= bookies - P[ACK_QUORUM] + 1
     for b in range(bookies):
         bb = _server(P, b)
-        if not closed and fenced_out and row[bb + ALIVE] and not row[_extra(P, bb, NEGATIVES)]:
+        if not closed and fenced_out and row[bb + ALIVE] and not row[_extra(P, bb, NEGATIVES)] and \
+                not (unwritable and closing and row[bb + LEN] <= row[recovery + LEN]):
             out[t] = row
             _bk_recovery_read(P, out[t], b)
             t = _emit(t, parents, actions, i, server_ids[RECOVERY_READ_ID, b])

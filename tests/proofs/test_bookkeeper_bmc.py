@@ -49,3 +49,19 @@ def test_safe_bookkeeper_bmc_shows_nothing_on_two_bookies():
 @pytest.mark.parametrize("name", ENCODED)
 def test_bookkeeper_bmc_on_three_bookies_equals_the_explorers(name):
     assert bmc_disagreements(name, Config(), 10) == {}
+
+
+def test_the_encoding_waits_for_the_write_back_as_the_model_does():
+    # Four bookies (AQ = 3): the closing read refused while fewer than three are up, taken once two came
+    # back, and taken at once when the LAC reported covers every entry recovery knows.
+    from tests.model.test_bookkeeper_recovery import BEFORE_THE_CLOSE, run
+    protocol, config = PRESETS["bookkeeper"].protocol, Config(servers=4, max_log=2, max_crashes=3)
+    model = build_model(protocol, config)
+    states = [run(model, BEFORE_THE_CLOSE), run(model, BEFORE_THE_CLOSE + [("restart", 1)]),
+              run(model, BEFORE_THE_CLOSE + [("restart", 1), ("restart", 2)]),
+              run(model, [("add",), ("send_add", 0), ("send_add", 1), ("send_add", 2), ("send_add", 0),
+                          ("fence", 0), ("fence", 3), ("crash", 1), ("crash", 2), ("recovery_read", 0)])]
+    closing = [("recovery_read", 0)] * 3 + [("recovery_read", 3)]
+    assert [model.why_not(s, a) is None for s, a in zip(states, closing)] == [False, False, True, True]
+    enc = encoding_for(protocol, 4, 2, max_generation=config.max_generation, max_crashes=3, bitvectors=True)
+    assert enc.disagreements(model, states) == []

@@ -69,3 +69,11 @@ def test_the_invariant_is_not_vacuous():
         state = model.apply(state, action)
     assert state.acked and state.fenced
     assert _conjuncts_on([state], 1) == {}
+
+
+@pytest.mark.deep
+def test_on_four_bookies_the_invariant_implies_committed_on_quorum():
+    # AQ = 3 of 4: an entry on an ack quorum and the two clients is on 5 of 6 servers only because
+    # recovery writes what it read back to an ack quorum before it closes (ClosedLedgerOnAckQuorum).
+    result = check_induction(SAFE, 4, 1, BOOKKEEPER_INVARIANT, name="bookkeeper", enc=induction_encoding(SAFE, 4, 1))
+    assert (result.init_failed, result.ctis, result.safety_failed, result.undecided) == ([], [], [], [])
