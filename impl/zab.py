@@ -247,7 +247,11 @@ class ZabReplica(Replica):
 
     def send_append(self, peer: str) -> None:
         """Proposals go to followers that synchronised with an established leader; any other peer is
-        sent the synchronisation it needs first (an election's announcement, a heartbeat)."""
+        sent the synchronisation it needs first (an election's announcement, a heartbeat). A follower
+        that acknowledged a prospective leader's NEWLEADER is sent nothing until the quorum's ACKs
+        establish it (ZooKeeper's leader pings its learners only then)."""
+        if self.role == LEADER and peer in self.synced and not self.established:
+            return
         if self.role == LEADER and peer in self.match and (not self.established or peer not in self.synced):
             self.send_new_leader(peer)
             # Counted in flight: heartbeats send it again only once the peer was quiet for a shortest

@@ -102,6 +102,31 @@ def test_a_follower_of_a_later_epoch_refuses_newleader_and_the_leader_steps_down
     assert c.sync("S1", "S3") == "S1 is not a leader and sends no NEWLEADER"
 
 
+def test_a_prospective_leader_of_five_sends_its_acknowledged_follower_nothing_until_established():
+    """One ACK of NEWLEADER of the two a leader of five needs, then a heartbeat: hwm's node raised
+    "S2 has already acknowledged S1's NEWLEADER" there and exited (`hwm test`, zab, 5 nodes)."""
+    names = [f"S{k}" for k in range(1, 6)]
+    r = {n: ZabReplica(n, [p for p in names if p != n], ZAB, EpochStorage(MemoryStorage()).load()) for n in names}
+    r["S1"].campaign()
+    for to, request in r["S1"].ready().messages:
+        if to in ("S2", "S3"):
+            r[to].step(request)
+            for _, reply in r[to].ready().messages:
+                r["S1"].step(reply)
+    assert r["S1"].prospective
+    to, new_leader = next((to, m) for to, m in r["S1"].ready().messages if isinstance(m, NewLeader))
+    r[to].step(new_leader)
+    (_, ack), = r[to].ready().messages
+    r["S1"].step(ack)
+    assert r["S1"].synced == {to} and r["S1"].prospective
+    for _ in range(r["S1"].heartbeat_ticks):
+        r["S1"].tick()
+    sent = r["S1"].ready().messages
+    assert to not in {peer for peer, _ in sent}
+    # The others, not yet synchronised, are still asked to (an empty append, ignored, while one is in flight).
+    assert {peer for peer, _ in sent} == set(names) - {"S1", to}
+
+
 def test_votes_order_by_current_epoch_before_the_last_zxid():
     # The voter accepted epoch 3's history (which ends at 1@g1); the candidate has more entries of epoch
     # 1 and currentEpoch 1. Raft's rule (last generation, then length) would grant; ZAB's refuses.
