@@ -18,6 +18,9 @@ The mapping from what a node shows to the model's variables:
   it persisted by granting a vote or standing as a candidate in an election no model step counted
   it in: a generation some node had shown by the kill, or the next one (its own candidacy, unseen).
   The model's restart then carries that generation (checker/observed.py, `restart-voted`);
+- under zab, a node that shows itself leader of an epoch below one already led, right after it
+  showed its candidacy for that epoch (a paused candidate reading its voters' grants late), may have
+  won it then: an epoch a quorum had shown and no node had led (checker/observed_zab.py, `elect-late`);
 - on the log workload, where an index is a log index, a `log_append` acknowledged at index i and
   a `log_read` served at index i are checked after the node's next answer: the entry must be at
   or below the node's high-water mark there, as the model allows a read or an acknowledgement. On
@@ -69,6 +72,8 @@ class ModelSteps:
         self.highest = 0  # the highest generation any node has shown
         # A killed node: the generation it showed last, and the highest any node had shown by then.
         self.before_kill: dict[str, tuple[int, int]] = {}
+        self.standing: dict[str, int] = {}  # a node whose last observation was a candidacy: its generation
+        self.showed: dict[int, set[str]] = {}  # each generation: the nodes that have shown it
         self.events = 0
         self.finding: Finding | None = None
 
@@ -86,9 +91,21 @@ class ModelSteps:
         if not seen["alive"]:
             self.down.add(node)
             self.unnamed.pop(node, None)
+            self.standing.pop(node, None)
             self.before_kill[node] = (seen["generation"], self.highest)
             return self._feed(Event(server=node, crash=True), seen, f"{node} killed")
         generation = seen["generation"]
+        # ZAB: a candidate that shows nothing between its candidacy and its leadership (paused, its
+        # voters' grants held) may lead an epoch below ones already led (checker/observed_zab.py,
+        # `elect-late`): its own candidacy's, which a quorum had shown and no node had led.
+        late = (self.protocol.system == "zab" and seen["role"] == "leader" and generation not in self.led
+                and generation < max(self.led) and self.standing.get(node) == generation
+                and len(self.showed.get(generation, set()) | {node}) >= self.validator.model.quorum)
+        if seen["role"] == "candidate":
+            self.standing[node] = generation
+        else:
+            self.standing.pop(node, None)
+        self.showed.setdefault(generation, set()).add(node)
         if seen["role"] == "leader":
             self.led.add(generation)
         # A candidate's generation is its own, which no leader may ever have led; a follower's is
@@ -113,7 +130,7 @@ class ModelSteps:
             self.unnamed.pop(node, None)
         else:
             self.unnamed[node] = seen
-        finding = self._feed(event, seen, None, seen.get("isr"), persisted)
+        finding = self._feed(event, seen, None, seen.get("isr"), persisted, late)
         if finding is None and forgot is not None:
             return self._forgot(seen, forgot)  # the model keeps a generation only where it named it
         if seen["role"] == "leader" and finding is None:
@@ -162,7 +179,7 @@ class ModelSteps:
         return self.finding
 
     def _feed(self, event: Event, seen: dict, what: str | None, isr: list | None = None,
-              persisted: bool = False) -> Finding | None:
+              persisted: bool = False, late: bool = False) -> Finding | None:
         if self.finding is not None:
             return None
         self.events += 1
@@ -170,6 +187,8 @@ class ModelSteps:
             discrepancy = self.validator.feed(event, isr=isr)  # a Kafka leader's ISR is compared too
         elif persisted:
             discrepancy = self.validator.feed(event, persisted_generation=True)
+        elif late:
+            discrepancy = self.validator.feed(event, late_election=True)
         else:
             discrepancy = self.validator.feed(event)
         if discrepancy is None:

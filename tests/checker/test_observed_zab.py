@@ -94,3 +94,40 @@ def test_a_prospective_leader_of_five_may_write_after_acks_of_newleader_no_node_
     elected = [("n1", dict(generation=1, role="leader"))] + [(f"n{k}", dict(generation=1)) for k in (2, 3)]
     verdict = run(*elected, ("n1", dict(log=((1, 1),))), servers=5)
     assert verdict.valid, verdict.discrepancy.describe()
+
+
+def feed(events, late_at: int, servers=3):
+    """The first discrepancy of `events` (each (server, fields)), the one at index `late_at` fed as a
+    possible late election (`elect-late`); None if every event is explained."""
+    header = Header(tuple(f"n{k}" for k in range(1, servers + 1)), LOGGED)
+    validator = ObservedZabValidator(ZAB, header)
+    for i, (server, fields) in enumerate(events):
+        discrepancy = validator.feed(Event(server=server, **fields), late_election=i == late_at)
+        if discrepancy is not None:
+            return discrepancy
+    return validator.finish()
+
+
+# n2 leads epoch 2 with n3's vote, n3 synchronises, and entry 1@g2 is committed on both.
+LED_TWO = [("n2", dict(generation=2, role="leader")), ("n3", dict(generation=2)), ("n2", dict(log=((1, 2),))),
+           ("n3", dict(log=((1, 2),))), ("n2", dict(hwm=1))]
+
+
+def test_a_candidate_leads_an_epoch_below_one_led_and_the_run_goes_on_in_the_renumbered_epochs():
+    # n1 stood for epoch 1 (unseen here) and reads its grants now: a prospective leader of epoch 1,
+    # which then hears of epoch 2, is synchronised by n2 and gets its next proposal.
+    events = LED_TWO + [("n1", dict(generation=1, role="leader")), ("n1", dict(generation=2, role="follower")),
+                        ("n1", dict(log=((1, 2),), hwm=1)), ("n2", dict(log=((1, 2), (2, 2)))),
+                        ("n1", dict(log=((1, 2), (2, 2)))), ("n2", dict(hwm=2))]
+    discrepancy = feed(events, late_at=len(LED_TWO))
+    assert discrepancy is None, discrepancy.describe()
+    # Without the caller's word, the model's election would number the epoch above n3's vote of epoch 2.
+    discrepancy = feed(events, late_at=-1)
+    assert discrepancy is not None and discrepancy.number == len(LED_TWO) + 1
+
+
+def test_a_late_election_never_takes_a_candidate_back_to_an_epoch_below_its_own():
+    # n1 took epoch 2 (it heard of n2's leadership): its currentEpoch or vote may be older, its epoch is not.
+    events = LED_TWO + [("n1", dict(generation=2)), ("n1", dict(generation=1, role="leader"))]
+    discrepancy = feed(events, late_at=len(LED_TWO) + 1)
+    assert discrepancy is not None and discrepancy.number == len(LED_TWO) + 2
