@@ -466,15 +466,17 @@ f crashed may arrive after. Each is from an
         input (in hwm's node the controller lives in the first node and answers at once), the HW moved
         over the fetches' offsets and a fetch l held was answered with it. The follower that shows that answer is three steps (the fetch,
         the shrink, the answer) from l's last shown state, where the search goes two deep.
-        The fetches: one that l may take now from one follower of its ISR that stays in it, or the
-        latest of each (only an ISR replica's offset counts toward the HW, and its fetch makes no
-        AlterIsr); only where taking them alone leaves the HW as it is (else l showed the HW they
-        gave, at that input), and only where the shrink then gives a higher HW than without them
-        (otherwise this is the shrink, and a later fetch)."""
+        The fetches: one that l may take now from one follower of its ISR, or the latest of each (only
+        an ISR replica's offset counts toward the HW, and its fetch makes no AlterIsr); only where
+        taking them alone leaves the HW as it is (else l showed the HW they gave, at that input), and
+        only where the shrink then gives a higher HW than without them (otherwise this is the shrink,
+        and a later fetch). Several replicas leave one AlterIsr at a time, each moving the HW: a
+        replica shrunk after another counts until it leaves (its own fetch too), so the replicas leave
+        in the order of the index and in that of their offsets, lowest first (the HW's highest)."""
         n, leader = self.n, state.servers[l]
         picks, latest = [], {}
         for f in range(n):
-            if f == l or f in removed or not (leader.isr[f] and state.servers[f].in_isr):
+            if f == l or not (leader.isr[f] and state.servers[f].in_isr):
                 continue
             offsets = set()
             for at, offset in self._offers(state, l, f):
@@ -496,10 +498,12 @@ f crashed may arrive after. Each is from an
             if servers[l].hwm != leader.hwm:
                 continue  # the fetches moved the HW: l showed that at their input, before the shrink
             fetched = state._replace(servers=tuple(servers), channels=tuple(channels))
-            after = self._shrunk(fetched, l, removed)
-            if after.servers[l].hwm > shrunk.servers[l].hwm:
-                who = next(iter(pick)) if len(pick) == 1 else "all"
-                yield ("fetch_then_shrink_isr", who, l, removed), after
+            lowest_first = tuple(sorted(removed, key=lambda f: (match[f], f)))
+            for order in dict.fromkeys((removed, lowest_first)):
+                after = self._shrunk(fetched, l, order)
+                if after.servers[l].hwm > shrunk.servers[l].hwm:
+                    who = next(iter(pick)) if len(pick) == 1 else "all"
+                    yield ("fetch_then_shrink_isr", who, l, order), after
 
     def _action_text(self, action) -> str:
         names = self.header.servers

@@ -177,6 +177,23 @@ def test_a_shrink_counts_a_fetch_the_leader_took_at_an_input_that_showed_nothing
     assert not wrong.valid and wrong.discrepancy.number == len(deposed) + 1
 
 
+@pytest.mark.parametrize("fetcher, other", [("n3", "n2"), ("n2", "n3")])
+def test_a_replica_shrunk_after_another_counts_until_it_leaves(fetcher, other):
+    # A wall-clock run: n1 took the fetcher's fetch from offset 2 at an input that showed nothing (the other
+    # replica, empty, held the HW at 0); its timer shrank the other (the HW moves to 2), then the fetcher
+    # (killed: the controller holds it down), then n1 took a produce: ISR {n1} at HW 2, where one AlterIsr
+    # without both would leave the HW at 0. The empty replica leaves first, whichever its index.
+    before = ELECTED + [("n1", dict(log=ONE)), ("n1", dict(log=ONE + ((2, 1),))), (fetcher, dict(log=ONE + ((2, 1),)))]
+    after = ("n1", dict(log=ONE + ((2, 1), (3, 1)), hwm=2), ("n1",))
+    verdict = run(*before, after)
+    assert verdict.valid, verdict.discrepancy.describe()
+    # Never past what the fetcher held: with one entry fetched, HW 1 at most.
+    short = before[:-1] + [(fetcher, dict(log=ONE))]
+    assert run(*short, ("n1", dict(log=ONE + ((2, 1), (3, 1)), hwm=1), ("n1",))).valid
+    wrong = run(*short, after)
+    assert not wrong.valid and wrong.discrepancy.number == len(short) + 1
+
+
 def test_a_shrink_counts_only_fetches_that_moved_nothing_the_leader_shows():
     # The step's guard, on a model state: n1 took n3's fetch from offset 1 (HW still 0: n2 at 0). n2's
     # fetch from 2 would move the HW to 1, which n1 shows at that input, before its timer shrinks n3.
