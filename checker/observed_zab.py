@@ -23,6 +23,9 @@ finer steps, and this validator accepts exactly the ones the raft validator acce
   takes all of them as one step (each is the model's own), so that the search's depth suffices.
 - **A leader steps down without a new leader** (it lost its quorum, or heard of a later epoch):
   a follower of its own epoch, keeping its history, with no follower synchronised to it.
+- **A node back from a kill shows the epoch of a vote it persisted** (`restart-voted`, as the raft
+  validator's: the vote, or its own candidacy, that the model's atomic election did not count); its
+  currentEpoch stays the model's.
 - **A candidate wins its election after later epochs were led** (`elect-late`): a candidate paused
   (or slow) with its voters' grants unread reads them when it resumes and leads the epoch it stood
   for, below epochs other leaders have led since. The model's atomic election numbers an epoch
@@ -81,6 +84,7 @@ class ObservedZabValidator(ObservedValidator):
                     and not self._same(after.servers[action[2]], state.servers[action[2]])):
                 continue  # the follower's change is observed before its ACK reaches the leader
             yield action, after
+        yield from self._restarts_with_vote(state, k)  # restart-voted, as for raft
         yield from self._older_syncs(state, k, seen)
         yield from self._late_appends(state, k, seen)
         yield from self._later_epochs(state, k)

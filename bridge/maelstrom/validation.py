@@ -12,11 +12,12 @@ The mapping from what a node shows to the model's variables:
   (the model's elections are atomic and spend no generation on a failed one). A candidate is a
   follower;
 - a kill is a crash, the node's first answer after its restart is the restart with what it
-  recovered. Under raft that is at least the generation it showed before the kill (a lower one is a
-  finding even where the model, which never named that generation, would accept it: Raft's
-  currentTerm is on disk before a node shows it), and may be a higher one, named by a leader, that
-  it persisted by granting a vote or standing as a candidate in an election no model step counted
-  it in: a generation some node had shown by the kill, or the next one (its own candidacy, unseen).
+  recovered. Under raft and zab that is at least the generation it showed before the kill (a lower
+  one is a finding even where the model, which never named that generation, would accept it: the
+  generation of a node's vote is on disk before the node shows it), and may be a higher one, named
+  by a leader, that it persisted by granting a vote or standing as a candidate in an election no
+  model step counted it in: a generation some node had shown by the kill, or the next one (its own
+  candidacy, unseen).
   The model's restart then carries that generation (checker/observed.py, `restart-voted`);
 - under zab, a node that shows itself leader of an epoch below one already led, right after it
   showed its candidacy for that epoch (a paused candidate reading its voters' grants late), may have
@@ -113,7 +114,7 @@ class ModelSteps:
         named = seen["role"] != "candidate" and generation in self.led
         restart = node in self.down
         persisted, forgot = False, None
-        if restart and node in self.before_kill and self.protocol.system == "raft":
+        if restart and node in self.before_kill and self.protocol.system in ("raft", "zab"):
             shown, highest = self.before_kill.pop(node)
             # A vote it granted, or its own candidacy, before the kill: on its disk, and counted by no
             # model step (the model's election is atomic). At least the generation it showed before
@@ -166,7 +167,7 @@ class ModelSteps:
         return self.finding
 
     def _forgot(self, seen: dict, shown: int) -> Finding | None:
-        """A raft node back from a kill with a generation below the one it showed before, which the
+        """A raft or zab node back from a kill with a generation below the one it showed before, which the
         model accepted: Raft's currentTerm is persisted before the node acts on it (a correct node
         shows nothing it has not saved), and the model's crash keeps it, but the model misses it where
         the generation shown was a vote's or a candidacy's, which no model step counts."""
