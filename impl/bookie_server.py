@@ -19,8 +19,10 @@ recovery client's connections to the bookies.
   the bookies of the current ensemble, and acknowledged once an ack quorum of its write set stored
   it; a bookie that cannot be reached is replaced by a spare, an ensemble change recorded in the
   metadata file) or a `RecoveryClient` (`recover`: fencing LAC reads to the last fragment's ensemble,
-  recovery reads from each entry's write set until the ledger closes, the close to its bookies and
-  into the metadata file).
+  recovery reads from each entry's write set until the ledger's end, recovery adds of the entries
+  read to the ledger's bookies, asked again while any does not answer, until an ack quorum of each
+  entry's write set acknowledged them; only then the close, into the metadata file and to the
+  bookies).
 """
 
 from __future__ import annotations
@@ -31,6 +33,7 @@ import json
 import logging
 import os
 import socket
+import time
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Mapping
@@ -62,7 +65,10 @@ LEDGER_FILE = "ledger.json"
 LEDGER_FORMAT = "hwm-ledger/1"
 # The ledger's two clients, by the ids their messages carry.
 WRITER, RECOVERY = "writer", "recovery"
-REQUESTS = (m.AddEntries, m.ReadLac, m.ReadEntry, m.CloseLedger)
+# Recovery's adds: rounds over the bookies that have not acknowledged them, and the pause between.
+RECOVERY_ADD_ROUNDS = 5
+RECOVERY_ADD_PAUSE = 0.1
+REQUESTS = (m.AddEntries, m.ReadLac, m.ReadEntry, m.RecoveryAdd, m.CloseLedger)
 
 
 class LedgerError(Exception):
@@ -381,11 +387,17 @@ class LedgerClient:
         return entry
 
     # ------------------------------------------------------------------ recovery
-    def recover(self) -> tuple[tuple[int, bytes], ...]:
-        """Fence every bookie reachable, read until the ledger closes, write the close back and into
-        the metadata file; the closed ledger's entries, or LedgerError."""
+    def recover(self, rounds: int = RECOVERY_ADD_ROUNDS) -> tuple[tuple[int, bytes], ...]:
+        """Fence every bookie reachable, read until the ledger's end, write the entries read back
+        (recovery adds) until an ack quorum of each entry's write set acknowledged them, then close
+        the ledger in the metadata file and on the bookies; the closed ledger's entries, or
+        LedgerError. A bookie that does not answer a recovery add is asked again, `rounds` times
+        at most, and never counted: without an ack quorum the ledger stays open (a later call
+        goes on from there)."""
         recovery = self.recovery
         for bookie in recovery.ensemble:
+            if bookie in recovery.responded or recovery.closing is not None:
+                continue
             try:
                 recovery.fence(bookie)
                 self._run(recovery, bookie)
@@ -394,10 +406,10 @@ class LedgerClient:
         if len(recovery.responded) < recovery.quorums.fencing_needed:
             raise LedgerError(f"{len(recovery.responded)} bookies answered the fencing read; recovery needs "
                               f"{recovery.quorums.fencing_needed}")
-        for _ in range(100000):
+        while recovery.closing is None:
             progress = False
             for bookie in recovery.quorums.write_set(recovery.fragments, recovery.reading):
-                if recovery.closed is not None:
+                if recovery.closing is not None:
                     break
                 if bookie in recovery.negatives:
                     continue
@@ -407,12 +419,28 @@ class LedgerClient:
                     progress = True
                 except OSError:
                     recovery.ready()
-            if recovery.closed is not None or not progress:
+            if not progress:
+                raise LedgerError(f"recovery could not decide entry {recovery.reading}: too few bookies answered")
+        unreachable: dict[str, str] = {}
+        for attempt in range(rounds):
+            if recovery.closed is not None:
                 break
+            if attempt:
+                time.sleep(RECOVERY_ADD_PAUSE)
+            for bookie in sorted(recovery.members() - recovery.added, key=recovery.bookies.index):
+                if recovery.closed is not None:
+                    break
+                try:
+                    recovery.recovery_add(bookie)
+                    self._run(recovery, bookie)
+                except OSError as error:
+                    recovery.ready()  # lost with the connection: asked again next round
+                    unreachable[bookie] = str(error)
         if recovery.closed is None:
-            raise LedgerError(f"recovery could not decide entry {recovery.reading}: too few bookies answered")
+            raise LedgerError(f"{recovery.waits()}; the ledger stays open; unreachable: "
+                              f"{'; '.join(unreachable.values())}")
         out = recovery.ready()
-        for to, message in out.messages:  # the write-back and the close, to every bookie reachable
+        for to, message in out.messages:  # the close, to every bookie reachable
             try:
                 self._exchange(to, message)
             except OSError:

@@ -18,10 +18,14 @@ The rules are model/bookkeeper.py's (Apache BookKeeper's replication protocol an
   ensemble (`fence`); once E - AQ + 1 bookies answered, recovery reads of the entry after the highest
   LAC reported from the bookies of its write set (`recovery_read`): an entry a bookie has is
   recovered, and an entry that WQ - AQ + 1 bookies report missing does not exist (apache/bookkeeper
-  pull request 1077): the ledger is closed before it. The close writes the last fragment's entries
-  back to their write sets (`CloseLedger`) and records the ledger's end in the ledger's metadata
-  (`ready().closed`; BookKeeper keeps it in ZooKeeper). A bookie that
-  was down at the close learns of it from the metadata when it restarts (`Bookie(..., closed_at=)`).
+  pull request 1077): the ledger ends before it. Recovery writes the last fragment's entries back to
+  their write sets (`RecoveryAdd`, BookKeeper's recovery adds, which a fenced bookie takes; sent
+  again by `recovery_add` to a bookie that did not answer) and counts each bookie's acknowledgement
+  once; only when an ack quorum of the write set of every entry it read after the highest LAC
+  reported acknowledged (`unconfirmed()` is empty; LedgerRecoveryOp) does it record the ledger's end
+  in the ledger's metadata (`ready().closed`; BookKeeper keeps it in ZooKeeper) and send the close
+  (`CloseLedger`). Until then the ledger stays open (`waits()` says why). A bookie that was down at
+  the close learns of it from the metadata when it restarts (`Bookie(..., closed_at=)`).
 - `recovery_reads_fence` is the protocol flag `bookkeeper_recovery_reads_fence`: whether a recovery
   read carries FLAG_DO_FENCING (apache/bookkeeper pull request 2616). Without it (issue 2614) a
   bookie whose fencing read was lost answers "no such entry" and stays unfenced: recovery closes the
@@ -76,6 +80,7 @@ from hwm.impl.messages import (
     ReadEntryReply,
     ReadLac,
     ReadLacReply,
+    RecoveryAdd,
     check_server_id,
 )
 from hwm.impl.storage import Durable
@@ -400,12 +405,8 @@ class Bookie:
             reply = ReadEntryReply(self.bookie_id, BK_NO_SUCH_ENTRY, request.entry, ())
         self._send(request.client, reply)
 
-    def _on_close(self, close: CloseLedger) -> None:
-        # The recovery adds write the closed ledger's entries of this bookie's write sets (a fenced
-        # bookie takes them; a hole keeps what the bookie has); nothing beyond the end stays, and
-        # the LAC is the last entry.
-        ledger = list(close.entries)
-        self._truncate_from(len(ledger) + 1)
+    def _write_back(self, ledger: Sequence[tuple[int, bytes]]) -> None:
+        """Write recovery's entries of this bookie's write sets (a hole keeps what the bookie has)."""
         for entry_id, entry in enumerate(ledger, start=1):
             if entry_id > len(self._log):
                 self._log.append(entry)
@@ -413,6 +414,19 @@ class Bookie:
             elif entry != HOLE and self._log[entry_id - 1] == HOLE:  # an entry there is the same entry
                 self._log[entry_id - 1] = entry
                 self._mark_dirty(entry_id)
+
+    def _on_recovery_add(self, add: RecoveryAdd) -> None:
+        # A fenced bookie takes recovery adds. The ledger is not closed yet: nothing is truncated and
+        # the LAC stays (recovery's entries are confirmed only once an ack quorum acknowledged them).
+        self._write_back(add.entries)
+        self._send(add.client, AddReply(self.bookie_id, BK_OK, len(self._log)))  # durable by then
+
+    def _on_close(self, close: CloseLedger) -> None:
+        # The closed ledger's entries of this bookie's write sets (those a recovery add did not
+        # reach it with); nothing beyond the end stays, and the LAC is the last entry.
+        ledger = list(close.entries)
+        self._truncate_from(len(ledger) + 1)
+        self._write_back(ledger)
         self._set_lac(len(ledger))
         if self.closed_at != len(ledger):
             self.closed_at = len(ledger)
@@ -421,7 +435,8 @@ class Bookie:
 
     # By name, so that a subclass (a test's planted bug) may override a handler.
     _HANDLERS: dict[type, str] = {
-        AddEntries: "_on_add", ReadLac: "_on_read_lac", ReadEntry: "_on_read_entry", CloseLedger: "_on_close",
+        AddEntries: "_on_add", ReadLac: "_on_read_lac", ReadEntry: "_on_read_entry",
+        RecoveryAdd: "_on_recovery_add", CloseLedger: "_on_close",
     }
 
     # ------------------------------------------------------------------ output
@@ -669,6 +684,11 @@ class RecoveryClient:
         self.negatives: set[str] = set()  # answered "no such entry" for the entry being read
         self._log: list[tuple[int, bytes] | None] = []  # what recovery knows: up to the highest LAC, then read (None: no answer carried it)
         self._payloads: dict[int, tuple[int, bytes]] = {}  # entries the fencing answers carried
+        self.recovery_start = 0  # the highest LAC reported (never before the last fragment): recovery read after it
+        # The ledger recovery closes once it found its end, and the bookies that acknowledged its
+        # recovery adds; it closes the ledger once an ack quorum of each entry's write set did.
+        self.closing: tuple[tuple[int, bytes], ...] | None = None
+        self.added: set[str] = set()
         self.closed: tuple[tuple[int, bytes], ...] | None = None
         self._outbox: list[tuple[str, BookKeeperMessage]] = []
         self._closed_out = False  # the close was handed out by ready()
@@ -718,6 +738,9 @@ class RecoveryClient:
     def recovery_read(self, bookie: str) -> None:
         """Read the next entry from `bookie` of its write set (fencing it too under `recovery_reads_fence`)."""
         self._bookie(bookie)
+        if self.closing is not None:
+            raise ReplicaError(f"recovery found the ledger's end (entry {len(self.closing)}): it reads no more, "
+                               f"it waits for its recovery adds")
         needed = self.quorums.fencing_needed
         if len(self.responded) < needed:
             raise ReplicaError(f"fencing has not completed: {len(self.responded)} of {self.quorums.ensemble} bookies "
@@ -734,16 +757,24 @@ class RecoveryClient:
         if reply.bookie not in self.bookies:
             raise ReplicaError(f"the recovery client got a {type(reply).__name__} from {reply.bookie!r}, "
                                f"not one of the ledger's bookies")
-        if self.closed is not None or type(reply) is AddReply:  # (AddReply: a bookie took the write-back)
+        if self.closed is not None:
+            return
+        if type(reply) is AddReply:  # a bookie took recovery's adds (recovery sends no other add)
+            if self.closing is not None and reply.code == BK_OK and reply.last_entry >= len(self.closing):
+                self.added.add(reply.bookie)
+                self._close_once_added()
             return
         if type(reply) is ReadLacReply:
             self.responded.add(reply.bookie)
+            if self.closing is not None:
+                return  # a late fencing answer: recovery has read what it closes with
             for index, entry in enumerate(reply.entries, start=1):
                 if entry != HOLE:
                     self._payloads.setdefault(index, entry)
             # Recovery starts after the highest LAC reported, and never before the last fragment
             # (the earlier ones are immutable: apache/bookkeeper pull request 2654).
             start = max(reply.lac, self.fragments[-1][0] - 1)
+            self.recovery_start = max(self.recovery_start, start)
             if start > len(self._log):
                 self._log += [None] * (start - len(self._log))
             # An entry no fencing answer carried (yet) is an earlier fragment's, which nobody writes
@@ -753,7 +784,7 @@ class RecoveryClient:
             self._log = [entry if entry is not None else self._payloads.get(index)
                          for index, entry in enumerate(self._log, start=1)]
             return
-        if reply.entry != self.reading:
+        if self.closing is not None or reply.entry != self.reading:
             return  # an answer about another entry than the one being read
         if reply.code == BK_OK:
             self._log.append(reply.entries[0])
@@ -761,19 +792,59 @@ class RecoveryClient:
             return
         self.negatives.add(reply.bookie)
         if len(self.negatives) >= self.quorums.missing_needed:
-            # The entry does not exist: close the ledger before it, in the metadata (conditional on
-            # recovery's own version, which nobody else changes) and on the bookies.
-            self.closed = tuple(entry if entry is not None else (WRITER_GENERATION, b"") for entry in self._log)
-            self.metadata_version = self.metadata.close(self.metadata_version, len(self.closed))
-            for bookie in sorted(self.members(), key=self.bookies.index):
-                self._send(bookie, CloseLedger(self.client_id, self.write_back(bookie)))
+            # The entry does not exist: the ledger ends before it. Recovery writes the entries it
+            # read back (its recovery adds, to every bookie of the fragments) and closes the ledger
+            # once an ack quorum of each one's write set acknowledged them (LedgerRecoveryOp).
+            self.closing = tuple(entry if entry is not None else (WRITER_GENERATION, b"") for entry in self._log)
+            if self.unconfirmed():
+                for bookie in sorted(self.members(), key=self.bookies.index):
+                    self._send(bookie, RecoveryAdd(self.client_id, self.write_back(bookie)))
+            self._close_once_added()
+
+    def unconfirmed(self) -> list[int]:
+        """The entries recovery read after the highest LAC reported whose recovery adds fewer than
+        an ack quorum of their write set acknowledged: the close waits for them."""
+        if self.closing is None:
+            return []
+        return [e for e in range(self.recovery_start + 1, len(self.closing) + 1)
+                if len(self.added.intersection(self.quorums.write_set(self.fragments, e))) < self.quorums.ack_quorum]
+
+    def waits(self) -> str | None:
+        """Why recovery has found the ledger's end but not closed it (None: it has not found it, or closed it)."""
+        if self.closing is None or self.closed is not None:
+            return None
+        e = self.unconfirmed()[0]
+        added = [b for b in self.quorums.write_set(self.fragments, e) if b in self.added]
+        return (f"recovery waits to close the ledger at entry {len(self.closing)}: entry {e}'s recovery adds are "
+                f"acknowledged by {len(added)} bookie{'' if len(added) == 1 else 's'} of its write set"
+                f"{' (' + ', '.join(added) + ')' if added else ''}, not the ack quorum of {self.quorums.ack_quorum}")
+
+    def recovery_add(self, bookie: str) -> None:
+        """Send `bookie` recovery's adds again (its earlier ones were lost, or it was down)."""
+        self._bookie(bookie)
+        if self.closing is None:
+            raise ReplicaError("recovery has not found the ledger's end: it has nothing to write back yet")
+        if bookie not in self.members():
+            raise ReplicaError(f"{bookie} holds no fragment of the ledger")
+        self._send(bookie, RecoveryAdd(self.client_id, self.write_back(bookie)))
+
+    def _close_once_added(self) -> None:
+        """Close the ledger once its recovery adds are on an ack quorum: in the metadata
+        (conditional on recovery's own version, which nobody else changes), then on the bookies."""
+        if self.unconfirmed():
+            return
+        self.closed = self.closing
+        self.metadata_version = self.metadata.close(self.metadata_version, len(self.closed))
+        for bookie in sorted(self.members(), key=self.bookies.index):
+            self._send(bookie, CloseLedger(self.client_id, self.write_back(bookie)))
 
     def write_back(self, bookie: str) -> tuple[tuple[int, bytes], ...]:
-        """The closed ledger as `bookie` is to write it: the last fragment's entries of its write
-        sets, holes elsewhere (earlier fragments are immutable)."""
+        """The ledger recovery closes as `bookie` is to write it: the last fragment's entries of its
+        write sets, holes elsewhere (earlier fragments are immutable)."""
         first = self.fragments[-1][0]
         return tuple(entry if index >= first and bookie in self.quorums.write_set(self.fragments, index) else HOLE
-                     for index, entry in enumerate(self.closed, start=1))
+                     for index, entry in enumerate(self.closing, start=1))
+
     def closed_ledger(self) -> tuple[tuple[int, bytes], ...] | None:
         """The closed ledger's entries, once recovery closed it (None before)."""
         return self.closed
@@ -792,6 +863,8 @@ class RecoveryClient:
         self._outbox.append((to, message))
 
     def __repr__(self) -> str:
-        state = f"closed@{len(self.closed)}" if self.closed is not None else f"reading {self.reading}"
+        state = (f"closed@{len(self.closed)}" if self.closed is not None else
+                 f"closing@{len(self.closing)} added={sorted(self.added)}" if self.closing is not None else
+                 f"reading {self.reading}")
         return (f"RecoveryClient({self.client_id} {state} responded={sorted(self.responded)} "
                 f"negatives={sorted(self.negatives)})")

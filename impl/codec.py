@@ -106,6 +106,7 @@ SCHEMA.update({
     m.ReadEntry: (60, (("client", SERVER), ("entry", COUNT), ("fence", BOOL))),
     m.ReadEntryReply: (61, (("bookie", SERVER), ("code", COUNT), ("entry", COUNT), ("entries", ENTRIES))),
     m.CloseLedger: (62, (("client", SERVER), ("entries", ENTRIES))),
+    m.RecoveryAdd: (63, (("client", SERVER), ("entries", ENTRIES))),
 })
 MESSAGE_TYPES: dict[int, type] = {code: cls for cls, (code, _) in SCHEMA.items()}
 

@@ -786,9 +786,26 @@ class ReadEntryReply:
 
 
 @dataclass(frozen=True)
+class RecoveryAdd:
+    """Recovery client -> bookie: BookKeeper's recovery adds (RECOVERY_ADD, which a fenced bookie
+    takes) of the entries 1..len(entries) recovery will close the ledger with, before it closes it.
+    An entry of the bookie's write sets in the last fragment is written; a hole (generation 0) is an
+    entry not to write back there: the bookie keeps what it has. Nothing is truncated and the LAC
+    does not move (the ledger is not closed yet). Answered with an AddReply once durable; recovery
+    closes the ledger once an ack quorum of each entry's write set acknowledged it."""
+
+    client: str
+    entries: tuple[tuple[int, bytes], ...]
+
+    def __post_init__(self) -> None:
+        _server(self, "client")
+        _entries(self, MAX_U64, "generation", "2**64-1")
+
+
+@dataclass(frozen=True)
 class CloseLedger:
-    """Recovery client -> bookie: the closed ledger, entries 1..len(entries): BookKeeper's recovery
-    adds (which a fenced bookie takes) and the close. An entry of the bookie's write sets in the
+    """Recovery client -> bookie: the closed ledger, entries 1..len(entries), once the ledger's
+    metadata records its end (after the `RecoveryAdd`s reached an ack quorum). An entry of the bookie's write sets in the
     last fragment is written; a hole (generation 0) is an entry not to write back there (another
     write set's, or an earlier fragment's, which is immutable): the bookie keeps what it has. It
     keeps nothing beyond the last entry (never read again), takes the last as its LAC, and answers
@@ -802,10 +819,12 @@ class CloseLedger:
         _entries(self, MAX_U64, "generation", "2**64-1")
 
 
-BOOKKEEPER_MESSAGES = (AddEntries, AddReply, ReadLac, ReadLacReply, ReadEntry, ReadEntryReply, CloseLedger)
+BOOKKEEPER_MESSAGES = (AddEntries, AddReply, ReadLac, ReadLacReply, ReadEntry, ReadEntryReply, RecoveryAdd,
+                       CloseLedger)
 BOOKKEEPER_SENDER_FIELD: dict[type, str] = {
     AddEntries: "writer", AddReply: "bookie", ReadLac: "client", ReadLacReply: "bookie", ReadEntry: "client",
-    ReadEntryReply: "bookie", CloseLedger: "client",
+    ReadEntryReply: "bookie", RecoveryAdd: "client", CloseLedger: "client",
 }
-BookKeeperMessage = Union[AddEntries, AddReply, ReadLac, ReadLacReply, ReadEntry, ReadEntryReply, CloseLedger]
+BookKeeperMessage = Union[AddEntries, AddReply, ReadLac, ReadLacReply, ReadEntry, ReadEntryReply, RecoveryAdd,
+                          CloseLedger]
 ALL_MESSAGES = ALL_MESSAGES + BOOKKEEPER_MESSAGES

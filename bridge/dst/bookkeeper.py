@@ -13,14 +13,19 @@ away and give it back, between a bookie and the writer's machine (an even `arg`)
 client's (an odd one). The writer and the recovery client run on machines of their own. After the
 last step everything is healed and restarted, the adds under way finish, and the ledger is recovered
 (or its recovery finishes): fencing reads to every bookie until E - AQ + 1 answered (the others are
-not sent again), recovery reads to every bookie of the entry's write set, the close written back.
+not sent again), recovery reads to every bookie of the entry's write set until the ledger's end,
+recovery adds of the entries read to every bookie until an ack quorum of each entry's write set
+acknowledged them (sent again to a bookie that did not answer), then the close written back.
 
-Checked (`Outcome.violations`, the first of each kind): every acknowledged entry is in the closed
-ledger, at its index, with its value (BookKeeper's promise); every live bookie holds the closed
-ledger afterwards; a bookie restarts from whatever the crash left (a refused journal is a
-violation); no unhandled error. Witnesses: acknowledged adds, adds left unacknowledged, entries
+Checked (`Outcome.violations`, the first of each kind): when recovery closes the ledger, each entry
+it read after the highest LAC reported is on an ack quorum of its write set (the model's
+ClosedLedgerOnAckQuorum: recovery closes only once its recovery adds were acknowledged); every
+acknowledged entry is in the closed ledger, at its index, with its value (BookKeeper's promise);
+every live bookie holds the closed ledger afterwards; a bookie restarts from whatever the crash left
+(a refused journal is a violation); no unhandled error. Witnesses: acknowledged adds, adds left unacknowledged, entries
 recovered beyond the last acknowledged one, crashes, power failures, restarts, fail-stops, and the
-disks' own counts.
+disks' own counts, closes that waited for recovery adds (a round of them left the ledger
+open).
 
 `PLANTS` holds the bookie whose journal never fsyncs (`bookie-no-fsync`): it answers an add before
 the entry is durable, so a power failure loses an acknowledged entry. The protocol's
@@ -86,6 +91,8 @@ class BookKeeperSimulation:
         self.recovering: asyncio.Task | None = None
         self.unclosed: list = []
         self.closed: tuple | None = None
+        # Each bookie's journal when it last went down: what it answered for is durable there.
+        self.journals: dict[str, tuple] = {}
         self.values: dict[int, bytes] = {}
         self.acknowledged: set[int] = set()
         self.outcome = Outcome()
@@ -132,8 +139,11 @@ class BookKeeperSimulation:
             self.stop(bookie, power_loss=False, crash=False)
 
     def stop(self, bookie: str, power_loss: bool, crash: bool = True) -> None:
-        if self.servers.pop(bookie, None) is None:
+        server = self.servers.pop(bookie, None)
+        if server is None:
             return
+        if getattr(server, "bookie", None) is not None:  # (it had started)
+            self.journals[bookie] = tuple(server.bookie._log)
         if crash:
             self.outcome.witnesses["power failures" if power_loss else "crashes"] += 1
         for job in self.loop.crash(bookie):
@@ -218,7 +228,7 @@ class BookKeeperSimulation:
 
     async def recover(self) -> None:
         recovery = self.recovery
-        fencing = True
+        fencing, waited = True, False
         deadline = self.loop.now + 5.0
         while recovery.closed is None and self.loop.now < deadline:
             if fencing:  # until E - AQ + 1 answered; the others are not asked again
@@ -227,11 +237,21 @@ class BookKeeperSimulation:
                         recovery.fence(bookie)
                         await self.exchange(recovery, bookie)
                 fencing = len(recovery.responded) < recovery.quorums.fencing_needed
-            if not fencing:
+            if not fencing and recovery.closing is None:
                 for bookie in recovery.quorums.write_set(recovery.fragments, recovery.reading):
-                    if recovery.closed is None and bookie not in recovery.negatives:
+                    if recovery.closing is None and bookie not in recovery.negatives:
                         recovery.recovery_read(bookie)
                         await self.exchange(recovery, bookie)
+            if recovery.closing is not None:
+                # Recovery adds to every bookie that has not acknowledged them (again, while one does
+                # not answer); the close comes once an ack quorum of each write set did.
+                for bookie in sorted(recovery.members() - recovery.added, key=BOOKIES.index):
+                    if recovery.closed is None:
+                        recovery.recovery_add(bookie)
+                        await self.exchange(recovery, bookie)
+                if recovery.closed is None and not waited:
+                    waited = True
+                    self.outcome.witnesses["closes that waited for recovery adds"] += 1
             if recovery.closed is None:
                 await asyncio.sleep(0.05)
         if recovery.closed is None:
@@ -240,8 +260,32 @@ class BookKeeperSimulation:
         out = recovery.ready()
         self.closed = out.closed
         self.event(f"recovery closes the ledger at entry {len(out.closed)}")
+        self.check_close()
         self.unclosed = list(out.messages)
         await self.write_close()
+
+    def check_close(self) -> None:
+        """When recovery closes the ledger, every entry it read after the highest LAC reported is on an
+        ack quorum of its write set (it closes once its recovery adds were acknowledged by one). A
+        bookie's journal is the live server's, or the one it had when it went down: every entry a
+        bookie answered for is durable in it (an unsynced one may be counted too, never one missed)."""
+        recovery, closed = self.recovery, self.closed
+        for index in range(recovery.recovery_start + 1, len(closed) + 1):
+            write_set = recovery.quorums.write_set(recovery.fragments, index)
+            holders = []
+            for bookie in write_set:
+                server = self.servers.get(bookie)
+                journal = tuple(server.bookie._log) if getattr(server, "bookie", None) is not None \
+                    else self.journals.get(bookie, ())
+                if len(journal) >= index and journal[index - 1] == closed[index - 1]:
+                    holders.append(bookie)
+            if len(holders) < recovery.quorums.ack_quorum:
+                self.violation(f"recovery closed the ledger at entry {len(closed)} while entry {index}, which it read "
+                               f"after the highest LAC reported ({recovery.recovery_start}), was on "
+                               f"{len(holders)} bookie(s) of its write set {list(write_set)} "
+                               f"({', '.join(holders) or 'none'}), fewer than the ack quorum of "
+                               f"{recovery.quorums.ack_quorum}")
+                return
 
     async def write_close(self) -> None:
         """The close and its write-back to every bookie; a bookie that did not answer gets it again

@@ -10,9 +10,13 @@ that is down is lost. The model's actions:
 - `send_add(b)`: the writer sends bookie b what it lacks with its LAC, and steps the answers (a
   bookie whose journal was cut by a close answers where it ends, and the writer sends from there);
 - `fence(b)`: the recovery client's fencing LAC read of b, and b's answer;
-- `recovery_read(b)`: the recovery client reads its next entry from b; when it closes the ledger
-  the close goes to every live bookie and into the ledger's metadata (`closed_at`), which a bookie
-  that was down reads when it restarts;
+- `recovery_read(b)`: the recovery client reads its next entry from b; when the answer ends the
+  ledger, its recovery adds go to every live bookie, and once an ack quorum of each entry's write
+  set acknowledged them the close goes into the ledger's metadata (`closed_at`, which a bookie that
+  was down reads when it restarts) and to every live bookie. With fewer acknowledgements the step
+  answers why recovery waits (the model refuses it): the ledger stays open, and a bookie that
+  restarts gets the recovery adds again (recovery retries), so the close comes with the restart
+  that completes an ack quorum;
 - `read(b)`: real client reads of b's entries up to its LAC, each kept in `history`;
 - `crash(b)`, `restart(b)`: a bookie's process dies (its journal, LAC and fence are durable) and
   comes back from what its storage recovers;
@@ -51,6 +55,7 @@ from hwm.impl.bookkeeper import (
     persist,
 )
 from hwm.impl.core import NotCommitted, Replica, ReplicaError
+from hwm.impl.messages import CloseLedger, RecoveryAdd
 from hwm.impl.storage import MemoryStorage
 from hwm.model.actions import from_step
 from hwm.model.state import Config
@@ -236,7 +241,7 @@ class BookKeeperSimCluster(SimCluster):
         return self._recovery(bookie, self.recovery.fence)
 
     def recovery_read(self, bookie: str) -> str | None:
-        return self._recovery(bookie, self.recovery.recovery_read)
+        return self._recovery(bookie, self.recovery.recovery_read) or self.recovery.waits()
 
     def _recovery(self, bookie: str, request) -> str | None:
         if self.replicas[bookie] is None:
@@ -283,6 +288,10 @@ class BookKeeperSimCluster(SimCluster):
         if self.replicas[bookie] is not None:
             return f"{bookie} is not down"
         self.start(bookie)
+        if self.recovery.waits() is not None and bookie in self.recovery.members() \
+                and bookie not in self.recovery.added:
+            self.recovery.recovery_add(bookie)  # recovery retries the adds the bookie missed
+            self._pump(self.recovery, bookie)
         return None
 
     def change_ensemble(self, bookie: str) -> str | None:
@@ -309,8 +318,9 @@ class BookKeeperSimCluster(SimCluster):
         return bookie
 
     def _pump(self, client, bookie: str) -> None:
-        """Deliver `client`'s requests to `bookie` and the answers back until both are quiet; a close
-        goes to every live bookie and into the ledger's metadata. Anything else is dropped."""
+        """Deliver `client`'s requests to `bookie` and the answers back until both are quiet;
+        recovery's adds and its close go to every live bookie, and the close into the ledger's
+        metadata. Anything else is dropped."""
         for _ in range(8):
             out = client.ready()
             for acknowledged in out.acknowledged:
@@ -324,7 +334,7 @@ class BookKeeperSimCluster(SimCluster):
             answers = []
             for to, message in out.messages:
                 target = self.replicas.get(to)
-                if target is None or (to != bookie and out.closed is None):
+                if target is None or (to != bookie and not isinstance(message, (RecoveryAdd, CloseLedger))):
                     continue  # lost: the bookie is down, or the model's step does not send it
                 target.step(self._wire(message))
                 ready = target.ready()

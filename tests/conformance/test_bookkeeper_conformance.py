@@ -5,6 +5,7 @@ same step, snapshot for snapshot; under the fix the same steps hold (the late ad
 conformance machine drives the implementation with the model's actions and compares, after every
 step, the snapshots and what the model tracks beyond them (fence bits, fencing answers, "no such
 entry" answers, acknowledged entries); tests/quality/test_kill_matrix.py hunts the broken preset.
+Recovery's wait for its recovery adds is driven by hand: the model refuses the step where it waits.
 """
 
 from __future__ import annotations
@@ -20,8 +21,11 @@ from hwm.cli import main
 from hwm.counterexamples.build import HERE
 from hwm.impl.bookkeeper import Bookie
 from hwm.model.actions import from_step
+from hwm.model.registry import build_model
 from hwm.model.state import Config
+from hwm.properties.catalogue import check_state
 from hwm.properties.protocol import BOOKKEEPER
+from hwm.properties.snapshot import snapshot_of
 from hwm.properties.trace import load
 
 TRACE = HERE / "bookkeeper-recovery-without-fencing.json"
@@ -148,3 +152,43 @@ def test_the_ledger_presets_conform(preset, tmp_path):
     if preset == "bookkeeper-ensemble-change":
         must_happen.add("change_ensemble")
     assert must_happen <= set(machine.witnessed), f"never happened: {must_happen - set(machine.witnessed)}"
+
+
+# ------------------------------------------------------------------ recovery's write-back
+FOUR_BOOKIES = Config(servers=4, max_log=1, max_crashes=3)
+# The model's shortest counterexample while recovery closed without waiting for its write-back
+# (tests/model/test_bookkeeper_recovery.py): S1 alone holds the unacknowledged entry 1, S1 and S2
+# answered the fencing reads, S1 gave recovery entry 1 and S2 said it lacks entry 2; then S2, S3
+# and S4 crash. S1's "no such entry" for entry 2 is the answer that ends the ledger at entry 1.
+BEFORE_THE_CLOSE = [("add",), ("send_add", 0), ("fence", 0), ("fence", 1), ("recovery_read", 0),
+                    ("recovery_read", 1), ("crash", 1), ("crash", 2), ("crash", 3)]
+
+
+def test_recovery_closes_the_ledger_only_once_an_ack_quorum_acknowledged_its_recovery_adds():
+    model = build_model(BOOKKEEPER, FOUR_BOOKIES)
+    always = tuple(p for p in model.properties if p.kind == "always")
+    cluster = SimCluster(BOOKKEEPER, FOUR_BOOKIES)
+    for action in BEFORE_THE_CLOSE:
+        assert cluster.apply(action) is None, action
+    # Entry 1's recovery add reaches S1 alone, one of the ack quorum of 3: the ledger stays open (the
+    # model refuses this step: recovery cannot write entry 1 back to an ack quorum). Closing here
+    # broke CommittedOnQuorum: entry 1 on S1, the writer and the recovery client, 3 of 6 servers.
+    waiting = cluster.apply(("recovery_read", 0))
+    assert check_state(cluster.snapshot(), always) == {}
+    assert cluster.metadata.closed_at is None and cluster.recovery.closed is None, cluster.recovery
+    assert waiting == ("recovery waits to close the ledger at entry 1: entry 1's recovery adds are "
+                       "acknowledged by 1 bookie of its write set (S1), not the ack quorum of 3")
+    # S2 and S3 come back: recovery sends them its recovery adds again, they acknowledge, and only
+    # then does it close the ledger, with entry 1 on S1, S2 and S3.
+    assert cluster.apply(("restart", 1)) is None and cluster.metadata.closed_at is None
+    assert cluster.apply(("restart", 2)) is None
+    assert cluster.metadata.closed_at == 1 and cluster.recovery.closed is not None
+    snapshot = cluster.snapshot()
+    assert [(s.log, s.hwm) for s in snapshot.servers[:3]] == [((1,), 1)] * 3
+    assert check_state(snapshot, always) == {}
+    # Then the model's own closing step from the same state holds too (S2 and S3 restarted first).
+    state = model.initial_state()
+    for action in BEFORE_THE_CLOSE + [("restart", 1), ("restart", 2), ("recovery_read", 0)]:
+        assert model.why_not(state, action) is None, action
+        state = model.apply(state, action)
+    assert snapshot_of(state).servers[:4] == snapshot.servers[:4]

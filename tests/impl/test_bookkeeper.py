@@ -22,7 +22,7 @@ from hwm.impl.bookkeeper import (
     persist,
 )
 from hwm.impl.core import NotCommitted, ReplicaError
-from hwm.impl.messages import BK_FENCED, AddEntries, AddReply, ReadEntry, ReadLac
+from hwm.impl.messages import BK_FENCED, AddEntries, AddReply, CloseLedger, ReadEntry, ReadLac, RecoveryAdd
 from hwm.impl.storage import DiskStorage, MemoryStorage
 from hwm.impl.wal import StorageError
 from hwm.properties.protocol import BOOKKEEPER, RAFT
@@ -30,6 +30,10 @@ from hwm.properties.protocol import BOOKKEEPER, RAFT
 BOOKIES = ("S1", "S2", "S3")
 CLIENTS = ("S4", "S5")
 WITHOUT_FENCING_READS = replace(BOOKKEEPER, bookkeeper_recovery_reads_fence=False)
+
+
+# Recovery's adds and its close go to every bookie of the ledger, not only the one a step asks.
+RECOVERY_WRITES = (CloseLedger, RecoveryAdd)
 
 
 def wire(message):
@@ -53,7 +57,7 @@ class Ledger:
             self.acked += out.acknowledged
             answers = []
             for to, message in out.messages:
-                if to in self.bookies and (bookie is None or to == bookie or out.closed is not None):
+                if to in self.bookies and (bookie is None or to == bookie or type(message) in RECOVERY_WRITES):
                     target = self.bookies[to]
                     target.step(wire(message))
                     ready = target.ready()
@@ -194,6 +198,40 @@ def test_the_close_writes_the_ledger_back_and_a_bookie_down_at_the_close_trims_i
     restarted = ledger.restart("S3", closed_at=2)
     assert (restarted.last_entry, restarted.lac, restarted.closed_at) == (2, 2, 2)
     assert (ledger.restart("S3").last_entry, ledger.bookies["S3"].closed_at) == (2, 2)  # the trim is durable
+
+
+def test_recovery_closes_once_an_ack_quorum_acknowledged_its_recovery_adds_and_counts_no_silent_bookie(tmp_path):
+    ledger = Ledger(tmp_path)
+    ledger.writer.add(b"a")
+    ledger.send_add("S1")  # entry 1 on S1 only: not acknowledged
+    recovery = ledger.recovery
+    for bookie in ("S1", "S2"):
+        recovery.fence(bookie)
+        ledger.exchange(recovery, bookie)
+    for bookie in ("S1", "S1"):  # entry 1 found on S1, then S1 lacks entry 2
+        recovery.recovery_read(bookie)
+        ledger.exchange(recovery, bookie)
+    recovery.recovery_read("S2")  # S2 lacks entry 2 too: the ledger ends at entry 1
+    ledger.bookies["S2"].step(wire(recovery.ready().messages[0][1]))
+    recovery.step(wire(ledger.bookies["S2"].ready().messages[0][1]))
+    adds = recovery.ready().messages
+    assert [(to, type(message).__name__) for to, message in adds] == [(b, "RecoveryAdd") for b in BOOKIES]
+    assert recovery.closed is None and recovery.metadata.closed_at is None
+    # S1 acknowledges (twice: it counts once); S2 and S3 do not answer. The ledger stays open.
+    for _ in range(2):
+        ledger.bookies["S1"].step(wire(adds[0][1]))
+        recovery.step(wire(ledger.bookies["S1"].ready().messages[0][1]))
+    assert recovery.closed is None and recovery.metadata.closed_at is None
+    assert recovery.waits() == ("recovery waits to close the ledger at entry 1: entry 1's recovery adds are "
+                                "acknowledged by 1 bookie of its write set (S1), not the ack quorum of 2")
+    assert ledger.bookies["S1"].lac == 0  # a recovery add neither moves the LAC nor closes the bookie
+    with pytest.raises(ReplicaError, match="recovery found the ledger's end \\(entry 1\\): it reads no more"):
+        recovery.recovery_read("S3")
+    # Recovery asks S3 again; its acknowledgement completes the ack quorum: the close follows.
+    recovery.recovery_add("S3")
+    ledger.exchange(recovery, "S3")
+    assert recovery.closed == ((1, b"a"),) and recovery.metadata.closed_at == 1
+    assert [(b.last_entry, b.lac, b.closed_at) for b in ledger.bookies.values()] == [(1, 1, 1)] * 3
 
 
 def test_an_add_past_the_journal_end_is_answered_with_the_end_and_the_writer_sends_from_there(tmp_path):

@@ -21,11 +21,16 @@ from hwm.impl.bookkeeper import (
     persist,
 )
 from hwm.impl.core import NotCommitted, ReplicaError
+from hwm.impl.messages import CloseLedger, RecoveryAdd
 from hwm.impl.storage import DiskStorage
 from hwm.properties.protocol import BOOKKEEPER
 
 BOOKIES = ("S1", "S2", "S3", "S4")
 CLIENTS = ("S5", "S6")
+
+
+# Recovery's adds and its close go to every bookie of the ledger, not only the one a step asks.
+RECOVERY_WRITES = (CloseLedger, RecoveryAdd)
 
 
 def wire(message):
@@ -50,7 +55,7 @@ class Ledger:
             self.acked += out.acknowledged
             answers = []
             for to, message in out.messages:
-                if to in self.down or (to != bookie and out.closed is None):
+                if to in self.down or (to != bookie and type(message) not in RECOVERY_WRITES):
                     continue
                 target = self.bookies[to]
                 target.step(wire(message))

@@ -174,10 +174,19 @@ def test_a_striped_ledger_over_tcp_stores_each_entry_on_its_write_set(bookies):
             writer.add(b"e5")  # S2 and S3
     assert servers["S1"].bookie.snapshot().log[:4] == (1, 0, 1, 1)  # a hole at entry 2 (S2 and S3)
     with LedgerClient(addresses, striped, ledger_file=ledger_file, timeout=1.0) as recovery:
+        # Entry 5 reached S2 before its add failed: recovery finds it there, and its recovery add
+        # needs S3 too (entry 5's write set, AQ = 2). S3 is down: the ledger stays open.
+        with pytest.raises(LedgerError, match=r"recovery waits to close the ledger at entry 5: entry 5's recovery "
+                                              r"adds are acknowledged by 1 bookie of its write set \(S2\), not the "
+                                              r"ack quorum of 2; the ledger stays open; unreachable: S3 at"):
+            recovery.recover(rounds=2)
+        assert read_ledger(ledger_file) is None
+        start("S3")
         closed = recovery.recover()
-    # Entry 2 is on S2 and S3 only (S1 holds a hole): S2's fencing answer carries it. Entry 5 reached S2
-    # before its add failed: recovery finds it there and keeps it (an unacknowledged entry may survive).
+    # Entry 2 is on S2 and S3 only (S1 holds a hole): S2's fencing answer carries it. Entry 5 is kept
+    # (an unacknowledged entry may survive), now on S2 and S3.
     assert [payload for _, payload in closed] == [b"e1", b"e2", b"e3", b"e4", b"e5"] and read_ledger(ledger_file) == 5
+    assert servers["S3"].bookie.read(5) == (1, b"e5")
 
 
 def test_an_ensemble_change_over_tcp_goes_into_the_metadata_file_that_recovery_follows(bookies):

@@ -173,6 +173,7 @@ MESSAGES.update({
     m.ReadEntry: st.builds(m.ReadEntry, server_ids, st.integers(1, 2**64 - 1), st.booleans()),
     m.ReadEntryReply: read_entry_replies(),
     m.CloseLedger: st.builds(m.CloseLedger, server_ids, bk_entries),
+    m.RecoveryAdd: st.builds(m.RecoveryAdd, server_ids, bk_entries),
 })
 any_message = st.one_of(*MESSAGES.values())
 

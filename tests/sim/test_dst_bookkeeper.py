@@ -24,6 +24,7 @@ from hwm.bridge.dst.bookkeeper import (
     recovery_race_schedules,
     run_bookkeeper_schedule,
 )
+from hwm.impl.bookkeeper import RecoveryClient
 from hwm.properties.protocol import BOOKKEEPER, PRESETS
 
 WITHOUT_FENCING_READS = PRESETS["bookkeeper-recovery-without-fencing"].protocol
@@ -152,3 +153,22 @@ def test_a_late_add_to_a_bookie_recovery_did_not_fence_is_no_violation():
                                         Step(0, "put", 0, 0), Step(5, "get", 0, 0)))
     outcome = run_bookkeeper_schedule(schedule, protocol=PRESETS["bookkeeper-striped"].protocol)
     assert outcome.violations == [] and outcome.witnesses["ledgers closed"] == 1
+
+
+# The writer's add reaches S1 only (S2 and S3 cut from the writer); recovery then reads entry 1 from
+# S1, after every LAC reported (0), and must write it back to an ack quorum before it closes.
+RECOVERED = Schedule(seed=0, steps=(Step(0, "cut", 1, 0), Step(0, "cut", 2, 0), Step(0, "put", 0, 0),
+                                    Step(50, "recover", 0, 0)))
+
+
+def test_recovery_closes_only_once_its_recovery_adds_are_on_an_ack_quorum(monkeypatch):
+    real = run_bookkeeper_schedule(RECOVERED)
+    assert real.violations == [] and real.witnesses["ledgers closed"] == 1, real.report(RECOVERED)
+    assert real.witnesses["entries recovered beyond the last acknowledged"] == 1
+    # A recovery client that closes as soon as the entry after the last is missing (before any
+    # recovery add is acknowledged) closes with entry 1 on S1 alone.
+    monkeypatch.setattr(RecoveryClient, "unconfirmed", lambda self: [])
+    planted = run_bookkeeper_schedule(RECOVERED)
+    assert any("recovery closed the ledger at entry 1 while entry 1, which it read after the highest LAC reported "
+               "(0), was on 1 bookie(s) of its write set ['S1', 'S2', 'S3'] (S1), fewer than the ack quorum of 2"
+               in v for v in planted.violations), planted.report(RECOVERED)
