@@ -39,7 +39,8 @@ finer steps, and this validator accepts exactly these:
   view of its follower; under the wall clock the lag timer may then shrink the ISR, the HW move
   over that fetch's offset and a held fetch be answered with it, before the leader's next input:
   `fetch_then_shrink_isr` takes such fetches and the shrink as one step, only where the fetches
-  alone leave the HW as it is.
+  alone leave the HW as it is (several replicas leave one AlterIsr at a time, each counting until
+  it leaves).
 - **The ISR is compared where the node shows it**: a leader's own copy of the ISR (the model's
   `isr` of a leader, itself included) must be the one the node reports (`feed(event, isr=...)`).
 
@@ -445,34 +446,53 @@ f crashed may arrive after. Each is from an
             return
         members = [f for f, follower in enumerate(state.servers) if f != l and follower.in_isr]
         # Partition.maybeShrinkIsr removes every out-of-sync replica with one AlterIsr; hwm's broker
-        # removes one per tick, and under the wall clock several ticks pass between two answers.
-        for size in range(1, len(members) + 1):
-            for removed in combinations(members, size):
-                after = self._shrunk(state, l, removed)
-                yield ("shrink_isr", l, removed[0] if size == 1 else removed), after
-                yield from self._shrinks_after_fetches(state, l, removed, after)
+        # removes one per tick, and under the wall clock several ticks pass between two answers. Each
+        # AlterIsr moves the HW, so the order counts: the index's, and the lowest offset first (the
+        # replica holding the HW back is the first to lag).
+        removals = [removed for size in range(1, len(members) + 1) for removed in combinations(members, size)]
+        for removed in removals:
+            for order in self._orders(removed, leader.match):
+                yield ("shrink_isr", l, order[0] if len(order) == 1 else order), self._shrunk(state, l, order)
+        yield from self._shrinks_after_fetches(state, l, removals)
+
+    @staticmethod
+    def _orders(removed: tuple, match) -> tuple:
+        """The orders in which the replicas `removed` leave the ISR: the index's, and the lowest offset first."""
+        return tuple(dict.fromkeys((removed, tuple(sorted(removed, key=lambda f: (match[f], f))))))
 
     def _shrunk(self, state, l, removed):
-        """`state` after the controller accepts leader l's AlterIsr without the replicas `removed`."""
+        """`state` after the controller accepts leader l's AlterIsr without the replicas `removed`, in order."""
         after = state
         for f in removed:
             after = self.model.effect_shrink_isr(after, l, f)
         return after._replace(channels=state.channels)
 
-    def _shrinks_after_fetches(self, state, l, removed, shrunk):
-        """The shrink above, counting fetches leader l took before it that changed nothing it shows: each
-        fetch was an input of l's, and hwm read l's state right after it (the HW held back by a replica
+    def _hwm_after(self, leader, l, match, removed) -> int:
+        """Leader l's HW after its view of the followers becomes `match` and `removed` leave its ISR one at a
+        time, each AlterIsr moving the HW (the model's `_advance_hwm`, on numbers: no states built)."""
+        model, hwm = self.model, leader.hwm
+        isr = {k for k in range(self.n) if (leader.isr[k] or k == l) and k in model.counting}
+        for f in (None,) + tuple(removed):
+            isr.discard(f)
+            if len(isr) >= model.min_isr:
+                hwm = max(hwm, min(len(leader.log) if k == l else match[k] for k in isr))
+        return hwm
+
+    def _shrinks_after_fetches(self, state, l, removals):
+        """A shrink counting fetches leader l took before it that changed nothing it shows: each fetch
+        was an input of l's, and hwm read l's state right after it (the HW held back by a replica
         still in the ISR); then l's lag timer shrank the ISR, the controller answered before l's next
         input (in hwm's node the controller lives in the first node and answers at once), the HW moved
-        over the fetches' offsets and a fetch l held was answered with it. The follower that shows that answer is three steps (the fetch,
-        the shrink, the answer) from l's last shown state, where the search goes two deep.
+        over the fetches' offsets and a fetch l held was answered with it. The follower that shows
+        that answer is three steps (the fetch, the shrink, the answer) from l's last shown state,
+        where the search goes two deep.
         The fetches: one that l may take now from one follower of its ISR, or the latest of each (only
-        an ISR replica's offset counts toward the HW, and its fetch makes no AlterIsr); only where
-        taking them alone leaves the HW as it is (else l showed the HW they gave, at that input), and
-        only where the shrink then gives a higher HW than without them (otherwise this is the shrink,
-        and a later fetch). Several replicas leave one AlterIsr at a time, each moving the HW: a
-        replica shrunk after another counts until it leaves (its own fetch too), so the replicas leave
-        in the order of the index and in that of their offsets, lowest first (the HW's highest)."""
+        an ISR replica's offset counts toward the HW, and its fetch makes no AlterIsr), at least one
+        from an offset above l's view of it; only where taking them alone leaves the HW as it is (else
+        l showed the HW they gave, at that input), and only where the shrink then gives a higher HW
+        than without them (otherwise this is the shrink, and a later fetch). Several replicas leave
+        one AlterIsr at a time, each moving the HW: a replica shrunk after another counts until it
+        leaves (its own fetch too), in the orders of `_orders` (the offsets the fetches give)."""
         n, leader = self.n, state.servers[l]
         picks, latest = [], {}
         for f in range(n):
@@ -486,24 +506,29 @@ f crashed may arrive after. Each is from an
                 latest[f] = (at, offset)
         if len(latest) > 1:
             picks.append(latest)
+        shrunk_hwm = {}  # the HW of each shrink alone (removal order -> HW)
         for pick in picks:
-            channels = list(self._channels(state))
             match = list(leader.match)
             for f, (at, offset) in pick.items():
-                channels[f * n + l] = channels[f * n + l][at + 1:]
                 match[f] = offset
-            servers = list(state.servers)
-            servers[l] = leader._replace(match=tuple(match))
-            self.model._advance_hwm(servers, l, state.acked)
-            if servers[l].hwm != leader.hwm:
-                continue  # the fetches moved the HW: l showed that at their input, before the shrink
-            fetched = state._replace(servers=tuple(servers), channels=tuple(channels))
-            lowest_first = tuple(sorted(removed, key=lambda f: (match[f], f)))
-            for order in dict.fromkeys((removed, lowest_first)):
-                after = self._shrunk(fetched, l, order)
-                if after.servers[l].hwm > shrunk.servers[l].hwm:
+            if all(offset <= leader.match[f] for f, (_, offset) in pick.items()) \
+                    or self._hwm_after(leader, l, match, ()) != leader.hwm:
+                continue  # nothing a shrink could count more, or the fetches moved the HW: l showed that
+            fetched = None
+            for removed in removals:
+                for order in self._orders(removed, match):
+                    if order not in shrunk_hwm:
+                        shrunk_hwm[order] = self._hwm_after(leader, l, leader.match, order)
+                    if self._hwm_after(leader, l, match, order) <= shrunk_hwm[order]:
+                        continue
+                    if fetched is None:
+                        channels = list(self._channels(state))
+                        for f, (at, offset) in pick.items():
+                            channels[f * n + l] = channels[f * n + l][at + 1:]
+                        servers = state.servers[:l] + (leader._replace(match=tuple(match)),) + state.servers[l + 1:]
+                        fetched = state._replace(servers=servers, channels=tuple(channels))
                     who = next(iter(pick)) if len(pick) == 1 else "all"
-                    yield ("fetch_then_shrink_isr", who, l, order), after
+                    yield ("fetch_then_shrink_isr", who, l, order), self._shrunk(fetched, l, order)
 
     def _action_text(self, action) -> str:
         names = self.header.servers

@@ -211,6 +211,19 @@ def test_a_shrink_counts_only_fetches_that_moved_nothing_the_leader_shows():
     assert shrinking_n3(took_n3) == []
 
 
+def test_replicas_leaving_one_at_a_time_may_leave_lowest_offset_first():
+    # n1 counts n2 at offset 2 and n3 at 0 (HW 0). n3 lags first: its AlterIsr moves the HW to 2, then n2's
+    # leaves {n1}. In index order (n2 first) the HW stays at 0.
+    v = ObservedKafkaValidator(KAFKA, Header(NODES, LOGGED))
+    for server, fields, *isr in BEHIND:
+        assert v.feed(Event(server=server, **fields), isr=isr[0] if isr else None) is None
+    state = v.candidates[0].state
+    counted = state._replace(servers=(state.servers[0]._replace(match=(0, 2, 0)),) + state.servers[1:])
+    both = {action[2]: after.servers[0].hwm for action, after in v._shrinks(counted, 0)
+            if action[0] == "shrink_isr" and isinstance(action[2], tuple)}
+    assert both == {(1, 2): 0, (2, 1): 2}
+
+
 def test_a_follower_of_an_older_epoch_is_fenced():
     # n1 restarts and is elected again for epoch 2 without n2 (which still follows it in epoch 1).
     again = ELECTED + [("n1", dict(crash=True)), ("n1", dict(restart=True, generation=1, role="follower")),
