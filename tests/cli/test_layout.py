@@ -6,6 +6,7 @@ re-exports nothing, and an install without the test extra runs `hwm`."""
 from __future__ import annotations
 
 import ast
+import functools
 import re
 import subprocess
 import sys
@@ -32,10 +33,21 @@ ALLOWED = {
 LIBRARY_OF = {name: folder for folder, name in PACKAGES.items()}
 
 
+@functools.lru_cache(maxsize=None)
+def parsed(path: Path) -> ast.Module:
+    """`path`'s syntax tree, parsed once per process: every test here walks the same files."""
+    return ast.parse(path.read_text(), str(path))
+
+
+@functools.lru_cache(maxsize=None)
+def nodes_of(path: Path) -> tuple[ast.AST, ...]:
+    return tuple(ast.walk(parsed(path)))
+
+
 def imported_modules(path: Path) -> list[tuple[int, str]]:
     """Every absolute module `path` imports, with its line: `from a.b import c` gives a.b and a.b.c."""
     found = []
-    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+    for node in nodes_of(path):
         if isinstance(node, ast.Import):
             found += [(node.lineno, alias.name) for alias in node.names]
         elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
@@ -91,7 +103,7 @@ def test_library_code_never_imports_the_command_line():
                     wrong.append(f"{path.relative_to(ROOT)}:{line} imports {module}")
             if folder == "bench":
                 continue
-            for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            for node in nodes_of(path):
                 if isinstance(node, ast.Constant) and isinstance(node.value, str):
                     named = NAMES_THE_COMMAND_LINE.search(node.value)
                     if named:
@@ -110,7 +122,7 @@ OPENINGS_WITH_CODE: dict[str, str] = {}
 
 def opening_code(path: Path) -> list[str]:
     """What an opening holds beyond its docstring, imports and `__all__`, as `line: kind`."""
-    body = ast.parse(path.read_text(), str(path)).body
+    body = parsed(path).body
     return [f"{node.lineno}: {type(node).__name__}" for k, node in enumerate(body)
             if not (isinstance(node, (ast.Import, ast.ImportFrom))
                     or (k == 0 and isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant))
@@ -163,7 +175,7 @@ def imports_inside_packages() -> dict[str, set[str]]:
                 if package_of(imported, modules) == package_of(module, modules):
                     edges.setdefault(module, set()).add(imported)
         # `from p import name` gave p and p.name: p's opening is imported only where name is not a module.
-        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        for node in nodes_of(path):
             if isinstance(node, ast.ImportFrom) and node.level == 0 and node.module in modules:
                 if all(f"{node.module}.{alias.name}" in modules for alias in node.names):
                     edges.get(module, set()).discard(node.module)
@@ -207,7 +219,7 @@ def test_the_command_line_re_exports_nothing():
     # binds no name).
     wrong = []
     for path in sources("hwm"):
-        tree = ast.parse(path.read_text(), str(path))
+        tree = parsed(path)
         used = {node.id for node in ast.walk(tree) if isinstance(node, ast.Name)}
         for node in tree.body:
             if isinstance(node, ast.ImportFrom) and node.level == 0 and project_part(node.module or "") is not None:
