@@ -67,6 +67,19 @@ def _cmdline(pid: int) -> str:
         return ""
 
 
+def _groups_naming(folder: Path, known: set[int]) -> list[int]:
+    """The process groups not in `known` whose leader's command line names `folder`."""
+    groups = []
+    for entry in os.listdir("/proc"):
+        if entry.isdigit() and int(entry) not in known and str(folder) in _cmdline(int(entry)):
+            try:
+                if os.getpgid(int(entry)) == int(entry):
+                    groups.append(int(entry))
+            except ProcessLookupError:
+                pass
+    return groups
+
+
 def remove_stale_runs() -> list[str]:
     """Clean up after runs killed with SIGKILL: their processes, folders and nftables tables. What was
     removed, one line each."""
@@ -80,8 +93,13 @@ def remove_stale_runs() -> list[str]:
         if not isinstance(pid, int) or (_start_time(pid) is not None and _start_time(pid) == owner.get("started")):
             continue  # its run is still going
         killed, filesystems = [], []
+        # A member restarted just before its run was killed may be missing from the owner file (started,
+        # not yet recorded): any process group whose leader names the run's folder is the run's too.
+        recorded = set(owner.get("process_groups", [])) | set(owner.get("filesystems", []))
+        found = {"process_groups": [*owner.get("process_groups", []), *_groups_naming(folder, recorded)],
+                 "filesystems": owner.get("filesystems", [])}
         for groups, kind in ((killed, "process_groups"), (filesystems, "filesystems")):  # servers first
-            for pgid in owner.get(kind, []):
+            for pgid in found[kind]:
                 if str(folder) in _cmdline(pgid):  # still that run's, not a process that took the pid since
                     try:
                         os.killpg(pgid, 9)
