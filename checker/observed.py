@@ -28,6 +28,19 @@ from it in these ways, and this validator accepts exactly these, for the raft sy
   only where the caller says the restart may carry one (`feed(..., persisted_generation=True)`:
   bridge/maelstrom/validation.py, for a raft node's restart with at least the generation it showed
   before its kill and at most one some node had shown by then, or the next).
+- **A candidate wins its election after later generations were led** (`elect-late`). A candidate
+  paused (or slow) with its voters' grants unread reads them when it resumes and leads the
+  generation it stood for, below generations other leaders have led since (a correct node: it has
+  heard of no later generation yet, and steps down at its first contact with one; a generation
+  still has one leader). The model's atomic election numbers a generation above every voter's, so
+  the validator makes room: the model's generations from the one after the highest the run named
+  below the candidate's are renumbered one higher (only their order is compared) and the candidate
+  leads the freed one, its voters left as they are (they have moved on since). Only where the
+  caller says the event may be one (`feed(..., late_election=True)`: bridge/maelstrom/validation.py,
+  for a node that showed this candidacy last, whose generation a quorum had shown and no node had
+  led), and only for a candidate with no change of the model's waiting to be shown (it did nothing
+  since it stood) whose generation in the model is below the freed one (a generation is never taken
+  back). The voters' logs when they granted are not checked (their states then are not kept).
 - **A leader steps down without a new leader.** A real leader steps down when it hears of a
   higher generation, a candidate's whose election may yet fail; the model's elections are atomic
   and have no failed candidacy. `step_down(L)` makes a leader a follower of its own generation,
@@ -43,7 +56,7 @@ rules of `checker/validate.py` alone.
 
 from __future__ import annotations
 
-from hwm.checker.validate import Validator
+from hwm.checker.validate import Candidate, Validator
 from hwm.model.state import FOLLOWER, LEADER, REPLY
 
 
@@ -64,6 +77,7 @@ class ObservedValidator(Validator):
         self.refines = protocol.system == "raft" and header.network == "rpc" and hasattr(self.model, "_with_match")
         self.n = len(header.servers)
         self._persisted_generation = False  # set by `feed` for the one event it is fed with
+        self._late_election = False  # likewise
 
     def _successors(self, state, k, seen, event_reads=False):
         if not self.refines:
@@ -105,17 +119,22 @@ class ObservedValidator(Validator):
                 after = state._replace(servers=state.servers[:k] + (stepped,) + state.servers[k + 1:])
                 yield ("step_down", k), self._remember_leaders(state, after)
 
-    def feed(self, event, *, persisted_generation: bool = False):
+    def feed(self, event, *, persisted_generation: bool = False, late_election: bool = False):
         """`Validator.feed`; `persisted_generation`: the event is a restart whose generation the node may
         have persisted before it crashed, from a vote it granted or a candidacy of its own that no model
         step counts (`_restarts_with_vote`). The caller (bridge/maelstrom/validation.py) says so only
         for a generation at or above the one the node showed before its crash and one that some node
-        had shown by then (or the next one: its own candidacy, unseen)."""
+        had shown by then (or the next one: its own candidacy, unseen). `late_election`: the event is a
+        leader of a generation below one already led, which it may have won with grants it read late
+        (`_late_elections`); the caller says so only for the generation of the candidacy the node
+        showed last, which a quorum had shown and no node had led."""
         self._persisted_generation = persisted_generation
+        self._late_election = late_election
         try:
             return super().feed(event)
         finally:
             self._persisted_generation = False
+            self._late_election = False
 
     def _allowed(self, action, k, event) -> bool:
         if action[0] == "restart-voted":
@@ -124,6 +143,39 @@ class ObservedValidator(Validator):
                          "replicate-late-refused", "replicate-matched", "replicate-late-matched"):
             return True
         return super()._allowed(action, k, event)
+
+    # ------------------------------------------------------- a late election
+    def _explain(self, cand, k, seen, event):
+        # A late election is one step, as few as any explanation of a leader's first change; the
+        # search's other steps cannot give a leader a generation between two the run named already.
+        late = self._late_elections(cand, k, seen, event) if self._late_election and self.refines else []
+        return late or super()._explain(cand, k, seen, event)
+
+    def _late_elections(self, cand, k, seen, event):
+        """Candidate k leads the run's generation `seen.generation`, below one the run named already:
+        the model's generations from the one after the highest named below it are renumbered one
+        higher, and k leads the freed generation (the model's `elect` with k's generation just below
+        it, its voters' grants read late: the voters have moved on since, and are left as they are)."""
+        state, run = cand.state, seen.generation
+        server = state.servers[k]
+        if (seen.role != LEADER or run is None or cand.pending[k] or not server.alive
+                or server.role == LEADER or any(r == run for r, _ in cand.generations)):
+            return []
+        if not any(r > run for r, _ in cand.generations):
+            return []  # above every named generation: the model's own election
+        freed = max(m for r, m in cand.generations if r < run) + 1
+        if server.generation >= freed:
+            return []  # the model has k in a later generation already: never lowered
+        shift = _Renumbering(freed)
+        state = shift.state(state)
+        then = state._replace(servers=state.servers[:k] + (state.servers[k]._replace(generation=freed - 1),)
+                              + state.servers[k + 1:])
+        after = self.model.apply(then, ("elect", k, (k,)))
+        moved = Candidate(state, tuple(sorted((r, shift(m)) for r, m in cand.generations)),
+                          tuple(tuple(shift.server(s) for s in changes) for changes in cand.pending), cand.waits)
+        nxt = self._step(moved, ("elect-late", k), after)
+        done = None if nxt is None else self._confirm(nxt, k, seen, event)
+        return [] if done is None else [done]
 
     # ------------------------------------------------------------ persisted votes
     def _restarts_with_vote(self, state, k):
@@ -298,7 +350,36 @@ class ObservedValidator(Validator):
             return f"ack({names[action[1]]}→{names[action[2]]})"
         if action[0] == "restart-voted":
             return f"restart({names[action[1]]}) with the generation of a vote it persisted"
+        if action[0] == "elect-late":
+            return f"elect({names[action[1]]}) with grants it read after later generations were led"
         return super()._action_text(action)
+
+
+class _Renumbering:
+    """Every model generation from `freed` up made one higher, wherever a state holds one: a server's
+    generation and log, a remembered leader's (channel l->l), a reply's generation, the ghost sets
+    of reads and acknowledged entries and, in ZAB's model, the currentEpochs. Only the generations'
+    order is compared, and it is kept."""
+
+    def __init__(self, freed: int):
+        self.freed = freed
+
+    def __call__(self, generation: int) -> int:
+        return generation + 1 if generation >= self.freed else generation
+
+    def server(self, server):
+        return server._replace(generation=self(server.generation), log=tuple(self(g) for g in server.log))
+
+    def state(self, state):
+        channels = tuple(tuple(self.server(item) if hasattr(item, "role") else (item[0], self(item[1])) + item[2:]
+                               for item in channel) for channel in state.channels)
+        fields = dict(servers=tuple(self.server(s) for s in state.servers), channels=channels,
+                      reads=frozenset((i, self(g)) for i, g in state.reads))
+        if "acked" in state._fields:
+            fields["acked"] = frozenset((i, self(g)) for i, g in state.acked)
+        if "epochs" in state._fields:
+            fields["epochs"] = tuple(self(e) for e in state.epochs)
+        return state._replace(**fields)
 
 
 __all__ = ["ObservedValidator"]

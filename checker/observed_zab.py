@@ -26,16 +26,10 @@ finer steps, and this validator accepts exactly the ones the raft validator acce
 - **A node back from a kill shows the epoch of a vote it persisted** (`restart-voted`, as the raft
   validator's: the vote, or its own candidacy, that the model's atomic election did not count); its
   currentEpoch stays the model's.
-- **A candidate wins its election after later epochs were led** (`elect-late`): a candidate paused
-  (or slow) with its voters' grants unread reads them when it resumes and leads the epoch it stood
-  for, below epochs other leaders have led since. The model's atomic election numbers an epoch
-  above every voter's, so the validator makes room: the model's epochs from there up are renumbered
-  one higher (only their order is compared) and the candidate leads the freed one, its currentEpoch
-  that epoch, with no follower synchronised. Only where the caller says the event may be one
-  (`feed(..., late_election=True)`: the node showed this candidacy last, a quorum had shown its
-  epoch, and no node had led it), and only for a candidate with no change of the model's waiting to
-  be shown (it did nothing since it stood) whose epoch in the model is below the freed one (an
-  epoch is never taken back).
+- **A candidate wins its election after later epochs were led** (`elect-late`, the raft
+  validator's, in `checker/observed.py`): the model's epochs from the freed one up are renumbered
+  one higher, and the candidate leads the freed one, prospective, its currentEpoch that epoch, with
+  no follower synchronised.
 
 Everything else is ZAB's model: a prospective leader neither writes nor commits, proposals go to
 synchronised followers only, elections follow fast leader election's order, a crash keeps what is
@@ -47,7 +41,7 @@ from __future__ import annotations
 import itertools
 
 from hwm.checker.observed import ObservedValidator
-from hwm.checker.validate import Candidate, Validator
+from hwm.checker.validate import Validator
 from hwm.model.state import FOLLOWER, LEADER, REPLY
 
 # The reply to a NEWLEADER (its ACK), beside the raft validator's replies to appends (success True).
@@ -62,7 +56,6 @@ class ObservedZabValidator(ObservedValidator):
         if protocol.system != "zab":
             raise ValueError(f"ObservedZabValidator steps ZAB's model, not {protocol.system}'s")
         self.refines = header.network == "rpc"
-        self._late_election = False  # set by `feed` for the one event it is fed with
 
     def _successors(self, state, k, seen, event_reads=False):
         if not self.refines:
@@ -100,55 +93,10 @@ class ObservedZabValidator(ObservedValidator):
                                        synced=state.synced[:k] + (0,) + state.synced[k + 1:])
                 yield ("step_down", k), self._remember_leaders(state, after)
 
-    def feed(self, event, *, late_election: bool = False, **options):
-        """`ObservedValidator.feed`; `late_election`: the event is a leader of an epoch below one already
-        led, which it may have won with grants it read late (`_late_elections`). The caller
-        (bridge/maelstrom/validation.py) says so only for the epoch of the candidacy the node showed
-        last, which a quorum had shown and no node had led."""
-        self._late_election = late_election
-        try:
-            return super().feed(event, **options)
-        finally:
-            self._late_election = False
-
     def _allowed(self, action, k, event) -> bool:
         if action[0] in ("sync-unacknowledged", "sync-older", "learn_epoch", "synchronise"):
             return True
         return super()._allowed(action, k, event)
-
-    # ------------------------------------------------------- a late election
-    def _explain(self, cand, k, seen, event):
-        # A late election is one step, as few as any explanation of a leader's first change; the
-        # search's other steps cannot give a leader an epoch between two the run named already.
-        late = self._late_elections(cand, k, seen, event) if self._late_election else []
-        return late or super()._explain(cand, k, seen, event)
-
-    def _late_elections(self, cand, k, seen, event):
-        """Candidate k leads the run's epoch `seen.generation`, below one the run named already: the
-        model's epochs from the one after the highest named below it are renumbered one higher, and k
-        leads the freed epoch (the model's `elect` with k's generation just below it, its voters' grants
-        read late: the voters have moved on since, and are left as they are)."""
-        state, run = cand.state, seen.generation
-        server = state.servers[k]
-        if (seen.role != LEADER or run is None or cand.pending[k] or not server.alive
-                or server.role == LEADER or any(r == run for r, _ in cand.generations)):
-            return []
-        below = [m for r, m in cand.generations if r < run]
-        if not any(r > run for r, _ in cand.generations):
-            return []  # above every named epoch: the model's own election
-        freed = max(below) + 1
-        if server.generation >= freed:
-            return []  # the model has k in a later epoch already: never lowered
-        shift = _Renumbering(freed)
-        state = shift.state(state)
-        then = state._replace(servers=state.servers[:k] + (state.servers[k]._replace(generation=freed - 1),)
-                              + state.servers[k + 1:])
-        after = self.model.apply(then, ("elect", k, (k,)))
-        moved = Candidate(state, tuple(sorted((r, shift(m)) for r, m in cand.generations)),
-                          tuple(tuple(shift.server(s) for s in changes) for changes in cand.pending), cand.waits)
-        nxt = self._step(moved, ("elect-late", k), after)
-        done = None if nxt is None else self._confirm(nxt, k, seen, event)
-        return [] if done is None else [done]
 
     # ------------------------------------------------------------------ replies
     def _deferred(self, state, action, after):
@@ -296,32 +244,7 @@ class ObservedZabValidator(ObservedValidator):
         names = self.header.servers
         if action[0] == "ack":
             return f"ack({names[action[1]]}→{names[action[2]]})"
-        if action[0] == "elect-late":
-            return f"elect({names[action[1]]}) with grants it read after later epochs were led"
         return super()._action_text(action)
-
-
-class _Renumbering:
-    """Every model epoch from `freed` up made one higher, wherever a ZAB state holds one: a server's
-    generation and log, a remembered leader's (channel l->l), a reply's epoch, the currentEpochs, the
-    ghost sets of reads and acknowledged entries. Only the epochs' order is compared, and it is kept."""
-
-    def __init__(self, freed: int):
-        self.freed = freed
-
-    def __call__(self, generation: int) -> int:
-        return generation + 1 if generation >= self.freed else generation
-
-    def server(self, server):
-        return server._replace(generation=self(server.generation), log=tuple(self(g) for g in server.log))
-
-    def state(self, state):
-        channels = tuple(tuple(self.server(item) if hasattr(item, "role") else (item[0], self(item[1])) + item[2:]
-                               for item in channel) for channel in state.channels)
-        return state._replace(servers=tuple(self.server(s) for s in state.servers), channels=channels,
-                              reads=frozenset((i, self(g)) for i, g in state.reads),
-                              epochs=tuple(self(e) for e in state.epochs),
-                              acked=frozenset((i, self(g)) for i, g in state.acked))
 
 
 __all__ = ["ObservedZabValidator", "NEWLEADER_ACK"]

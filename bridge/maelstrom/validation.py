@@ -19,9 +19,10 @@ The mapping from what a node shows to the model's variables:
   model step counted it in: a generation some node had shown by the kill, or the next one (its own
   candidacy, unseen).
   The model's restart then carries that generation (checker/observed.py, `restart-voted`);
-- under zab, a node that shows itself leader of an epoch below one already led, right after it
-  showed its candidacy for that epoch (a paused candidate reading its voters' grants late), may have
-  won it then: an epoch a quorum had shown and no node had led (checker/observed_zab.py, `elect-late`);
+- under raft and zab, a node that shows itself leader of a generation below one already led, right
+  after it showed its candidacy for that generation (a paused candidate reading its voters' grants
+  late), may have won it then: a generation a quorum had shown and no node had led
+  (checker/observed.py, `elect-late`);
 - on the log workload, where an index is a log index, a `log_append` acknowledged at index i and
   a `log_read` served at index i are checked after the node's next answer: the entry must be at
   or below the node's high-water mark there, as the model allows a read or an acknowledgement. On
@@ -96,10 +97,10 @@ class ModelSteps:
             self.before_kill[node] = (seen["generation"], self.highest)
             return self._feed(Event(server=node, crash=True), seen, f"{node} killed")
         generation = seen["generation"]
-        # ZAB: a candidate that shows nothing between its candidacy and its leadership (paused, its
-        # voters' grants held) may lead an epoch below ones already led (checker/observed_zab.py,
+        # A candidate that shows nothing between its candidacy and its leadership (paused, its voters'
+        # grants held) may lead a generation below ones already led (checker/observed.py,
         # `elect-late`): its own candidacy's, which a quorum had shown and no node had led.
-        late = (self.protocol.system == "zab" and seen["role"] == "leader" and generation not in self.led
+        late = (self.protocol.system in ("raft", "zab") and seen["role"] == "leader" and generation not in self.led
                 and generation < max(self.led) and self.standing.get(node) == generation
                 and len(self.showed.get(generation, set()) | {node}) >= self.validator.model.quorum)
         if seen["role"] == "candidate":

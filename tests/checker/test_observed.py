@@ -251,3 +251,44 @@ def test_a_restart_carries_a_persisted_votes_generation_only_where_the_caller_sa
         assert v.feed(Event(server=server, **fields)) is None, (server, fields)
     restart = Event(server="n1", restart=True, generation=back_at, role="follower", log=(), hwm=0)
     assert (v.feed(restart, persisted_generation=persisted) is None) == valid
+
+
+def feed(events, late_at: int, servers=3):
+    """The first discrepancy of `events` (each (server, fields)), the one at index `late_at` fed as a
+    possible late election (`elect-late`); None if every event is explained."""
+    header = Header(tuple(f"n{k}" for k in range(1, servers + 1)), LOGGED)
+    validator = ObservedValidator(RAFT, header)
+    for i, (server, fields) in enumerate(events):
+        discrepancy = validator.feed(Event(server=server, **fields), late_election=i == late_at)
+        if discrepancy is not None:
+            return discrepancy
+    return validator.finish()
+
+
+# n2 leads generation 2 with n3's vote, and entry 1@g2 is committed on both.
+LED_TWO = [("n2", dict(generation=2, role="leader")), ("n3", dict(generation=2)), ("n2", dict(log=((1, 2),))),
+           ("n3", dict(log=((1, 2),))), ("n2", dict(hwm=1))]
+
+
+def test_a_candidate_leads_a_generation_below_one_led_and_the_run_goes_on_in_the_renumbered_ones():
+    # n1 stood for generation 1 (unseen here) and reads its grants now (hwm's raft node does:
+    # tests/impl/test_core.py); as leader of 1 it writes, then hears of 2 and n2's append replaces
+    # its entry.
+    events = LED_TWO + [("n1", dict(generation=1, role="leader")), ("n1", dict(log=((1, 1),))),
+                        ("n1", dict(generation=2, role="follower", log=((1, 2),), hwm=1)),
+                        ("n2", dict(log=((1, 2), (2, 2)))), ("n1", dict(log=((1, 2), (2, 2)))), ("n2", dict(hwm=2))]
+    discrepancy = feed(events, late_at=len(LED_TWO))
+    assert discrepancy is None, discrepancy.describe()
+    # Without the caller's word, the model's election would number the generation above n3's vote.
+    discrepancy = feed(events, late_at=-1)
+    assert discrepancy is not None and discrepancy.number == len(LED_TWO) + 1
+
+
+@pytest.mark.parametrize("before", [
+    [("n1", dict(generation=2))],  # n1 took generation 2 (it heard of n2's leadership): never taken back
+    [("n3", dict(generation=1, role="leader")), ("n3", dict(generation=2, role="follower"))],  # 1 has a leader
+], ids=["taken-back", "led-already"])
+def test_a_late_election_never_lowers_a_candidate_nor_gives_a_generation_a_second_leader(before):
+    events = before + LED_TWO + [("n1", dict(generation=1, role="leader"))]
+    discrepancy = feed(events, late_at=len(events) - 1)
+    assert discrepancy is not None and discrepancy.number == len(events), discrepancy and discrepancy.describe()

@@ -9,6 +9,7 @@ from hwm.checker.observed_zab import ObservedZabValidator
 from hwm.checker.validate import Validator
 from hwm.model.registry import build_model
 from hwm.model.state import Config
+from hwm.properties.catalogue import check_state
 from hwm.properties.events import Event, Header, UNNAMED
 from hwm.properties.protocol import resolve
 
@@ -131,3 +132,16 @@ def test_a_late_election_never_takes_a_candidate_back_to_an_epoch_below_its_own(
     events = LED_TWO + [("n1", dict(generation=2)), ("n1", dict(generation=1, role="leader"))]
     discrepancy = feed(events, late_at=len(LED_TWO) + 1)
     assert discrepancy is not None and discrepancy.number == len(LED_TWO) + 2
+
+
+def test_a_late_election_renumbers_the_acknowledged_entries_with_the_logs_that_hold_them():
+    # Entry 1@g2 is acknowledged (n2's HWM covers it) before n1 leads epoch 1 late: every model state
+    # kept must still hold it on a quorum (AckedWriteNeverLost), under its renumbered epoch.
+    header = Header(("n1", "n2", "n3"), LOGGED)
+    validator = ObservedZabValidator(ZAB, header)
+    for i, (server, fields) in enumerate(LED_TWO + [("n1", dict(generation=1, role="leader"))]):
+        assert validator.feed(Event(server=server, **fields), late_election=i == len(LED_TWO)) is None
+    always = tuple(p for p in validator.model.properties if p.kind == "always")
+    assert all(cand.state.acked for cand in validator.candidates)
+    for cand in validator.candidates:
+        assert check_state(cand.state, always) == {}, cand.state

@@ -473,6 +473,28 @@ def test_candidate_adopts_a_higher_generation_and_the_retry_lands_above_it():
     assert (c["S1"].role, c["S1"].generation, c["S2"].generation) == (LEADER, 4, 4)
 
 
+def test_a_candidate_that_reads_its_grants_late_leads_its_generation_until_it_hears_of_a_later_one():
+    # What the validator's `elect-late` accepts (checker/observed.py): S1's grants of generation 1 wait
+    # (S1 paused) while S2 leads generation 2; S1, having heard of no later generation, reads them and
+    # leads 1 (Raft's election safety is one leader per generation), and steps down at its first contact
+    # with generation 2.
+    c = Cluster()
+    c["S1"].campaign()
+    c.deliver(source="S1", kind=VoteRequest)
+    held = [x for x in c.in_flight if x[1] == "S1"]
+    assert sorted((m.voter, m.generation, m.granted) for _, _, m in held) == [("S2", 1, True), ("S3", 1, True)]
+    c.in_flight = [x for x in c.in_flight if x[1] != "S1"]
+    c["S2"].campaign()
+    c.deliver(source="S2", target="S3", kind=VoteRequest)
+    c.deliver(source="S3", target="S2", kind=VoteReply)
+    assert (c["S2"].role, c["S2"].generation) == (LEADER, 2)
+    c.in_flight = held + c.in_flight  # S2's vote request and appends to S1 wait behind the grants
+    c.deliver(target="S1", kind=VoteReply)
+    assert (c["S1"].role, c["S1"].generation) == (LEADER, 1)
+    c.deliver(source="S2", target="S1", kind=AppendRequest)
+    assert (c["S1"].role, c["S1"].generation) == (FOLLOWER, 2)
+
+
 def test_election_timeout_is_random_but_reproducible():
     def timeouts(seed):
         r = Replica("S1", ["S2", "S3"], RAFT, FakeDurable(), election_ticks=(10, 20), rng_seed=seed,

@@ -139,35 +139,34 @@ def test_a_node_back_from_a_kill_may_not_invent_a_generation_first_reached_after
 
 
 
-# ---------------------------------------------- zab: a candidate that reads its grants after later epochs
-def zab_feed(run: list[dict]):
-    steps = ModelSteps("zab", ["n1", "n2", "n3"])
-    for observation in run:
-        finding = steps.observed(observation)
-        if finding is not None:
-            return finding
-    return steps.finish()
-
-
+# ------------------------------------ raft and zab: a candidate that reads its grants after later generations
 def late_grants(stood: str = "n1", voters=("n3",), leader: str = "n1") -> list[dict]:
     """The shape of the false finding of bench/false_findings_nodes.py's zab row on the wall clock (5
-    nodes there, 3 here): `stood` stands for epoch 1 and `voters` show it (their grants go unread:
-    `stood` is paused); n2 leads epoch 2 with n3's vote; when the final phase resumes the paused node,
-    it reads the grants and `leader` shows itself leader of epoch 1."""
+    nodes there, 3 here), which hwm's raft node makes too (tests/impl/test_core.py): `stood` stands
+    for generation 1 and `voters` show it (their grants go unread: `stood` is paused); n2 leads
+    generation 2 with n3's vote; when the final phase resumes the paused node, it reads the grants
+    and `leader` shows itself leader of generation 1."""
     return ([seen(1, stood, "candidate", 1)] + [seen(2, v, "follower", 1) for v in voters]
             + [seen(3, "n2", "candidate", 2), seen(4, "n3", "follower", 2), seen(5, "n2", "leader", 2),
                seen(6, leader, "leader", 1)])
 
 
-def test_a_zab_candidate_may_lead_its_epoch_with_grants_it_read_after_later_epochs_were_led():
-    # It then hears of epoch 2 and follows it, and n2 synchronises it: the model goes on from there.
-    run = late_grants() + [seen(7, "n1", "follower", 2), seen(8, "n2", "leader", 2, log=[(1, 2)]),
-                           seen(9, "n3", "follower", 2, log=[(1, 2)]), seen(10, "n1", "follower", 2, log=[(1, 2)])]
-    finding = zab_feed(run)
+# After the late election: n1 hears of generation 2 and follows it, and n2's entry reaches it.
+GOES_ON = {"zab": [seen(7, "n1", "follower", 2), seen(8, "n2", "leader", 2, log=[(1, 2)]),
+                   seen(9, "n3", "follower", 2, log=[(1, 2)]), seen(10, "n1", "follower", 2, log=[(1, 2)])],
+           # The raft leader of generation 1 writes an entry first; n2's append replaces it.
+           "raft": [seen(7, "n1", "leader", 1, log=[(1, 1)]), seen(8, "n2", "leader", 2, log=[(1, 2)]),
+                    seen(9, "n3", "follower", 2, log=[(1, 2)]), seen(10, "n1", "follower", 2, log=[(1, 2)]),
+                    seen(11, "n2", "leader", 2, log=[(1, 2)], hwm=1)]}
+
+
+@pytest.mark.parametrize("protocol", ["zab", "raft"])
+def test_a_candidate_may_lead_its_generation_with_grants_it_read_after_later_generations_were_led(protocol):
+    finding = feed(late_grants() + GOES_ON[protocol], protocol=protocol)
     assert finding is None, finding.text
     # The validator alone, without the caller's word that the leader may have read its grants late, is
-    # the finding the hunt reported: the model's election numbers an epoch above every voter's.
-    steps = ModelSteps("zab", ["n1", "n2", "n3"])
+    # the finding the hunt reported: the model's election numbers a generation above every voter's.
+    steps = ModelSteps(protocol, ["n1", "n2", "n3"])
     for observation in late_grants()[:-1]:
         assert steps.observed(observation) is None
     discrepancy = steps.validator.feed(Event(server="n1", generation=1, role="leader", log=(), hwm=0))
@@ -175,23 +174,25 @@ def test_a_zab_candidate_may_lead_its_epoch_with_grants_it_read_after_later_epoc
     assert "giving leader g2' log=[] hwm=0 where the run has leader g1" in discrepancy.nearest
 
 
+@pytest.mark.parametrize("protocol", ["zab", "raft"])
 @pytest.mark.parametrize("run", [
-    late_grants(voters=()),  # only n1 showed epoch 1: no quorum could have granted it
-    late_grants(stood="n3", voters=("n1",)),  # n1 voted in epoch 1, and never stood for it
+    late_grants(voters=()),  # only n1 showed generation 1: no quorum could have granted it
+    late_grants(stood="n3", voters=("n1",)),  # n1 voted in generation 1, and never stood for it
     late_grants()[:-1] + [seen(6, "n1", "follower", 2), seen(7, "n1", "leader", 1)],  # it moved on since
 ], ids=["no-quorum-showed-it", "never-stood", "moved-on"])
-def test_a_zab_leader_of_an_epoch_below_one_led_is_a_finding_without_a_candidacy_a_quorum_saw(run):
-    finding = zab_feed(run)
+def test_a_leader_of_a_generation_below_one_led_is_a_finding_without_a_candidacy_a_quorum_saw(run, protocol):
+    finding = feed(run, protocol=protocol)
     assert finding is not None and finding.step == run[-1]["step"], finding and finding.text
-    assert "n1 showed leader g1 log=[] hwm=0: no step of zab's model makes this" in finding.text, finding.text
+    assert f"n1 showed leader g1 log=[] hwm=0: no step of {protocol}'s model makes this" in finding.text, finding.text
 
 
-def test_a_zab_epoch_has_one_leader_even_when_its_grants_come_late():
-    # n1 and n3 both stand for epoch 1, and n3 wins it with n2's vote; n1 cannot lead it as well.
+@pytest.mark.parametrize("protocol", ["zab", "raft"])
+def test_a_generation_has_one_leader_even_when_its_grants_come_late(protocol):
+    # n1 and n3 both stand for generation 1, and n3 wins it with n2's vote; n1 cannot lead it as well.
     run = [seen(1, "n1", "candidate", 1), seen(2, "n3", "candidate", 1), seen(3, "n2", "follower", 1),
            seen(4, "n3", "leader", 1), seen(5, "n2", "candidate", 2), seen(6, "n3", "follower", 2),
            seen(7, "n2", "leader", 2), seen(8, "n1", "leader", 1)]
-    finding = zab_feed(run)
+    finding = feed(run, protocol=protocol)
     assert finding is not None and finding.step == 8, finding and finding.text
 
 
