@@ -41,6 +41,12 @@ from it in these ways, and this validator accepts exactly these, for the raft sy
   led), and only for a candidate with no change of the model's waiting to be shown (it did nothing
   since it stood) whose generation in the model is below the freed one (a generation is never taken
   back). The voters' logs when they granted are not checked (their states then are not kept).
+- **A follower takes a later generation without voting for it** (`learn_generation`). A real node
+  takes the generation of any message that carries a later one: a vote request it refuses (its log
+  is fresher), a refusal of its own pre-vote (Raft thesis 9.6, as etcd's raft: the refuser's
+  generation), whoever sent it and whether or not anyone still leads that generation. Its log, HWM
+  (and ZAB's currentEpoch) stay. Only to a generation above its own and at most the highest another
+  server holds (the sender held it when it sent it, and generations never fall).
 - **A leader steps down without a new leader.** A real leader steps down when it hears of a
   higher generation, a candidate's whose election may yet fail; the model's elections are atomic
   and have no failed candidacy. `step_down(L)` makes a leader a follower of its own generation,
@@ -109,6 +115,7 @@ class ObservedValidator(Validator):
         yield from self._late_appends(state, k, seen)
         yield from self._refused_appends(state, k)
         yield from self._matched_appends(state, k, seen)
+        yield from self._later_generations(state, k)
         server = state.servers[k]
         if server.alive and server.role == LEADER:
             for f in range(self.n):
@@ -139,6 +146,9 @@ class ObservedValidator(Validator):
     def _allowed(self, action, k, event) -> bool:
         if action[0] == "restart-voted":
             return action[1] == k and event.restart
+        if action[0] == "learn_generation":
+            # A node's first answer after its restart shows what it recovered, before any message.
+            return not event.restart
         if action[0] in ("ack", "step_down", "replicate-unacknowledged", "replicate-late", "replicate-refused",
                          "replicate-late-refused", "replicate-matched", "replicate-late-matched"):
             return True
@@ -195,6 +205,22 @@ class ObservedValidator(Validator):
                                    + state.servers[k + 1:])
             after = self.model.apply(voted, ("restart", k))
             yield ("restart-voted", k, generation), self._remember_leaders(state, after)
+
+    # ------------------------------------------------------------ a later generation
+    def _later_generations(self, state, k):
+        """Follower k takes a later generation from a message that carries it (a vote request it
+        refuses, a refusal of its pre-vote), without voting: its log and HWM stay, and in ZAB's model
+        its currentEpoch too. Each model generation above k's, up to the highest another server holds
+        (whoever sent the message held it then; a server's generation never falls): the sender need
+        not lead it, nor anyone any longer."""
+        follower = state.servers[k]
+        if not follower.alive or follower.role != FOLLOWER:
+            return
+        top = max((s.generation for j, s in enumerate(state.servers) if j != k), default=0)
+        for generation in range(follower.generation + 1, top + 1):
+            now = follower._replace(generation=generation)
+            yield ("learn_generation", k, generation), state._replace(
+                servers=state.servers[:k] + (now,) + state.servers[k + 1:])
 
     # ------------------------------------------------------------------ replies
     def _channels(self, state) -> list:
@@ -350,6 +376,8 @@ class ObservedValidator(Validator):
             return f"ack({names[action[1]]}→{names[action[2]]})"
         if action[0] == "restart-voted":
             return f"restart({names[action[1]]}) with the generation of a vote it persisted"
+        if action[0] == "learn_generation":
+            return f"learn_generation({names[action[1]]}, {action[2]}), a later generation it heard of"
         if action[0] == "elect-late":
             return f"elect({names[action[1]]}) with grants it read after later generations were led"
         return super()._action_text(action)

@@ -13,8 +13,10 @@ finer steps, and this validator accepts exactly the ones the raft validator acce
   is ignored.
 - **A NEWLEADER carries the leader's history and HWM of when it was sent**: a follower may show a
   shorter prefix of the leader's history, or an older HWM, than the leader holds when it arrives.
-- **A follower takes a later epoch without voting for it**: it refused a candidate whose history
-  is behind its own, or a proposal, and took its generation; its history and currentEpoch stay.
+- **A follower takes a later epoch without voting for it** (`learn_generation`, the raft
+  validator's): it refused a candidate whose history is behind its own, a proposal, or a pre-vote
+  answer refusing its own candidacy, and took the sender's generation; its history and
+  currentEpoch stay.
 - **A candidate's currentEpoch is not shown**: a follower that already held its leader's history
   shows no change when it acknowledges NEWLEADER, so an election is taken with the candidate's
   currentEpoch anywhere up to its generation.
@@ -80,7 +82,7 @@ class ObservedZabValidator(ObservedValidator):
         yield from self._restarts_with_vote(state, k)  # restart-voted, as for raft
         yield from self._older_syncs(state, k, seen)
         yield from self._late_appends(state, k, seen)
-        yield from self._later_epochs(state, k)
+        yield from self._later_generations(state, k)  # learn_generation, as for raft
         server = state.servers[k]
         if server.alive and server.role == LEADER:
             for f in range(self.n):
@@ -94,7 +96,7 @@ class ObservedZabValidator(ObservedValidator):
                 yield ("step_down", k), self._remember_leaders(state, after)
 
     def _allowed(self, action, k, event) -> bool:
-        if action[0] in ("sync-unacknowledged", "sync-older", "learn_epoch", "synchronise"):
+        if action[0] in ("sync-unacknowledged", "sync-older", "synchronise"):
             return True
         return super()._allowed(action, k, event)
 
@@ -172,18 +174,6 @@ class ObservedZabValidator(ObservedValidator):
                     continue  # the model's own election, already taken
                 if all(synchronised >= fresh[v] for v in voters):
                     yield ("elect", c, voters), model.apply(state, ("elect", c, voters))
-
-    def _later_epochs(self, state, k):
-        """Follower k hears of a leader's later epoch (its vote request, refused as k's history is
-        fresher; a proposal k refuses) and takes its generation, without voting or synchronising:
-        its currentEpoch and history stay as they are, as ZooKeeper's do until NEWLEADER."""
-        follower = state.servers[k]
-        if not follower.alive or follower.role != FOLLOWER:
-            return
-        for l, leader in enumerate(state.servers):
-            if l != k and leader.alive and leader.role == LEADER and leader.generation > follower.generation:
-                now = follower._replace(generation=leader.generation)
-                yield ("learn_epoch", l, k), state._replace(servers=state.servers[:k] + (now,) + state.servers[k + 1:])
 
     def _unseen_synchronisation(self, state, l):
         """Leader l's NEWLEADER exchanges that no node showed, as one step: every ACK of NEWLEADER

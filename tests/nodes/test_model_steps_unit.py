@@ -206,3 +206,25 @@ def test_a_zab_node_back_from_a_kill_may_show_the_epoch_of_a_vote_it_persisted_b
     assert feed(led_while_down(1), protocol="zab") is None
     finding = feed(led_while_down(2), protocol="zab")
     assert finding is not None and finding.step == 12, finding and finding.text
+
+
+# ---------------------------------------------- a later generation heard of after its leader stepped down
+def led_then_stepped_down() -> list[dict]:
+    """n1 leads generation 1 and writes 1@1, which no one else gets; n3 leads generation 2 with n2,
+    writes 1@2 to n2, and steps down; n1 steps down too, keeping its entry."""
+    return [seen(1, "n1", "candidate", 1), seen(2, "n2", "follower", 1), seen(3, "n1", "leader", 1),
+            seen(4, "n1", "leader", 1, log=[(1, 1)]),
+            seen(5, "n3", "candidate", 2), seen(6, "n2", "follower", 2), seen(7, "n3", "leader", 2),
+            seen(8, "n3", "leader", 2, log=[(1, 2)]), seen(9, "n2", "follower", 2, log=[(1, 2)]),
+            seen(10, "n3", "follower", 2, log=[(1, 2)]), seen(11, "n1", "follower", 1, log=[(1, 1)])]
+
+
+@pytest.mark.parametrize("protocol", ["zab", "raft"])
+def test_a_follower_takes_a_later_generation_no_one_leads_any_longer_keeping_its_log(protocol):
+    # The zab wall 5 row's hunt (--seed 0): n1 stands for generation 2 and n2's refusal of its pre-vote
+    # carries generation 2, which n1 takes (as etcd's raft does), n3 no longer leading it. The zab
+    # validator's later epoch needed a leader still leading it.
+    assert feed(led_then_stepped_down() + [seen(12, "n1", "follower", 2, log=[(1, 1)])], protocol=protocol) is None
+    # Its log stays: taking the generation alone never truncates it.
+    finding = feed(led_then_stepped_down() + [seen(12, "n1", "follower", 2)], protocol=protocol)
+    assert finding is not None and finding.step == 12, finding and finding.text
