@@ -15,6 +15,7 @@ from hwm.checker.run import CheckRequest, run as search
 from hwm.model.registry import build_model
 from hwm.model.state import Config
 from hwm.properties.protocol import BOOKKEEPER, PRESETS
+from tests.model.test_bookkeeper_ledger import run as run_steps
 
 S1, S2, S3, S4 = 0, 1, 2, 3
 
@@ -29,12 +30,7 @@ def model(servers=4, max_log=1, max_crashes=3, **flags):
 
 
 def run(m, actions):
-    state = m.initial_state()
-    for action in actions:
-        reason = m.why_not(state, action)
-        assert reason is None, (action, reason)
-        state = m.apply(state, action)
-    return state
+    return run_steps(m, *actions)
 
 
 def violated(m, state):
