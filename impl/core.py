@@ -240,8 +240,12 @@ class Replica:
         self.election_quorum = self.rules.election_quorum()
         # A variant's commit rule gets the log as the tuple it is promised; the built-in one reads one
         # entry, and a view spares copying the log at every commit.
-        self._commit_log = (self.log_generations if "may_commit" in overridden(self.rules)
-                            else lambda: _Generations(self._log))
+        hooks = overridden(self.rules)
+        self._commit_log = (self.log_generations if "may_commit" in hooks else lambda: _Generations(self._log))
+        # Likewise the append check's log (the built-in one reads one entry); the read rule's position.
+        self._check_log = self.log_generations if "accepts_append" in hooks else lambda: _Generations(self._log)
+        self._read_hook = self.rules.readable if "readable" in hooks else None
+        self.position = self.servers.index(server_id)
         self.election_ticks = (low, high)
         self.heartbeat_ticks = heartbeat_ticks
         self.max_append_entries = max_append_entries
@@ -377,6 +381,12 @@ class Replica:
         """
         if type(index) is not int or index < 1:
             raise NotCommitted(f"Log entry not available: {index!r} is not an index (indexes start at 1)")
+        if self._read_hook is not None:  # a variant's read rule: up to the index it answers
+            readable = self.readable()
+            if index > readable:
+                raise NotCommitted(f"Log entry not available: entry {index} is above what {self.server_id} serves "
+                                   f"({readable}, by {type(self.rules).__name__}.readable)")
+            return self._log[index - 1]
         if index > self.high_water_mark:
             raise NotCommitted(f"Log entry not available: entry {index} is not yet committed "
                                f"(high-water mark {self.high_water_mark} on {self.server_id})")
@@ -384,9 +394,16 @@ class Replica:
             raise NotCommitted(f"Log entry not available: {self.server_id}'s log ends at {len(self._log)}")
         return self._log[index - 1]
 
+    def readable(self) -> int:
+        """Up to which index a client's read here is served (the read rule, `Rules.readable`): the
+        flags' rule, min(hwm, last index), or a variant's."""
+        if self._read_hook is None:
+            return min(self.high_water_mark, len(self._log))
+        return self._read_hook(self.position, self.role == LEADER, self.log_generations(), self.high_water_mark)
+
     def read_committed(self) -> tuple[Entry, ...]:
-        """Every entry a client may read here: indexes 1 .. min(hwm, last index)."""
-        readable = min(self.high_water_mark, len(self._log))
+        """Every entry a client may read here: indexes 1 .. `readable()` (min(hwm, last index))."""
+        readable = self.readable()
         return tuple(Entry(i + 1, g, p) for i, (g, p) in enumerate(self._log[:readable]))
 
     # ------------------------------------------------------------------ time
@@ -649,11 +666,10 @@ class Replica:
             return
         self._adopt_generation(request.generation, leader=request.leader)
         prev = request.prev_index
-        if self.protocol.append_check == "previous-entry" and prev and (
-            len(self._log) < prev or self._log[prev - 1][0] != request.prev_generation
-        ):
-            # Raft receiver rule 2: reply false if the log has no entry at prevLogIndex whose
-            # generation matches prevLogTerm; with a hint of where our logs may agree.
+        if prev and not self.rules.accepts_append(self._check_log(), prev, request.prev_generation):
+            # The append check (`Rules.accepts_append`; Raft's receiver rule 2: reply false if the log
+            # has no entry at prevLogIndex whose generation matches prevLogTerm); with a hint of
+            # where our logs may agree.
             hint = min(prev, len(self._log))
             while hint and self._log[hint - 1][0] > request.prev_generation:
                 hint -= 1
@@ -785,12 +801,21 @@ class Replica:
         return len(self._log)
 
     # ------------------------------------------------------------------ restart
+    def _keep_on_restart(self, leader_hwm: int | None) -> None:
+        """What the restart keeps (`Rules.restart_keeps`, as the model's restart asks it): the whole log
+        (`keep`), the checkpointed HWM's prefix (`truncate-to-own-hwm`, Kafka before KIP-101: 0 if it is
+        not durable), the answering leader's HWM's (`truncate-to-leader-hwm`), or a variant's. The HWM
+        falls to what is kept when the log is cut below it, or a leader answered."""
+        kept = self.rules.restart_keeps(self.log_generations(), self.high_water_mark, leader_hwm)
+        if kept < len(self._log) or leader_hwm is not None:
+            self._truncate_from(kept + 1)
+            self._set_high_water_mark(min(self.high_water_mark, kept))
+
     def _apply_restart_rule(self) -> None:
         rule = self.protocol.restart
-        if rule == "truncate-to-own-hwm":
-            # Kafka before KIP-101: truncate to the checkpointed HWM (0 if it is not durable).
-            self._truncate_from(self.high_water_mark + 1)
-        elif rule == "truncate-to-leader-hwm":
+        if rule != "truncate-to-leader-hwm":
+            self._keep_on_restart(None)  # it asks nobody: the rule has what it needs now
+        else:
             # "Any server which restarts or rejoins the cluster after a pause, finds the new leader.
             # It then explicitly asks for the current high-water mark, truncates its log to
             # high-water mark."
@@ -824,13 +849,9 @@ class Replica:
         self._rejoin_answers = None
         self.rejoin_answered = len(answers)
         leaders = [a for a in answers.values() if a.leader]
-        if not leaders:
-            return
-        leader = max(leaders, key=lambda a: a.generation)
-        if leader.generation < self.generation:
-            return  # a stale leader's HWM says nothing about our log
-        self._truncate_from(leader.hwm + 1)
-        self._set_high_water_mark(min(self.high_water_mark, len(self._log)))
+        leader = max(leaders, key=lambda a: a.generation) if leaders else None
+        # A stale leader's HWM says nothing about our log: as if no leader answered.
+        self._keep_on_restart(leader.hwm if leader is not None and leader.generation >= self.generation else None)
 
     # ------------------------------------------------------------------ input
     def step(self, message: PeerMessage) -> None:

@@ -64,6 +64,15 @@ class Model:
 
     # How a server with nothing readable says so, in its system's words.
     NOTHING_TO_READ = "has nothing at or below its high-water mark"
+    # A variant's read rule (`Rules.readable`, the raft system's models set it), else None: the
+    # flags' rule, any live server up to its high-water mark, inlined.
+    read_hook = None
+
+    def readable(self, k: int, server) -> int:
+        """Up to which index live server `k` serves a client's read."""
+        if self.read_hook is None:
+            return min(server.hwm, len(server.log))
+        return self.read_hook(k, server.role == LEADER, server.log, server.hwm)
 
     def successors(self, s, bounds_hit: set | None = None) -> Iterator[tuple[Action, object]]:
         """Every enabled action and its next state, in the order of `actions`."""
@@ -83,7 +92,7 @@ class Model:
 
     def server_actions(self, s, alive: list, leading: list, hit: set) -> Iterator[Action]:
         """Each server's restart, or its write (a leader), read and crash, in server order."""
-        config, reads = self.config, s.reads
+        config, reads, hook = self.config, s.reads, self.read_hook
         for k, server in enumerate(s.servers):
             if not alive[k]:
                 yield ("restart", k)
@@ -94,7 +103,7 @@ class Model:
                     yield ("write", k)
                 else:
                     hit.add("max_log")
-            readable = min(server.hwm, len(log))
+            readable = min(server.hwm, len(log)) if hook is None else hook(k, leading[k], log, server.hwm)
             if readable and not all((i + 1, log[i]) in reads for i in range(readable)):
                 yield ("read", k)
             if s.crashes < config.max_crashes:
@@ -106,7 +115,7 @@ class Model:
         server = s.servers[r]
         if not server.alive:
             return f"{server_name(r)} is down"
-        readable = min(server.hwm, len(server.log))
+        readable = self.readable(r, server)
         if readable == 0:
             return f"{server_name(r)} {self.NOTHING_TO_READ}"
         if all((i + 1, server.log[i]) in s.reads for i in range(readable)):
@@ -116,7 +125,7 @@ class Model:
     def effect_read(self, s, r: int):
         # "Any client can read the log entries only till the high-water mark."
         server = s.servers[r]
-        readable = min(server.hwm, len(server.log))
+        readable = self.readable(r, server)
         return s._replace(reads=s.reads | {(i + 1, server.log[i]) for i in range(readable)})
 
     def guard_write(self, s, l: int) -> str | None:

@@ -37,6 +37,8 @@ class RaftModel(Model):
         ]
         # A variant's vote rule is asked of every voter; the flags' is the longest-log check, inlined in `actions`.
         self.vote_hook = None if type(self.rules).grants_vote is Rules.grants_vote else self.rules.grants_vote
+        # Likewise the read rule: a variant's is asked of every live server (`Model.readable`).
+        self.read_hook = None if type(self.rules).readable is Rules.readable else self.rules.readable
         self.pairs = [(a, b) for a in others for b in others if a != b]
         self.async_network = config.network == "async"
         self._effects = {name: getattr(self, "effect_" + name) for name in
@@ -198,12 +200,11 @@ class RaftModel(Model):
             servers[l] = leader._replace(generation=follower.generation, role=FOLLOWER, match=())
             return State(tuple(servers), s.reads, s.crashes, s.channels)
         prev, _, _ = self._append_request(leader, f)
-        if self.protocol.append_check == "previous-entry":
-            # One whole round trip, Raft's back-off included: step prev back until the
-            # follower holds the leader's entry there (index 0 always matches).
-            log = follower.log
-            while prev and (len(log) < prev or log[prev - 1] != leader.log[prev - 1]):
-                prev -= 1
+        # One whole round trip, Raft's back-off included: step prev back until the follower accepts
+        # the append (the append check, `Rules.accepts_append`; index 0 always matches).
+        accepts, log = self.rules.accepts_append, follower.log
+        while prev and not accepts(log, prev, leader.log[prev - 1]):
+            prev -= 1
         servers[f], acknowledged = self._follower_apply(follower, prev, leader.log[prev:], leader.hwm,
                                                        leader.generation)
         servers[l] = self._with_match(leader, l, f, acknowledged)
@@ -232,16 +233,18 @@ class RaftModel(Model):
 
     def effect_restart(self, s: State, r: int) -> State:
         server = s.servers[r]._replace(alive=True)
-        rule = self.protocol.restart
-        if rule == "truncate-to-own-hwm":
-            server = server._replace(log=server.log[: server.hwm])
-        elif rule == "truncate-to-leader-hwm":
+        leader_hwm = None
+        if self.protocol.restart == "truncate-to-leader-hwm":
             # "It then explicitly asks for the current high-water mark, truncates its log to
-            # high-water mark." A server that finds no leader (or only a stale one) keeps its log.
+            # high-water mark." A server that finds no leader (or only a stale one) hears none.
             k = self.restart_leader(s, r)
             if k is not None and s.servers[k].generation >= server.generation:
-                log = server.log[: s.servers[k].hwm]
-                server = server._replace(log=log, hwm=min(server.hwm, len(log)))
+                leader_hwm = s.servers[k].hwm
+        # What the restart keeps (`Rules.restart_keeps`): the HWM falls to it when the log is cut
+        # below it, or a leader answered.
+        kept = self.rules.restart_keeps(server.log, server.hwm, leader_hwm)
+        if kept < len(server.log) or leader_hwm is not None:
+            server = server._replace(log=server.log[:kept], hwm=min(server.hwm, kept))
         return State(s.servers[:r] + (server,) + s.servers[r + 1:], s.reads, s.crashes, s.channels)
 
     # ---------------------------------------------------------- async network
@@ -295,10 +298,9 @@ class RaftModel(Model):
             _, generation, prev, prev_generation, entries, leader_hwm = message
             if generation < receiver.generation:
                 self._push(channels, b, a, (REPLY, receiver.generation, False, prev))
-            elif (self.protocol.append_check == "previous-entry" and prev
-                  and (len(receiver.log) < prev or receiver.log[prev - 1] != prev_generation)):
-                # Raft receiver rule 2: reply false if the log has no entry at prevLogIndex
-                # whose generation matches prevLogTerm.
+            elif prev and not self.rules.accepts_append(receiver.log, prev, prev_generation):
+                # The append check (`Rules.accepts_append`; Raft's receiver rule 2: reply false if
+                # the log has no entry at prevLogIndex whose generation matches prevLogTerm).
                 servers[b] = receiver._replace(generation=generation, role=FOLLOWER, match=())
                 self._push(channels, b, a, (REPLY, generation, False, prev))
             else:

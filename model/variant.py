@@ -40,7 +40,8 @@ ENTRY_POINT_GROUP = "hwm.protocols"
 
 class Variant(ModelLevel, Rules):
     """Subclass it, name a `base` preset, and override any of the rules of `model.rules.Rules`:
-    `counts`, `election_quorum`, `replication_quorum`, `quorum_index`, `may_commit`, `grants_vote`.
+    `counts`, `election_quorum`, `replication_quorum`, `quorum_index`, `may_commit`, `grants_vote`,
+    `accepts_append`, `restart_keeps`, `readable`.
     `self.servers` is the cluster's size and `self.protocol` the base's flags; `super()` gives the
     base's rule. `invariants` and `witnesses` map a property's name to a function of the snapshot view
     that returns None, or a sentence: the violation (an invariant) or the witness (a `sometimes`).
@@ -275,7 +276,9 @@ register_loader(load)
 
 # ------------------------------------------------------------ checked hooks
 _TYPES = {"counts": bool, "election_quorum": int, "replication_quorum": int, "quorum_index": int,
-          "may_commit": bool, "grants_vote": bool}
+          "may_commit": bool, "grants_vote": bool, "accepts_append": bool, "restart_keeps": int, "readable": int}
+# The hooks that answer an index into a log they are given (which argument), and so between 0 and its length.
+_WITHIN_LOG = {"restart_keeps": 0, "readable": 2}
 
 
 def _hook_error(cls: type, hook: str, error: BaseException) -> str:
@@ -290,6 +293,7 @@ def _hook_error(cls: type, hook: str, error: BaseException) -> str:
 def _checked(rules: Rules, cls: type, hook: str) -> Callable:
     function = getattr(rules, hook)
     expected = _TYPES[hook]
+    within = _WITHIN_LOG.get(hook)
 
     def call(*args):
         try:
@@ -301,6 +305,9 @@ def _checked(rules: Rules, cls: type, hook: str) -> Callable:
         if type(answer) is not expected:
             raise HookError(f"{_where(getattr(cls, hook))}: {cls.__name__}.{hook} returned {answer!r} "
                             f"({type(answer).__name__}), expected {expected.__name__}")
+        if within is not None and not 0 <= answer <= len(args[within]):
+            raise HookError(f"{_where(getattr(cls, hook))}: {cls.__name__}.{hook} returned {answer}, but the log "
+                            f"it was given has {len(args[within])} entries (expected 0..{len(args[within])})")
         return answer
     return call
 

@@ -17,10 +17,11 @@ from hwm.properties.protocol import Protocol
 from hwm.properties.quorum import index_held_by, majority
 
 # The rules a variant may override, in the order docs/variants.md lists them.
-HOOKS = ("counts", "election_quorum", "replication_quorum", "quorum_index", "may_commit", "grants_vote")
+HOOKS = ("counts", "election_quorum", "replication_quorum", "quorum_index", "may_commit", "grants_vote",
+         "accepts_append", "restart_keeps", "readable")
 # Those asked of a state's logs or match indexes; the others depend on the cluster alone (which servers
 # count, Q1, Q2), so an engine may ask them once (the compiled kernels take them as data).
-PER_STATE_HOOKS = ("quorum_index", "may_commit", "grants_vote")
+PER_STATE_HOOKS = ("quorum_index", "may_commit", "grants_vote", "accepts_append", "restart_keeps", "readable")
 
 # The rules each system's model and replica ask, and why a system asks none of the others: a variant
 # of that system's preset may override only these (docs/variants.md, "Other systems").
@@ -38,6 +39,17 @@ NOT_ASKED = {
                                "chooses which ISR replicas it takes, replication_quorum how many it needs)",
     ("kafka", "may_commit"): "Kafka's leader takes every offset its high watermark covers, of any epoch",
     ("kafka", "grants_vote"): "Kafka's controller elects a live ISR replica: nobody votes",
+    ("zab", "accepts_append"): "a ZAB follower takes the proposals of the leader it synchronised with "
+                               "(NEWLEADER), which the model and the replica (impl/zab.py) apply themselves",
+    ("zab", "restart_keeps"): "a restarting ZAB server keeps what it logged, and the synchronisation with its "
+                              "next leader (DIFF, TRUNC, SNAP) decides what it drops",
+    ("zab", "readable"): "ZAB's reads are not a rule in this version: a server serves up to its committed index",
+    ("kafka", "accepts_append"): "a Kafka follower fetches from its leader and truncates as its "
+                                 "follower_truncation flag says: it is sent no append to accept",
+    ("kafka", "restart_keeps"): "what a Kafka replica keeps across a crash is its log_flush flag, and what it "
+                                "truncates as a follower its follower_truncation flag",
+    ("kafka", "readable"): "a Kafka replica serves up to its high watermark, which the model and the replica "
+                           "apply themselves",
     ("bookkeeper", None): "BookKeeper's quorums are the ledger's ensemble_size, write_quorum and ack_quorum, "
                           "flags of its base that the model, the bookies' clients and the compiled kernels "
                           "already take (base = {\"preset\": \"bookkeeper\", \"flags\": {\"ack_quorum\": 1}})",
@@ -119,6 +131,40 @@ class Rules:
         any candidate (`election=any`), or one whose log is at least as up to date, last generation then
         length (`election=longest-log`, Raft section 5.4.1)."""
         return self.protocol.election != "longest-log" or up_to_date(candidate_log, voter_log)
+
+    def accepts_append(self, log: tuple[int, ...], prev_index: int, prev_generation: int) -> bool:
+        """Whether a follower whose log is `log` accepts an append whose entries follow index
+        `prev_index` (at least 1: index 0 always matches), the leader's entry there having generation
+        `prev_generation`: only when its own entry there has that generation (`append_check=
+        previous-entry`, Raft's AppendEntries receiver rule 2), or always (`append_check=
+        generation-mismatch`, the seed's follower, which checks nothing before the entries). A follower
+        that refuses answers so, and the leader backs off to an earlier index; one that accepts applies
+        the entries as its `append_check` says."""
+        if self.protocol.append_check == "previous-entry":
+            return len(log) >= prev_index and log[prev_index - 1] == prev_generation
+        return True
+
+    def restart_keeps(self, log: tuple[int, ...], hwm: int, leader_hwm: int | None) -> int:
+        """How many entries of its log (`log`, between 0 and `len(log)`) a restarting server keeps,
+        with `hwm` its high-water mark as it restarts (0 unless `hwm_durable`). `leader_hwm` is the
+        high-water mark of the leader the server asks as it restarts (`restart=truncate-to-leader-hwm`
+        alone asks one: the live leader of the highest generation, when that is not below the
+        server's own), else None. The whole durable log (`restart=keep`, Raft); the first `hwm`
+        entries (`truncate-to-own-hwm`, Kafka before KIP-101); the first `leader_hwm` entries when a
+        leader answered (`truncate-to-leader-hwm`, the seed's text). The HWM falls to what is kept
+        when the log is cut below it, or a leader answered."""
+        rule = self.protocol.restart
+        if rule == "truncate-to-own-hwm":
+            return min(hwm, len(log))
+        if rule == "truncate-to-leader-hwm" and leader_hwm is not None:
+            return min(leader_hwm, len(log))
+        return len(log)
+
+    def readable(self, server: int, leading: bool, log: tuple[int, ...], hwm: int) -> int:
+        """Up to which index a client's read at live `server` is served (0: none; at most `len(log)`),
+        with `leading` whether it leads and `hwm` its high-water mark: any server, up to its HWM (the
+        seed's readEntry: "if (index > replicationState.getHighWaterMark()) throw")."""
+        return min(hwm, len(log))
 
 
 def overridden(rules: Rules | type[Rules]) -> tuple[str, ...]:

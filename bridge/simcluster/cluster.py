@@ -267,12 +267,13 @@ class SimCluster:
         return None
 
     def read(self, server: str) -> str | None:
-        """Real client reads: `Replica.read(i)` for i = 1 .. the server's HWM, each kept in `history`."""
+        """Real client reads: `Replica.read(i)` for i = 1 .. the server's HWM (or what its read rule serves,
+        `Replica.readable`, when that is more), each kept in `history`."""
         if self.replicas[server] is None:
             return f"{server} is down"
         replica = self[server]
         served = []
-        for index in range(1, max(replica.hwm, 1) + 1):
+        for index in range(1, max(replica.hwm, replica.readable(), 1) + 1):
             try:
                 generation, value = replica.read(index)
             except NotCommitted as refused:
