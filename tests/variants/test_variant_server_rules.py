@@ -182,3 +182,39 @@ def test_the_append_check_compares_the_previous_entrys_generation(tmp_path):
         follower.step(AppendRequest(2, "n1", 1, 2, ((2, b"b"),), 0))
         (_, reply), = follower.ready().messages
         assert reply.success is accepted and follower.log_generations() == ((1, 2) if accepted else (1,))
+
+
+@pytest.mark.parametrize("base,hook,signature", [
+    ("zab", "accepts_append", "log, prev_index, prev_generation"), ("zab", "restart_keeps", "log, hwm, leader_hwm"),
+    ("zab", "readable", "server, leading, log, hwm"), ("kafka", "accepts_append", "log, prev_index, prev_generation"),
+    ("kafka", "restart_keeps", "log, hwm, leader_hwm"), ("kafka", "readable", "server, leading, log, hwm")])
+def test_zab_and_kafka_refuse_the_three_by_name(tmp_path, base, hook, signature):
+    path = tmp_path / "v.py"
+    path.write_text(f"from hwm.model.variant import Variant\n\n\nclass V(Variant):\n    base = {base!r}\n\n"
+                    f"    def {hook}(self, {signature}):\n        return 0\n")
+    result = hwm("check", "--protocol", f"{path}:V", "--servers", "3", "--max-generation", "1")
+    assert result.exit_code == 2 and "Traceback" not in result.output, result.output
+    assert f"{path}:7: V.{hook}: the {base} system (base {base}) asks no {hook}: " in result.output, result.output
+
+
+@pytest.mark.parametrize("body", [
+    "    def restart_keeps(self, log, hwm, leader_hwm):\n        return len(log) + 1\n",
+    "    def readable(self, server, leading, log, hwm):\n        return -1\n"])
+def test_an_index_outside_the_log_stops_the_search_in_one_line(tmp_path, body):
+    path = tmp_path / "v.py"
+    path.write_text("from hwm.model.variant import Variant\n\n\nclass V(Variant):\n" + body)
+    result = hwm("check", "--protocol", f"{path}:V", "--servers", "2", "--max-generation", "1", "--max-log", "1")
+    assert result.exit_code == 2 and "Traceback" not in result.output, result.output
+    assert "but the log it was given has" in result.output, result.output
+
+
+def test_the_implementation_under_leader_reads_agrees_with_the_model_step_by_step():
+    """The conformance machine (the implementation against the model, step by step) under LeaderReads: the
+    replica asks the hook with its own role, and serves the leader's reads as the model does."""
+    from hypothesis.stateful import run_state_machine_as_test
+
+    from hwm.bridge.conformance import conformance_settings, machine_for
+
+    machine = machine_for(f"{RULES}:LeaderReads", Config(servers=3, max_generation=3, max_log=2, max_crashes=1))
+    run_state_machine_as_test(machine, settings=conformance_settings(max_examples=8, derandomize=True))
+    assert machine.witnessed["read"] and machine.witnessed["leader change"]
