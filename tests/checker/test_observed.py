@@ -253,11 +253,12 @@ def test_a_restart_carries_a_persisted_votes_generation_only_where_the_caller_sa
     assert (v.feed(restart, persisted_generation=persisted) is None) == valid
 
 
-def feed(events, late_at: int, servers=3):
-    """The first discrepancy of `events` (each (server, fields)), the one at index `late_at` fed as a
-    possible late election (`elect-late`); None if every event is explained."""
+def feed(events, late_at: int, servers=3, validator_class=ObservedValidator, protocol=None):
+    """The first discrepancy of `events` (each (server, fields)) under `validator_class` (raft's by
+    default), the one at index `late_at` fed as a possible late election (`elect-late`); None if every
+    event is explained."""
     header = Header(tuple(f"n{k}" for k in range(1, servers + 1)), LOGGED)
-    validator = ObservedValidator(RAFT, header)
+    validator = validator_class(protocol or RAFT, header)
     for i, (server, fields) in enumerate(events):
         discrepancy = validator.feed(Event(server=server, **fields), late_election=i == late_at)
         if discrepancy is not None:

@@ -12,6 +12,7 @@ from hwm.model.state import Config
 from hwm.properties.catalogue import check_state
 from hwm.properties.events import Event, Header, UNNAMED
 from hwm.properties.protocol import resolve
+from tests.checker.test_observed import feed as feed_under
 
 ZAB = resolve("zab")[1]
 LOGGED = frozenset({"generation", "role", "log", "hwm"})
@@ -98,15 +99,8 @@ def test_a_prospective_leader_of_five_may_write_after_acks_of_newleader_no_node_
 
 
 def feed(events, late_at: int, servers=3):
-    """The first discrepancy of `events` (each (server, fields)), the one at index `late_at` fed as a
-    possible late election (`elect-late`); None if every event is explained."""
-    header = Header(tuple(f"n{k}" for k in range(1, servers + 1)), LOGGED)
-    validator = ObservedZabValidator(ZAB, header)
-    for i, (server, fields) in enumerate(events):
-        discrepancy = validator.feed(Event(server=server, **fields), late_election=i == late_at)
-        if discrepancy is not None:
-            return discrepancy
-    return validator.finish()
+    """test_observed.py's `feed` under the ZAB validator."""
+    return feed_under(events, late_at, servers, ObservedZabValidator, ZAB)
 
 
 # n2 leads epoch 2 with n3's vote, n3 synchronises, and entry 1@g2 is committed on both.
