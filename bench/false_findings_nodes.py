@@ -2,7 +2,7 @@
 
     python bench/false_findings_nodes.py [--schedules 200] [--schedules-five 200] [--style-schedules 50] [--jobs 2]
                                          [--only NAME,...] [--bug-seeds 3] [--seed 0] [--row-seconds 3600]
-                                         [--json FILE]
+                                         [--json FILE] [--save-dir DIR]
 
 1. hwm's own node (`hwm node --stdio --protocol P`) for each system it speaks over stdio (raft, zab,
    kafka), stepped against P's model (`--protocol P`), on each clock, with 3 and 5 nodes, and
@@ -76,7 +76,7 @@ import sys
 import time
 from pathlib import Path
 
-from hwm.bridge.maelstrom.hunt import hunt, kinds
+from hwm.bridge.maelstrom.hunt import hunt, kinds, saved_schedule
 
 ROOT = Path(__file__).resolve().parents[1]
 KAFKA = ROOT / "examples" / "nodes" / "kafka"
@@ -116,7 +116,11 @@ def clean_row(row: dict) -> dict:
                   schedules=row["schedules"], steps=30, seed=row["seed"], protocol=row["protocol"], shrink=False,
                   time_limit=row["seconds"], on_schedule=count)
     failure = report.failures[0] if report.failures else None
-    return dict(name=row["name"], clock=row["clock"], nodes=row["nodes"], schedules=report.schedules,
+    saved = None
+    if failure is not None and row.get("save_dir"):  # a false finding kept for `hwm replay` to reproduce
+        slug = f"{row['name']}-{row['clock']}-{row['nodes']}-seed{row['seed']}".replace(" ", "_").replace("/", "_")
+        saved = str(saved_schedule(failure, row["command"], Path(row["save_dir"]) / f"{slug}.json"))
+    return dict(name=row["name"], clock=row["clock"], nodes=row["nodes"], schedules=report.schedules, saved=saved,
                 clean=report.schedules - len(report.failures), false=len(report.failures),
                 first=(str(failure.protocol_error or failure.findings[0]) if failure else None),
                 stepped=stepped[0], operations=report.operations, succeeded=report.answered_ok,
@@ -149,8 +153,10 @@ def main() -> None:
                         "(a long row split over several processes)")
     parser.add_argument("--row-seconds", type=float, default=3600, help="no schedule of a row starts after this")
     parser.add_argument("--json", dest="json_out", default=None)
+    parser.add_argument("--save-dir", default=None, help="save each row's first false finding there, as a "
+                        "schedule file `hwm replay FILE --protocol P -- CMD` reruns")
     options = parser.parse_args()
-    chosen = [dict(r, seed=options.seed, seconds=options.row_seconds)
+    chosen = [dict(r, seed=options.seed, seconds=options.row_seconds, save_dir=options.save_dir)
               for r in rows(options.schedules, options.schedules_five, options.style_schedules)
               if not options.only or any(f"{r['name']} {r['clock']} {r['nodes']}".startswith(o)
                                          for o in options.only.split(","))]
@@ -163,7 +169,8 @@ def main() -> None:
                   f"{result['clean']:>4} clean  {result['false']} false  {result['stepped']:>6} stepped  "
                   f"{result['succeeded']:>5}/{result['operations']:<5} ok  {result['unanswered']:>4} unanswered  "
                   f"{result['seconds']:>7.1f} s" + (f"\n      FALSE: {result['first']}" if result['first'] else "")
-                  + (f"\n      START: {result['start_error']}" if result['start_error'] else ""), flush=True)
+                  + (f"\n      START: {result['start_error']}" if result['start_error'] else "")
+                  + (f"\n      saved: {result['saved']}" if result['saved'] else ""), flush=True)
         if options.bug_seeds:
             wanted = [(s, seed) for s in STYLES for seed in range(options.bug_seeds)
                       if not options.only or any(s.startswith(o) for o in options.only.split(","))]
