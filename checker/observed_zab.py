@@ -12,7 +12,12 @@ finer steps, and this validator accepts exactly the ones the raft validator acce
   index and L's HWM. A reply may be applied out of order or be lost; a reply to an earlier epoch
   is ignored.
 - **A NEWLEADER carries the leader's history and HWM of when it was sent**: a follower may show a
-  shorter prefix of the leader's history, or an older HWM, than the leader holds when it arrives.
+  shorter prefix of the leader's history, or an older HWM, than the leader holds when it arrives;
+  never shorter than the history the leader was elected with, nor than what links in order
+  already brought the follower of it.
+- **A NEWLEADER arrives after its leader crashed or stepped down** (`sync-late`): the follower's
+  side of `sync` from that leader as it was when it stopped leading (or of an older NEWLEADER of
+  it, as above); its ACK finds no leader of that epoch, and a follower in a later epoch refuses it.
 - **A follower takes a later epoch without voting for it** (`learn_generation`, the raft
   validator's): it refused a candidate whose history is behind its own, a proposal, or a pre-vote
   answer refusing its own candidacy, and took the sender's generation; its history and
@@ -81,6 +86,7 @@ class ObservedZabValidator(ObservedValidator):
             yield action, after
         yield from self._restarts_with_vote(state, k)  # restart-voted, as for raft
         yield from self._older_syncs(state, k, seen)
+        yield from self._late_syncs(state, k, seen)
         yield from self._late_appends(state, k, seen)
         yield from self._later_generations(state, k)  # learn_generation, as for raft
         server = state.servers[k]
@@ -96,7 +102,7 @@ class ObservedZabValidator(ObservedValidator):
                 yield ("step_down", k), self._remember_leaders(state, after)
 
     def _allowed(self, action, k, event) -> bool:
-        if action[0] in ("sync-unacknowledged", "sync-older", "synchronise"):
+        if action[0] in ("sync-unacknowledged", "sync-older", "sync-late", "synchronise"):
             return True
         return super()._allowed(action, k, event)
 
@@ -199,6 +205,28 @@ class ObservedZabValidator(ObservedValidator):
             yield ("synchronise", l), self._remember_leaders(state, after)
 
     # ------------------------------------------------------- an older NEWLEADER
+    def _older_newleader(self, leader, follower, seen):
+        """(length, HWM) of a NEWLEADER that `leader` sent earlier, when its history or HWM were
+        shorter, as the follower shows it; None where no NEWLEADER of it gives what the follower
+        shows (or where it gives the leader's whole history and HWM: the model's own sync)."""
+        if seen.log is None:
+            return None
+        length = len(seen.log)
+        hwm = leader.hwm if seen.hwm is None else min(seen.hwm, leader.hwm, length)
+        if length > len(leader.log) or (length, hwm) == (len(leader.log), leader.hwm):
+            return None
+        # Every NEWLEADER carries the history the leader was elected with: since then it has logged
+        # only proposals of its own epoch.
+        if length < sum(1 for generation in leader.log if generation < leader.generation):
+            return None
+        # Links are FIFO (TCP, and hwm test's zab nodes order their links): what the follower holds
+        # of the leader's history came with its election (every NEWLEADER carries it) or in a later
+        # message of this leader, so an older NEWLEADER never truncates the follower's common prefix.
+        common = 0
+        while common < min(len(follower.log), len(leader.log)) and follower.log[common] == leader.log[common]:
+            common += 1
+        return None if length < common else (length, hwm)
+
     def _older_syncs(self, state, k, seen):
         """A NEWLEADER sent to follower k when its leader's history or HWM were shorter: the model's
         `sync` from the leader as it was then, follower's side only (its ACK deferred)."""
@@ -208,18 +236,10 @@ class ObservedZabValidator(ObservedValidator):
         for l, leader in enumerate(state.servers):
             if l == k or not (leader.alive and leader.role == LEADER) or self.model.guard_sync(state, l, k):
                 continue
-            length = len(seen.log)
-            hwm = leader.hwm if seen.hwm is None else min(seen.hwm, leader.hwm, length)
-            if length > len(leader.log) or (length, hwm) == (len(leader.log), leader.hwm):
+            older = self._older_newleader(leader, follower, seen)
+            if older is None:
                 continue
-            # Links are FIFO (TCP, and hwm test's zab nodes order their links): what k holds of the
-            # leader's history came with its election (every NEWLEADER carries it) or in a later
-            # message of this leader, so an older NEWLEADER never truncates k's common prefix.
-            common = 0
-            while common < min(len(follower.log), len(leader.log)) and follower.log[common] == leader.log[common]:
-                common += 1
-            if length < common:
-                continue
+            length, hwm = older
             then = state._replace(servers=state.servers[:l] + (leader._replace(log=leader.log[:length], hwm=hwm),)
                                   + state.servers[l + 1:])
             action = ("sync", l, k)
@@ -229,6 +249,37 @@ class ObservedZabValidator(ObservedValidator):
                 # The leader as it is now, not as it was when it sent the NEWLEADER.
                 servers = deferred.servers[:l] + (leader,) + deferred.servers[l + 1:]
                 yield ("sync-older", l, k), deferred._replace(servers=servers)
+
+    # ------------------------------------------------- a former leader's NEWLEADER
+    def _late_syncs(self, state, k, seen):
+        """A NEWLEADER a former leader sent before it crashed or stepped down, reaching follower k now:
+        the model's `sync` from that leader as it was (remembered in channel l->l), or as it was when
+        it sent an older one (`_older_newleader`), of which only the follower's side happens: its ACK
+        finds no leader of that epoch."""
+        follower = state.servers[k]
+        if not state.channels or not follower.alive or not seen.alive:
+            return
+        for l in range(self.n):
+            was = state.channels[l * self.n + l]
+            if l == k or not was:
+                continue
+            leader = was[0]
+            sent = [(len(leader.log), leader.hwm), self._older_newleader(leader, follower, seen)]
+            for length, hwm in filter(None, sent):
+                then = state._replace(servers=state.servers[:l] + (leader._replace(log=leader.log[:length], hwm=hwm),)
+                                      + state.servers[l + 1:])
+                after = self.model.apply(then, ("sync", l, k))
+                if after.servers[l].role != LEADER:
+                    break  # k is in a later epoch: it refuses the NEWLEADER (the model's sync deposes l)
+                # The follower's side only: it follows no leader now (its old one loses it), and the
+                # leader's count, its HWM and what clients were told stay as they are.
+                synced = tuple(0 if j == k else mask & ~(1 << k) for j, mask in enumerate(state.synced))
+                now = state._replace(
+                    servers=state.servers[:k] + (after.servers[k],) + state.servers[k + 1:], synced=synced,
+                    durable=state.durable[:k] + (after.durable[k],) + state.durable[k + 1:],
+                    epochs=state.epochs[:k] + (after.epochs[k],) + state.epochs[k + 1:])
+                if now != state:
+                    yield ("sync-late", l, k), self._remember_leaders(state, now)
 
     def _action_text(self, action) -> str:
         names = self.header.servers
