@@ -33,6 +33,7 @@ from hwm.properties.presets import (  # noqa: F401
     preset_of,
     presets_of,
 )
+from hwm.properties.rules import overridden
 from hwm.properties.tour_bounds import PRESET_TOUR_BOUNDS, TOUR_BOUNDS  # noqa: F401
 
 __all__ = [
@@ -128,12 +129,9 @@ def model_only(protocol: Protocol, hint: str = "use the model (--on model)") -> 
         if reasons:
             return "; ".join(reasons) + f"; {hint}"
     variant = getattr(type(protocol), "variant", None)  # a variant's protocol (model.variant) carries its rules
-    if variant is not None:
-        from hwm.properties.rules import overridden  # not at load: properties.rules imports this module
-
-        if "grants_vote" in overridden(variant):
-            return (f"{variant.__name__}.grants_vote is model-only: the implementation's vote request carries the "
-                    f"candidate's last index and generation, not its log; {hint}")
+    if variant is not None and "grants_vote" in overridden(variant):
+        return (f"{variant.__name__}.grants_vote is model-only: the implementation's vote request carries the "
+                f"candidate's last index and generation, not its log; {hint}")
     leases = [flag for flag in ("check_quorum", "lease_reads") if getattr(protocol, flag)]
     if leases:
         return (f"{' and '.join(f'{flag}=true' for flag in leases)} is model-only: the implementation's leader "

@@ -13,7 +13,7 @@ itself (the pinned counts of tests/pinned.py)."""
 
 from __future__ import annotations
 
-from hwm.properties.protocol import Protocol
+from hwm.properties.flags import Protocol
 from hwm.properties.quorum import index_held_by, majority
 
 # The rules a variant may override, in the order docs/variants.md lists them.
