@@ -21,8 +21,9 @@ import z3
 
 from hwm.model.actions import to_step
 from hwm.model.registry import build_model
+from hwm.proofs.encodings import encoding_for
 from hwm.proofs.progress import UNDECIDED, Ledger, ledger_or_new
-from hwm.proofs.symbolic import Proof, Sym, checked_properties, encoding_for
+from hwm.proofs.symbolic import Proof, Sym, checked_properties
 from hwm.model.state import Config, State
 from hwm.properties.protocol import Protocol
 

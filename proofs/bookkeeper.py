@@ -19,15 +19,20 @@ spare bookies and ensemble changes (`ensemble_size`, `write_quorum`, `ack_quorum
 
 from __future__ import annotations
 
+import time
+from collections import deque
 from itertools import permutations
 from typing import Any
 
 import z3
 
 from hwm.model.bookkeeper import RECOVERY_GENERATION, WRITER_GENERATION, BookKeeperModel, BookKeeperState
+from hwm.model.registry import build_model
 from hwm.model.state import Config
-from hwm.proofs.induction import Conjunct
-from hwm.proofs.symbolic import Encoding, Sym, smax, smin
+from hwm.proofs.induction import CTI, Conjunct, ConjunctEvaluator, check_induction
+from hwm.proofs.progress import ledger_or_new
+from hwm.proofs.symbolic import Encoding, Proof, Sym, action_name, checked_properties, smax, smin
+from hwm.properties.catalogue import violations
 from hwm.properties.quorum import majority
 
 
@@ -415,12 +420,6 @@ def first_reachable_cti(protocol, enc: BookKeeperEncoding, servers: int, max_log
     """The first state, breadth-first, that breaks `BOOKKEEPER_INVARIANT`, with its parent and the action:
     every state before it keeps the invariant, so its parent is a reachable counterexample to induction.
     None when every state within the bounds keeps it."""
-    from collections import deque
-
-    from hwm.model.registry import build_model
-    from hwm.proofs.induction import CTI, ConjunctEvaluator
-    from hwm.properties.catalogue import violations
-
     model = build_model(protocol, Config(servers=servers, max_log=max_log, max_crashes=crashes))
     evaluator = ConjunctEvaluator(enc, BOOKKEEPER_INVARIANT)
     start = model.initial_state()
@@ -454,12 +453,6 @@ def induction_proof(name: str, protocol, *, broken: bool, servers: int = 3, max_
     explorer looks for the first reachable state that breaks the invariant: its parent and the action
     that reaches it are a reachable counterexample to induction (a real bug).
     """
-    import time
-
-    from hwm.proofs.induction import check_induction
-    from hwm.proofs.progress import ledger_or_new
-    from hwm.proofs.symbolic import Proof, action_name, checked_properties
-
     ledger = ledger_or_new(ledger)
     enc = induction_encoding(protocol, servers, max_log)
     result = check_induction(protocol, servers, max_log, BOOKKEEPER_INVARIANT, name=name, enc=enc, ledger=ledger)

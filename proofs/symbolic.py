@@ -742,24 +742,6 @@ class Encoding:
         return problems
 
 
-def encoding_for(protocol: Protocol, servers: int, max_log: int, **bounds) -> Encoding:
-    """The encoding of `protocol`'s model: the one place a protocol picks it (as `model.registry` picks
-    the model). Raft's, or ZAB's, Kafka's or BookKeeper's (`proofs/zab.py`, `proofs/kafka.py`,
-    `proofs/bookkeeper.py`, each extending it)."""
-    if protocol.system == "zab":
-        from hwm.proofs.zab import ZabEncoding
-        return ZabEncoding(protocol, servers, max_log, **bounds)
-    if protocol.system == "kafka":
-        from hwm.proofs.kafka import KafkaEncoding
-        return KafkaEncoding(protocol, servers, max_log, **bounds)
-    if protocol.system == "bookkeeper":
-        from hwm.proofs.bookkeeper import BookKeeperEncoding
-        return BookKeeperEncoding(protocol, servers, max_log, **bounds)
-    if protocol.system != "raft":
-        raise ValueError(f"no z3 encoding of the {protocol.system} model")
-    return Encoding(protocol, servers, max_log, **bounds)
-
-
 ALWAYS_CHECKED = ("ReadNeverTruncated", "HwmNeverTruncated", "ReadNeverLost", "ReadsAgree", "HwmWithinLog", "CommittedOnQuorum",
                   "OneLeaderPerGeneration", "LogMatching")
 ACKED_CHECKED = ("AckedWriteNeverLost",)  # encoded where the model keeps the `acked` ghost

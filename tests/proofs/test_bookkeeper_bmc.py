@@ -10,8 +10,8 @@ import pytest
 
 from hwm.model.registry import build_model
 from hwm.model.state import Config
+from hwm.proofs.encodings import encoding_for
 from hwm.proofs.plan import unencoded
-from hwm.proofs.symbolic import encoding_for
 from hwm.properties.protocol import PRESETS, presets_of
 from tests.proofs.sampling import bmc_disagreements, sample_states
 

@@ -10,7 +10,8 @@ import pytest
 from hwm.model.registry import build_model
 from hwm.model.state import Config
 from hwm.proofs.bmc import bmc
-from hwm.proofs.symbolic import checked_properties, encoding_for
+from hwm.proofs.encodings import encoding_for
+from hwm.proofs.symbolic import checked_properties
 from hwm.properties.protocol import PRESETS
 from tests.pinned import PINNED
 from tests.proofs.sampling import sample_states
