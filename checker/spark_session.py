@@ -249,10 +249,12 @@ def variant_failure(error: BaseException) -> BaseException | None:
     that an executor raised, which Spark hands the driver inside its own exception; None for another."""
     import re
 
-    from hwm.model.variant import HookError, VariantError
+    from hwm.model.variant_code import VariantError
+    from hwm.properties.rules import HookError
 
-    # HookError is defined in properties.rules (the replicas raise it too), VariantError in model.variant.
-    found = re.search(r"hwm\.(?:model\.variant|properties\.rules)\.(HookError|VariantError): ([^\n]*)", str(error))
+    # HookError is defined in properties.rules (the replicas raise it too), VariantError in model.variant_code.
+    found = re.search(r"hwm\.(?:model\.variant_code|properties\.rules)\.(HookError|VariantError): ([^\n]*)",
+                      str(error))
     if found is None:
         return None
     return (HookError if found.group(1) == "HookError" else VariantError)(found.group(2).strip())

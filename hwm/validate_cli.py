@@ -77,7 +77,8 @@ def validate_files(files: list[Path], protocol_spec, depth: int):
 def validate(paths, protocol, depth, engine, spark_master, with_coverage, max_generation, max_log, max_crashes,
              table_out, as_json) -> None:
     """Validate recorded runs (hwm-events/1 JSON lines) against a protocol's model."""
-    from hwm.model.variant import HookError, VariantError
+    from hwm.model.variant_code import VariantError
+    from hwm.properties.rules import HookError
 
     try:
         if engine == "spark" or with_coverage or table_out is not None:

@@ -18,7 +18,6 @@ import ast
 import hashlib
 import importlib
 import importlib.util
-import inspect
 import sys
 import traceback
 from dataclasses import replace
@@ -28,12 +27,12 @@ from typing import Any, Callable, Mapping
 
 from hwm.model.rules import HOOKS, Rules, overridden
 from hwm.properties.rules import HookError, not_asked  # raised here, caught by the engines and the replicas' runners
+from hwm.model.variant_code import VariantError, defined_at, hook_failure, meaning_of, raised_at, state_text
 from hwm.model.variant_model import ModelLevel, check_declaration, liveness_properties, snapshot_view
 from hwm.properties.catalogue import Property, at_quorum
 from hwm.properties.protocol import Protocol, ProtocolError, register_loader, resolve
-from hwm.properties.snapshot import describe_server
 
-__all__ = ["Variant", "VariantError", "HookError", "ENTRY_POINT_GROUP", "load", "installed", "is_variant_spec"]
+__all__ = ["Variant", "HookError", "ENTRY_POINT_GROUP", "load", "installed", "is_variant_spec"]
 
 ENTRY_POINT_GROUP = "hwm.protocols"
 
@@ -51,10 +50,6 @@ class Variant(ModelLevel, Rules):
     name: str | None = None
     invariants: Mapping[str, Callable] = {}
     witnesses: Mapping[str, Callable] = {}
-
-
-class VariantError(ProtocolError):
-    """A variant that cannot be loaded or built: one line naming file, line and what is wrong."""
 
 
 class VariantProtocol(Protocol):
@@ -87,17 +82,6 @@ class VariantProtocol(Protocol):
 def is_variant_spec(spec: Any) -> bool:
     """Whether `spec` names a variant (`file.py:Name`, `package.module:Name`), not a preset."""
     return isinstance(spec, str) and ":" in spec
-
-
-def _where(obj: Any) -> str:
-    """`file:line` of a function or class, as far as Python knows it."""
-    code = getattr(obj, "__code__", None)
-    if code is not None:
-        return f"{code.co_filename}:{code.co_firstlineno}"
-    try:
-        return f"{inspect.getsourcefile(obj)}:{inspect.getsourcelines(obj)[1]}"
-    except (OSError, TypeError):
-        return f"{getattr(inspect.getmodule(obj), '__file__', '?')}"
 
 
 def _line_of_name(path: str | None, name: str) -> int | None:
@@ -186,7 +170,7 @@ def _variant_class(module: Any, where: str, attr: str) -> type[Variant]:
 
 def _check_class(cls: type[Variant]) -> tuple[str, Protocol]:
     """The base's display name and protocol; VariantError on a bad base, hook or property."""
-    where = _where(cls)
+    where = defined_at(cls)
     base = cls.base
     try:
         if is_variant_spec(base):
@@ -200,7 +184,7 @@ def _check_class(cls: type[Variant]) -> tuple[str, Protocol]:
     for hook in overridden(cls):
         why = not_asked(protocol.system, hook)
         if why:
-            raise VariantError(f"{_where(getattr(cls, hook))}: {cls.__name__}.{hook}: the {protocol.system} system "
+            raise VariantError(f"{defined_at(getattr(cls, hook))}: {cls.__name__}.{hook}: the {protocol.system} system "
                                f"(base {base_name}) asks no {hook}: {why}")
     if protocol.system != "raft" and (cls.fields or cls.actions or cls.liveness):
         raise VariantError(f"{where}: {cls.__name__} adds fields, actions or liveness properties, which build on the "
@@ -281,15 +265,6 @@ _TYPES = {"counts": bool, "election_quorum": int, "replication_quorum": int, "qu
 _WITHIN_LOG = {"restart_keeps": 0, "readable": 2}
 
 
-def _hook_error(cls: type, hook: str, error: BaseException) -> str:
-    frames = traceback.extract_tb(error.__traceback__)
-    function = getattr(cls, hook)
-    file = function.__code__.co_filename if hasattr(function, "__code__") else None
-    mine = [f for f in frames if f.filename == file] or frames
-    where = f"{mine[-1].filename}:{mine[-1].lineno}" if mine else _where(function)
-    return f"{where}: {cls.__name__}.{hook} raised {type(error).__name__}: {error}"
-
-
 def _checked(rules: Rules, cls: type, hook: str) -> Callable:
     function = getattr(rules, hook)
     expected = _TYPES[hook]
@@ -301,12 +276,12 @@ def _checked(rules: Rules, cls: type, hook: str) -> Callable:
         except HookError:
             raise
         except Exception as e:  # noqa: BLE001 - the user's code: named, never a crash of hwm
-            raise HookError(_hook_error(cls, hook, e)) from None
+            raise HookError(hook_failure(cls, hook, e)) from None
         if type(answer) is not expected:
-            raise HookError(f"{_where(getattr(cls, hook))}: {cls.__name__}.{hook} returned {answer!r} "
+            raise HookError(f"{defined_at(getattr(cls, hook))}: {cls.__name__}.{hook} returned {answer!r} "
                             f"({type(answer).__name__}), expected {expected.__name__}")
         if within is not None and not 0 <= answer <= len(args[within]):
-            raise HookError(f"{_where(getattr(cls, hook))}: {cls.__name__}.{hook} returned {answer}, but the log "
+            raise HookError(f"{defined_at(getattr(cls, hook))}: {cls.__name__}.{hook} returned {answer}, but the log "
                             f"it was given has {len(args[within])} entries (expected 0..{len(args[within])})")
         return answer
     return call
@@ -323,7 +298,7 @@ def checked_rules(cls: type[Variant], protocol: Protocol, servers: int) -> Rules
         for hook, size in (("election_quorum", rules.election_quorum()),
                            ("replication_quorum", rules.replication_quorum())):
             if not 1 <= size <= len(counting):
-                raise VariantError(f"{_where(getattr(cls, hook))}: {cls.__name__}.{hook} is {size}, but a quorum of "
+                raise VariantError(f"{defined_at(getattr(cls, hook))}: {cls.__name__}.{hook} is {size}, but a quorum of "
                                    f"{len(counting)} counting servers (of {servers}) is 1..{len(counting)}")
     except HookError as e:
         raise VariantError(str(e)) from None
@@ -347,30 +322,20 @@ class _UserCheck:
         try:
             answer = self.function(view)
         except Exception as e:  # noqa: BLE001
-            raise HookError(f"{_raised_at(e, self.function)}: {self.kind} {self.name} raised {type(e).__name__}: {e}, "
-                            f"in state {_state_text(state)}") from None
+            raise HookError(f"{raised_at(e, self.function)}: {self.kind} {self.name} raised {type(e).__name__}: {e}, "
+                            f"in state {state_text(state)}") from None
         if answer is None or answer is False:
             return None
         if not isinstance(answer, str) or not answer:
-            raise HookError(f"{_where(self.function)}: {self.kind} {self.name} returned {answer!r} "
+            raise HookError(f"{defined_at(self.function)}: {self.kind} {self.name} returned {answer!r} "
                             f"({type(answer).__name__}), expected None or a sentence (str), in state "
-                            f"{_state_text(state)}")
+                            f"{state_text(state)}")
         return answer
-
-
-def _raised_at(error: BaseException, function: Callable) -> str:
-    """`file:line` where the user's `function` raised `error` (the innermost frame below hwm's call)."""
-    frames = traceback.extract_tb(error.__traceback__)[1:] or traceback.extract_tb(error.__traceback__)
-    return f"{frames[-1].filename}:{frames[-1].lineno}" if frames else _where(function)
 
 
 def _own_check(protocol: Protocol, kind: str, name: str) -> _UserCheck:
     cls = type(protocol).variant
     return _UserCheck(cls, kind, name, (cls.invariants if kind == "invariant" else cls.witnesses)[name], protocol)
-
-
-def _state_text(state) -> str:
-    return "; ".join(f"S{k + 1} {describe_server(s)}" for k, s in enumerate(state.servers))
 
 
 def variant_properties(cls: type[Variant], catalogue: tuple[Property, ...], rules: Rules) -> tuple[Property, ...]:
@@ -380,9 +345,9 @@ def variant_properties(cls: type[Variant], catalogue: tuple[Property, ...], rule
     # Raft's catalogue counts Q2 always (a preset's Q2 is its quorum flag's); another system's counts
     # the variant's Q2 only when the variant changes it (a preset's min.insync.replicas=1 stays a finding).
     counted = catalogue and (protocol.system == "raft" or {"counts", "replication_quorum"} & set(overridden(rules)))
-    own = [Property(name, "always", "state", _meaning(check, "an invariant of the variant"),
+    own = [Property(name, "always", "state", meaning_of(check, "an invariant of the variant"),
                     _UserCheck(cls, "invariant", name, check, protocol)) for name, check in cls.invariants.items()]
-    own += [Property(name, "sometimes", "state", _meaning(check, "a witness of the variant"),
+    own += [Property(name, "sometimes", "state", meaning_of(check, "a witness of the variant"),
                      _UserCheck(cls, "witness", name, check, protocol)) for name, check in cls.witnesses.items()]
     if not counted:
         return tuple(catalogue) + tuple(own)
@@ -403,11 +368,6 @@ def acked_write_never_lost(view, needed: int) -> str | None:
             return (f"entry {index}@g{generation}, acknowledged to a client, is stored on only {holders} of "
                     f"{out_of(view)} (a quorum is {needed})")
     return None
-
-
-def _meaning(check: Callable, default: str) -> str:
-    doc = inspect.getdoc(check)
-    return doc.strip().splitlines()[0] if doc else default
 
 
 # -------------------------------------------------------------------- model
@@ -450,14 +410,14 @@ def variant_model_class(base: type) -> type:
             try:
                 yield from base.actions(self, s, bounds_hit)
             except HookError as e:
-                raise HookError(f"{e}, enumerating the actions of state {_state_text(s)}") from None
+                raise HookError(f"{e}, enumerating the actions of state {state_text(s)}") from None
 
         def apply(self, s, action):
             try:
                 return base.apply(self, s, action)
             except HookError as e:
                 from hwm.model.actions import to_step
-                raise HookError(f"{e}, at {to_step(action)} from state {_state_text(s)}") from None
+                raise HookError(f"{e}, at {to_step(action)} from state {state_text(s)}") from None
 
     VariantModel.__name__ = VariantModel.__qualname__ = f"Variant{base.__name__}"
     _MODEL_CLASSES[base] = VariantModel

@@ -32,8 +32,10 @@ from typing import Any, Callable, Iterator
 from hwm.model.encoding import _server_bytes, canonical, decode, encode, fingerprint_bytes
 from hwm.model.partition import PartitionedRaftModel
 from hwm.model.state import Server, State
+from hwm.model.variant_code import VariantError, defined_at, hook_failure, meaning_of, raised_at, state_text
 from hwm.properties.catalogue import Property
 from hwm.properties.liveness import LivenessProperty
+from hwm.properties.rules import HookError
 from hwm.properties.snapshot import ServerSnapshot, Snapshot, server_name
 
 # What a variant may declare at the model level (the names of `Variant`'s class attributes and hooks).
@@ -130,10 +132,9 @@ def is_model_level(cls: type) -> bool:
 def check_declaration(cls: type) -> None:
     """VariantError, naming file and line, for a model-level declaration that cannot be built: run
     when the variant is loaded, before any search. Registers its actions' step vocabulary."""
-    from hwm.model.variant import VariantError, _where
     from hwm.properties.trace import ACTIONS
 
-    where, name = _where(cls), cls.__name__
+    where, name = defined_at(cls), cls.__name__
     fields, actions = cls.fields, cls.actions
     if not isinstance(fields, dict):
         raise VariantError(f"{where}: {name}.fields must map a field name to its initial value, not "
@@ -161,7 +162,7 @@ def check_declaration(cls: type) -> None:
         arities = {part: arity(getattr(cls, part + action)) for part in ("guard_", "effect_")}
         if set(arities.values()) not in ({1}, {2}):
             function = getattr(cls, "guard_" + action)
-            raise VariantError(f"{_where(function)}: {name}.guard_{action} and effect_{action} take (state, server) "
+            raise VariantError(f"{defined_at(function)}: {name}.guard_{action} and effect_{action} take (state, server) "
                                f"for an action over one server, or both (state, i, j) for one over two servers; "
                                f"they take {arities['guard_']} and {arities['effect_']} servers")
     for action in cls.fair:
@@ -231,14 +232,12 @@ def snapshot_view(state) -> Snapshot:
 # --------------------------------------------------------------- liveness
 def liveness_properties(cls: type) -> tuple[LivenessProperty, ...]:
     """The variant's `eventually` properties, each with its `sometimes` witness `<Name>Opens`."""
-    from hwm.model.variant import _meaning
-
     out = []
     for name, obligations in cls.liveness.items():
         check = _Obligations(cls, name, obligations)
         witness = Property(name + WITNESS_SUFFIX, "sometimes", "state",
                            f"an obligation of {name} opens", _first_open(check))
-        out.append(LivenessProperty(name, "eventually", _meaning(obligations, "a liveness property of the variant"),
+        out.append(LivenessProperty(name, "eventually", meaning_of(obligations, "a liveness property of the variant"),
                                     check, witness))
     return tuple(out)
 
@@ -250,18 +249,16 @@ class _Obligations:
         self.cls, self.name, self.function = cls, name, function
 
     def __call__(self, state) -> dict:
-        from hwm.model.variant import HookError, _raised_at, _state_text, _where
-
         try:
             answer = self.function(snapshot_view(state))
         except Exception as e:  # noqa: BLE001 - the user's code: named, never a crash of hwm
-            raise HookError(f"{_raised_at(e, self.function)}: liveness {self.name} raised {type(e).__name__}: {e}, "
-                            f"in state {_state_text(state)}") from None
+            raise HookError(f"{raised_at(e, self.function)}: liveness {self.name} raised {type(e).__name__}: {e}, "
+                            f"in state {state_text(state)}") from None
         if answer is None:
             return {}
         if not isinstance(answer, dict) or not all(isinstance(v, str) and v for v in answer.values()):
-            raise HookError(f"{_where(self.function)}: liveness {self.name} returned {answer!r}, expected a dict "
-                            f"from a hashable key to a sentence (str), in state {_state_text(state)}")
+            raise HookError(f"{defined_at(self.function)}: liveness {self.name} returned {answer!r}, expected a dict "
+                            f"from a hashable key to a sentence (str), in state {state_text(state)}")
         return answer
 
 
@@ -284,7 +281,6 @@ def model_class(base: type) -> type:
     if base in _MODEL_CLASSES:
         return _MODEL_CLASSES[base]
     from hwm.model.actions import to_step
-    from hwm.model.variant import HookError, VariantError, _hook_error, _state_text, _where
 
     class FieldsModel(base):
         def __init__(self, protocol, config):
@@ -298,7 +294,7 @@ def model_class(base: type) -> type:
                                        else [(i, j) for i in range(self.n) for j in range(self.n) if i != j])
                                 for name in self.own_actions}
             if isinstance(self, PartitionedRaftModel):
-                raise VariantError(f"{_where(cls)}: {cls.__name__} adds to the raft model, which has no partitions, "
+                raise VariantError(f"{defined_at(cls)}: {cls.__name__} adds to the raft model, which has no partitions, "
                                    f"check_quorum or lease_reads under a variant with fields or actions in this "
                                    f"version (its base's flags or max_partitions ask for them)")
             self.refuses = self.rules.refuses if type(self.rules).refuses is not ModelLevel.refuses else None
@@ -392,13 +388,13 @@ def model_class(base: type) -> type:
             except HookError:
                 raise
             except Exception as e:  # noqa: BLE001 - the user's code: named, never a crash of hwm
-                raise HookError(f"{_hook_error(cls, hook, e)}, at {to_step(action)} from state {_state_text(s)}") \
+                raise HookError(f"{hook_failure(cls, hook, e)}, at {to_step(action)} from state {state_text(s)}") \
                     from None
             if (hook.startswith("guard_") or hook == "refuses") and not (answer is None or
                                                                          (isinstance(answer, str) and answer)):
-                raise HookError(f"{_where(getattr(cls, hook))}: {cls.__name__}.{hook} returned {answer!r} "
+                raise HookError(f"{defined_at(getattr(cls, hook))}: {cls.__name__}.{hook} returned {answer!r} "
                                 f"({type(answer).__name__}), expected None or the reason (str), at "
-                                f"{to_step(action)} from state {_state_text(s)}")
+                                f"{to_step(action)} from state {state_text(s)}")
             return answer
 
         def _state(self, result, s, action, hook: str):
@@ -432,8 +428,8 @@ def model_class(base: type) -> type:
                     except TypeError as e:
                         problem = f"returned a state that is not hashable ({e})"
             if problem:
-                raise HookError(f"{_where(getattr(cls, hook))}: {cls.__name__}.{hook} {problem}, at "
-                                f"{to_step(action)} from state {_state_text(s)}")
+                raise HookError(f"{defined_at(getattr(cls, hook))}: {cls.__name__}.{hook} {problem}, at "
+                                f"{to_step(action)} from state {state_text(s)}")
             return result
 
     FieldsModel.__name__ = FieldsModel.__qualname__ = f"Fields{base.__name__}"

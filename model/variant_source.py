@@ -100,7 +100,8 @@ def reloaded(spec: str, fallback: str, digest: str | None, flags: dict):
     """The protocol a pickled variant's protocol stands for, loaded in this process: by its spec, or where
     that does not load here, by `fallback` from what `shipment` sent; the file must be the one the
     sender loaded."""
-    from hwm.model.variant import VariantError, load
+    from hwm.model.variant import load
+    from hwm.model.variant_code import VariantError
     from hwm.properties.protocol import ProtocolError
 
     try:
