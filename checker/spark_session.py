@@ -261,8 +261,9 @@ def variant_failure(error: BaseException) -> BaseException | None:
 
 
 def ship_variant(spark, protocol) -> None:
-    """A variant's protocol pickles by its spec and loads again on each executor (`model.variant_source`),
-    which may not see the user's file or module: send it, once per application and file."""
+    """A variant's protocol pickles by its spec and loads again on each executor (`model.variant.reloaded`),
+    which may not see the user's file or module: send it (`model.variant_source.shipment`), once per
+    application and file."""
     from hwm.model.variant_source import shipment
 
     key = (spark.sparkContext.applicationId, getattr(type(protocol), "spec", None),

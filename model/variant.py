@@ -29,6 +29,7 @@ from hwm.model.rules import HOOKS, Rules, overridden
 from hwm.properties.rules import HookError, not_asked  # raised here, caught by the engines and the replicas' runners
 from hwm.model.variant_code import VariantError, defined_at, hook_failure, meaning_of, raised_at, state_text
 from hwm.model.variant_model import ModelLevel, check_declaration, liveness_properties, snapshot_view
+from hwm.model.variant_source import digest_of, fallback_spec, source_file
 from hwm.properties.catalogue import Property, at_quorum
 from hwm.properties.protocol import Protocol, ProtocolError, register_loader, resolve
 
@@ -66,8 +67,8 @@ class VariantProtocol(Protocol):
 
     def __reduce__(self):
         # Pickled by its spec: a process that has not loaded the variant (a Spark executor) loads it again.
-        from hwm.model.variant_source import reduced
-        return reduced(self)
+        kind = type(self)
+        return reloaded, (kind.spec, fallback_spec(kind), kind.digest, self.flags())
 
     def property_kinds(self) -> dict[str, str]:
         """The kind of each property the variant adds (a trace may name it): always, sometimes, eventually."""
@@ -241,7 +242,6 @@ def load(spec: str) -> tuple[str, Protocol]:
                                f"hwm.model.variant.Variant)")
     base_name, base = _check_class(cls)
     display = cls.name or cls.__name__
-    from hwm.model.variant_source import digest_of
     kind = type(f"{cls.__name__}Protocol", (VariantProtocol,),
                 {"variant": cls, "spec": spec, "display": display, "digest": digest_of(cls)})
     protocol = kind(**base.flags())
@@ -253,6 +253,24 @@ def installed() -> dict[str, Any]:
     """The variants installed packages declare in the entry-point group `hwm.protocols`, by name."""
     from importlib.metadata import entry_points
     return {point.name: point for point in entry_points(group=ENTRY_POINT_GROUP)}
+
+
+def reloaded(spec: str, fallback: str, digest: str | None, flags: dict) -> Protocol:
+    """The protocol a pickled variant's protocol stands for, loaded in this process: by its spec, or where
+    that does not load here, by `fallback` from what `model.variant_source.shipment` sent; the file must be
+    the one the sender loaded."""
+    try:
+        protocol = load(spec)[1]
+    except ProtocolError as e:
+        try:
+            protocol = load(fallback)[1]
+        except ProtocolError:
+            raise VariantError(f"{spec}: cannot load the variant in this process ({e}), nor the copy shipped to "
+                               f"it ({fallback})") from None
+    if digest is not None and type(protocol).digest != digest:
+        raise VariantError(f"{source_file(type(protocol).variant) or spec}: the variant's file here differs from "
+                           f"the one loaded where the search started (sha256 {digest[:12]})")
+    return replace(protocol, **flags)
 
 
 register_loader(load)

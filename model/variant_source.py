@@ -1,8 +1,8 @@
 """Where a variant's code comes from, and how another process gets the same code: the digest of the
 file that defines it (a saved trace records it, so a replay after the file changed says so), the copy
-a Spark engine ships to its executors, and the function that loads the variant again in a process
-that has not loaded it (pickle names that function and the spec, never the variant's class, which a
-process without the user's file could not import)."""
+a Spark engine ships to its executors, and the spec that loads that copy. A variant's protocol pickles
+as its spec, its fallback and its digest (`model.variant.reloaded` loads it again in a process that has
+not loaded it), never as the variant's class, which a process without the user's file could not import."""
 
 from __future__ import annotations
 
@@ -11,11 +11,10 @@ import inspect
 import sys
 import tempfile
 import zipfile
-from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-__all__ = ["TRACE_KEY", "source_file", "digest_of", "recorded", "recorded_of", "source_changed", "reloaded",
+__all__ = ["TRACE_KEY", "source_file", "digest_of", "recorded", "recorded_of", "source_changed", "fallback_spec",
            "shipment"]
 
 # The key of a saved trace (hwm-trace/1) that records the digest of its variant's file.
@@ -74,7 +73,7 @@ def source_changed(protocol, saved: Any) -> str | None:
 
 
 # ----------------------------------------------------------- other processes
-def _fallback(kind: type) -> str:
+def fallback_spec(kind: type) -> str:
     """The spec that loads the variant from what `shipment` sent, where its own spec does not load (an
     executor without the user's file, module or installed package)."""
     cls = kind.variant
@@ -90,38 +89,10 @@ def _shipped_name(kind: type) -> str:
     return f"hwm_variant_{Path(kind.spec.rpartition(':')[0]).stem}_{(kind.digest or '0' * 12)[:12]}"
 
 
-def reduced(protocol) -> tuple:
-    """`protocol.__reduce__` for a variant's protocol: loaded again by its spec, with its flags."""
-    kind = type(protocol)
-    return reloaded, (kind.spec, _fallback(kind), kind.digest, protocol.flags())
-
-
-def reloaded(spec: str, fallback: str, digest: str | None, flags: dict):
-    """The protocol a pickled variant's protocol stands for, loaded in this process: by its spec, or where
-    that does not load here, by `fallback` from what `shipment` sent; the file must be the one the
-    sender loaded."""
-    from hwm.model.variant import load
-    from hwm.model.variant_code import VariantError
-    from hwm.properties.protocol import ProtocolError
-
-    try:
-        protocol = load(spec)[1]
-    except ProtocolError as e:
-        try:
-            protocol = load(fallback)[1]
-        except ProtocolError:
-            raise VariantError(f"{spec}: cannot load the variant in this process ({e}), nor the copy shipped to "
-                               f"it ({fallback})") from None
-    if digest is not None and type(protocol).digest != digest:
-        raise VariantError(f"{source_file(type(protocol).variant) or spec}: the variant's file here differs from "
-                           f"the one loaded where the search started (sha256 {digest[:12]})")
-    return replace(protocol, **flags)
-
-
 def shipment(protocol) -> Path | None:
-    """A file to send to processes on other machines (Spark's `addPyFile`) so that `reloaded` finds the
-    variant there: the variant's file under its shipped module name, or a zip of the package its module
-    belongs to. None for a preset."""
+    """A file to send to processes on other machines (Spark's `addPyFile`) so that `model.variant.reloaded`
+    finds the variant there (by `fallback_spec`): the variant's file under its shipped module name, or a zip
+    of the package its module belongs to. None for a preset."""
     kind = _variant_kind(protocol)
     if kind is None:
         return None

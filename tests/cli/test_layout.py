@@ -194,7 +194,6 @@ def circles(edges: dict[str, set[str]]) -> set[frozenset[str]]:
 # only shrinks (a circle gone must come off it).
 KNOWN_CIRCLES = {frozenset(circle) for circle in [
     ("hwm.model.registry", "hwm.model.variant"),
-    ("hwm.model.variant", "hwm.model.variant_source"),
 ]}
 
 

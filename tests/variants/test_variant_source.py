@@ -1,6 +1,6 @@
-"""A variant in another process (model/variant_source.py): its protocol, model and own properties pickle
-by spec, load again where the user's file is not (from the copy `shipment` makes, as Spark's
-executors do), and a file that changed in between is one line naming it."""
+"""A variant in another process (model/variant_source.py, model/variant.py's `reloaded`): its protocol, model
+and own properties pickle by spec, load again where the user's file is not (from the copy `shipment` makes,
+as Spark's executors do), and a file that changed in between is one line naming it."""
 
 from __future__ import annotations
 
