@@ -10,26 +10,20 @@ from hwm.model.kafka_partition import PartitionedKafkaModel
 from hwm.model.partition import PartitionedRaftModel
 from hwm.model.raft import RaftModel
 from hwm.model.state import Config
+from hwm.model.variant import variant_model  # importing it registers the loader of variants' specs with `resolve`
 from hwm.model.zab import ZabModel
 from hwm.model.zab_partition import PartitionedZabModel
 from hwm.properties.protocol import Protocol
-
-import hwm.model.variant  # noqa: F401,E402 - registers the loader of variants' specs with `resolve`
 
 
 def build_model(protocol: Protocol, config: Config) -> Model:
     """The model of `protocol` under `config`: the one place a protocol picks its model class. A
     variant's protocol (`model.variant`) gets its base's model class, under the variant's rules and
     properties."""
+    cls = _model_class(protocol, config)
     if getattr(type(protocol), "variant", None) is not None:
-        from hwm.model.variant import variant_model_class
-        from hwm.model.variant_model import is_model_level, model_class
-        model = _build(protocol, config)
-        cls = variant_model_class(type(model))
-        if is_model_level(type(protocol).variant):  # its own fields and actions (model.variant_model)
-            cls = model_class(cls)
-        return cls(protocol, config)
-    return _build(protocol, config)
+        return variant_model(cls, protocol, config)
+    return cls(protocol, config)
 
 
 # Each system's model, and the model it runs on where the network partitions or a flag only that model
@@ -43,7 +37,7 @@ PARTITIONED: dict[str, tuple[type[Model], tuple[str, ...]]] = {
 }
 
 
-def _build(protocol: Protocol, config: Config) -> Model:
+def _model_class(protocol: Protocol, config: Config) -> type[Model]:
     partitioned = PARTITIONED.get(protocol.system)
     if partitioned is None:
         if config.max_partitions:
@@ -51,8 +45,8 @@ def _build(protocol: Protocol, config: Config) -> Model:
             raise ValueError(f"partitions (max_partitions={config.max_partitions}) are modelled for the raft, zab "
                              f"and kafka systems (model/partition.py, zab_partition.py, kafka_partition.py); the "
                              f"{protocol.system} model has none yet")
-        return MODELS[protocol.system](protocol, config)
+        return MODELS[protocol.system]
     cls, flags = partitioned
     if config.max_partitions or any(getattr(protocol, flag) for flag in flags):
-        return cls(protocol, config)
-    return MODELS[protocol.system](protocol, config)
+        return cls
+    return MODELS[protocol.system]

@@ -28,7 +28,8 @@ from typing import Any, Callable, Mapping
 from hwm.model.rules import HOOKS, Rules, overridden
 from hwm.properties.rules import HookError, not_asked  # raised here, caught by the engines and the replicas' runners
 from hwm.model.variant_code import VariantError, defined_at, hook_failure, meaning_of, raised_at, state_text
-from hwm.model.variant_model import ModelLevel, check_declaration, liveness_properties, snapshot_view
+from hwm.model.variant_model import (ModelLevel, check_declaration, is_model_level, liveness_properties, model_class,
+                                     snapshot_view)
 from hwm.model.variant_source import digest_of, fallback_spec, source_file
 from hwm.properties.catalogue import Property, at_quorum
 from hwm.properties.protocol import Protocol, ProtocolError, register_loader, resolve
@@ -415,8 +416,7 @@ def variant_model_class(base: type) -> type:
         symmetric = True
 
         def __reduce__(self):  # built again from its protocol, which pickles by spec (VariantProtocol)
-            from hwm.model.registry import build_model
-            return build_model, (self.protocol, self.config)
+            return variant_model, (base, self.protocol, self.config)
 
         def fingerprint(self, state, symmetry=True):
             return base.fingerprint(self, state, symmetry and self.symmetric)
@@ -440,6 +440,16 @@ def variant_model_class(base: type) -> type:
     VariantModel.__name__ = VariantModel.__qualname__ = f"Variant{base.__name__}"
     _MODEL_CLASSES[base] = VariantModel
     return VariantModel
+
+
+def variant_model(base: type, protocol: Protocol, config) -> Any:
+    """The model of a variant's `protocol` under `config`: `base`, the model class its base preset runs on
+    (`model.registry` picks it), under the variant's rules and properties, and with its own fields and
+    actions where it declares them (`model.variant_model`)."""
+    cls = variant_model_class(base)
+    if is_model_level(type(protocol).variant):
+        cls = model_class(cls)
+    return cls(protocol, config)
 
 
 def describe(protocol: Protocol) -> str | None:
