@@ -30,7 +30,7 @@ import time
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # for bench.cluster
 
 from bench.cluster import HWM, free_ports  # noqa: E402
-from hwm.bridge.simcluster import SimCluster  # noqa: E402
+from hwm.bridge.simcluster import build_cluster  # noqa: E402
 from hwm.checker.coverage import reachable  # noqa: E402
 from hwm.checker.model_events import random_actions  # noqa: E402
 from hwm.checker.validate import Validator  # noqa: E402
@@ -119,7 +119,7 @@ def simulated_runs(protocol_name: str, bounds: dict, count: int, length: int, di
     runs = []
     for seed in range(count):
         path = os.path.join(directory, f"{protocol_name}-{seed:05}.jsonl")
-        cluster = SimCluster(protocol, config, record=path)
+        cluster = build_cluster(protocol, config, record=path)
         for action in random_actions(model, length, seed):
             cluster.apply(action)
         cluster.recorder.close()

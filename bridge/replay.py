@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from hwm.bridge.simcluster import SimCluster
+from hwm.bridge.simcluster import SimCluster, build_cluster
 from hwm.checker.replay import Outcome, lasso_label, replay_lasso_on_model, replay_on_model, resolve_for, watched_properties
 from hwm.model.registry import build_model
 from hwm.model.state import Config
@@ -14,7 +14,7 @@ from hwm.properties.trace import Trace, TraceError
 
 
 def replay_on_impl(trace: Trace, protocol: str | dict | None = None) -> Outcome:
-    """Run the trace's steps on real replicas (`bridge.simcluster.SimCluster`); stop at the first
+    """Run the trace's steps on real replicas (`bridge.simcluster.build_cluster`); stop at the first
     violation of a watched property, evaluated on the implementation's snapshots (step properties
     on the snapshots before and after each step). ReadsAgree also compares the values the real
     reads returned. A step the implementation refuses ends the replay as `blocked`, with its reason.
@@ -24,7 +24,7 @@ def replay_on_impl(trace: Trace, protocol: str | dict | None = None) -> Outcome:
     if reason:
         raise TraceError(reason, file=trace.source, field="protocol")
     config = Config.from_mapping(trace.config, where=trace.source)
-    cluster = SimCluster(proto, config)
+    cluster = build_cluster(proto, config)
     if trace.property in LIVENESS_BY_NAME:
         return replay_lasso_on_impl(trace, name, cluster, build_model(proto, config))
     before = cluster.snapshot()

@@ -15,7 +15,7 @@ from hypothesis import event
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, precondition, rule
 
-from hwm.bridge.simcluster import SimCluster
+from hwm.bridge.simcluster import build_cluster
 from hwm.impl.core import Replica
 from hwm.model.actions import to_step
 from hwm.model.registry import build_model
@@ -117,7 +117,7 @@ class ConformanceMachine(RuleBasedStateMachine):
         self.model = build_model(self.protocol, self.config)
         self.state = self.model.initial_state()
         self.always = tuple(p for p in self.model.properties if p.kind == "always")
-        self.cluster = SimCluster(self.protocol, self.config, replica_factory=self.replica_factory)
+        self.cluster = build_cluster(self.protocol, self.config, replica_factory=self.replica_factory)
         self.steps: list[Step] = []
         self.writes = 0
         self._enabled: dict[str, list] | None = None

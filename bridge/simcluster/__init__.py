@@ -3,8 +3,10 @@
 The conformance machine (tests/conformance), `hwm replay --on impl` and the differential tests of
 tests/impl drive the implementation through this package, one model action at a time:
 
-- every server is an `impl.core.Replica` (for a Kafka protocol, `SimCluster(...)` builds the
-  `bridge.simcluster.kafka.KafkaSimCluster` of `impl.kafka` replicas and their controller) persisting to an `impl.storage.MemoryStorage`; a crash is
+- `build_cluster(protocol, config)` builds the cluster of the protocol's system (`registry.py`'s table):
+  `SimCluster` for raft, for a Kafka protocol `bridge.simcluster.kafka.KafkaSimCluster` of `impl.kafka`
+  replicas and their controller, ZAB's and BookKeeper's likewise;
+- every server is an `impl.core.Replica` persisting to an `impl.storage.MemoryStorage`; a crash is
   `storage.crash()` (what was not synced is lost) and a restart a new `Replica` built from
   `storage.load()`, which then rejoins (`impl.core.rejoin`: under `truncate-to-leader-hwm` it asks
   its live peers for the leader's HWM);
@@ -28,7 +30,7 @@ follower is `NotLeader`'s message; a read with nothing committed is `NotCommitte
 bounds (max_generation, max_log, max_crashes, a full channel) are exploration limits, not behaviour
 of the implementation: they are not enforced here.
 
-The parts: `cluster.py` (`SimCluster`, `Read`), `network.py` (the wire and the async network's
+The parts: `registry.py` (`build_cluster`), `cluster.py` (`SimCluster`, `Read`), `network.py` (the wire and the async network's
 `FrameChannels`), `drivers.py` (the rpc drivers: elections, round trips, rejoins), `record.py` (a run
 recorded as hwm-events/1), and the clusters of the other systems (`zab.py`, `kafka.py`,
 `bookkeeper.py`).
@@ -36,5 +38,6 @@ recorded as hwm-events/1), and the clusters of the other systems (`zab.py`, `kaf
 
 from hwm.bridge.simcluster.cluster import Read, ReplicaFactory, SimCluster
 from hwm.bridge.simcluster.network import FrameChannels
+from hwm.bridge.simcluster.registry import CLUSTERS, build_cluster
 
-__all__ = ["Read", "SimCluster", "FrameChannels", "ReplicaFactory"]
+__all__ = ["Read", "SimCluster", "FrameChannels", "ReplicaFactory", "CLUSTERS", "build_cluster"]

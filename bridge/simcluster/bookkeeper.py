@@ -1,6 +1,6 @@
 """BookKeeper's ledger in the simulated cluster: every action of model/bookkeeper.py on real bookies.
 
-`BookKeeperSimCluster` is the `SimCluster` (`SimCluster(protocol, config)` builds one for a
+`BookKeeperSimCluster` is the `SimCluster` (`build_cluster(protocol, config)` builds one for a
 bookkeeper protocol) of `impl.bookkeeper`: bookies S1..Sn (each on a `BookieStorage` over a
 `MemoryStorage`), the writer S(n+1) and the recovery client S(n+2), the servers of the model's state
 in the same places. Every message crosses the wire through the real codec; a message to a bookie
@@ -59,7 +59,7 @@ from hwm.impl.messages import CloseLedger, RecoveryAdd
 from hwm.impl.storage import MemoryStorage
 from hwm.model.actions import from_step
 from hwm.model.state import Config
-from hwm.properties.protocol import Protocol, model_only
+from hwm.properties.protocol import Protocol
 from hwm.properties.snapshot import ServerSnapshot, server_name
 from hwm.properties.trace import Step
 
@@ -134,15 +134,14 @@ def view_of(state) -> BookKeeperView:
 class BookKeeperSimCluster(SimCluster):
     """Bookies S1..Sn, the writer and the recovery client, on the rpc network."""
 
+    system = "bookkeeper"
+
     def __init__(self, protocol: Protocol, config: Config, *, replica_factory=None,
                  storages: Mapping[str, MemoryStorage] | None = None, **options):
         """`replica_factory`: the bookie class (a test may pass a broken one); `options` go to the
         writer and the recovery client over the protocol's ledger parameters (ack_quorum,
         write_quorum, ensemble_size)."""
-        if not isinstance(protocol, Protocol):
-            raise TypeError(f"protocol: expected a properties.protocol.Protocol, got {type(protocol).__name__}")
-        if model_only(protocol):
-            raise ValueError(model_only(protocol))
+        self._check_protocol(protocol)
         if config.network != "rpc":
             raise ValueError("BookKeeper's bookies run on the rpc network only (network=rpc): each step is one "
                              "whole exchange")

@@ -59,24 +59,12 @@ class _Wired:
         return getattr(self._replica, name)
 
 
-# Systems whose replicas need a cluster of their own (more actions, storage, views): module:class.
-SYSTEM_CLUSTERS: dict[str, str] = {"zab": "hwm.bridge.simcluster.zab:ZabSimCluster",
-                                   "kafka": "hwm.bridge.simcluster.kafka:KafkaSimCluster",
-                                   "bookkeeper": "hwm.bridge.simcluster.bookkeeper:BookKeeperSimCluster"}
-
-
 class SimCluster:
-    """Replicas S1..Sn with in-memory storage over a simulated `rpc` or `async` network.
+    """Replicas S1..Sn with in-memory storage over a simulated `rpc` or `async` network: the raft
+    system's. Each other system's cluster is a subclass (`zab.py`, `kafka.py`, `bookkeeper.py`), and
+    `registry.build_cluster(protocol, config)` builds the one of a protocol's system."""
 
-    `SimCluster(protocol, ...)` builds the cluster of the protocol's system (SYSTEM_CLUSTERS)."""
-
-    def __new__(cls, *args, **kwargs):
-        # The one place a protocol's system picks its simulated cluster (and so its replica class).
-        protocol = args[0] if args else kwargs.get("protocol")
-        if cls is SimCluster and getattr(protocol, "system", None) in SYSTEM_CLUSTERS:
-            module, name = SYSTEM_CLUSTERS[protocol.system].split(":")
-            cls = getattr(__import__(module, fromlist=[name]), name)
-        return super().__new__(cls)
+    system = "raft"  # the system whose replicas this cluster runs
 
     def __init__(self, protocol: Protocol, config: Config, *, replica_factory: ReplicaFactory = Replica,
                  storages: Mapping[str, MemoryStorage] | None = None, record: str | None = None,
@@ -84,10 +72,7 @@ class SimCluster:
         """`storages` may give a server a storage that already holds a log (closed: not loaded);
         `record` a file where the run is recorded as hwm-events/1 (impl/recorder.py) for `hwm
         validate`; `replica_options` go to every Replica (election_ticks, heartbeat_ticks ...)."""
-        if not isinstance(protocol, Protocol):
-            raise TypeError(f"protocol: expected a properties.protocol.Protocol, got {type(protocol).__name__}")
-        if model_only(protocol):
-            raise ValueError(model_only(protocol))
+        self._check_protocol(protocol)
         self.protocol = protocol
         self.config = config
         self.names = [server_name(k) for k in range(config.servers)]
@@ -115,6 +100,18 @@ class SimCluster:
             from hwm.bridge.simcluster.record import start_recording
 
             self.recorder = start_recording(self, record)
+
+    def _check_protocol(self, protocol: Protocol) -> None:
+        """One line on why this cluster cannot run `protocol`: not a protocol, another system's (whose
+        replicas are another class's), or one the implementation does not run."""
+        if not isinstance(protocol, Protocol):
+            raise TypeError(f"protocol: expected a properties.protocol.Protocol, got {type(protocol).__name__}")
+        if protocol.system != self.system:
+            raise ValueError(f"{type(self).__name__} runs the {self.system} system's replicas, not the "
+                             f"{protocol.system} system's: build_cluster(protocol, config) "
+                             f"(bridge.simcluster.registry) builds a protocol's cluster")
+        if model_only(protocol):
+            raise ValueError(model_only(protocol))
 
     # ------------------------------------------------------------------ views
     def __getitem__(self, name: str) -> Replica:

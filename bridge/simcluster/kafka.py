@@ -1,6 +1,6 @@
 """Kafka's replicas in the simulated cluster: every action of model/kafka.py on real replicas.
 
-`KafkaSimCluster` is the `SimCluster` (`SimCluster(protocol, config)` builds one for a kafka
+`KafkaSimCluster` is the `SimCluster` (`build_cluster(protocol, config)` builds one for a kafka
 protocol) with `impl.kafka.KafkaReplica` servers and an `impl.kafka.Controller`. Every message,
 the controller's included, crosses the wire through the real codec. The model's actions:
 
@@ -44,6 +44,8 @@ class KafkaSnapshot(NamedTuple):
 
 class KafkaSimCluster(SimCluster):
     """Kafka replicas S1..Sn and their controller, on the rpc network."""
+
+    system = "kafka"
 
     def __init__(self, protocol: Protocol, config: Config, *, replica_factory=None,
                  storages: Mapping[str, MemoryStorage] | None = None, **replica_options):

@@ -1,4 +1,4 @@
-"""Recording the simulated cluster's run as hwm-events/1 (`SimCluster(..., record=FILE)`): after each
+"""Recording the simulated cluster's run as hwm-events/1 (`build_cluster(..., record=FILE)`): after each
 action, a crash, then each server's changes (the acting server first, the follower first in a round
 trip), then the client reads."""
 

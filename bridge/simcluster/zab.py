@@ -1,6 +1,6 @@
 """ZAB's simulated cluster: `SimCluster` over `impl.zab.ZabReplica`s, with the model's two ZAB actions.
 
-`SimCluster(protocol, ...)` with a zab protocol builds a `ZabSimCluster`. What it adds:
+`build_cluster(protocol, ...)` with a zab protocol builds a `ZabSimCluster`. What it adds:
 
 - `sync(leader, follower)`: the synchronisation as one exchange through the real codec: the
   leader's NewLeader (its history, its HWM), the follower's NewLeaderAck (or its refusal, when the
@@ -88,6 +88,8 @@ def sync(leader: Replica, follower: Replica, persist_ready: Persist) -> None:
 
 class ZabSimCluster(SimCluster):
     """A SimCluster of ZAB servers (see the module docstring)."""
+
+    system = "zab"
 
     def __init__(self, protocol, config, *, replica_factory=ZabReplica, storages=None, **replica_options):
         if config.network != "rpc":

@@ -15,7 +15,7 @@ from click.testing import CliRunner
 from hypothesis.stateful import run_state_machine_as_test
 
 from hwm.bridge.conformance import Divergence, PropertyViolation, conformance_settings, hunt, machine_for
-from hwm.bridge.simcluster import SimCluster
+from hwm.bridge.simcluster import build_cluster
 from hwm.bridge.simcluster.bookkeeper import BookKeeperSimCluster
 from hwm.cli import main
 from hwm.counterexamples.build import HERE
@@ -53,19 +53,19 @@ def test_the_saved_counterexample_replays_on_the_implementation_and_the_fix_hold
 
 
 def test_the_simulated_cluster_of_a_bookkeeper_protocol_is_the_ledger_and_refuses_what_it_has_not():
-    cluster = SimCluster(BOOKKEEPER, CONFIG)
+    cluster = build_cluster(BOOKKEEPER, CONFIG)
     assert isinstance(cluster, BookKeeperSimCluster)
     assert cluster.apply(("elect", 0, (0, 1))).startswith("elect is not an action of BookKeeper's ledger")
     assert cluster.apply(("read", 3)) == "S4 is not a bookie"
     assert cluster.apply(("recovery_read", 0)).startswith("fencing has not completed: 0 of 3 bookies")
     assert cluster.apply(("crash", 0)) is None and cluster.apply(("send_add", 0)) == "S1 is down"
     with pytest.raises(ValueError, match="rpc network only"):
-        SimCluster(BOOKKEEPER, Config(servers=3, network="async"))
+        build_cluster(BOOKKEEPER, Config(servers=3, network="async"))
 
 
 def test_a_planted_fence_ignoring_bookie_loses_an_acknowledged_entry_under_the_fix():
     trace = load(TRACE)
-    cluster = SimCluster(BOOKKEEPER, Config.from_mapping(trace.config), replica_factory=FenceIgnoringBookie)
+    cluster = build_cluster(BOOKKEEPER, Config.from_mapping(trace.config), replica_factory=FenceIgnoringBookie)
     for step in trace.steps:
         assert cluster.apply_step(step) is None
     assert cluster.snapshot().acked == {(1, 1)} and cluster.snapshot().servers[2].log == (1,)
@@ -167,7 +167,7 @@ BEFORE_THE_CLOSE = [("add",), ("send_add", 0), ("fence", 0), ("fence", 1), ("rec
 def test_recovery_closes_the_ledger_only_once_an_ack_quorum_acknowledged_its_recovery_adds():
     model = build_model(BOOKKEEPER, FOUR_BOOKIES)
     always = tuple(p for p in model.properties if p.kind == "always")
-    cluster = SimCluster(BOOKKEEPER, FOUR_BOOKIES)
+    cluster = build_cluster(BOOKKEEPER, FOUR_BOOKIES)
     for action in BEFORE_THE_CLOSE:
         assert cluster.apply(action) is None, action
     # Entry 1's recovery add reaches S1 alone, one of the ack quorum of 3: the ledger stays open (the

@@ -1,10 +1,10 @@
-"""Recorded runs of the simulated cluster (`SimCluster(..., record=FILE)`), validated against the model:
+"""Recorded runs of the simulated cluster (`build_cluster(..., record=FILE)`), validated against the model:
 raft's runs are raft behaviours; a planted bug (a follower that truncates its log to its own HWM
 on restart) fails validation at a restart."""
 
 import pytest
 
-from hwm.bridge.simcluster import SimCluster
+from hwm.bridge.simcluster import build_cluster
 from hwm.checker.model_events import random_actions
 from hwm.checker.validate import validate
 from hwm.model.registry import build_model
@@ -18,7 +18,7 @@ RAFT = resolve("raft")[1]
 
 def recorded(protocol, seed, path):
     """The recording of a random walk of `protocol`'s model, run on the simulated cluster."""
-    cluster = SimCluster(protocol, CONFIG, record=str(path))
+    cluster = build_cluster(protocol, CONFIG, record=str(path))
     for action in random_actions(build_model(protocol, CONFIG), 40, seed):
         cluster.apply(action)
     cluster.recorder.close()

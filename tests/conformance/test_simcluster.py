@@ -5,9 +5,11 @@ from __future__ import annotations
 import pytest
 
 from hwm.impl import codec as wire_codec
-from hwm.bridge.simcluster import Read, SimCluster
+from hwm.bridge.simcluster import CLUSTERS, Read, SimCluster, build_cluster
+from hwm.bridge.simcluster.bookkeeper import BookKeeperSimCluster
+from hwm.bridge.simcluster.zab import ZabSimCluster
 from hwm.model.state import Config
-from hwm.properties.protocol import PRESETS, RAFT
+from hwm.properties.protocol import FLAG_VALUES, PRESETS, RAFT
 from hwm.properties.snapshot import FOLLOWER, LEADER
 
 RPC3 = Config(servers=3)
@@ -105,3 +107,19 @@ def test_a_new_leader_is_the_only_leader_of_its_generation(leader):
     voters = sorted({leader, "S1" if leader != "S1" else "S2"})
     assert c.elect(leader, voters) is None
     assert [s.role for s in c.snapshot().servers].count(LEADER) == 1
+
+
+def test_build_cluster_builds_each_systems_cluster_and_a_cluster_refuses_another_systems_protocol():
+    assert set(CLUSTERS) == set(FLAG_VALUES["system"])  # every system has its cluster
+    for system, cls in CLUSTERS.items():
+        assert type(build_cluster(PRESETS[system].protocol, RPC3)) is cls
+    # Built directly, a cluster of one system's replicas says which builds another's, in one line.
+    with pytest.raises(ValueError, match=r"^SimCluster runs the raft system's replicas, not the zab system's: "
+                                         r"build_cluster\(protocol, config\)"):
+        SimCluster(PRESETS["zab"].protocol, RPC3)
+    with pytest.raises(ValueError, match="^ZabSimCluster runs the zab system's replicas, not the raft system's"):
+        ZabSimCluster(RAFT, RPC3)
+    with pytest.raises(ValueError, match="^BookKeeperSimCluster runs the bookkeeper system's replicas, not the raft"):
+        BookKeeperSimCluster(RAFT, RPC3)
+    with pytest.raises(TypeError, match="^protocol: expected a properties.protocol.Protocol, got str$"):
+        build_cluster("raft", RPC3)

@@ -15,7 +15,7 @@ from hypothesis.stateful import run_state_machine_as_test
 
 from hwm.bridge.conformance import Divergence, PropertyViolation, conformance_settings, hunt, machine_for
 from hwm.bridge.replay import replay_on_impl
-from hwm.bridge.simcluster import SimCluster
+from hwm.bridge.simcluster import SimCluster, build_cluster
 from hwm.checker.replay import judge, replay_on_model
 from hwm.cli import main
 from hwm.impl.core import Replica
@@ -39,7 +39,7 @@ def hwm(*args: str):
 
 
 def cluster(spec: str, servers: int) -> SimCluster:
-    return SimCluster(resolve(spec)[1], Config(servers=servers, max_generation=4, max_log=2, max_crashes=0))
+    return build_cluster(resolve(spec)[1], Config(servers=servers, max_generation=4, max_log=2, max_crashes=0))
 
 
 # ------------------------------------------------------------------ the rules the replicas follow
@@ -177,7 +177,7 @@ def test_a_variants_vote_rule_is_refused_for_the_implementation_by_name(tmp_path
     path.write_text(VOTER)
     spec = f"{path}:AnyoneVotes"
     with pytest.raises(ValueError, match=REFUSAL):
-        SimCluster(resolve(spec)[1], FOUR)
+        build_cluster(resolve(spec)[1], FOUR)
     node = hwm("node", "--stdio", "--protocol", spec)
     assert node.exit_code == 2 and REFUSAL in node.output, node.output
     checked = hwm("check", "--protocol", spec, "--servers", "3", "--max-generation", "2", "--max-crashes", "0",

@@ -16,7 +16,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from hwm.bridge.simcluster import SimCluster
+from hwm.bridge.simcluster import SimCluster, build_cluster
 from hwm.impl.core import (
     CANDIDATE,
     Entry,
@@ -565,7 +565,7 @@ def same_as_model(protocol_, trace, n=3, network="rpc", capacity=1) -> SimCluste
                     channel_capacity=capacity)
     model = RaftModel(protocol_, config)
     state = initial_state(config)
-    c = SimCluster(protocol_, config)
+    c = build_cluster(protocol_, config)
     for k, action in enumerate(trace):
         reason = model.why_not(state, action)
         assert reason is None, f"step {k} {action} is not enabled in the model: {reason}"
@@ -654,7 +654,7 @@ def run_differential(protocol_, n, data, max_steps, network="rpc", capacity=1):
                     channel_capacity=capacity)
     model = RaftModel(protocol_, config)
     state = initial_state(config)
-    c = SimCluster(protocol_, config)
+    c = build_cluster(protocol_, config)
     trace = []
     for _ in range(data.draw(st.integers(1, max_steps), label="steps")):
         by_kind: dict[str, list] = {}

@@ -10,7 +10,7 @@ import pytest
 
 from hwm.impl import codec as wire_codec
 from hwm.bridge.simcluster.kafka import KafkaSimCluster
-from hwm.bridge.simcluster import SimCluster
+from hwm.bridge.simcluster import build_cluster
 from hwm.impl.core import Replica, ReplicaError
 from hwm.impl.kafka import Controller, KafkaReplica, LeaderEpochCache
 from hwm.impl.messages import AlterIsr, AlterIsrReply, FetchRequest, LeaderAndIsr
@@ -45,7 +45,7 @@ def hand_built(protocol, *logs, hwms=None, epoch=None, isr=None) -> KafkaSimClus
     epoch in a log) with ISR `isr` (default: all)."""
     hwms = hwms or [0] * len(logs)
     storages = {f"S{k + 1}": storage(log, hwm) for k, (log, hwm) in enumerate(zip(logs, hwms))}
-    c = SimCluster(protocol, Config(servers=len(logs), **BOUNDS), storages=storages)
+    c = build_cluster(protocol, Config(servers=len(logs), **BOUNDS), storages=storages)
     c.controller.leader_epoch = max((max(log, default=0) for log in logs), default=0) if epoch is None else epoch
     if isr is not None:
         c.controller.isr = tuple(isr)
@@ -364,11 +364,11 @@ def test_every_message_crosses_the_wire(monkeypatch):
 
 
 def test_a_kafka_protocol_gets_kafka_replicas_and_only_the_rpc_network():
-    c = SimCluster(KAFKA, Config(servers=3))
+    c = build_cluster(KAFKA, Config(servers=3))
     assert isinstance(c, KafkaSimCluster) and all(isinstance(r, KafkaReplica) for r in c.replicas.values())
-    assert type(SimCluster(PRESETS["raft"].protocol, Config(servers=3))["S1"]) is Replica
+    assert type(build_cluster(PRESETS["raft"].protocol, Config(servers=3))["S1"]) is Replica
     with pytest.raises(ValueError, match="rpc network only"):
-        SimCluster(KAFKA, Config(servers=3, network="async"))
+        build_cluster(KAFKA, Config(servers=3, network="async"))
     assert c.apply(("send", 0, 1)) == "send is not an action of Kafka's replicas"
     with pytest.raises(ReplicaError, match="the controller elects"):
         c["S1"].campaign()
@@ -384,7 +384,7 @@ def differential(protocol, servers: int, seeds, steps: int) -> int:
     run = 0
     for seed in seeds:
         rng = random.Random(seed)
-        state, cluster, done = model.initial_state(), SimCluster(protocol, config), []
+        state, cluster, done = model.initial_state(), build_cluster(protocol, config), []
         for _ in range(steps):
             enabled = list(model.actions(state))
             if not enabled:

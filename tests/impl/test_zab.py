@@ -7,7 +7,7 @@ import pytest
 from hypothesis.stateful import run_state_machine_as_test
 
 from hwm.bridge.conformance import RPC, Divergence, conformance_settings, hunt, machine_for
-from hwm.bridge.simcluster import SimCluster
+from hwm.bridge.simcluster import build_cluster
 from hwm.bridge.simcluster.zab import ZabSimCluster
 from hwm.impl import codec
 from hwm.impl.core import LEADER, NotLeader, Replica
@@ -39,7 +39,7 @@ def storage_holding(generations, *, generation=None, current_epoch=None) -> Epoc
 
 def established_cluster(protocol=ZAB) -> ZabSimCluster:
     """S1 leads epoch 1, S2 synchronised with it (a quorum), and 1@g1 is committed on both."""
-    c = SimCluster(protocol, RPC3)
+    c = build_cluster(protocol, RPC3)
     assert isinstance(c, ZabSimCluster)
     assert c.elect("S1", ["S1", "S2"]) is None
     assert c.sync("S1", "S2") is None
@@ -50,7 +50,7 @@ def established_cluster(protocol=ZAB) -> ZabSimCluster:
 
 # ------------------------------------------------------------------ phase 1 and 2 on real replicas
 def test_a_prospective_leader_takes_no_write_and_broadcasts_nothing_until_a_quorum_acknowledged():
-    c = SimCluster(ZAB, Config(servers=5))
+    c = build_cluster(ZAB, Config(servers=5))
     assert c.elect("S1", ["S1", "S2", "S3"]) is None
     leader = c["S1"]
     assert leader.role == LEADER and leader.prospective and leader.current_epoch == 1
@@ -78,11 +78,11 @@ def test_synchronisation_truncates_what_the_leader_lacks_and_commits_the_whole_h
                 "S2": storage_holding((1, 1), generation=2, current_epoch=1),
                 "S3": storage_holding((1, 2), generation=2, current_epoch=2)}
 
-    c = SimCluster(ZAB, RPC3, storages=storages())
+    c = build_cluster(ZAB, RPC3, storages=storages())
     # S3's currentEpoch is later: it refuses S1 although the logs are as long.
     assert c.elect("S1", ["S1", "S3"]) == ("S3 refuses the vote: its history is more up to date (currentEpoch 2, "
                                            "last zxid 2.2) than S1's (currentEpoch 1, last zxid 1.2)")
-    c = SimCluster(ZAB, RPC3, storages=storages())
+    c = build_cluster(ZAB, RPC3, storages=storages())
     assert c.elect("S1", ["S1", "S2"]) is None and c["S1"].generation == 3
     assert c["S1"].hwm == 0 and c.sync("S1", "S2") is None
     assert c["S1"].established and c["S1"].hwm == 2  # the history, committed by the NEWLEADER quorum
@@ -94,7 +94,7 @@ def test_synchronisation_truncates_what_the_leader_lacks_and_commits_the_whole_h
 
 
 def test_a_follower_of_a_later_epoch_refuses_newleader_and_the_leader_steps_down():
-    c = SimCluster(ZAB, RPC3)
+    c = build_cluster(ZAB, RPC3)
     assert c.elect("S1", ["S1", "S2"]) is None and c.sync("S1", "S2") is None
     assert c.elect("S2", ["S2", "S3"]) is None and c["S3"].generation == 2
     assert c.sync("S1", "S3") is None  # the exchange happens: S3 answers with its epoch

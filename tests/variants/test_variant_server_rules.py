@@ -13,7 +13,7 @@ import pytest
 from click.testing import CliRunner
 
 from hwm.bridge.replay import replay_on_impl
-from hwm.bridge.simcluster import SimCluster
+from hwm.bridge.simcluster import build_cluster
 from hwm.checker.fast.backend import unsupported
 from hwm.checker.replay import replay_on_model
 from hwm.checker.run import CheckRequest, run
@@ -147,14 +147,14 @@ def test_the_implementation_breaks_at_the_models_step(tmp_path, name, prop, step
 def test_the_replica_serves_reads_and_restarts_by_the_variants_rules():
     config = Config(servers=3, max_generation=2, max_log=1, max_crashes=1)
     for name, follower_reads in (("LeaderReads", False), ("FollowerReadsUnchecked", True)):
-        sim = SimCluster(resolve(f"{RULES}:{name}")[1], config)
+        sim = build_cluster(resolve(f"{RULES}:{name}")[1], config)
         for action in (("elect", 0, (0, 1)), ("write", 0), ("replicate", 0, 1)):
             assert sim.apply(action) is None
         assert sim["S2"].hwm == 0 and sim["S2"].readable() == (1 if follower_reads else 0)
         refused = sim.apply(("read", 1))
         assert (refused is None) == follower_reads, refused
         assert sim.apply(("read", 0)) is None  # the leader serves up to its HWM under both
-    sim = SimCluster(resolve(f"{RULES}:TruncateToOwnHwm")[1], config)
+    sim = build_cluster(resolve(f"{RULES}:TruncateToOwnHwm")[1], config)
     for action in (("elect", 0, (0, 1)), ("write", 0), ("replicate", 0, 1), ("crash", 1), ("restart", 1)):
         assert sim.apply(action) is None, action
     assert sim["S2"].log_generations() == () and sim["S1"].hwm == 1
