@@ -3,7 +3,7 @@ can run the model, else the reference one with the reason.
 
 The two give the same states, verdicts and shortest counterexamples (tests/checker/test_engine.py pins
 both), so the choice is one of speed only: the compiled kernels search 10-40x faster and, once built,
-load in a millisecond; building them is a one-off cost per machine (`checker.fast.aot.BUILD_ESTIMATE`).
+load in a millisecond; building them is a one-off cost per machine (`BUILD_ESTIMATE`).
 So (`choose`):
 
 - once the kernels are built on this machine (or their build failed and Numba's JIT runs them), a
@@ -27,6 +27,14 @@ import importlib.util
 import os
 
 from hwm.model.actions import Model
+
+# What the kernels' first build costs, measured by bench/first_run.py (docs/scaling.md: 68 CPU s at load
+# 7, 89 at load 20 on 2 cores): the one estimate users are told, on stderr as it starts
+# (`checker.fast.aot`), in `hwm check --help` and in the README (tests/checker/test_aot.py checks they
+# agree), and what `choose` weighs. It lives here, not beside the build, so that the command line's help
+# text does not import NumPy: `hwm node` starts without it.
+BUILD_CPU_SECONDS = 70
+BUILD_ESTIMATE = f"about {BUILD_CPU_SECONDS} CPU seconds, longer in wall time on a busy machine"
 
 __all__ = ["auto_backend", "choose", "fast_kernels_ready", "prepare_fast"]
 
@@ -67,7 +75,6 @@ def choose(models: dict[str, Model], symmetry: bool, engine: str = "local",
     """The backend `--successors auto` runs for each of `models` (by protocol name) in one command (one
     check, or the tour's presets), and one note per reason some run the reference backend, naming them."""
     from hwm.checker.estimate import predicted_seconds, predicted_states
-    from hwm.checker.fast.aot import BUILD_CPU_SECONDS, BUILD_ESTIMATE
 
     chosen: dict[str, str] = {}
     why_not: dict[str, list[str]] = {}

@@ -4,13 +4,16 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from hwm.checker.liveness import LivenessReport
 from hwm.checker.report import Report
 from hwm.model.state import Config
 from hwm.model.variant_source import recorded_of
 from hwm.properties.protocol import PRESETS
 from hwm.properties.trace import Trace
+
+if TYPE_CHECKING:  # annotations only: the liveness checker imports networkx, which `hwm node` never needs
+    from hwm.checker.liveness import LivenessReport
 
 
 def trace_for(report: Report, protocol_spec, prop: str) -> Trace:

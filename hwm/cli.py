@@ -18,7 +18,7 @@ from click.core import ParameterSource
 
 from hwm import check as checking
 from hwm.checker.expectations import judge
-from hwm.checker.fast.aot import BUILD_ESTIMATE
+from hwm.checker.auto_backend import BUILD_ESTIMATE
 from hwm.checker.run import (CheckRequest, TourInterrupted, choose_successors, default_jobs, long_run_warning, run,
                              runnable_presets, successors_refusal, tour)
 from hwm.checker.traces import counterexample_paths, save_counterexamples, tour_directories

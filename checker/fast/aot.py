@@ -47,6 +47,8 @@ from contextlib import contextmanager
 
 import numpy as np
 
+from hwm.checker.auto_backend import BUILD_ESTIMATE
+
 # The kernels a caller runs: name -> (module, result, arguments); an argument is (dtype, dimensions),
 # 0 dimensions for an integer. Arrays are C-contiguous.
 ENTRY_POINTS = {
@@ -66,11 +68,6 @@ SOURCES = ("aot.py", "fields.py", "blake2b.py", "kernels.py", "properties.py", "
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))  # the directory that holds the `model` package
 
-# What the first build costs, measured by bench/first_run.py (docs/scaling.md: 68 CPU s at load 7, 89 at
-# load 20 on 2 cores): the one estimate users are told, on stderr as it starts, in `hwm check --help` and
-# in the README (tests/checker/test_aot.py checks they agree); checker.auto_backend weighs it.
-BUILD_CPU_SECONDS = 70
-BUILD_ESTIMATE = f"about {BUILD_CPU_SECONDS} CPU seconds, longer in wall time on a busy machine"
 BUILD_PROGRESS_SECONDS = 10.0  # between the build's progress lines off a terminal (a CI log)
 
 _LOADED: dict = {}  # this process's Kernels, by (HWM_KERNELS, cache directory)

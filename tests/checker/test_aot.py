@@ -17,6 +17,7 @@ import sys
 import numpy as np
 import pytest
 
+from hwm.checker.auto_backend import BUILD_CPU_SECONDS, BUILD_ESTIMATE
 from hwm.checker.fast import aot
 from hwm.checker.run import CheckRequest, run
 from tests.pinned import PINNED, config_of
@@ -184,14 +185,14 @@ def test_users_are_told_one_build_estimate_in_the_readme_the_help_and_on_stderr(
 
     readme = " ".join(open(os.path.join(ROOT, "README.md"), encoding="utf-8").read().split())
     help_text = " ".join(CliRunner().invoke(main, ["check", "--help"]).output.split())
-    assert f"about {aot.BUILD_CPU_SECONDS} CPU seconds" in readme
-    assert aot.BUILD_ESTIMATE in help_text
+    assert f"about {BUILD_CPU_SECONDS} CPU seconds" in readme
+    assert BUILD_ESTIMATE in help_text
     for other in ("about 20 s", "about a minute", "about 30 CPU s", "about 35 CPU s"):
         assert other not in readme and other not in help_text, other
     monkeypatch.setenv("HWM_CACHE_DIR", str(tmp_path))
     monkeypatch.setattr(aot.sys, "executable", "/bin/false")  # the build starts, and fails at once
     aot._build_once(aot.module_path(), aot.module_path() + ".failed")
-    assert f"(once for this version of their sources: {aot.BUILD_ESTIMATE})" in capsys.readouterr().err
+    assert f"(once for this version of their sources: {BUILD_ESTIMATE})" in capsys.readouterr().err
 
 
 def test_the_build_writes_progress_lines_while_it_runs_off_a_terminal(monkeypatch, capsys):
@@ -201,4 +202,4 @@ def test_the_build_writes_progress_lines_while_it_runs_off_a_terminal(monkeypatc
     assert (returncode, output.strip()) == (0, "built")
     lines = capsys.readouterr().err.splitlines()
     assert len(lines) >= 2 and all(line.startswith("hwm: compiling the fast backend's kernels: ") and
-                                   line.endswith(f" s ({aot.BUILD_ESTIMATE})") for line in lines), lines
+                                   line.endswith(f" s ({BUILD_ESTIMATE})") for line in lines), lines

@@ -7,7 +7,7 @@ import os
 
 import pytest
 
-from hwm.checker.auto_backend import choose
+from hwm.checker.auto_backend import BUILD_ESTIMATE, choose
 from hwm.checker.fast import aot
 from hwm.checker.run import choose_successors, runnable_presets
 from hwm.model.registry import build_model
@@ -32,7 +32,7 @@ def test_a_small_check_on_a_fresh_machine_runs_the_reference_backend_saying_why(
     assert chosen == {"raft": "reference"}
     [note] = notes
     assert note.startswith("raft on the reference backend: the compiled kernels are not built on this machine yet")
-    assert aot.BUILD_ESTIMATE in note and "--successors fast build them" in note
+    assert BUILD_ESTIMATE in note and "--successors fast build them" in note
 
 
 def test_the_tour_on_a_fresh_machine_builds_the_kernels_its_search_would_take_longer_without(empty_cache):
