@@ -602,7 +602,9 @@ class Validator:
         self.reads |= set(event.read or ())
         candidates = list(nxt)
         if len(candidates) > self.max_candidates:
-            # A bound, said out loud in the verdict: the first explanations are kept.
+            # A bound, said out loud in the verdict: the explanations with the fewest model changes no
+            # event has shown yet are kept (the run's end needs one with none), first found first.
+            candidates.sort(key=lambda c: sum(map(len, c.pending)))
             candidates = candidates[: self.max_candidates]
             self.capped += 1
         self.candidates = candidates

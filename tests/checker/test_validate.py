@@ -236,3 +236,13 @@ def test_a_candidates_unnamed_generation_is_free_until_the_run_names_it(tmp_path
     (tmp_path / "run.jsonl").write_text(run + '{"server": "n2", "generation": 2}\n')
     code, out = hwm("validate", tmp_path / "run.jsonl", "--protocol", "raft")
     assert code == 1 and "line 8: no model step explains event 7" in out
+
+
+def test_a_bound_on_explanations_keeps_those_with_the_fewest_changes_not_yet_shown():
+    # A run of raft's model (so valid) stepped with at most two explanations kept: keeping the first
+    # ones found dropped every explanation that could end the run with each change shown (seed 14).
+    model = build_model(RAFT, Config(servers=3, max_generation=4, max_log=3, max_crashes=2))
+    header_, events = run_events(model, list(random_actions(model, 40, 14)), NAMES)
+    verdict = Validator(RAFT, header_, max_candidates=2).validate(events)
+    assert verdict.valid, verdict.discrepancy.describe()
+    assert verdict.capped > 0
