@@ -15,7 +15,7 @@ n1, ...); the network's `deliver` / `drop` / `duplicate` (the oldest message fro
 the `nth`, which reorders), `deliver_all`, `partition` (`groups` of nodes), `heal`; faults `kill`
 (SIGKILL), `restart`, `pause` (SIGSTOP), `resume`, and for a real server `rollback` (its data directory
 replaced by the copy kept at start-up, bridge/servers/run.py) and `power_fail` (SIGKILL, its writes
-not fsynced dropped, a restart: bridge/servers/powerfs.py), and `concurrent`: its `steps`, client
+and directory entries not fsynced dropped, a restart: bridge/servers/powerfs.py), and `concurrent`: its `steps`, client
 requests of the workload, sent at once by clients of their own (a real server's run, bridge/servers/run.py); the clock's `tick` (one node, or all) and
 `wait` (`ms` of wall-clock time); `settle` is `rounds` rounds of a tick of every node and deliver_all. `findings`, `history` and `observations` record what the saved
 run saw; a replay runs `steps` and compares.

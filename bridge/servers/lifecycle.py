@@ -9,8 +9,9 @@ Faults on the processes themselves: `kill` (SIGKILL to the group) and `restart` 
 directory, `pause` / `resume` (SIGSTOP / SIGCONT), `partition` / `heal` (netfilter.py), and
 `rollback`: the data directory replaced by the copy `keep_copy` took (an operator restoring an old
 backup; a planted fault, never a finding of the server's), and, where the cluster was started with
-`power`, `power_fail`: SIGKILL, then every write the member did not fsync dropped (each data
-directory is then a mount of powerfs.py's filesystem, its bytes in `.disk/n<i>` beside it).
+`power`, `power_fail`: SIGKILL, then every write and directory entry the member did not fsync
+dropped (each data directory is then a mount of powerfs.py's filesystem, its bytes in `.disk/n<i>`
+beside it).
 
 `close` kills every process, unmounts every data directory, removes the nftables table and the
 run's folder; it runs on every way
@@ -307,9 +308,9 @@ class ServerCluster:
         if not self.procs[name].alive:
             self._start(name)
 
-    def power_fail(self, name: str) -> tuple[int, int]:
-        """The member loses power: SIGKILL, then every write it did not fsync is dropped; (files,
-        bytes) dropped. It stays down until `restart`."""
+    def power_fail(self, name: str) -> powerfs.Dropped:
+        """The member loses power: SIGKILL, then every write and every directory entry it did not
+        fsync is dropped; what was. It stays down until `restart`."""
         if not self.power:
             raise ServerError("this cluster was started without power failures (its data directories are not hwm's mounts)")
         self.procs[name].kill()

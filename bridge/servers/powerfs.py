@@ -6,28 +6,44 @@ before a write or a truncate changes bytes of a file, the bytes it replaces (and
 are kept in memory, per file, until the file is fsynced (fsync and fdatasync alike; the kernel
 fsyncs after each write to a file opened O_SYNC or O_DSYNC). `lose_power` puts every file back as
 it was at its last fsync: the kept bytes are written back, newest first, and the file cut to its
-synced size. What the server
-wrote without an fsync is gone, as from a disk's cache when the power goes.
+synced size. What the server wrote without an fsync is gone, as from a disk's cache when the power
+goes.
 
-What it drops is data only. Names are durable at once: a file created, renamed or unlinked, a
-directory made or removed, stays so (a journalling filesystem that commits its metadata before
-the power goes); an fsync of a directory is accepted and changes nothing. A renamed file keeps
-its unsynced bytes under its new name (they follow the inode), and lose them as well.
+Names are lost the same way. A directory entry created, renamed or removed (a file or a directory,
+a link, a symlink) is durable only once its directory is fsynced: POSIX's fsync(2) ("an explicit
+fsync() on a file descriptor for the directory is also needed") and ALICE's default persistence
+model (a directory entry's creation or deletion waits for a sync of its parent). A file's own
+fsync keeps its bytes, not its name; ext4 and XFS, which journal the name with the inode, are
+kinder, so a server this catches is relying on them. Before a name first changes after its
+directory's fsync, the inode it names on disk (or that it names nothing) is kept; an inode that
+loses its last name while the disk still names it waits in a folder beside the backing one (the
+attic), so that `lose_power` can put it back with its synced bytes: a created file vanishes, a
+rename is undone, an unlinked file or a removed directory comes back. A rename counts at each end
+in its own directory. LazyFS (its lfs_rename and lfs_unlink) passes names straight through and
+loses data only.
+
+A process writing through a shared writable mmap reaches this filesystem when the kernel writes
+its dirty pages back: as write() at msync, munmap, close or the kernel's own writeback, and its
+msync(MS_SYNC) as fsync. `lose_power` first makes the kernel write back what it still holds
+(syncfs of the mount), so that pages no msync covered are dropped with the rest instead of
+arriving after the power came back.
 
 The filesystem runs as its own process (`python -m hwm.bridge.servers.powerfs BACKING MOUNT
 SOCKET`), never inside hwm: libfuse takes the process's signals. hwm speaks to it through a Unix
-socket: `lose-power` (answered with the files and bytes dropped), `sync` (everything becomes
-durable: an operator's restore is synced before it counts) and `pending`. The kernel caches no
-attribute or name (timeouts 0) and drops a file's cached pages at each open, so a server
-restarted after `lose_power` reads what the disk kept.
+socket: `lose-power` (answered with the files, bytes and directory entries dropped), `sync`
+(everything becomes durable: an operator's restore is synced before it counts) and `pending`. The
+kernel caches no attribute or name (timeouts 0) and drops a file's cached pages at each open, so a
+server restarted after `lose_power` reads what the disk kept.
 """
 
 from __future__ import annotations
 
+import ctypes
 import errno
 import os
 import shutil
 import socket
+import stat
 import subprocess
 import sys
 import threading
@@ -64,16 +80,46 @@ class Unsynced:
     written: int = 0  # bytes written or cut since the fsync
 
 
+@dataclass(frozen=True)
+class Dropped:
+    """What a power failure dropped (or what one would drop now)."""
+    files: int  # files whose bytes went back to their last fsync
+    bytes: int  # bytes written or cut since then
+    entries: int  # directory entries put back as at their directory's last fsync
+
+
+def attic_of(backing: str | Path) -> str:
+    """Where inodes the disk still names wait once they lose their last name: beside the backing
+    folder, on its filesystem (an inode moves there by rename), out of the mount's sight."""
+    return str(backing).rstrip("/") + ".attic"
+
+
+def _syncfs(folder: str) -> None:
+    fd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        if ctypes.CDLL(None, use_errno=True).syncfs(fd) != 0:
+            raise OSError(ctypes.get_errno(), f"syncfs {folder}")
+    finally:
+        os.close(fd)
+
+
 def _operations():
     import mfusepy
 
     class PowerFS(mfusepy.Operations):
         use_ns = True
 
-        def __init__(self, backing: str):
-            self.backing = backing
+        def __init__(self, backing: str, mount: str | None = None):
+            self.backing, self.mount = backing, mount
+            self.attic = attic_of(backing)
+            shutil.rmtree(self.attic, ignore_errors=True)  # an earlier process's: nothing names it now
+            os.mkdir(self.attic)
             self.mutex = threading.Lock()  # one change at a time, lose_power included (`lock` is FUSE's)
             self.unsynced: dict[int, Unsynced] = {}  # backing inode -> what it wrote since its fsync
+            # directory inode -> {name: the inode the disk names there, or None: no entry on disk},
+            # for each name changed since the directory's fsync
+            self.entries: dict[int, dict[str, int | None]] = {}
+            self.kept: set[int] = set()  # inodes in the attic
 
         def _path(self, path: str) -> str:
             return os.path.join(self.backing, path.lstrip("/"))
@@ -91,28 +137,115 @@ def _operations():
             if offset < st.st_size:
                 record.replaced.append((offset, os.pread(fh, min(length, st.st_size - offset), offset)))
 
-        def _forget(self, path: str) -> None:
-            """The file at `path` is about to lose its last name: its unsynced bytes go with it."""
-            try:
-                st = os.lstat(path)
-            except FileNotFoundError:
-                return
-            if st.st_nlink <= 1:
-                self.unsynced.pop(st.st_ino, None)
+        # ---- what keeps a name undoable -------------------------------------------------------
+        def _changing(self, path: str) -> None:
+            """The entry at `path` is about to change: keep what the disk names there, once per fsync of
+            its directory."""
+            folder, name = os.path.split(path)
+            changed = self.entries.setdefault(os.lstat(folder).st_ino, {})
+            if name not in changed:
+                try:
+                    changed[name] = os.lstat(path).st_ino
+                except FileNotFoundError:
+                    changed[name] = None
 
-        def lose_power(self) -> tuple[int, int]:
-            """Every file back as at its last fsync; (files, bytes) dropped."""
-            with self.mutex:
-                paths = {}
-                for folder, dirs, files in os.walk(self.backing):
-                    for name in files:
+        def _named_on_disk(self, inode: int) -> bool:
+            return any(inode in names.values() for names in self.entries.values())
+
+        def _drop_name(self, path: str, st: os.stat_result) -> None:
+            """Unlink or rmdir `path` (`st` its lstat). An inode left with no name that the disk still
+            names moves to the attic instead, to come back at a power failure."""
+            self._changing(path)
+            directory = stat.S_ISDIR(st.st_mode)
+            if (directory or st.st_nlink == 1) and self._named_on_disk(st.st_ino):
+                os.rename(path, os.path.join(self.attic, str(st.st_ino)))
+                self.kept.add(st.st_ino)
+            elif directory:
+                os.rmdir(path)
+                self.entries.pop(st.st_ino, None)  # its number may be a new directory's next
+            else:
+                os.unlink(path)
+                if st.st_nlink == 1:
+                    self.unsynced.pop(st.st_ino, None)  # its unsynced bytes go with it
+
+        def _sweep_attic(self) -> None:
+            """Inodes the disk no longer names leave the attic (a directory there is empty: rmdir's)."""
+            for inode in [i for i in self.kept if not self._named_on_disk(i)]:
+                path = os.path.join(self.attic, str(inode))
+                st = os.lstat(path)
+                if stat.S_ISDIR(st.st_mode):
+                    os.rmdir(path)
+                    self.entries.pop(inode, None)
+                else:
+                    os.unlink(path)
+                    if st.st_nlink == 1:
+                        self.unsynced.pop(inode, None)
+                self.kept.discard(inode)
+
+        def _empty_attic(self) -> None:
+            for name in os.listdir(self.attic):
+                path = os.path.join(self.attic, name)
+                shutil.rmtree(path) if os.path.isdir(path) and not os.path.islink(path) else os.unlink(path)
+            self.kept.clear()
+
+        def _inodes(self) -> dict[int, list[str]]:
+            """Every inode of the backing folder and the attic, with its paths (the live ones first)."""
+            where: dict[int, list[str]] = {}
+            for top in (self.backing, self.attic):
+                where.setdefault(os.lstat(top).st_ino, []).append(top)
+                for folder, dirs, files in os.walk(top):
+                    for name in dirs + files:
                         full = os.path.join(folder, name)
-                        paths[os.lstat(full).st_ino] = full
+                        where.setdefault(os.lstat(full).st_ino, []).append(full)
+            return where
+
+        def _revert_entries(self) -> int:
+            """Every changed name back to what the disk names there; how many differed."""
+            limbo = os.path.join(self.attic, "limbo")  # the attic's own names are inode numbers
+            os.mkdir(limbo)
+            changed = [(folder, name, inode) for folder, names in self.entries.items()
+                       for name, inode in names.items()]
+            reverted = 0
+            for n, (folder, name, inode) in enumerate(changed):  # what the disk does not name there leaves
+                where = self._inodes()
+                if folder not in where:
+                    continue  # a directory that is gone and that no synced entry names
+                path = os.path.join(where[folder][0], name)
+                try:
+                    now = os.lstat(path).st_ino
+                except FileNotFoundError:
+                    now = None
+                if now != inode:
+                    reverted += 1
+                    if now is not None:
+                        os.rename(path, os.path.join(limbo, str(n)))
+            for folder, name, inode in changed:  # and what it names comes back
+                where = self._inodes()
+                if inode is None or folder not in where or inode not in where:
+                    continue
+                path = os.path.join(where[folder][0], name)
+                if os.path.lexists(path):
+                    continue
+                source = where[inode][0]
+                if os.path.isdir(source) and not os.path.islink(source) or os.path.dirname(source) in (self.attic, limbo):
+                    os.rename(source, path)
+                else:
+                    os.link(source, path, follow_symlinks=False)  # a file with another name
+            shutil.rmtree(limbo)
+            return reverted
+
+        def lose_power(self) -> Dropped:
+            """Every file's bytes back as at its last fsync, every directory's entries as at its last
+            fsync; what was dropped."""
+            if self.mount is not None:  # outside the mutex: what the kernel still holds comes through write()
+                _syncfs(self.mount)
+            with self.mutex:
+                where = self._inodes()
                 files = dropped = 0
                 for inode, record in self.unsynced.items():
-                    if inode not in paths:
+                    if inode not in where:
                         continue
-                    fd = os.open(paths[inode], os.O_WRONLY)
+                    fd = os.open(where[inode][0], os.O_WRONLY)
                     try:
                         for offset, old in reversed(record.replaced):
                             os.pwrite(fd, old, offset)
@@ -122,16 +255,26 @@ def _operations():
                     finally:
                         os.close(fd)
                     files += 1
+                entries = self._revert_entries()
                 self.unsynced.clear()
-                return files, dropped
+                self.entries.clear()
+                self._empty_attic()
+                return Dropped(files, dropped, entries)
 
         def sync(self) -> None:
+            if self.mount is not None:
+                _syncfs(self.mount)
             with self.mutex:
                 self.unsynced.clear()
+                self.entries.clear()
+                self._empty_attic()
 
-        def pending(self) -> tuple[int, int]:
+        def pending(self) -> Dropped:
+            """What a power failure now would drop at most (names changed since their directory's fsync,
+            some perhaps changed back)."""
             with self.mutex:
-                return len(self.unsynced), sum(r.written for r in self.unsynced.values())
+                return Dropped(len(self.unsynced), sum(r.written for r in self.unsynced.values()),
+                               sum(len(names) for names in self.entries.values()))
 
         # ---- passthrough ------------------------------------------------------------------------
         def getattr(self, path, fh=None):
@@ -139,6 +282,8 @@ def _operations():
             keys = ("st_mode", "st_nlink", "st_uid", "st_gid", "st_size", "st_blocks", "st_ino", "st_dev")
             attrs = {k: getattr(st, k) for k in keys}
             attrs.update(st_atime=st.st_atime_ns, st_mtime=st.st_mtime_ns, st_ctime=st.st_ctime_ns)
+            if st.st_ino in self.kept and not stat.S_ISDIR(st.st_mode):
+                attrs["st_nlink"] -= 1  # the attic's link is no name of the server's
             return attrs
 
         def access(self, path, amode):
@@ -153,38 +298,70 @@ def _operations():
             return os.readlink(self._path(path))
 
         def mkdir(self, path, mode):
-            os.mkdir(self._path(path), mode)
-            self._owner(self._path(path))
+            with self.mutex:
+                self._changing(self._path(path))
+                os.mkdir(self._path(path), mode)
+                self._owner(self._path(path))
             return 0
 
         def rmdir(self, path):
-            os.rmdir(self._path(path))
+            with self.mutex:
+                st = os.lstat(self._path(path))
+                if not stat.S_ISDIR(st.st_mode):
+                    raise mfusepy.FuseOSError(errno.ENOTDIR)
+                if os.listdir(self._path(path)):
+                    raise mfusepy.FuseOSError(errno.ENOTEMPTY)
+                self._drop_name(self._path(path), st)
             return 0
 
         def mknod(self, path, mode, dev):
-            os.mknod(self._path(path), mode, dev)
-            self._owner(self._path(path))
+            with self.mutex:
+                self._changing(self._path(path))
+                os.mknod(self._path(path), mode, dev)
+                self._owner(self._path(path))
             return 0
 
         def symlink(self, target, source):
-            os.symlink(source, self._path(target))
-            self._owner(self._path(target))
+            with self.mutex:
+                self._changing(self._path(target))
+                os.symlink(source, self._path(target))
+                self._owner(self._path(target))
             return 0
 
         def link(self, target, source):
-            os.link(self._path(source), self._path(target))
+            with self.mutex:
+                self._changing(self._path(target))
+                os.link(self._path(source), self._path(target))
             return 0
 
         def unlink(self, path):
             with self.mutex:
-                self._forget(self._path(path))
-                os.unlink(self._path(path))
+                st = os.lstat(self._path(path))
+                if stat.S_ISDIR(st.st_mode):
+                    raise mfusepy.FuseOSError(errno.EISDIR)
+                self._drop_name(self._path(path), st)
             return 0
 
         def rename(self, old, new):
+            old, new = self._path(old), self._path(new)
             with self.mutex:
-                self._forget(self._path(new))  # a file renamed over loses its name
-                os.rename(self._path(old), self._path(new))
+                source = os.lstat(old)
+                try:
+                    target = os.lstat(new)
+                except FileNotFoundError:
+                    target = None
+                if target is not None and target.st_ino == source.st_ino:
+                    return 0  # two names of one file: rename(2) does nothing
+                # The kernel has refused a directory over a file and the reverse, and a directory into
+                # itself; a directory replaced must be empty.
+                if target is not None and stat.S_ISDIR(target.st_mode) and os.listdir(new):
+                    raise mfusepy.FuseOSError(errno.ENOTEMPTY)
+                if target is not None:
+                    self._drop_name(new, target)  # the file renamed over loses its name
+                else:
+                    self._changing(new)
+                self._changing(old)
+                os.rename(old, new)
             return 0
 
         def chmod(self, path, mode):
@@ -215,8 +392,11 @@ def _operations():
             return os.open(self._path(path), self._backing_flags(flags))
 
         def create(self, path, mode, flags):
-            fd = os.open(self._path(path), self._backing_flags(flags) | os.O_CREAT, mode)
-            self._owner(self._path(path))
+            with self.mutex:
+                if not os.path.lexists(self._path(path)):
+                    self._changing(self._path(path))
+                fd = os.open(self._path(path), self._backing_flags(flags) | os.O_CREAT, mode)
+                self._owner(self._path(path))
             return fd
 
         def read(self, path, size, offset, fh):
@@ -248,7 +428,10 @@ def _operations():
             return 0
 
         def fsyncdir(self, path, datasync, fh):
-            return 0  # names are durable at once
+            with self.mutex:
+                self.entries.pop(os.lstat(self._path(path)).st_ino, None)  # its entries are on disk now
+                self._sweep_attic()
+            return 0
 
         def flush(self, path, fh):
             return 0
@@ -268,13 +451,12 @@ def _serve_control(fs, sock_path: str) -> None:
         conn, _ = server.accept()
         with conn:
             command = conn.recv(64).decode().strip()
-            if command == "lose-power":
-                answer = "%d %d" % fs.lose_power()
+            if command in ("lose-power", "pending"):
+                dropped = fs.lose_power() if command == "lose-power" else fs.pending()
+                answer = f"{dropped.files} {dropped.bytes} {dropped.entries}"
             elif command == "sync":
                 fs.sync()
                 answer = "ok"
-            elif command == "pending":
-                answer = "%d %d" % fs.pending()
             else:
                 answer = f"unknown command {command!r}"
             conn.sendall(answer.encode())
@@ -285,7 +467,7 @@ def main(argv: list[str]) -> None:
     import mfusepy
 
     backing, mount, sock_path = argv
-    fs = _operations()(backing)
+    fs = _operations()(backing, mount)
     threading.Thread(target=_serve_control, args=(fs, sock_path), daemon=True).start()
     # No cache of names or attributes: a file's size after lose_power is the disk's at once.
     mfusepy.FUSE(fs, mount, foreground=True, nothreads=True, allow_other=True, default_permissions=True,
@@ -322,17 +504,15 @@ class PowerMount:
             s.shutdown(socket.SHUT_WR)
             return s.recv(256).decode()
 
-    def lose_power(self) -> tuple[int, int]:
-        """Drop every unsynced write; (files, bytes) dropped. Only while nothing runs on the mount."""
-        files, dropped = self.ask("lose-power").split()
-        return int(files), int(dropped)
+    def lose_power(self) -> Dropped:
+        """Drop every unsynced write and directory entry. Only while nothing runs on the mount."""
+        return Dropped(*map(int, self.ask("lose-power").split()))
 
     def sync(self) -> None:
         self.ask("sync")
 
-    def pending(self) -> tuple[int, int]:
-        files, held = self.ask("pending").split()
-        return int(files), int(held)
+    def pending(self) -> Dropped:
+        return Dropped(*map(int, self.ask("pending").split()))
 
     def unmount(self) -> None:
         unmount(self.mount)

@@ -3,9 +3,9 @@
 A schedule is an ordinary `hwm-schedule/1` (schedule.py) on the wall clock, of the log workload:
 `log_append` and `log_read` (with `"serializable": true`, a read the member may serve from its own
 copy), `concurrent` (its requests sent at once, each by a client of its own, c<i>.<k>), `kill`,
-`restart`, `pause`, `resume`, `partition`, `heal`, `wait`, `power_fail` (SIGKILL, every write the
-member did not fsync dropped, a restart: its data directory is a mount of powerfs.py's
-filesystem), and the planted `rollback`: the down member's data directory replaced by the copy
+`restart`, `pause`, `resume`, `partition`, `heal`, `wait`, `power_fail` (SIGKILL, every write and
+directory entry the member did not fsync dropped, a restart: its data directory is a mount of
+powerfs.py's filesystem), and the planted `rollback`: the down member's data directory replaced by the copy
 kept once the cluster first served (lifecycle.py's `keep_copy`), as an operator restoring an old
 backup would. Requests go one at a time, each bounded by the client's timeout, unless a
 `concurrent` step sends several at once; the client of node n<i> is c<i>. The history is checked
@@ -220,9 +220,10 @@ class ServerRun:
                 self._event(f"{step['node']} restarted on its data directory")
         elif op == "power_fail":
             node = step["node"]
-            files, dropped = cluster.power_fail(node)
-            self._event(f"{node} lost power (SIGKILL; {dropped} bytes not fsynced dropped, in {files} "
-                        f"file{'' if files == 1 else 's'})")
+            lost = cluster.power_fail(node)
+            self._event(f"{node} lost power (SIGKILL; {lost.bytes} bytes not fsynced dropped, in {lost.files} "
+                        f"file{'' if lost.files == 1 else 's'}; {lost.entries} directory "
+                        f"entr{'y' if lost.entries == 1 else 'ies'} not fsynced undone)")
             self.killed.discard(node)
             cluster.restart(node)
             self._event(f"{node} restarted on what its disk kept")

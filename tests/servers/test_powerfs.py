@@ -1,11 +1,14 @@
 """hwm's filesystem that loses power (bridge/servers/powerfs.py), with real files on a real mount:
-what was fsynced survives a power failure, what was not is dropped, names are durable at once,
-and no mount outlives its run. Skipped where FUSE is not usable (no /dev/fuse, not root)."""
+what was fsynced survives a power failure, what was not is dropped (bytes, directory entries whose
+directory was not fsynced, pages a shared mapping dirtied and no msync covered), and no mount
+outlives its run. Skipped where FUSE is not usable (no /dev/fuse, not root)."""
 
 from __future__ import annotations
 
 import json
+import mmap
 import os
+import signal
 import subprocess
 import sys
 import time
@@ -36,6 +39,23 @@ def mount(tmp_path):
     assert powerfs.mounts_under(tmp_path) == []
 
 
+def fsync_dir(path: Path) -> None:
+    fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def write_synced(path: Path, data: bytes) -> None:
+    """`path` holds `data`, fsynced, and its name too (its directory fsynced)."""
+    with open(path, "wb") as f:
+        f.write(data)
+        f.flush()
+        os.fsync(f.fileno())
+    fsync_dir(path.parent)
+
+
 def test_fsynced_bytes_survive_and_the_rest_is_dropped(mount):
     path = mount.mount / "log"
     with open(path, "wb") as f:
@@ -43,13 +63,14 @@ def test_fsynced_bytes_survive_and_the_rest_is_dropped(mount):
         f.flush()
         os.fsync(f.fileno())
         f.write(b"+lost")  # past the synced end: the file is cut back
+    fsync_dir(mount.mount)
     with open(path, "r+b") as f:
         f.write(b"KE")  # over synced bytes: they come back
     assert path.read_bytes() == b"KEpt+lost"  # the server reads what it wrote until the power goes
-    assert mount.pending() == (1, 7)
-    assert mount.lose_power() == (1, 7)
+    assert mount.pending() == powerfs.Dropped(files=1, bytes=7, entries=0)
+    assert mount.lose_power() == powerfs.Dropped(files=1, bytes=7, entries=0)
     assert path.read_bytes() == b"kept"
-    assert mount.pending() == (0, 0)
+    assert mount.pending() == powerfs.Dropped(0, 0, 0)
 
 
 def test_fdatasync_and_o_dsync_make_writes_durable(mount):
@@ -60,34 +81,112 @@ def test_fdatasync_and_o_dsync_make_writes_durable(mount):
     fd = os.open(mount.mount / "b", os.O_WRONLY | os.O_CREAT | os.O_DSYNC, 0o644)
     os.write(fd, b"each write synced")
     os.close(fd)
+    fsync_dir(mount.mount)
     mount.lose_power()
     assert (mount.mount / "a").read_bytes() == b"data"
     assert (mount.mount / "b").read_bytes() == b"each write synced"
 
 
-def test_names_are_durable_and_unsynced_bytes_follow_a_rename(mount):
+def test_names_their_directory_fsynced_survive_and_unsynced_bytes_follow_a_rename(mount):
     (mount.mount / "dir").mkdir()
     with open(mount.mount / "dir" / "tmp", "wb") as f:
         f.write(b"never synced")
     (mount.mount / "dir" / "tmp").rename(mount.mount / "dir" / "final")
-    fd = os.open(mount.mount / "dir", os.O_RDONLY)
-    os.fsync(fd)  # a directory's fsync is accepted; it changes nothing here
-    os.close(fd)
+    fsync_dir(mount.mount / "dir")
+    fsync_dir(mount.mount)
     (mount.mount / "gone").write_bytes(b"x")
     (mount.mount / "gone").unlink()
-    assert mount.pending() == (1, 12)  # a file unlinked takes its unsynced bytes with it
-    mount.lose_power()
+    # a file unlinked that the disk never named takes its unsynced bytes with it; its name is counted
+    assert mount.pending() == powerfs.Dropped(files=1, bytes=12, entries=1)
+    assert mount.lose_power() == powerfs.Dropped(files=1, bytes=12, entries=0)
     assert sorted(os.listdir(mount.mount)) == ["dir"]
     assert os.listdir(mount.mount / "dir") == ["final"]
     assert (mount.mount / "dir" / "final").read_bytes() == b""  # the name stayed, the bytes did not
 
 
-def test_a_truncate_is_undone_and_a_synced_one_kept(mount):
-    path = mount.mount / "t"
+def test_a_file_fsynced_in_a_directory_not_fsynced_is_gone(mount):
+    """The server's fsync of the file keeps its bytes, not its name."""
+    path = mount.mount / "log.1"
     with open(path, "wb") as f:
-        f.write(b"0123456789")
+        f.write(b"acknowledged")
         f.flush()
         os.fsync(f.fileno())
+    assert mount.lose_power() == powerfs.Dropped(files=0, bytes=0, entries=1)
+    assert os.listdir(mount.mount) == []
+
+
+def test_a_file_fsynced_and_its_directory_too_is_kept(mount):
+    (mount.mount / "wal").mkdir()
+    fsync_dir(mount.mount)
+    write_synced(mount.mount / "wal" / "0.wal", b"acknowledged")
+    assert mount.lose_power() == powerfs.Dropped(0, 0, 0)
+    assert (mount.mount / "wal" / "0.wal").read_bytes() == b"acknowledged"
+
+
+def test_a_rename_whose_directory_was_not_fsynced_is_undone(mount):
+    """The write-a-temporary-file-then-rename-it pattern, without the directory's fsync: the old
+    file comes back under its name, with its synced bytes, and the new one is gone."""
+    write_synced(mount.mount / "currentEpoch", b"1")
+    write_synced(mount.mount / "moved", b"m")
+    with open(mount.mount / "currentEpoch.tmp", "wb") as f:
+        f.write(b"2")
+        f.flush()
+        os.fsync(f.fileno())
+    (mount.mount / "currentEpoch.tmp").rename(mount.mount / "currentEpoch")
+    (mount.mount / "moved").rename(mount.mount / "moved.new")
+    assert sorted(os.listdir(mount.mount)) == ["currentEpoch", "moved.new"]
+    assert (mount.mount / "currentEpoch").read_bytes() == b"2"
+    dropped = mount.lose_power()
+    assert sorted(os.listdir(mount.mount)) == ["currentEpoch", "moved"]
+    assert (mount.mount / "currentEpoch").read_bytes() == b"1"
+    assert (mount.mount / "moved").read_bytes() == b"m"
+    # currentEpoch, moved and moved.new named something else on disk (currentEpoch.tmp, nothing on
+    # disk, is nothing again)
+    assert dropped == powerfs.Dropped(files=0, bytes=0, entries=3)
+    # and with the directory's fsync the rename stays
+    write_synced(mount.mount / "currentEpoch.tmp", b"3")
+    (mount.mount / "currentEpoch.tmp").rename(mount.mount / "currentEpoch")
+    fsync_dir(mount.mount)
+    assert mount.lose_power() == powerfs.Dropped(0, 0, 0)
+    assert sorted(os.listdir(mount.mount)) == ["currentEpoch", "moved"]
+    assert (mount.mount / "currentEpoch").read_bytes() == b"3"
+
+
+def test_an_unlinked_file_comes_back_with_its_synced_bytes(mount):
+    write_synced(mount.mount / "snapshot.1", b"durable")
+    with open(mount.mount / "snapshot.1", "ab") as f:
+        f.write(b"+never synced")
+    (mount.mount / "snapshot.1").unlink()
+    assert os.listdir(mount.mount) == []
+    assert mount.lose_power() == powerfs.Dropped(files=1, bytes=13, entries=1)
+    assert (mount.mount / "snapshot.1").read_bytes() == b"durable"
+    # an unlink its directory's fsync made durable stays, and the file leaves the attic at once
+    (mount.mount / "snapshot.1").unlink()
+    fsync_dir(mount.mount)
+    assert os.listdir(powerfs.attic_of(mount.backing)) == []
+    assert mount.lose_power() == powerfs.Dropped(0, 0, 0)
+    assert os.listdir(mount.mount) == []
+
+
+def test_directories_made_and_removed_are_undone_with_what_they_hold(mount):
+    (mount.mount / "old").mkdir()
+    write_synced(mount.mount / "old" / "kept", b"k")
+    fsync_dir(mount.mount)
+    (mount.mount / "new").mkdir()
+    write_synced(mount.mount / "new" / "f", b"synced, in a directory whose own name is not")
+    (mount.mount / "old" / "kept").unlink()
+    (mount.mount / "old").rmdir()
+    assert os.listdir(mount.mount) == ["new"]
+    mount.lose_power()
+    assert os.listdir(mount.mount) == ["old"]
+    assert os.listdir(mount.mount / "old") == ["kept"]
+    assert (mount.mount / "old" / "kept").read_bytes() == b"k"
+    assert os.listdir(powerfs.attic_of(mount.backing)) == []
+
+
+def test_a_truncate_is_undone_and_a_synced_one_kept(mount):
+    path = mount.mount / "t"
+    write_synced(path, b"0123456789")
     with open(path, "r+b") as f:
         f.truncate(3)
     assert path.read_bytes() == b"012"
@@ -103,10 +202,36 @@ def test_a_truncate_is_undone_and_a_synced_one_kept(mount):
     assert path.read_bytes() == b"01234"
 
 
+MAPPED_WRITER = """
+import mmap, os, sys
+fd = os.open(sys.argv[1], os.O_RDWR)
+mapped = mmap.mmap(fd, 0)  # MAP_SHARED, writable
+mapped[0:4] = b"SYNC"
+mapped.flush()  # msync(MS_SYNC): the kernel writes the page back, then fsyncs
+mapped[10:14] = b"LOST"  # dirty in the kernel's page cache, never msynced
+print("written", flush=True)
+os.kill(os.getpid(), 19)  # SIGSTOP: its pages still mapped and dirty when the power goes
+"""
+
+
+def test_a_shared_mapping_keeps_what_msync_covered_and_loses_the_rest(mount):
+    path = mount.mount / "mapped"
+    write_synced(path, b"0123456789" * 2)
+    writer = subprocess.Popen([sys.executable, "-c", MAPPED_WRITER, str(path)], stdout=subprocess.PIPE, text=True)
+    try:
+        assert writer.stdout.readline() == "written\n"
+        dropped = mount.lose_power()  # the writer still holds its dirty page
+    finally:
+        writer.send_signal(signal.SIGKILL)
+        writer.wait()
+    assert dropped == powerfs.Dropped(files=1, bytes=20, entries=0)  # the page as the kernel wrote it back
+    assert path.read_bytes() == b"SYNC456789" + b"0123456789"
+
+
 def test_sync_makes_everything_durable(mount):
     (mount.mount / "f").write_bytes(b"restored by an operator")
     mount.sync()
-    assert mount.lose_power() == (0, 0)
+    assert mount.lose_power() == powerfs.Dropped(0, 0, 0)
     assert (mount.mount / "f").read_bytes() == b"restored by an operator"
 
 
