@@ -227,10 +227,11 @@ def _operations():
                 if os.path.lexists(path):
                     continue
                 source = where[inode][0]
-                if os.path.isdir(source) and not os.path.islink(source) or os.path.dirname(source) in (self.attic, limbo):
+                directory = stat.S_ISDIR(os.lstat(source).st_mode)  # one name only: it moves
+                if directory or os.path.dirname(source) in (self.attic, limbo):
                     os.rename(source, path)
                 else:
-                    os.link(source, path, follow_symlinks=False)  # a file with another name
+                    os.link(source, path, follow_symlinks=False)  # a file with another name keeps it
             shutil.rmtree(limbo)
             return reverted
 

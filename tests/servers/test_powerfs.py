@@ -6,7 +6,6 @@ outlives its run. Skipped where FUSE is not usable (no /dev/fuse, not root)."""
 from __future__ import annotations
 
 import json
-import mmap
 import os
 import signal
 import subprocess
@@ -203,14 +202,14 @@ def test_a_truncate_is_undone_and_a_synced_one_kept(mount):
 
 
 MAPPED_WRITER = """
-import mmap, os, sys
+import mmap, os, signal, sys
 fd = os.open(sys.argv[1], os.O_RDWR)
 mapped = mmap.mmap(fd, 0)  # MAP_SHARED, writable
 mapped[0:4] = b"SYNC"
 mapped.flush()  # msync(MS_SYNC): the kernel writes the page back, then fsyncs
 mapped[10:14] = b"LOST"  # dirty in the kernel's page cache, never msynced
 print("written", flush=True)
-os.kill(os.getpid(), 19)  # SIGSTOP: its pages still mapped and dirty when the power goes
+os.kill(os.getpid(), signal.SIGSTOP)  # its pages still mapped and dirty when the power goes
 """
 
 
