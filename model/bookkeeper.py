@@ -154,6 +154,7 @@ class BookKeeperModel(RaftModel):
     """The BookKeeper model. The raft family's flags do not apply (they keep their defaults)."""
 
     properties = WITH_ACKED
+    STATE = BookKeeperState
 
     def __init__(self, protocol: Protocol, config: Config):
         if config.network != "rpc":
@@ -179,6 +180,7 @@ class BookKeeperModel(RaftModel):
         self.block_add_completions = protocol.bookkeeper_block_add_completions
         # Bookies have places (striping, spares): symmetry is the identity (module docstring).
         self.striped = write_quorum < ensemble_size or ensemble_size < n
+        self.symmetric = not self.striped
         self.symmetry_note = ("symmetry reduces nothing: striping and spare bookies give each bookie a place "
                               "(which entries it stores, whether it is in the ensemble)") if self.striped else None
         # Outside the default ledger, copies count on AQ bookies of each entry's write set.
@@ -197,11 +199,17 @@ class BookKeeperModel(RaftModel):
         return BookKeeperState((bookie,) * n + (writer, recovery), frozenset(), 0, (), 0, 0, 0, frozenset())
 
     def encode(self, s: BookKeeperState, symmetry: bool = True) -> bytes:
+        keys, extra = self.server_keys(s), self._extra(s)
+        return canonical(s, keys, extra) if symmetry and not self.striped else encode(s, None, keys, extra)
+
+    def server_keys(self, s: BookKeeperState) -> list[bytes]:
         # Only bookies are interchangeable: the kind byte keeps the two clients in their places.
         keys = [bytes((0, s.fenced >> k & 1, s.responded >> k & 1, s.negatives >> k & 1)) + _server_bytes(b)
                 for k, b in enumerate(s.servers[: self.n])]
-        keys += [b"\x01" + _server_bytes(s.servers[self.writer]), b"\x02" + _server_bytes(s.servers[self.recovery])]
+        return keys + [b"\x01" + _server_bytes(s.servers[self.writer]),
+                       b"\x02" + _server_bytes(s.servers[self.recovery])]
 
+    def _extra(self, s: BookKeeperState):
         def extra(order) -> bytes:
             data = _reads(s.acked)
             if s.ensembles:  # names bookies: only ever with symmetry off (self.striped)
@@ -210,7 +218,10 @@ class BookKeeperModel(RaftModel):
                     flat += (first, *ensemble)
                 data += bytes(flat)
             return data
-        return canonical(s, keys, extra) if symmetry and not self.striped else encode(s, None, keys, extra)
+        return extra
+
+    def encode_in_order(self, s: BookKeeperState, order) -> bytes:
+        return encode(s, order, self.server_keys(s), self._extra(s))
 
     def fingerprint(self, s: BookKeeperState, symmetry: bool = True) -> int:
         return fingerprint_bytes(self.encode(s, symmetry))

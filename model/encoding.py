@@ -128,19 +128,16 @@ def fingerprint(state: State, symmetry: bool = True) -> int:
     return fingerprint_bytes(canonical(state) if symmetry else encode(state))
 
 
-def decode(data: bytes, server_type=Server, read_extra=None) -> State:
-    """The state that `encode` wrote (servers in the encoded order). A model whose servers carry more
-    (a variant's fields, `model.variant_model`) passes its server type and `read_extra(it)`, which reads
-    what its keys add after a server's log."""
+def decode(data: bytes) -> State:
+    """The state that `encode` wrote (servers in the encoded order)."""
     it = iter(data)
     n, has_channels, crashes = next(it), next(it), next(it)
     servers = []
     for _ in range(n):
         generation, role, alive, hwm, length = (next(it) for _ in range(5))
         log = tuple(next(it) for _ in range(length))
-        extra = read_extra(it) if read_extra is not None else ()
         match = tuple(next(it) for _ in range(n)) if role == 1 else ()
-        servers.append(server_type(generation, _ROLES[role], log, hwm, bool(alive), match, *extra))
+        servers.append(Server(generation, _ROLES[role], log, hwm, bool(alive), match))
     reads = frozenset((next(it), next(it)) for _ in range(next(it)))
     channels: tuple = ()
     if has_channels:

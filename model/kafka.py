@@ -244,6 +244,7 @@ class KafkaModel(Model):
     ACTIONS = ("elect", "write", "replicate", "shrink_isr", "read", "crash", "restart", "leader_and_isr", "flush")
     # The catalogue, the acknowledged-write promise and Kafka's acks=all statement about leaders.
     properties = KAFKA_PROPERTIES
+    SERVER, STATE = KafkaServer, KafkaState  # a variant's fields build on the server's (model.variant_model)
     NOTHING_TO_READ = "has nothing below its high watermark"
 
     def __init__(self, protocol: Protocol, config: Config):
@@ -304,6 +305,13 @@ class KafkaModel(Model):
 
     def decode(self, data: bytes) -> KafkaState:
         return decode(data)
+
+    # The two halves of `encode` (as `RaftModel.server_keys` and `encode_in_order`).
+    def server_keys(self, state: KafkaState) -> list[bytes]:
+        return [_server_bytes(server) for server in state.servers]
+
+    def encode_in_order(self, state: KafkaState, order) -> bytes:
+        return encode(state, order)
 
     # ---------------------------------------------------------------- helpers
     @staticmethod

@@ -7,7 +7,7 @@ from itertools import combinations
 from typing import Iterator
 
 from hwm.model.actions import Action, BoundHit, Model, last_generation, leader_refusal, pair_refusal, up_to_date
-from hwm.model.encoding import canonical, decode, encode, fingerprint
+from hwm.model.encoding import _server_bytes, canonical, decode, encode, fingerprint
 from hwm.model.rules import Rules, rules_of
 from hwm.model.state import APPEND, FOLLOWER, LEADER, REPLY, Config, Server, State, initial_state
 from hwm.properties.catalogue import CATALOGUE
@@ -20,6 +20,8 @@ class RaftModel(Model):
 
     # The properties the engines check on this model's states.
     properties = CATALOGUE
+    # Its states' types: a variant's fields build on the server's (model.variant_model).
+    SERVER, STATE = Server, State
 
     def __init__(self, protocol: Protocol, config: Config):
         self.protocol = protocol
@@ -60,6 +62,15 @@ class RaftModel(Model):
     def decode(self, data: bytes) -> State:
         """A state of the class `data` encodes (the inverse of `encode`)."""
         return decode(data)
+
+    # The two halves of `encode`, which a variant's fields build on (model.variant_model).
+    def server_keys(self, state: State) -> list[bytes]:
+        """Each server's bytes that name no other server: what symmetry reduction sorts servers by."""
+        return [_server_bytes(server) for server in state.servers]
+
+    def encode_in_order(self, state: State, order) -> bytes:
+        """The state's bytes with its servers renamed: new position j is old server order[j]."""
+        return encode(state, order)
 
     def action_table(self) -> list[Action]:
         """Every action this configuration can name, in a fixed order: the engines' action ids."""

@@ -188,12 +188,14 @@ def _check_class(cls: type[Variant]) -> tuple[str, Protocol]:
         if why:
             raise VariantError(f"{defined_at(getattr(cls, hook))}: {cls.__name__}.{hook}: the {protocol.system} system "
                                f"(base {base_name}) asks no {hook}: {why}")
-    if protocol.system != "raft" and (cls.fields or cls.actions or cls.liveness):
-        raise VariantError(f"{where}: {cls.__name__} adds fields, actions or liveness properties, which build on the "
-                           f"raft system's model only; base {base_name!r} is of the {protocol.system} system")
+    if protocol.system != "raft" and cls.liveness:
+        raise VariantError(f"{where}: {cls.__name__} adds liveness properties, which build on the raft system's "
+                           f"model only (its fair actions are raft's replicate and restart); base {base_name!r} is "
+                           f"of the {protocol.system} system")
+    from hwm.model.registry import MODELS  # the model classes import this module's loader through registry
     from hwm.properties.acked import ALL_BY_NAME
     from hwm.properties.liveness import LIVENESS_BY_NAME
-    check_declaration(cls)
+    check_declaration(cls, protocol.system, MODELS[protocol.system])
     seen: set[str] = set()
     for kind in ("invariants", "witnesses", "liveness"):
         table = getattr(cls, kind)

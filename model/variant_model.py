@@ -1,9 +1,9 @@
 """The second level of a variant (docs/variants.md, "A model"): new per-server state fields and new
-actions on top of the raft system's model, written in the `Variant` subclass as plain Python over the
+actions on top of a system's model (raft's, ZAB's, Kafka's or BookKeeper's), written in the `Variant` subclass as plain Python over the
 state, and `eventually` properties of its own.
 
-- `fields = {"name": initial value}`: each server carries these after the five fields the catalogue
-  reads (`state.servers[k].name`); a value is None, a bool, an int, a str or a tuple of these (hashable,
+- `fields = {"name": initial value}`: each server carries these after its system's own fields
+  (`state.servers[k].name`); a value is None, a bool, an int, a str or a tuple of these (hashable,
   and encoded the same in every process: `value_bytes`).
 - `actions = ("name", ...)`: each an action over one server, `guard_<name>(state, server)` (None when
   enabled, else the reason) and `effect_<name>(state, server)` (the next state), printed as `name(S2)`
@@ -18,6 +18,9 @@ state, and `eventually` properties of its own.
 - `symmetric = False` turns symmetry reduction off (a field whose value names another server is not
   renamed with the servers; the per-server fields themselves are permuted with their servers).
 
+A state's encoding is each server's field values, in the order of the servers, then the base model's
+own encoding (`server_keys` and `encode_in_order` of every system's model): symmetry reduction sorts
+servers by their own bytes and their fields together, so it permutes the fields with their servers.
 Such a model runs on the reference backend: the compiled kernels' state layout has no room for its
 fields. Errors are `VariantError` before the search and `HookError` during it, each one line naming
 file, line, state and action.
@@ -29,14 +32,18 @@ import inspect
 from collections import namedtuple
 from typing import Any, Callable, Iterator
 
-from hwm.model.encoding import _server_bytes, canonical, decode, encode, fingerprint_bytes
+from hwm.model.encoding import canonical, fingerprint_bytes
+from hwm.model.kafka_partition import PartitionedKafkaModel
 from hwm.model.partition import PartitionedRaftModel
-from hwm.model.state import Server, State
+from hwm.model.zab_partition import PartitionedZabModel
 from hwm.model.variant_code import VariantError, defined_at, hook_failure, meaning_of, raised_at, state_text
 from hwm.properties.catalogue import Property
 from hwm.properties.liveness import LivenessProperty
 from hwm.properties.rules import HookError
 from hwm.properties.snapshot import ServerSnapshot, Snapshot, server_name
+
+# The flags that ask for each system's partitioned model (`model.registry.PARTITIONED`), as a refusal names them.
+PARTITION_FLAGS = {"raft": ", check_quorum or lease_reads", "zab": " or check_quorum", "kafka": ""}
 
 # What a variant may declare at the model level (the names of `Variant`'s class attributes and hooks).
 MODEL_HOOKS = ("refuses", "after")
@@ -129,9 +136,10 @@ def is_model_level(cls: type) -> bool:
     return bool(cls.fields or cls.actions) or any(getattr(cls, h) is not getattr(ModelLevel, h) for h in MODEL_HOOKS)
 
 
-def check_declaration(cls: type) -> None:
-    """VariantError, naming file and line, for a model-level declaration that cannot be built: run
-    when the variant is loaded, before any search. Registers its actions' step vocabulary."""
+def check_declaration(cls: type, system: str, model: type) -> None:
+    """VariantError, naming file and line, for a model-level declaration that cannot be built on
+    `model`, the model class of the base's `system`: run when the variant is loaded, before any
+    search. Registers its actions' step vocabulary."""
     from hwm.properties.trace import ACTIONS
 
     where, name = defined_at(cls), cls.__name__
@@ -142,8 +150,11 @@ def check_declaration(cls: type) -> None:
     for field, initial in fields.items():
         if not (isinstance(field, str) and field.isidentifier() and not field.startswith("_")):
             raise VariantError(f"{where}: {name}.fields: {field!r} is not a field name")
-        if field in Server._fields or field in ("extra", "count", "index"):
+        if field in model.SERVER._fields or field in ("extra", "count", "index"):
             raise VariantError(f"{where}: {name}.fields: {field} is already a field of every server")
+        if field in model.STATE._fields:  # `state.durable[k]` beside `state.servers[k].durable` would mislead
+            raise VariantError(f"{where}: {name}.fields: {field} is already part of the {system} system's state "
+                               f"({model.STATE.__name__}.{field})")
         try:
             value_bytes(initial, [])
         except FieldValueError as e:
@@ -200,12 +211,13 @@ _SERVER_TYPES: dict[tuple, type] = {}
 _VIEW_TYPES: dict[tuple, type] = {}
 
 
-def server_type(names: tuple[str, ...]) -> type:
-    """The model's server with the fields `names` after its own (`extra` lists them)."""
-    if names not in _SERVER_TYPES:
-        base = namedtuple("VariantServer", Server._fields + names)
-        _SERVER_TYPES[names] = type("VariantServer", (base,), {"__slots__": (), "extra": names})
-    return _SERVER_TYPES[names]
+def server_type(server: type, names: tuple[str, ...]) -> type:
+    """A system's `server` type with the fields `names` after its own (`extra` lists them)."""
+    key = (server, names)
+    if key not in _SERVER_TYPES:
+        base = namedtuple("VariantServer", server._fields + names)
+        _SERVER_TYPES[key] = type("VariantServer", (base,), {"__slots__": (), "extra": names})
+    return _SERVER_TYPES[key]
 
 
 def view_type(names: tuple[str, ...]) -> type:
@@ -274,10 +286,10 @@ _MODEL_CLASSES: dict[type, type] = {}
 
 
 def model_class(base: type) -> type:
-    """`base` (the raft model under a variant, `model.variant.variant_model_class`) with the variant's
+    """`base` (a system's model under a variant, `model.variant.variant_model_class`) with the variant's
     fields and actions: its states' servers carry the fields, its fingerprint and encoding include
     them (permuted with their servers), its actions are the base's the variant does not refuse, then
-    its own."""
+    its own (over the servers S1..Sn; BookKeeper's bookies, not its two clients)."""
     if base in _MODEL_CLASSES:
         return _MODEL_CLASSES[base]
     from hwm.model.actions import to_step
@@ -287,16 +299,18 @@ def model_class(base: type) -> type:
             super().__init__(protocol, config)
             cls = self.variant
             self.field_names = tuple(cls.fields)
-            self.server_type = server_type(self.field_names)
+            self.server_type = server_type(self.SERVER, self.field_names)
+            self.own_fields = len(self.SERVER._fields)  # where the variant's fields start in a server
             self.own_actions = tuple(cls.actions)
             # Each action's server tuples: every server, or every ordered pair of two (check_declaration).
             self.own_servers = {name: ([(k,) for k in range(self.n)] if arity(getattr(cls, "guard_" + name)) == 1
                                        else [(i, j) for i in range(self.n) for j in range(self.n) if i != j])
                                 for name in self.own_actions}
-            if isinstance(self, PartitionedRaftModel):
-                raise VariantError(f"{defined_at(cls)}: {cls.__name__} adds to the raft model, which has no partitions, "
-                                   f"check_quorum or lease_reads under a variant with fields or actions in this "
-                                   f"version (its base's flags or max_partitions ask for them)")
+            if isinstance(self, (PartitionedRaftModel, PartitionedZabModel, PartitionedKafkaModel)):
+                system = protocol.system
+                raise VariantError(f"{defined_at(cls)}: {cls.__name__} adds to the {system} model, which has no "
+                                   f"partitions{PARTITION_FLAGS[system]} under a variant with fields or actions "
+                                   f"in this version (its base's flags or max_partitions ask for them)")
             self.refuses = self.rules.refuses if type(self.rules).refuses is not ModelLevel.refuses else None
             self.after = self.rules.after if type(self.rules).after is not ModelLevel.after else None
             added = ([f"fields ({', '.join(self.field_names)})"] if self.field_names else []) + \
@@ -307,34 +321,47 @@ def model_class(base: type) -> type:
                 self.symmetric = False
                 self.symmetry_note = (f"symmetry reduction is off: {cls.__name__}.symmetric is False (a field may "
                                       f"name another server)")
-            self._keys: dict = {}
+            self._field_bytes: dict = {}
+            self.members = len(super().initial_state().servers)  # BookKeeper's clients have fields too
 
         # ----------------------------------------------------- the interface
-        def initial_state(self) -> State:
+        def initial_state(self):
             state = super().initial_state()
             initial = tuple(self.variant.fields.values())
             return state._replace(servers=tuple(self.server_type(*s, *initial) for s in state.servers))
 
-        def _key(self, server) -> bytes:
+        def _fields_of(self, server) -> bytes:
             try:
-                return self._keys[server]
+                return self._field_bytes[server]
             except KeyError:
                 flat: list[int] = []
                 for name in self.field_names:
                     value_bytes(getattr(server, name), flat)
-                key = self._keys[server] = _server_bytes(server) + bytes(flat)
-                return key
+                data = self._field_bytes[server] = bytes(flat)
+                return data
 
         def encode(self, state, symmetry: bool = True) -> bytes:
-            keys = [self._key(s) for s in state.servers]
-            return canonical(state, keys) if symmetry and self.symmetric else encode(state, None, keys)
+            """Each server's field values in the servers' order, then the base's encoding in that order;
+            with symmetry, the smallest over the orders that sort the servers by their own bytes and
+            their fields (`model.encoding.canonical`)."""
+            fields = [self._fields_of(server) for server in state.servers]
+
+            def in_order(_, order, keys=None) -> bytes:
+                return b"".join(fields[k] for k in order) + self.encode_in_order(state, order)
+            if symmetry and self.symmetric:
+                keys = [own + mine for own, mine in zip(self.server_keys(state), fields)]
+                return canonical(state, keys, encode=in_order)
+            return in_order(state, range(len(fields)))
 
         def fingerprint(self, state, symmetry: bool = True) -> int:
             return fingerprint_bytes(self.encode(state, symmetry))
 
-        def decode(self, data: bytes) -> State:
-            names = self.field_names
-            return decode(data, self.server_type, lambda it: tuple(read_value(it) for _ in names))
+        def decode(self, data: bytes):
+            it = iter(data)
+            values = [tuple(read_value(it) for _ in self.field_names) for _ in range(self.members)]
+            state = super().decode(bytes(it))
+            return state._replace(servers=tuple(self.server_type(*server, *mine)
+                                                for server, mine in zip(state.servers, values)))
 
         def action_table(self) -> list:
             return super().action_table() + [(name, *servers) for name in self.own_actions
@@ -370,7 +397,7 @@ def model_class(base: type) -> type:
                                    "effect_" + name)
             after = super().apply(s, action)
             # The base's effects build servers of the base's type: each keeps its fields as they were.
-            own = len(Server._fields)
+            own = self.own_fields
             servers = tuple(server if type(server) is self.server_type else self.server_type(*server, *old[own:])
                             for server, old in zip(after.servers, s.servers))
             after = after._replace(servers=servers)
@@ -402,10 +429,11 @@ def model_class(base: type) -> type:
             the same as in `s` is not checked again)."""
             cls = self.variant
             problem = None
-            if type(result) is not State:
-                problem = f"returned {type(result).__name__}, not a state (State, as it was given)"
-            elif len(result.servers) != self.n:
-                problem = f"returned a state of {len(result.servers)} servers, not {self.n}"
+            if type(result) is not self.STATE:
+                problem = (f"returned {type(result).__name__}, not a state ({self.STATE.__name__}, as it was "
+                           f"given)")
+            elif len(result.servers) != self.members:
+                problem = f"returned a state of {len(result.servers)} servers, not {self.members}"
             else:
                 for k, server in enumerate(result.servers):
                     if server is s.servers[k]:

@@ -110,6 +110,7 @@ class ZabModel(RaftModel):
     the leader's own generation above the established history, so it changes nothing here."""
 
     properties = WITH_ACKED
+    STATE = ZabState
 
     def __init__(self, protocol: Protocol, config: Config):
         if config.network != "rpc":
@@ -147,6 +148,12 @@ class ZabModel(RaftModel):
 
     def fingerprint(self, s: ZabState, symmetry: bool = True) -> int:
         return fingerprint_bytes(self.encode(s, symmetry))
+
+    def server_keys(self, s: ZabState) -> list[bytes]:
+        return self._keys(s)
+
+    def encode_in_order(self, s: ZabState, order) -> bytes:
+        return encode(s, order, self._keys(s), self._extra(s))
 
     def decode(self, data: bytes) -> ZabState:
         """The state `encode` wrote (servers in the encoded order)."""
