@@ -19,8 +19,8 @@ directory's fsync, the inode it names on disk (or that it names nothing) is kept
 loses its last name while the disk still names it waits in a folder beside the backing one (the
 attic), so that `lose_power` can put it back with its synced bytes: a created file vanishes, a
 rename is undone, an unlinked file or a removed directory comes back. A rename counts at each end
-in its own directory. LazyFS (its lfs_rename and lfs_unlink) passes names straight through and
-loses data only.
+in its own directory; a file's mode, owner and times are durable at once. LazyFS (its lfs_rename
+and lfs_unlink) passes names straight through and loses data only.
 
 A process writing through a shared writable mmap reaches this filesystem when the kernel writes
 its dirty pages back: as write() at msync, munmap, close or the kernel's own writeback, and its
