@@ -606,7 +606,16 @@ def role_word(server: Any) -> str:
 def row(state: Any, k: int) -> dict:
     """What a picture shows of server k beyond its log: its role line, the name of its
     high-water mark (Kafka's HW, BookKeeper's LAC), up to two short notes, the servers whose
-    match index a leader shows, and the first index that is only in memory (ZAB), if any."""
+    match index a leader shows, and the first index that is only in memory (ZAB), if any. A
+    variant's fields (model.variant_model), as name=value, are its first note on every system."""
+    out = _system_row(state, k)
+    server = state.servers[k]
+    if getattr(server, "extra", ()):
+        out["notes"].insert(0, fields_text(server).strip())
+    return out
+
+
+def _system_row(state: Any, k: int) -> dict:
     server = state.servers[k]
     alive = server.alive
     role = role_word(server)
@@ -660,7 +669,4 @@ def row(state: Any, k: int) -> dict:
         out["notes"].append("epochs " + epoch_cache_text(server.log))
         if alive and server.truncating:
             out["notes"][0] += ", truncating"
-        return out
-    if getattr(server, "extra", ()):  # a variant's fields (model.variant_model), as name=value
-        out["notes"].append(fields_text(server).strip())
     return out

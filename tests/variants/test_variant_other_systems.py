@@ -116,9 +116,6 @@ def write(tmp_path: Path, body: str) -> Path:
     ('    base = "bookkeeper"\n\n    def replication_quorum(self):\n        return 1\n',
      r"{path}:7: V.replication_quorum: the bookkeeper system \(base bookkeeper\) asks no replication_quorum: "
      r"BookKeeper's quorums are the ledger's ensemble_size, write_quorum and ack_quorum, flags of its base .*"),
-    ('    base = "zab"\n    fields = {"heard": False}\n',
-     r"{path}:4: V adds fields, actions or liveness properties, which build on the raft system's model only; "
-     r"base 'zab' is of the zab system"),
 ])
 def test_a_rule_a_system_does_not_ask_is_refused_in_one_line(tmp_path, body, expected):
     path = write(tmp_path, body)

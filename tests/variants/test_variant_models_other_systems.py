@@ -1,0 +1,269 @@
+"""Fields and actions on the ZAB, Kafka and BookKeeper models (docs/variants.md, "A model: fields and
+actions"; model/variant_model.py): the shipped examples pinned, each with a broken sibling and a
+`sometimes` witness; the fields in each system's encoding and symmetry reduction; `hwm check`, `replay`
+and `graph` on them; and the bad input each refuses in one line."""
+
+from __future__ import annotations
+
+import json
+import re
+from collections import deque
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from hwm.checker.run import CheckRequest, run
+from hwm.cli import main
+from hwm.model.registry import build_model
+from hwm.model.state import Config
+from hwm.properties.protocol import resolve
+
+ROOT = Path(__file__).resolve().parents[2]
+EXAMPLES = ROOT / "examples" / "variants"
+SMALL = Config(servers=3, max_generation=2, max_crashes=0)
+ONE_CRASH = Config(servers=3, max_generation=2, max_crashes=1)
+
+# (spec, bounds): distinct states, transitions, each violated property's shortest counterexample, and
+# the variant's own witness with its length.
+PINNED = {
+    ("zab_read_only.py:ReadOnlyMode", SMALL): (606, 2869, {}, ("ReadOnlyServerServes", 5)),
+    ("zab_read_only.py:ReadOnlyFromLog", SMALL): (706, 3311, {"ReadNeverTruncated": 8, "ReadsAgree": 11},
+                                                  ("ReadOnlyServerServes", 5)),
+    ("kafka_follower_fetch.py:FollowerFetching", SMALL): (976, 2612, {}, ("FollowerServesConsumers", 5)),
+    ("kafka_follower_fetch.py:FollowerFetchingPastHighWatermark", SMALL): (
+        1218, 3399, {"ReadNeverTruncated": 6, "ReadNeverLost": 5, "ReadsAgree": 8}, ("FollowerServesConsumers", 5)),
+    ("bookkeeper_fencing_reads.py:FencingRecoveryReads", ONE_CRASH): (3735, 13282, {}, ("FencedBookieBehind", 4)),
+    ("bookkeeper_fencing_reads.py:FencingRecoveryReadsInMemory", ONE_CRASH): (4038, 14425, {
+        "ReadNeverTruncated": 11, "HwmNeverTruncated": 10, "ReadNeverLost": 11, "CommittedOnQuorum": 9,
+        "AckedWriteNeverLost": 9}, ("FencedBookieBehind", 4)),
+}
+
+
+def hwm(*args) -> object:
+    return CliRunner().invoke(main, [str(a) for a in args])
+
+
+def bounds_args(config: Config) -> list:
+    return ["--servers", config.servers, "--max-generation", config.max_generation, "--max-crashes",
+            config.max_crashes]
+
+
+@pytest.mark.parametrize("spec, config", list(PINNED))
+def test_the_examples_on_the_other_systems_are_pinned(spec, config):
+    states, transitions, lengths, (witness, witnessed_in) = PINNED[spec, config]
+    report = run(CheckRequest(f"{EXAMPLES / spec}", config))
+    assert (report.states, report.transitions) == (states, transitions)
+    assert {name: r.length for name, r in report.results.items() if r.kind == "always" and r.found} == lengths
+    assert report.results[witness].found and report.results[witness].length == witnessed_in
+
+
+def test_the_bookkeeper_example_fixes_its_base():
+    """Its base, recovery reads that do not fence, loses an acknowledged entry without a crash; the
+    field's fence closes that, and the broken sibling needs the crash that forgets it."""
+    base = run(CheckRequest("bookkeeper-recovery-without-fencing", SMALL))
+    assert base.results["AckedWriteNeverLost"].found and base.results["AckedWriteNeverLost"].length == 7
+    fixed = run(CheckRequest(f"{EXAMPLES}/bookkeeper_fencing_reads.py:FencingRecoveryReadsInMemory", SMALL))
+    assert not fixed.violated
+
+
+# ------------------------------------------------ states, encodings, symmetry
+MIRROR = '''from hwm.model.variant import Variant
+
+
+class Mirror(Variant):
+    """A field that follows each server's own `alive`: the states and their classes are the base's."""
+
+    base = {base!r}
+    fields = {{"up": True}}
+
+    def after(self, state, action, next_state):
+        for k, server in enumerate(next_state.servers):
+            if server.up != server.alive:
+                next_state = self.with_server(next_state, k, up=server.alive)
+        return next_state
+'''
+
+
+@pytest.mark.parametrize("base, states", [("zab", 1111), ("kafka", 5124), ("bookkeeper", 2597), ("raft", 702)])
+def test_a_field_that_mirrors_a_servers_own_state_leaves_the_counts_as_they_were(tmp_path, base, states):
+    """The fields enter each system's encoding and symmetry sorts by them: a field that adds nothing
+    the state does not say already must leave its distinct states and transitions as the preset's."""
+    path = tmp_path / "mirror.py"
+    path.write_text(MIRROR.format(base=base))
+    variant = run(CheckRequest(f"{path}:Mirror", ONE_CRASH))
+    preset = run(CheckRequest(base, ONE_CRASH))
+    assert (variant.states, variant.transitions) == (preset.states, preset.transitions)
+    assert variant.states == states
+
+
+def model_of(spec: str, config: Config = SMALL):
+    return build_model(resolve(f"{EXAMPLES / spec}")[1], config)
+
+
+@pytest.mark.parametrize("spec, field, value", [
+    ("zab_read_only.py:ReadOnlyMode", "read_only", True),
+    ("kafka_follower_fetch.py:FollowerFetching", "fetch_epoch", 1),
+    ("bookkeeper_fencing_reads.py:FencingRecoveryReads", "read_fenced", True),
+])
+def test_fields_enter_the_fingerprint_and_symmetry_permutes_them_with_their_servers(spec, field, value):
+    model = model_of(spec)
+    start = model.initial_state()
+    second = model.rules.with_server(start, 1, **{field: value})
+    third = model.rules.with_server(start, 2, **{field: value})
+    assert getattr(second.servers[1], field) == value and second != third
+    assert model.fingerprint(second) != model.fingerprint(start)
+    assert model.fingerprint(second) == model.fingerprint(third)  # S2 and S3 swapped
+    assert model.fingerprint(second, symmetry=False) != model.fingerprint(third, symmetry=False)
+
+
+ACTIONS_ON_BOOKIES = '''from hwm.model.variant import Variant
+
+
+class ReadOnlyBookie(Variant):
+    """A bookie whose disks are full goes read-only, and refuses the writer's adds."""
+
+    base = "bookkeeper"
+    fields = {"read_only": False}
+    actions = ("go_read_only",)
+
+    def refuses(self, state, action):
+        if action[0] == "send_add" and state.servers[action[1]].read_only:
+            return "the bookie is read-only"
+        return None
+
+    def guard_go_read_only(self, state, bookie):
+        return "already read-only" if state.servers[bookie].read_only else None
+
+    def effect_go_read_only(self, state, bookie):
+        return self.with_server(state, bookie, read_only=True)
+'''
+
+
+def reachable(model) -> list:
+    start = model.initial_state()
+    seen, queue, out = {start}, deque([start]), []
+    while queue:
+        state = queue.popleft()
+        out.append(state)
+        for _, after in model.successors(state):
+            if after not in seen:
+                seen.add(after)
+                queue.append(after)
+    return out
+
+
+@pytest.mark.parametrize("spec, config, concrete", [
+    ("zab_read_only.py:ReadOnlyFromLog", Config(servers=3, max_generation=1, max_crashes=0), 524),
+    ("kafka_follower_fetch.py:FollowerFetchingPastHighWatermark", Config(servers=3, max_generation=1, max_crashes=0),
+     268),
+    ("read_only_bookie.py:ReadOnlyBookie", Config(servers=2, max_generation=1, max_crashes=0), 816),
+])
+def test_every_reachable_state_decodes_to_itself_and_the_guards_agree_with_the_actions(tmp_path, spec, config,
+                                                                                      concrete):
+    if spec.startswith("read_only_bookie"):
+        (tmp_path / "read_only_bookie.py").write_text(ACTIONS_ON_BOOKIES)
+        model = build_model(resolve(f"{tmp_path / spec}")[1], config)
+    else:
+        model = model_of(spec, config)
+    states = reachable(model)
+    assert len(states) == concrete
+    table = model.action_table()
+    own = [a for a in table if a[0] in model.own_actions]
+    assert own and all(a[1] < config.servers for a in own)  # over the servers (BookKeeper's bookies) only
+    for state in states:
+        assert model.decode(model.encode(state, symmetry=False)) == state
+        assert model.fingerprint(model.decode(model.encode(state))) == model.fingerprint(state)
+        enabled = set(model.actions(state))
+        for action in table:
+            assert (model.why_not(state, action) is None) == (action in enabled), (action, state.describe())
+
+
+# --------------------------------------------------------- the command line
+@pytest.mark.parametrize("spec, config, trace, steps, changed", [
+    ("kafka_follower_fetch.py:FollowerFetchingPastHighWatermark", SMALL, "ReadNeverLost",
+     ["elect(S1, {S1,S2})", "write(S1, v1)", "replicate(S1, S2)", "follower_fetch(S2)", "elect(S3, {S3})"],
+     "S2 fetch_epoch 0 -> 1"),
+    ("zab_read_only.py:ReadOnlyFromLog", SMALL, "ReadNeverTruncated",
+     ["elect(S1, {S1,S2})", "sync(S1, S2)", "elect(S2, {S2,S3})", "write(S1, v1)", "sync(S1, S2)",
+      "go_read_only(S1)", "read_only_read(S1)", "sync(S2, S1)"], "S1 read_only False -> True"),
+    ("bookkeeper_fencing_reads.py:FencingRecoveryReadsInMemory", ONE_CRASH, "CommittedOnQuorum", None,
+     "read_fenced False -> True"),
+])
+def test_check_saves_replay_replays_and_draws_and_graph_builds(tmp_path, spec, config, trace, steps, changed):
+    name = spec.split(":")[1]
+    result = hwm("check", "--protocol", EXAMPLES / spec, *bounds_args(config), "--save", tmp_path)
+    assert result.exit_code == 1, result.output
+    assert re.search(rf"note: {name} on the reference backend: {name} adds fields \(\w+\)", result.output)
+    if steps is not None:  # the shortest counterexample, as printed
+        assert " ".join(steps) in result.output, result.output
+    saved = tmp_path / f"{name}.{trace}.json"
+    recorded = json.loads(saved.read_text())["steps"]
+    replayed = hwm("replay", saved)
+    assert replayed.exit_code == 0, replayed.output
+    assert f"[model]: violation of {trace} at step {len(recorded)}" in replayed.output
+    field = changed.split()[-4]
+    assert f"{field}=" in replayed.output and changed in replayed.output
+    page = tmp_path / "trace.html"
+    drawn = hwm("replay", "--html", page, saved)
+    assert drawn.exit_code == 0, drawn.output
+    assert f"{field}=" in page.read_text()
+    graph = hwm("graph", "--protocol", EXAMPLES / spec, *bounds_args(SMALL))
+    assert graph.exit_code == 0, graph.output
+    assert re.search(r"violating states +[1-9]", graph.output) or "bookkeeper" in spec
+
+
+def test_the_compiled_backend_is_refused_in_one_line():
+    result = hwm("check", "--protocol", EXAMPLES / "kafka_follower_fetch.py:FollowerFetching", *bounds_args(SMALL),
+                 "--successors", "fast")
+    assert result.exit_code == 2, result.output
+    assert result.output.strip().splitlines()[-1] == (
+        "Error: --successors fast: FollowerFetching: FollowerFetching adds fields (fetch_epoch) and actions "
+        "(follower_fetch) to the model, which the compiled kernels do not know; use --successors reference")
+
+
+# ------------------------------------------------------------------ bad input
+def write(tmp_path: Path, body: str) -> Path:
+    path = tmp_path / "v.py"
+    path.write_text("from hwm.model.variant import Variant\n\n\nclass V(Variant):\n" + body)
+    return path
+
+
+@pytest.mark.parametrize("body, expected", [
+    ('    base = "kafka"\n    fields = {"in_isr": False}\n',
+     r"{path}:4: V.fields: in_isr is already a field of every server"),
+    ('    base = "zab"\n    fields = {"durable": 0}\n',
+     r"{path}:4: V.fields: durable is already part of the zab system's state \(ZabState.durable\)"),
+    ('    base = "bookkeeper"\n    fields = {"fenced": False}\n',
+     r"{path}:4: V.fields: fenced is already part of the bookkeeper system's state \(BookKeeperState.fenced\)"),
+    ('    base = "kafka"\n    fields = {"epochs": []}\n',
+     r"{path}:4: V.fields\['epochs'\]: its initial value \[\] \(list\) is unhashable: a field holds None, a bool, "
+     r"an int, a str or a tuple of these"),
+    ('    base = "zab"\n    fields = {"heard": False}\n    liveness = {"Heard": lambda view: {}}\n',
+     r"{path}:4: V adds liveness properties, which build on the raft system's model only \(its fair actions are "
+     r"raft's replicate and restart\); base 'zab' is of the zab system"),
+    ('    base = "zab-step-down"\n    fields = {"heard": False}\n',
+     r"{path}:4: V adds to the zab model, which has no partitions or check_quorum under a variant with fields or "
+     r"actions in this version \(its base's flags or max_partitions ask for them\)"),
+])
+def test_bad_input_on_the_other_systems_is_one_line(tmp_path, body, expected):
+    path = write(tmp_path, body)
+    result = hwm("check", "--protocol", f"{path}:V", "--servers", "3", "--max-generation", "1")
+    assert result.exit_code == 2, result.output
+    assert "Traceback" not in result.output
+    line = result.output.strip().splitlines()[-1]
+    assert re.fullmatch(r"Error: (Invalid value for '--protocol': )?" + expected.format(path=re.escape(str(path))),
+                        line), line
+
+
+def test_an_effect_that_returns_another_systems_state_stops_the_search_in_one_line(tmp_path):
+    path = write(tmp_path, '    base = "kafka"\n    fields = {"seen": 0}\n    actions = ("look",)\n\n'
+                           '    def guard_look(self, state, server):\n        return None\n\n'
+                           '    def effect_look(self, state, server):\n'
+                           '        from hwm.model.state import State\n'
+                           '        return State(state.servers, state.reads, state.crashes, ())\n')
+    result = hwm("check", "--protocol", f"{path}:V", "--servers", "3", "--max-generation", "1", "--max-crashes", "0")
+    assert result.exit_code == 2, result.output
+    assert "Traceback" not in result.output
+    assert re.search(rf"{re.escape(str(path))}:12: V.effect_look returned State, not a state \(KafkaState, as it was "
+                     r"given\), at look\(S1\) from state S1 follower", result.output), result.output
