@@ -85,7 +85,8 @@ class Mirror(Variant):
 '''
 
 
-@pytest.mark.parametrize("base, states", [("zab", 1111), ("kafka", 5124), ("bookkeeper", 2597), ("raft", 702)])
+@pytest.mark.parametrize("base, states", [("zab", 1111), ("kafka", 5124), ("bookkeeper", 2597), ("raft", 702),
+                                          ("bookkeeper-striped", 2459)])  # whose bookies have places: no symmetry
 def test_a_field_that_mirrors_a_servers_own_state_leaves_the_counts_as_they_were(tmp_path, base, states):
     """The fields enter each system's encoding and symmetry sorts by them: a field that adds nothing
     the state does not say already must leave its distinct states and transitions as the preset's."""
@@ -267,3 +268,20 @@ def test_an_effect_that_returns_another_systems_state_stops_the_search_in_one_li
     assert "Traceback" not in result.output
     assert re.search(rf"{re.escape(str(path))}:12: V.effect_look returned State, not a state \(KafkaState, as it was "
                      r"given\), at look\(S1\) from state S1 follower", result.output), result.output
+
+
+@pytest.mark.parametrize("base, steps", [
+    ("zab", [("elect", 0, (0, 1)), ("sync", 0, 1)]),  # the follower's server is built anew (DIFF/TRUNC/SNAP)
+    ("bookkeeper", [("add",), ("send_add", 1)]),  # so is the bookie that stores an add
+])
+def test_a_field_keeps_its_value_through_the_bases_actions(tmp_path, base, steps):
+    path = tmp_path / "tagged.py"
+    path.write_text(f"from hwm.model.variant import Variant\n\n\nclass Tagged(Variant):\n    base = {base!r}\n"
+                    f"    fields = {{'tag': 0}}\n")
+    model = build_model(resolve(f"{path}:Tagged")[1], SMALL)
+    state = model.rules.with_server(model.initial_state(), 1, tag=7)
+    for action in steps:
+        assert model.why_not(state, action) is None, action
+        state = model.apply(state, action)
+    assert type(state.servers[1]) is model.server_type and state.servers[1].tag == 7
+    assert [s.tag for k, s in enumerate(state.servers) if k != 1] == [0] * (len(state.servers) - 1)
