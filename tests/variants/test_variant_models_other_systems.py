@@ -285,3 +285,16 @@ def test_a_field_keeps_its_value_through_the_bases_actions(tmp_path, base, steps
         state = model.apply(state, action)
     assert type(state.servers[1]) is model.server_type and state.servers[1].tag == 7
     assert [s.tag for k, s in enumerate(state.servers) if k != 1] == [0] * (len(state.servers) - 1)
+
+
+def test_the_docs_example_prints_what_the_docs_show():
+    """docs/variants.md, "Fields and actions on the other systems": its `hwm check` and the lines it shows."""
+    text = (ROOT / "docs" / "variants.md").read_text()
+    block = next(b for b in re.findall(r"```console\n(\$ hwm check .*?)```", text, re.S) if "follower_fetch" in b)
+    command, *shown = block.splitlines()
+    result = hwm("check", *[str(ROOT / a) if a.startswith("examples/") else a for a in command.split()[3:]])
+    assert result.exit_code == 1, result.output
+    printed = result.output.splitlines()
+    for line in shown:
+        if line.strip() != "...":
+            assert line in printed, (line, result.output)
