@@ -1,6 +1,6 @@
 """The second level of a variant (docs/variants.md, "A model"): new per-server state fields and new
-actions on top of a system's model (raft's, ZAB's, Kafka's or BookKeeper's), written in the `Variant` subclass as plain Python over the
-state, and `eventually` properties of its own.
+actions on top of a system's model (raft's, ZAB's, Kafka's or BookKeeper's), written in the `Variant`
+subclass as plain Python over the state, and (on raft's) `eventually` properties of its own.
 
 - `fields = {"name": initial value}`: each server carries these after its system's own fields
   (`state.servers[k].name`); a value is None, a bool, an int, a str or a tuple of these (hashable,
