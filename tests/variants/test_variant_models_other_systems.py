@@ -299,3 +299,14 @@ def test_the_docs_example_prints_what_the_docs_show():
     for line in shown:
         if line.strip() != "...":
             assert line in printed, (line, result.output)
+
+
+def test_worker_processes_find_the_same_states_and_counterexamples(monkeypatch):
+    """Batches of states cross to the workers as their encodings: every level expanded by two of them."""
+    import hwm.checker.engine as engine
+    monkeypatch.setattr(engine, "SMALL_LEVEL", 1)
+    spec, config = "bookkeeper_fencing_reads.py:FencingRecoveryReadsInMemory", ONE_CRASH
+    states, transitions, lengths, _ = PINNED[spec, config]
+    report = run(CheckRequest(f"{EXAMPLES / spec}", config, workers=2, chunk=16))
+    assert (report.states, report.transitions) == (states, transitions)
+    assert {name: r.length for name, r in report.results.items() if r.kind == "always" and r.found} == lengths
