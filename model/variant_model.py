@@ -33,17 +33,11 @@ from collections import namedtuple
 from typing import Any, Callable, Iterator
 
 from hwm.model.encoding import canonical, fingerprint_bytes
-from hwm.model.kafka_partition import PartitionedKafkaModel
-from hwm.model.partition import PartitionedRaftModel
-from hwm.model.zab_partition import PartitionedZabModel
 from hwm.model.variant_code import VariantError, defined_at, hook_failure, meaning_of, raised_at, state_text
 from hwm.properties.catalogue import Property
 from hwm.properties.liveness import LivenessProperty
 from hwm.properties.rules import HookError
 from hwm.properties.snapshot import ServerSnapshot, Snapshot, server_name
-
-# The flags that ask for each system's partitioned model (`model.registry.PARTITIONED`), as a refusal names them.
-PARTITION_FLAGS = {"raft": ", check_quorum or lease_reads", "zab": " or check_quorum", "kafka": ""}
 
 # What a variant may declare at the model level (the names of `Variant`'s class attributes and hooks).
 MODEL_HOOKS = ("refuses", "after")
@@ -306,11 +300,14 @@ def model_class(base: type) -> type:
             self.own_servers = {name: ([(k,) for k in range(self.n)] if arity(getattr(cls, "guard_" + name)) == 1
                                        else [(i, j) for i in range(self.n) for j in range(self.n) if i != j])
                                 for name in self.own_actions}
-            if isinstance(self, (PartitionedRaftModel, PartitionedZabModel, PartitionedKafkaModel)):
-                system = protocol.system
-                raise VariantError(f"{defined_at(cls)}: {cls.__name__} adds to the {system} model, which has no "
-                                   f"partitions{PARTITION_FLAGS[system]} under a variant with fields or actions "
-                                   f"in this version (its base's flags or max_partitions ask for them)")
+            from hwm.model.registry import PARTITIONED  # which imports this module
+            partitioned, flags = PARTITIONED.get(protocol.system, (None, ()))
+            if partitioned is not None and isinstance(self, partitioned):
+                asked = ("partitions", *flags)
+                asked = ", ".join(asked[:-1]) + " or " + asked[-1] if len(asked) > 1 else asked[0]
+                why = "its base's flags or max_partitions ask for them" if flags else "max_partitions asks for them"
+                raise VariantError(f"{defined_at(cls)}: {cls.__name__} adds to the {protocol.system} model, which has "
+                                   f"no {asked} under a variant with fields or actions in this version ({why})")
             self.refuses = self.rules.refuses if type(self.rules).refuses is not ModelLevel.refuses else None
             self.after = self.rules.after if type(self.rules).after is not ModelLevel.after else None
             added = ([f"fields ({', '.join(self.field_names)})"] if self.field_names else []) + \

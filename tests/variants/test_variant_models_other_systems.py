@@ -258,6 +258,15 @@ def test_bad_input_on_the_other_systems_is_one_line(tmp_path, body, expected):
                         line), line
 
 
+def test_partitions_are_refused_in_one_line_on_kafka():
+    result = hwm("check", "--protocol", EXAMPLES / "kafka_follower_fetch.py:FollowerFetching", "--servers", "3",
+                 "--max-generation", "1", "--max-partitions", "1")
+    assert result.exit_code == 2, result.output
+    assert result.output.strip().splitlines()[-1] == (
+        f"Error: {EXAMPLES / 'kafka_follower_fetch.py'}:26: FollowerFetching adds to the kafka model, which has no "
+        f"partitions under a variant with fields or actions in this version (max_partitions asks for them)")
+
+
 def test_an_effect_that_returns_another_systems_state_stops_the_search_in_one_line(tmp_path):
     path = write(tmp_path, '    base = "kafka"\n    fields = {"seen": 0}\n    actions = ("look",)\n\n'
                            '    def guard_look(self, state, server):\n        return None\n\n'
