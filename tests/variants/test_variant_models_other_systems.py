@@ -319,3 +319,34 @@ def test_worker_processes_find_the_same_states_and_counterexamples(monkeypatch):
     report = run(CheckRequest(f"{EXAMPLES / spec}", config, workers=2, chunk=16))
     assert (report.states, report.transitions) == (states, transitions)
     assert {name: r.length for name, r in report.results.items() if r.kind == "always" and r.found} == lengths
+
+
+def test_the_pictures_show_each_systems_notes_after_the_variants_field():
+    """Kafka's server shows two notes of its own (the ISR, the epochs): the variant's field comes first."""
+    from hwm.model.actions import from_step
+    from hwm.properties.trace import Step
+    from hwm.teach.explain import frames_of
+    from hwm.teach.svg import Layout, draw
+
+    model = model_of("kafka_follower_fetch.py:FollowerFetching")
+    steps = [Step("elect", {"server": "S1", "voters": ("S1", "S2")}), Step("write", {"server": "S1", "value": "v1"}),
+             Step("replicate", {"leader": "S1", "follower": "S2"})]
+    states = [model.initial_state()]
+    for step in steps:
+        states.append(model.apply(states[-1], from_step(step)))
+    frames = frames_of(model, steps, states)
+    assert frames[3].lines[-1] == "S2 fetch_epoch 0 -> 1"
+    svg = draw(frames[3], Layout.of(frames), with_lines=True)
+    assert svg.count(">fetch_epoch=0<") == 2 and svg.count(">fetch_epoch=1<") == 1
+    assert ">ISR {S1,S2,S3}<" in svg
+
+
+def test_the_explorer_searches_a_variant_with_fields_on_zab(monkeypatch):
+    from hwm.teach import explorer
+
+    monkeypatch.setattr(explorer, "OFFERED_VARIANTS", {})
+    spec = f"{EXAMPLES / 'zab_read_only.py'}:ReadOnlyFromLog"
+    explorer.offer_variant(spec)
+    found = explorer.search({"protocol": spec, "config": {"servers": 3, "max_generation": 2, "max_crashes": 0}})
+    assert found["states"] == 706
+    assert {r["property"]: r["length"] for r in found["results"] if r["found"]}["ReadNeverTruncated"] == 8
