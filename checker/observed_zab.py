@@ -9,8 +9,9 @@ finer steps, and this validator accepts exactly the ones the raft validator acce
   one change; its ACK waits as a reply, and `ack(F→L)` applies it as the model's exchange would
   have: an ACK of NEWLEADER makes F synchronised with L, counts F's history (all of it before L is
   established, what F logged after) and may establish L; an ACK of a proposal advances F's match
-  index and L's HWM. A reply may be applied out of order or be lost; a reply to an earlier epoch
-  is ignored.
+  index and L's HWM, even where F has crashed or moved on since it sent it (a real leader hears of
+  that later). A reply may be applied out of order or be lost; a reply to an earlier epoch is
+  ignored.
 - **A NEWLEADER carries the leader's history and HWM of when it was sent**: a follower may show a
   shorter prefix of the leader's history, or an older HWM, than the leader holds when it arrives;
   never shorter than the history the leader was elected with, nor than what links in order
@@ -147,8 +148,11 @@ class ObservedZabValidator(ObservedValidator):
                 synced[l] |= 1 << f
                 match[f] = logged if established else history
             else:
-                if not (established and state.synced[l] >> f & 1):
-                    continue  # a proposal's ACK from a follower not synchronised with it: ignored
+                # Only `replicate` leaves a proposal's ACK: F sent it synchronised with L, having logged
+                # the proposal. L counts it even where F has crashed (and restarted) or moved on since,
+                # which the model's steps tell L at once and a real leader learns later (syncLimit).
+                if not established:
+                    continue
                 match[f] = max(match[f], index)
             now = leader._replace(match=tuple(match))
             if established:
