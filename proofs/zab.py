@@ -27,9 +27,13 @@ from hwm.model.zab import _ESTABLISHED, ZabState
 class ZabEncoding(Encoding):
     """`model.zab.ZabModel` over `Sym` states with ZAB's fields in `extra`."""
 
+    # The `acked` ghost one slot per index (unbounded generations: `proofs/zab_induction.py`), not one
+    # boolean per (index, generation).
+    ack_slots = False
+
     def __init__(self, protocol, servers: int, max_log: int, **bounds):
         super().__init__(protocol, servers, max_log, **bounds)
-        if not self.exact_reads or self.ghost_commits:
+        if self.ghost_commits or not (self.exact_reads or self.ack_slots):
             raise ValueError("the ZAB encoding is for bounded model checking (bounded generations, no commit ghost)")
         self.ack_before_persist = protocol.zab_ack_before_persist
         pairs = [(a, b) for a in range(servers) for b in range(servers) if a != b]
@@ -44,15 +48,23 @@ class ZabEncoding(Encoding):
             "established": [B(f"{tag}_established_{l}") for l in range(n)],
             "durable": [I(f"{tag}_durable_{k}") for k in range(n)],
             "epochs": [I(f"{tag}_epoch_{k}") for k in range(n)],
-            "acked": [[B(f"{tag}_acked_{p}_{g}") for g in range(self.max_generation + 1)] for p in range(self.L)],
         }
+        s.extra.update(self.ack_ghost(tag))
         return s
+
+    def ack_ghost(self, tag: str) -> dict:
+        """The `acked` ghost: one boolean per (index, generation)."""
+        return {"acked": [[z3.Bool(f"{tag}_acked_{p}_{g}") for g in range(self.max_generation + 1)]
+                          for p in range(self.L)]}
+
+    def no_acks(self, s: Sym) -> list:
+        return [z3.Not(v) for row in s.extra["acked"] for v in row]
 
     def init(self, s: Sym) -> z3.BoolRef:
         x = s.extra
         return z3.And(super().init(s), *[z3.Not(v) for row in x["synced"] for v in row],
                       *[z3.Not(v) for v in x["established"]], *[v == 0 for v in x["durable"] + x["epochs"]],
-                      *[z3.Not(v) for row in x["acked"] for v in row])
+                      *self.no_acks(s))
 
     def bounds(self, s: Sym) -> z3.BoolRef:
         x = s.extra
@@ -76,10 +88,14 @@ class ZabEncoding(Encoding):
         x = s.extra
         synced = tuple(sum(1 << f for f in range(self.n) if val(x["synced"][l][f]))
                        | (_ESTABLISHED if val(x["established"][l]) else 0) for l in range(self.n))
-        acked = frozenset((p + 1, g) for p in range(self.L) for g in range(self.max_generation + 1)
-                          if val(x["acked"][p][g]))
+        acked = self.acked_entries(val, s)
         return ZabState(base.servers, base.reads, base.crashes, base.channels, synced,
                         tuple(val(d) for d in x["durable"]), tuple(val(e) for e in x["epochs"]), acked)
+
+    def acked_entries(self, val, s: Sym) -> frozenset:
+        """The `acked` set a z3 model assigns to `s` (`val` evaluates a term)."""
+        return frozenset((p + 1, g) for p in range(self.L) for g in range(self.max_generation + 1)
+                         if val(s.extra["acked"][p][g]))
 
     # ---------------------------------------------------------------- helpers
     def freshness(self, s: Sym, k: int) -> tuple:
@@ -97,10 +113,13 @@ class ZabEncoding(Encoding):
         for k in range(self.n):
             counts = z3.And(t.leader[k], t.alive[k], x["established"][k])
             for p in range(self.L):
-                under = z3.And(counts, p < smin(t.hwm[k], t.length[k]))
-                row = x["acked"][p]
-                x["acked"][p] = [z3.Or(row[g], z3.And(under, t.log[k][p] == g)) for g in range(len(row))]
+                self.acknowledge(t, p, z3.And(counts, p < smin(t.hwm[k], t.length[k])), t.log[k][p], t.gen[k])
         return t
+
+    def acknowledge(self, t: Sym, p: int, condition: z3.BoolRef, generation: Any, epoch: Any) -> None:
+        """Add (p+1, generation) to the `acked` ghost of `t` when `condition` (a leader of `epoch` acked it)."""
+        row = t.extra["acked"][p]
+        t.extra["acked"][p] = [z3.Or(row[g], z3.And(condition, generation == g)) for g in range(len(row))]
 
     def _establish(self, t: Sym, l: int) -> Sym:
         """`ZabModel._establish`: a quorum acknowledged l's NEWLEADER: l commits its history."""

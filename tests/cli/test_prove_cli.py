@@ -42,8 +42,6 @@ def test_prove_refuses_what_it_has_no_encoding_for_in_one_line():
          "Error: the bookkeeper model keeps no state AcknowledgedWriteKept is about (--property takes "
          "ReadNeverTruncated, HwmNeverTruncated, ReadNeverLost, ReadsAgree, HwmWithinLog, CommittedOnQuorum, "
          "OneLeaderPerGeneration, LogMatching, AckedWriteNeverLost)"),
-        (("--protocol", "zab", "--part", "induction"), "Error: hwm prove has no induction part for the zab model "
-                                                       "yet (it has: quorum, bmc)"),
         (("--protocol", "zab", "--servers", "8"), "Error: hwm prove cannot check zab: the ZAB model supports at "
                                                   "most 7 servers"),
         (("--property", "AckedWriteNeverLost"), "Error: the raft model keeps no state AckedWriteNeverLost is about "

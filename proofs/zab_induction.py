@@ -1,0 +1,410 @@
+"""ZAB's inductive invariant: `model/zab.py` at N servers and logs of L entries, epochs and crashes unbounded.
+
+The encoding is `proofs/zab.py`'s with two ghosts kept one slot per index, so that generations
+need no bound: the read set (as raft's induction keeps it) and the `acked` set, each with a
+flag raised when a second, different entry is recorded at an index. The `acked` slot also
+keeps the epoch of the leader that first acknowledged the index (`acked_by`): the epoch a
+client was told the entry is committed in, which the seed's argument counts from.
+
+The argument (Junqueira, Reed, Serafini, "Zab: High-performance broadcast for primary-backup
+systems", DSN 2011; ZooKeeper's `Leader.lead`/`Learner.syncWithLeader`): an entry acknowledged
+in epoch e is held by a quorum whose currentEpoch is at least e; a server whose currentEpoch
+is later than e holds it, because it adopted the history of a leader that held it; servers of
+the same currentEpoch hold prefixes of one history, the leader's; so fast leader election,
+which orders candidates by (currentEpoch, last zxid), elects only a server that holds every
+acknowledged entry, and a follower that synchronises with it keeps what its HWM covers.
+"""
+
+from __future__ import annotations
+
+import time
+from collections import deque
+from typing import Any
+
+import z3
+
+from hwm.model.registry import build_model
+from hwm.model.state import Config
+from hwm.model.zab import _ESTABLISHED, ZabState
+from hwm.proofs.induction import CTI, Conjunct, ConjunctEvaluator, check_induction
+from hwm.proofs.progress import ledger_or_new
+from hwm.proofs.symbolic import Encoding, Proof, Sym, action_name, checked_properties
+from hwm.proofs.zab import ZabEncoding
+from hwm.properties.catalogue import violations
+
+
+class ZabInductionEncoding(ZabEncoding):
+    """`ZabEncoding` with epochs and crashes unbounded: the `acked` ghost one slot per index."""
+
+    ack_slots = True
+
+    def __init__(self, protocol, servers: int, max_log: int):
+        super().__init__(protocol, servers, max_log)
+
+    def ack_ghost(self, tag: str) -> dict:
+        L = range(self.L)
+        return {"acked": [z3.Bool(f"{tag}_acked_{p}") for p in L],
+                "acked_gen": [z3.Int(f"{tag}_acked_gen_{p}") for p in L],
+                "acked_by": [z3.Int(f"{tag}_acked_by_{p}") for p in L],
+                "acked_conflict": z3.Bool(f"{tag}_acked_conflict")}
+
+    def no_acks(self, s: Sym) -> list:
+        x = s.extra
+        return ([z3.Not(v) for v in x["acked"]] + [v == 0 for v in x["acked_gen"] + x["acked_by"]]
+                + [z3.Not(x["acked_conflict"])])
+
+    def acknowledge(self, t: Sym, p: int, condition: z3.BoolRef, generation: Any, epoch: Any) -> None:
+        x = t.extra
+        was, old = x["acked"][p], x["acked_gen"][p]
+        x["acked_conflict"] = z3.Or(x["acked_conflict"], z3.And(condition, was, old != generation))
+        first = z3.And(condition, z3.Not(was))
+        x["acked"][p] = z3.Or(was, condition)
+        x["acked_gen"][p] = z3.If(first, generation, old)
+        x["acked_by"][p] = z3.If(first, epoch, x["acked_by"][p])
+
+    def acked_entries(self, val, s: Sym) -> frozenset:
+        x = s.extra
+        return frozenset((p + 1, val(x["acked_gen"][p])) for p in range(self.L) if val(x["acked"][p]))
+
+    def acked_write_never_lost(self, s: Sym) -> z3.BoolRef:
+        # Two entries acknowledged at one index cannot both be on a quorum: the flag is a violation.
+        x = s.extra
+        return z3.Or(x["acked_conflict"], *[
+            z3.And(x["acked"][p], self.count([self.holds(s, k, p, x["acked_gen"][p]) for k in range(self.n)])
+                   < self.quorum) for p in range(self.L)])
+
+    # The explicit counterpart: a node is (ZabState, acked_by), acked_by the epoch per index (0: none).
+    def extra_values(self, state) -> list:
+        return []
+
+    def values(self, node) -> list:
+        state, by = node
+        n = self.n
+        acked = {i: g for i, g in state.acked}
+        if len(acked) != len(state.acked):
+            raise ValueError("one acked slot per index cannot hold two generations")
+        return (super().values(state) + [bool(state.synced[l] >> f & 1) for l in range(n) for f in range(n)]
+                + [bool(state.synced[l] & _ESTABLISHED) for l in range(n)] + list(state.durable) + list(state.epochs)
+                + [p + 1 in acked for p in range(self.L)] + [acked.get(p + 1, 0) for p in range(self.L)]
+                + list(by) + [False])
+
+
+def acked_by_after(by: tuple, before: ZabState, after: ZabState) -> tuple:
+    """The `acked_by` ghost after a step of `ZabModel`: each index acknowledged for the first time takes
+    the epoch of the first live established leader (in server order) whose HWM covers it (`_with`)."""
+    new = {i for i, _ in after.acked} - {i for i, _ in before.acked}
+    if not new:
+        return by
+    out = list(by)
+    for i in sorted(new):
+        for k, server in enumerate(after.servers):
+            if (server.role == "leader" and server.alive and after.synced[k] & _ESTABLISHED
+                    and i <= min(server.hwm, len(server.log))):
+                out[i - 1] = server.generation
+                break
+    return tuple(out)
+
+
+# ------------------------------------------------------ the inductive invariant
+# Notation: e(k) = currentEpoch (`epochs`), gen(k) = acceptedEpoch (the raft model's generation),
+# A(p) = index p+1 acknowledged, with entry ga(p) first acknowledged in epoch ea(p).
+def _acked(s: Sym, p: int):
+    x = s.extra
+    return x["acked"][p], x["acked_gen"][p], x["acked_by"][p]
+
+
+def _servers(enc) -> range:
+    return range(enc.n)
+
+
+def _agree_below(enc, s, a, b) -> z3.BoolRef:
+    """The logs of a and b agree on every index both have."""
+    return z3.And([z3.Implies(z3.And(p < s.length[a], p < s.length[b]), s.log[a][p] == s.log[b][p])
+                   for p in range(enc.L)])
+
+
+def _well_formed(enc, s):
+    x = s.extra
+    parts = []
+    for i in _servers(enc):
+        parts += [s.gen[i] >= 0, s.length[i] >= 0, s.length[i] <= enc.L, s.hwm[i] >= 0, x["epochs"][i] >= 0,
+                  z3.Implies(s.leader[i], z3.And(s.alive[i], s.gen[i] >= 1)), s.match[i][i] == 0,
+                  z3.Not(x["synced"][i][i]), z3.Implies(x["established"][i], s.leader[i])]
+        parts += [z3.If(p < s.length[i], s.log[i][p] >= 1, s.log[i][p] == 0) for p in range(enc.L)]
+        parts += [z3.If(s.leader[i], s.match[i][j] >= 0, s.match[i][j] == 0) for j in _servers(enc)]
+        parts += [z3.Implies(x["synced"][i][j], s.leader[i]) for j in _servers(enc)]
+    for p in range(enc.L):
+        parts.append(z3.If(s.ghost["read"][p], s.ghost["gen"][p] >= 1, s.ghost["gen"][p] == 0))
+        a, g, e = _acked(s, p)
+        parts.append(z3.If(a, z3.And(g >= 1, e >= g), z3.And(g == 0, e == 0)))
+    return z3.And(parts)
+
+
+def _hwm_within_log(enc, s):
+    return z3.And([s.hwm[i] <= s.length[i] for i in _servers(enc)])
+
+
+def _logged_before_acknowledged(enc, s):
+    return z3.And([s.extra["durable"][i] == s.length[i] for i in _servers(enc)])
+
+
+def _reads_agree(enc, s):
+    return z3.Not(s.ghost["conflict"])
+
+
+def _acks_agree(enc, s):
+    return z3.Not(s.extra["acked_conflict"])
+
+
+def _one_leader_per_epoch(enc, s):
+    return z3.Not(enc.one_leader_per_generation(s))
+
+
+def _generation_on_quorum(enc, s):
+    return z3.And([enc.count([s.gen[j] >= s.gen[i] for j in _servers(enc)]) >= enc.quorum for i in _servers(enc)])
+
+
+def _current_epoch_within_accepted(enc, s):
+    e = s.extra["epochs"]
+    return z3.And([z3.And(e[i] <= s.gen[i], z3.Implies(s.leader[i], e[i] == s.gen[i])) for i in _servers(enc)])
+
+
+def _entries_within_epoch(enc, s):
+    return z3.And([z3.Implies(p < s.length[i], s.log[i][p] <= s.extra["epochs"][i])
+                   for i in _servers(enc) for p in range(enc.L)])
+
+
+def _generations_ascend(enc, s):
+    return z3.And([z3.Implies(p + 1 < s.length[i], s.log[i][p] <= s.log[i][p + 1])
+                   for i in _servers(enc) for p in range(enc.L - 1)] or [z3.BoolVal(True)])
+
+
+def _log_matching(enc, s):
+    return z3.Not(enc.log_matching(s))
+
+
+def _same_epoch_one_history(enc, s):
+    e = s.extra["epochs"]
+    return z3.And([z3.Implies(e[a] == e[b], _agree_below(enc, s, a, b))
+                   for a in _servers(enc) for b in _servers(enc) if a < b])
+
+
+def _leader_is_longest_of_its_epoch(enc, s):
+    e = s.extra["epochs"]
+    return z3.And([z3.Implies(z3.And(s.leader[l], e[k] == s.gen[l]), s.length[k] <= s.length[l])
+                   for l in _servers(enc) for k in _servers(enc) if k != l])
+
+
+def _leader_has_own_entries(enc, s):
+    return z3.And([z3.Implies(z3.And(s.leader[l], enc.holds(s, k, p, s.gen[l])), enc.holds(s, l, p, s.gen[l]))
+                   for l in _servers(enc) for k in _servers(enc) for p in range(enc.L) if k != l])
+
+
+def _match_within_log(enc, s):
+    return z3.And([s.match[l][f] <= s.length[l] for l in _servers(enc) for f in _servers(enc)])
+
+
+def _match_means_held(enc, s):
+    parts = []
+    for l in _servers(enc):
+        for f in _servers(enc):
+            if l != f:
+                current = z3.And(s.leader[l], s.gen[f] == s.gen[l])
+                parts += [z3.Implies(z3.And(current, p < s.match[l][f]), enc.holds(s, f, p, s.log[l][p]))
+                          for p in range(enc.L)]
+                parts.append(z3.Implies(z3.And(current, s.match[l][f] > 0), s.extra["epochs"][f] == s.gen[l]))
+                parts.append(z3.Implies(z3.And(s.leader[l], s.match[l][f] > 0), s.gen[f] >= s.gen[l]))
+    return z3.And(parts)
+
+
+def _synced_followers(enc, s):
+    x = s.extra
+    parts = []
+    for l in _servers(enc):
+        for f in _servers(enc):
+            if l != f:
+                prospective = z3.Not(x["established"][l])
+                parts.append(z3.Implies(x["synced"][l][f], z3.And(
+                    s.alive[f], s.gen[f] == s.gen[l], x["epochs"][f] == s.gen[l],
+                    z3.Implies(prospective, z3.And(s.length[f] == s.length[l], s.match[l][f] == s.length[l])))))
+    return z3.And(parts)
+
+
+def _hwm_is_current(enc, s):
+    parts = []
+    for l in _servers(enc):
+        t = s.copy()
+        enc._advance_hwm(t, l)
+        parts.append(z3.Implies(s.extra["established"][l], t.hwm[l] == s.hwm[l]))
+    return z3.And(parts)
+
+
+def _hwm_is_acked(enc, s):
+    parts = []
+    for k in _servers(enc):
+        for p in range(enc.L):
+            a, g, e = _acked(s, p)
+            parts.append(z3.Implies(p < s.hwm[k], z3.And(a, g == s.log[k][p], e <= s.gen[k])))
+    return z3.And(parts)
+
+
+def _reads_are_acked(enc, s):
+    return z3.And([z3.Implies(s.ghost["read"][p], z3.And(_acked(s, p)[0], _acked(s, p)[1] == s.ghost["gen"][p]))
+                   for p in range(enc.L)])
+
+
+def _later_epochs_hold_acks(enc, s):
+    parts = []
+    for p in range(enc.L):
+        a, g, e = _acked(s, p)
+        parts += [z3.Implies(z3.And(a, s.extra["epochs"][k] > e), enc.holds(s, k, p, g)) for k in _servers(enc)]
+    return z3.And(parts)
+
+
+def _acks_on_quorum(enc, s):
+    parts = []
+    for p in range(enc.L):
+        a, g, e = _acked(s, p)
+        held = enc.count([z3.And(s.extra["epochs"][k] >= e, enc.holds(s, k, p, g)) for k in _servers(enc)])
+        parts.append(z3.Implies(a, held >= enc.quorum))
+    return z3.And(parts)
+
+
+ZAB_INVARIANT = tuple(Conjunct(*c) for c in (
+    ("WellFormed", "ranges; slots past a log's end are 0; followers have no match indexes and no NEWLEADER "
+     "acknowledgements, only leaders are established; the read and acked slots are consistent, ea(p) ≥ ga(p)",
+     _well_formed),
+    ("HwmWithinLog", "hwm(k) ≤ len(k)", _hwm_within_log),
+    ("LoggedBeforeAcknowledged", "durable(k) = len(k): every rule logs a proposal before it acknowledges it "
+     "(the fix of ZOOKEEPER-3911)", _logged_before_acknowledged),
+    ("ReadsAgree", "no index was read with two generations", _reads_agree),
+    ("AcksAgree", "no index was acknowledged to clients with two generations", _acks_agree),
+    ("OneLeaderPerEpoch", "two leaders have different epochs", _one_leader_per_epoch),
+    ("GenerationOnQuorum", "for every server i, #{j : gen(j) ≥ gen(i)} ≥ ⌊N/2⌋+1 (an epoch was proposed to a "
+     "quorum)", _generation_on_quorum),
+    ("CurrentEpochWithinAccepted", "e(k) ≤ gen(k) (currentEpoch ≤ acceptedEpoch), and a leader's e = gen",
+     _current_epoch_within_accepted),
+    ("EntriesWithinEpoch", "every entry's generation ≤ its server's currentEpoch", _entries_within_epoch),
+    ("GenerationsAscend", "zxids ascend along a log: generations never decrease", _generations_ascend),
+    ("LogMatching", "two logs with the same (index, generation) agree on every entry before it", _log_matching),
+    ("SameEpochOneHistory", "servers of one currentEpoch hold prefixes of one history: their logs agree "
+     "wherever both have an entry", _same_epoch_one_history),
+    ("LeaderIsLongestOfItsEpoch", "a leader's log is at least as long as any log of its epoch (so the others "
+     "are its prefixes)", _leader_is_longest_of_its_epoch),
+    ("LeaderHasOwnEntries", "an entry of a leader's generation anywhere is in the leader's log",
+     _leader_has_own_entries),
+    ("MatchWithinLog", "match(l, f) ≤ len(l)", _match_within_log),
+    ("MatchMeansHeld", "for a leader l and f of its generation, f holds l's entries up to match(l, f) and "
+     "match(l, f) > 0 ⇒ e(f) = gen(l); match(l, f) > 0 ⇒ gen(f) ≥ gen(l)", _match_means_held),
+    ("SyncedFollowers", "f acknowledged l's NEWLEADER ⇒ f is up, gen(f) = e(f) = gen(l); before l is "
+     "established, f holds l's whole history and match(l, f) = len(l)", _synced_followers),
+    ("HwmIsCurrent", "recomputing an established leader's HWM from its match indexes changes nothing",
+     _hwm_is_current),
+    ("HwmIsAcked", "an entry under a server's HWM was acknowledged: A(p), ga(p) = log(k)[p] and ea(p) ≤ gen(k)",
+     _hwm_is_acked),
+    ("ReadsAreAcked", "every read entry is the acknowledged entry at its index", _reads_are_acked),
+    ("LaterEpochsHoldAcks", "A(p) ∧ e(k) > ea(p) ⇒ k holds (p, ga(p)): a later epoch's history has it",
+     _later_epochs_hold_acks),
+    ("AcksOnQuorum", "A(p) ⇒ #{k : e(k) ≥ ea(p) and k holds (p, ga(p))} ≥ ⌊N/2⌋+1", _acks_on_quorum),
+))
+
+
+def induction_encoding(protocol, servers: int, max_log: int) -> ZabInductionEncoding:
+    return ZabInductionEncoding(protocol, servers, max_log)
+
+
+def reachable_nodes(protocol, config: Config, max_states: int = 200_000):
+    """Breadth-first (no symmetry), the model's states with the `acked_by` ghost: yields
+    (node, parent key, action) with node = (ZabState, acked_by); key = the node itself."""
+    model = build_model(protocol, config)
+    start = (model.initial_state(), (0,) * config.max_log)
+    seen = {start}
+    queue = deque([start])
+    yield start, None, None
+    while queue and len(seen) < max_states:
+        node = queue.popleft()
+        state, by = node
+        for action, after in model.successors(state):
+            nxt = (after, acked_by_after(by, state, after))
+            if nxt in seen:
+                continue
+            seen.add(nxt)
+            yield nxt, node, action
+            queue.append(nxt)
+
+
+def first_reachable_cti(protocol, enc: ZabInductionEncoding, config: Config, max_states: int = 200_000):
+    """The first state, breadth-first, that breaks `ZAB_INVARIANT`, with its parent and the action: every
+    state before it keeps the invariant, so its parent is a reachable counterexample to induction.
+    (None, states explored) when every state within the bounds keeps it."""
+    evaluator = ConjunctEvaluator(enc, ZAB_INVARIANT)
+    parents = {}
+    for node, parent, action in reachable_nodes(protocol, config, max_states):
+        parents[node] = (parent, action)
+        failed = evaluator.failed(node)
+        if failed:
+            trace, at = [], parent
+            while parents[at][0] is not None:
+                trace.append(parents[at][1])
+                at = parents[at][0]
+            before, after = parent[0], node[0]
+            return CTI(action, failed, before, after, None, None, violations(before, after), reachable=True,
+                       trace=trace[::-1]), len(parents)
+    return None, len(parents)
+
+
+def induction_proof(name: str, protocol, *, broken: bool, servers: int = 3, max_log: int = 2,
+                    explorer_generations: int = 3, explorer_crashes: int = 1, ledger=None) -> Proof:
+    """ZAB's induction obligation (epochs and crashes unbounded).
+
+    A safe protocol must satisfy IndInit, IndNext and the safety implications. When IndNext fails, the
+    explorer looks for the first reachable state that breaks the invariant: its parent and the action
+    that reaches it are a reachable counterexample to induction (a real bug).
+    """
+    ledger = ledger_or_new(ledger)
+    enc = induction_encoding(protocol, servers, max_log)
+    result = check_induction(protocol, servers, max_log, ZAB_INVARIANT, name=name, enc=enc, ledger=ledger)
+    data = {"protocol": name, "servers": servers, "max_log": max_log, "generations": "unbounded",
+            "crashes": "unbounded", "conjuncts": [c.name for c in ZAB_INVARIANT],
+            "init_failed": result.init_failed, "safety_failed": result.safety_failed,
+            "actions_with_cti": [action_name(c.action) for c in result.ctis], "undecided": result.undecided}
+    title = f"induction {name}"
+    if result.ok:
+        detail = (f"Inv ({len(ZAB_INVARIANT)} conjuncts) holds initially, is preserved by all "
+                  f"{len(result.per_action_seconds)} actions and implies {', '.join(checked_properties(protocol))} "
+                  f"(N={servers}, L={max_log}, epochs and crashes unbounded)")
+        if broken:
+            detail += " — but this preset is broken: the encoding and the explorer disagree"
+        return Proof("induction", title, not broken, result.seconds, detail, data)
+    if result.init_failed or result.undecided or not result.ctis:
+        detail = ("IndInit fails for " + ", ".join(result.init_failed) if result.init_failed else
+                  "undecided: " + ", ".join(result.undecided) if result.undecided else
+                  "the safety implications fail: " + ", ".join(result.safety_failed))
+        return Proof("induction", title, False, result.seconds, detail, data,
+                     undecided=bool(result.undecided) and not result.init_failed)
+    started = time.perf_counter()
+    failing = sorted({f for c in result.ctis for f in c.failed})
+    head = (f"IndNext fails on {len(result.ctis)} actions ({', '.join(action_name(c.action) for c in result.ctis)}; "
+            f"conjuncts {', '.join(failing)})")
+    config = Config(servers=servers, max_generation=explorer_generations, max_log=max_log,
+                    max_crashes=explorer_crashes)
+    bounds = config.describe()
+    with ledger.obligation("induction", f"{title}: the first reachable state that breaks Inv ({bounds})",
+                           record=False):
+        cti, explored = first_reachable_cti(protocol, enc, config)
+    seconds = result.seconds + time.perf_counter() - started
+    data["explorer_states"] = explored
+    data["reachable"] = cti is not None
+    if cti is not None:
+        path = " ".join(action_name(a) for a in cti.trace) or "(the initial state)"
+        cti.verdict = (f"reachable: a real bug — the explorer reaches this pre-state in {len(cti.trace)} steps "
+                       f"({bounds}): {path}")
+        data["cti"] = cti.describe()
+        return Proof("induction", title, broken, seconds, f"{head}; a reachable CTI:\n{cti.describe()}", data)
+    detail = (f"{head}; every state within {bounds} ({explored}) keeps Inv: the invariant needs strengthening, "
+              f"or the bug larger bounds\n{result.ctis[0].describe()}")
+    return Proof("induction", title, False, seconds, detail, data)
+
+
+__all__ = ["ZabInductionEncoding", "ZAB_INVARIANT", "acked_by_after", "induction_encoding", "induction_proof",
+           "first_reachable_cti", "reachable_nodes"]
