@@ -1,9 +1,11 @@
 """Checking the `eventually` properties (properties/liveness.py) on the state graph's SCCs.
 
-Fairness. Replication is weakly fair: a `replicate(leader, follower)` round trip that
-stays enabled is eventually taken (the HWM advance is part of it: the leader
-recomputes its high-water mark on every response). `restart` is weakly fair too: a
-crashed server eventually comes back. Nothing else is fair: clients may stop writing
+Fairness. Each system's model names its weakly fair actions (`Model.FAIR`, docs/liveness.md,
+"Fairness"): an instance that stays enabled is eventually taken. Raft's, every model's default:
+a `replicate(leader, follower)` round trip (the HWM advance is part of it: the leader
+recomputes its high-water mark on every response), and `restart` (a crashed server eventually
+comes back). ZAB adds `sync` and `persist`, Kafka `shrink_isr`, `leader_and_isr` and `flush`;
+BookKeeper's are `send_add` and `restart`. Nothing else is fair: clients may stop writing
 or reading, and elections and crashes may stop. They do stop: every election raises
 a generation and every crash counts against max_crashes, so an infinite run makes
 finitely many of each and ends with a stable set of leaders (the bounds are the
@@ -55,7 +57,7 @@ from hwm.model.state import State
 from hwm.properties.liveness import LIVENESS, LivenessProperty
 from hwm.properties.trace import Step
 
-FAIR_ACTIONS = ("replicate", "restart")
+FAIR_ACTIONS = Model.FAIR  # raft's weakly fair actions: a model's unless it names its own
 # The state limits of the graphs: Python objects cost about 5 kB a state, packed rows and arrays about
 # 150 bytes (checker/liveness_fast.py), so a million states fit in a few hundred MB.
 DEFAULT_MAX_STATES = 50_000
@@ -232,7 +234,7 @@ def _fair_component(graph: StateGraph, component: set[int], fair: tuple[str, ...
 
 
 def check_property(graph: StateGraph, prop: LivenessProperty, distance: list[int],
-                   fair: tuple[str, ...] = FAIR_ACTIONS) -> LivenessResult:
+                   fair: tuple[str, ...]) -> LivenessResult:
     open_at: dict = {}  # obligation key -> states where it is open
     cut = 0
     for k, state in enumerate(graph.states):
@@ -292,12 +294,14 @@ def refusal(model: Model) -> str | None:
 
 def liveness_of(model: Model) -> tuple[tuple[LivenessProperty, ...], tuple[str, ...]]:
     """The `eventually` properties `model` is checked for and its weakly fair actions: the documented
-    ones, and a variant's own after them (`model.variant_model`: its `liveness` and `fair`)."""
+    properties and its system's fairness (`Model.FAIR`), and a variant's own after them
+    (`model.variant_model`: its `liveness` and `fair`)."""
+    fair = tuple(model.FAIR)
     variant = getattr(model, "variant", None)
     if variant is None or not (variant.liveness or variant.fair):
-        return LIVENESS, FAIR_ACTIONS
+        return LIVENESS, fair
     from hwm.model.variant_model import liveness_properties
-    return LIVENESS + liveness_properties(variant), FAIR_ACTIONS + tuple(variant.fair)
+    return LIVENESS + liveness_properties(variant), fair + tuple(variant.fair)
 
 
 def liveness_backend(model: Model, successors: str = "auto") -> str:
@@ -349,13 +353,16 @@ def check_liveness(model: Model, protocol_name: str, *, max_states: int | None =
 
 
 def lasso_verdict(model: Model, states: list[State], actions: list[Action], loop: int, prop: LivenessProperty,
-                  fair: tuple[str, ...] = FAIR_ACTIONS) -> tuple[str | None, str]:
-    """Whether a replayed lasso violates `prop`: (the finding, "") or (None, why it does not).
+                  fair: tuple[str, ...] | None = None) -> tuple[str | None, str]:
+    """Whether a replayed lasso violates `prop`: (the finding, "") or (None, why it does not), under the
+    weakly fair actions `fair` (by default the model's, `liveness_of`).
 
     `states[k]` is the state after step k (`states[0]` the initial one); steps loop..n are the
     cycle. It must close (the state after step n is the state before step `loop`), one
     obligation must stay open in every state of the cycle, and the cycle must be fair.
     """
+    if fair is None:
+        fair = liveness_of(model)[1]
     n = len(actions)
     start, cycle_states, cycle_actions = states[loop - 1], states[loop - 1:n], actions[loop - 1:]
     if states[n] != start:

@@ -64,6 +64,11 @@ class Model:
 
     # How a server with nothing readable says so, in its system's words.
     NOTHING_TO_READ = "has nothing at or below its high-water mark"
+    # The actions the liveness check takes as weakly fair (checker/liveness.py, docs/liveness.md,
+    # "Fairness"): an instance that stays enabled is eventually taken. Raft's: a leader keeps
+    # replicating to each follower (its HWM advance is part of the round trip), and a crashed server
+    # comes back. Each system's model names its own.
+    FAIR: tuple[str, ...] = ("replicate", "restart")
     # A variant's read rule (`Rules.readable`, the raft system's models set it), else None: the
     # flags' rule, any live server up to its high-water mark, inlined.
     read_hook = None

@@ -155,6 +155,10 @@ class BookKeeperModel(RaftModel):
 
     properties = WITH_ACKED
     STATE = BookKeeperState
+    # Weakly fair (docs/liveness.md, "Fairness"): the writer keeps sending its entries to each bookie
+    # of their write sets (`send_add`: PendingAddOp waits for every write-set response), and a crashed
+    # bookie comes back. Recovery, fencing and ensemble changes are a client's choices, not fair.
+    FAIR = ("send_add", "restart")
 
     def __init__(self, protocol: Protocol, config: Config):
         if config.network != "rpc":

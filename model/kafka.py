@@ -244,6 +244,14 @@ class KafkaModel(Model):
     ACTIONS = ("elect", "write", "replicate", "shrink_isr", "read", "crash", "restart", "leader_and_isr", "flush")
     # The catalogue, the acknowledged-write promise and Kafka's acks=all statement about leaders.
     properties = KAFKA_PROPERTIES
+    # Weakly fair (docs/liveness.md, "Fairness"): a follower keeps fetching from the leader it knows
+    # (`replicate`; HW advance and ISR expansion are part of the round trip); the leader removes a replica
+    # that stays behind or down from the ISR (`shrink_isr`: the ISR expiration task, replica.lag.time.max.ms;
+    # Kafka's design, "Replication": "If a follower dies, gets stuck, or falls behind, the leader will remove
+    # it from the list of in sync replicas"); a crashed broker comes back (`restart`); the controller keeps
+    # resending a LeaderAndIsr request to a live broker until it arrives (`leader_and_isr`,
+    # ControllerChannelManager's RequestSendThread); the OS writes the page cache back (`flush`).
+    FAIR = ("replicate", "shrink_isr", "restart", "leader_and_isr", "flush")
     SERVER, STATE = KafkaServer, KafkaState  # a variant's fields build on the server's (model.variant_model)
     NOTHING_TO_READ = "has nothing below its high watermark"
 

@@ -111,6 +111,13 @@ class ZabModel(RaftModel):
 
     properties = WITH_ACKED
     STATE = ZabState
+    # Weakly fair (docs/liveness.md, "Fairness"): raft's, and `sync`: a leader, prospective or
+    # established, keeps trying to synchronise each live follower that has not acknowledged its
+    # NEWLEADER (a LOOKING server learns the leader from its notifications and connects), and a leader
+    # that a quorum no longer follows abandons its role (Zab, DSN 2011, heartbeats; ZooKeeper's
+    # Leader.lead: "Not sufficient followers synced"), which `sync` with a follower of a later epoch
+    # models. `persist`: the SyncRequestProcessor flushes what it logged once its queue is empty.
+    FAIR = ("replicate", "restart", "sync", "persist")
 
     def __init__(self, protocol: Protocol, config: Config):
         if config.network != "rpc":
