@@ -33,9 +33,13 @@ from hwm.proofs.symbolic import Encoding, Sym, smax, smin
 class KafkaEncoding(Encoding):
     """`model.kafka.KafkaModel` over `Sym` states with Kafka's fields in `extra`."""
 
+    # The `acked` ghost one slot per index (`proofs/ack_slots.py`, for induction), not one boolean
+    # per (index, generation).
+    ack_slots = False
+
     def __init__(self, protocol, servers: int, max_log: int, **bounds):
         super().__init__(protocol, servers, max_log, **bounds)
-        if not self.exact_reads or self.ghost_commits:
+        if self.ghost_commits or not (self.exact_reads or self.ack_slots):
             raise ValueError("the Kafka encoding is for bounded model checking (bounded generations, no commit ghost)")
         # The explicit model fixes the action table and the ISR sizes (min.insync.replicas checked there).
         model = KafkaModel(protocol, Config(servers=servers, max_log=max_log,
@@ -57,16 +61,33 @@ class KafkaEncoding(Encoding):
             "truncating": [B(f"{tag}_truncating_{k}") for k in range(n)],
             "isr": [[B(f"{tag}_isr_{l}_{k}") for k in range(n)] for l in range(n)],
             "flushed": [I(f"{tag}_flushed_{k}") for k in range(n)],
-            "acked": [[B(f"{tag}_acked_{p}_{g}") for g in range(self.max_generation + 1)] for p in range(self.L)],
         }
+        s.extra.update(self.ack_ghost(tag))
         return s
+
+    def ack_ghost(self, tag: str) -> dict:
+        """The `acked` ghost: one boolean per (index, generation)."""
+        return {"acked": [[z3.Bool(f"{tag}_acked_{p}_{g}") for g in range(self.max_generation + 1)]
+                          for p in range(self.L)]}
+
+    def no_acks(self, s: Sym) -> list:
+        return [z3.Not(v) for row in s.extra["acked"] for v in row]
+
+    def acked_pairs(self, s: Sym) -> list:
+        """(position, generation, present) triples covering the `acked` ghost."""
+        return [(p, g, s.extra["acked"][p][g]) for p in range(self.L) for g in range(self.max_generation + 1)]
+
+    def acknowledge(self, t: Sym, p: int, condition: z3.BoolRef, generation: Any, epoch: Any) -> None:
+        """Add (p+1, generation) to the `acked` ghost of `t` when `condition` (a leader of `epoch` acked it)."""
+        row = t.extra["acked"][p]
+        t.extra["acked"][p] = [z3.Or(row[g], z3.And(condition, generation == g)) for g in range(len(row))]
 
     def init(self, s: Sym) -> z3.BoolRef:
         """`KafkaModel.initial_state`: every replica alive, in the ISR, following no one."""
         x = s.extra
         return z3.And(super().init(s), *x["in_isr"], *[v == 0 for v in x["follows"] + x["flushed"]],
                       *[z3.Not(v) for v in x["truncating"]], *[z3.Not(v) for row in x["isr"] for v in row],
-                      *[z3.Not(v) for row in x["acked"] for v in row])
+                      *self.no_acks(s))
 
     def bounds(self, s: Sym) -> z3.BoolRef:
         x = s.extra
@@ -94,8 +115,8 @@ class KafkaEncoding(Encoding):
                         val(x["follows"][k]), val(x["truncating"][k]),
                         tuple(val(v) for v in x["isr"][k]) if b.role == LEADER else (), val(x["flushed"][k]))
             for k, b in enumerate(base.servers))
-        acked = frozenset((p + 1, g) for p in range(self.L) for g in range(self.max_generation + 1)
-                          if val(x["acked"][p][g]))
+        acked = frozenset((p + 1, val(g) if not isinstance(g, int) else g) for p, g, present in self.acked_pairs(s)
+                          if val(present))
         return KafkaState(servers, base.reads, base.crashes, (), acked)
 
     # ------------------------------------------------------ the epoch cache
@@ -182,9 +203,7 @@ class KafkaEncoding(Encoding):
         advance = z3.And(self._isr_size(t, l) >= self.min_isr, low > t.hwm[l])
         t.hwm[l] = z3.If(advance, low, t.hwm[l])
         for p in range(self.L):
-            row = x["acked"][p]
-            mine = z3.And(advance, p < low, t.log[l][p] == t.gen[l])
-            x["acked"][p] = [z3.Or(row[g], z3.And(mine, t.gen[l] == g)) for g in range(len(row))]
+            self.acknowledge(t, p, z3.And(advance, p < low, t.log[l][p] == t.gen[l]), t.gen[l], t.gen[l])
 
     def _make_follower(self, t: Sym, k: int, epoch: Any, leader: Any) -> None:
         """`KafkaModel._become_follower` on replica k of `t` (in place)."""
@@ -355,9 +374,8 @@ class KafkaEncoding(Encoding):
         for i in range(self.n):
             elected = z3.And(t.leader[i], t.alive[i],
                              z3.Or(z3.Not(s.leader[i]), s.gen[i] != t.gen[i], z3.Not(s.alive[i])))
-            for p in range(self.L):
-                for g in range(self.max_generation + 1):
-                    out.append(z3.And(elected, s.extra["acked"][p][g], z3.Not(self.holds(t, i, p, g))))
+            for p, g, present in self.acked_pairs(s):
+                out.append(z3.And(elected, present, z3.Not(self.holds(t, i, p, g))))
         return z3.Or(out)
 
     def violation(self, name: str, s: Sym, t: Sym) -> z3.BoolRef:

@@ -27,8 +27,8 @@ from hwm.model.zab import _ESTABLISHED, ZabState
 class ZabEncoding(Encoding):
     """`model.zab.ZabModel` over `Sym` states with ZAB's fields in `extra`."""
 
-    # The `acked` ghost one slot per index (unbounded generations: `proofs/zab_induction.py`), not one
-    # boolean per (index, generation).
+    # The `acked` ghost one slot per index (`proofs/ack_slots.py`, for induction), not one boolean
+    # per (index, generation).
     ack_slots = False
 
     def __init__(self, protocol, servers: int, max_log: int, **bounds):

@@ -1,10 +1,9 @@
 """ZAB's inductive invariant: `model/zab.py` at N servers and logs of L entries, epochs and crashes unbounded.
 
 The encoding is `proofs/zab.py`'s with two ghosts kept one slot per index, so that generations
-need no bound: the read set (as raft's induction keeps it) and the `acked` set, each with a
-flag raised when a second, different entry is recorded at an index. The `acked` slot also
-keeps the epoch of the leader that first acknowledged the index (`acked_by`): the epoch a
-client was told the entry is committed in, which the seed's argument counts from.
+need no bound: the read set (as raft's induction keeps it) and the `acked` set (`proofs/ack_slots.py`),
+which also keeps the epoch of the leader that first acknowledged the index (`acked_by`): the epoch
+a client was told the entry is committed in, which the seed's argument counts from.
 
 The argument (Junqueira, Reed, Serafini, "Zab: High-performance broadcast for primary-backup
 systems", DSN 2011; ZooKeeper's `Leader.lead`/`Learner.syncWithLeader`): an entry acknowledged
@@ -19,59 +18,25 @@ from __future__ import annotations
 
 import time
 from collections import deque
-from typing import Any
 
 import z3
 
 from hwm.model.registry import build_model
 from hwm.model.state import Config
 from hwm.model.zab import _ESTABLISHED, ZabState
+from hwm.proofs.ack_slots import AckSlots
 from hwm.proofs.induction import CTI, Conjunct, ConjunctEvaluator, check_induction
 from hwm.proofs.progress import ledger_or_new
-from hwm.proofs.symbolic import Encoding, Proof, Sym, action_name, checked_properties
+from hwm.proofs.symbolic import Proof, Sym, action_name, checked_properties
 from hwm.proofs.zab import ZabEncoding
 from hwm.properties.catalogue import violations
 
 
-class ZabInductionEncoding(ZabEncoding):
+class ZabInductionEncoding(AckSlots, ZabEncoding):
     """`ZabEncoding` with epochs and crashes unbounded: the `acked` ghost one slot per index."""
-
-    ack_slots = True
 
     def __init__(self, protocol, servers: int, max_log: int):
         super().__init__(protocol, servers, max_log)
-
-    def ack_ghost(self, tag: str) -> dict:
-        L = range(self.L)
-        return {"acked": [z3.Bool(f"{tag}_acked_{p}") for p in L],
-                "acked_gen": [z3.Int(f"{tag}_acked_gen_{p}") for p in L],
-                "acked_by": [z3.Int(f"{tag}_acked_by_{p}") for p in L],
-                "acked_conflict": z3.Bool(f"{tag}_acked_conflict")}
-
-    def no_acks(self, s: Sym) -> list:
-        x = s.extra
-        return ([z3.Not(v) for v in x["acked"]] + [v == 0 for v in x["acked_gen"] + x["acked_by"]]
-                + [z3.Not(x["acked_conflict"])])
-
-    def acknowledge(self, t: Sym, p: int, condition: z3.BoolRef, generation: Any, epoch: Any) -> None:
-        x = t.extra
-        was, old = x["acked"][p], x["acked_gen"][p]
-        x["acked_conflict"] = z3.Or(x["acked_conflict"], z3.And(condition, was, old != generation))
-        first = z3.And(condition, z3.Not(was))
-        x["acked"][p] = z3.Or(was, condition)
-        x["acked_gen"][p] = z3.If(first, generation, old)
-        x["acked_by"][p] = z3.If(first, epoch, x["acked_by"][p])
-
-    def acked_entries(self, val, s: Sym) -> frozenset:
-        x = s.extra
-        return frozenset((p + 1, val(x["acked_gen"][p])) for p in range(self.L) if val(x["acked"][p]))
-
-    def acked_write_never_lost(self, s: Sym) -> z3.BoolRef:
-        # Two entries acknowledged at one index cannot both be on a quorum: the flag is a violation.
-        x = s.extra
-        return z3.Or(x["acked_conflict"], *[
-            z3.And(x["acked"][p], self.count([self.holds(s, k, p, x["acked_gen"][p]) for k in range(self.n)])
-                   < self.quorum) for p in range(self.L)])
 
     # The explicit counterpart: a node is (ZabState, acked_by), acked_by the epoch per index (0: none).
     def extra_values(self, state) -> list:
@@ -80,13 +45,9 @@ class ZabInductionEncoding(ZabEncoding):
     def values(self, node) -> list:
         state, by = node
         n = self.n
-        acked = {i: g for i, g in state.acked}
-        if len(acked) != len(state.acked):
-            raise ValueError("one acked slot per index cannot hold two generations")
         return (super().values(state) + [bool(state.synced[l] >> f & 1) for l in range(n) for f in range(n)]
                 + [bool(state.synced[l] & _ESTABLISHED) for l in range(n)] + list(state.durable) + list(state.epochs)
-                + [p + 1 in acked for p in range(self.L)] + [acked.get(p + 1, 0) for p in range(self.L)]
-                + list(by) + [False])
+                + self.ack_values(state.acked, by))
 
 
 def acked_by_after(by: tuple, before: ZabState, after: ZabState) -> tuple:
