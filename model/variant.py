@@ -188,11 +188,6 @@ def _check_class(cls: type[Variant]) -> tuple[str, Protocol]:
         if why:
             raise VariantError(f"{defined_at(getattr(cls, hook))}: {cls.__name__}.{hook}: the {protocol.system} system "
                                f"(base {base_name}) asks no {hook}: {why}")
-    if protocol.system != "raft" and cls.liveness:
-        raise VariantError(f"{where}: {cls.__name__} adds liveness properties, which build on the raft system's "
-                           f"model only (the liveness check takes raft's replicate and restart as fair, none of the "
-                           f"{protocol.system} system's own actions); base {base_name!r} is of the {protocol.system} "
-                           f"system")
     from hwm.model.registry import MODELS  # the model classes import this module's loader through registry
     from hwm.properties.acked import ALL_BY_NAME
     from hwm.properties.liveness import LIVENESS_BY_NAME

@@ -1,6 +1,6 @@
 """The second level of a variant (docs/variants.md, "A model"): new per-server state fields and new
 actions on top of a system's model (raft's, ZAB's, Kafka's or BookKeeper's), written in the `Variant`
-subclass as plain Python over the state, and (on raft's) `eventually` properties of its own.
+subclass as plain Python over the state, and `eventually` properties of its own.
 
 - `fields = {"name": initial value}`: each server carries these after its system's own fields
   (`state.servers[k].name`); a value is None, a bool, an int, a str or a tuple of these (hashable,
@@ -12,7 +12,8 @@ subclass as plain Python over the state, and (on raft's) `eventually` properties
 - `refuses(state, action)`: the variant's further guard on the base's actions (None, or the reason);
   `after(state, action, next_state)`: the variant's part of a base action's effect (the new fields
   keep their values through the base's actions unless `after` changes them).
-- `fair = ("name", ...)`: which of its actions the liveness check takes as weakly fair;
+- `fair = ("name", ...)`: which of its actions the liveness check takes as weakly fair, after its
+  system's own (`Model.FAIR`);
   `liveness = {"Name": obligations}`: `eventually` properties, each a function of the snapshot view
   returning the open obligations (`properties.liveness`), with a `sometimes` witness `NameOpens`.
 - `symmetric = False` turns symmetry reduction off (a field whose value names another server is not

@@ -150,3 +150,66 @@ def test_the_report_names_the_system_s_fairness():
                                        "--liveness", "--json"], catch_exceptions=False)
     body = json.loads(result.stdout)["liveness"]
     assert body["fairness"] == {"weak": ["replicate", "shrink_isr", "restart", "leader_and_isr", "flush"]}
+
+
+# ---------------------------------------------------------------- variants of the other systems
+VARIANTS = '''
+from hwm.model.variant import Variant
+from hwm.properties.liveness import followers_behind
+
+
+def lonely(view):
+    return {k: f"S{k + 1} is lonely" for k, s in enumerate(view.servers) if s.alive and s.lonely}
+
+
+class ZabLonely(Variant):
+    base = "zab"
+    fields = {"lonely": False}
+    actions = ("sulk", "cheer")
+    fair = ("cheer",)
+    liveness = {"Lonely": lonely}
+
+    def guard_sulk(self, state, server):
+        return None if state.servers[server].alive and not state.servers[server].lonely else "no"
+
+    def effect_sulk(self, state, server):
+        return self.with_server(state, server, lonely=True)
+
+    def guard_cheer(self, state, server):
+        return None if state.servers[server].lonely else "not lonely"
+
+    def effect_cheer(self, state, server):
+        return self.with_server(state, server, lonely=False)
+
+
+class KafkaBehind(Variant):
+    base = "kafka"
+    fields = {"heard": False}
+    liveness = {"Behind": followers_behind}
+'''
+
+
+def variant_model(tmp_path, name, config):
+    from hwm.properties.protocol import resolve
+
+    path = tmp_path / "variants.py"
+    path.write_text(VARIANTS)
+    return build_model(resolve(f"{path}:{name}")[1], config)
+
+
+def test_a_zab_variant_s_fair_actions_come_after_zab_s(tmp_path):
+    model = variant_model(tmp_path, "ZabLonely", Config(3, 1, 1, 0))
+    report = check_liveness(model, "ZabLonely")
+    assert report.fairness == ("replicate", "restart", "sync", "persist", "cheer")
+    assert report.states == 1040 and not report.violated and not report.unreached
+    # Its own fair action is what keeps Lonely; ZAB's are what keep the documented properties.
+    unfair = check_liveness(model, "ZabLonely", fair=("replicate", "restart", "sync", "persist"))
+    assert unfair.violated == ["Lonely"]
+    assert check_liveness(model, "ZabLonely", fair=FAIR_ACTIONS + ("cheer",)).violated == ["FollowersCatchUp"]
+
+
+def test_a_kafka_variant_s_liveness_property_is_checked_under_kafka_s_fairness(tmp_path):
+    model = variant_model(tmp_path, "KafkaBehind", BOUNDS)
+    report = check_liveness(model, "KafkaBehind")
+    assert report.fairness == model_of("kafka").FAIR and report.states == 30145
+    assert steps_of(report.results["Behind"]) == steps_of(report.results["FollowersCatchUp"])

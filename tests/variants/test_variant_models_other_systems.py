@@ -240,10 +240,6 @@ def write(tmp_path: Path, body: str) -> Path:
     ('    base = "kafka"\n    fields = {"epochs": []}\n',
      r"{path}:4: V.fields\['epochs'\]: its initial value \[\] \(list\) is unhashable: a field holds None, a bool, "
      r"an int, a str or a tuple of these"),
-    ('    base = "zab"\n    fields = {"heard": False}\n    liveness = {"Heard": lambda view: {}}\n',
-     r"{path}:4: V adds liveness properties, which build on the raft system's model only \(the liveness check "
-     r"takes raft's replicate and restart as fair, none of the zab system's own actions\); base 'zab' is of the "
-     r"zab system"),
     ('    base = "zab-step-down"\n    fields = {"heard": False}\n',
      r"{path}:4: V adds to the zab model, which has no partitions or check_quorum under a variant with fields or "
      r"actions in this version \(its base's flags or max_partitions ask for them\)"),
