@@ -70,7 +70,8 @@ def test_presets_agree_on_three_servers(preset):
 @pytest.mark.parametrize("preset", both_run(3))
 def test_every_preset_agrees_on_three_servers_deep(preset):
     model = build_model(PRESETS[preset].protocol, Config(3, 2, 1, 1))
-    assert_agree(model, *both(model, preset))
+    # kafka-unflushed's graph (102,349 states) is over the reference graph's default limit
+    assert_agree(model, *both(model, preset, max_states=4 * DEFAULT_MAX_STATES))
 
 
 def test_weakened_fairness_agrees():
