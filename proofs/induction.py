@@ -580,7 +580,9 @@ def check_induction(protocol: Protocol, servers: int = 3, max_log: int = 2, conj
     ledger = ledger_or_new(ledger)
     started = time.perf_counter()
     enc = enc or induction_encoding(protocol, servers, max_log)
-    state_properties = [p for p in checked_properties(protocol) if p not in STEP_PROPERTIES]
+    # A system may state more properties of a step (Kafka's AcknowledgedWriteKept).
+    step_properties = STEP_PROPERTIES + getattr(enc, "more_step_properties", ())
+    state_properties = [p for p in checked_properties(protocol) if p not in step_properties]
     s, t = enc.fresh("pre"), enc.fresh("post")
     init_failed, undecided = [], []
     prefix = f"induction {name}: ".replace("  ", " ")
@@ -616,7 +618,7 @@ def check_induction(protocol: Protocol, servers: int = 3, max_log: int = 2, conj
                 cti = _cti_from(enc, _small_model([*inv_s, step, broken], s, ledger), s, t, action, inv_t)
                 ctis.append(cti)
                 ob.fail("breaks " + ", ".join(cti.failed), cti.describe())
-            for prop in STEP_PROPERTIES:
+            for prop in step_properties:
                 bad = enc.violation(prop, s, t)
                 solver.push()
                 solver.add(bad)

@@ -238,8 +238,10 @@ class KafkaEncoding(Encoding):
         eligible = s.extra["in_isr"][c]
         if self.unclean:
             eligible = z3.Or(eligible, z3.Not(live_isr))
-        return z3.And(s.alive[c], z3.Not(s.leader[c]), *[s.alive[v] for v in voters], eligible,
-                      self.epoch(s) + 1 <= self.max_generation)
+        parts = [s.alive[c], z3.Not(s.leader[c]), *[s.alive[v] for v in voters], eligible]
+        if self.max_generation is not None:  # None: epochs unbounded (induction)
+            parts.append(self.epoch(s) + 1 <= self.max_generation)
+        return z3.And(parts)
 
     def _effect_elect(self, s: Sym, c: int, voters: tuple[int, ...]) -> Sym:
         epoch = self.epoch(s) + 1
@@ -323,7 +325,8 @@ class KafkaEncoding(Encoding):
         t.leader[c] = z3.BoolVal(False)
         t.match[c] = [self.value(0)] * self.n
         t.extra["isr"][c] = [z3.BoolVal(False)] * self.n
-        t.crashes = s.crashes + 1
+        if s.crashes is not None:  # None: crashes unbounded (induction)
+            t.crashes = s.crashes + 1
         if not self.unflushed:
             return t
         # A power failure: the log keeps its flushed prefix, the HW its checkpoint bounded by the log end.
@@ -348,7 +351,9 @@ class KafkaEncoding(Encoding):
         return self._choose(dropped, result, t)
 
     def _guard_flush(self, s: Sym, k: int) -> z3.BoolRef:
-        return z3.And(s.alive[k], s.extra["flushed"][k] < s.length[k], s.crashes < self.max_crashes)
+        # Offered only while a crash is left (`KafkaModel.guard_flush`); with crashes unbounded, always.
+        left = z3.BoolVal(True) if s.crashes is None else s.crashes < self.max_crashes
+        return z3.And(s.alive[k], s.extra["flushed"][k] < s.length[k], left)
 
     def _effect_flush(self, s: Sym, k: int) -> Sym:
         t = s.copy()

@@ -75,9 +75,9 @@ class Plan:
 
 # proofs/symbolic.py, and proofs/zab.py, proofs/kafka.py, proofs/bookkeeper.py extending it
 ENCODED_SYSTEMS = ("raft", "zab", "kafka", "bookkeeper")
-# The parts each encoded system has: raft's, ZAB's and BookKeeper's inductive invariants (proofs/induction.py,
-# proofs/zab_induction.py, proofs/bookkeeper.py); Kafka's encoding is bounded (BMC), its invariant is to come.
-SYSTEM_PARTS = {"raft": PARTS, "zab": PARTS, "kafka": ("quorum", "bmc"), "bookkeeper": PARTS}
+# The parts each encoded system has: every one its inductive invariant (proofs/induction.py, proofs/zab_induction.py,
+# proofs/kafka_induction.py, proofs/bookkeeper.py).
+SYSTEM_PARTS = {"raft": PARTS, "zab": PARTS, "kafka": PARTS, "bookkeeper": PARTS}
 
 
 def unencoded(protocol: Protocol) -> str | None:
@@ -136,6 +136,8 @@ def run(plan: Plan, ledger: Ledger | None = None) -> list[Proof]:
             from hwm.proofs.bookkeeper import induction_proof as prove
         elif plan.protocol.system == "zab":
             from hwm.proofs.zab_induction import induction_proof as prove
+        elif plan.protocol.system == "kafka":
+            from hwm.proofs.kafka_induction import induction_proof as prove
         ledger.proofs.append(prove(name, plan.protocol, broken=broken, servers=plan.servers,
                                    max_log=plan.induction_log, ledger=ledger))
     if "bmc" in plan.parts:

@@ -16,20 +16,15 @@ acknowledged entry, and a follower that synchronises with it keeps what its HWM 
 
 from __future__ import annotations
 
-import time
-from collections import deque
-
 import z3
 
-from hwm.model.registry import build_model
 from hwm.model.state import Config
 from hwm.model.zab import _ESTABLISHED, ZabState
+from hwm.proofs import system_induction
 from hwm.proofs.ack_slots import AckSlots
-from hwm.proofs.induction import CTI, Conjunct, ConjunctEvaluator, check_induction
-from hwm.proofs.progress import ledger_or_new
-from hwm.proofs.symbolic import Proof, Sym, action_name, checked_properties
+from hwm.proofs.induction import Conjunct
+from hwm.proofs.symbolic import Proof, Sym
 from hwm.proofs.zab import ZabEncoding
-from hwm.properties.catalogue import violations
 
 
 class ZabInductionEncoding(AckSlots, ZabEncoding):
@@ -275,97 +270,17 @@ def induction_encoding(protocol, servers: int, max_log: int) -> ZabInductionEnco
 
 
 def reachable_nodes(protocol, config: Config, max_states: int = 200_000):
-    """Breadth-first (no symmetry), the model's states with the `acked_by` ghost: yields
-    (node, parent key, action) with node = (ZabState, acked_by); key = the node itself."""
-    model = build_model(protocol, config)
-    start = (model.initial_state(), (0,) * config.max_log)
-    seen = {start}
-    queue = deque([start])
-    yield start, None, None
-    while queue and len(seen) < max_states:
-        node = queue.popleft()
-        state, by = node
-        for action, after in model.successors(state):
-            nxt = (after, acked_by_after(by, state, after))
-            if nxt in seen:
-                continue
-            seen.add(nxt)
-            yield nxt, node, action
-            queue.append(nxt)
+    """Breadth-first, the model's states with the `acked_by` ghost: (node, parent, action), node = (ZabState,
+    acked_by)."""
+    return system_induction.reachable_nodes(protocol, config, (0,) * config.max_log, acked_by_after, max_states)
 
 
-def first_reachable_cti(protocol, enc: ZabInductionEncoding, config: Config, max_states: int = 200_000):
-    """The first state, breadth-first, that breaks `ZAB_INVARIANT`, with its parent and the action: every
-    state before it keeps the invariant, so its parent is a reachable counterexample to induction.
-    (None, states explored) when every state within the bounds keeps it."""
-    evaluator = ConjunctEvaluator(enc, ZAB_INVARIANT)
-    parents = {}
-    for node, parent, action in reachable_nodes(protocol, config, max_states):
-        parents[node] = (parent, action)
-        failed = evaluator.failed(node)
-        if failed:
-            trace, at = [], parent
-            while parents[at][0] is not None:
-                trace.append(parents[at][1])
-                at = parents[at][0]
-            before, after = parent[0], node[0]
-            return CTI(action, failed, before, after, None, None, violations(before, after), reachable=True,
-                       trace=trace[::-1]), len(parents)
-    return None, len(parents)
-
-
-def induction_proof(name: str, protocol, *, broken: bool, servers: int = 3, max_log: int = 2,
-                    explorer_generations: int = 3, explorer_crashes: int = 1, ledger=None) -> Proof:
-    """ZAB's induction obligation (epochs and crashes unbounded).
-
-    A safe protocol must satisfy IndInit, IndNext and the safety implications. When IndNext fails, the
-    explorer looks for the first reachable state that breaks the invariant: its parent and the action
-    that reaches it are a reachable counterexample to induction (a real bug).
-    """
-    ledger = ledger_or_new(ledger)
-    enc = induction_encoding(protocol, servers, max_log)
-    result = check_induction(protocol, servers, max_log, ZAB_INVARIANT, name=name, enc=enc, ledger=ledger)
-    data = {"protocol": name, "servers": servers, "max_log": max_log, "generations": "unbounded",
-            "crashes": "unbounded", "conjuncts": [c.name for c in ZAB_INVARIANT],
-            "init_failed": result.init_failed, "safety_failed": result.safety_failed,
-            "actions_with_cti": [action_name(c.action) for c in result.ctis], "undecided": result.undecided}
-    title = f"induction {name}"
-    if result.ok:
-        detail = (f"Inv ({len(ZAB_INVARIANT)} conjuncts) holds initially, is preserved by all "
-                  f"{len(result.per_action_seconds)} actions and implies {', '.join(checked_properties(protocol))} "
-                  f"(N={servers}, L={max_log}, epochs and crashes unbounded)")
-        if broken:
-            detail += " — but this preset is broken: the encoding and the explorer disagree"
-        return Proof("induction", title, not broken, result.seconds, detail, data)
-    if result.init_failed or result.undecided or not result.ctis:
-        detail = ("IndInit fails for " + ", ".join(result.init_failed) if result.init_failed else
-                  "undecided: " + ", ".join(result.undecided) if result.undecided else
-                  "the safety implications fail: " + ", ".join(result.safety_failed))
-        return Proof("induction", title, False, result.seconds, detail, data,
-                     undecided=bool(result.undecided) and not result.init_failed)
-    started = time.perf_counter()
-    failing = sorted({f for c in result.ctis for f in c.failed})
-    head = (f"IndNext fails on {len(result.ctis)} actions ({', '.join(action_name(c.action) for c in result.ctis)}; "
-            f"conjuncts {', '.join(failing)})")
-    config = Config(servers=servers, max_generation=explorer_generations, max_log=max_log,
-                    max_crashes=explorer_crashes)
-    bounds = config.describe()
-    with ledger.obligation("induction", f"{title}: the first reachable state that breaks Inv ({bounds})",
-                           record=False):
-        cti, explored = first_reachable_cti(protocol, enc, config)
-    seconds = result.seconds + time.perf_counter() - started
-    data["explorer_states"] = explored
-    data["reachable"] = cti is not None
-    if cti is not None:
-        path = " ".join(action_name(a) for a in cti.trace) or "(the initial state)"
-        cti.verdict = (f"reachable: a real bug — the explorer reaches this pre-state in {len(cti.trace)} steps "
-                       f"({bounds}): {path}")
-        data["cti"] = cti.describe()
-        return Proof("induction", title, broken, seconds, f"{head}; a reachable CTI:\n{cti.describe()}", data)
-    detail = (f"{head}; every state within {bounds} ({explored}) keeps Inv: the invariant needs strengthening, "
-              f"or the bug larger bounds\n{result.ctis[0].describe()}")
-    return Proof("induction", title, False, seconds, detail, data)
+def induction_proof(name: str, protocol, *, broken: bool, servers: int = 3, max_log: int = 2, ledger=None) -> Proof:
+    """ZAB's induction obligation (epochs and crashes unbounded): `system_induction.induction_proof`."""
+    return system_induction.induction_proof(name, protocol, ZAB_INVARIANT, induction_encoding(protocol, servers, max_log),
+                                            (0,) * max_log, acked_by_after, broken=broken, servers=servers,
+                                            max_log=max_log, ledger=ledger)
 
 
 __all__ = ["ZabInductionEncoding", "ZAB_INVARIANT", "acked_by_after", "induction_encoding", "induction_proof",
-           "first_reachable_cti", "reachable_nodes"]
+           "reachable_nodes"]

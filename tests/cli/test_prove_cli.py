@@ -28,8 +28,6 @@ def test_prove_refuses_partitions_and_leases_naming_why():
 
 def test_prove_refuses_what_it_has_no_encoding_for_in_one_line():
     for args, line in [
-        (("--protocol", "kafka", "--part", "induction"), "Error: hwm prove has no induction part for the kafka "
-                                                         "model yet (it has: quorum, bmc)"),
         (("--protocol", "kafka-without-controller-fencing"),
          "Error: hwm prove cannot check kafka-without-controller-fencing: controller_fencing=false matters only on "
          "a partitioned network (model/kafka_partition.py), which the z3 encoding does not have (check it with "

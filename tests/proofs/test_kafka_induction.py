@@ -1,0 +1,136 @@
+"""Kafka's inductive invariant (proofs/kafka_induction.py, `KAFKA_INVARIANT`): leader epochs and crashes unbounded,
+three replicas, logs of two entries, the safe preset (KIP-320's fencing, every append on disk, min.insync.replicas a
+majority, clean elections). It holds initially, every action keeps it, and it implies every `always` property the
+encoding states and AcknowledgedWriteKept; without any one conjunct induction fails, naming what breaks; each
+conjunct holds on states the explorer reaches; and the broken presets that keep the fencing break it from states the
+explorer reaches: kafka-min-insync-1 on `shrink_isr`, kafka-unflushed on `crash`, kafka-unclean-election on `elect`
+(`-m deep`, with every conjunct's need and every reachable state at log ≤ 1)."""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+from click.testing import CliRunner
+
+from hwm.model.state import Config
+from hwm.proofs.induction import ConjunctEvaluator, check_induction
+from hwm.proofs.kafka_induction import KAFKA_INVARIANT, induction_encoding, induction_proof, reachable_nodes
+from hwm.proofs.symbolic import action_name
+from hwm.properties.protocol import PRESETS
+from hwm.prove_cli import prove
+
+SAFE = PRESETS["kafka"].protocol
+
+
+def _induction(conjuncts, servers=3, max_log=2):
+    return check_induction(SAFE, servers, max_log, conjuncts, name="kafka",
+                           enc=induction_encoding(SAFE, servers, max_log))
+
+
+def test_kafka_invariant_is_inductive_and_implies_safety():
+    result = _induction(KAFKA_INVARIANT)
+    assert (result.init_failed, result.ctis, result.safety_failed, result.undecided) == ([], [], [], [])
+    # elect: three replicas with four LeaderAndIsr recipient sets each; four actions per replica; six
+    # pairs each of shrink_isr and replicate.
+    assert len(result.per_action_seconds) == 12 + 4 * 3 + 6 + 6
+
+
+# Without each conjunct, what fails: "IndNext <action>" (a step of that action breaks the rest) or a
+# property the rest no longer implies ("<property>", or "<property> on <action>" for a step property).
+NEEDED = {
+    "WellFormed": "CommittedOnQuorum",
+    "HwmWithinLog": "HwmWithinLog",
+    "ReadsAgree": "ReadsAgree",
+    "AcksAgree": "AckedWriteNeverLost",
+    "EntriesWithinEpoch": "IndNext replicate",
+    "LogMatching": "LogMatching",
+    "EpochsStartAtOneOffset": "IndNext replicate",
+    "LeaderHasOwnEntries": "IndNext write",
+    "FetchersHoldPrefixes": "IndNext replicate",
+    "FollowedLeadsNoOlderEpoch": "IndNext restart",
+    "DeposedLeadersCopyMovedOn": "IndNext write",
+    "MatchWithinLog": "IndNext write",
+    "MatchMeansHeld": "OneLeaderPerGeneration",
+    "HwmIsCurrent": "IndNext write",
+    "HwmIsCommitted": "CommittedOnQuorum",
+    "AcksAreCommitted": "AcknowledgedWriteKept on elect",
+    "ReadsAreCommitted": "ReadNeverLost on elect",
+    "IsrHoldsCommits": "AcknowledgedWriteKept on elect",
+    "LeadersHoldCommits": "ReadNeverTruncated on replicate",
+    "CommitsOnQuorum": "CommittedOnQuorum",
+    "IsrInLeadersCopy": "IndNext elect",  # on four replicas: at three the rest imply it
+    "LaterEpochsHoldWhatALeaderMayCommit": "IndNext replicate",
+}
+# The ISR argument, checked in the default run; the rest with -m deep (about 8 s each).
+KEY = ("EpochsStartAtOneOffset", "IsrHoldsCommits", "LaterEpochsHoldWhatALeaderMayCommit")
+
+
+def _what_fails(result) -> set[str]:
+    out = {"IndNext " + action_name(c.action).split("(")[0] for c in result.ctis}
+    for failed in result.safety_failed:
+        prop, _, action = failed.partition(" on ")
+        out.add(f"{prop} on {action.split('(')[0]}" if action else prop)
+    return out
+
+
+def test_needed_names_every_conjunct():
+    assert list(NEEDED) == [c.name for c in KAFKA_INVARIANT]
+
+
+@pytest.mark.parametrize("name", [n if n in KEY else pytest.param(n, marks=pytest.mark.deep) for n in NEEDED])
+def test_each_conjunct_is_needed(name):
+    servers = 4 if name == "IsrInLeadersCopy" else 3
+    result = _induction(tuple(c for c in KAFKA_INVARIANT if c.name != name), servers=servers)
+    assert NEEDED[name] in _what_fails(result), sorted(_what_fails(result))
+
+
+@pytest.mark.parametrize("name, action, steps, path", [
+    ("kafka-min-insync-1", "shrink_isr(S1, S3) breaks CommitsOnQuorum", 3,
+     "elect(S1, {S1}) write(S1, v1) shrink_isr(S1, S2)"),
+    ("kafka-unflushed", "crash(S1) breaks FetchersHoldPrefixes", 3,
+     "elect(S1, {S1,S2}) write(S1, v1) replicate(S1, S2)"),
+    pytest.param("kafka-unclean-election", "elect(S3, {S3}) breaks IsrHoldsCommits", 7,
+                 "elect(S1, {S1,S2}) write(S1, v1) shrink_isr(S1, S3) replicate(S1, S2) elect(S2, {S2}) "
+                 "shrink_isr(S2, S1) crash(S2)", marks=pytest.mark.deep),
+])
+def test_a_broken_preset_breaks_it_from_a_reachable_state(name, action, steps, path):
+    proof = induction_proof(name, PRESETS[name].protocol, broken=True)
+    assert proof.ok and proof.data["reachable"], proof.detail
+    assert action in proof.detail and f"reaches this pre-state in {steps} steps" in proof.detail
+    assert path in proof.detail
+
+
+def _failed_on(nodes, max_log=2):
+    evaluator = ConjunctEvaluator(induction_encoding(SAFE, 3, max_log), KAFKA_INVARIANT)
+    return {name: node for node in nodes for name in evaluator.failed(node)}
+
+
+def test_every_conjunct_holds_on_sampled_reachable_states():
+    config = Config(servers=3, max_generation=3, max_log=2, max_crashes=1)
+    nodes = [node for node, _, _ in reachable_nodes(SAFE, config, max_states=20_000)]
+    sample = random.Random(3).sample(nodes, 300)
+    # Deposed leaders, committed entries and reads are in the sample.
+    assert any(sum(s.role == "leader" for s in state.servers) == 2 for state, _ in sample)
+    assert any(ghost[0][0][0] for _, ghost in sample)
+    assert any(state.reads for state, _ in sample)
+    assert _failed_on(sample) == {}
+
+
+@pytest.mark.deep
+def test_every_conjunct_holds_on_every_reachable_state():
+    config = Config(servers=3, max_generation=3, max_log=1, max_crashes=1)
+    nodes = [node for node, _, _ in reachable_nodes(SAFE, config, max_states=10 ** 6)]
+    assert _failed_on(nodes, max_log=1) == {}
+
+
+def test_hwm_prove_runs_kafkas_induction():
+    result = CliRunner().invoke(prove, ["--protocol", "kafka", "--part", "induction"])
+    assert result.exit_code == 0, result.output
+    assert f"induction kafka: Inv ({len(KAFKA_INVARIANT)} conjuncts) holds initially" in result.stdout
+
+
+@pytest.mark.deep
+def test_on_four_replicas_the_invariant_is_inductive():
+    result = _induction(KAFKA_INVARIANT, servers=4, max_log=2)
+    assert (result.init_failed, result.ctis, result.safety_failed, result.undecided) == ([], [], [], [])
