@@ -109,7 +109,10 @@ class NodeProcess:
     def _read(self, proc: subprocess.Popen, incarnation: int) -> None:
         stream = proc.stdout
         while True:
-            line = stream.readline(MAX_LINE_BYTES + 1)
+            try:
+                line = stream.readline(MAX_LINE_BYTES + 1)
+            except (ValueError, OSError):  # `kill` closed the pipe under this read: the node is gone
+                line = b""
             if not line:
                 self.out.put((self.node, incarnation, EOF_LINE))
                 return

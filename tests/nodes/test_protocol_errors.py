@@ -1,6 +1,7 @@
 """A node that breaks the protocol gets an error naming it and the offending line; the history so
 far is kept; every process hwm started is gone afterwards, also on Ctrl-C."""
 
+import os
 import signal
 import subprocess
 import sys
@@ -127,3 +128,30 @@ def test_a_ctrl_c_as_a_node_starts_still_leaves_it_to_kill_all(tmp_path, alive, 
     assert node in process._STARTED
     process.kill_all()
     assert not alive(node.proc.pid)
+
+
+def test_a_node_killed_while_its_reader_reads_ends_its_output_without_an_error(tmp_path):
+    # kill() closes the node's stdout while the reader thread may be inside readline(); the closed
+    # file raised in that thread and printed a traceback (ValueError from the buffer) mid-run.
+    import queue
+    import threading
+    from types import SimpleNamespace
+
+    from hwm.bridge.maelstrom.process import EOF_LINE, NodeProcess
+
+    out: queue.Queue = queue.Queue()
+    node = NodeProcess("n1", [sys.executable, "-c", "pass"], tmp_path, out)
+    read, write = os.pipe()
+    os.close(write)
+    stream = os.fdopen(read, "rb")
+    stream.close()  # what kill() leaves to a reader still in its loop
+    raised = []
+    previous, threading.excepthook = threading.excepthook, lambda args: raised.append(args.exc_value)
+    try:
+        reader = threading.Thread(target=node._read, args=(SimpleNamespace(stdout=stream), 1))
+        reader.start()
+        reader.join(5)
+    finally:
+        threading.excepthook = previous
+    assert not raised, raised
+    assert out.get(timeout=1) == ("n1", 1, EOF_LINE)
