@@ -195,6 +195,7 @@ TARGETS: dict[str, Target] = {
                                                "tests/conformance/test_bookkeeper_cluster_options.py"), 3),
     "bridge/simcluster/kafka.py": Target(("tests/impl/test_kafka.py", "tests/conformance/test_simcluster.py"), 3),
     "bridge/simcluster/record.py": Target(("tests/conformance/test_recorded_simcluster.py",), 1),
+    "bridge/simcluster/registry.py": Target(("tests/conformance/test_simcluster.py",), 1),
     "bridge/simcluster/zab.py": Target(("tests/impl/test_zab.py", "tests/conformance/test_simcluster.py"), 4),
     # checker/: the observed-state validators, whose relaxations a wrong guard turns into false negatives
     "checker/observed.py": Target(("tests/checker/test_observed.py", "tests/checker/test_causality.py",

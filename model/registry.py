@@ -4,15 +4,9 @@ module registers nothing itself, and the base module (`model.actions`) imports n
 from __future__ import annotations
 
 from hwm.model.actions import Model
-from hwm.model.bookkeeper import BookKeeperModel
-from hwm.model.kafka import KafkaModel
-from hwm.model.kafka_partition import PartitionedKafkaModel
-from hwm.model.partition import PartitionedRaftModel
-from hwm.model.raft import RaftModel
 from hwm.model.state import Config
+from hwm.model.systems import MODELS, PARTITIONED
 from hwm.model.variant import variant_model  # importing it registers the loader of variants' specs with `resolve`
-from hwm.model.zab import ZabModel
-from hwm.model.zab_partition import PartitionedZabModel
 from hwm.properties.protocol import Protocol
 
 
@@ -24,17 +18,6 @@ def build_model(protocol: Protocol, config: Config) -> Model:
     if getattr(type(protocol), "variant", None) is not None:
         return variant_model(cls, protocol, config)
     return cls(protocol, config)
-
-
-# Each system's model, and the model it runs on where the network partitions or a flag only that model
-# has is set (docs/systems.md); BookKeeper's has no partitions yet.
-MODELS: dict[str, type[Model]] = {"raft": RaftModel, "zab": ZabModel, "kafka": KafkaModel,
-                                  "bookkeeper": BookKeeperModel}
-PARTITIONED: dict[str, tuple[type[Model], tuple[str, ...]]] = {
-    "raft": (PartitionedRaftModel, ("check_quorum", "lease_reads")),
-    "zab": (PartitionedZabModel, ("check_quorum",)),
-    "kafka": (PartitionedKafkaModel, ()),
-}
 
 
 def _model_class(protocol: Protocol, config: Config) -> type[Model]:

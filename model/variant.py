@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any, Callable, Mapping
 
 from hwm.model.rules import HOOKS, Rules, overridden
+from hwm.model.systems import MODELS
 from hwm.properties.rules import HookError, not_asked  # raised here, caught by the engines and the replicas' runners
 from hwm.model.variant_code import VariantError, defined_at, hook_failure, meaning_of, raised_at, state_text
 from hwm.model.variant_model import (ModelLevel, check_declaration, is_model_level, liveness_properties, model_class,
@@ -188,7 +189,6 @@ def _check_class(cls: type[Variant]) -> tuple[str, Protocol]:
         if why:
             raise VariantError(f"{defined_at(getattr(cls, hook))}: {cls.__name__}.{hook}: the {protocol.system} system "
                                f"(base {base_name}) asks no {hook}: {why}")
-    from hwm.model.registry import MODELS  # the model classes import this module's loader through registry
     from hwm.properties.acked import ALL_BY_NAME
     from hwm.properties.liveness import LIVENESS_BY_NAME
     check_declaration(cls, protocol.system, MODELS[protocol.system])

@@ -34,6 +34,7 @@ from collections import namedtuple
 from typing import Any, Callable, Iterator
 
 from hwm.model.encoding import canonical, fingerprint_bytes
+from hwm.model.systems import PARTITIONED
 from hwm.model.variant_code import VariantError, defined_at, hook_failure, meaning_of, raised_at, state_text
 from hwm.properties.catalogue import Property
 from hwm.properties.liveness import LivenessProperty
@@ -301,7 +302,6 @@ def model_class(base: type) -> type:
             self.own_servers = {name: ([(k,) for k in range(self.n)] if arity(getattr(cls, "guard_" + name)) == 1
                                        else [(i, j) for i in range(self.n) for j in range(self.n) if i != j])
                                 for name in self.own_actions}
-            from hwm.model.registry import PARTITIONED  # which imports this module
             partitioned, flags = PARTITIONED.get(protocol.system, (None, ()))
             if partitioned is not None and isinstance(self, partitioned):
                 asked = ("partitions", *flags)
