@@ -26,7 +26,7 @@ from typing import Any
 import z3
 
 from hwm.model.kafka import KafkaModel, KafkaServer, KafkaState
-from hwm.model.state import FOLLOWER, LEADER, Config
+from hwm.model.state import LEADER, Config
 from hwm.proofs.symbolic import Encoding, Sym, smax, smin
 
 
