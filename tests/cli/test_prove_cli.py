@@ -152,3 +152,25 @@ def test_sigterm_prints_what_was_decided_and_exits_130():
     assert data["obligations"][0] == {**data["obligations"][0], "name": "induction raft: IndInit", "verdict": "holds"}
     # The signal may come during a query (that one is abandoned, undecided) or between two.
     assert all(o["verdict"] == "holds" or o["detail"] == "interrupted by SIGTERM" for o in data["obligations"])
+
+
+def test_prove_runs_each_systems_own_inductive_invariant(monkeypatch):
+    # Which invariant `hwm prove --part induction` asks for each system: the z3 work itself is tested
+    # in tests/proofs (and through this command under -m deep).
+    import importlib
+
+    from hwm.proofs.symbolic import Proof
+
+    for system, module in (("zab", "hwm.proofs.zab_induction"), ("kafka", "hwm.proofs.kafka_induction"),
+                           ("bookkeeper", "hwm.proofs.bookkeeper")):
+        asked = []
+
+        def invariant(name, protocol, *, broken, servers, max_log, ledger, module=module):
+            asked.append((module, name, broken))
+            return Proof("induction", f"induction {name}: Inv holds ({module})", True, 0.0, "held")
+
+        monkeypatch.setattr(importlib.import_module(module), "induction_proof", invariant)
+        result = CliRunner().invoke(prove, ["--protocol", system, "--part", "induction"])
+        assert result.exit_code == 0, result.output
+        assert asked == [(module, system, False)], asked
+        assert f"induction {system}: Inv holds ({module})" in result.stdout
