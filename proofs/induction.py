@@ -113,7 +113,9 @@ def _entries_within_generation(enc, s):
     return _all(z3.Implies(p < s.length[i], s.log[i][p] <= s.gen[i]) for i in _servers(enc) for p in _positions(enc))
 
 
-def _generations_ascend(enc, s):
+def generations_ascend(enc, s):
+    """Generations (ZAB's epochs, Kafka's leader epochs) never decrease along any log: every system's
+    invariant has this conjunct."""
     return _all(z3.Implies(p + 1 < s.length[i], s.log[i][p] <= s.log[i][p + 1])
                 for i in _servers(enc) for p in range(enc.L - 1))
 
@@ -204,7 +206,7 @@ RAFT_INVARIANT: tuple[Conjunct, ...] = (
     Conjunct("OneLeaderPerGeneration", "two live leaders have different generations", _one_leader_per_generation),
     Conjunct("EntriesWithinGeneration", "every entry's generation ≤ its server's generation",
              _entries_within_generation),
-    Conjunct("GenerationsAscend", "generations never decrease along a log", _generations_ascend),
+    Conjunct("GenerationsAscend", "generations never decrease along a log", generations_ascend),
     Conjunct("GenerationOnQuorum", "for every server i, #{j : gen(j) ≥ gen(i)} ≥ ⌊N/2⌋+1",
              _generation_on_quorum),
     Conjunct("LeaderHasOwnEntries", "an entry of a leader's generation anywhere is in the leader's log",

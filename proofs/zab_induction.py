@@ -22,7 +22,7 @@ from hwm.model.state import Config
 from hwm.model.zab import _ESTABLISHED, ZabState
 from hwm.proofs import system_induction
 from hwm.proofs.ack_slots import AckSlots
-from hwm.proofs.induction import Conjunct
+from hwm.proofs.induction import Conjunct, generations_ascend
 from hwm.proofs.symbolic import Proof, Sym
 from hwm.proofs.zab import ZabEncoding
 
@@ -128,11 +128,6 @@ def _current_epoch_within_accepted(enc, s):
 def _entries_within_epoch(enc, s):
     return z3.And([z3.Implies(p < s.length[i], s.log[i][p] <= s.extra["epochs"][i])
                    for i in _servers(enc) for p in range(enc.L)])
-
-
-def _generations_ascend(enc, s):
-    return z3.And([z3.Implies(p + 1 < s.length[i], s.log[i][p] <= s.log[i][p + 1])
-                   for i in _servers(enc) for p in range(enc.L - 1)] or [z3.BoolVal(True)])
 
 
 def _log_matching(enc, s):
@@ -241,7 +236,7 @@ ZAB_INVARIANT = tuple(Conjunct(*c) for c in (
     ("CurrentEpochWithinAccepted", "e(k) ≤ gen(k) (currentEpoch ≤ acceptedEpoch), and a leader's e = gen",
      _current_epoch_within_accepted),
     ("EntriesWithinEpoch", "every entry's generation ≤ its server's currentEpoch", _entries_within_epoch),
-    ("GenerationsAscend", "zxids ascend along a log: generations never decrease", _generations_ascend),
+    ("GenerationsAscend", "zxids ascend along a log: generations never decrease", generations_ascend),
     ("LogMatching", "two logs with the same (index, generation) agree on every entry before it", _log_matching),
     ("SameEpochOneHistory", "servers of one currentEpoch hold prefixes of one history: their logs agree "
      "wherever both have an entry", _same_epoch_one_history),
