@@ -293,12 +293,16 @@ class KafkaReplica(Replica):
 
     def _advance_high_water_mark(self) -> None:
         """maybeIncrementLeaderHW: HW = min LEO over the ISR, while the ISR is large enough."""
-        if self.role != LEADER or self._pending_isr is not None:
-            return  # an ISR update in flight: wait for the controller's answer
+        if self.role != LEADER:
+            return
         # The ISR replicas that count toward the HW (`self.rules`, as the model's: every one by default).
         isr = (set(self.isr) | {self.server_id}) & self.counting
         if len(isr) < self.rules.replication_quorum():
-            return  # min.insync.replicas: acks=all waits, the HW stays
+            return  # min.insync.replicas, on the ISR the controller holds: acks=all waits, the HW stays
+        # While an AlterIsr is in flight the HW is over the maximal ISR, the current one with the proposed
+        # (a shrink is not in effect yet, an expansion already counts: Partition's maximalIsr, KIP-497),
+        # so a controller that does not answer stops no commit the current ISR makes.
+        isr |= set(self._pending_isr or ()) & self.counting
         hwm = min(len(self._log) if k == self.server_id else self.match[k] for k in isr)
         if hwm <= self.high_water_mark:
             return

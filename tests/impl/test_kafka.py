@@ -143,7 +143,7 @@ def _expanding_leader():
 
 
 @pytest.mark.parametrize("answer, hwm", [
-    (None, 1),  # never answered: the HW waits (KIP-497's maximal ISR {S1,S2,S3} would give min(2, 2, 1) = 1)
+    (None, 1),  # never answered: KIP-497's maximal ISR {S1,S2,S3} gives min(2, 2, 1) = 1
     (AlterIsrReply(1, True, ("S1", "S2", "S3")), 1),  # S3 joined at offset 1: the HW is held to it
     (AlterIsrReply(2, False, ("S1", "S2")), 2),  # refused: S3 never joined, {S1,S2} holds offset 2
 ])
@@ -159,6 +159,22 @@ def test_the_hwm_never_passes_a_replica_whose_isr_expansion_is_in_flight(answer,
     if answer is not None and answer.accepted:
         leader.step(FetchRequest("S3", 2, 1))
         assert leader.hwm == 2
+
+
+def test_a_shrink_the_controller_never_answers_stops_no_commit_the_whole_isr_makes():
+    # S1 asks the controller to drop S3, which lags; the controller dies before it answers. The shrink
+    # is not in effect, so the HW counts S3 (the maximal ISR): once S3 catches up, the entry commits and
+    # its produce is answered. A leader that stopped advancing its HW while an AlterIsr was in flight
+    # answered no produce until the controller came back (seen on the TCP cluster under load).
+    leader = KafkaReplica("S1", ["S2", "S3"], KAFKA, storage().load())
+    leader.step(LeaderAndIsr(1, "S1", ("S1", "S2", "S3")))
+    leader.propose(b"a")
+    leader.step(FetchRequest("S2", 1, 1))
+    leader.shrink_isr("S3")
+    assert _alters(leader) == [AlterIsr("S1", 1, ("S1", "S2"))]
+    assert leader.hwm == 0  # S3, still in the ISR, lacks entry 1
+    leader.step(FetchRequest("S3", 1, 1))
+    assert leader.hwm == 1 and leader.acknowledged() == ((1, 1),)
 
 
 def _answers(controller: Controller) -> list[AlterIsrReply]:
