@@ -76,8 +76,11 @@ def early_hwm(events):
     return None
 
 
-@pytest.mark.parametrize("preset, observed", [("raft", ObservedValidator), ("zab", ObservedZabValidator)])
-@pytest.mark.parametrize("seed", range(4))
+# ZAB's walk of seed 1 under -m deep: the observed validator takes 4 s to accept it (up to 720
+# explanations kept, 66,000 model steps), where the other seven cases take 0.1-0.6 s.
+@pytest.mark.parametrize("preset, observed, seed", [
+    pytest.param(p, v, s, marks=pytest.mark.deep) if (p, s) == ("zab", 1) else (p, v, s)
+    for s in range(4) for p, v in [("raft", ObservedValidator), ("zab", ObservedZabValidator)]])
 def test_a_leader_hwm_moved_before_its_followers_append_is_rejected_there(preset, observed, seed):
     protocol = resolve(preset)[1]
     model = build_model(protocol, Config(servers=3, max_generation=4, max_log=3, max_crashes=1))

@@ -79,7 +79,7 @@ def _conformance(name, count):
     assert Encoding(protocol, 3, 2).disagreements(roomy, single_reads) == []
 
 
-@pytest.mark.parametrize("name", ["raft", "seed"])
+@pytest.mark.parametrize("name", ["raft"])  # the other presets (seed included) in the deep test below
 def test_encoding_agrees_with_the_model(name):
     _conformance(name, 60)
 
@@ -316,7 +316,8 @@ def _bmc_matches_bfs(name, depth=12):
 
 
 # The default run unrolls the cheaper half (seconds each); the deep test below takes every broken preset.
-BMC_DEEP_ONLY = {"raft-any-generation-commit", "seed", "raft-generation-mismatch", "raft-truncate-to-leader-hwm"}
+BMC_DEEP_ONLY = {"raft-any-generation-commit", "seed", "raft-generation-mismatch", "raft-truncate-to-leader-hwm",
+                 "raft-any-election"}  # the last: 4 s of z3
 
 
 @pytest.mark.parametrize("name", [name for name in BROKEN if name not in BMC_DEEP_ONLY])
