@@ -29,8 +29,8 @@ from hwm.model.rules import HOOKS, Rules, overridden
 from hwm.model.systems import MODELS
 from hwm.properties.rules import HookError, not_asked  # raised here, caught by the engines and the replicas' runners
 from hwm.model.variant_code import VariantError, defined_at, hook_failure, meaning_of, raised_at, state_text
-from hwm.model.variant_model import (ModelLevel, check_declaration, is_model_level, liveness_properties, model_class,
-                                     snapshot_view)
+from hwm.model.variant_model import (ModelLevel, check_declaration, is_model_level, liveness_properties, model_change,
+                                     model_class, snapshot_view)
 from hwm.model.variant_source import digest_of, fallback_spec, source_file
 from hwm.properties.catalogue import Property, at_quorum
 from hwm.properties.protocol import Protocol, ProtocolError, register_loader, resolve
@@ -63,6 +63,8 @@ class VariantProtocol(Protocol):
     spec: str = ""
     display: str = ""
     digest: str | None = None  # the sha256 of the variant's file (`model.variant_source`)
+    # What it adds to its base's model (`model_change`), which hwm's own replicas do not follow, or None.
+    model_change: str | None = None
 
     def rules(self, protocol: Protocol, servers: int) -> Rules:
         return checked_rules(type(self).variant, protocol, servers)
@@ -242,7 +244,8 @@ def load(spec: str) -> tuple[str, Protocol]:
     base_name, base = _check_class(cls)
     display = cls.name or cls.__name__
     kind = type(f"{cls.__name__}Protocol", (VariantProtocol,),
-                {"variant": cls, "spec": spec, "display": display, "digest": digest_of(cls)})
+                {"variant": cls, "spec": spec, "display": display, "digest": digest_of(cls),
+                 "model_change": model_change(cls)})
     protocol = kind(**base.flags())
     _LOADED[spec] = (display, protocol)
     return display, protocol

@@ -132,6 +132,16 @@ def is_model_level(cls: type) -> bool:
     return bool(cls.fields or cls.actions) or any(getattr(cls, h) is not getattr(ModelLevel, h) for h in MODEL_HOOKS)
 
 
+def model_change(cls: type) -> str | None:
+    """What the variant adds to its base's model, as reports say it ("adds fields (heard) and actions
+    (timeout)", or "adds hooks on its actions (refuses)"), or None for a variant of rules alone."""
+    if not is_model_level(cls):
+        return None
+    added = [f"{kind} ({', '.join(getattr(cls, kind))})" for kind in ("fields", "actions") if getattr(cls, kind)]
+    hooks = [h for h in MODEL_HOOKS if getattr(cls, h) is not getattr(ModelLevel, h)]
+    return "adds " + (" and ".join(added) or f"hooks on its actions ({', '.join(hooks)})")
+
+
 def check_declaration(cls: type, system: str, model: type) -> None:
     """VariantError, naming file and line, for a model-level declaration that cannot be built on
     `model`, the model class of the base's `system`: run when the variant is loaded, before any
@@ -311,10 +321,8 @@ def model_class(base: type) -> type:
                                    f"no {asked} under a variant with fields or actions in this version ({why})")
             self.refuses = self.rules.refuses if type(self.rules).refuses is not ModelLevel.refuses else None
             self.after = self.rules.after if type(self.rules).after is not ModelLevel.after else None
-            added = ([f"fields ({', '.join(self.field_names)})"] if self.field_names else []) + \
-                ([f"actions ({', '.join(self.own_actions)})"] if self.own_actions else [])
-            self.uncompiled = (f"{cls.name or cls.__name__} adds {' and '.join(added) or 'hooks on its actions'} to "
-                               f"the model, which the compiled kernels do not know")
+            self.uncompiled = (f"{cls.name or cls.__name__} {model_change(cls)} to the model, which the compiled "
+                               f"kernels do not know")
             if not cls.symmetric:
                 self.symmetric = False
                 self.symmetry_note = (f"symmetry reduction is off: {cls.__name__}.symmetric is False (a field may "

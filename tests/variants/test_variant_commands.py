@@ -145,7 +145,8 @@ def test_prove_refuses_a_variant_by_its_hooks(flexible):
 
 def test_what_a_variant_with_its_own_fields_and_actions_cannot_do_is_one_line(tmp_path):
     """PreVote (examples/variants/prevote.py) adds a field and actions: ITF, which carries the raft model's
-    variables, refuses it, and the implementation has no such action (hwm replay --on impl)."""
+    variables, refuses it, and hwm's own replicas have no such field or action (hwm replay --on impl refuses it
+    before the first step)."""
     shutil.copy(ROOT / "examples" / "variants" / "prevote.py", tmp_path / "prevote.py")
     trace = tmp_path / "timeout.json"
     trace.write_text(json.dumps({
@@ -159,8 +160,8 @@ def test_what_a_variant_with_its_own_fields_and_actions_cannot_do_is_one_line(tm
                     f"variant PreVote adds fields (heard) and actions (timeout, step_down)")
     assert not (tmp_path / "out.itf.json").exists()
     line = error_line(hwm("replay", trace, "-q", "--on", "impl"))
-    assert line.startswith(f"error: {trace}, step 2, field 'action': timeout(S2): timeout is not an action of the "
-                           f"implementation"), line
+    assert line == (f"error: {trace}, field 'protocol': PreVote adds fields (heard) and actions (timeout, step_down) "
+                    f"to the raft model, which hwm's own replicas do not have; use the model (--on model)"), line
 
 
 def test_the_tour_checks_a_variant_with_its_own_invariants(watched, flexible, tmp_path, monkeypatch):
