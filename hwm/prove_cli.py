@@ -22,7 +22,7 @@ import threading
 
 import click
 
-from hwm.proofs.plan import (DEFAULT_BMC_DEPTH, DEFAULT_BMC_PROPERTIES, ENCODED_SYSTEMS, PARTS, SYSTEM_PARTS, Plan,
+from hwm.proofs.plan import (DEFAULT_BMC_DEPTH, DEFAULT_BMC_PROPERTIES, ENCODED_SYSTEMS, PARTS, Plan,
                               render, run, unencoded, violations_found)
 from hwm.proofs.progress import FAILS, HOLDS, UNDECIDED, Interrupted, Ledger
 from hwm.proofs.symbolic import ENCODED_PROPERTIES, checked_properties
@@ -42,7 +42,7 @@ HEARTBEAT_S = 15.0  # a line at least this often while one obligation runs long
               help="Preset (see `hwm protocols`), optionally with flags: raft,commit=any-generation.")
 @click.option("--part", type=click.Choice([*PARTS, "all"]), default="all", show_default=True,
               help="quorum: the quorum arithmetic for N up to --max-n; induction: the inductive invariant "
-                   "(raft and zab with generations unbounded; bookkeeper with crashes unbounded); bmc: bounded model checking from the initial state "
+                   "(raft, zab and kafka with generations unbounded; bookkeeper with crashes unbounded); bmc: bounded model checking from the initial state "
                    "(raft, zab, kafka, bookkeeper).")
 @click.option("--servers", type=click.IntRange(1, 9), default=3, show_default=True,
               help="Servers for induction and BMC.")
@@ -93,9 +93,6 @@ def prove(protocol, part, servers, max_log, max_n, depth, max_generation, max_cr
     why = unencoded(resolved)
     if why:
         _refuse(f"hwm prove cannot check {name}: {why} (check it with hwm check --protocol {spec_text(protocol)})")
-    available = SYSTEM_PARTS[resolved.system]
-    if part != "all" and part not in available:
-        _refuse(f"hwm prove has no {part} part for the {resolved.system} model yet (it has: {', '.join(available)})")
     checked = checked_properties(resolved)
     if "all" in properties:
         properties = checked
@@ -103,7 +100,7 @@ def prove(protocol, part, servers, max_log, max_n, depth, max_generation, max_cr
         if prop not in checked:
             _refuse(f"the {resolved.system} model keeps no state {prop} is about (--property takes "
                     f"{', '.join(checked)})")
-    plan = Plan(name, resolved, available if part == "all" else (part,), servers=servers, max_log=max_log,
+    plan = Plan(name, resolved, PARTS if part == "all" else (part,), servers=servers, max_log=max_log,
                 max_n=max_n, depth=depth, max_generation=max_generation, max_crashes=max_crashes,
                 properties=tuple(properties) or DEFAULT_BMC_PROPERTIES, compare_with_explorer=not no_explorer)
     try:

@@ -24,7 +24,10 @@ from hwm.checker.run import CheckRequest
 from hwm.checker.run import run as explore  # this module's `run` runs a plan
 from hwm.model.registry import build_model
 from hwm.proofs.bmc import bmc_proof
+from hwm.proofs.bookkeeper import induction_proof as bookkeeper_induction_proof
 from hwm.proofs.induction import RAFT_INVARIANT, induction_proofs
+from hwm.proofs.kafka_induction import induction_proof as kafka_induction_proof
+from hwm.proofs.zab_induction import induction_proof as zab_induction_proof
 from hwm.proofs.progress import Ledger, ledger_or_new
 from hwm.proofs.quorum import quorum_proofs
 from hwm.proofs.symbolic import ALWAYS_CHECKED, Proof
@@ -73,11 +76,11 @@ class Plan:
                       max_crashes=self.max_crashes)
 
 
-# proofs/symbolic.py, and proofs/zab.py, proofs/kafka.py, proofs/bookkeeper.py extending it
-ENCODED_SYSTEMS = ("raft", "zab", "kafka", "bookkeeper")
-# The parts each encoded system has: every one its inductive invariant (proofs/induction.py, proofs/zab_induction.py,
-# proofs/kafka_induction.py, proofs/bookkeeper.py).
-SYSTEM_PARTS = {"raft": PARTS, "zab": PARTS, "kafka": PARTS, "bookkeeper": PARTS}
+# Each encoded system's inductive invariant, over proofs/symbolic.py's encoding (raft) or the ones that extend
+# it (proofs/zab.py, proofs/kafka.py, proofs/bookkeeper.py); every system has every part.
+INDUCTION = {"raft": induction_proofs, "zab": zab_induction_proof, "kafka": kafka_induction_proof,
+             "bookkeeper": bookkeeper_induction_proof}
+ENCODED_SYSTEMS = tuple(INDUCTION)
 
 
 def unencoded(protocol: Protocol) -> str | None:
@@ -131,13 +134,7 @@ def run(plan: Plan, ledger: Ledger | None = None) -> list[Proof]:
     if "quorum" in plan.parts:
         ledger.proofs += quorum_proofs(plan.max_n, ledger)
     if "induction" in plan.parts:
-        prove = induction_proofs
-        if plan.protocol.system == "bookkeeper":
-            from hwm.proofs.bookkeeper import induction_proof as prove
-        elif plan.protocol.system == "zab":
-            from hwm.proofs.zab_induction import induction_proof as prove
-        elif plan.protocol.system == "kafka":
-            from hwm.proofs.kafka_induction import induction_proof as prove
+        prove = INDUCTION[plan.protocol.system]
         ledger.proofs.append(prove(name, plan.protocol, broken=broken, servers=plan.servers,
                                    max_log=plan.induction_log, ledger=ledger))
     if "bmc" in plan.parts:

@@ -159,17 +159,19 @@ def test_prove_runs_each_systems_own_inductive_invariant(monkeypatch):
     # in tests/proofs (and through this command under -m deep).
     import importlib
 
+    from hwm.proofs import plan
     from hwm.proofs.symbolic import Proof
 
     for system, module in (("zab", "hwm.proofs.zab_induction"), ("kafka", "hwm.proofs.kafka_induction"),
                            ("bookkeeper", "hwm.proofs.bookkeeper")):
+        assert plan.INDUCTION[system] is importlib.import_module(module).induction_proof, system
         asked = []
 
         def invariant(name, protocol, *, broken, servers, max_log, ledger, module=module):
             asked.append((module, name, broken))
             return Proof("induction", f"induction {name}: Inv holds ({module})", True, 0.0, "held")
 
-        monkeypatch.setattr(importlib.import_module(module), "induction_proof", invariant)
+        monkeypatch.setitem(plan.INDUCTION, system, invariant)
         result = CliRunner().invoke(prove, ["--protocol", system, "--part", "induction"])
         assert result.exit_code == 0, result.output
         assert asked == [(module, system, False)], asked
