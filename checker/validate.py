@@ -335,6 +335,8 @@ class Validator:
             name == "restart" and event.restart)
 
     def _step(self, cand: Candidate, action, after) -> Candidate | None:
+        if hasattr(self.model, "keep_fields"):  # a variant's fields: the validators' own steps build base servers
+            after = self.model.keep_fields(cand.state, after)
         before = cand.state.servers
         pending = list(cand.pending)
         for j, server in enumerate(after.servers):

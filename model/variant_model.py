@@ -401,15 +401,21 @@ def model_class(base: type) -> type:
             if name in self.own_actions:
                 return self._state(self._call("effect_" + name, s, action, s, *action[1:]), s, action,
                                    "effect_" + name)
-            after = super().apply(s, action)
-            # The base's effects build servers of the base's type: each keeps its fields as they were.
-            own = self.own_fields
-            servers = tuple(server if type(server) is self.server_type else self.server_type(*server, *old[own:])
-                            for server, old in zip(after.servers, s.servers))
-            after = after._replace(servers=servers)
+            after = self.keep_fields(s, super().apply(s, action))
             if self.after is not None:
                 after = self._state(self._call("after", s, action, s, action, after), s, action, "after")
             return after
+
+        def keep_fields(self, s, after):
+            """`after`, a step of the base's from `s`, with each server the base's effects built as the
+            base's type given back its fields as they were in `s` (the effects of `after` aside: the
+            validators' own steps, built from the base's, ask no hook of the variant's)."""
+            own = self.own_fields
+            if all(type(server) is self.server_type for server in after.servers):
+                return after
+            return after._replace(servers=tuple(
+                server if type(server) is self.server_type else self.server_type(*server, *old[own:])
+                for server, old in zip(after.servers, s.servers)))
 
         # --------------------------------------------------------- checking
         def _call(self, hook: str, s, action, *args):
