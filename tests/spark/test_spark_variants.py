@@ -52,6 +52,41 @@ def test_executors_load_a_variant_from_the_copy_the_driver_sent(spark, tmp_path,
         spark_bfs(build_model(protocol, CONFIG), name, spark=spark, driver_level=0, exchange="shuffle")
 
 
+# The other systems' variants with fields and actions (docs/variants.md, "Fields and actions on the other
+# systems"), each at its pinned bounds (tests/variants/test_variant_models_other_systems.py): states,
+# transitions, and each property found with its shortest length, as the local engine gives them.
+EXAMPLES = FLEXIBLE.parent
+WITH_FIELDS = {
+    "kafka_follower_fetch.py:FollowerFetchingPastHighWatermark": (CONFIG, (1218, 3399, {
+        "ReadNeverTruncated": 6, "ReadNeverLost": 5, "ReadsAgree": 8, "EntryRead": 4, "UncommittedTruncated": 4,
+        "LeaderChangeWithUncommitted": 3, "WriteAcknowledged": 4, "FollowerServesConsumers": 5})),
+    "zab_read_only.py:ReadOnlyFromLog": (CONFIG, (706, 3311, {
+        "ReadNeverTruncated": 8, "ReadsAgree": 11, "EntryRead": 5, "UncommittedTruncated": 5,
+        "LeaderChangeWithUncommitted": 4, "WriteAcknowledged": 4, "ReadOnlyServerServes": 5})),
+    "bookkeeper_fencing_reads.py:FencingRecoveryReadsInMemory": (Config(servers=3, max_generation=2, max_crashes=1), (
+        4038, 14425, {"ReadNeverTruncated": 11, "HwmNeverTruncated": 10, "ReadNeverLost": 11, "CommittedOnQuorum": 9,
+                      "EntryRead": 5, "UncommittedTruncated": 6, "LeaderChangeWithUncommitted": 5, "CrashAndRejoin": 2,
+                      "AckedWriteNeverLost": 9, "WriteAcknowledged": 3, "FencedBookieBehind": 4})),
+}
+
+
+@pytest.mark.parametrize("example", [pytest.param(spec, marks=() if spec.startswith("kafka") else pytest.mark.deep)
+                                     for spec in WITH_FIELDS])
+def test_a_variant_with_fields_and_actions_on_another_system(spark, tmp_path, monkeypatch, example):
+    """The executors decode and expand states whose servers carry the variant's fields, with its actions, from
+    the module they load from the copy the driver sent (a name only the driver's path has): the local engine's
+    states, transitions and shortest lengths."""
+    file, name = example.split(":")
+    module = "team_" + file.removesuffix(".py")
+    shutil.copy(EXAMPLES / file, tmp_path / f"{module}.py")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    config, pinned = WITH_FIELDS[example]
+    spec, protocol = resolve(f"{module}:{name}")
+    model = build_model(protocol, config)
+    assert summary(run(CheckRequest(spec), model=model)) == pinned
+    assert summary(spark_bfs(model, spec, spark=spark, driver_level=0, exchange="shuffle")) == pinned
+
+
 @pytest.mark.deep
 def test_hwm_check_engine_spark_of_a_variant_file(spark, tmp_path):
     variant = tmp_path / "flexible.py"
