@@ -1,31 +1,27 @@
 """hwm-trace/1 <-> ITF through the model: the states of a trace's steps, and the steps behind an ITF
 trace's states (each found as the model action whose successor is the next state).
 
-ITF carries the raft family's variables on the rpc network (properties/itf.py); other systems'
-models and the async network have variables ITF here does not name, and are refused.
+ITF carries the raft family's variables on the rpc network (properties/itf.py), and after them every
+further variable of the model's state: the other systems', a variant's fields. The async network's
+channels and a partition's cut are not exported, and are refused.
 """
 
 from __future__ import annotations
 
 from hwm.model.actions import from_step, to_step
 from hwm.model.registry import build_model
-from hwm.model.state import Config, Server, State
+from hwm.model.state import Config
 from hwm.model.variant_source import TRACE_KEY
-from hwm.properties.itf import ItfError, ItfState, ItfTrace, to_json
+from hwm.properties.itf import ItfError, ItfState, ItfTrace, parse_state, state_json, to_json
 from hwm.properties.protocol import ProtocolError, resolve
 from hwm.properties.trace import Trace, TraceError, full_config
 
 
 def unsupported(protocol) -> str | None:
     """Why ITF cannot carry the traces of `protocol` at any bounds, or None."""
-    if protocol.system != "raft":
-        return f"ITF here carries the raft family's variables; {protocol.system}'s model has others"
-    variant = getattr(type(protocol), "variant", None)
-    if variant is not None and (variant.fields or variant.actions):  # docs/variants.md, "A model"
-        added = [f"fields ({', '.join(variant.fields)})"] * bool(variant.fields) \
-            + [f"actions ({', '.join(variant.actions)})"] * bool(variant.actions)
-        return (f"ITF here carries the raft model's variables and actions; the variant "
-                f"{variant.name or variant.__name__} adds {' and '.join(added)}")
+    if protocol.check_quorum or protocol.lease_reads:
+        return ("ITF here carries the model's variables, not a partition's cut or the lease rules "
+                "(model/partition.py)")
     return None
 
 
@@ -35,10 +31,9 @@ def _supported(protocol, config: Config, *, source: str | None) -> None:
     if config.network != "rpc":
         raise TraceError("ITF here carries the rpc network's variables; this trace uses async (its channels "
                          "are not exported)", file=source, field="config.network")
-    if config.max_partitions or protocol.check_quorum or protocol.lease_reads:
-        raise TraceError("ITF here carries the raft model's variables, not a partition's cut or the lease rules "
-                         "(model/partition.py)", file=source,
-                         field="config.max_partitions" if config.max_partitions else "protocol")
+    if config.max_partitions:
+        raise TraceError("ITF here carries the model's variables, not a partition's cut (model/partition.py)",
+                         file=source, field="config.max_partitions")
 
 
 def itf_of_trace(trace: Trace, protocol_spec=None) -> dict:
@@ -65,8 +60,17 @@ def itf_of_trace(trace: Trace, protocol_spec=None) -> dict:
     return to_json(states, actions, meta, trace.title, loop)
 
 
-def _model_state(s: ItfState) -> State:
-    return State(tuple(Server(*server) for server in s.servers), s.reads, s.crashes, ())
+def _as_itf(state) -> ItfState:
+    """A model state as ITF reads it back (no action), to compare with a file's."""
+    return parse_state(state_json(state, 0), 0)
+
+
+def _same(model_state: ItfState, target: ItfState) -> bool:
+    """Whether the file's state is the model's: the eight variables, and each further variable of the
+    model's (another tool's file may have variables of its own, which no model state says anything of)."""
+    further = dict(target.further)
+    return (model_state.servers, model_state.reads, model_state.crashes) == (
+        target.servers, target.reads, target.crashes) and all(further.get(k) == v for k, v in model_state.further)
 
 
 def _inferred_config(itf: ItfTrace) -> dict:
@@ -95,26 +99,30 @@ def trace_of_itf(itf: ItfTrace, protocol_spec=None, *, source: str | None = None
     full = full_config(raw_config, where=source)
     config = Config(**full)
     _supported(protocol, config, source=source)
-    if config.servers != len(itf.states[0].servers):
-        raise ItfError(f"the states have {len(itf.states[0].servers)} servers, the config {config.servers}",
-                       file=source, state=0)
     model = build_model(protocol, config)
     state = model.initial_state()
-    if _model_state(itf.states[0]) != state:
+    if len(state.servers) != len(itf.states[0].servers):  # BookKeeper's: its bookies, then its two clients
+        raise ItfError(f"the states have {len(itf.states[0].servers)} servers, the model of the config "
+                       f"{len(state.servers)}", file=source, state=0)
+    first = _as_itf(state)
+    missing = [name for name, _ in first.further if name not in dict(itf.states[0].further)]
+    if missing:
+        raise ItfError(f"the model of {spec} has a variable {missing[0]!r}, which this state has not",
+                       file=source, state=0, variable=missing[0])
+    if not _same(first, itf.states[0]):
         raise ItfError("the first state is not the model's initial state (every server a follower of "
                        "generation 0 with an empty log)", file=source, state=0)
     steps = []
     for index, target in enumerate(itf.states[1:], 1):
-        wanted = _model_state(target)
-        found = [a for a in model.actions(state) if model.apply(state, a) == wanted]
+        found = [(a, after) for a in model.actions(state)
+                 for after in [model.apply(state, a)] if _same(_as_itf(after), target)]
         if not found:
             raise ItfError(f"no step of the model leads from state {index - 1} to this one", file=source,
                            state=index)
-        named = [a for a in found if str(to_step(a)).split("(")[0] == (target.action or "").split("(")[0]
-                 and _same_servers(str(to_step(a)), target.action)]
-        action = (named or found)[0]
+        named = [(a, after) for a, after in found if str(to_step(a)).split("(")[0] == (target.action or "")
+                 .split("(")[0] and _same_servers(str(to_step(a)), target.action)]
+        action, state = (named or found)[0]
         steps.append(to_step(action))
-        state = wanted
     prop = meta.get("property")
     expect = meta.get("expect", "violation" if prop else "holds")
     loop = itf.loop + 1 if itf.loop is not None else None

@@ -10,6 +10,12 @@ hwm's variables, with servers named "S1".."Sn":
   log: [Server -> Seq(Int)] (entry generations)    alive: [Server -> BOOLEAN]
   match: [Server -> [Server -> Int]] (empty for a follower: only a leader tracks followers)
   reads: SUBSET (Int \\X Int) (the (index, generation) entries clients read)    crashes: Int
+A model with more variables than these (ZAB's, Kafka's, BookKeeper's, a variant's fields) has each
+of them after the eight, in the order of its state (`further_variables`): a further field of its
+servers as [Server -> value] (Kafka's `in_isr`, a variant's `read_only`), a further field of its
+state as its value (ZAB's `synced`, `durable`, `epochs` and `acked`; BookKeeper's clients are
+servers S(n+1) and S(n+2)); a tuple is a sequence, except in a set (a tuple there), a frozenset a set,
+None `{"#unserializable": "None"}`.
 Each state after the first names the step that led to it in its `#meta.action`, and the
 trace's `#meta.hwm` keeps what an `hwm-trace/1` file says beyond the states (protocol, config,
 property, expect, title). A trace from another tool has neither: hwm recovers the steps from
@@ -27,6 +33,9 @@ from hwm.properties.snapshot import FOLLOWER, LEADER, server_name, server_positi
 
 FORMAT_DESCRIPTION = "https://apalache-mc.org/docs/adr/015adr-trace.html"
 VARIABLES = ("generation", "role", "log", "hwm", "alive", "match", "reads", "crashes")
+SERVER_VARIABLES = VARIABLES[:6]
+# A state's fields written as the eight above (channels: the rpc network's, always empty).
+STATE_FIELDS = ("servers", "reads", "crashes", "channels")
 SUFFIX = ".itf.json"
 
 
@@ -56,6 +65,8 @@ class ItfState(NamedTuple):
     reads: frozenset
     crashes: int
     action: str | None = None  # the step into this state, when the file names it
+    # Each variable beyond the eight, as (name, its value as canonical JSON), sorted by name.
+    further: tuple[tuple[str, str], ...] = ()
 
 
 class ItfTrace(NamedTuple):
@@ -70,13 +81,43 @@ def _map(pairs: Iterable[tuple[Any, Any]]) -> dict:
     return {"#map": [[k, v] for k, v in pairs]}
 
 
+def further_variables(state) -> tuple[str, ...]:
+    """The variables of `state`'s model beyond the eight: its servers' further fields, then its own."""
+    server_fields = getattr(state.servers[0], "_fields", SERVER_VARIABLES) if state.servers else ()
+    return tuple(f for f in server_fields if f not in SERVER_VARIABLES) + tuple(
+        f for f in getattr(state, "_fields", STATE_FIELDS) if f not in STATE_FIELDS)
+
+
+def _value(value: Any, in_set: bool = False) -> Any:
+    """A further variable's value in ITF."""
+    if value is None:
+        return {"#unserializable": "None"}
+    if isinstance(value, (bool, str)):
+        return value
+    if isinstance(value, int):
+        return value if abs(value) < 2 ** 53 else {"#bigint": str(value)}
+    if isinstance(value, (frozenset, set)):
+        return {"#set": [_value(v, True) for v in sorted(value)]}
+    if isinstance(value, tuple):
+        items = [_value(v) for v in value]
+        return {"#tup": items} if in_set else items
+    raise ValueError(f"ITF here has no form of {type(value).__name__} {value!r}")
+
+
 def state_json(state, index: int, action: str | None = None) -> dict[str, Any]:
-    """One state (anything with servers of generation/role/log/hwm/alive/match, reads, crashes)."""
+    """One state (anything with servers of generation/role/log/hwm/alive/match, reads, crashes; a
+    model's further variables after them)."""
     names = [server_name(k) for k in range(len(state.servers))]
     servers = list(zip(names, state.servers))
     meta: dict[str, Any] = {"index": index}
     if action is not None:
         meta["action"] = action
+    further: dict[str, Any] = {}
+    for name in further_variables(state):
+        if name in getattr(state, "_fields", ()):
+            further[name] = _value(getattr(state, name))
+        else:
+            further[name] = _map((n, _value(getattr(s, name))) for n, s in servers)
     return {
         "#meta": meta,
         "generation": _map((n, s.generation) for n, s in servers),
@@ -87,6 +128,7 @@ def state_json(state, index: int, action: str | None = None) -> dict[str, Any]:
         "match": _map((n, _map(zip(names, s.match))) for n, s in servers),
         "reads": {"#set": [{"#tup": [i, g]} for i, g in sorted(state.reads)]},
         "crashes": state.crashes,
+        **further,
     }
 
 
@@ -97,7 +139,7 @@ def to_json(states: list, actions: list[str | None], hwm: dict[str, Any] | None 
                             "description": description}
     if hwm:
         meta["hwm"] = hwm
-    doc: dict[str, Any] = {"#meta": meta, "vars": list(VARIABLES),
+    doc: dict[str, Any] = {"#meta": meta, "vars": list(VARIABLES) + list(further_variables(states[0])),
                            "states": [state_json(s, k, a) for k, (s, a) in enumerate(zip(states, actions))]}
     if loop is not None:
         doc["loop"] = loop
@@ -204,7 +246,9 @@ def parse_state(raw: Any, index: int, *, source: str | None = None, servers: int
                 raise ValueError(f"{name}'s alive is a boolean, not {alive!r}")
             variable = "match"
             match = _function(columns["match"][name], "match")
-            match_row = tuple(_int(match[m]) for m in names) if match else ()
+            if set(match) != set(names[:len(match)]):  # BookKeeper's: the bookies', not its clients'
+                raise ValueError(f"{name}'s match maps " + ", ".join(map(str, match)) + f", not S1..S{len(match)}")
+            match_row = tuple(_int(match[m]) for m in names[:len(match)])
             variable = "generation"
             rows.append(ItfServer(_int(columns["generation"][name]), role, tuple(_int(g) for g in log),
                                   _int(columns["hwm"][name]), alive, match_row))
@@ -221,7 +265,9 @@ def parse_state(raw: Any, index: int, *, source: str | None = None, servers: int
         action = meta.get("action") if isinstance(meta, dict) else None
     except ValueError as e:
         raise ItfError(str(e), file=source, state=index, variable=variable) from None
-    return ItfState(tuple(rows), frozenset(reads), crashes, action if isinstance(action, str) else None)
+    further = tuple(sorted((name, json.dumps(value, sort_keys=True)) for name, value in raw.items()
+                           if name not in VARIABLES and name != "#meta"))
+    return ItfState(tuple(rows), frozenset(reads), crashes, action if isinstance(action, str) else None, further)
 
 
 def parse(data: Any, *, source: str | None = None) -> ItfTrace:

@@ -6,6 +6,7 @@ page (ensemble, write quorum, ack quorum, round-robin striping), Vanlightly's TL
 over the entry's write set; ChangeEnsemble's version check) and apache/bookkeeper issue 1591.
 """
 
+import json
 from dataclasses import replace
 
 import pytest
@@ -16,7 +17,7 @@ from hwm.model.state import Config
 from hwm.properties.acked import WITH_ACKED
 from hwm.properties.ledger import Ledger
 from hwm.properties.protocol import BOOKKEEPER, PRESETS, Protocol, ProtocolError
-from hwm.properties.trace import TraceError, load
+from hwm.properties.trace import load
 from hwm.counterexamples.build import HERE as CATALOGUE
 
 S1, S2, S3 = 0, 1, 2
@@ -168,10 +169,15 @@ def test_hwm_check_says_symmetry_reduces_nothing_for_a_striped_ledger():
     assert "symmetry reduces nothing" not in check("--protocol", "bookkeeper-striped", "--no-symmetry").output
 
 
-def test_itf_refuses_bookkeeper_with_its_reason():
-    from hwm.checker.itf_trace import itf_of_trace
-    with pytest.raises(TraceError, match="ITF here carries the raft family's variables"):
-        itf_of_trace(load(CATALOGUE / "bookkeeper-unblocked-adds.json"))
+def test_itf_carries_bookkeepers_clients_and_ledger():
+    from hwm.checker.itf_trace import itf_of_trace, trace_of_itf
+    from hwm.properties import itf
+    trace = load(CATALOGUE / "bookkeeper-unblocked-adds.json")
+    doc = itf_of_trace(trace)
+    assert doc["vars"][8:] == ["fenced", "responded", "negatives", "acked", "ensembles", "stored"]
+    assert [name for name, _ in doc["states"][0]["generation"]["#map"]][-2:] == ["S4", "S5"]  # the two clients
+    back = trace_of_itf(itf.parse(json.loads(itf.dumps(doc))))
+    assert [s.to_json() for s in back.steps] == [s.to_json() for s in trace.steps]
 
 
 # Every ledger of 2 to 4 bookies (E, WQ, AQ with AQ <= WQ <= E <= bookies) at one entry and one crash:

@@ -144,9 +144,8 @@ def test_prove_refuses_a_variant_by_its_hooks(flexible):
 
 
 def test_what_a_variant_with_its_own_fields_and_actions_cannot_do_is_one_line(tmp_path):
-    """PreVote (examples/variants/prevote.py) adds a field and actions: ITF, which carries the raft model's
-    variables, refuses it, and hwm's own replicas have no such field or action (hwm replay --on impl refuses it
-    before the first step)."""
+    """PreVote (examples/variants/prevote.py) adds a field and actions: ITF carries them, and hwm's own
+    replicas have no such field or action (hwm replay --on impl refuses it before the first step)."""
     shutil.copy(ROOT / "examples" / "variants" / "prevote.py", tmp_path / "prevote.py")
     trace = tmp_path / "timeout.json"
     trace.write_text(json.dumps({
@@ -155,10 +154,15 @@ def test_what_a_variant_with_its_own_fields_and_actions_cannot_do_is_one_line(tm
         "steps": [{"action": "elect", "server": "S1", "voters": ["S1", "S2"]},
                   {"action": "timeout", "server": "S2"}]}))
     assert hwm("replay", trace, "-q").exit_code == 0
-    line = error_line(hwm("replay", trace, "-q", "--itf", tmp_path / "out.itf.json"))
-    assert line == (f"error: {trace}, field 'protocol': ITF here carries the raft model's variables and actions; the "
-                    f"variant PreVote adds fields (heard) and actions (timeout, step_down)")
-    assert not (tmp_path / "out.itf.json").exists()
+    # ITF carries its field after the raft model's variables, and its action's name: the file replays.
+    written = hwm("replay", trace, "-q", "--itf", tmp_path / "out.itf.json")
+    assert written.exit_code == 0, written.output
+    doc = json.loads((tmp_path / "out.itf.json").read_text())
+    assert doc["vars"][8:] == ["heard"] and doc["states"][2]["#meta"]["action"] == "timeout(S2)"
+    assert doc["states"][1]["heard"] == {"#map": [["S1", False], ["S2", True], ["S3", False]]}, doc["states"][1]
+    assert doc["states"][2]["heard"]["#map"][1] == ["S2", False]
+    again = hwm("replay", tmp_path / "out.itf.json", "-q")
+    assert again.exit_code == 0 and "[model]: holds (as expected)" in again.output, again.output
     line = error_line(hwm("replay", trace, "-q", "--on", "impl"))
     assert line == (f"error: {trace}, field 'protocol': PreVote adds fields (heard) and actions (timeout, step_down) "
                     f"to the raft model, which hwm's own replicas do not have; use the model (--on model)"), line

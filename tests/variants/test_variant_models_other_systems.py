@@ -18,6 +18,7 @@ from hwm.cli import main
 from hwm.model.registry import build_model
 from hwm.model.state import Config
 from hwm.properties.protocol import resolve
+from hwm.properties.trace import load
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLES = ROOT / "examples" / "variants"
@@ -204,7 +205,7 @@ ADDED = {"FollowerFetchingPastHighWatermark": ("kafka", "fields (fetch_epoch) an
 ])
 def test_check_saves_replay_replays_and_draws_and_graph_builds(tmp_path, spec, config, trace, steps, changed):
     name = spec.split(":")[1]
-    result = hwm("check", "--protocol", EXAMPLES / spec, *bounds_args(config), "--save", tmp_path)
+    result = hwm("check", "--protocol", EXAMPLES / spec, *bounds_args(config), "--save", tmp_path, "--itf")
     assert result.exit_code == 1, result.output
     assert re.search(rf"note: {name} on the reference backend: {name} adds fields \(\w+\)", result.output)
     if steps is not None:  # the shortest counterexample, as printed
@@ -216,6 +217,15 @@ def test_check_saves_replay_replays_and_draws_and_graph_builds(tmp_path, spec, c
     assert f"[model]: violation of {trace} at step {len(recorded)}" in replayed.output
     field = changed.split()[-4]
     assert f"{field}=" in replayed.output and changed in replayed.output
+    # ITF: the variant's field after the model's own variables, in every state, taking the value the step
+    # table shows; each step by name; the file replays as the trace does.
+    doc = json.loads((tmp_path / f"{name}.{trace}.itf.json").read_text())
+    assert field in doc["vars"][8:] and all(field in state for state in doc["states"])
+    assert [state["#meta"]["action"] for state in doc["states"][1:]] == [str(step) for step in load(saved).steps]
+    assert any(str(value) == changed.split()[-1] for state in doc["states"] for _, value in state[field]["#map"])
+    from_itf = hwm("replay", tmp_path / f"{name}.{trace}.itf.json", "-q")
+    assert from_itf.exit_code == 0, from_itf.output
+    assert f"[model]: violation of {trace} at step {len(recorded)}" in from_itf.output
     page = tmp_path / "trace.html"
     drawn = hwm("replay", "--html", page, saved)
     assert drawn.exit_code == 0, drawn.output
