@@ -63,9 +63,17 @@ def test_a_forward_lost_to_a_partition_is_indeterminate_not_a_finding(name):
     assert result.protocol_error is None, str(result.protocol_error)
     assert result.findings == [], [str(f) for f in result.findings]
     assert result.unanswered, "the partition lost no forward: the schedule no longer tests this"
-    required = run_schedule(style(name), Schedule(workload="kafka", clock="wall", steps=PARTITIONED_OWNER),
-                            Limits(settle_seconds=1.5, replies_required=True))
-    assert {f.name for f in required.findings} == {"NoReply"}
+    # With replies required, each unanswered request is a NoReply finding and nothing else is. On the wall
+    # clock a loaded machine may deliver the forward before the partition cuts it: the schedule again,
+    # up to three times, until one run loses it.
+    for _ in range(3):
+        required = run_schedule(style(name), Schedule(workload="kafka", clock="wall", steps=PARTITIONED_OWNER),
+                                Limits(settle_seconds=1.5, replies_required=True))
+        assert sorted(f.name for f in required.findings) == ["NoReply"] * len(required.unanswered), \
+            [str(f) for f in required.findings]
+        if required.unanswered:
+            break
+    assert required.unanswered, "three runs with replies required lost no forward"
 
 
 # n2 and n3 each take a send of k1 (offsets 0 and 1 from lin-kv) and store it alone; polled from 0,
