@@ -41,6 +41,20 @@ def test_hwms_zab_node_stepped_against_the_read_only_variant_is_clean_and_its_pl
                                               "ReadOnlyMode's model makes this"), found["ModelStep"].text
 
 
+def test_hwm_test_steps_hwms_zab_node_against_the_variant_as_against_zab():
+    """Two Hypothesis schedules: the same observed changes stepped against either model, no finding."""
+    printed = {}
+    for protocol, name in (("zab", "zab"), (f"{READ_ONLY}:ReadOnlyMode", "ReadOnlyMode")):
+        result = hwm("test", "--workload", "log", "--nodes", "3", "--clock", "virtual", "--protocol", protocol,
+                     "--schedules", "2", "--steps", "20", "--seed", "3", "--", *own_node("zab"))
+        assert result.exit_code == 0, result.output
+        stepped, verdict = result.output.splitlines()[-2:]
+        assert stepped.endswith(f"observed changes stepped against the model of {name}"), result.output
+        assert verdict.startswith("no finding in 2 schedules of up to 20 steps"), result.output
+        printed[name] = (stepped.split()[0], verdict)
+    assert printed["zab"] == printed["ReadOnlyMode"]  # the virtual clock: the same runs, stepped alike
+
+
 def test_hwm_replay_of_a_schedule_against_the_read_only_variant(tmp_path):
     schedule = tmp_path / "resync.json"
     schedule.write_text(json.dumps({"format": "hwm-schedule/1", "workload": "log", "nodes": 3, "clock": "virtual",
