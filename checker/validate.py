@@ -275,8 +275,13 @@ class Validator:
     def _satisfies(self, state, k: int, event: Event, generations) -> tuple | None:
         """Reads and acknowledged writes: what the event asks of the state beyond server k's variables."""
         server = state.servers[k]
-        for index, run in (event.read or ()) + (event.ack or ()):
-            if index > min(server.hwm, len(server.log)):
+        # A read is served up to the model's read rule (a variant's `readable`, else the HWM); an
+        # acknowledged write is always at or below the HWM.
+        served = self.model.readable(k, server) if event.read else 0
+        acked = min(server.hwm, len(server.log))
+        for index, run, limit in ([(i, r, served) for i, r in event.read or ()]
+                                  + [(i, r, acked) for i, r in event.ack or ()]):
+            if index > limit:
                 return None
             generations = bind(generations, run, server.log[index - 1])
             if generations is None:
@@ -811,6 +816,9 @@ class Validator:
                 return (f"the validator refuses that step: it is a consequence of {self.header.servers[self._blocked]}'s "
                         f"change in the same step, which no event has logged yet (a change is logged before the "
                         f"messages that announce it)")
+        if event.read and self.model.read_hook is not None:
+            return ("the entries the event reads or acknowledges are not within what the variant's read rule "
+                    "serves, or not at or below that state's high-water mark")
         if event.read or event.ack:
             return "the entries the event reads or acknowledges are not at or below that state's high-water mark"
         return "the run's generations cannot be renamed into the model's in order"

@@ -218,3 +218,31 @@ def test_the_implementation_under_leader_reads_agrees_with_the_model_step_by_ste
     machine = machine_for(f"{RULES}:LeaderReads", Config(servers=3, max_generation=3, max_log=2, max_crashes=1))
     run_state_machine_as_test(machine, settings=conformance_settings(max_examples=8, derandomize=True))
     assert machine.witnessed["read"] and machine.witnessed["leader change"]
+
+
+def _first_discrepancy(spec: str, walked: str) -> tuple[str, int, tuple] | None:
+    """The first random walk of `walked`'s model (3 servers, one entry each way) that `spec`'s validator
+    refuses, with the event it stops at; None if none of 100 does."""
+    from hwm.checker.model_events import random_actions, run_events
+    from hwm.checker.validate import Validator
+
+    model = build_model(resolve(walked)[1], Config(servers=3, max_generation=2, max_log=2, max_crashes=0))
+    for seed in range(100):
+        header, events = run_events(model, list(random_actions(model, 25, seed)))
+        assert Validator(resolve(walked)[1], header).validate(events).valid, seed  # its own model's run
+        verdict = Validator(resolve(spec)[1], header).validate(events)
+        if not verdict.valid:
+            return verdict.discrepancy.describe(), seed, events[verdict.discrepancy.number - 1].read
+    return None
+
+
+def test_hwm_validate_serves_reads_by_the_variants_read_rule():
+    """A recorded run is stepped with the variant's `readable`, not the HWM: a follower's read of its whole
+    log is a step of FollowerReadsUnchecked and not of raft; a follower's read at its HWM is one of raft and
+    not of LeaderReads."""
+    unchecked = f"{RULES}:FollowerReadsUnchecked"
+    assert _first_discrepancy(unchecked, unchecked) is None
+    text, _, read = _first_discrepancy("raft", unchecked)
+    assert read and "lets a client read" in text
+    text, _, read = _first_discrepancy(f"{RULES}:LeaderReads", "raft")
+    assert read and "lets a client read" in text and "read rule" in text
