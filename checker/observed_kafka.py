@@ -34,6 +34,11 @@ finer steps, and this validator accepts exactly these:
   in-sync replica's log end). The controller elects with the ISR as its broker sessions show it:
   ISR replicas that received no LeaderAndIsr may be in the new ISR or not (a dead broker whose
   session has not expired stays; a live one cut off from the controller leaves).
+- **Followers may show an epoch before its leader does.** The controller elects on its own timer and
+  sends LeaderAndIsr to every live broker at once; hwm reads the new leader only at its next input,
+  by when a follower may have shown the epoch and fetched in it (and the leader expanded its ISR).
+  The harness names such followers first, told with that leader's election (`feed`'s `leader` and
+  `told`), and the leader's first shown state may count their fetches.
 - **A shrink counts the fetches the leader took at inputs that showed nothing.** A fetch that moves
   neither the HW (a replica still in the ISR holds it back) nor the ISR changes only the leader's
   view of its follower; under the wall clock the lag timer may then shrink the ISR, the HW move
@@ -77,12 +82,21 @@ class ObservedKafkaValidator(ObservedValidator):
         # step that changes a leader's ISR alone is a change an event must confirm, like a log or HW change.
         self.shows_isr = False
         self._elections_wanted = True
+        # The leader of the epoch a follower's event names, and the followers that showed that epoch before
+        # that leader showed it (`feed`).
+        self._epoch_leader: int | None = None
+        self._told: tuple[int, ...] = ()
 
     # ------------------------------------------------------------------ interface
-    def feed(self, event, isr=None):
-        """`Validator.feed`; `isr` (names) is the ISR the node reports with this event, compared on a leader."""
+    def feed(self, event, isr=None, leader=None, told=()):
+        """`Validator.feed`; `isr` (names) is the ISR the node reports with this event, compared on a leader.
+        `leader` and `told` (names): the run showed the followers `told` (the event's server among them)
+        in an epoch before its leader `leader` showed itself leading it; the election searched for may
+        then also be that leader's whose LeaderAndIsr reaches `told` with it (`_elections`)."""
         self._isr_seen = None if isr is None else frozenset(self.positions[name] for name in isr
                                                             if name in self.positions)
+        self._epoch_leader = None if leader is None else self.positions[leader]
+        self._told = tuple(sorted(self.positions[name] for name in told))
         self.shows_isr = self.shows_isr or isr is not None
         # An election is searched for only where the event shows a new epoch or role: no other change
         # of a node needs one (a replica of a new epoch shows it), and each state offers one per ISR
@@ -96,6 +110,7 @@ class ObservedKafkaValidator(ObservedValidator):
         finally:
             self._isr_seen = None
             self._elections_wanted = True
+            self._epoch_leader, self._told = None, ()
 
     def _also_matches(self, server, k: int) -> bool:
         if self._isr_seen is None or not server.alive or server.role != LEADER:
@@ -132,11 +147,14 @@ class ObservedKafkaValidator(ObservedValidator):
     def _step(self, cand: Candidate, action, after):
         if self.followers_first and action[0] in ("fetch", "fetch_then_shrink_isr"):
             # A follower's change is observed before the fetch it sends next can reach the leader: no
-            # fetch is taken from a follower whose last change no event has shown yet.
+            # fetch is taken from a follower whose last change no event has shown yet. A fetch among
+            # several taken together is known by the leader's view of it, or by the ISR expansion it
+            # made (a fetch from the offset the leader's view already holds moves only that).
             l = action[2]
             before, now = cand.state.servers[l].match, after.servers[l].match
-            if any(cand.pending[f] for f in range(self.n) if f != l and (not before or before[f] != now[f]
-                                                                            or action[1] == f)):
+            had, has = cand.state.servers[l].isr, after.servers[l].isr
+            if any(cand.pending[f] for f in range(self.n) if f != l and (
+                    not before or before[f] != now[f] or action[1] == f or (has and has[f] and not (had and had[f])))):
                 return None
         return super()._step(cand, action, after)
 
@@ -183,9 +201,15 @@ class ObservedKafkaValidator(ObservedValidator):
         each ISR replica the request did not reach may stay in the new ISR or leave it. Only the
         election whose request reaches the new leader alone: every other replica's request is a late
         one (`_late_leader_and_isr`, the same change), so the other recipient sets add nothing but
-        candidates (2^(n-1) of them, for each ISR)."""
+        candidates (2^(n-1) of them, for each ISR). And one more: where followers showed the epoch
+        before its leader did (`feed`'s `told`: the controller elected on its own timer, and hwm reads
+        the leader only at its next input), that leader's election whose request reaches them too, as
+        the controller sends it to every live broker at once. The harness names them before the
+        leader's first shown state, which may count their fetches in the new epoch; with the late
+        requests that is two steps for the first of them, and the ISR of each replica the request left
+        out open (on five replicas sixteen explanations, each searched again at the leader's state)."""
         _, c, voters = action
-        if voters != (c,):
+        if voters != (c,) and (c != self._epoch_leader or voters != tuple(sorted({c, *self._told}))):
             return
         after = self._apply(state, action)
         yield after

@@ -11,6 +11,10 @@ The mapping from what a node shows to the model's variables:
   seen to lead, or 0; a candidate's or a voter's generation, before anyone leads it, is unnamed
   (the model's elections are atomic and spend no generation on a failed one). A candidate is a
   follower;
+- under Kafka a follower's epoch is the controller's election, whose LeaderAndIsr reaches every live
+  broker at once; the controller elects on its own timer, so followers may show the epoch before hwm
+  next reads its leader. Once the leader shows it, they are named first, as told with its election
+  (checker/observed_kafka.py), and the leader's state may count their fetches in the new epoch;
 - a kill is a crash, the node's first answer after its restart is the restart with what it
   recovered. Under raft and zab that is at least the generation it showed before the kill (a lower
   one is a finding even where the model, which never named that generation, would accept it: the
@@ -132,18 +136,36 @@ class ModelSteps:
             self.unnamed.pop(node, None)
         else:
             self.unnamed[node] = seen
+        # Under Kafka a follower shows an epoch only once the controller's LeaderAndIsr of it has reached
+        # it, after its election: the followers that showed it before its leader did are named first, as
+        # followers of that leader. The leader's first observation may count what they did since (a
+        # fetch in the new epoch, the ISR expansion it made), as when the controller elects on its own
+        # timer and hwm reads the leader only at its next input. Under raft and zab a voter's
+        # generation is its vote's, and the candidate's win names it.
+        voters_first = self.protocol.system == "kafka" and seen["role"] == "leader"
+        finding = self._name_voters(node, generation, seen, led_by=node) if voters_first else None
+        if finding is not None:
+            return finding
         finding = self._feed(event, seen, None, seen.get("isr"), persisted, late)
         if finding is None and forgot is not None:
             return self._forgot(seen, forgot)  # the model keeps a generation only where it named it
-        if seen["role"] == "leader" and finding is None:
-            # Its voters showed this generation before anyone led it: now it is named, and their
-            # state (unchanged since, so not observed again) is the model's voter's.
-            for voter, shown in list(self.unnamed.items()):
-                if shown["generation"] == generation and finding is None:
-                    del self.unnamed[voter]
-                    finding = self._feed(Event(server=voter, generation=generation), dict(shown, step=seen["step"],
-                                         cause=seen["cause"]), f"{voter}, of {node}'s generation {generation},")
+        if seen["role"] == "leader" and finding is None and not voters_first:
+            finding = self._name_voters(node, generation, seen)
         return finding
+
+    def _name_voters(self, node: str, generation: int, seen: dict, led_by: str | None = None) -> Finding | None:
+        """The nodes that showed `generation` before anyone led it, now that `node` shows itself its leader:
+        the generation is named, and their state (unchanged since, so not observed again) is the model's
+        voter's. `led_by`: a Kafka epoch's leader, each of these a follower of it (told with its election)."""
+        voters = [voter for voter, shown in self.unnamed.items() if shown["generation"] == generation]
+        for voter in voters:
+            shown = self.unnamed.pop(voter)
+            finding = self._feed(Event(server=voter, generation=generation), dict(shown, step=seen["step"],
+                                 cause=seen["cause"]), f"{voter}, of {node}'s generation {generation},",
+                                 leader=led_by, told=voters)
+            if finding is not None:
+                return finding
+        return None
 
     def client(self, node: str, kind: str, index: int, seen: dict, step, cause: str,
                op_type: str = "log_append") -> Finding | None:
@@ -181,11 +203,14 @@ class ModelSteps:
         return self.finding
 
     def _feed(self, event: Event, seen: dict, what: str | None, isr: list | None = None,
-              persisted: bool = False, late: bool = False) -> Finding | None:
+              persisted: bool = False, late: bool = False, leader: str | None = None,
+              told: list | None = None) -> Finding | None:
         if self.finding is not None:
             return None
         self.events += 1
-        if isr is not None and isinstance(self.validator, ObservedKafkaValidator):
+        if leader is not None:  # a Kafka follower of that epoch's leader, with the others it told
+            discrepancy = self.validator.feed(event, leader=leader, told=told)
+        elif isr is not None and isinstance(self.validator, ObservedKafkaValidator):
             discrepancy = self.validator.feed(event, isr=isr)  # a Kafka leader's ISR is compared too
         elif persisted:
             discrepancy = self.validator.feed(event, persisted_generation=True)

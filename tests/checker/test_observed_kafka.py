@@ -339,3 +339,26 @@ def test_a_fetch_counts_toward_the_hw_only_after_its_followers_change_is_shown_w
     v = ObservedKafkaValidator(KAFKA, Header(NODES, LOGGED), followers_first=followers_first)
     found = [v.feed(Event(server=server, **fields), isr=isr[0] if isr else None) for server, fields, *isr in events]
     assert [number for number, discrepancy in enumerate(found, 1) if discrepancy] == ([] if valid else [len(events)])
+
+
+FIVE = ("n1", "n2", "n3", "n4", "n5")
+
+
+@pytest.mark.parametrize("leader, told, explanations", [
+    ("n1", FIVE[1:], 1),  # n1's election, its request reaching the four with it: the ISR all five
+    ("n1", FIVE[1:3], 4),  # n4 and n5 not told: each may have left the ISR (the controller held it down)
+])
+def test_followers_shown_in_an_epoch_before_its_leader_are_told_with_that_leaders_election(leader, told, explanations):
+    # The controller elects on its own timer and sends the LeaderAndIsr to every live broker at once: the
+    # followers show the epoch before hwm next reads its leader, and the harness names them first.
+    v = ObservedKafkaValidator(KAFKA, Header(FIVE, LOGGED))
+    for follower in told:
+        assert v.feed(Event(server=follower, generation=1), leader=leader, told=told) is None
+    # Only that leader's election, and the one sending them its request: each other election, or a
+    # request each of them took late, would keep an explanation for each ISR the request left open.
+    assert len(v.candidates) == explanations, [c.state.describe() for c in v.candidates]
+    for cand in v.candidates:
+        assert [k for k, sv in enumerate(cand.state.servers) if sv.role == "leader"] == [0]
+        assert all(cand.state.servers[FIVE.index(f)].in_isr for f in told)
+    assert v.feed(Event(server="n1", generation=1, role="leader"), isr=FIVE) is None
+    assert v.finish() is None

@@ -354,3 +354,66 @@ def test_a_leader_counts_a_proposals_ack_its_follower_sent_before_it_was_killed(
     back = shown.index(("n2", True, [[1, 1], [2, 1]], 0), killed)
     assert ("n4", True, [[1, 1], [2, 1], [3, 1], [4, 1]], 2) in shown[back:], shown
     assert feed(saved["observations"], nodes=[f"n{k}" for k in range(1, 6)], protocol="zab") is None
+
+
+# ---------------------------------------------- a Kafka election on the controller's timer
+def broker(step, node, role, generation, log=(), hwm=0, isr=()):
+    """A Kafka broker's observation: `isr` its own copy (a leader's is compared)."""
+    return dict(seen(step, node, role, generation, log, hwm), isr=list(isr))
+
+
+# n1 (the controller's node) leads epoch 1 and takes a produce; n2 and n3 are cut off and shrunk out;
+# n1 is killed and comes back showing its checkpointed epoch, no leader. Its controller, restarted,
+# elects n1 again for epoch 2 (ISR {n1}) on its own timer, not at an input of n1's: hwm delivers the
+# LeaderAndIsr to n2 and n3, which show epoch 2 (no node has shown itself leading it yet), and n2's
+# fetch in epoch 2 (from 0, at the HW) to n1, whose ISR expansion the controller accepts at once.
+ALL = ("n1", "n2", "n3")
+BEFORE_REELECTION = [
+    broker(1, "n2", "follower", 1, isr=ALL), broker(1, "n3", "follower", 1, isr=ALL),
+    broker(1, "n1", "leader", 1, isr=ALL), broker(2, "n1", "leader", 1, log=[(1, 1)], isr=ALL),
+    broker(3, "n1", "leader", 1, log=[(1, 1)], isr=("n1",)), down(4, "n1", 1, "leader"),
+    broker(5, "n1", "follower", 1, log=[(1, 1)], isr=("n1",)),
+    broker(6, "n2", "follower", 2, isr=("n1",)), broker(6, "n3", "follower", 2, isr=("n1",))]
+
+
+def test_a_kafka_leader_first_shown_after_its_followers_may_count_their_fetches_in_its_epoch():
+    # The kafka wall 3 row's hunt (--seed 7), its 8th schedule: "n1 showed leader g2 log=[1,1] hwm=0
+    # isr=n1,n2". The followers that showed epoch 2 first are now named first, as told with the election.
+    finding = feed(BEFORE_REELECTION + [broker(7, "n1", "leader", 2, log=[(1, 1)], isr=("n1", "n2"))],
+                   protocol="kafka")
+    assert finding is None, finding.text
+    # n3's fetch too (its log end, 0, at the HW): both expansions, one step of fetches taken together.
+    both = feed(BEFORE_REELECTION + [broker(7, "n1", "leader", 2, log=[(1, 1)], isr=ALL)], protocol="kafka")
+    assert both is None, both.text
+
+
+@pytest.mark.parametrize("shown", [
+    # n2 holds nothing: a HW of 1 over the ISR {n1, n2} is past n2's log end offset.
+    broker(7, "n1", "leader", 2, log=[(1, 1)], hwm=1, isr=("n1", "n2")),
+    # n2 never showed epoch 2: its fetches carry epoch 1, which n1 fences, and it has not been told.
+    "n2 in epoch 1"], ids=["hw-past-the-isr", "untold-follower"])
+def test_a_kafka_leader_first_shown_after_its_followers_counts_only_what_they_could_send(shown):
+    run = BEFORE_REELECTION
+    if shown == "n2 in epoch 1":
+        run = BEFORE_REELECTION[:-2] + [BEFORE_REELECTION[-1]]
+        shown = broker(7, "n1", "leader", 2, log=[(1, 1)], isr=("n1", "n2"))
+    finding = feed(run + [shown], protocol="kafka")
+    assert finding is not None and finding.step == 7, finding and finding.text
+    assert "n1 showed leader g2" in finding.text
+    # The same with n1's ISR as the election left it is a correct broker's.
+    assert feed(run + [dict(shown, hwm=0, isr=["n1"])], protocol="kafka") is None
+
+
+def test_kafka_followers_of_a_new_epoch_are_named_before_its_leader_and_raft_voters_after_it():
+    order = {}
+    for protocol in ("kafka", "raft"):
+        steps = ModelSteps(protocol, list(ALL))
+        fed = []
+        feed_one = steps.validator.feed
+        steps.validator.feed = lambda event, **options: fed.append((event.server, event.generation)) or feed_one(
+            event, **options)
+        for observation in [seen(1, "n2", "follower", 1), seen(2, "n1", "leader", 1)]:
+            assert steps.observed(observation) is None
+        order[protocol] = fed
+    assert order["kafka"] == [("n2", -1), ("n2", 1), ("n1", 1)]
+    assert order["raft"] == [("n2", -1), ("n1", 1), ("n2", 1)]
