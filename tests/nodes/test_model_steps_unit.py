@@ -404,6 +404,21 @@ def test_a_kafka_leader_first_shown_after_its_followers_counts_only_what_they_co
     assert feed(run + [dict(shown, hwm=0, isr=["n1"])], protocol="kafka") is None
 
 
+ELECTION_ON_TIMER = Path(__file__).with_name("kafka_election_on_timer.json")
+
+
+def test_the_rows_recorded_run_of_a_kafka_election_on_the_controllers_timer_steps_clean():
+    # The same schedule replayed (7 of 25 replays stopped there): the observations as recorded.
+    saved = json.loads(ELECTION_ON_TIMER.read_text())
+    shown = [(o["node"], o["role"], o["generation"], o.get("isr")) for o in saved["observations"]]
+    first = next(i for i, (node, role, generation, _) in enumerate(shown) if role == "leader" and generation == 2)
+    assert shown[first] == ("n1", "leader", 2, ["n1", "n2"]), shown
+    assert {node for node, _, generation, _ in shown[:first] if generation == 2} == {"n2", "n3"}, shown
+    assert "n1 showed leader g2 log=[1,1] hwm=0 isr=n1,n2" in saved["findings"][0]
+    finding = feed(saved["observations"], protocol="kafka")
+    assert finding is None, finding.text
+
+
 def test_kafka_followers_of_a_new_epoch_are_named_before_its_leader_and_raft_voters_after_it():
     order = {}
     for protocol in ("kafka", "raft"):
