@@ -61,7 +61,7 @@ def replay_lasso_on_impl(trace: Trace, name: str, cluster: SimCluster, model) ->
 
     reason = refusal(model)
     if reason:
-        raise TraceError(reason, file=trace.source, field="config.network")
+        raise TraceError(reason, file=trace.source, field="config.max_partitions")
     outcome = Outcome("holds", "impl", name, rows=[("(initial)", cluster.snapshot())], loop=trace.loop)
     for number, step in enumerate(trace.steps, start=1):
         reason = cluster.apply_step(step)

@@ -5,7 +5,11 @@ Fairness. Each system's model names its weakly fair actions (`Model.FAIR`, docs/
 a `replicate(leader, follower)` round trip (the HWM advance is part of it: the leader
 recomputes its high-water mark on every response), and `restart` (a crashed server eventually
 comes back). ZAB adds `sync` and `persist`, Kafka `shrink_isr`, `leader_and_isr` and `flush`;
-BookKeeper's are `send_add` and `restart`. Nothing else is fair: clients may stop writing
+BookKeeper's are `send_add` and `restart`. On raft's async network a leader's `send` of an
+append takes `replicate`'s place (`Model.ASYNC_FAIR`: a leader keeps sending, as it keeps
+replicating on rpc), and `deliver` is strongly fair (`Model.STRONG_FAIR`: a channel is fair-lossy, an instance
+enabled infinitely often is taken infinitely often, so a run that drops every copy of a message
+resent for ever is not fair); `drop` is not. Nothing else is fair: clients may stop writing
 or reading, and elections and crashes may stop. They do stop: every election raises
 a generation and every crash counts against max_crashes, so an infinite run makes
 finitely many of each and ends with a stable set of leaders (the bounds are the
@@ -13,15 +17,21 @@ model's, so this is a check within them, not a proof).
 
 A violation is a fair lasso: a path from the initial state to a cycle along which
 one obligation of the property (the same key: the same leader and entry, or the same
-leader and follower) is open in every state, and every fair action that is enabled
-in every state of the cycle is taken on it. Per obligation, the states where it is
-open form a subgraph; in one strongly connected component of it a fair cycle exists
-exactly when each fair action enabled throughout the component is taken by an edge
-inside it (a cycle through every edge of the component is then fair). The shortest
-lasso: breadth-first stem to a component state, then the shortest cycle back to that
-state inside the component that meets every fairness requirement (a breadth-first
-search over (state, requirements met)); the pair with the fewest steps in total wins,
-ties going to the shorter stem, then the first obligation key, then the first state.
+leader and follower) is open in every state, every weakly fair action instance that is
+enabled in every state of the cycle is taken on it, and every strongly fair one that is
+enabled in some state of the cycle is taken on it. Per obligation, the states where it is
+open form a subgraph. Its strongly connected components are refined for strong fairness
+(Emerson and Lei's, as for Streett automata): a strongly fair instance enabled in a
+component but taken on none of its inner edges rules out every cycle through a state
+where it is enabled, so those states go and the components of the rest are computed
+again, until none changes. In a component that remains a fair cycle exists exactly when
+each weakly fair instance enabled throughout it is taken by an edge inside it (a cycle
+through every edge of the component is then fair), and every fair cycle lies in one.
+The shortest lasso: breadth-first stem to a component state, then the shortest cycle
+back to that state inside the component that meets every fairness requirement (a
+breadth-first search over (state, weak requirements met, strong instances taken, strong
+instances owed)); the pair with the fewest steps in total wins, ties going to the
+shorter stem, then the first obligation key, then the first state.
 
 Terminal states (no action enabled: a bound stopped everything) are not deadlocks:
 a bounded model ends there, and nothing is claimed about what would follow. They are
@@ -33,13 +43,11 @@ millions of states); elsewhere on `StateGraph`, the model's own objects. Both nu
 breadth-first order with the model's action order on every state's edges, and break ties between
 lassos the same way, so their reports are equal (tests/checker/test_liveness_compiled.py).
 
-The check runs without symmetry reduction, and refuses the async network:
-- symmetry: fairness names action instances (`replicate(S1, S2)`), but an edge of the
-  quotient graph carries the action of whichever member was expanded, and a cycle of
-  classes need not be a cycle of states; both would need the permutation carried on
-  every edge. Exploring the concrete states keeps lassos replayable step by step.
-- async: a channel may drop every message, so weak fairness on delivery does not
-  make progress; that needs strong fairness against loss, which is not modelled.
+The check runs without symmetry reduction: fairness names action instances
+(`replicate(S1, S2)`), but an edge of the quotient graph carries the action of whichever
+member was expanded, and a cycle of classes need not be a cycle of states; both would
+need the permutation carried on every edge. Exploring the concrete states keeps lassos
+replayable step by step. It refuses partitions (`refusal`): heal is not fair.
 """
 
 from __future__ import annotations
@@ -110,6 +118,7 @@ class LivenessReport(Verdicts):
     states: int = 0
     transitions: int = 0
     fairness: tuple[str, ...] = FAIR_ACTIONS
+    strong_fairness: tuple[str, ...] = ()  # the strongly fair actions: `deliver` on the async network
     results: dict[str, LivenessResult] = field(default_factory=dict)
     properties: tuple[LivenessProperty, ...] = LIVENESS  # what was checked, in order
     successors: str = "reference"  # whose graph: the reference backend's or the compiled one's
@@ -117,9 +126,16 @@ class LivenessReport(Verdicts):
     def to_json(self) -> dict:
         return {"protocol": self.protocol_name, "config": self.config, "symmetry": False,
                 "successors": self.successors,
-                "fairness": {"weak": list(self.fairness)}, "distinct_states": self.states,
+                "fairness": self.fairness_json(), "distinct_states": self.states,
                 "transitions": self.transitions,
                 "properties": {r.name: r.to_json() for r in self.results.values()}}
+
+
+    def fairness_json(self) -> dict:
+        out = {"weak": list(self.fairness)}
+        if self.strong_fairness:  # the rpc network's reports keep their shape
+            out["strong"] = list(self.strong_fairness)
+        return out
 
 
 class StateGraph(Visitor):
@@ -177,35 +193,42 @@ class StateGraph(Visitor):
 
 
 def _shortest_fair_cycle(graph: StateGraph, component: set[int], start: int,
-                         fair: tuple[str, ...]) -> list[Action] | None:
+                         fair: tuple[str, ...], strong: tuple[str, ...] = ()) -> list[Action] | None:
     """The fewest steps from `start` back to it inside `component` meeting every fairness
-    requirement: each fair action enabled somewhere in the component is, on the cycle,
-    either taken or disabled in some visited state."""
+    requirement: each weakly fair action enabled somewhere in the component is, on the cycle,
+    either taken or disabled in some visited state; each strongly fair one enabled in some
+    visited state is taken (it is owed from the first state that enables it until taken)."""
     required = sorted({a for k in component for a, _ in graph.edges[k] if a[0] in fair})
     required_bit = {a: 1 << n for n, a in enumerate(required)}
     full = (1 << len(required)) - 1
-    disabled = {}
+    strong_required = sorted({a for k in component for a, _ in graph.edges[k] if a[0] in strong})
+    strong_bit = {a: 1 << n for n, a in enumerate(strong_required)}
+    disabled, strong_enabled = {}, {}
     for k in component:
         enabled = {a for a, _ in graph.edges[k]}
         disabled[k] = sum(bit for a, bit in required_bit.items() if a not in enabled)
-    begin = (start, disabled[start])
-    parents: dict[tuple[int, int], tuple[tuple[int, int], Action] | None] = {begin: None}
+        strong_enabled[k] = sum(bit for a, bit in strong_bit.items() if a in enabled)
+    # A node: (state, weak requirements met, strong instances taken, strong instances owed).
+    begin = (start, disabled[start], 0, strong_enabled[start])
+    parents: dict[tuple[int, int, int, int], tuple[tuple[int, int, int, int], Action] | None] = {begin: None}
     queue = deque([begin])
     while queue:
         node = queue.popleft()
-        k, met = node
+        k, met, taken, owed = node
         for action, j in graph.edges[k]:
             if j not in component:
                 continue
             now = met | required_bit.get(action, 0) | disabled[j]
-            if j == start and now == full:
+            now_taken = taken | strong_bit.get(action, 0)
+            now_owed = (owed | strong_enabled[j]) & ~now_taken
+            if j == start and now == full and not now_owed:
                 cycle = [action]
                 while parents[node] is not None:
                     node, a = parents[node]
                     cycle.append(a)
                 cycle.reverse()
                 return cycle
-            nxt = (j, now)
+            nxt = (j, now, now_taken, now_owed)
             if nxt not in parents:
                 parents[nxt] = (node, action)
                 queue.append(nxt)
@@ -222,6 +245,24 @@ def _components(graph: StateGraph, members: set[int]):
             yield component
 
 
+def _strong_components(graph: StateGraph, members: set[int], strong: tuple[str, ...]):
+    """The components of `members` refined for strong fairness, until stable: where a strongly fair
+    instance is enabled in a component but taken on none of its inner edges, no fair cycle passes
+    through a state that enables it; those states go, and what is left is split again."""
+    pending = [members]
+    while pending:
+        for component in _components(graph, pending.pop()):
+            enabled = {a for k in component for a, _ in graph.edges[k] if a[0] in strong}
+            taken = {a for k in component for a, j in graph.edges[k] if j in component}
+            starved = enabled - taken
+            if not starved:
+                yield component
+                continue
+            rest = {k for k in component if not any(a in starved for a, _ in graph.edges[k])}
+            if rest:
+                pending.append(rest)
+
+
 def _fair_component(graph: StateGraph, component: set[int], fair: tuple[str, ...]) -> bool:
     """Some cycle in the component is fair: every fair action enabled in all its states is
     taken by an edge inside it."""
@@ -234,7 +275,7 @@ def _fair_component(graph: StateGraph, component: set[int], fair: tuple[str, ...
 
 
 def check_property(graph: StateGraph, prop: LivenessProperty, distance: list[int],
-                   fair: tuple[str, ...]) -> LivenessResult:
+                   fair: tuple[str, ...], strong: tuple[str, ...] = ()) -> LivenessResult:
     open_at: dict = {}  # obligation key -> states where it is open
     cut = 0
     for k, state in enumerate(graph.states):
@@ -245,13 +286,13 @@ def check_property(graph: StateGraph, prop: LivenessProperty, distance: list[int
             open_at.setdefault(key, set()).add(k)
     best = None  # (length, stem, key rank, start, cycle actions, key)
     for rank, key in enumerate(sorted(open_at)):
-        for component in _components(graph, open_at[key]):
+        for component in _strong_components(graph, open_at[key], strong):
             if not _fair_component(graph, component, fair):
                 continue
             for start in sorted(component, key=lambda k: (distance[k], k)):
                 if best is not None and distance[start] > best[0]:
                     break
-                cycle = _shortest_fair_cycle(graph, component, start, fair)
+                cycle = _shortest_fair_cycle(graph, component, start, fair, strong)
                 if cycle is None:  # cannot happen in a fair component; be loud if it does
                     raise RuntimeError(f"{prop.name}: no fair cycle through a fair component")
                 # Ties go to the first key, then the first state: an order of the lassos alone, not
@@ -283,9 +324,6 @@ def check_witness(graph: StateGraph, prop: LivenessProperty) -> LivenessResult:
 
 def refusal(model: Model) -> str | None:
     """Why the liveness check cannot run on this model, or None (symmetry is never used: see above)."""
-    if model.config.network != "rpc":
-        return ("liveness is checked on the rpc network only: on the async network a channel may drop "
-                "every message, and progress would need strong fairness against loss, which is not modelled")
     if getattr(model.config, "max_partitions", 0):
         return ("liveness is not checked with partitions (max_partitions): heal is not a fair action, so a run may "
                 "stay partitioned for ever, and nothing is promised to the servers behind the cut")
@@ -294,14 +332,20 @@ def refusal(model: Model) -> str | None:
 
 def liveness_of(model: Model) -> tuple[tuple[LivenessProperty, ...], tuple[str, ...]]:
     """The `eventually` properties `model` is checked for and its weakly fair actions: the documented
-    properties and its system's fairness (`Model.FAIR`), and a variant's own after them
+    properties and its system's fairness (`Model.FAIR`, `Model.ASYNC_FAIR` on the async network), and a
+    variant's own after them
     (`model.variant_model`: its `liveness` and `fair`)."""
-    fair = tuple(model.FAIR)
+    fair = tuple(model.ASYNC_FAIR if model.config.network == "async" else model.FAIR)
     variant = getattr(model, "variant", None)
     if variant is None or not (variant.liveness or variant.fair):
         return LIVENESS, fair
     from hwm.model.variant_model import liveness_properties
     return LIVENESS + liveness_properties(variant), fair + tuple(variant.fair)
+
+
+def strong_fairness_of(model: Model) -> tuple[str, ...]:
+    """The strongly fair actions of `model`: `Model.STRONG_FAIR` (`deliver`) on the async network, else none."""
+    return tuple(model.STRONG_FAIR) if model.config.network == "async" else ()
 
 
 def liveness_backend(model: Model, successors: str = "auto") -> str:
@@ -317,16 +361,18 @@ def liveness_backend(model: Model, successors: str = "auto") -> str:
 
 def check_liveness(model: Model, protocol_name: str, *, max_states: int | None = None,
                    properties=None, fair: tuple[str, ...] | None = None,
-                   successors: str = "auto") -> LivenessReport:
+                   strong: tuple[str, ...] | None = None, successors: str = "auto") -> LivenessReport:
     """Every `eventually` property and its witness, on the concrete state graph (no symmetry).
 
-    `properties` and `fair` (the weakly fair actions) default to the model's (`liveness_of`: the
-    documented fairness; tests weaken it to show that the verdicts depend on it). `successors` picks
+    `properties`, `fair` (the weakly fair actions) and `strong` (the strongly fair ones) default to the
+    model's (`liveness_of`, `strong_fairness_of`: the documented fairness; tests weaken it to show that the
+    verdicts depend on it). `successors` picks
     the graph (`liveness_backend`); both give the same report. `max_states` defaults to the graph's
     limit (`max_states_of`)."""
     own_properties, own_fair = liveness_of(model)
     properties = own_properties if properties is None else tuple(properties)
     fair = own_fair if fair is None else fair
+    strong = strong_fairness_of(model) if strong is None else tuple(strong)
     reason = refusal(model)
     if reason:
         raise LivenessRefused(reason)
@@ -336,7 +382,7 @@ def check_liveness(model: Model, protocol_name: str, *, max_states: int | None =
     if backend == "fast":
         from hwm.checker.liveness_fast import check_on_compiled_graph
         report = check_on_compiled_graph(model, protocol_name, properties, tuple(fair), max_states, LivenessReport,
-                                         LivenessResult, LivenessRefused)
+                                         LivenessResult, LivenessRefused, strong)
         report.successors = "fast"
         return report
     graph = StateGraph(model, max_states)
@@ -344,18 +390,20 @@ def check_liveness(model: Model, protocol_name: str, *, max_states: int | None =
     for k in range(1, len(graph.states)):
         distance[k] = distance[graph.parent[k][0]] + 1
     report = LivenessReport(protocol_name, model.config.to_mapping(), len(graph.states), graph.transitions,
-                            tuple(fair), properties=properties)
+                            tuple(fair), strong, properties=properties)
     for prop in properties:
-        report.results[prop.name] = check_property(graph, prop, distance, tuple(fair))
+        report.results[prop.name] = check_property(graph, prop, distance, tuple(fair), strong)
     for prop in properties:
         report.results[prop.witness.name] = check_witness(graph, prop)
     return report
 
 
 def lasso_verdict(model: Model, states: list[State], actions: list[Action], loop: int, prop: LivenessProperty,
-                  fair: tuple[str, ...] | None = None) -> tuple[str | None, str]:
+                  fair: tuple[str, ...] | None = None,
+                  strong: tuple[str, ...] | None = None) -> tuple[str | None, str]:
     """Whether a replayed lasso violates `prop`: (the finding, "") or (None, why it does not), under the
-    weakly fair actions `fair` (by default the model's, `liveness_of`).
+    weakly fair actions `fair` and the strongly fair `strong` (by default the model's, `liveness_of` and
+    `strong_fairness_of`).
 
     `states[k]` is the state after step k (`states[0]` the initial one); steps loop..n are the
     cycle. It must close (the state after step n is the state before step `loop`), one
@@ -363,6 +411,8 @@ def lasso_verdict(model: Model, states: list[State], actions: list[Action], loop
     """
     if fair is None:
         fair = liveness_of(model)[1]
+    if strong is None:
+        strong = strong_fairness_of(model)
     n = len(actions)
     start, cycle_states, cycle_actions = states[loop - 1], states[loop - 1:n], actions[loop - 1:]
     if states[n] != start:
@@ -381,4 +431,9 @@ def lasso_verdict(model: Model, states: list[State], actions: list[Action], loop
     if starved:
         return None, (f"the cycle is not fair: {to_step(starved[0])} is enabled in every state of the cycle "
                       f"but never taken (weakly fair: {', '.join(fair)})")
+    enabled_somewhere = {a for state in cycle_states for a in model.actions(state) if a[0] in strong}
+    starved = sorted(enabled_somewhere - set(cycle_actions))
+    if starved:
+        return None, (f"the cycle is not fair: {to_step(starved[0])} is enabled in some state of the cycle "
+                      f"but never taken (strongly fair: {', '.join(strong)})")
     return prop.obligations(start)[min(open_)] + ", and stays so forever along a fair cycle", ""

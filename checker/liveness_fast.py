@@ -10,11 +10,14 @@ graph algorithms are compiled loops (Numba's JIT, cached on disk):
 - obligations are the properties' own Python, asked once per distinct tuple of server slots: the
   documented properties read the servers alone (generation, role, alive, HWM, log), and a million
   states share a few thousand such tuples; a property of a variant is asked of every state;
-- strongly connected components per obligation key: Tarjan's algorithm, iterative;
+- strongly connected components per obligation key: Tarjan's algorithm, iterative, refined for strong
+  fairness as the reference refines them (the states that enable a strongly fair instance their
+  component never takes leave, and Tarjan runs again on what is left, until nothing leaves);
 - per component, the fair actions enabled in all of its states against those taken inside it, as
-  bit sets (one bit per weakly fair action instance);
-- the shortest fair cycle through a state: the reference's breadth-first search over (state,
-  requirements met), cut off once it cannot beat the best lasso found so far.
+  bit sets (one bit per weakly fair action instance, one word; the strongly fair ones in another);
+- the shortest fair cycle through a state: the reference's breadth-first search over (state, weak
+  requirements met, strong instances taken, strong instances owed), cut off once it cannot beat the
+  best lasso found so far.
 
 Identities are kept (no symmetry reduction), as on the reference path: an obligation's key and a fair
 action name servers, and an edge of the quotient graph does not carry the permutation that relates
@@ -126,23 +129,68 @@ def fair_components(indptr, targets, fair_bits, enabled, label, count):
     return fair, anywhere
 
 
-_KEY = types.UniTuple(types.int64, 2)  # (state, requirements met)
+@njit(cache=True, nogil=True)
+def strong_refinement(indptr, targets, strong_bits, strong_enabled, label, count, member):
+    """One round of the refinement for strong fairness: in each component with a cycle, the states that
+    enable a strongly fair instance taken on none of the component's inner edges leave `member` (no fair
+    cycle passes through them). Returns how many left; Tarjan runs again on what is left until none."""
+    size = np.zeros(count, np.int64)
+    anywhere = np.zeros(count, np.int64)
+    taken = np.zeros(count, np.int64)
+    self_loop = np.zeros(count, np.bool_)
+    for v in range(label.size):
+        c = label[v]
+        if c < 0:
+            continue
+        size[c] += 1
+        anywhere[c] |= strong_enabled[v]
+        for e in range(indptr[v], indptr[v + 1]):
+            if label[targets[e]] == c:
+                taken[c] |= strong_bits[e]
+                if targets[e] == v:
+                    self_loop[c] = True
+    removed = 0
+    for v in range(label.size):
+        c = label[v]
+        if c < 0 or not (size[c] > 1 or self_loop[c]):
+            continue  # no cycle: fair_components passes it over
+        if strong_enabled[v] & anywhere[c] & ~taken[c]:
+            member[v] = False
+            removed += 1
+    return removed
+
+
+def refined_components(indptr, targets, member, strong_bits, strong_enabled, label, work) -> int:
+    """The strongly connected components of the subgraph on `member`, refined for strong fairness until
+    stable (`member` loses the states refined away): `label` gets each state's component; returns their
+    count. With no strongly fair instance (the rpc network) the first round removes nothing."""
+    count = strong_components(indptr, targets, member, label, work)
+    while count and strong_refinement(indptr, targets, strong_bits, strong_enabled, label, count, member):
+        count = strong_components(indptr, targets, member, label, work)
+    return count
+
+
+_KEY = types.UniTuple(types.int64, 4)  # (state, weak requirements met, strong taken, strong owed)
 
 
 @njit(cache=True, nogil=True)
-def shortest_fair_cycle(indptr, targets, fair_bits, enabled, label, start, full, limit):
+def shortest_fair_cycle(indptr, targets, fair_bits, enabled, strong_bits, strong_enabled, label, start, full,
+                        limit):
     """The edges of the fewest steps from `start` back to it inside its component that meet every
-    fairness requirement (each fair action enabled somewhere in the component, the bits of `full`, is
-    taken or disabled in some visited state), by breadth-first search over (state, requirements met);
-    empty when there is none of at most `limit` steps."""
+    fairness requirement (each weakly fair action enabled somewhere in the component, the bits of `full`,
+    is taken or disabled in some visited state; each strongly fair one enabled in a visited state is
+    taken), by breadth-first search over (state, requirements met, strong taken, strong owed); empty
+    when there is none of at most `limit` steps."""
     c = label[start]
     seen = Dict.empty(key_type=_KEY, value_type=types.int64)
     states = [start]
     met_of = [full & ~enabled[start]]
+    taken_of = [np.int64(0)]
+    owed_of = [strong_enabled[start]]
     parent = [-1]
     via = [-1]
     depth = [0]
-    seen[(start, met_of[0])] = 0
+    seen[(start, met_of[0], taken_of[0], owed_of[0])] = 0
     head = 0
     while head < len(states):
         node = head
@@ -151,22 +199,28 @@ def shortest_fair_cycle(indptr, targets, fair_bits, enabled, label, start, full,
             break
         k = states[node]
         met = met_of[node]
+        taken = taken_of[node]
+        owed = owed_of[node]
         for e in range(indptr[k], indptr[k + 1]):
             j = targets[e]
             if label[j] != c:
                 continue
             now = met | (fair_bits[e] & full) | (full & ~enabled[j])
-            if j == start and now == full:
+            now_taken = taken | strong_bits[e]
+            now_owed = (owed | strong_enabled[j]) & ~now_taken
+            if j == start and now == full and now_owed == 0:
                 cycle = [e]
                 while parent[node] >= 0:
                     cycle.append(via[node])
                     node = parent[node]
                 cycle.reverse()
                 return np.array(cycle, dtype=np.int64)
-            if (j, now) not in seen:
-                seen[(j, now)] = len(states)
+            if (j, now, now_taken, now_owed) not in seen:
+                seen[(j, now, now_taken, now_owed)] = len(states)
                 states.append(j)
                 met_of.append(now)
+                taken_of.append(now_taken)
+                owed_of.append(now_owed)
                 parent.append(node)
                 via.append(e)
                 depth.append(depth[node] + 1)
@@ -296,32 +350,36 @@ def _classes(graph: CompiledGraph, documented: bool) -> tuple[np.ndarray, np.nda
 
 
 def check_on_compiled_graph(model: Model, protocol_name: str, properties, fair: tuple[str, ...],
-                            max_states: int, report_type, result_type, refused):
+                            max_states: int, report_type, result_type, refused, strong: tuple[str, ...] = ()):
     """`checker.liveness.check_liveness` on the compiled graph: the same report."""
     from hwm.checker.backend import action_table
 
     actions = action_table(model)  # the backends' action ids
-    fair_ids = [i for i, a in enumerate(actions) if a[0] in fair]
-    if len(fair_ids) > 62:
-        raise refused(f"{len(fair_ids)} weakly fair action instances: the compiled liveness check keeps "
-                      f"them as bits of one 64-bit word")
+    bit_ofs = []
+    for names, kind in ((fair, "weakly"), (strong, "strongly")):
+        ids = [i for i, a in enumerate(actions) if a[0] in names]
+        if len(ids) > 62:
+            raise refused(f"{len(ids)} {kind} fair action instances: the compiled liveness check keeps "
+                          f"them as bits of one 64-bit word")
+        bit_of = np.zeros(len(actions), dtype=np.int64)
+        for n, i in enumerate(ids):
+            bit_of[i] = 1 << n
+        bit_ofs.append(bit_of)
     graph = CompiledGraph(model, max_states, refused)
-    bit_of = np.zeros(len(actions), dtype=np.int64)
-    for n, i in enumerate(fair_ids):
-        bit_of[i] = 1 << n
-    fair_bits = bit_of[graph.action_ids]
+    fair_bits, strong_bits = (bit_of[graph.action_ids] for bit_of in bit_ofs)
     enabled = enabled_bits(graph.indptr, fair_bits)
+    strong_enabled = enabled_bits(graph.indptr, strong_bits)
     terminal = np.diff(graph.indptr) == 0
     report = report_type(protocol_name, model.config.to_mapping(), graph.states, graph.transitions, tuple(fair),
-                         properties=tuple(properties))
+                         tuple(strong), properties=tuple(properties))
     documented = all(p in LIVENESS for p in properties)
     representatives, class_of = _classes(graph, documented)
     # Each class's obligations, asked of its representative with the property's own code.
     class_states = [graph.state(int(k)) for k in representatives]
     for prop in properties:
         obligations = [prop.obligations(s) for s in class_states]
-        report.results[prop.name] = _check_property(graph, prop, obligations, class_of, fair_bits,
-                                                    enabled, terminal, actions, result_type)
+        report.results[prop.name] = _check_property(graph, prop, obligations, class_of, fair_bits, enabled,
+                                                    strong_bits, strong_enabled, terminal, actions, result_type)
     # A class's representative is its breadth-first first state: the first representative that
     # reaches a witness is the first state that does.
     by_discovery = np.argsort(representatives, kind="stable").tolist()
@@ -337,8 +395,8 @@ def check_on_compiled_graph(model: Model, protocol_name: str, properties, fair: 
     return report
 
 
-def _check_property(graph, prop, obligations, class_of, fair_bits, enabled, terminal, actions,
-                    result_type):
+def _check_property(graph, prop, obligations, class_of, fair_bits, enabled, strong_bits, strong_enabled, terminal,
+                    actions, result_type):
     has_any = np.array([bool(o) for o in obligations], dtype=bool)
     cut = int(np.count_nonzero(has_any[class_of] & terminal))
     open_in: dict = {}  # obligation key -> the classes where it is open
@@ -352,7 +410,7 @@ def _check_property(graph, prop, obligations, class_of, fair_bits, enabled, term
         open_class = np.zeros(len(obligations), dtype=bool)
         open_class[open_in[key]] = True
         member = open_class[class_of]
-        count = strong_components(graph.indptr, graph.targets, member, label, work)
+        count = refined_components(graph.indptr, graph.targets, member, strong_bits, strong_enabled, label, work)
         if not count:
             continue
         fair, anywhere = fair_components(graph.indptr, graph.targets, fair_bits, enabled, label, count)
@@ -364,8 +422,8 @@ def _check_property(graph, prop, obligations, class_of, fair_bits, enabled, term
             if best is not None and stem > best[0]:
                 break
             limit = best[0] - stem if best is not None else np.iinfo(np.int64).max
-            cycle = shortest_fair_cycle(graph.indptr, graph.targets, fair_bits, enabled, label, start,
-                                        int(anywhere[label[start]]), limit)
+            cycle = shortest_fair_cycle(graph.indptr, graph.targets, fair_bits, enabled, strong_bits, strong_enabled,
+                                        label, start, int(anywhere[label[start]]), limit)
             if not len(cycle):
                 if best is None:  # cannot happen in a fair component; be loud if it does
                     raise RuntimeError(f"{prop.name}: no fair cycle through a fair component")

@@ -121,7 +121,7 @@ def replay_lasso_on_model(trace: Trace, name: str, model) -> Outcome:
 
     reason = refusal(model)
     if reason:
-        raise TraceError(reason, file=trace.source, field="config.network")
+        raise TraceError(reason, file=trace.source, field="config.max_partitions")
     initial = model.initial_state()
     states, actions = [initial], []
     outcome = Outcome("holds", "model", name, rows=[("(initial)", initial)], loop=trace.loop)

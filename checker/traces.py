@@ -77,7 +77,10 @@ def lasso_trace(report: LivenessReport, protocol_spec, prop: str) -> Trace:
         steps=list(r.steps), loop=r.loop, extra=recorded_of(protocol_spec),
         title=f"{name}: {prop} violated by a lasso of {r.stem} + {r.cycle} steps",
         explanation=(f"{r.finding}. Steps {r.loop}..{len(r.steps)} repeat forever and every weakly fair action "
-                     f"({', '.join(report.fairness)}) that stays enabled is taken on them. Found on the state "
+                     f"({', '.join(report.fairness)}) that stays enabled is taken on them"
+                     + (f", as is every strongly fair one ({', '.join(report.strong_fairness)}) enabled on them"
+                        if report.strong_fairness else "")
+                     + ". Found on the state "
                      f"graph's strongly connected components: no lasso is shorter at these bounds. "
                      f"Protocol: {summary}."),
     )

@@ -28,11 +28,16 @@ def run(protocol_spec, config: Config, max_states: int | None = None, successors
     return check_liveness(build_model(protocol, config), name, max_states=max_states, successors=successors)
 
 
+def strongly_fair(report: LivenessReport) -> str:
+    """The report's strongly fair actions as a clause of its first line (none on the rpc network)."""
+    return f"; strongly fair: {', '.join(report.strong_fairness)}" if report.strong_fairness else ""
+
+
 def describe(report: LivenessReport, symmetry_requested: bool, saved: dict[str, Path] | None = None) -> str:
     saved = saved or {}
     graph = " (compiled graph)" if report.successors == "fast" else ""
     lines = ["", f"liveness: {report.states:,} concrete states, {report.transitions:,} transitions{graph}; weakly fair: "
-             + ", ".join(report.fairness) + "; elections and crashes stop within the bounds"]
+             + ", ".join(report.fairness) + strongly_fair(report) + "; elections and crashes stop within the bounds"]
     if symmetry_requested:
         lines.append(f"  ({SYMMETRY_NOTE})")
     for prop in report.properties:

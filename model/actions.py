@@ -69,6 +69,14 @@ class Model:
     # replicating to each follower (its HWM advance is part of the round trip), and a crashed server
     # comes back. Each system's model names its own.
     FAIR: tuple[str, ...] = ("replicate", "restart")
+    # Raft's async network splits the round trip into `send`, `deliver` and `drop` per channel. A leader
+    # keeps sending appends to each follower (`send` takes `replicate`'s place in FAIR there, weakly fair:
+    # without it a leader may stop sending to one follower for ever), and channels are fair-lossy:
+    # `deliver` is strongly fair, a channel that holds a message infinitely often delivers infinitely
+    # often (it is disabled whenever the channel is empty, so weak fairness would owe nothing to a
+    # channel whose every copy is dropped). `drop` is not fair.
+    ASYNC_FAIR: tuple[str, ...] = ("send", "restart")
+    STRONG_FAIR: tuple[str, ...] = ("deliver",)
     # A variant's read rule (`Rules.readable`, the raft system's models set it), else None: the
     # flags' rule, any live server up to its high-water mark, inlined.
     read_hook = None

@@ -97,9 +97,9 @@ def test_unreached_witness_is_reported():
     assert "LeaderHoldsUncommittedEntry" in report.unreached and not report.ok
 
 
-def test_async_network_and_large_graphs_are_refused_with_a_reason():
-    model = build_model(PRESETS["raft"].protocol, Config(3, 1, 1, 0, "async"))
-    with pytest.raises(LivenessRefused, match="rpc network only.*strong fairness"):
+def test_partitions_and_large_graphs_are_refused_with_a_reason():
+    model = build_model(PRESETS["raft"].protocol, Config(3, 2, 1, 1, max_partitions=1))
+    with pytest.raises(LivenessRefused, match="not checked with partitions.*heal is not a fair action"):
         check_liveness(model, "raft")
     model = build_model(PRESETS["raft"].protocol, Config(3, 2, 1, 1))
     with pytest.raises(LivenessRefused, match="more than 100 states \\(the liveness state limit\\)"):
@@ -216,8 +216,8 @@ def test_check_liveness_raft_holds_and_json_carries_the_rows():
 
 
 def test_check_liveness_usage_errors():
-    code, out = hwm("check", "--protocol", "raft", "--network", "async", "--liveness")
-    assert code == 2 and "rpc network only" in out
+    code, out = hwm("check", "--protocol", "raft", *BOUNDS, "--max-partitions", 1, "--liveness")
+    assert code == 2 and "not checked with partitions" in out
     code, out = hwm("check", "--protocol", "raft", *BOUNDS, "--liveness", "--liveness-max-states", 50)
     assert code == 2 and "more than 50 states (the liveness state limit)" in out
     code, out = hwm("check", "--liveness")
@@ -288,14 +288,14 @@ def test_the_liveness_graph_is_the_local_engines_state_space_without_symmetry(ke
     assert (report.states, report.transitions) == (local.states, local.transitions)
 
 
-def test_a_lasso_on_the_async_network_is_refused_naming_the_field():
+def test_a_lasso_with_partitions_is_refused_naming_the_field():
     data = _lasso_json(config={"servers": 3, "max_generation": 2, "max_log": 1, "max_crashes": 1,
-                               "network": "async"})
-    data["steps"] = data["steps"][:2]  # elect and write exist on both networks
+                               "max_partitions": 1})
+    data["steps"] = data["steps"][:2]  # elect and write exist with partitions too
     data["loop"] = 2
     for replay in (replay_on_model, replay_on_impl):
-        with pytest.raises(TraceError, match="async.json, field 'config.network': liveness is checked on the rpc"):
-            replay(parse(data, source="async.json"))
+        with pytest.raises(TraceError, match="cut.json, field 'config.max_partitions': liveness is not checked with"):
+            replay(parse(data, source="cut.json"))
 
 
 def test_the_liveness_graph_is_a_visitor_of_the_one_search():

@@ -47,7 +47,8 @@ def assert_agree(model, reference, compiled):
             assert model.why_not(states[-1], action) is None
             states.append(model.apply(states[-1], action))
         prop = next(p for p in compiled.properties if p.name == name)
-        assert lasso_verdict(model, states, r.actions, r.loop, prop, compiled.fairness)[0] == r.finding
+        verdict = lasso_verdict(model, states, r.actions, r.loop, prop, compiled.fairness, compiled.strong_fairness)
+        assert verdict[0] == r.finding
 
 
 @pytest.mark.parametrize("preset", both_run(2))
