@@ -7,9 +7,10 @@ recomputes its high-water mark on every response), and `restart` (a crashed serv
 comes back). ZAB adds `sync` and `persist`, Kafka `shrink_isr`, `leader_and_isr` and `flush`;
 BookKeeper's are `send_add` and `restart`. On raft's async network a leader's `send` of an
 append takes `replicate`'s place (`Model.ASYNC_FAIR`: a leader keeps sending, as it keeps
-replicating on rpc), and `deliver` is strongly fair (`Model.STRONG_FAIR`: a channel is fair-lossy, an instance
-enabled infinitely often is taken infinitely often, so a run that drops every copy of a message
-resent for ever is not fair); `drop` is not. Nothing else is fair: clients may stop writing
+replicating on rpc), and `deliver` is strongly fair (`Model.STRONG_FAIR`: a channel is
+fair-lossy, an instance enabled infinitely often is taken infinitely often, so a run that
+drops every copy of a message resent for ever is not fair); `drop` is not, and a leader that
+stops sending to one follower is not fair either. Nothing else is fair: clients may stop writing
 or reading, and elections and crashes may stop. They do stop: every election raises
 a generation and every crash counts against max_crashes, so an infinite run makes
 finitely many of each and ends with a stable set of leaders (the bounds are the

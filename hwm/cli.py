@@ -109,7 +109,8 @@ def main() -> None:
               help="Processes that expand each level (--engine local); the result is the same for any number.")
 @click.option("--liveness", is_flag=True,
               help="Also check the eventually properties under fairness on the concrete state graph "
-                   "(the compiled engine's where it runs the model; rpc network; lassos are saved with --save).")
+                   "(the compiled engine's where it runs the model; either network, not with partitions; "
+                   "lassos are saved with --save).")
 @click.option("--liveness-max-states", type=click.IntRange(1), default=None,
               help="State limit of the liveness graph (--liveness) [default: 3,000,000 on the compiled "
                    "graph, 50,000 on the reference one].")

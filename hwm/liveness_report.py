@@ -37,7 +37,8 @@ def describe(report: LivenessReport, symmetry_requested: bool, saved: dict[str, 
     saved = saved or {}
     graph = " (compiled graph)" if report.successors == "fast" else ""
     lines = ["", f"liveness: {report.states:,} concrete states, {report.transitions:,} transitions{graph}; weakly fair: "
-             + ", ".join(report.fairness) + strongly_fair(report) + "; elections and crashes stop within the bounds"]
+             + ", ".join(report.fairness) + strongly_fair(report)
+             + "; elections and crashes stop within the bounds"]
     if symmetry_requested:
         lines.append(f"  ({SYMMETRY_NOTE})")
     for prop in report.properties:
