@@ -83,6 +83,17 @@ def test_weakened_fairness_agrees():
     assert_agree(model, reference, compiled)
 
 
+@pytest.mark.parametrize("preset", ["raft", "seed"])
+@pytest.mark.parametrize("strong", [None, ()], ids=["deliver-strongly-fair", "deliver-not-fair"])
+def test_the_async_network_agrees(preset, strong):
+    # deliver strongly fair (the SCCs refined on both graphs), or not (send/drop cycles violate raft).
+    model = build_model(PRESETS[preset].protocol, Config(2, 2, 1, 1, "async", 1))
+    assert liveness_backend(model, "auto") == "fast"
+    reference, compiled = both(model, preset, strong=strong)
+    assert bool(compiled.violated) == (strong == ())
+    assert_agree(model, reference, compiled)
+
+
 def test_a_property_of_its_own_is_asked_of_every_state():
     # Not one of the documented properties: the compiled graph cannot assume it reads the servers alone.
     own = tuple(dataclasses.replace(p, name=p.name + "Again") for p in LIVENESS)
