@@ -144,6 +144,37 @@ class ObservedKafkaValidator(ObservedValidator):
         return super()._same(a, b) and (not self.shows_isr or a.role != LEADER or a.isr == b.isr)
 
     # ------------------------------------------------------------------ steps
+    def _explain(self, cand, k, seen, event):
+        found = super()._explain(cand, k, seen, event)
+        if event.crash and self.refines:
+            found = found + self._shrunk_before_crash(cand, k, seen, event)
+        return found
+
+    def _shrunk_before_crash(self, cand, k, seen, event) -> list:
+        """Leader k's kill after its lag timer shrank the ISR and moved the HW, unshown: the controller
+        answered the AlterIsr before k's next input (in hwm's node the controller in the first node
+        answers at once), the HW was checkpointed, and k was killed before hwm read it. A down broker
+        shows no HW, so the crash alone explains the kill (the fewest steps), and its restart would show
+        a HW the model's crash never kept. Each shrink `_shrinks` gives (the fetches it counts among
+        them) that moves k's HW, then the crash, as two steps; the restart then shows that HW."""
+        state = cand.state
+        leader = state.servers[k]
+        if not (leader.alive and leader.role == LEADER):
+            return []
+        found = []
+        for action, shrunk in self._shrinks(state, k):
+            if shrunk.servers[k].hwm == leader.hwm:
+                continue  # the crash hides the ISR: only a HW the restart shows needs the shrink
+            nxt = self._step(cand, action, self._remember_leaders(state, shrunk))
+            if nxt is None:
+                continue
+            crashed = self._crashed(shrunk, k, self._apply(shrunk, ("crash", k)))
+            nxt = self._step(nxt, ("crash", k), self._remember_leaders(shrunk, crashed))
+            done = None if nxt is None else self._confirm(nxt, k, seen, event)
+            if done is not None:
+                found.append(done)
+        return found
+
     def _step(self, cand: Candidate, action, after):
         if self.followers_first and action[0] in ("fetch", "fetch_then_shrink_isr"):
             # A follower's change is observed before the fetch it sends next can reach the leader: no

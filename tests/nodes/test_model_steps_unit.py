@@ -432,3 +432,66 @@ def test_kafka_followers_of_a_new_epoch_are_named_before_its_leader_and_raft_vot
         order[protocol] = fed
     assert order["kafka"] == [("n2", -1), ("n2", 1), ("n1", 1)]
     assert order["raft"] == [("n2", -1), ("n1", 1), ("n2", 1)]
+
+
+# ---------------------------------------------- a Kafka leader's HW moved by its lag timer, then a kill
+# n1 leads epoch 1 and takes a produce; n2 appends it and its next fetch (from 1) reaches n1 at an input
+# that shows nothing (n3, empty and in the ISR, holds the HW at 0). n1's lag timer then shrinks n3, the
+# controller in its process answers at once, the HW moves to 1 and is checkpointed, and n1 is killed
+# before hwm reads it: it comes back showing HW 1.
+BEFORE_KILL = [
+    broker(1, "n2", "follower", 1, isr=ALL), broker(1, "n3", "follower", 1, isr=ALL),
+    broker(1, "n1", "leader", 1, isr=ALL), broker(2, "n1", "leader", 1, log=[(1, 1)], isr=ALL),
+    broker(3, "n2", "follower", 1, log=[(1, 1)], isr=ALL)]
+BACK_WITH_HW_1 = broker(5, "n1", "follower", 1, log=[(1, 1)], hwm=1, isr=("n1",))
+
+
+def test_a_kafka_leader_killed_after_its_lag_timer_moved_its_hw_comes_back_with_that_hw():
+    finding = feed(BEFORE_KILL + [down(4, "n1", 1, "leader"), BACK_WITH_HW_1], protocol="kafka")
+    assert finding is None, finding.text
+    # Its next epoch keeps that HW.
+    again = feed(BEFORE_KILL + [down(4, "n1", 1, "leader"), BACK_WITH_HW_1,
+                                broker(6, "n1", "leader", 2, log=[(1, 1)], hwm=1, isr=("n1",))], protocol="kafka")
+    assert again is None, again.text
+
+
+@pytest.mark.parametrize("case", ["follower-never-appended", "min-insync", "deposed-leader", "a-follower-killed"])
+def test_a_kafka_restart_shows_only_a_hw_its_own_shrink_could_reach_before_the_kill(case):
+    run, back = BEFORE_KILL + [down(4, "n1", 1, "leader")], BACK_WITH_HW_1
+    if case == "follower-never-appended":
+        # n2 holds nothing: the shrink of n3 leaves the HW at n2's log end offset, 0.
+        run = BEFORE_KILL[:-1] + [down(4, "n1", 1, "leader")]
+    elif case == "min-insync":
+        # n2 holds the entry but was shrunk out before: shrinking n3 leaves n1 alone, under
+        # min.insync.replicas, and the HW stays.
+        run = BEFORE_KILL + [broker(3, "n1", "leader", 1, log=[(1, 1)], isr=("n1", "n3")),
+                             down(4, "n1", 1, "leader")]
+    elif case == "deposed-leader":
+        # The controller elected n3 for epoch 2 before the kill (n1, cut off, still leads epoch 1): n1's
+        # AlterIsr is refused.
+        run = BEFORE_KILL + [broker(3, "n3", "leader", 2, isr=ALL),
+                             down(4, "n1", 1, "leader")]
+    else:
+        # A follower holds no ISR: n2 killed comes back with no HW its leader ever had.
+        run = BEFORE_KILL + [down(4, "n2", 1)]
+        back = broker(5, "n2", "follower", 1, log=[(1, 1)], hwm=1)
+    finding = feed(run + [back], protocol="kafka")
+    assert finding is not None and finding.step == 5, finding and finding.text
+    assert "differ in hwm: model 0, run 1" in finding.text, finding.text
+    # The same restart with the HW the node showed is a correct broker's.
+    assert feed(run + [dict(back, hwm=0)], protocol="kafka") is None
+
+
+SHRINK_BEFORE_KILL = Path(__file__).with_name("kafka_shrink_before_kill.json")
+
+
+def test_the_rows_recorded_run_of_a_kafka_leader_killed_after_its_lag_timer_moved_its_hw_steps_clean():
+    # The kafka wall 3 row's hunt (--seed 12), after 112 clean schedules: "n1 showed follower g1
+    # log=[1] hwm=1 isr=n1" back from a kill where every model state had it at HW 0.
+    saved = json.loads(SHRINK_BEFORE_KILL.read_text())
+    shown = [(o["node"], o["alive"], o["role"], o["log"], o["hwm"], o.get("isr")) for o in saved["observations"]]
+    killed = shown.index(("n1", False, "leader", [[1, 1]], 0, ["n1", "n2", "n3"]))
+    assert shown[killed + 1] == ("n1", True, "follower", [[1, 1]], 1, ["n1"]), shown
+    assert "n1 showed follower g1 log=[1] hwm=1 isr=n1" in saved["findings"][0]
+    finding = feed(saved["observations"], protocol="kafka")
+    assert finding is None, finding.text
