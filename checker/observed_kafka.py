@@ -46,6 +46,10 @@ finer steps, and this validator accepts exactly these:
   `fetch_then_shrink_isr` takes such fetches and the shrink as one step, only where the fetches
   alone leave the HW as it is (several replicas leave one AlterIsr at a time, each counting until
   it leaves).
+- **A leader's kill may follow a shrink it never showed.** Its lag timer shrank the ISR, the controller
+  answered before its next input, the HW moved and was checkpointed, and hwm killed it before reading
+  it: a down broker shows no HW, so the crash alone explains the kill, and the restart shows the HW
+  the shrink gave. At a leader's kill each shrink above that moves its HW, then the crash, is kept too.
 - **The ISR is compared where the node shows it**: a leader's own copy of the ISR (the model's
   `isr` of a leader, itself included) must be the one the node reports (`feed(event, isr=...)`).
 
