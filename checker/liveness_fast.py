@@ -103,11 +103,10 @@ def strong_components(indptr, targets, member, label, work):
 
 
 @njit(cache=True, nogil=True)
-def fair_components(indptr, targets, fair_bits, enabled, label, count):
-    """Per component: whether it holds a fair cycle (it has two states or more, or a self-loop, and every
-    fair action enabled in all its states is taken inside it), and the fair actions enabled somewhere in it."""
+def _inner_edges(indptr, targets, bits, enabled, label, count):
+    """Per component: its size, the instances (`enabled` bits) enabled somewhere in it, those (`bits` of
+    the edges) taken on its inner edges, and whether it has a self-loop."""
     size = np.zeros(count, np.int64)
-    always = np.full(count, -1, np.int64)
     anywhere = np.zeros(count, np.int64)
     taken = np.zeros(count, np.int64)
     self_loop = np.zeros(count, np.bool_)
@@ -116,13 +115,24 @@ def fair_components(indptr, targets, fair_bits, enabled, label, count):
         if c < 0:
             continue
         size[c] += 1
-        always[c] &= enabled[v]
         anywhere[c] |= enabled[v]
         for e in range(indptr[v], indptr[v + 1]):
             if label[targets[e]] == c:
-                taken[c] |= fair_bits[e]
+                taken[c] |= bits[e]
                 if targets[e] == v:
                     self_loop[c] = True
+    return size, anywhere, taken, self_loop
+
+
+@njit(cache=True, nogil=True)
+def fair_components(indptr, targets, fair_bits, enabled, label, count):
+    """Per component: whether it holds a fair cycle (it has two states or more, or a self-loop, and every
+    fair action enabled in all its states is taken inside it), and the fair actions enabled somewhere in it."""
+    size, anywhere, taken, self_loop = _inner_edges(indptr, targets, fair_bits, enabled, label, count)
+    always = np.full(count, -1, np.int64)
+    for v in range(label.size):
+        if label[v] >= 0:
+            always[label[v]] &= enabled[v]
     fair = np.zeros(count, np.bool_)
     for c in range(count):
         fair[c] = (size[c] > 1 or self_loop[c]) and (always[c] & ~taken[c]) == 0
@@ -134,21 +144,7 @@ def strong_refinement(indptr, targets, strong_bits, strong_enabled, label, count
     """One round of the refinement for strong fairness: in each component with a cycle, the states that
     enable a strongly fair instance taken on none of the component's inner edges leave `member` (no fair
     cycle passes through them). Returns how many left; Tarjan runs again on what is left until none."""
-    size = np.zeros(count, np.int64)
-    anywhere = np.zeros(count, np.int64)
-    taken = np.zeros(count, np.int64)
-    self_loop = np.zeros(count, np.bool_)
-    for v in range(label.size):
-        c = label[v]
-        if c < 0:
-            continue
-        size[c] += 1
-        anywhere[c] |= strong_enabled[v]
-        for e in range(indptr[v], indptr[v + 1]):
-            if label[targets[e]] == c:
-                taken[c] |= strong_bits[e]
-                if targets[e] == v:
-                    self_loop[c] = True
+    size, anywhere, taken, self_loop = _inner_edges(indptr, targets, strong_bits, strong_enabled, label, count)
     removed = 0
     for v in range(label.size):
         c = label[v]
