@@ -10,7 +10,7 @@ from hwm.checker.run import CheckRequest, run
 from hwm.model.registry import build_model
 from hwm.model.state import Config
 from hwm.proofs.bmc import bmc
-from hwm.proofs.symbolic import checked_properties
+from hwm.proofs.symbolic import action_name, checked_properties
 from hwm.properties.protocol import PRESETS
 from tests.pinned import PINNED
 
@@ -42,4 +42,15 @@ def bmc_disagreements(name: str, config: Config, depth: int, properties: tuple[s
         expected = theirs if theirs is not None and theirs <= depth else None
         if result.length != expected:
             out[prop] = (result.length, theirs)
+    return out
+
+
+def what_fails(result) -> set[str]:
+    """What an induction check without some conjunct names as failing: "IndNext <action>" (a step of that
+    action breaks the rest), or a property the rest no longer implies ("<property>", or "<property> on
+    <action>" for a step property)."""
+    out = {"IndNext " + action_name(c.action).split("(")[0] for c in result.ctis}
+    for failed in result.safety_failed:
+        prop, _, action = failed.partition(" on ")
+        out.add(f"{prop} on {action.split('(')[0]}" if action else prop)
     return out

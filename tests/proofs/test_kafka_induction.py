@@ -17,9 +17,9 @@ from click.testing import CliRunner
 from hwm.model.state import Config
 from hwm.proofs.induction import ConjunctEvaluator, check_induction
 from hwm.proofs.kafka_induction import KAFKA_INVARIANT, induction_encoding, induction_proof, reachable_nodes
-from hwm.proofs.symbolic import action_name
 from hwm.properties.protocol import PRESETS
 from hwm.prove_cli import prove
+from tests.proofs.sampling import what_fails
 
 SAFE = PRESETS["kafka"].protocol
 
@@ -65,15 +65,7 @@ NEEDED = {
     "LaterEpochsHoldWhatALeaderMayCommit": "IndNext replicate",
 }
 # Each need costs about 8 s of z3: all are checked with -m deep. The default run checks the invariant
-# itself, a broken preset's reachable CTI and the sampled states; a wrong or missing conjunct fails those.
-
-
-def _what_fails(result) -> set[str]:
-    out = {"IndNext " + action_name(c.action).split("(")[0] for c in result.ctis}
-    for failed in result.safety_failed:
-        prop, _, action = failed.partition(" on ")
-        out.add(f"{prop} on {action.split('(')[0]}" if action else prop)
-    return out
+# itself and the sampled states; a wrong or missing conjunct fails those.
 
 
 def test_needed_names_every_conjunct():
@@ -86,7 +78,7 @@ def test_each_conjunct_is_needed(name):
     servers = 4 if name == "IsrInLeadersCopy" else 3
     max_log = 3 if name == "EpochsAscend" else 2
     result = _induction(tuple(c for c in KAFKA_INVARIANT if c.name != name), servers=servers, max_log=max_log)
-    assert NEEDED[name] in _what_fails(result), sorted(_what_fails(result))
+    assert NEEDED[name] in what_fails(result), sorted(what_fails(result))
 
 
 @pytest.mark.parametrize("name, action, steps, path", [

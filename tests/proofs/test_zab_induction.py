@@ -15,11 +15,11 @@ from click.testing import CliRunner
 from hwm.model.registry import build_model
 from hwm.model.state import Config
 from hwm.proofs.induction import ConjunctEvaluator, check_induction
-from hwm.proofs.symbolic import action_name
 from hwm.proofs.zab_induction import (ZAB_INVARIANT, acked_by_after, induction_encoding, induction_proof,
                                       reachable_nodes)
 from hwm.properties.protocol import PRESETS
 from hwm.prove_cli import prove
+from tests.proofs.sampling import what_fails
 
 SAFE, BROKEN = PRESETS["zab"].protocol, PRESETS["zab-ack-before-persist"].protocol
 
@@ -64,15 +64,7 @@ NEEDED = {
     "AcksOnQuorum": "ReadNeverLost on elect",
 }
 # Each need costs about 8 s of z3: all are checked with -m deep. The default run checks the invariant
-# itself, zab-ack-before-persist's reachable CTI and the sampled states; a wrong or missing conjunct fails those.
-
-
-def _what_fails(result) -> set[str]:
-    out = {"IndNext " + action_name(c.action).split("(")[0] for c in result.ctis}
-    for failed in result.safety_failed:
-        prop, _, action = failed.partition(" on ")
-        out.add(f"{prop} on {action.split('(')[0]}" if action else prop)
-    return out
+# itself and the sampled states; a wrong or missing conjunct fails those.
 
 
 def test_needed_names_every_conjunct():
@@ -84,7 +76,7 @@ def test_needed_names_every_conjunct():
 def test_each_conjunct_is_needed(name):
     servers = 4 if name == "MatchMeansHeld" else 3
     result = _induction(tuple(c for c in ZAB_INVARIANT if c.name != name), servers=servers)
-    assert NEEDED[name] in _what_fails(result), sorted(_what_fails(result))
+    assert NEEDED[name] in what_fails(result), sorted(what_fails(result))
 
 
 @pytest.mark.deep  # 6 s of z3; raft's broken presets keep a reachable CTI in the default run (tests/proofs/test_proofs.py)
