@@ -160,13 +160,14 @@ def _match_only_from_current(enc, s):
                 for i in _servers(enc) for j in _servers(enc) if i != j)
 
 
-def _hwm_is_current(enc, s):
-    """Recomputing a leader's HWM from its match indexes would not change it."""
+def hwm_is_current(enc, s, leading=None):
+    """Recomputing a leader's HWM from its match indexes would not change it. `leading(i)`: whose HWM is
+    the leader's rule's (ZAB: an established leader's); by default every leader's."""
     parts = []
     for i in _servers(enc):
         t = s.copy()
         enc._advance_hwm(t, i)
-        parts.append(z3.Implies(s.leader[i], t.hwm[i] == s.hwm[i]))
+        parts.append(z3.Implies(s.leader[i] if leading is None else leading(i), t.hwm[i] == s.hwm[i]))
     return _all(parts)
 
 
@@ -218,7 +219,7 @@ RAFT_INVARIANT: tuple[Conjunct, ...] = (
              _match_means_held),
     Conjunct("MatchOnlyFromCurrent", "match(i, j) > 0 ⇒ gen(j) ≥ gen(i)", _match_only_from_current),
     Conjunct("HwmIsCurrent", "recomputing a leader's HWM from its match indexes changes nothing "
-             "(it was recomputed whenever they changed)", _hwm_is_current),
+             "(it was recomputed whenever they changed)", hwm_is_current),
     Conjunct("HwmIsCommitted", "entries at or below a server's HWM are the committed ones, and the server's "
              "generation ≥ their commit generation", _hwm_is_committed),
     Conjunct("ReadsAreCommitted", "every read entry is the committed entry at its index", _reads_are_committed),

@@ -23,7 +23,7 @@ import z3
 from hwm.model.state import Config
 from hwm.proofs import system_induction
 from hwm.proofs.ack_slots import AckSlots
-from hwm.proofs.induction import Conjunct, advance_ghost, generations_ascend, no_commits
+from hwm.proofs.induction import Conjunct, advance_ghost, generations_ascend, hwm_is_current, no_commits
 from hwm.proofs.kafka import KafkaEncoding
 from hwm.proofs.symbolic import Proof, Sym, smin
 
@@ -184,15 +184,6 @@ def _match_means_held(enc, s):
     return z3.And(parts)
 
 
-def _hwm_is_current(enc, s):
-    parts = []
-    for l in _servers(enc):
-        t = s.copy()
-        enc._advance_hwm(t, l)
-        parts.append(z3.Implies(s.leader[l], t.hwm[l] == s.hwm[l]))
-    return z3.And(parts)
-
-
 def _committed(s, p):
     return s.extra["committed"][p] != 0
 
@@ -286,7 +277,7 @@ KAFKA_INVARIANT = tuple(Conjunct(*c) for c in (
     ("MatchWithinLog", "match(l, f) ≤ len(l)", _match_within_log),
     ("MatchMeansHeld", "a replica of l's epoch fetches from l and holds l's entries up to match(l, f); "
      "match(l, f) > 0 ⇒ epoch(f) ≥ epoch(l)", _match_means_held),
-    ("HwmIsCurrent", "recomputing a leader's HW from its match indexes and ISR copy changes nothing", _hwm_is_current),
+    ("HwmIsCurrent", "recomputing a leader's HW from its match indexes and ISR copy changes nothing", hwm_is_current),
     ("HwmIsCommitted", "an entry under a replica's HW is the committed one, committed in an epoch ≤ its own",
      _hwm_is_committed),
     ("AcksAreCommitted", "every acknowledged entry is the committed one", _acks_are_committed),

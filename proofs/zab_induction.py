@@ -22,7 +22,7 @@ from hwm.model.state import Config
 from hwm.model.zab import _ESTABLISHED, ZabState
 from hwm.proofs import system_induction
 from hwm.proofs.ack_slots import AckSlots
-from hwm.proofs.induction import Conjunct, generations_ascend
+from hwm.proofs.induction import Conjunct, generations_ascend, hwm_is_current
 from hwm.proofs.symbolic import Proof, Sym
 from hwm.proofs.zab import ZabEncoding
 
@@ -182,12 +182,7 @@ def _synced_followers(enc, s):
 
 
 def _hwm_is_current(enc, s):
-    parts = []
-    for l in _servers(enc):
-        t = s.copy()
-        enc._advance_hwm(t, l)
-        parts.append(z3.Implies(s.extra["established"][l], t.hwm[l] == s.hwm[l]))
-    return z3.And(parts)
+    return hwm_is_current(enc, s, leading=lambda l: s.extra["established"][l])
 
 
 def _hwm_is_acked(enc, s):
