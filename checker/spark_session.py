@@ -6,6 +6,7 @@ says what to install or start. The search itself is `checker.spark_engine`.
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import hashlib
 import io
@@ -238,7 +239,9 @@ def ship_packages(spark) -> None:
     if sc.applicationId in _shipped:
         return
     data = package_zip()
-    target = Path(tempfile.mkdtemp(prefix="hwm-pyfiles-")) / f"hwm-{hashlib.sha256(data).hexdigest()[:12]}.zip"
+    folder = Path(tempfile.mkdtemp(prefix="hwm-pyfiles-"))
+    atexit.register(shutil.rmtree, folder, True)  # Spark serves it to executors from here while this process runs
+    target = folder / f"hwm-{hashlib.sha256(data).hexdigest()[:12]}.zip"
     target.write_bytes(data)
     sc.addPyFile(str(target))
     _shipped.add(sc.applicationId)

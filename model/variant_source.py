@@ -6,8 +6,10 @@ not loaded it), never as the variant's class, which a process without the user's
 
 from __future__ import annotations
 
+import atexit
 import hashlib
 import inspect
+import shutil
 import sys
 import tempfile
 import zipfile
@@ -98,6 +100,7 @@ def shipment(protocol) -> Path | None:
         return None
     cls = kind.variant
     folder = Path(tempfile.mkdtemp(prefix="hwm-variant-"))
+    atexit.register(shutil.rmtree, folder, True)  # Spark serves it to executors from here while this process runs
     target, colon, _ = kind.spec.rpartition(":")
     if colon and (target.endswith(".py") or "/" in target or "\\" in target):
         shipped = folder / f"{_shipped_name(kind)}.py"

@@ -165,14 +165,18 @@ def hunt(command: list[str], workload: str = "log", nodes: int = 3, clock: str =
             self.run = Run(command, self.schedule, limits)
             try:
                 self.run.start()
-            except NodeProtocolError as e:
+                self.faults = report.faults = faults_for(faults, self.run)
+                # Let the cluster elect a leader first: most schedules are worth more with one.
+                self.apply({"op": "settle", "rounds": settle_rounds})
+            except BaseException as e:
+                # Hypothesis calls teardown (which closes the run) only for a machine it could build:
+                # a Ctrl-C or an error here must close it, or its nodes' folder outlives the hunt.
                 self.run.close()
                 self.run = None
+                if not isinstance(e, NodeProtocolError):
+                    raise
                 report.start_error = e
                 raise Stop()
-            self.faults = report.faults = faults_for(faults, self.run)
-            # Let the cluster elect a leader first: most schedules are worth more with one.
-            self.apply({"op": "settle", "rounds": settle_rounds})
 
         def apply(self, step: dict) -> None:
             if self.run is None or self.error is not None or len(self.schedule.steps) >= steps:

@@ -108,9 +108,13 @@ def hunt_server(server: Server, nodes: int = 3, schedules: int = 10, steps: int 
             try:
                 self.run.start()
                 report.cleaned += self.run.cluster.notes
-            except ServerError as e:
+            except BaseException as e:
+                # Hypothesis calls teardown (which closes the run) only for a machine it could build.
                 self.run.close()
-                self.run, report.start_error = None, e
+                self.run = None
+                if not isinstance(e, ServerError):
+                    raise
+                report.start_error = e
                 raise Stop()
 
         def apply(self, step: dict) -> None:

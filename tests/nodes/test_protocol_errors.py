@@ -95,9 +95,12 @@ def test_ctrl_c_kills_every_node_and_exits_130(tmp_path, alive):
     marker = tmp_path / "pids"
     # A node that records its pid and its child's, so the test can look for them afterwards.
     script = f"sleep 300 & echo $$ $! >> {marker}; exec {sys.executable} {log_node()[1]}"
+    temporary = tmp_path / "tmp"  # where the run's node folders are made: none may outlive it
+    temporary.mkdir()
     proc = subprocess.Popen([sys.executable, "-m", "hwm.cli", "test", "--clock", "virtual", "--schedules", "500",
                              "--save", str(tmp_path / "s.json"), "--", "sh", "-c", script],
-                            cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                            cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            env={**os.environ, "TMPDIR": str(temporary)})
     deadline = time.monotonic() + 60
     while not (marker.exists() and len(marker.read_text().split()) >= 6) and time.monotonic() < deadline:
         time.sleep(0.1)
@@ -106,6 +109,7 @@ def test_ctrl_c_kills_every_node_and_exits_130(tmp_path, alive):
     assert proc.returncode == 130, out + err
     pids = [int(p) for p in marker.read_text().split()]
     assert len(pids) >= 6 and not any(alive(pid) for pid in pids), err
+    assert not list(temporary.iterdir()), list(temporary.iterdir())
 
 
 def test_a_ctrl_c_as_a_node_starts_still_leaves_it_to_kill_all(tmp_path, alive, monkeypatch):

@@ -5,6 +5,7 @@ variant, the rule and the exception (no traceback), exit 2, after what it had al
 
 from __future__ import annotations
 
+import os
 import re
 import signal
 import socket
@@ -132,9 +133,12 @@ def test_a_cluster_whose_rule_raises_says_so_and_exits_2(boom, tmp_path, servers
 
 
 def test_hwm_test_stepping_against_a_model_whose_rule_raises_is_one_line(boom, tmp_path):
+    temporary = tmp_path / "tmp"  # where the run's node folders are made: the error leaves none behind
+    temporary.mkdir()
     run = subprocess.run(HWM + ["test", "--workload", "log", "--nodes", "3", "--clock", "virtual", "--schedules", "2",
                                 "--protocol", f"{boom}:Boom", "--save", str(tmp_path / "found.json"), "--"] + HWM
-                         + ["node", "--stdio", "--protocol", "raft"], capture_output=True, text=True, timeout=300)
+                         + ["node", "--stdio", "--protocol", "raft"], capture_output=True, text=True, timeout=300,
+                         env={**os.environ, "TMPDIR": str(temporary)})
     assert run.returncode == 2, run.stdout + run.stderr
     no_traceback(run.stdout + run.stderr)
     # What ran before it, then the error, naming the model's step and state.
@@ -142,6 +146,7 @@ def test_hwm_test_stepping_against_a_model_whose_rule_raises_is_one_line(boom, t
                         run.stdout), run.stdout
     assert re.fullmatch(r"error: " + hook_line(boom) + r", at write\(S\d, v1\) from state S1 .*\n", run.stderr), \
         run.stderr
+    assert not list(temporary.iterdir()), list(temporary.iterdir())
 
 
 def test_replaying_a_schedule_against_a_model_whose_rule_raises_is_one_line(boom):

@@ -4,6 +4,7 @@ as Spark's executors do), and a file that changed in between is one line naming 
 
 from __future__ import annotations
 
+import os
 import pickle
 import subprocess
 import sys
@@ -61,3 +62,15 @@ def test_a_variant_pickles_by_spec_and_loads_from_the_shipped_copy(tmp_path):
     assert changed.returncode != 0
     assert f"{variant}: the variant's file here differs from the one loaded where the search started" \
         in changed.stderr
+
+
+def test_the_shipped_copy_is_removed_when_the_process_ends(tmp_path):
+    # Spark serves the copy to its executors for as long as the search's process runs; none outlives it.
+    made = subprocess.run([sys.executable, "-c", "from hwm.model.variant_source import shipment\n"
+                           "from hwm.model.variant import resolve\n"
+                           f"path = shipment(resolve({f'{FLEXIBLE}:FlexibleTooSmall'!r})[1])\n"
+                           "assert path.exists()\nprint(path)"],
+                          capture_output=True, text=True, env={**os.environ, "TMPDIR": str(tmp_path)})
+    assert made.returncode == 0, made.stderr
+    assert Path(made.stdout.strip()).parent.parent == tmp_path
+    assert not list(tmp_path.iterdir())
