@@ -71,7 +71,11 @@ class NodeSession:
         self.close()
         self.run = Run(self.command, Schedule(workload=self.workload, nodes=self.nodes, clock="virtual"),
                        self.limits)
-        self.run.start()
+        try:
+            self.run.start()
+        except BaseException:
+            self.close()  # its nodes and their folder go with it
+            raise
 
     def close(self) -> None:
         if self.run is not None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -45,11 +46,15 @@ def test_bad_steps_names_and_jumps_are_refused_with_the_reason(session):
     assert session.steps == []  # nothing refused was taken
 
 
-def test_a_node_program_that_does_not_start_is_bad_input(tmp_path):
+def test_a_node_program_that_does_not_start_is_bad_input(tmp_path, monkeypatch):
+    temporary = tmp_path / "tmp"  # where the nodes' folders are made: none outlives the refusal
+    temporary.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(temporary))
     result = CliRunner().invoke(main, ["explore", "--save-dir", str(tmp_path), "--", sys.executable, "-c",
                                        "import sys; sys.exit(3)"])
     assert result.exit_code == 2
     assert "did not start" in result.output and "exit" in result.output
+    assert not list(temporary.iterdir())
 
 
 @pytest.mark.browser
