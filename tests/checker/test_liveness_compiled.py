@@ -57,7 +57,8 @@ def test_every_preset_agrees_on_two_servers(preset):
     assert_agree(model, *both(model, preset))
 
 
-@pytest.mark.parametrize("preset", ["seed", "raft", "zab", "kafka"])
+# Kafka's on three servers (30,145 states) is in the deep run's every preset; here its presets agree on two.
+@pytest.mark.parametrize("preset", ["seed", "raft", "zab"])
 def test_presets_agree_on_three_servers(preset):
     model = build_model(PRESETS[preset].protocol, Config(3, 2, 1, 1))
     reference, compiled = both(model, preset)

@@ -209,7 +209,9 @@ def test_a_zab_variant_s_fair_actions_come_after_zab_s(tmp_path):
 
 
 def test_a_kafka_variant_s_liveness_property_is_checked_under_kafka_s_fairness(tmp_path):
-    model = variant_model(tmp_path, "KafkaBehind", BOUNDS)
+    # No crash: the lasso the property shares with FollowersCatchUp needs none, and the graph is Kafka's
+    # own at these bounds (3,517 states, as `check_liveness` of the preset counts them).
+    model = variant_model(tmp_path, "KafkaBehind", Config(3, 2, 1, 0))
     report = check_liveness(model, "KafkaBehind")
-    assert report.fairness == model_of("kafka").FAIR and report.states == 30145
+    assert report.fairness == model_of("kafka").FAIR and report.states == 3517
     assert steps_of(report.results["Behind"]) == steps_of(report.results["FollowersCatchUp"])
