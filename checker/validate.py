@@ -181,6 +181,7 @@ class Validator:
         self._mapped_cache: dict = {}
         self._last_mapped: dict = {}  # renaming -> (the last log mapped under it, its mapping)
         self._blocked: int | None = None  # a server whose unlogged change refused the last explanation
+        self._successor_memo: dict = {}  # state -> its allowed successors, for the event being fed
 
     def _observed_initial(self) -> Observed:
         logged = self.logged
@@ -548,9 +549,7 @@ class Validator:
             found: list[Candidate] = []
             following: list[tuple] = []
             for c in frontier:
-                for action, after in self._successors(c.state, k, seen, reads):
-                    if not self._allowed(action, k, event):
-                        continue
+                for action, after in self._successors_once(c.state, k, seen, reads, event):
                     self.steps += 1
                     nxt = self._step(c, action, after)
                     if nxt is None:
@@ -574,6 +573,16 @@ class Validator:
             if not frontier:
                 break
         return []
+
+    def _successors_once(self, state, k: int, seen: Observed, reads: bool, event: Event) -> tuple:
+        """The allowed `_successors` of `state` for this event, computed once per event: many explanations
+        share a model state and differ only in what no event has logged yet (on five servers, thousands)."""
+        found = self._successor_memo.get(state)
+        if found is None:
+            found = self._successor_memo[state] = tuple((action, after) for action, after in
+                                                        self._successors(state, k, seen, reads)
+                                                        if self._allowed(action, k, event))
+        return found
 
     def _cover(self, cand: Candidate, parents: dict) -> None:
         while cand in parents:
@@ -600,9 +609,13 @@ class Validator:
         except ValueError as e:
             return self._fail(event, k, self.observed[k], str(e))
         nxt: dict[Candidate, None] = {}
-        for cand in self.candidates:
-            for c in self._explain(cand, k, seen, event):
-                nxt[c] = None
+        self._successor_memo = {}
+        try:
+            for cand in self.candidates:
+                for c in self._explain(cand, k, seen, event):
+                    nxt[c] = None
+        finally:
+            self._successor_memo = {}
         if not nxt:
             return self._fail(event, k, seen, self._why(k, seen, event))
         self.observed[k] = seen
