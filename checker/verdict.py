@@ -70,15 +70,46 @@ def witness_needs(name: str, protocol: Protocol, config: Config) -> str | None:
         if protocol.lease_reads and config.max_partitions < 1:
             # A server campaigns only when it hears from no live leader: the older one is down, a follower.
             return "max_partitions >= 1 (under lease_reads a server campaigns only once no live leader reaches it)"
+        if _two_servers_of_a_preset(protocol, config):
+            if protocol.system == "raft" and protocol.quorum == "seed-index" and protocol.commit == "any-generation":
+                # The seed's quorum on two servers is one: a leader commits each entry as it writes it,
+                # and all it holds once elected (model/raft.py), so no leader holds an uncommitted one.
+                return "servers >= 3 (the seed's quorum on two servers is the leader alone, which commits as it writes)"
+            if _holders_refuse(protocol) and (protocol.noop_on_election or protocol.system == "zab"):
+                # A new leader first writes (raft's no-op) or syncs (ZAB's NEWLEADER) in its own generation,
+                # and on two servers the round trip that puts that on the other server commits it and every
+                # entry before it; an entry the other lacks makes its holder refuse its vote.
+                return ("servers >= 3 (on two servers a leader's own first entry commits all before it, and the "
+                        "holder of an entry the other lacks refuses it its vote)")
         return _competing_leader(protocol, config)
     if name == "UncommittedTruncated":
         # A conflicting entry from a competing leader, or a restart rule that truncates.
+        if protocol.restart != "keep" and config.max_crashes >= 1:
+            return None
         competing = _competing_leader(protocol, config)
-        if competing is None or (protocol.restart != "keep" and config.max_crashes >= 1):
+        if competing is None and _two_servers_of_a_preset(protocol, config) and _holders_refuse(protocol):
+            # Every election needs both votes, and the holder of an entry the other lacks refuses its vote:
+            # no leader ever holds an entry that conflicts with one its follower holds.
+            competing = "servers >= 3 (on two servers the holder of an entry the other lacks refuses it its vote)"
+        if competing is None:
             return None
         return competing + (" or a truncating restart rule with max_crashes >= 1" if protocol.restart == "keep"
                             else " or max_crashes >= 1")
     return None
+
+
+def _two_servers_of_a_preset(protocol: Protocol, config: Config) -> bool:
+    """Two servers on the rpc network under a preset's own rules (a variant's hooks may change the votes
+    and the commits these arguments rest on)."""
+    return type(protocol) is Protocol and config.servers == 2 and config.network == "rpc"
+
+
+def _holders_refuse(protocol: Protocol) -> bool:
+    """Whether a voter refuses a candidate whose log lacks an entry it holds, and keeps what it holds
+    through a crash: raft's or ZAB's longest-log election over logs a restart keeps (ZAB's follower that
+    acknowledges before it persists loses entries in a crash)."""
+    return (protocol.system in ("raft", "zab") and protocol.election == "longest-log" and protocol.restart == "keep"
+            and not protocol.zab_ack_before_persist)
 
 
 def impossible_witnesses(report: Report, protocol: Protocol, config: Config) -> dict[str, str]:
