@@ -548,8 +548,13 @@ class Validator:
         for level in range(self.depth):
             found: list[Candidate] = []
             following: list[tuple] = []
+            last = level + 1 == self.depth
             for c in frontier:
+                mine, read = c.state.servers[k], c.state.reads
                 for action, after in self._successors_once(c.state, k, seen, reads, event):
+                    if last and after.servers[k] is mine and after.reads is read:
+                        # Server k and the reads as they were: confirmed no better than `c`, which was not.
+                        continue
                     self.steps += 1
                     nxt = self._step(c, action, after)
                     if nxt is None:

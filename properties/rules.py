@@ -92,6 +92,8 @@ class Rules:
 
     def counting(self) -> tuple[int, ...]:
         """The servers that count toward a quorum, in order."""
+        if type(self).counts is Rules.counts:  # every server (asked on every step: spare the calls)
+            return tuple(range(self.servers))
         return tuple(k for k in range(self.servers) if self.counts(k))
 
     def election_quorum(self) -> int:
@@ -116,6 +118,8 @@ class Rules:
         """The largest index the leader may take as its HWM, from every server's match index (the
         leader's own slot holds its last index): the largest index held by `replication_quorum()`
         counting servers (etcd's quorum/majority.go CommittedIndex)."""
+        if type(self).counts is Rules.counts:
+            return index_held_by(match, self.replication_quorum())
         return index_held_by([m for k, m in enumerate(match) if self.counts(k)], self.replication_quorum())
 
     def may_commit(self, index: int, log: tuple[int, ...], generation: int) -> bool:
