@@ -614,15 +614,13 @@ class Validator:
         except ValueError as e:
             return self._fail(event, k, self.observed[k], str(e))
         nxt: dict[Candidate, None] = {}
-        self._successor_memo = {}
-        try:
-            for cand in self.candidates:
-                for c in self._explain(cand, k, seen, event):
-                    nxt[c] = None
-        finally:
-            self._successor_memo = {}
+        self._successor_memo = {}  # this event's; `_why` reads it too
+        for cand in self.candidates:
+            for c in self._explain(cand, k, seen, event):
+                nxt[c] = None
         if not nxt:
             return self._fail(event, k, seen, self._why(k, seen, event))
+        self._successor_memo = {}
         self.observed[k] = seen
         self.reads |= set(event.read or ())
         candidates = list(nxt)
@@ -767,9 +765,7 @@ class Validator:
         best = None
         reads = bool(event.read)
         for cand in self.candidates[:50]:
-            options = [(None, cand.state)]
-            options += [(a, after) for a, after in self._successors(cand.state, k, seen, reads)
-                        if self._allowed(a, k, event)]
+            options = [(None, cand.state), *self._successors_once(cand.state, k, seen, reads, event)]
             for action, state in options:
                 server = state.servers[k]
                 d = self._distance(server, seen, cand.generations) + len(self._other_differences(server, k))

@@ -118,9 +118,9 @@ class Rules:
         """The largest index the leader may take as its HWM, from every server's match index (the
         leader's own slot holds its last index): the largest index held by `replication_quorum()`
         counting servers (etcd's quorum/majority.go CommittedIndex)."""
-        if type(self).counts is Rules.counts:
-            return index_held_by(match, self.replication_quorum())
-        return index_held_by([m for k, m in enumerate(match) if self.counts(k)], self.replication_quorum())
+        counting = self.counting()
+        held = match if len(counting) == len(match) else [match[k] for k in counting]
+        return index_held_by(held, self.replication_quorum())
 
     def may_commit(self, index: int, log: tuple[int, ...], generation: int) -> bool:
         """Whether a leader of `generation` whose log is `log` may advance its HWM to `index`, its

@@ -47,6 +47,7 @@ import hypothesis.strategies
 from hwm.bridge.maelstrom.cluster import Limits, Run, RunResult, result_of
 from hwm.bridge.maelstrom.protocol import NodeProtocolError
 from hwm.bridge.maelstrom.schedule import Schedule
+from hwm.properties.protocol import resolve as resolve_protocol
 
 FAULTS = ("partition", "pause", "kill", "duplicate")
 # What Maelstrom's own network and nemesis do to any node: partitions (messages lost between the
@@ -123,11 +124,7 @@ FIRST_SETTLE_ROUNDS = {"zab": 12}
 
 
 def first_settle_rounds(protocol: str | None) -> int:
-    if protocol is None:
-        return 6
-    from hwm.properties.protocol import resolve
-
-    return FIRST_SETTLE_ROUNDS.get(resolve(protocol)[1].system, 6)
+    return 6 if protocol is None else FIRST_SETTLE_ROUNDS.get(resolve_protocol(protocol)[1].system, 6)
 
 
 def hunt(command: list[str], workload: str = "log", nodes: int = 3, clock: str = "virtual",
