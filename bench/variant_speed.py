@@ -46,7 +46,8 @@ sys.path.insert(0, ROOT)
 from bench.bounds import add_search_arguments, bounds_of  # noqa: E402
 from bench.engines import WARM_UP, uptime  # noqa: E402
 from hwm.model.variant import Variant  # noqa: E402
-from hwm.properties.quorum import majority  # noqa: E402
+from hwm.properties.quorum import index_held_by, majority  # noqa: E402
+from hwm.properties.rules import up_to_date  # noqa: E402
 
 FLEXIBLE = os.path.join(os.path.abspath(ROOT), "examples", "variants", "flexible.py")
 
@@ -60,9 +61,35 @@ class Majority(Variant):
         return majority(self.servers)
 
 
+class RaftRulesWritten(Variant):
+    """Raft's six rules asked of every state, each written out as the flags give it: the preset's search,
+    with every rule looked up in its table on the compiled backend (checker.fast.rule_tables)."""
+
+    base = "raft"
+
+    def quorum_index(self, match):
+        return index_held_by(match, majority(self.servers))
+
+    def may_commit(self, index, log, generation):
+        return index <= len(log) and log[index - 1] == generation
+
+    def grants_vote(self, candidate_log, voter_log):
+        return up_to_date(candidate_log, voter_log)
+
+    def accepts_append(self, log, prev_index, prev_generation):
+        return len(log) >= prev_index and log[prev_index - 1] == prev_generation
+
+    def restart_keeps(self, log, hwm, leader_hwm):
+        return len(log)
+
+    def readable(self, server, leading, log, hwm):
+        return min(hwm, len(log))
+
+
 def rows_of(preset: str) -> list[tuple[str, str]]:
     """(row name, protocol spec) of the protocols compared."""
     return [(preset, preset), ("Majority (variant)", f"{os.path.abspath(__file__)}:Majority"),
+            ("RaftRulesWritten (6 rules)", f"{os.path.abspath(__file__)}:RaftRulesWritten"),
             ("Flexible (variant)", f"{FLEXIBLE}:Flexible"),
             ("FlexibleTooSmall (+2 own)", f"{FLEXIBLE}:FlexibleTooSmall")]
 

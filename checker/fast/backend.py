@@ -12,8 +12,10 @@ from typing import Sequence
 import numpy as np
 
 from hwm.model.actions import Model
-from hwm.model.rules import PER_STATE_HOOKS, overridden
 from hwm.checker.backend import Backend, BackendUnavailable, Expansion
+from hwm.checker.fast import rule_tables
+from hwm.checker.fast.fields import RULE_RAISED
+from hwm.properties.rules import HookError
 from hwm.properties.protocol import Protocol
 
 __all__ = ["FastBackend", "unsupported", "compile_seconds", "NOT_COMPILED", "NOT_COMPILED_FLAGS",
@@ -31,13 +33,15 @@ def unsupported(model) -> str | None:
     if uncompiled:
         return uncompiled
     variant = getattr(model, "variant", None)
-    if variant is not None:
-        # The constant rules (which servers count, Q1, Q2) are asked once and are data for the kernels
-        # (Layout.params, the election tables); a rule asked of every state is Python they cannot run.
-        per_state = [hook for hook in overridden(model.rules) if hook in PER_STATE_HOOKS]
-        if per_state:
-            return (f"{variant.name or variant.__name__} overrides {', '.join(per_state)}, a rule asked of every "
-                    f"state in Python, which the compiled kernels cannot run")
+    # The constant rules (which servers count, Q1, Q2) are asked once and are data for the kernels
+    # (Layout.params, the election tables); a rule asked of every state is asked of every argument the
+    # bounds allow, and the kernels look its answers up (checker.fast.rule_tables).
+    if rule_tables.hooks_of(model):
+        try:
+            rule_tables.of_model(model)
+        except rule_tables.TooLarge as e:
+            return (f"{variant.name or variant.__name__} overrides {', '.join(rule_tables.hooks_of(model))}, "
+                    f"rules asked of every state, and {e}")
     system = getattr(getattr(model, "protocol", None), "system", "raft")
     partitions = getattr(getattr(model, "config", None), "max_partitions", 0)
     if partitions and system in NOT_COMPILED_PARTITIONS:
@@ -237,7 +241,7 @@ class FastBackend(Backend):
         self.properties = CompiledProperties(layout, self._kernels)
         initial = self.initial()
         with _one_compiler(self._kernels):
-            _warm("expand", lambda: self.expand(initial))
+            _warm("expand", lambda: self._expand_quietly(initial))
             _warm("fingerprints", lambda: self.fingerprints(initial))
             self.properties.warm(initial, _warm)
 
@@ -290,8 +294,28 @@ class FastBackend(Backend):
         t = self._kernels.expand(layout.params, np.ascontiguousarray(batch), self._elect_candidates,
                                  self._elect_voters, self._elect_ids, self._server_ids, self._pair_ids, layout.perms,
                                  layout.encoding_size, out, parents, actions, fps, hits)
+        if layout.params[RULE_RAISED]:
+            layout.params[RULE_RAISED] = 0
+            self._rule_raised(batch)
         bounds_hit = {name for name, hit in zip(_BOUNDS, hits.tolist()) if hit}
         return Expansion(out[:t], fps[:t].copy(), parents[:t].copy(), actions[:t].copy(), bounds_hit)
+
+    def _expand_quietly(self, batch: np.ndarray) -> None:
+        """expand, where a variant's rule that raises is left for the search to meet and report."""
+        try:
+            self.expand(batch)
+        except HookError:
+            pass
+
+    def _rule_raised(self, batch: np.ndarray) -> None:
+        """A rule table's entry whose rule raised was looked up: the reference model, asked the same
+        states, raises the rule's error (a HookError naming the state and the action), as the reference
+        backend does."""
+        for state in self.states(batch):
+            for _ in self.model.successors(state):
+                pass
+        raise RuntimeError("a variant's rule table gave an answer its rule raised on, but the reference model "
+                           "expanded the same states without asking it: please report this")
 
     # ------------------------------------------------------------ properties
     def check_states(self, batch: np.ndarray, props: Sequence) -> dict[str, tuple[int, str]]:

@@ -10,8 +10,9 @@ N, L, G, SW, RB, CB, CAP, MW, CW, W, MAX_CRASHES, QUORUM_K, MAJORITY, COMMIT_CUR
     APPEND_PREVIOUS, RESTART, HWM_DURABLE, NOOP, ASYNC, SYMMETRY, NPERM, SYSTEM, AB, ZAB_ELECTION, \
     ACK_BEFORE_PERSIST, BOOKIES, ACK_QUORUM, READS_FENCE, TRUNCATION, UNCLEAN, LATE_LEADER_AND_ISR, MIN_ISR, WRITE_MIN_ISR, \
     UNFLUSHED, COUNTING, NEEDED, PARTITIONED, CUT, PB, MAX_PARTITIONS, CHECK_QUORUM, LEASE_READS, \
-    ELECTION_QUORUM, CONTROLLER_FENCING = range(45)
-PARAMS = 45
+    ELECTION_QUORUM, CONTROLLER_FENCING, QUORUM_INDEX_AT, MAY_COMMIT_AT, GRANTS_VOTE_AT, ACCEPTS_APPEND_AT, \
+    RESTART_KEEPS_AT, READABLE_AT, RULE_RAISED = range(52)
+PARAMS = 52
 # COUNTING: bit k set when server k's match index counts toward QUORUM_K (model.rules.Rules.counts: all
 # servers, but a variant's learners). NEEDED: how many servers ReadNeverTruncated and CommittedOnQuorum
 # require to hold an entry (the catalogue's `needed`: a majority, or a variant's Q2).
@@ -20,6 +21,11 @@ PARAMS = 45
 # partitions made; MAX_PARTITIONS, CHECK_QUORUM and LEASE_READS its bound and flags, ELECTION_QUORUM the
 # model's `quorum` (how many servers a leader must reach under check_quorum); CONTROLLER_FENCING Kafka's
 # flag (model/kafka_partition.py).
+# QUORUM_INDEX_AT .. READABLE_AT: where in P a variant's rule asked of every state starts as a table of its
+# answers (checker.fast.rule_tables, which says how each is indexed); 0 where the built-in rule applies.
+# RULE_RAISED is the one field a kernel writes: 1 once it looked up an entry whose rule raised when it
+# was tabulated (the backend then asks the reference model, which raises the rule's error where the
+# reference backend would).
 # Systems (P[SYSTEM]). A BookKeeper row's servers are the bookies 0..BOOKIES-1, the writer
 # (BOOKIES) and the recovery client (BOOKIES + 1); N counts all of them, as the state does.
 RAFT, ZAB, BOOKKEEPER, KAFKA = range(4)
@@ -52,3 +58,5 @@ REPLICATE_KIND, SEND_KIND, DELIVER_KIND, DROP_KIND, SYNC_KIND, SHRINK_ISR_KIND, 
 PAIR_KINDS = ("replicate", "send", "deliver", "drop", "sync", "shrink_isr", "leader_and_isr")
 # Bounds (Expansion.bounds_hit), as flags in `hits`.
 HIT_GENERATION, HIT_LOG, HIT_CRASHES, HIT_CAPACITY, HIT_PARTITIONS = range(5)
+# A rule table's entry for arguments on which the variant's rule raised or answered wrongly.
+RAISED = -1

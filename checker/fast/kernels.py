@@ -54,6 +54,36 @@ def _channel(P, a, b):
     return P[CB] + (a * P[N] + b) * P[CW]
 
 
+@njit(cache=True, inline="always")
+def _log_code(P, row, base):
+    """checker.fast.rule_tables' code of the log at `base`: sum(log[i] * R**i), R = max_generation + 1."""
+    code = np.int64(0)
+    scale = np.int64(1)
+    for i in range(row[base + LEN]):
+        code += np.int64(row[base + LOG + i]) * scale
+        scale *= P[G] + 1
+    return code
+
+
+@njit(cache=True, inline="always")
+def _logs(P):
+    """How many log codes a rule table spans: R**max_log."""
+    span = np.int64(1)
+    for _ in range(P[L]):
+        span *= P[G] + 1
+    return span
+
+
+@njit(cache=True)
+def _rule(P, at, key):
+    """A variant's rule's answer, from its table (checker.fast.rule_tables) at P[at] + key."""
+    answer = P[P[at] + key]
+    if answer == RAISED:  # the rule raised on these arguments: the backend asks the reference model
+        P[RULE_RAISED] = 1
+        return np.int64(0)
+    return answer
+
+
 @njit(cache=True)
 def _become_follower(P, row, base, generation):
     row[base + GEN] = generation
@@ -70,6 +100,13 @@ def _quorum_index(P, row, base):
     n = P[N]
     own = (base - 1) // P[SW]
     length = np.int64(row[base + LEN])
+    if P[QUORUM_INDEX_AT]:  # a variant's rule: its answer for these match indexes
+        key = np.int64(0)
+        scale = np.int64(1)
+        for i in range(n):
+            key += (length if i == own else np.int64(row[_match(P, base, i)])) * scale
+            scale *= P[L] + 1
+        return _rule(P, QUORUM_INDEX_AT, key)
     counting = P[COUNTING]
     # The QUORUM_K-th largest index of the counting servers: the largest v held by at least QUORUM_K of them.
     q = np.int64(0)
@@ -96,7 +133,10 @@ def _advance_hwm(P, row, base):
     q = _quorum_index(P, row, base)
     if q <= row[base + HWM]:
         return
-    if P[COMMIT_CURRENT] and (q > length or row[base + LOG + q - 1] != row[base + GEN]):
+    if P[MAY_COMMIT_AT]:  # a variant's commit rule
+        if not _rule(P, MAY_COMMIT_AT, ((q - 1) * _logs(P) + _log_code(P, row, base)) * (P[G] + 1) + row[base + GEN]):
+            return
+    elif P[COMMIT_CURRENT] and (q > length or row[base + LOG + q - 1] != row[base + GEN]):
         return  # Raft 5.4.2: only an entry of the leader's own generation is committed by counting
     row[base + HWM] = q
 
@@ -205,6 +245,16 @@ def _write(P, row, k):
 
 
 @njit(cache=True)
+def _refuses_append(P, row, base, prev, prev_generation):
+    """not Rules.accepts_append: the follower at `base` refuses entries after index prev >= 1 whose
+    generation there is prev_generation (Raft's receiver rule 2 under append_check=previous-entry)."""
+    if P[ACCEPTS_APPEND_AT]:  # a variant's append check
+        key = (_log_code(P, row, base) * P[L] + prev - 1) * (P[G] + 1) + prev_generation
+        return not _rule(P, ACCEPTS_APPEND_AT, key)
+    return P[APPEND_PREVIOUS] and (row[base + LEN] < prev or row[base + LOG + prev - 1] != prev_generation)
+
+
+@njit(cache=True)
 def _replicate(P, before, row, l, f):
     lb, fb = _server(P, l), _server(P, f)
     if before[fb + GEN] > before[lb + GEN]:
@@ -212,20 +262,29 @@ def _replicate(P, before, row, l, f):
         return
     leader_length = np.int64(before[lb + LEN])
     prev = min(np.int64(before[_match(P, lb, f)]), leader_length)
-    if P[APPEND_PREVIOUS]:
-        # Raft's back-off within one round trip: step back to an entry the follower holds.
-        length = np.int64(before[fb + LEN])
-        while prev and (length < prev or before[fb + LOG + prev - 1] != before[lb + LOG + prev - 1]):
-            prev -= 1
+    # Raft's back-off within one round trip: step back to an entry the follower accepts.
+    while prev and _refuses_append(P, before, fb, prev, before[lb + LOG + prev - 1]):
+        prev -= 1
     acknowledged = _follower_apply(P, row, fb, prev, before, lb + LOG + prev, leader_length - prev,
                                    before[lb + HWM], before[lb + GEN])
     _with_match(P, row, lb, f, acknowledged)
 
 
 @njit(cache=True)
+def _readable(P, row, base):
+    """Model.readable: up to which index the live server at `base` serves a client's read."""
+    if P[READABLE_AT]:  # a variant's read rule
+        k = (base - 1) // P[SW]
+        key = (((k * 2 + (row[base + ROLE] == 1)) * _logs(P) + _log_code(P, row, base)) * (P[L] + 1)
+               + row[base + HWM])
+        return _rule(P, READABLE_AT, key)
+    return min(np.int64(row[base + HWM]), np.int64(row[base + LEN]))
+
+
+@njit(cache=True)
 def _unread(P, row, base):
-    """Some entry at or below the server's high-water mark has not been read (guard_read)."""
-    for e in range(min(row[base + HWM], row[base + LEN])):
+    """Some entry the server serves (at or below its high-water mark) has not been read (guard_read)."""
+    for e in range(_readable(P, row, base)):
         if not row[_read_slot(P, e + 1, row[base + LOG + e])]:
             return True
     return False
@@ -235,7 +294,7 @@ def _unread(P, row, base):
 def _read(P, row, k):
     # "Any client can read the log entries only till the high-water mark."
     base = _server(P, k)
-    for i in range(min(row[base + HWM], row[base + LEN])):
+    for i in range(_readable(P, row, base)):
         row[_read_slot(P, i + 1, row[base + LOG + i])] = 1
 
 
@@ -258,23 +317,38 @@ def _crash(P, row, k):
 
 
 @njit(cache=True)
+def _restart_leader_hwm(P, row, r):
+    """The HWM of the leader restarting r asks (restart=truncate-to-leader-hwm): the live leader of the
+    highest generation (the first one on a tie), if not stale; -1 when none answers."""
+    best = -1
+    for k in range(P[N]):
+        kb = _server(P, k)
+        if k != r and row[kb + ALIVE] and row[kb + ROLE] == 1:
+            if best < 0 or row[kb + GEN] > row[_server(P, best) + GEN]:
+                best = k
+    if best >= 0 and row[_server(P, best) + GEN] >= row[_server(P, r) + GEN]:
+        return np.int64(row[_server(P, best) + HWM])
+    return np.int64(-1)
+
+
+@njit(cache=True)
 def _restart(P, row, r):
     base = _server(P, r)
     row[base + ALIVE] = 1
     length = np.int64(row[base + LEN])
-    if P[RESTART] == TRUNCATE_TO_OWN_HWM:
+    leader_hwm = _restart_leader_hwm(P, row, r) if P[RESTART] == TRUNCATE_TO_LEADER_HWM else np.int64(-1)
+    if P[RESTART_KEEPS_AT]:  # a variant's rule: what the restart keeps
+        key = ((_log_code(P, row, base) * (P[L] + 1) + row[base + HWM]) * (P[L] + 2)
+               + (P[L] + 1 if leader_hwm < 0 else leader_hwm))
+        kept = _rule(P, RESTART_KEEPS_AT, key)
+        if kept < length or leader_hwm >= 0:
+            length = kept
+            row[base + HWM] = min(np.int64(row[base + HWM]), kept)
+    elif P[RESTART] == TRUNCATE_TO_OWN_HWM:
         length = min(np.int64(row[base + HWM]), length)
-    elif P[RESTART] == TRUNCATE_TO_LEADER_HWM:
-        # The live leader of the highest generation (the first one on a tie), if not stale.
-        best = -1
-        for k in range(P[N]):
-            kb = _server(P, k)
-            if k != r and row[kb + ALIVE] and row[kb + ROLE] == 1:
-                if best < 0 or row[kb + GEN] > row[_server(P, best) + GEN]:
-                    best = k
-        if best >= 0 and row[_server(P, best) + GEN] >= row[base + GEN]:
-            length = min(np.int64(row[_server(P, best) + HWM]), length)
-            row[base + HWM] = min(np.int64(row[base + HWM]), length)
+    elif leader_hwm >= 0:
+        length = min(leader_hwm, length)
+        row[base + HWM] = min(np.int64(row[base + HWM]), length)
     for position in range(length, P[L]):
         row[base + LOG + position] = 0
     row[base + LEN] = length
@@ -300,7 +374,7 @@ def _deliver(P, before, row, a, b):
             np.int64(before[m + 5])
         if generation < row[rb + GEN]:
             _push(P, row, b, a, REPLY, row[rb + GEN], 0, prev, 0, before, 0, 0)
-        elif P[APPEND_PREVIOUS] and prev and (row[rb + LEN] < prev or row[rb + LOG + prev - 1] != prev_generation):
+        elif prev and _refuses_append(P, row, rb, prev, prev_generation):
             # Raft receiver rule 2: no entry at prevLogIndex whose generation matches prevLogTerm.
             _become_follower(P, row, rb, generation)
             _push(P, row, b, a, REPLY, generation, 0, prev, 0, before, 0, 0)
@@ -1342,12 +1416,15 @@ def _emit(t, parents, actions, parent, action_id):
 
 # Who may vote for whom (P[LONGEST_LOG], ZabModel.freshness): anyone, Raft 5.4.1's up-to-date
 # rule (last generation, then length), or ZAB's (currentEpoch, then last zxid).
-ANY_FRESHNESS, RAFT_FRESHNESS, ZAB_FRESHNESS = range(3)
+ANY_FRESHNESS, RAFT_FRESHNESS, ZAB_FRESHNESS, VARIANT_VOTE = range(4)
 
 
 @njit(cache=True)
 def _fresh_enough(P, row, c, v, rule):
     """The candidate c's history is at least as up to date as voter v's, under `rule`."""
+    if rule == VARIANT_VOTE:  # a variant's vote rule (the candidate's own vote is not asked)
+        cb, vb = _server(P, c), _server(P, v)
+        return c == v or _rule(P, GRANTS_VOTE_AT, _log_code(P, row, cb) * _logs(P) + _log_code(P, row, vb)) != 0
     if rule == ANY_FRESHNESS:
         return True
     cb, vb = _server(P, c), _server(P, v)
@@ -1372,10 +1449,14 @@ def _elections(P, row, i, rule, emit, alive, leading, elect_candidates, elect_vo
         top = np.int64(0)
         for k in range(P[N]):
             if voters >> k & 1:
-                if not alive[k] or not _fresh_enough(P, row, c, k, rule):
+                if not alive[k]:
                     ok = False
                     break
                 top = max(top, np.int64(row[_server(P, k) + GEN]))
+        # Votes are asked once every voter is up, in the voters' order (Model.guard_elect).
+        for k in range(P[N]):
+            if ok and voters >> k & 1 and not _fresh_enough(P, row, c, k, rule):
+                ok = False
         if not ok:
             continue
         if top + 1 > P[G]:
@@ -1397,7 +1478,7 @@ def _raft_successors(P, row, i, alive, leading, established, elect_candidates, e
     """Model.actions and effects (ZabModel's when P[SYSTEM] is ZAB) of one row, from transition t on."""
     n, l = P[N], P[L]
     zab = P[SYSTEM] == ZAB
-    rule = RAFT_FRESHNESS if P[LONGEST_LOG] else ANY_FRESHNESS
+    rule = VARIANT_VOTE if P[GRANTS_VOTE_AT] else RAFT_FRESHNESS if P[LONGEST_LOG] else ANY_FRESHNESS
     for k in range(n):
         base = _server(P, k)
         alive[k] = row[base + ALIVE] == 1

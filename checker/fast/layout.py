@@ -30,7 +30,7 @@ from math import factorial
 import numpy as np
 
 from hwm.model.actions import Model
-from hwm.checker.fast import fields as K
+from hwm.checker.fast import fields as K, rule_tables
 from hwm.model.state import APPEND, FOLLOWER, LEADER, Server, State
 from hwm.model.bookkeeper import BookKeeperModel, BookKeeperState
 from hwm.model.kafka import KafkaModel, KafkaServer, KafkaState
@@ -131,6 +131,8 @@ class Layout:
             P[K.BOOKIES] = model.n
             P[K.ACK_QUORUM] = model.ack_quorum
             P[K.READS_FENCE] = model.reads_fence
+        if self.system == K.RAFT and rule_tables.hooks_of(model):  # a variant's rules asked of every state
+            P = rule_tables.with_tables(P, rule_tables.of_model(model))
         self.params = P
         self.perms = (np.array(list(permutations(range(n))), dtype=np.int64) if symmetry
                       else np.zeros((1, n), dtype=np.int64))

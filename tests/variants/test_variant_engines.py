@@ -1,6 +1,7 @@
 """A variant on the compiled backend (checker.fast): its constant rules (which servers count, Q1, Q2) are
-data for the kernels, and the search must find what the reference backend finds, count for count and
-trace for trace; a rule asked of every state keeps the reference backend, named."""
+data for the kernels, its rules asked of every state are tables of their answers (checker.fast.rule_tables),
+and the search must find what the reference backend finds, count for count and trace for trace; rules
+whose tables do not fit keep the reference backend, named."""
 
 from __future__ import annotations
 
@@ -57,7 +58,43 @@ class TrustingLeader(Variant):
 
     def may_commit(self, index, log, generation):
         return True
+
+
+class SeedUpToDate(Variant):
+    """The seed's rules with Raft 5.4.1's vote, written as the rule."""
+
+    base = "seed"
+
+    def grants_vote(self, candidate_log, voter_log):
+        last = lambda log: (log[-1] if log else 0, len(log))
+        return last(candidate_log) >= last(voter_log)
+
+
+class EveryCopy(Variant):
+    """The HWM is the lowest match index: every server must hold an entry."""
+
+    def quorum_index(self, match):
+        return min(match)
+
+
+class CommitsOwnGeneration(Variant):
+    """Raft 5.4.2 written as the rule; it raises where no reachable leader asks (generation 0)."""
+
+    def may_commit(self, index, log, generation):
+        if generation == 0:
+            raise ValueError("no leader has generation 0")
+        return index <= len(log) and log[index - 1] == generation
+
+
+class ServesNothingCommitted(Variant):
+    """A leader with a committed entry raises when asked to serve it."""
+
+    def readable(self, server, leading, log, hwm):
+        if leading and hwm:
+            raise ValueError("a leader asked to serve its committed entries")
+        return min(hwm, len(log))
 '''
+from tests.variants.test_variant_server_rules import RULES as SERVER_RULES  # noqa: E402
 
 FOUR = Config(**{"servers": 4, "max_generation": 3, "max_crashes": 0})
 # (variant, bounds, distinct states, transitions, depth): the reference backend's search, pinned.
@@ -109,6 +146,78 @@ def test_the_engines_agree_on_a_variant(rules, name, config, states, transitions
         assert (reference.states, reference.transitions, reference.depth) == (states, transitions, depth)
 
 
+SMALL4 = Config(servers=4, max_generation=2, max_crashes=0)
+LOG2 = Config(max_generation=2, max_log=2, max_crashes=1)
+# Rules asked of every state, one or more per rule (variant, bounds, distinct states, transitions,
+# depth): the reference backend's search, pinned; the compiled one must find the same.
+PER_STATE = [
+    ("TrustingLeader", SMALL4, 326, 1790, 10),  # may_commit
+    ("CommitsOwnGeneration", SMALL4, 334, 1795, 11),  # may_commit, raising where no state asks: raft's search
+    ("SeedUpToDate", SMALL4, 270, 1524, 10),  # grants_vote
+    ("EveryCopy", SMALL4, 208, 1117, 12),  # quorum_index
+    (f"{SERVER_RULES}:TruncateToOwnHwm", LOG2, 5233, 21284, 15),  # restart_keeps: kip101's search
+    (f"{SERVER_RULES}:TruncateUnchecked", LOG2, 6007, 24491, 15),  # accepts_append and restart_keeps
+    (f"{SERVER_RULES}:TruncateUnchecked", Config(servers=2, max_generation=2, max_log=2, max_crashes=1,
+                                                 network="async", channel_capacity=1), 2503, 9972, 23),
+    (f"{SERVER_RULES}:LeaderReads", SMALL4, 334, 1570, 11),  # readable
+    (f"{SERVER_RULES}:FollowerReadsUnchecked", SMALL4, 383, 2155, 12),
+]
+
+
+@pytest.mark.parametrize("name, config, states, transitions, depth", PER_STATE,
+                         ids=[f"{c[0].rpartition(':')[2]}-{c[1].network}" for c in PER_STATE])
+def test_the_engines_agree_on_rules_asked_of_every_state(rules, name, config, states, transitions, depth):
+    spec = _spec(rules, name)
+    _, protocol = resolve(spec)
+    assert auto_backend(build_model(protocol, config))[0] == "fast"
+    reference = _search(spec, config, "reference")
+    compiled = _search(spec, config, "fast")
+    assert _seen(compiled) == _seen(reference)
+    assert (reference.states, reference.transitions, reference.depth) == (states, transitions, depth)
+
+
+def test_a_rule_that_raises_in_a_reachable_state_stops_both_engines_with_the_same_line(rules):
+    spec = _spec(rules, "ServesNothingCommitted")
+    reference, compiled = _search(spec, SMALL4, "reference"), _search(spec, SMALL4, "fast")
+    assert _seen(compiled) == _seen(reference)
+    assert "ServesNothingCommitted.readable raised ValueError: a leader asked to serve its committed entries" \
+        in compiled.error, compiled.error
+
+
+def test_rules_whose_tables_do_not_fit_stay_on_the_reference_backend_by_name(rules):
+    """A vote rule over logs of 5 entries of 9 generations would need 10**10 answers."""
+    _, protocol = resolve(_spec(rules, "SeedUpToDate"))
+    backend, why = auto_backend(build_model(protocol, Config(max_generation=9, max_log=5)))
+    assert backend == "reference"
+    assert why == ("SeedUpToDate overrides grants_vote, rules asked of every state, and its rules' tables would "
+                   "hold 10,000,000,000 answers at these bounds (at most 1,048,576)")
+    result = CliRunner().invoke(main, ["check", "--protocol", _spec(rules, "SeedUpToDate"), "--max-generation", "9",
+                                       "--max-log", "5", "--successors", "fast"])
+    assert result.exit_code == 2, result.output
+    assert [line for line in result.output.splitlines() if "SeedUpToDate" in line] == [
+        f"Error: --successors fast: SeedUpToDate: {why}; use --successors reference"], result.output
+
+
+@pytest.mark.parametrize("plant", ["tables dropped", "one answer flipped"])
+def test_a_planted_rule_table_bug_makes_the_engines_differ(monkeypatch, plant):
+    """Check the check: kernels that ignore the tables (the built-in read rule), or a table with one
+    answer wrong, do not find the reference's search of FollowerReadsUnchecked."""
+    from hwm.checker.fast import rule_tables
+
+    tabulate = rule_tables.tabulate
+
+    def planted(*args):
+        built = tabulate(*args)
+        if plant == "tables dropped":
+            return []
+        table = built[0][1]
+        table[table.argmax()] = 0  # the largest index some server serves, served no more
+        return built
+
+    monkeypatch.setattr(rule_tables, "tabulate", planted)
+    spec = f"{SERVER_RULES}:FollowerReadsUnchecked"
+    assert _search(spec, SMALL4, "fast").transitions != 2155
+
 
 @pytest.mark.parametrize("plant", ["every server counts", "symmetry kept"])
 def test_a_planted_kernel_bug_makes_the_engines_differ(rules, monkeypatch, plant):
@@ -131,19 +240,10 @@ def test_a_planted_kernel_bug_makes_the_engines_differ(rules, monkeypatch, plant
     assert (report.states, report.transitions) != (4033, 20907)
 
 
-def test_constant_rules_run_compiled_and_a_rule_of_every_state_is_refused_by_name(rules):
+def test_constant_rules_run_compiled(rules):
     for name in ("Majority", "Learner", "SeedLearner"):
         _, protocol = resolve(_spec(rules, name))
         assert auto_backend(build_model(protocol, Config(servers=4)))[0] == "fast"
-    _, protocol = resolve(_spec(rules, "TrustingLeader"))
-    backend, why = auto_backend(build_model(protocol, Config()))
-    assert backend == "reference"
-    assert why == ("TrustingLeader overrides may_commit, a rule asked of every state in Python, which the "
-                   "compiled kernels cannot run")
-    result = CliRunner().invoke(main, ["check", "--protocol", _spec(rules, "TrustingLeader"), "--successors", "fast"])
-    assert result.exit_code == 2, result.output
-    assert [line for line in result.output.splitlines() if "TrustingLeader" in line] == [
-        f"Error: --successors fast: TrustingLeader: {why}; use --successors reference"], result.output
 
 
 def test_a_property_failing_on_the_compiled_backend_keeps_the_partial_report(tmp_path):
