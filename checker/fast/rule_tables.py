@@ -49,8 +49,8 @@ class TooLarge(ValueError):
 
 def sizes(hooks, n: int, max_log: int, max_generation: int) -> dict[str, int]:
     """Each table's number of entries."""
-    L, logs = max_log, (max_generation + 1) ** max_log
-    R = max_generation + 1
+    L, R = max_log, max_generation + 1
+    logs = R ** L
     every = {"quorum_index": (L + 1) ** n, "may_commit": L * logs * R, "grants_vote": logs * logs,
              "accepts_append": logs * L * R, "restart_keeps": logs * (L + 1) * (L + 2),
              "readable": n * 2 * logs * (L + 1)}
