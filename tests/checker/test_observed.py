@@ -293,3 +293,21 @@ def test_a_late_election_never_lowers_a_candidate_nor_gives_a_generation_a_secon
     events = before + LED_TWO + [("n1", dict(generation=1, role="leader"))]
     discrepancy = feed(events, late_at=len(events) - 1)
     assert discrepancy is not None and discrepancy.number == len(events), discrepancy and discrepancy.describe()
+
+
+# n2 wins generation 2 with n3 while n1 still leads generation 1.
+DEPOSED = ELECTED + [("n2", dict(generation=2, role="leader")), ("n3", dict(generation=2))]
+
+
+@pytest.mark.parametrize("events, valid", [
+    (DEPOSED + [("n1", dict(generation=2, role="follower"))], True),  # a leader learns g2 and steps down
+    (DEPOSED + [("n1", dict(role="follower")), ("n1", dict(generation=2))], True),  # a follower learns it
+    (DEPOSED + [("n1", dict(generation=2))], False),  # still leading, in a generation n2 leads
+])
+def test_only_a_live_follower_learns_a_later_generation_without_voting(events, valid):
+    """The relaxation's guard (ObservedValidator._later_generations): a follower learns a generation
+    from a message; a leader that learns one steps down."""
+    verdict = run(*events)
+    assert verdict.valid == valid, verdict.discrepancy and verdict.discrepancy.describe()
+    if not valid:
+        assert verdict.discrepancy.number == len(events)
