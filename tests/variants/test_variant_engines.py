@@ -86,6 +86,15 @@ class CommitsOwnGeneration(Variant):
         return index <= len(log) and log[index - 1] == generation
 
 
+class LeaseFollowerReads(Variant):
+    """Followers serve their whole log, on the partitioned model with leases."""
+
+    base = "raft-lease-reads"
+
+    def readable(self, server, leading, log, hwm):
+        return min(hwm, len(log)) if leading else len(log)
+
+
 class ServesNothingCommitted(Variant):
     """A leader with a committed entry raises when asked to serve it."""
 
@@ -161,11 +170,13 @@ PER_STATE = [
                                                  network="async", channel_capacity=1), 2503, 9972, 23),
     (f"{SERVER_RULES}:LeaderReads", SMALL4, 334, 1570, 11),  # readable
     (f"{SERVER_RULES}:FollowerReadsUnchecked", SMALL4, 383, 2155, 12),
+    ("LeaseFollowerReads", Config(max_generation=2, max_log=1, max_crashes=0, max_partitions=1), 273, 982, 11),
 ]
 
 
 @pytest.mark.parametrize("name, config, states, transitions, depth", PER_STATE,
-                         ids=[f"{c[0].rpartition(':')[2]}-{c[1].network}" for c in PER_STATE])
+                         ids=[f"{c[0].rpartition(':')[2]}-{c[1].network}{'-partitioned' * bool(c[1].max_partitions)}"
+                              for c in PER_STATE])
 def test_the_engines_agree_on_rules_asked_of_every_state(rules, name, config, states, transitions, depth):
     spec = _spec(rules, name)
     _, protocol = resolve(spec)
