@@ -126,3 +126,16 @@ def test_validate_on_spark_judges_a_recorded_run_with_a_variants_model(spark, tm
     distributed = coverage_table(runs, "team_all_copies:AllCopies", bounds, engine="spark", spark=spark)
     assert [(r["valid"], r["event"]) for r in local.runs] == [(r["valid"], r["event"]) for r in distributed.runs] \
         == [(False, 6)]
+
+
+def test_rules_asked_of_every_state_run_compiled_on_the_executors_as_locally(spark):
+    """A read rule (examples/variants/server_rules.py's FollowerReadsUnchecked) on the executors'
+    compiled kernels, as tables each executor builds again from the variant it loads: the local
+    engine's states, transitions and shortest lengths, on both backends."""
+    spec = str(FLEXIBLE.parent / "server_rules.py") + ":FollowerReadsUnchecked"
+    name, protocol = resolve(spec)
+    config = Config(servers=4, max_generation=2, max_crashes=0)
+    local = summary(run(CheckRequest(name, successors="reference"), model=build_model(protocol, config)))
+    assert local[:2] == (383, 2155) and local[2]["ReadNeverTruncated"] == 7
+    assert summary(spark_bfs(build_model(protocol, config), name, spark=spark, driver_level=0, exchange="shuffle",
+                             successors="fast")) == local
