@@ -18,9 +18,10 @@ PARAMS = 52
 # require to hold an entry (the catalogue's `needed`: a majority, or a variant's Q2).
 # A partitioned model's (model/partition.py, zab_partition.py): PARTITIONED is 1 when its rows carry the
 # cut, CUT where a server's cut byte lies in its slot (after the system's extras), PB the row's byte of
-# partitions made; MAX_PARTITIONS, CHECK_QUORUM and LEASE_READS its bound and flags, ELECTION_QUORUM the
-# model's `quorum` (how many servers a leader must reach under check_quorum); CONTROLLER_FENCING Kafka's
-# flag (model/kafka_partition.py).
+# partitions made; MAX_PARTITIONS, CHECK_QUORUM and LEASE_READS its bound and flags; CONTROLLER_FENCING
+# Kafka's flag (model/kafka_partition.py). ELECTION_QUORUM is the raft and ZAB models' `quorum`, Q1 of the
+# servers that count: how many servers a leader must reach under check_quorum, and how many a ZAB
+# leader's NEWLEADER needs.
 # QUORUM_INDEX_AT .. READABLE_AT: where in P a variant's rule asked of every state starts as a table of its
 # answers (checker.fast.rule_tables, which says how each is indexed); 0 where the built-in rule applies.
 # RULE_RAISED is the one field a kernel writes: 1 once it looked up an entry whose rule raised when it

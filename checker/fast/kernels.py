@@ -422,10 +422,10 @@ def _zab_establish(P, row, l):
     if mask & ESTABLISHED:
         return
     acknowledged = 0
-    for k in range(P[N]):
-        if (mask | 1 << l) >> k & 1:
+    for k in range(P[N]):  # Q1 of the servers that count (a ZooKeeper observer's acknowledgement does not)
+        if ((mask | 1 << l) & P[COUNTING]) >> k & 1:
             acknowledged += 1
-    if acknowledged < P[MAJORITY]:
+    if acknowledged < P[ELECTION_QUORUM]:
         return
     row[base + HWM] = max(np.int64(row[base + HWM]), _quorum_index(P, row, base))
     row[at] = mask | ESTABLISHED

@@ -84,9 +84,10 @@ class Layout:
         P = np.zeros(K.PARAMS, dtype=np.int64)
         P[K.COUNTING] = (1 << n) - 1
         P[K.NEEDED] = n // 2 + 1
-        if self.system == K.RAFT:
-            # The raft model's rules (model.rules): a variant's constant hooks, asked once, are data here:
-            # which servers count (the election tables hold only their quorums, model.voter_sets) and Q2.
+        if self.system in (K.RAFT, K.ZAB):
+            # The raft and ZAB models' rules (model.rules): a variant's constant hooks, asked once, are data
+            # here: which servers count (the election tables hold only their quorums, model.voter_sets), Q2,
+            # and Q1 (ELECTION_QUORUM: a ZAB leader's NEWLEADER quorum; check_quorum's reach).
             rules = model.rules
             P[K.COUNTING] = sum(1 << k for k in range(n) if rules.counts(k))
             quorum_k = rules.replication_quorum()
@@ -96,6 +97,7 @@ class Layout:
             n, max_log, max_generation, self.server_width, self.reads_base, self.channels_base, capacity,
             self.message_width, self.channel_width, self.width)
         P[K.MAX_CRASHES] = config.max_crashes
+        P[K.ELECTION_QUORUM] = getattr(model, "quorum", 0)  # Q1 (raft and ZAB; Kafka's controller has none)
         P[K.QUORUM_K] = quorum_k
         P[K.MAJORITY] = n // 2 + 1
         P[K.COMMIT_CURRENT] = protocol.commit == "current-generation"
@@ -125,13 +127,12 @@ class Layout:
             P[K.MAX_PARTITIONS] = config.max_partitions
             P[K.CHECK_QUORUM] = protocol.check_quorum
             P[K.LEASE_READS] = protocol.lease_reads
-            P[K.ELECTION_QUORUM] = getattr(model, "quorum", 0)  # check_quorum's (raft and ZAB; Kafka has none)
             P[K.CONTROLLER_FENCING] = self.kafka and protocol.controller_fencing
         if self.bookkeeper:
             P[K.BOOKIES] = model.n
             P[K.ACK_QUORUM] = model.ack_quorum
             P[K.READS_FENCE] = model.reads_fence
-        if self.system == K.RAFT and rule_tables.hooks_of(model):  # a variant's rules asked of every state
+        if self.system in (K.RAFT, K.ZAB) and rule_tables.hooks_of(model):  # a variant's rules asked of every state
             P = rule_tables.with_tables(P, rule_tables.of_model(model))
         self.params = P
         self.perms = (np.array(list(permutations(range(n))), dtype=np.int64) if symmetry

@@ -95,6 +95,24 @@ class LeaseFollowerReads(Variant):
         return min(hwm, len(log)) if leading else len(log)
 
 
+class ZabEveryCopy(Variant):
+    """ZAB's leader commits what every server acknowledged."""
+
+    base = "zab"
+
+    def quorum_index(self, match):
+        return min(match)
+
+
+class ZabCommitsOwnEpoch(Variant):
+    """ZAB's leader commits by counting only a proposal of its own epoch."""
+
+    base = "zab"
+
+    def may_commit(self, index, log, generation):
+        return index <= len(log) and log[index - 1] == generation
+
+
 class ServesNothingCommitted(Variant):
     """A leader with a committed entry raises when asked to serve it."""
 
@@ -104,6 +122,8 @@ class ServesNothingCommitted(Variant):
         return min(hwm, len(log))
 '''
 from tests.variants.test_variant_server_rules import RULES as SERVER_RULES  # noqa: E402
+
+OBSERVERS = FLEXIBLE.parent / "zab_observers.py"
 
 FOUR = Config(**{"servers": 4, "max_generation": 3, "max_crashes": 0})
 # (variant, bounds, distinct states, transitions, depth): the reference backend's search, pinned.
@@ -115,6 +135,8 @@ CASES = [
     ("SeedLearner", Config(servers=4, max_generation=2, max_crashes=0), 10651, 55434, 12),
     (f"{FLEXIBLE}:FlexibleTooSmall", Config(max_generation=1, max_log=1, max_crashes=0, network="async",
                                             channel_capacity=1), 427, 2604, 15),
+    (f"{OBSERVERS}:Observer", Config(servers=4, max_generation=2, max_crashes=0), 5278, 26583, 11),  # ZAB: Q1, Q2
+    (f"{OBSERVERS}:ObserverAckedAlone", Config(servers=4, max_generation=2, max_crashes=0), 4519, 22362, 12),
 ]
 
 
@@ -171,6 +193,8 @@ PER_STATE = [
     (f"{SERVER_RULES}:LeaderReads", SMALL4, 334, 1570, 11),  # readable
     (f"{SERVER_RULES}:FollowerReadsUnchecked", SMALL4, 383, 2155, 12),
     ("LeaseFollowerReads", Config(max_generation=2, max_log=1, max_crashes=0, max_partitions=1), 273, 982, 11),
+    ("ZabEveryCopy", LOG2, 3778, 13318, 15),  # ZAB's quorum_index
+    ("ZabCommitsOwnEpoch", LOG2, 5209, 19016, 15),  # ZAB's may_commit
 ]
 
 
@@ -228,6 +252,24 @@ def test_a_planted_rule_table_bug_makes_the_engines_differ(monkeypatch, plant):
     monkeypatch.setattr(rule_tables, "tabulate", planted)
     spec = f"{SERVER_RULES}:FollowerReadsUnchecked"
     assert _search(spec, SMALL4, "fast").transitions != 2155
+
+
+def test_a_zab_leader_established_by_every_server_is_not_the_observers_search(monkeypatch):
+    """Check the check: kernels that count every server's NEWLEADER acknowledgement against a
+    majority of all (P[ELECTION_QUORUM] and P[COUNTING] ignored) do not find the reference's Observer."""
+    from hwm.checker.fast import fields, layout
+
+    built = layout.Layout.__init__
+
+    def planted(self, model, symmetry):
+        built(self, model, symmetry)
+        self.params[fields.ELECTION_QUORUM] = self.n // 2 + 1
+
+    monkeypatch.setattr(layout.Layout, "__init__", planted)
+    _, protocol = resolve(f"{OBSERVERS}:Observer")
+    report = run(CheckRequest("Observer", successors="fast", properties=()),
+                 model=build_model(protocol, Config(servers=4, max_generation=2, max_crashes=0)))
+    assert (report.states, report.transitions) != (5278, 26583)
 
 
 @pytest.mark.parametrize("plant", ["every server counts", "symmetry kept"])
