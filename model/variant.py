@@ -406,7 +406,7 @@ def variant_model_class(base: type) -> type:
             self.variant = type(protocol).variant
             self.properties = variant_properties(self.variant, tuple(self.properties), self.rules)
             hooks = overridden(self.rules)
-            if hooks and protocol.system not in ("raft", "zab"):  # the kernels take raft's and ZAB's rules only
+            if hooks and protocol.system not in ("raft", "zab", "kafka"):  # the systems whose kernels take rules
                 self.uncompiled = (f"{self.variant.name or self.variant.__name__} overrides {', '.join(hooks)}, which "
                                    f"the compiled {protocol.system} kernels do not ask (they count the flags' quorums)")
             if "counts" in hooks:  # servers that do not count have a place of their own

@@ -706,9 +706,10 @@ def _kafka_advance_hwm(P, row, l):
     of the leader's own epoch's entries under the new HW are acknowledged."""
     lb = _server(P, l)
     isr = 0
-    hwm = np.int64(row[lb + LEN])
+    hwm = np.int64(row[lb + LEN]) if P[COUNTING] >> l & 1 else np.int64(P[L])
     for k in range(P[N]):
-        if k == l or row[_extra(P, lb, ISR_VIEW)] >> k & 1:  # the leader's own copy of the ISR
+        # The leader's own copy of the ISR, of the replicas that count (a variant's counts).
+        if (k == l or row[_extra(P, lb, ISR_VIEW)] >> k & 1) and P[COUNTING] >> k & 1:
             isr += 1
             if k != l:
                 hwm = min(hwm, np.int64(row[_match(P, lb, k)]))

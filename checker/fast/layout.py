@@ -84,10 +84,11 @@ class Layout:
         P = np.zeros(K.PARAMS, dtype=np.int64)
         P[K.COUNTING] = (1 << n) - 1
         P[K.NEEDED] = n // 2 + 1
-        if self.system in (K.RAFT, K.ZAB):
-            # The raft and ZAB models' rules (model.rules): a variant's constant hooks, asked once, are data
-            # here: which servers count (the election tables hold only their quorums, model.voter_sets), Q2,
-            # and Q1 (ELECTION_QUORUM: a ZAB leader's NEWLEADER quorum; check_quorum's reach).
+        if self.system in (K.RAFT, K.ZAB, K.KAFKA):
+            # The raft, ZAB and Kafka models' rules (model.rules): a variant's constant hooks, asked once, are
+            # data here: which servers count (the election tables hold only their quorums, model.voter_sets;
+            # Kafka's HW counts only their ISR copies), Q2 (Kafka's: min.insync.replicas, P[MIN_ISR]), and
+            # Q1 (ELECTION_QUORUM: a ZAB leader's NEWLEADER quorum; check_quorum's reach).
             rules = model.rules
             P[K.COUNTING] = sum(1 << k for k in range(n) if rules.counts(k))
             quorum_k = rules.replication_quorum()

@@ -124,6 +124,7 @@ class ServesNothingCommitted(Variant):
 from tests.variants.test_variant_server_rules import RULES as SERVER_RULES  # noqa: E402
 
 OBSERVERS = FLEXIBLE.parent / "zab_observers.py"
+KAFKA_ISR = FLEXIBLE.parent / "kafka_isr.py"
 
 FOUR = Config(**{"servers": 4, "max_generation": 3, "max_crashes": 0})
 # (variant, bounds, distinct states, transitions, depth): the reference backend's search, pinned.
@@ -137,6 +138,8 @@ CASES = [
                                             channel_capacity=1), 427, 2604, 15),
     (f"{OBSERVERS}:Observer", Config(servers=4, max_generation=2, max_crashes=0), 5278, 26583, 11),  # ZAB: Q1, Q2
     (f"{OBSERVERS}:ObserverAckedAlone", Config(servers=4, max_generation=2, max_crashes=0), 4519, 22362, 12),
+    (f"{KAFKA_ISR}:AllInSync", Config(servers=3, max_generation=2, max_crashes=0), 481, 1437, 10),  # Kafka's Q2
+    (f"{KAFKA_ISR}:UncountedReplica", Config(servers=3, max_generation=2, max_crashes=0), 3570, 10530, 10),  # counts
 ]
 
 
