@@ -275,6 +275,24 @@ def test_a_zab_leader_established_by_every_server_is_not_the_observers_search(mo
     assert (report.states, report.transitions) != (5278, 26583)
 
 
+def test_a_kafka_hw_over_every_isr_copy_is_not_the_uncounted_replicas_search(monkeypatch):
+    """Check the check: kernels whose high watermark counts every ISR replica (P[COUNTING] all) do not
+    find the reference's UncountedReplica."""
+    from hwm.checker.fast import fields, layout
+
+    built = layout.Layout.__init__
+
+    def planted(self, model, symmetry):
+        built(self, model, symmetry)
+        self.params[fields.COUNTING] = (1 << self.n) - 1
+
+    monkeypatch.setattr(layout.Layout, "__init__", planted)
+    _, protocol = resolve(f"{KAFKA_ISR}:UncountedReplica")
+    report = run(CheckRequest("UncountedReplica", successors="fast", properties=()),
+                 model=build_model(protocol, Config(servers=3, max_generation=2, max_crashes=0)))
+    assert (report.states, report.transitions) != (3570, 10530)
+
+
 @pytest.mark.parametrize("plant", ["every server counts", "symmetry kept"])
 def test_a_planted_kernel_bug_makes_the_engines_differ(rules, monkeypatch, plant):
     """Check the check: the learner's search on kernels that count its match index (P's counting mask
