@@ -843,3 +843,24 @@ def test_describe_shows_what_decides_the_next_step():
     state = follower.describe()
     assert state["role"] == "follower" and state["pre_votes"] == ["S3"] and "followers" not in state
     assert follower.pre_voting and not c["S2"].pre_voting
+
+
+def test_a_voter_that_hears_its_leader_refuses_a_pre_vote_and_grants_it_once_the_leader_is_silent():
+    """PreVote's lease (thesis 9.6): a voter within an election timeout of hearing its leader refuses
+    even an up-to-date candidate of a later generation; after a silence it grants, and neither moves
+    its generation."""
+    replicas = _pumped_cluster(pre_vote=True)
+    _pump(replicas)
+    voter = replicas["S2"]
+    assert replicas["S1"].role == LEADER and voter.generation == 1
+
+    def answer() -> VoteReply:
+        voter.step(VoteRequest(2, "S3", voter.last_index, voter.last_generation, True))
+        [reply] = [message for to, message in voter.ready().messages if to == "S3"]
+        return reply
+
+    assert not answer().granted and voter.generation == 1
+    for _ in range(25):  # longer than the longest election timeout, hearing nobody
+        voter.tick()
+        voter.ready()
+    assert answer().granted and voter.generation == 1
