@@ -34,6 +34,15 @@ def test_a_client_keeps_the_id_it_is_given_and_draws_one_otherwise():
     assert len(drawn) == 3
 
 
+@pytest.mark.parametrize("index", [0, -1, True, 1.0, "1"])
+def test_a_client_refuses_an_index_that_names_no_entry_before_it_asks_anyone(index):
+    """Index 0 and the ints that are not ints (a bool) fail alike: before any connection (the port is
+    one nobody listens on, which would be an error of another kind)."""
+    client = Client({"S1": ("127.0.0.1", 1)}, timeout=0.2, connect_timeout=0.1)
+    with pytest.raises(ValueError, match=r"^get: index must be an int >= 1"):
+        client.get(index)
+
+
 def test_makedirs_of_an_existing_directory_is_no_error(tmp_path):
     path = os.path.join(tmp_path, "data", "S1")
     OS_FILESYSTEM.makedirs(path)
