@@ -52,5 +52,6 @@ def test_entries_are_applied_in_order_and_the_limit_is_checked():
     table.apply(1, None)
     with pytest.raises(ValueError, match="entry 3 applied after entry 1"):
         table.apply(3, ("a", 1))
-    with pytest.raises(ValueError, match="max_sessions"):
-        Sessions(0)
+    for limit in (0, -1, 2.5, "3", True):  # an int of at least 1, and a bool is none
+        with pytest.raises(ValueError, match="max_sessions"):
+            Sessions(limit)

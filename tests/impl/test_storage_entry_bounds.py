@@ -23,3 +23,19 @@ def test_entry_answers_the_first_and_the_last_and_refuses_outside_them(make, tmp
                 storage.entry(index)
     finally:
         storage.close()
+
+
+@pytest.mark.parametrize("make", [lambda tmp_path: MemoryStorage(),
+                                  lambda tmp_path: DiskStorage(str(tmp_path / "S1"), owner="server S1")],
+                         ids=["memory", "disk"])
+def test_entries_answer_any_range_within_the_log_and_refuse_a_bound_that_is_no_index(make, tmp_path):
+    storage = make(tmp_path)
+    storage.load()
+    storage.append([(1, 1, b"a"), (2, 1, b"b"), (3, 2, b"c")])
+    try:
+        assert storage.entries(1, 4) == [(1, b"a"), (1, b"b"), (2, b"c")] and storage.entries(4, 4) == []
+        for start, end in ((0, 2), (3, 2), (1, 5), (1.0, 2), (1, 2.0), (True, 2)):
+            with pytest.raises(ValueError, match=r"entries: need 1 <= start <= end <= last_index \+ 1 = 4"):
+                storage.entries(start, end)
+    finally:
+        storage.close()
