@@ -143,6 +143,15 @@ def test_append_must_be_contiguous_and_is_all_or_nothing(tmp_path):
         assert wal.last_index == 2
 
 
+def test_entry_answers_indexes_of_the_log_and_refuses_any_other_value(tmp_path):
+    with WriteAheadLog(tmp_path) as wal:
+        wal.append(entries(1, 3))
+        assert wal.entry(1)[0] == wal.entry(2)[0] == 1
+        for bad in (0, 3, -1, True, 1.0, "1"):  # a bool is no index, though True == 1
+            with pytest.raises(IndexError, match=r"entry: index .* is outside the log \[1, 2\]"):
+                wal.entry(bad)
+
+
 def test_truncate_from_validates_and_ignores_past_the_end(tmp_path):
     with WriteAheadLog(tmp_path) as wal:
         wal.append(entries(1, 4))
