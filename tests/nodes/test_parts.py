@@ -6,7 +6,7 @@ import random
 import pytest
 
 from hwm.bridge.maelstrom.history import HistoryChecker
-from hwm.bridge.maelstrom.schedule import ScheduleError, load
+from hwm.bridge.maelstrom.schedule import FORMAT, ScheduleError, check_step, from_json, load
 from hwm.bridge.maelstrom.services import LinKV, LwwKV, SeqKV
 
 
@@ -235,3 +235,12 @@ def test_a_runs_operations_are_its_history_entries_that_a_schedule_step_made():
 
     result = RunResult(Schedule(), history=[{"step": 1}, {"step": None}, {"step": 3}, {}])
     assert result.operations() == 2 and not result.failed
+
+
+def test_a_schedule_of_another_format_and_a_cas_whose_create_flag_is_no_bool_are_refused_by_field():
+    with pytest.raises(ScheduleError, match='expected "format"'):
+        from_json({"format": FORMAT + "-other", "steps": []})
+    step = {"op": "cas", "node": "n1", "key": 0, "from": 1, "to": 2}
+    check_step(dict(step, create_if_not_exists=False), ["n1", "n2"], "lin-kv")
+    with pytest.raises(ScheduleError, match="'create_if_not_exists' must be true or false"):
+        check_step(dict(step, create_if_not_exists="yes"), ["n1", "n2"], "lin-kv")
