@@ -58,3 +58,14 @@ def test_a_variants_file_in_the_nodes_command_is_made_absolute(tmp_path, monkeyp
     assert absolute_paths(command) == ["hwm", "node", "--stdio", "--protocol", FLEXIBLE, "host:7000",
                                        f"{ROOT}/examples/nodes/log_node.py", "missing.py:Name"]
     assert os.path.isabs(absolute_paths(["examples/variants/flexible.py:FlexibleTooSmall"])[0])
+
+
+def test_a_relative_directory_in_the_nodes_command_is_made_absolute_and_a_bare_word_is_not(tmp_path, monkeypatch):
+    """A path with a slash that exists is the node's own (its state directory, say), even when it is
+    no file; a bare word is only a path when it names a file (a directory `hwm` beside the run does not
+    turn the command's `hwm` into a path)."""
+    (tmp_path / "state").mkdir()
+    (tmp_path / "hwm").mkdir()
+    monkeypatch.chdir(tmp_path)
+    assert absolute_paths(["hwm", "./missing", "--dir", "state/", "./state"]) == [
+        "hwm", "./missing", "--dir", str(tmp_path.resolve() / "state"), str(tmp_path.resolve() / "state")]
