@@ -82,6 +82,24 @@ def test_the_lock_is_released_by_a_crash():
     DiskStorage("/data/S1", fs=fs).load()
 
 
+def test_a_lock_is_held_by_its_descriptor_alone_as_flock_is():
+    """flock's rules: the holder locking again keeps it, another descriptor is refused, and a close
+    of the holder releases it (another's close does not)."""
+    fs = disk(3)
+    fs.makedirs("/data/S1")
+    holder, other = (fs.open("/data/S1/LOCK", os.O_RDWR | os.O_CREAT, 0o644) for _ in range(2))
+    fs.lock(holder)
+    fs.lock(holder)
+    with pytest.raises(BlockingIOError):
+        fs.lock(other)
+    third = fs.open("/data/S1/LOCK", os.O_RDWR, 0o644)
+    fs.close(third)
+    with pytest.raises(BlockingIOError):
+        fs.lock(other)
+    fs.close(holder)
+    fs.lock(other)
+
+
 @pytest.mark.parametrize("seed", range(20))
 def test_the_wal_keeps_every_synced_record_through_a_power_failure(seed):
     fs = disk(seed)
