@@ -43,6 +43,15 @@ def test_a_client_refuses_an_index_that_names_no_entry_before_it_asks_anyone(ind
         client.get(index)
 
 
+@pytest.mark.parametrize("make", [lambda entry: messages.ReadEntry("C1", entry, False),
+                                  lambda entry: messages.ReadEntryReply("B1", messages.BK_NO_SUCH_ENTRY, entry, ())],
+                         ids=["ReadEntry", "ReadEntryReply"])
+def test_a_bookkeeper_entry_id_starts_at_1(make):
+    assert make(1).entry == 1
+    with pytest.raises(ValueError, match=r"\.entry: 0 is out of range 1\.\.2\*\*64-1"):
+        make(0)
+
+
 def test_makedirs_of_an_existing_directory_is_no_error(tmp_path):
     path = os.path.join(tmp_path, "data", "S1")
     OS_FILESYSTEM.makedirs(path)
