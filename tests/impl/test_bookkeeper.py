@@ -303,3 +303,12 @@ def test_the_quorum_thresholds_follow_the_ack_quorum():
     fragments = ((1, ("S1", "S2", "S3")), (3, ("S1", "S4", "S3")))
     assert [striped.write_set(fragments, e) for e in (1, 2, 3, 4)] == [
         ("S1", "S2"), ("S2", "S3"), ("S3", "S1"), ("S1", "S4")]
+
+
+def test_the_recovery_client_ignores_an_add_answer_that_comes_before_it_writes_anything_back():
+    """An AddReply is recovery's only while it writes back what it closes with; one before that (a
+    bookie's answer to the writer, misrouted, or a stale one) changes nothing."""
+    recovery = RecoveryClient("S5", BOOKIES, BOOKKEEPER)
+    recovery.ready()
+    recovery.step(AddReply(BOOKIES[0], 0, 1))
+    assert recovery.closed is None and recovery.closing is None and not recovery.added
