@@ -364,3 +364,24 @@ def test_a_durable_hwm_never_covers_entries_held_only_in_memory():
     assert [snapshot_of(v) for _, v in on_impl.rows] == [snapshot_of(v) for _, v in on_model.rows]
     s2 = on_impl.rows[-1][1].servers[1]
     assert (s2.alive, s2.log, s2.hwm) == (False, (), 0)
+
+
+def test_a_follower_silent_longer_than_the_longest_election_timeout_must_synchronise_again():
+    """ZooKeeper's syncLimit: the established leader drops S2 from its synchronised followers once S2
+    has answered nothing for more than the longest election timeout (20 ticks), and not before."""
+    leader = ZabReplica("S1", PEERS["S1"], ZAB, ZabDurable(0, None, 0, ()),
+                        election_ticks=(10, 20), heartbeat_ticks=2, check_quorum=False)
+    leader.campaign()
+    leader.ready()
+    leader.step(VoteReply(1, "S2", True))
+    leader.ready()
+    leader.step(NewLeaderAck(1, "S2", 0, 0))
+    assert leader.established and leader.synced == {"S2"}
+    for _ in range(20):
+        leader.tick()
+        leader.ready()
+    assert leader.synced == {"S2"}
+    for _ in range(2):
+        leader.tick()
+        leader.ready()
+    assert leader.synced == set()
