@@ -17,7 +17,7 @@ import pytest
 
 from hwm.impl import codec
 from hwm.impl import messages as m
-from hwm.impl.controller import PARTITION_STATE_FILE, ControllerConfig, ControllerNode
+from hwm.impl.controller import PARTITION_STATE_FILE, ControllerConfig, ControllerNode, parse_partition_state
 from hwm.impl.fs import OsFileSystem
 from hwm.properties.protocol import KAFKA
 from tests.impl.ports import free_ports
@@ -88,3 +88,15 @@ def test_the_brokers_hear_only_partition_states_the_controller_has_saved(tmp_pat
     assert announced <= {saved}, f"brokers heard {sorted(announced, key=str)}; the disk holds {saved}"
     if first_failing == 2:
         assert saved == (0, None, BROKERS) and announced == {saved}  # registered, then the election failed
+
+
+@pytest.mark.parametrize("document", [
+    {"leader_epoch": -1, "leader": None, "isr": []},  # an epoch below the first
+    {"leader_epoch": True, "leader": None, "isr": []},  # a bool is no epoch
+    {"leader_epoch": 1, "leader": "S9", "isr": ["S1"]},  # a leader that is no broker
+    {"leader_epoch": 1, "leader": "S1", "isr": ["S1", "S9"]},  # an ISR replica that is no broker
+])
+def test_a_partition_state_that_does_not_fit_the_brokers_is_refused_naming_it(document):
+    assert parse_partition_state({"leader_epoch": 0, "leader": None, "isr": []}, ["S1", "S2"]) == (0, None, ())
+    with pytest.raises(ValueError, match=r"do not fit the brokers \['S1', 'S2'\]"):
+        parse_partition_state(document, ["S1", "S2"])
