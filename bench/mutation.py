@@ -331,13 +331,33 @@ def _changed_line(before: list[str], after: list[str]) -> str:
 
 
 def run_tests(tests: tuple[str, ...] | list[str], timeout: float) -> str:
+    marker = f"HWM_MUTATION_RUN={os.getpid()}-{time.monotonic_ns()}"
     env = dict(os.environ, PYTHONDONTWRITEBYTECODE="1", HYPOTHESIS_PROFILE="ci")
+    env.update([marker.split("=", 1)])
     command = [sys.executable, "-m", "pytest", "-x", "-q", "-n", "0", "-p", "no:cacheprovider", *tests]
     try:
         result = subprocess.run(command, cwd=ROOT, env=env, capture_output=True, timeout=timeout)
     except subprocess.TimeoutExpired:
         return "timeout"
+    finally:
+        _kill_left_behind(marker)
     return "survived" if result.returncode == 0 else "killed"
+
+
+def _kill_left_behind(marker: str) -> None:
+    """Kill what a test run started and left running: a mutant can break a test's clean-up (a timed-out
+    run's pytest is killed alone), and a node in a session of its own outlives its process group. Each
+    carries the run's marker in its environment, inherited from the pytest process."""
+    wanted = marker.encode()
+    for pid in os.listdir("/proc"):
+        if not pid.isdigit():
+            continue
+        try:
+            with open(f"/proc/{pid}/environ", "rb") as environ:
+                if wanted in environ.read().split(b"\0"):
+                    os.kill(int(pid), signal.SIGKILL)
+        except OSError:  # gone meanwhile, or not ours to read
+            continue
 
 
 def stratified_sample(points: list[tuple[ast.AST, str]], size: int, seed: int, relative: str) -> list[int]:
