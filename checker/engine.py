@@ -369,8 +369,10 @@ class Search:
         self.tracker = PropertyTracker(model.properties if options.properties is None else options.properties)
         self.visitors: list[Visitor] = [self.tracker, *visitors]
         # One engine name whatever the worker count: reports and saved traces do not depend on it.
-        self.report = Report(name, model.config.to_mapping(), engine, options.symmetry,
-                             successors=options.successors, setup_seconds=self.setup_seconds)
+        # The symmetry the search used: none where the model gives servers places of their own (a variant's counts).
+        symmetry = options.symmetry and getattr(model, "symmetric", True)
+        self.report = Report(name, model.config.to_mapping(), engine, symmetry, successors=options.successors,
+                             setup_seconds=self.setup_seconds)
         self.depth = 0
         self.transitions = 0
         self.bounds_hit: set[str] = set()

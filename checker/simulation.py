@@ -29,7 +29,8 @@ def simulate(model: Model, protocol_name: str, *, walks: int = 2000, max_depth: 
              symmetry: bool = True, progress=None, properties=None) -> Report:
     started = time.perf_counter()
     rng = random.Random(seed)
-    report = Report(protocol_name, model.config.to_mapping(), "simulation", symmetry, complete=False)
+    report = Report(protocol_name, model.config.to_mapping(), "simulation",
+                    symmetry and getattr(model, "symmetric", True), complete=False)
     tracker = Tracker(model.properties if properties is None else properties)
     bounds_hit: set[str] = set()
     transitions = 0

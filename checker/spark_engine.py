@@ -385,7 +385,8 @@ def _search(sc, model: Model, protocol_name: str, symmetry: bool, progress: Prog
     from hwm.checker.spark_levels import Candidates, Level, Visited, advance, as_rows
 
     started = time.perf_counter()
-    report = Report(protocol_name, model.config.to_mapping(), "spark", symmetry, successors=successors)
+    report = Report(protocol_name, model.config.to_mapping(), "spark", symmetry and getattr(model, "symmetric", True),
+                    successors=successors)
     tracker = Tracker(properties)
     backend = make_backend(successors, model, symmetry)  # here to fail early if it cannot run this model
     report.setup_seconds = time.perf_counter() - started  # the driver's compile or cache load

@@ -341,3 +341,14 @@ def test_the_compiled_quorum_properties_count_the_variants_replication_quorum():
     model = build_model(protocol, Config(servers=4, max_generation=3, max_log=2, max_crashes=1))
     found = compiled_agree(model, ("seed",))
     assert found["ReadNeverTruncated"] and found["CommittedOnQuorum"], found
+
+
+def test_the_report_says_symmetry_is_off_where_a_variants_counts_turned_it_off(rules):
+    """Learner's S4 has a place of its own: the search runs without symmetry, and the report, its
+    header and its JSON say so, as the note does."""
+    result = CliRunner().invoke(main, ["check", "--protocol", _spec(rules, "Learner"), "--servers", "4",
+                                       "--max-generation", "1", "--max-crashes", "0"])
+    assert "symmetry reduction is off" in result.output and "symmetry off" in result.output, result.output
+    result = CliRunner().invoke(main, ["check", "--protocol", _spec(rules, "Majority"), "--max-generation", "1",
+                                       "--max-crashes", "0"])
+    assert "symmetry on" in result.output, result.output
