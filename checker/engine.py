@@ -44,7 +44,7 @@ import numpy as np
 
 from hwm.model.actions import Model
 from hwm.checker.backend import Backend, Batch, Expansion, make_backend
-from hwm.checker.report import Discovery, Report, Tracker, finish_report
+from hwm.checker.report import Discovery, Report, Tracker, finish_report, used_symmetry
 from hwm.checker.workers import Workers
 from hwm.model.variant import HookError
 from hwm.properties.catalogue import CATALOGUE, Property
@@ -369,10 +369,8 @@ class Search:
         self.tracker = PropertyTracker(model.properties if options.properties is None else options.properties)
         self.visitors: list[Visitor] = [self.tracker, *visitors]
         # One engine name whatever the worker count: reports and saved traces do not depend on it.
-        # The symmetry the search used: none where the model gives servers places of their own (a variant's counts).
-        symmetry = options.symmetry and getattr(model, "symmetric", True)
-        self.report = Report(name, model.config.to_mapping(), engine, symmetry, successors=options.successors,
-                             setup_seconds=self.setup_seconds)
+        self.report = Report(name, model.config.to_mapping(), engine, used_symmetry(model, options.symmetry),
+                             successors=options.successors, setup_seconds=self.setup_seconds)
         self.depth = 0
         self.transitions = 0
         self.bounds_hit: set[str] = set()

@@ -156,6 +156,12 @@ class Tracker:
         return not self.state_props and not self.step_props
 
 
+def used_symmetry(model: Model, asked: bool) -> bool:
+    """The symmetry a search of `model` uses when `asked` for it: none where the model gives servers
+    places of their own (a variant's counts or fields, a striped BookKeeper ledger), whatever was asked."""
+    return asked and getattr(model, "symmetric", True)
+
+
 def visit(tracker: Tracker, parents: dict, state: State, fp: int, succ: State, succ_fp: int) -> bool:
     """Check the step state -> succ, and succ itself when it is new; True when it is new."""
     if tracker.step_props:

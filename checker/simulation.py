@@ -22,15 +22,15 @@ import random
 import time
 
 from hwm.model.actions import Model
-from hwm.checker.report import Report, Tracker, finish_report, path_to, visit
+from hwm.checker.report import Report, Tracker, finish_report, path_to, used_symmetry, visit
 
 
 def simulate(model: Model, protocol_name: str, *, walks: int = 2000, max_depth: int = 40, seed: int = 0,
              symmetry: bool = True, progress=None, properties=None) -> Report:
     started = time.perf_counter()
     rng = random.Random(seed)
-    report = Report(protocol_name, model.config.to_mapping(), "simulation",
-                    symmetry and getattr(model, "symmetric", True), complete=False)
+    report = Report(protocol_name, model.config.to_mapping(), "simulation", used_symmetry(model, symmetry),
+                    complete=False)
     tracker = Tracker(model.properties if properties is None else properties)
     bounds_hit: set[str] = set()
     transitions = 0

@@ -52,7 +52,7 @@ from hwm.model.actions import Model
 import numpy as np
 
 from hwm.checker.backend import make_backend
-from hwm.checker.report import Discovery, ProgressFn, Report, Tracker, finish_report, path_to
+from hwm.checker.report import Discovery, ProgressFn, Report, Tracker, finish_report, path_to, used_symmetry
 from hwm.checker.spark_session import get_spark, on_this_machine, ship_packages, ship_variant, variant_failure
 from hwm.properties.catalogue import Property
 
@@ -385,7 +385,7 @@ def _search(sc, model: Model, protocol_name: str, symmetry: bool, progress: Prog
     from hwm.checker.spark_levels import Candidates, Level, Visited, advance, as_rows
 
     started = time.perf_counter()
-    report = Report(protocol_name, model.config.to_mapping(), "spark", symmetry and getattr(model, "symmetric", True),
+    report = Report(protocol_name, model.config.to_mapping(), "spark", used_symmetry(model, symmetry),
                     successors=successors)
     tracker = Tracker(properties)
     backend = make_backend(successors, model, symmetry)  # here to fail early if it cannot run this model
