@@ -513,3 +513,22 @@ def test_kip101_scenario_a_restarted_follower_truncates_to_its_own_hw_and_loses_
         raise
     finally:
         processes.close()
+
+
+def test_a_follower_behind_for_no_longer_than_the_lag_stays_in_the_isr():
+    """Partition.getOutOfSyncReplicas: behind the log end is not out of sync until `lag` ticks have
+    passed since the follower was last caught up, however late in the run that is."""
+    leader = _broker("S1")
+    leader.step(m.LeaderAndIsr(1, "S1", ("S1", "S2", "S3")))
+    leader.ready()
+    for _ in range(12):  # both followers fetch at the (empty) log's end every tick, long past the lag
+        leader.tick()
+        for follower in ("S2", "S3"):
+            leader.step(m.FetchRequest(follower, 0, 1))
+        leader.ready()
+    leader.propose(b"x")  # now both are behind, caught up one tick ago
+    leader.ready()
+    for _ in range(3):
+        leader.tick()
+        assert not [message for to, message in leader.ready().messages if to == "controller"]
+    assert leader.isr == ("S1", "S2", "S3")
