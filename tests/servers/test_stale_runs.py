@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -49,3 +50,18 @@ def test_the_next_run_kills_recorded_and_unrecorded_members_of_a_dead_run_and_re
             if process.poll() is None:
                 os.killpg(process.pid, 9)
                 process.wait()
+
+
+def test_a_dead_run_whose_owner_file_has_no_start_time_is_removed_too():
+    """An owner file without its process's start time (the start time could not be read) is a dead run
+    once its process is gone: a missing start time never matches a missing process."""
+    folder = Path(tempfile.mkdtemp(prefix=RUN_PREFIX, dir=tempfile.gettempdir()))
+    dead = subprocess.Popen([sys.executable, "-c", "pass"])
+    dead.wait()
+    try:
+        (folder / OWNER_FILE).write_text(json.dumps({"pid": dead.pid, "started": None, "process_groups": [],
+                                                     "filesystems": []}))
+        remove_stale_runs()
+        assert not folder.exists()
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
