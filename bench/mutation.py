@@ -110,7 +110,9 @@ TARGETS: dict[str, Target] = {
     "impl/recorder.py": Target(("tests/impl/test_recorded_runs.py", "tests/conformance/test_recorded_simcluster.py",
                                 "tests/impl/test_recorder_parts.py"), 4),
     "impl/runtime.py": Target(("tests/impl/test_runtime.py", "tests/sim/test_dst_clients.py::test_a_put_whose_entry_"
-                               "another_leader_replaced_is_not_confirmed"), 8),
+                               "another_leader_replaced_is_not_confirmed",
+                               "tests/variants/test_variant_hook_failures.py::test_a_tcp_node_whose_rule_raises_stops_"
+                               "with_one_line"), 8),
     "impl/sessions.py": Target(("tests/impl/test_sessions.py", "tests/impl/test_runtime.py", "-k",
                                 "session or retr or Session or latest or evicted or entries"), 3),
     "impl/stdio.py": Target(("tests/impl/test_stdio.py",), 8),
