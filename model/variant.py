@@ -405,10 +405,9 @@ def variant_model_class(base: type) -> type:
             super().__init__(protocol, config)
             self.variant = type(protocol).variant
             self.properties = variant_properties(self.variant, tuple(self.properties), self.rules)
+            # Every rule a system asks (properties.rules.SYSTEM_HOOKS) is data or a table for its kernels
+            # (checker.fast.layout, checker.fast.rule_tables); BookKeeper asks none.
             hooks = overridden(self.rules)
-            if hooks and protocol.system not in ("raft", "zab", "kafka"):  # the systems whose kernels take rules
-                self.uncompiled = (f"{self.variant.name or self.variant.__name__} overrides {', '.join(hooks)}, which "
-                                   f"the compiled {protocol.system} kernels do not ask (they count the flags' quorums)")
             if "counts" in hooks:  # servers that do not count have a place of their own
                 self.symmetry_note = (f"symmetry reduction is off: {self.variant.__name__}.counts gives some "
                                       f"servers a place of their own")

@@ -133,7 +133,7 @@ class Layout:
             P[K.BOOKIES] = model.n
             P[K.ACK_QUORUM] = model.ack_quorum
             P[K.READS_FENCE] = model.reads_fence
-        if self.system in (K.RAFT, K.ZAB) and rule_tables.hooks_of(model):  # a variant's rules asked of every state
+        if rule_tables.hooks_of(model):  # a variant's rules asked of every state (raft's and ZAB's)
             P = rule_tables.with_tables(P, rule_tables.of_model(model))
         self.params = P
         self.perms = (np.array(list(permutations(range(n))), dtype=np.int64) if symmetry

@@ -36,6 +36,7 @@ from itertools import product
 import numpy as np
 
 from hwm.checker.fast import fields as K
+from hwm.model.rules import PER_STATE_HOOKS, overridden
 
 # Above this many entries in all, a variant stays on the reference backend (8 MiB of tables).
 MAX_ENTRIES = 1 << 20
@@ -135,8 +136,6 @@ def with_tables(P: np.ndarray, built: list[tuple[str, np.ndarray]]) -> np.ndarra
 
 def hooks_of(model) -> tuple[str, ...]:
     """The rules asked of every state that `model`'s variant overrides (none for a preset)."""
-    from hwm.model.rules import PER_STATE_HOOKS, overridden
-
     if getattr(model, "variant", None) is None:
         return ()
     return tuple(hook for hook in overridden(model.rules) if hook in PER_STATE_HOOKS)
