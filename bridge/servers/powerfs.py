@@ -95,12 +95,21 @@ def attic_of(backing: str | Path) -> str:
 
 
 def _syncfs(folder: str) -> None:
+    """Every page the kernel holds dirty for the mount, written to the daemon before this returns.
+    syncfs starts the writes but does not wait for a FUSE daemon's replies (newer kernels never
+    wait on an untrusted server); closing a file does, so every file is opened and closed once."""
     fd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY)
     try:
         if ctypes.CDLL(None, use_errno=True).syncfs(fd) != 0:
             raise OSError(ctypes.get_errno(), f"syncfs {folder}")
     finally:
         os.close(fd)
+    for where, _, names in os.walk(folder):
+        for name in names:
+            try:
+                os.close(os.open(os.path.join(where, name), os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK))
+            except OSError:
+                pass  # a symlink, a socket, a name already gone: no pages of its own
 
 
 def _operations():
