@@ -16,17 +16,9 @@ from pathlib import Path
 import click
 from click.core import ParameterSource
 
-from hwm import check as checking
-from hwm.checker.expectations import judge
 from hwm.checker.auto_backend import BUILD_ESTIMATE
-from hwm.checker.run import (CheckRequest, TourInterrupted, choose_successors, default_jobs, long_run_warning, run,
-                             runnable_presets, successors_refusal, tour)
-from hwm.checker.traces import counterexample_paths, save_counterexamples, tour_directories
-from hwm.checker.verdict import CHOSEN_ALL, passed, thin, tour_config, tour_protocol
 from hwm.params import OutputDir, OutputFile, ProtocolParam, directory_problem
 from hwm.render import Progress
-from hwm.teach import explain as explained
-from hwm.teach.text import step_table
 from hwm.model.state import Config
 from hwm.properties.protocol import FLAG_MEANINGS, FLAG_VALUES, PRESETS, ProtocolError, _show, flags_of, model_only, resolve
 from hwm.properties.trace import TraceError, load
@@ -152,6 +144,14 @@ def _check(protocol, servers, max_generation, max_log, max_crashes, network, cha
            liveness_max_states=None, successors="auto", junit_out=None, progress_mode="auto",
            progress_interval=10.0, itf_too=False, max_partitions=0, spark_exchange="auto", spark_dir=None,
            variants=()) -> None:
+    # The search's modules are imported here, not at the top: `hwm node`, started once per node of every
+    # schedule `hwm test` runs, loads this module too and needs none of them.
+    from hwm import check as checking
+    from hwm.checker.run import (CheckRequest, choose_successors, default_jobs, long_run_warning, run,
+                                 successors_refusal)
+    from hwm.checker.traces import counterexample_paths, save_counterexamples, tour_directories
+    from hwm.checker.verdict import CHOSEN_ALL, passed
+
     config = Config(servers, max_generation, max_log, max_crashes, network, channel_capacity, max_partitions)
     if variants and protocol is not None:
         raise click.UsageError("--variant adds a variant to the tour; to check one alone, give it as --protocol")
@@ -284,6 +284,12 @@ def _check(protocol, servers, max_generation, max_log, max_crashes, network, cha
 def _tour(config: Config, symmetry: bool, jobs: int, as_json: bool, directories: dict[str, Path], engine: str,
           successors: str = "auto", junit_out: Path | None = None, progress: bool = True,
           itf_too: bool = False, chosen: frozenset[str] = frozenset(), variants: tuple[str, ...] = ()) -> None:
+    from hwm import check as checking
+    from hwm.checker.expectations import judge
+    from hwm.checker.run import TourInterrupted, choose_successors, long_run_warning, runnable_presets, tour
+    from hwm.checker.traces import counterexample_paths, save_counterexamples
+    from hwm.checker.verdict import thin, tour_config, tour_protocol
+
     if engine != "local":
         raise click.UsageError("the tour runs on the local engine; give --protocol to use another engine")
     click.echo(f"Checking every preset at {config.describe()} (symmetry {'on' if symmetry else 'off'}, "
@@ -537,6 +543,8 @@ def replay(files, on, protocol, quiet, brief, html_out, svg_dir, compare, itf_ou
     from hwm.model.variant import HookError
     from hwm.bridge.replay import REPLAYERS  # here: the simulated cluster is not needed by `hwm check`
     from hwm.checker.replay import judge
+    from hwm.teach import explain as explained
+    from hwm.teach.text import step_table
     from hwm.itf_cli import load_any
     from hwm.properties.itf import ItfError
 

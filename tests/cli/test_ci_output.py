@@ -114,8 +114,8 @@ def test_bounds_that_predict_a_long_run_are_warned_of_before_the_search(monkeypa
     def search(*args, **kwargs):
         raise _Searched
 
-    monkeypatch.setattr("hwm.cli.run", search)
-    monkeypatch.setattr("hwm.cli.tour", search)
+    monkeypatch.setattr("hwm.checker.run.run", search)
+    monkeypatch.setattr("hwm.checker.run.tour", search)
     bounds = ["--servers", 5, "--max-generation", 10, "--max-log", 5]
     for args in (["--protocol", "raft", *bounds], bounds):
         result = CliRunner().invoke(main, ["check", *map(str, args)])
@@ -195,7 +195,7 @@ def test_an_interrupted_tour_writes_junit_for_what_finished_and_skips_the_rest(m
     def interrupted_tour(*args, **kwargs):  # Ctrl-C once seed and raft had finished
         raise TourInterrupted(finished, unfinished)
 
-    monkeypatch.setattr("hwm.cli.tour", interrupted_tour)
+    monkeypatch.setattr("hwm.checker.run.tour", interrupted_tour)
     junit = tmp_path / "hwm.xml"
     code, out, _ = _hwm("check", "--max-generation", 2, "--max-crashes", 0, "--save", tmp_path, "--junit", junit)
     assert code == 130 and "INTERRUPTED" in out, out
