@@ -663,3 +663,26 @@ def test_a_synced_index_file_torn_by_a_crash_forgives_only_the_last_segment(tmp_
     (tmp_path / SYNCED_INDEX_FILE).write_bytes(content)
     with pytest.raises(CorruptLogError, match="not the last"):  # the first segment was fsynced at roll-over
         WriteAheadLog(tmp_path, segment_bytes)
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_segments_a_synced_truncation_deleted_stay_deleted_after_a_power_failure(seed):
+    """A truncation that only deletes whole segments (the new entry fits in the segment it cut) must
+    make the deletions durable at its sync: else a power failure brings the deleted segments back,
+    and with them the entries the truncation removed. The simulated disk loses a random part of the
+    directory operations not yet fsynced."""
+    import random
+
+    from hwm.bridge.dst.disk import SimDisk
+
+    disk = SimDisk(random.Random(seed), ("/data",))
+    wal = WriteAheadLog("/data/log", HEADER + 2 * RECORD_SIZE, fs=disk)
+    wal.append(entries(1, 8))
+    wal.sync()
+    wal.truncate_from(2)  # keeps segment 1 with entry 1; deletes segments 3, 5 and 7
+    wal.append(entries(2, 3, generation=2))  # fits in segment 1: no segment is created
+    wal.sync()
+    disk.crash(power_loss=True)
+    recovered = WriteAheadLog("/data/log", HEADER + 2 * RECORD_SIZE, fs=disk)
+    assert recovered.generations() == (1, 2)
+    assert [p.rsplit("/", 1)[1] for p in recovered.segment_paths()] == [segment_name(1)]

@@ -72,3 +72,22 @@ def test_a_replica_serving_a_wrong_value_violates_reads_agree(tmp_path):
     found = hunt(machine, budget=300)
     assert isinstance(found.failure, PropertyViolation), found.failure
     assert found.failure.property == "ReadsAgree" and "two values at index" in str(found.failure)
+    # Saved under the property it violates (a divergence's file is named so instead).
+    assert found.failure.trace_path.name == "raft-rpc-FollowerServesAWrongValue-ReadsAgree.json"
+
+
+class StartsAsLeader(Replica):
+    """A replica that comes up already leading, before any election: its first state is not the model's."""
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.role = LEADER
+
+
+def test_a_replica_whose_first_state_is_not_the_models_fails_before_any_step(tmp_path):
+    machine = machine_for("raft", RPC, replica_factory=StartsAsLeader, out_dir=tmp_path, label="raft-starts-as-leader")
+    with pytest.raises(Divergence, match="the initial states differ") as failed:
+        machine()  # the machine compares the two first states as it is built
+    assert "leader" in str(failed.value)
+    assert load(failed.value.trace_path).steps == []
+    assert failed.value.trace_path.name == "raft-starts-as-leader-divergence.json"
