@@ -864,3 +864,25 @@ def test_a_voter_that_hears_its_leader_refuses_a_pre_vote_and_grants_it_once_the
         voter.tick()
         voter.ready()
     assert answer().granted and voter.generation == 1
+
+
+def test_an_append_carries_no_more_payload_and_overhead_than_max_append_bytes():
+    """max_append_bytes bounds an append's entries, each counted as its payload plus the codec's
+    overhead per entry (at least one entry goes, however large)."""
+    from hwm.impl.core import ENTRY_OVERHEAD_BYTES
+    from hwm.impl.messages import AppendRequest
+
+    limit = 2 * (10 + ENTRY_OVERHEAD_BYTES) + 5  # room for two 10-byte entries, not three
+    c = Cluster(max_append_bytes=limit)
+    c.elect("S1", ["S1", "S2"])
+    for k in range(6):
+        c["S1"].propose(b"%010d" % k)
+    sizes = []
+    for _ in range(60):
+        c["S1"].tick()  # appends go out with the leader's heartbeats here
+        for _, _, message in c.deliver():
+            if isinstance(message, AppendRequest) and message.entries:
+                sizes.append(len(message.entries))
+                assert sum(len(p) + ENTRY_OVERHEAD_BYTES for _, p in message.entries) <= limit, message
+    assert max(sizes) == 2, sizes  # the batches are as full as the limit allows
+    assert all(c[n].read(6)[1] == b"%010d" % 5 for n in ("S1", "S2"))
