@@ -34,6 +34,10 @@ def plain_node(name: str, bug: bool = False) -> list[str]:
 def judged(events) -> list[str]:
     """Run `events` through the checker: ("call", id, type, request) sends a request,
     ("answer", id, status, reply) answers it; an operation never answered stays pending."""
+    return [f.name for f in findings_of(events)]
+
+
+def findings_of(events) -> list:
     checker = LinKVChecker(budget_s=5)
     ops = {}
     for event in events:
@@ -48,7 +52,7 @@ def judged(events) -> list[str]:
             op["status"], op["reply"], op["reply_step"] = status, reply, ident
             checker.on_reply(op, ident)
     checker.at_end([])
-    return [f.name for f in checker.findings]
+    return checker.findings
 
 
 def write(ident, value, key=0):
@@ -101,6 +105,15 @@ def test_history_passes(name):
 @pytest.mark.parametrize("name", NOT_LINEARIZABLE)
 def test_history_fails(name):
     assert judged(NOT_LINEARIZABLE[name]) == [FINDING]
+
+
+def test_a_finding_is_placed_at_the_last_answer_it_needs_not_at_an_operation_never_answered():
+    """The step a finding names (where `hwm test` shows it, and where shrinking must keep it) is the
+    latest answer among the operations that show it; a write never answered has no answer step."""
+    [finding] = findings_of(NOT_LINEARIZABLE["an unanswered write seen, then unseen"])
+    assert finding.step == 3
+    [finding] = findings_of([write(1, 1), ok(1), write(2, 2), ok(2), read(3), ok(3, value=1)])
+    assert finding.step == 3
 
 
 def test_a_key_not_decided_in_time_is_undecided_not_a_finding():
