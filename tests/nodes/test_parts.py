@@ -244,3 +244,18 @@ def test_a_schedule_of_another_format_and_a_cas_whose_create_flag_is_no_bool_are
     check_step(dict(step, create_if_not_exists=False), ["n1", "n2"], "lin-kv")
     with pytest.raises(ScheduleError, match="'create_if_not_exists' must be true or false"):
         check_step(dict(step, create_if_not_exists="yes"), ["n1", "n2"], "lin-kv")
+
+
+@pytest.mark.parametrize("kind,request_,shown", [
+    ("cas", {"key": 0, "from": 1, "to": 2}, "cas(0, 1→2)"),
+    ("cas", {"key": 0, "from": 1, "to": 2, "create_if_not_exists": True}, "cas(0, 1→2, create)"),
+    ("write", {"key": 3, "value": 7}, "write(3, 7)"),
+    ("send", {"key": "k1", "msg": 5}, "send(k1, 5)"),
+    ("poll", {"offsets": {"k1": 0}}, "poll({'k1': 0})"),
+])
+def test_an_operation_is_described_by_its_arguments_and_where_it_ran(kind, request_, shown):
+    from hwm.bridge.maelstrom.history import describe_op
+
+    op = {"id": 4, "client": "c2", "node": "n1", "type": kind, "request": request_, "step": 9}
+    assert describe_op(op) == f"op 4 c2→n1 {shown} at step 9"
+    assert describe_op(dict(op, step=None)).endswith(" at the final reads")
