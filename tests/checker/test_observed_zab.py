@@ -139,3 +139,15 @@ def test_a_late_election_renumbers_the_acknowledged_entries_with_the_logs_that_h
     assert all(cand.state.acked for cand in validator.candidates)
     for cand in validator.candidates:
         assert check_state(cand.state, always) == {}, cand.state
+
+
+def test_each_validator_step_is_named_with_its_servers_in_a_finding():
+    """The names a finding's "nearest model step" and the coverage use for the validators' own steps
+    (tuples of server positions): each its own words, the servers by the run's names."""
+    from tests.checker.test_observed import LOGGED
+
+    zab = ObservedZabValidator(resolve("zab")[1], Header(("n1", "n2", "n3"), LOGGED))
+    assert zab._action_text(("ack", 2, 0)) == "ack(n3→n1)"
+    assert zab._action_text(("elect-late", 1)) == "elect(n2) with grants it read after later generations were led"
+    assert zab._action_text(("restart-voted", 0, 3)) == "restart(n1) with the generation of a vote it persisted"
+    assert zab._action_text(("learn_generation", 2, 4)) == "learn_generation(n3, 4), a later generation it heard of"
