@@ -280,18 +280,36 @@ class Validator:
         # acknowledged write is always at or below the HWM.
         served = self.model.readable(k, server) if event.read else 0
         acked = min(server.hwm, len(server.log))
-        for index, run, limit in ([(i, r, served) for i, r in event.read or ()]
-                                  + [(i, r, acked) for i, r in event.ack or ()]):
-            if index > limit:
+        # A model-level variant may also serve reads its own way (its own read actions).
+        own = (self._own_reads(state, k) if event.read and any(i > served for i, _ in event.read)
+               else frozenset())
+        for index, run, limit, also in ([(i, r, served, own) for i, r in event.read or ()]
+                                        + [(i, r, acked, ()) for i, r in event.ack or ()]):
+            if index > limit and not (index <= len(server.log) and (index, server.log[index - 1]) in also):
                 return None
             generations = bind(generations, run, server.log[index - 1])
             if generations is None:
                 return None
         if event.read:
             model_of = dict(generations)
-            if "reads" in self.logged and not all((i, model_of[g]) in state.reads for i, g in event.read):
+            if "reads" in self.logged and not all((i, model_of[g]) in state.reads or (i, model_of[g]) in own
+                                                  for i, g in event.read):
                 return None
         return generations
+
+    def _own_reads(self, state, k: int) -> frozenset:
+        """The entries of server k's log that a model-level variant's own read actions of k serve in
+        `state` (ZooKeeper's read-only mode reads in its own way): what each adds to the model's reads,
+        asked with the reads emptied, as `_successors` asks every read."""
+        names = getattr(getattr(self.model, "variant", None), "actions", ())
+        if not names:
+            return frozenset()
+        empty = state._replace(reads=frozenset())
+        served: set = set()
+        for action in self.model.actions(empty):
+            if action[0] in names and action[1:2] == (k,):
+                served |= self.model.apply(empty, action).reads
+        return frozenset(served)
 
     def _same(self, a, b) -> bool:
         """Whether two model servers look alike in the run's logged variables (logs last: they are long)."""

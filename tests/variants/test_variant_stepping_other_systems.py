@@ -88,3 +88,19 @@ def test_hwm_validate_judges_a_recorded_zab_run_with_the_variants_model(tmp_path
                               map(json.loads, result.output.splitlines())}
     assert verdicts["zab"] == verdicts[f"{READ_ONLY}:{variant}"] == {
         name: (event is None, event) for name, (_, event) in RUNS.items()}
+
+
+def test_a_read_the_variants_own_read_action_serves_is_explained_by_it(tmp_path):
+    """n1 commits entry 1, and n2 reads it from its log while n2's HWM is still 0: no ZAB read serves
+    it, nor ReadOnlyMode's (a read-only server serves up to its HWM), but ReadOnlyFromLog's read-only
+    server serves its whole log; the validator asks the variant's own read action (`read_only_read`)
+    as it asks `readable`."""
+    run = tmp_path / "read-only-log-read.jsonl"
+    events = PROPOSED + [{"server": "n1", "hwm": 1}, {"server": "n2", "read": [[1, 1]]}]
+    run.write_text("\n".join(json.dumps(line) for line in [HEADER, *events]) + "\n")
+    verdicts = {}
+    for protocol in ("zab", f"{READ_ONLY}:ReadOnlyMode", f"{READ_ONLY}:ReadOnlyFromLog"):
+        result = hwm("validate", "--json", "--protocol", protocol, run)
+        [verdict] = map(json.loads, result.output.splitlines())
+        verdicts[protocol.rsplit(":", 1)[-1]] = (verdict["valid"], verdict.get("event"))
+    assert verdicts == {"zab": (False, 7), "ReadOnlyMode": (False, 7), "ReadOnlyFromLog": (True, None)}
