@@ -24,6 +24,7 @@ the run closes, whatever ends it.
 from __future__ import annotations
 
 import json
+import os
 import queue
 import random
 import shutil
@@ -644,7 +645,8 @@ def absolute_paths(command: list[str]) -> list[str]:
     """The command with each argument that names an existing relative path made absolute, a variant's
     file in `path/to/file.py:Name` too (docs/variants.md): nodes run in their data directories, so
     `./mynode`, `examples/nodes/log_node.py` or `--protocol examples/variants/flexible.py:Flexible`
-    would not resolve."""
+    would not resolve. Symbolic links are kept: `.venv/bin/python` is a link to the interpreter it was
+    made from, and only through the link does Python find the virtual environment's packages."""
     def relative(arg: str) -> bool:
         return not Path(arg).is_absolute() and ("/" in arg or Path(arg).is_file()) and Path(arg).exists()
 
@@ -652,9 +654,9 @@ def absolute_paths(command: list[str]) -> list[str]:
     for arg in command:
         path, colon, name = arg.rpartition(":")
         if relative(arg):
-            arg = str(Path(arg).resolve())
+            arg = os.path.abspath(arg)
         elif colon and path.endswith(".py") and relative(path):
-            arg = f"{Path(path).resolve()}:{name}"
+            arg = f"{os.path.abspath(path)}:{name}"
         absolute.append(arg)
     return absolute
 

@@ -1,15 +1,20 @@
 """`hwm test --protocol file.py:Name` (docs/variants.md): a node is checked with the variant's properties
 (its replication quorum where they count one, its own invariants) and stepped against the variant's
-model; a variant named in the node's command resolves from the node's data directory. No node
-processes here: docs/tutorial-your-variant.md's section 3 runs them (tests/nodes/test_tutorial_your_variant.py)."""
+model; a relative path in the node's command (a variant's file, a virtual environment's python) resolves
+from the node's data directory. One run of node processes here (the virtual environment's python);
+docs/tutorial-your-variant.md's section 3 runs the rest (tests/nodes/test_tutorial_your_variant.py)."""
 
 from __future__ import annotations
 
 import os
+import sys
 from pathlib import Path
 
-from hwm.bridge.maelstrom.cluster import absolute_paths
+import pytest
+
+from hwm.bridge.maelstrom.cluster import absolute_paths, run_schedule
 from hwm.bridge.maelstrom.observe import Observer
+from hwm.bridge.maelstrom.schedule import Schedule
 from hwm.bridge.maelstrom.validation import ModelSteps
 from hwm.properties.catalogue import ALWAYS
 
@@ -69,3 +74,29 @@ def test_a_relative_directory_in_the_nodes_command_is_made_absolute_and_a_bare_w
     monkeypatch.chdir(tmp_path)
     assert absolute_paths(["hwm", "./missing", "--dir", "state/", "./state"]) == [
         "hwm", "./missing", "--dir", str(tmp_path.resolve() / "state"), str(tmp_path.resolve() / "state")]
+
+
+def test_a_virtual_environments_python_in_the_nodes_command_stays_a_link(tmp_path, monkeypatch):
+    """`.venv/bin/python` is a link to the interpreter the environment was made from; run through
+    the link's target, Python would not find the environment's packages (a node command written
+    `.venv/bin/python mynode.py` failed to import what the node needs)."""
+    (tmp_path / "env" / "bin").mkdir(parents=True)
+    (tmp_path / "env" / "bin" / "python").symlink_to(sys.executable)
+    (tmp_path / "node.py").write_text("")
+    monkeypatch.chdir(tmp_path)
+    here = os.path.abspath(".")
+    assert absolute_paths(["env/bin/python", "node.py"]) == [f"{here}/env/bin/python", f"{here}/node.py"]
+
+
+def test_a_node_run_by_a_relative_virtual_environment_python_imports_its_packages(monkeypatch):
+    """hwm's own node, run as `.venv/bin/python -m hwm.cli node --stdio` from the checkout (hwm is
+    installed in the environment only): it starts and answers, in its data directory."""
+    venv_python = Path(sys.prefix) / "bin" / "python"
+    if sys.prefix == sys.base_prefix or not venv_python.exists():
+        pytest.skip("the tests do not run in a virtual environment")
+    monkeypatch.chdir(Path(sys.prefix).parent)
+    command = [os.path.relpath(venv_python), "-m", "hwm.cli", "node", "--stdio", "--protocol", "raft"]
+    run = run_schedule(command, Schedule(nodes=3, steps=[{"op": "settle", "rounds": 6},
+                                                          {"op": "log_append", "node": "n1", "value": 1}]))
+    assert run.protocol_error is None, str(run.protocol_error)
+    assert run.findings == [] and run.operations() == 1, [str(f) for f in run.findings]
