@@ -101,6 +101,8 @@ class ObservedZabValidator(ObservedValidator):
                 after = state._replace(servers=state.servers[:k] + (stepped,) + state.servers[k + 1:],
                                        synced=state.synced[:k] + (0,) + state.synced[k + 1:])
                 yield ("step_down", k), self._remember_leaders(state, after)
+                if len(seen.log) > len(server.log):
+                    yield from self._writes_then_step_down(state, k, len(seen.log) - len(server.log))
 
     def _allowed(self, action, k, event) -> bool:
         if action[0] in ("sync-unacknowledged", "sync-older", "sync-late", "synchronise"):
@@ -191,8 +193,14 @@ class ObservedZabValidator(ObservedValidator):
         leader shows nothing until a quorum has ACKed, so with five servers its first visible
         change may follow several of them (each is the model's step: the search's depth, not the
         model, is what this saves)."""
+        after, taken = self._synchronised(state, l)
+        if taken > 1:
+            yield ("synchronise", l), self._remember_leaders(state, after)
+
+    def _synchronised(self, state, l):
+        """The state after leader l's NEWLEADER exchanges that no node showed, and how many were taken."""
         if not state.channels and not any(self.model.guard_sync(state, l, f) is None for f in range(self.n)):
-            return
+            return state, 0
         after, taken = state, 0
         for f in range(self.n):
             if f == l:
@@ -205,8 +213,23 @@ class ObservedZabValidator(ObservedValidator):
                 synced = self.model.apply(after, ("sync", l, f))
                 if synced.servers[l].role == LEADER and self._same(synced.servers[f], after.servers[f]):
                     after, taken = synced, taken + 1
-        if taken > 1:
-            yield ("synchronise", l), self._remember_leaders(state, after)
+        return after, taken
+
+    def _writes_then_step_down(self, state, l, wrote: int):
+        """Leader l logs `wrote` clients' writes and steps down, all between two of its changes (paused,
+        it read its clients' requests and then found its quorum lost): the synchronisation no node
+        showed that a prospective leader needs first, the writes and the step-down, as one step (each
+        is the model's own: the search's depth, not the model, is what this saves)."""
+        after, _ = self._synchronised(state, l)
+        for _ in range(wrote):
+            if self.model.guard_write(after, l) is not None:
+                return
+            after = self.model.apply(after, ("write", l))
+        written, stepped = after, after.servers[l]._replace(role=FOLLOWER, match=())
+        after = after._replace(servers=after.servers[:l] + (stepped,) + after.servers[l + 1:],
+                               synced=after.synced[:l] + (0,) + after.synced[l + 1:])
+        # Remembered with its writes: the proposals it sent before it stepped down may still arrive.
+        yield ("write-step_down", l, wrote), self._remember_leaders(written, after)
 
     # ------------------------------------------------------- an older NEWLEADER
     def _older_newleader(self, leader, follower, seen):
@@ -289,6 +312,8 @@ class ObservedZabValidator(ObservedValidator):
         names = self.header.servers
         if action[0] == "ack":
             return f"ack({names[action[1]]}→{names[action[2]]})"
+        if action[0] == "write-step_down":
+            return f"write({names[action[1]]}) {action[2]} time(s), then step_down({names[action[1]]})"
         return super()._action_text(action)
 
 

@@ -495,3 +495,39 @@ def test_the_rows_recorded_run_of_a_kafka_leader_killed_after_its_lag_timer_move
     assert "n1 showed follower g1 log=[1] hwm=1 isr=n1" in saved["findings"][0]
     finding = feed(saved["observations"], protocol="kafka")
     assert finding is None, finding.text
+
+
+# ---------------------------------------------- a paused leader that writes and steps down unseen
+PAUSED_LEADER_WRITES = Path(__file__).with_name("zab_paused_leader_writes.json")
+# n1 leads epoch 1 (prospective: no NEWLEADER exchange shows, its history being empty), is paused
+# with a client's write waiting, and resumed: it synchronises, logs 1@1, proposes it, and steps down
+# (its quorum lost), all before it shows a change; then its proposal reaches n2.
+PAUSED = [seen(1, "n1", "candidate", 1), seen(2, "n2", "follower", 1), seen(3, "n3", "follower", 1),
+          seen(4, "n1", "leader", 1)]
+
+
+def test_a_leader_that_logs_a_write_and_steps_down_between_two_changes_steps_clean():
+    run = PAUSED + [seen(5, "n1", "follower", 1, log=[(1, 1)]), seen(6, "n2", "follower", 1, log=[(1, 1)])]
+    finding = feed(run, protocol="zab")
+    assert finding is None, finding.text
+
+
+@pytest.mark.parametrize("shown", [seen(5, "n1", "follower", 1, log=[(1, 2)]),
+                                   seen(5, "n1", "follower", 1, log=[(1, 1), (2, 1), (3, 2)])],
+                         ids=["an-entry-of-a-later-epoch", "one-of-three-of-a-later-epoch"])
+def test_a_stepped_down_leader_shows_only_writes_of_its_own_epoch(shown):
+    assert feed(PAUSED + [shown], protocol="zab") is not None
+
+
+def test_the_rows_recorded_run_of_a_paused_leader_that_wrote_and_stepped_down_steps_clean():
+    # bench/false_findings_nodes.py's zab wall 5 row (--seed 0 --save-dir), its 84th schedule, replayed
+    # until the finding came back (1 in 10): n2, leader of epoch 1, paused, a write to it waiting, and
+    # resumed; its first change shown after it is follower g1 with 1@1, then 1@1 reaches the others.
+    saved = json.loads(PAUSED_LEADER_WRITES.read_text())
+    shown = [(o["node"], o["role"], o["generation"], o["log"]) for o in saved["observations"]]
+    led = shown.index(("n2", "leader", 1, []))
+    assert shown[led + 1:].index(("n2", "follower", 1, [[1, 1]])) < shown[led + 1:].index(
+        ("n1", "follower", 1, [[1, 1]])), shown
+    assert not any(node == "n2" for node, *_ in shown[led + 1:shown.index(("n2", "follower", 1, [[1, 1]]))])
+    finding = feed(saved["observations"], nodes=[f"n{k}" for k in range(1, 6)], protocol="zab")
+    assert finding is None, finding.text
