@@ -51,7 +51,11 @@ from it in these ways, and this validator accepts exactly these, for the raft sy
   higher generation, a candidate's whose election may yet fail; the model's elections are atomic
   and have no failed candidacy. `step_down(L)` makes a leader a follower of its own generation,
   keeping its log and HWM: a state the model already reaches by a crash and a restart (bar a
-  volatile HWM), and one from which the leader writes nothing more.
+  volatile HWM), and one from which the leader writes nothing more. A leader that shows its next
+  change only once it has stepped down (paused with clients' writes waiting, then resumed) may have
+  logged those writes first: `write-step_down(L)` takes the model's writes, and what they need that no
+  node shows (ZAB's synchronisation), with the step-down as one step, L remembered with its writes
+  for the appends it sent.
 
 Everything else is the model's own step: entries must be the leader's (its generation, at the
 index the model gives), a follower's HWM never passes what its leader sent, a leader's HWM never
@@ -122,9 +126,31 @@ class ObservedValidator(Validator):
                 if f != k:
                     yield from self._acks(state, f, k)
             if seen.role == FOLLOWER and seen.alive:
-                stepped = server._replace(role=FOLLOWER, match=())
-                after = state._replace(servers=state.servers[:k] + (stepped,) + state.servers[k + 1:])
-                yield ("step_down", k), self._remember_leaders(state, after)
+                yield ("step_down", k), self._remember_leaders(state, self._stepped_down(state, k))
+                if len(seen.log) > len(server.log):
+                    yield from self._writes_then_step_down(state, k, len(seen.log) - len(server.log))
+
+    def _stepped_down(self, state, l):
+        """`state` with leader l a follower of its own generation, its log and HWM kept."""
+        stepped = state.servers[l]._replace(role=FOLLOWER, match=())
+        return state._replace(servers=state.servers[:l] + (stepped,) + state.servers[l + 1:])
+
+    def _ready_to_write(self, state, l):
+        """`state` with whatever leader l needs before it takes a write and no node shows (nothing here)."""
+        return state
+
+    def _writes_then_step_down(self, state, l, wrote: int):
+        """Leader l logs `wrote` clients' writes and steps down, all between two of its changes (paused,
+        it read its clients' requests and then found it no longer leads): what it needs first that no
+        node shows, the writes and the step-down, as one step (each is the model's own: the search's
+        depth, not the model, is what this saves). It is remembered with its writes: the appends it
+        sent before it stepped down may still arrive."""
+        after = self._ready_to_write(state, l)
+        for _ in range(wrote):
+            if self.model.guard_write(after, l) is not None:
+                return
+            after = self.model.apply(after, ("write", l))
+        yield ("write-step_down", l, wrote), self._remember_leaders(after, self._stepped_down(after, l))
 
     def feed(self, event, *, persisted_generation: bool = False, late_election: bool = False):
         """`Validator.feed`; `persisted_generation`: the event is a restart whose generation the node may
@@ -380,6 +406,8 @@ class ObservedValidator(Validator):
             return f"learn_generation({names[action[1]]}, {action[2]}), a later generation it heard of"
         if action[0] == "elect-late":
             return f"elect({names[action[1]]}) with grants it read after later generations were led"
+        if action[0] == "write-step_down":
+            return f"write({names[action[1]]}) {action[2]} time(s), then step_down({names[action[1]]})"
         return super()._action_text(action)
 
 

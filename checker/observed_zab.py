@@ -30,7 +30,9 @@ finer steps, and this validator accepts exactly the ones the raft validator acce
   ACKed, and a follower that already held its history shows nothing when it ACKs; `synchronise(L)`
   takes all of them as one step (each is the model's own), so that the search's depth suffices.
 - **A leader steps down without a new leader** (it lost its quorum, or heard of a later epoch):
-  a follower of its own epoch, keeping its history, with no follower synchronised to it.
+  a follower of its own epoch, keeping its history, with no follower synchronised to it; having
+  logged writes first, perhaps, unseen (`write-step_down`, the raft validator's, after the
+  synchronisation a prospective leader needs).
 - **A node back from a kill shows the epoch of a vote it persisted** (`restart-voted`, as the raft
   validator's: the vote, or its own candidacy, that the model's atomic election did not count); its
   currentEpoch stays the model's.
@@ -97,12 +99,18 @@ class ObservedZabValidator(ObservedValidator):
                     yield from self._acks(state, f, k)
             yield from self._unseen_synchronisation(state, k)
             if seen.role == FOLLOWER and seen.alive:
-                stepped = server._replace(role=FOLLOWER, match=())
-                after = state._replace(servers=state.servers[:k] + (stepped,) + state.servers[k + 1:],
-                                       synced=state.synced[:k] + (0,) + state.synced[k + 1:])
-                yield ("step_down", k), self._remember_leaders(state, after)
+                yield ("step_down", k), self._remember_leaders(state, self._stepped_down(state, k))
                 if len(seen.log) > len(server.log):
                     yield from self._writes_then_step_down(state, k, len(seen.log) - len(server.log))
+
+    def _stepped_down(self, state, l):
+        """A leader that steps down keeps no follower synchronised to it."""
+        after = super()._stepped_down(state, l)
+        return after._replace(synced=after.synced[:l] + (0,) + after.synced[l + 1:])
+
+    def _ready_to_write(self, state, l):
+        """A prospective leader writes once established: the synchronisation no node showed."""
+        return self._synchronised(state, l)[0]
 
     def _allowed(self, action, k, event) -> bool:
         if action[0] in ("sync-unacknowledged", "sync-older", "sync-late", "synchronise"):
@@ -215,22 +223,6 @@ class ObservedZabValidator(ObservedValidator):
                     after, taken = synced, taken + 1
         return after, taken
 
-    def _writes_then_step_down(self, state, l, wrote: int):
-        """Leader l logs `wrote` clients' writes and steps down, all between two of its changes (paused,
-        it read its clients' requests and then found its quorum lost): the synchronisation no node
-        showed that a prospective leader needs first, the writes and the step-down, as one step (each
-        is the model's own: the search's depth, not the model, is what this saves)."""
-        after, _ = self._synchronised(state, l)
-        for _ in range(wrote):
-            if self.model.guard_write(after, l) is not None:
-                return
-            after = self.model.apply(after, ("write", l))
-        written, stepped = after, after.servers[l]._replace(role=FOLLOWER, match=())
-        after = after._replace(servers=after.servers[:l] + (stepped,) + after.servers[l + 1:],
-                               synced=after.synced[:l] + (0,) + after.synced[l + 1:])
-        # Remembered with its writes: the proposals it sent before it stepped down may still arrive.
-        yield ("write-step_down", l, wrote), self._remember_leaders(written, after)
-
     # ------------------------------------------------------- an older NEWLEADER
     def _older_newleader(self, leader, follower, seen):
         """(length, HWM) of a NEWLEADER that `leader` sent earlier, when its history or HWM were
@@ -312,8 +304,6 @@ class ObservedZabValidator(ObservedValidator):
         names = self.header.servers
         if action[0] == "ack":
             return f"ack({names[action[1]]}→{names[action[2]]})"
-        if action[0] == "write-step_down":
-            return f"write({names[action[1]]}) {action[2]} time(s), then step_down({names[action[1]]})"
         return super()._action_text(action)
 
 
