@@ -2,6 +2,7 @@
 
 import json
 import random
+import shutil
 
 import pytest
 
@@ -259,3 +260,36 @@ def test_an_operation_is_described_by_its_arguments_and_where_it_ran(kind, reque
     op = {"id": 4, "client": "c2", "node": "n1", "type": kind, "request": request_, "step": 9}
     assert describe_op(op) == f"op 4 c2→n1 {shown} at step 9"
     assert describe_op(dict(op, step=None)).endswith(" at the final reads")
+
+
+def run_delivering(seconds_each: float, budget: float):
+    """A wall-clock run's deliver_all over ten messages in flight, each delivery taking
+    `seconds_each`, with `budget` seconds for the round (no node programs: delivery is recorded)."""
+    import time
+
+    from hwm.bridge.maelstrom.cluster import Limits, Run
+    from hwm.bridge.maelstrom.schedule import Schedule
+
+    run = Run(["true"], Schedule(clock="wall"), Limits(deliver_all_seconds=budget))
+    delivered, events = [], []
+    run._deliver = lambda msg: (time.sleep(seconds_each), delivered.append(msg["n"]))
+    run._event = events.append
+    run.in_flight = [{"n": k} for k in range(10)]
+    try:
+        run._deliver_all()
+    finally:
+        shutil.rmtree(run.root)  # its nodes' data folders, made when it was built
+    run.in_flight.append({"n": "sent since"})
+    return delivered, [m["n"] for m in run.in_flight], events
+
+
+def test_a_wall_clock_deliver_all_delivers_everything_within_its_time():
+    delivered, left, events = run_delivering(0.0, budget=5.0)
+    assert delivered == list(range(10)) and left == ["sent since"] and events == []
+
+
+def test_a_wall_clock_deliver_all_past_its_time_leaves_the_rest_in_flight_ahead_of_what_came_since():
+    delivered, left, events = run_delivering(0.02, budget=0.05)
+    assert 1 <= len(delivered) < 10, delivered
+    assert left == list(range(len(delivered), 10)) + ["sent since"]
+    assert events == [f"{10 - len(delivered)} messages left in flight after 0.05 s of deliveries"]
