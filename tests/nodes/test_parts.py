@@ -293,3 +293,23 @@ def test_a_wall_clock_deliver_all_past_its_time_leaves_the_rest_in_flight_ahead_
     assert 1 <= len(delivered) < 10, delivered
     assert left == list(range(len(delivered), 10)) + ["sent since"]
     assert events == [f"{10 - len(delivered)} messages left in flight after 0.05 s of deliveries"]
+
+
+@pytest.mark.parametrize("nth,dropped", [(None, 0), (0, 0), (1, 1), (2, 2), (7, 2)])
+def test_a_drop_takes_the_nth_oldest_message_between_its_two_nodes(nth, dropped):
+    """A schedule's deliver, drop or duplicate names the nth oldest message in flight from one node to
+    another (the oldest without nth; the newest where fewer are in flight)."""
+    from hwm.bridge.maelstrom.cluster import Run
+    from hwm.bridge.maelstrom.schedule import Schedule
+
+    run = Run(["true"], Schedule())
+    try:
+        events = []
+        run._event = events.append
+        sent = [{"src": "n1", "dest": "n2", "body": {"type": "hwm_peer", "k": k}} for k in range(3)]
+        run.in_flight = [sent[0], {"src": "n2", "dest": "n1", "body": {"type": "hwm_peer"}}, *sent[1:]]
+        run.run_step({"op": "drop", "from": "n1", "to": "n2", **({} if nth is None else {"nth": nth})}, 1)
+    finally:
+        shutil.rmtree(run.root)
+    assert sent[dropped] not in run.in_flight and len(run.in_flight) == 3
+    assert events == ["dropped n1→n2 hwm_peer"]
