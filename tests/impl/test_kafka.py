@@ -478,3 +478,12 @@ def test_the_epoch_cache_refuses_an_epoch_that_starts_before_the_last_one_naming
         cache.assign(3, 1)
     with pytest.raises(ReplicaError, match=r"epoch 2 at offset 0 is not after epoch 1's start 0"):
         LeaderEpochCache((1,)).assign(2, 0)
+
+
+def test_kip279_a_follower_with_no_epoch_below_the_leaders_answer_truncates_everything_and_fetches():
+    # S2 wrote 1@e3 as a leader of epoch 3 that S1 never heard of, and holds nothing else; S1 leads
+    # epoch 4 with [e1, e2, e2] and answers epoch 3's query with epoch 2, of which S2 holds nothing and
+    # nothing before it: S2 truncates its whole log and fetches S1's.
+    c = hand_built(rule("leader-epoch-kip279"), (1, 2, 2), (3,), (), epoch=3)
+    ok(c, ("elect", "S1", ("S1", "S2")), ("replicate", "S1", "S2"))
+    assert logs(c)[1] == (1, 2, 2) and not c["S2"].truncating
