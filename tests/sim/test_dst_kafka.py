@@ -84,3 +84,16 @@ def test_a_search_finds_the_controller_that_sends_before_saving():
 
     search()
     assert found, "500 schedules missed the controller that sends its decision before saving it"
+
+
+def test_a_simulated_run_logs_nothing_of_its_nodes_and_controller_and_leaves_their_loggers_as_found(caplog):
+    """Thousands of schedules run in one process: the brokers' and the controller's log lines (a disk
+    error, a refused request) are the simulation's to count, not the test output's."""
+    import logging
+
+    caplog.set_level(logging.DEBUG)
+    node, controller = logging.getLogger("hwm.node"), logging.getLogger("hwm.controller")
+    assert not node.disabled and not controller.disabled
+    run_schedule(SAVE_FAILS, protocol=KAFKA)  # the controller's disk fails: it logs that, and stops
+    assert [r for r in caplog.records if r.name.startswith(("hwm.node", "hwm.controller"))] == []
+    assert not node.disabled and not controller.disabled
