@@ -886,3 +886,24 @@ def test_an_append_carries_no_more_payload_and_overhead_than_max_append_bytes():
                 assert sum(len(p) + ENTRY_OVERHEAD_BYTES for _, p in message.entries) <= limit, message
     assert max(sizes) == 2, sizes  # the batches are as full as the limit allows
     assert all(c[n].read(6)[1] == b"%010d" % 5 for n in ("S1", "S2"))
+
+
+def test_a_follower_silent_since_the_election_gets_the_entries_again_after_a_shortest_election_timeout():
+    """The new leader's first append to S3 is lost and S3 never answers: S1 sends it heartbeats, and
+    only once S3 has been quiet for election_ticks[0] ticks (counted from the election) does it take
+    what was in flight as lost and send the entries again."""
+    from hwm.impl.messages import AppendRequest
+
+    c = Cluster(election_ticks=(6, 12), heartbeat_ticks=1)
+    c.elect("S1", ["S1", "S2"])
+    c.settle()
+    c["S1"].propose(b"x")
+    carried = []
+    for tick in range(1, 10):
+        c["S1"].tick()
+        c._settle()
+        carried += [tick for a, b, m in c.in_flight if (a, b) == ("S1", "S3") and isinstance(m, AppendRequest)
+                    and m.entries]
+        c.in_flight = [x for x in c.in_flight if x[1] != "S3"]  # S3 hears nothing
+        c.deliver()  # S2 answers: S1 keeps its quorum
+    assert carried == [6]
