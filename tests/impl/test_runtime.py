@@ -701,3 +701,21 @@ def test_a_kick_ends_a_peer_links_wait_even_when_it_lands_during_an_attempt(monk
         await asyncio.gather(task, return_exceptions=True)
 
     asyncio.run(scenario())
+
+
+@pytest.mark.network
+def test_a_follower_refuses_a_session_and_answers_the_next_request_on_the_same_connection(cluster):
+    leader = cluster.leader()
+    follower = cluster.addresses[next(name for name in cluster.addresses if name != leader)]
+    requests = [m.RegisterClient("c1"), m.StatusRequest()]
+    with closing(socket.create_connection(follower, timeout=5)) as sock:
+        sock.sendall(b"".join(codec.encode(r) for r in requests))
+        frames, answers = codec.FrameReader(), []
+        deadline = time.monotonic() + 5
+        while len(answers) < len(requests) and time.monotonic() < deadline:
+            chunk = sock.recv(65536)
+            if not chunk:
+                break  # closed: the refusal must not close the connection
+            answers += [codec.decode(p) for p in frames.feed(chunk)]
+    assert [type(a).__name__ for a in answers] == ["PutReply", "StatusReply"], answers
+    assert answers[0].code == m.NOT_LEADER and answers[0].leader == leader
