@@ -50,11 +50,14 @@ class Ledger:
         self.writer = Writer("S4", BOOKIES)
         self.recovery = RecoveryClient("S5", BOOKIES, protocol)
         self.acked = []
+        self.closes = []  # each closed ledger a client's ready() handed out
 
     def exchange(self, client, bookie: str | None = None) -> None:
         for _ in range(4):
             out = client.ready()
             self.acked += out.acknowledged
+            if out.closed is not None:
+                self.closes.append(out.closed)
             answers = []
             for to, message in out.messages:
                 if to in self.bookies and (bookie is None or to == bookie or type(message) in RECOVERY_WRITES):
@@ -231,6 +234,7 @@ def test_recovery_closes_once_an_ack_quorum_acknowledged_its_recovery_adds_and_c
     recovery.recovery_add("S3")
     ledger.exchange(recovery, "S3")
     assert recovery.closed == ((1, b"a"),) and recovery.metadata.closed_at == 1
+    assert ledger.closes == [((1, b"a"),)] and recovery.ready().closed is None  # handed out once
     assert [(b.last_entry, b.lac, b.closed_at) for b in ledger.bookies.values()] == [(1, 1, 1)] * 3
 
 
