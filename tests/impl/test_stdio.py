@@ -543,3 +543,19 @@ def test_a_peer_message_from_no_peer_is_dropped_with_a_log_line(tmp_path, source
     assert _peer(node, source, m.VoteRequest(5, source, 0, 0)) == []
     assert node.replica.generation == 0
     assert f"dropped a peer message from {source!r}, not one of the peers" in log.getvalue()
+
+
+def test_a_follower_forwards_a_clients_write_to_its_leader_but_not_one_that_expects_no_answer(tmp_path):
+    """A write with a msg_id goes on to the leader the follower knows; one without (Maelstrom's
+    fire-and-forget: nobody waits for its answer) is not forwarded, and the node goes on."""
+    node = StdioNode(PRESETS["raft"].protocol, clock="virtual", log=io.StringIO(), data_dir=str(tmp_path))
+    node.handle_line(_line("c0", {"type": "init", "msg_id": 1, "node_id": "n1", "node_ids": NODE_IDS}))
+    _peer(node, "n2", m.AppendRequest(1, "n2", 0, 0, (), 0))  # n2 leads generation 1
+    assert (node.replica.role, node.replica.leader_id) == ("follower", "n2")
+
+    def to_leader(out):
+        return [json.loads(raw)["body"] for raw in out if json.loads(raw)["dest"] == "n2"
+                and json.loads(raw)["body"]["type"] == "log_append"]
+    assert to_leader(node.handle_line(_line("c1", {"type": "log_append", "value": "quiet"}))) == []
+    [forwarded] = to_leader(node.handle_line(_line("c1", {"type": "log_append", "msg_id": 7, "value": "v"})))
+    assert forwarded["value"] == "v" and "msg_id" in forwarded
