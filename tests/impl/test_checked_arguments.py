@@ -96,7 +96,8 @@ def test_every_message_is_frozen():
         GetReply(1, 1, b"v").value = b"w"
 
 
-@pytest.mark.parametrize("fields", [(None, None, None), (1, None, None), (None, b"v", None)])
-def test_a_get_reply_without_an_error_holds_a_whole_entry(fields):
+@pytest.mark.parametrize("fields", [(None, None, None), (1, None, None), (None, b"v", None),
+                                    (None, b"", "not committed", 5), (1, b"", "not committed", 5)])
+def test_a_get_reply_holds_a_whole_entry_or_an_error_never_both(fields):  # b"": a no-op's value
     with pytest.raises(ValueError, match=r"GetReply\.error: either generation and value, or error"):
         GetReply(1, *fields)
