@@ -607,6 +607,10 @@ class Validator:
                                                         if self._allowed(action, k, event))
         return found
 
+    def _canonical(self, cand: Candidate) -> Candidate:
+        """`cand` as kept between events (subclasses drop what can no longer make a difference)."""
+        return cand
+
     def _cover(self, cand: Candidate, parents: dict) -> None:
         while cand in parents:
             before, action = parents[cand]
@@ -635,7 +639,7 @@ class Validator:
         self._successor_memo = {}  # this event's; `_why` reads it too
         for cand in self.candidates:
             for c in self._explain(cand, k, seen, event):
-                nxt[c] = None
+                nxt[self._canonical(c)] = None
         if not nxt:
             return self._fail(event, k, seen, self._why(k, seen, event))
         self._successor_memo = {}
