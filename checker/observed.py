@@ -84,10 +84,13 @@ class ObservedValidator(Validator):
         # change is never explained by a round trip whose follower side no event has shown yet.
         self.followers_first = followers_first
         # An acknowledgement at or below what its leader already counts for that follower changes
-        # nothing when it arrives, unless the count falls first, and within a generation it falls
-        # only where a follower loses entries it acknowledged: by a restart rule that drops them
-        # (or a variant's own). Elsewhere such replies are dropped between events, so explanations
-        # that differ only in them are one (on five servers, hundreds of them were).
+        # nothing when it arrives, unless the count falls first. Within a generation it falls where
+        # a follower loses entries it acknowledged (a restart rule that drops them, or a variant's
+        # own: there every reply is kept) and where stepping takes an older append's round trip;
+        # after that, the highest such reply gives the count back, and the lower ones only counts
+        # in between that a real leader, which keeps its highest, never has. So between events all
+        # but the highest are dropped, and explanations that differed only in them are one (on five
+        # servers they were hundreds).
         self._drops_stale_acks = (protocol.system == "raft" and protocol.restart == "keep"
                                   and header.network == "rpc" and getattr(type(protocol), "variant", None) is None)
         # The deferred acknowledgement needs the raft model's own match bookkeeping.
@@ -149,8 +152,9 @@ class ObservedValidator(Validator):
                 queue = channels[f * n + l]
                 if f == l or not queue:
                     continue
-                kept = tuple(r for r in queue
-                             if not (r[2] is True and r[1] == leader.generation and r[3] <= leader.match[f]))
+                stale = [r for r in queue if r[2] is True and r[1] == leader.generation and r[3] <= leader.match[f]]
+                highest = max(stale, key=lambda r: r[3]) if stale else None
+                kept = tuple(r for r in queue if r not in stale or r is highest)
                 if len(kept) != len(queue):
                     channels[f * n + l], changed = kept, True
         return cand._replace(state=state._replace(channels=tuple(channels))) if changed else cand

@@ -542,20 +542,33 @@ def test_the_rows_recorded_run_of_a_paused_leader_that_wrote_and_stepped_down_st
 ACKS_IN_FLIGHT = Path(__file__).with_name("raft_five_acks_in_flight.json")
 
 
-def test_explanations_that_differ_only_in_acknowledgements_already_counted_are_one():
-    # The raft virtual 5 row's hunt (--seed 3), its 5th schedule: n1 leads five and logs 7 entries
-    # while the others' acknowledgements arrive in every order. Explanations that differ only in
-    # replies their leader already counts (an index at or below its match index for that follower)
-    # grew to the 2,000 kept (37 s of CPU); dropped between events, at most 78 remain.
+def stepped_acks_in_flight(observations: int) -> tuple[ModelSteps, int]:
+    """The first `observations` of the recorded run stepped (each explained); the most explanations kept."""
     saved = json.loads(ACKS_IN_FLIGHT.read_text())
     steps = ModelSteps("raft", [f"n{k}" for k in range(1, 6)])
     most = 0
-    for observation in saved["observations"]:
+    for observation in saved["observations"][:observations]:
         finding = steps.observed(observation)
         assert finding is None, finding.text
         most = max(most, len(steps.validator.candidates))
+    return steps, most
+
+
+# The raft virtual 5 row's hunt (--seed 3), its 5th schedule: n1 leads five and logs 7 entries while
+# the others' acknowledgements arrive in every order. Explanations that differ only in replies their
+# leader already counts (an index at or below its match index for that follower) grew to the 2,000
+# kept (40 s of CPU); with all but the highest of those dropped between events, at most 444 remain
+# (15 s). By n1's HWM 4 (the 39th observation): 240 before, 96 now.
+def test_explanations_that_differ_only_in_acknowledgements_already_counted_are_one():
+    _, most = stepped_acks_in_flight(39)
+    assert most <= 120, most
+
+
+@pytest.mark.deep
+def test_the_whole_recorded_run_with_acknowledgements_in_flight_steps_clean_without_the_bound():
+    steps, most = stepped_acks_in_flight(10_000)
     assert steps.finish() is None
-    assert steps.validator.capped == 0 and most <= 100, most
+    assert steps.validator.capped == 0 and most <= 500, most
 
 
 @pytest.mark.parametrize("flags", ["raft-truncate-to-own-hwm", "raft-truncate-to-leader-hwm"])
