@@ -15,6 +15,7 @@ from hwm.model.actions import Model
 from hwm.checker.backend import Backend, BackendUnavailable, Expansion
 from hwm.checker.fast import rule_tables
 from hwm.checker.fast.fields import RULE_RAISED
+from hwm.checker.report import used_symmetry
 from hwm.properties.rules import HookError
 from hwm.properties.protocol import Protocol
 
@@ -197,7 +198,7 @@ class FastBackend(Backend):
             raise BackendUnavailable(why + "; use --successors reference")
         # A model that gives some servers a place of their own (a variant's counts) is explored without
         # symmetry reduction, as its fingerprint is.
-        symmetry = symmetry and getattr(model, "symmetric", True)
+        symmetry = used_symmetry(model, symmetry)
         super().__init__(model, symmetry)
         from hwm.checker.fast.aot import kernels
         from hwm.checker.fast.checks import CompiledProperties
