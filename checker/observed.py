@@ -178,7 +178,9 @@ class ObservedValidator(Validator):
         for _ in range(wrote):
             if self.model.guard_write(after, l) is not None:
                 return
-            after = self.model.apply(after, ("write", l))
+            after = self._taken(after, ("write", l))
+            if after is None:
+                return
         yield ("write-step_down", l, wrote), self._remember_leaders(after, self._stepped_down(after, l))
 
     def feed(self, event, *, persisted_generation: bool = False, late_election: bool = False):
@@ -235,6 +237,8 @@ class ObservedValidator(Validator):
         state = shift.state(state)
         then = state._replace(servers=state.servers[:k] + (state.servers[k]._replace(generation=freed - 1),)
                               + state.servers[k + 1:])
+        # Not `_taken`: the voters whose grants came late are not known, and the election is named
+        # with k alone, which a variant's vote rule (a quorum of its own) would refuse for that.
         after = self.model.apply(then, ("elect", k, (k,)))
         moved = Candidate(state, tuple(sorted((r, shift(m)) for r, m in cand.generations)),
                           tuple(tuple(shift.server(s) for s in changes) for changes in cand.pending), cand.waits)
@@ -258,8 +262,9 @@ class ObservedValidator(Validator):
         for generation in range(server.generation + 1, top + 1):
             voted = state._replace(servers=state.servers[:k] + (server._replace(generation=generation),)
                                    + state.servers[k + 1:])
-            after = self.model.apply(voted, ("restart", k))
-            yield ("restart-voted", k, generation), self._remember_leaders(state, after)
+            after = self._taken(voted, ("restart", k))
+            if after is not None:
+                yield ("restart-voted", k, generation), self._remember_leaders(state, after)
 
     # ------------------------------------------------------------ a later generation
     def _later_generations(self, state, k):
@@ -347,7 +352,9 @@ class ObservedValidator(Validator):
                 continue
             then = state._replace(servers=state.servers[:l] + (was[0],) + state.servers[l + 1:])
             action = ("replicate", l, k)
-            after = self.model.apply(then, action)
+            after = self._taken(then, action)
+            if after is None:
+                continue
             for sent in (after, self._older_replication(then, action, seen, after)):
                 if sent is not None and sent.servers[k] != state.servers[k]:
                     yield ("replicate-late", l, k), state._replace(

@@ -172,14 +172,51 @@ class ObservedKafkaValidator(ObservedValidator):
             nxt = self._step(cand, action, self._remember_leaders(state, shrunk))
             if nxt is None:
                 continue
-            crashed = self._crashed(shrunk, k, self._apply(shrunk, ("crash", k)))
+            crashed = self._taken(shrunk, ("crash", k))
+            if crashed is None:
+                continue
+            crashed = self._crashed(shrunk, k, crashed._replace(channels=shrunk.channels))
             nxt = self._step(nxt, ("crash", k), self._remember_leaders(shrunk, crashed))
             done = None if nxt is None else self._confirm(nxt, k, seen, event)
             if done is not None:
                 found.append(done)
         return found
 
+    def _stands_for(self, action, state, after) -> list:
+        """The model's actions one of the finer steps below is made of (its halves of `replicate`, its
+        shrinks, a late LeaderAndIsr), each of which a model-level variant's `refuses` may rule out."""
+        name = action[0]
+        if name in ("truncate", "fetch_response", "fetch_response_late"):  # the follower's half
+            return [("replicate", *action[1:])]
+        if name == "leader_and_isr":  # (r, r): the controller's request naming no leader, no model action
+            return [action] if action[1] != action[2] else []
+        taken = []
+        if name in ("fetch", "fetch_then_shrink_isr"):  # the leader's half: the fetches it took
+            l = action[2]
+            # Of fetches taken together, those that changed something: the leader's view of the
+            # follower, or its ISR (one that changed nothing is the same state, refused or not).
+            was, now = state.servers[l], after.servers[l]
+            fetched = [action[1]] if action[1] != "all" else [
+                f for f in range(self.n) if f != l and ((was.match or ())[f:f + 1] != (now.match or ())[f:f + 1]
+                                                        or (was.isr or ())[f:f + 1] != (now.isr or ())[f:f + 1])]
+            taken += [("replicate", l, f) for f in fetched]
+        if name in ("shrink_isr", "fetch_then_shrink_isr"):
+            l, removed = action[-2], action[-1]
+            taken += [("shrink_isr", l, r) for r in (removed if isinstance(removed, tuple) else (removed,))]
+        return taken
+
+    def _variant_refusal(self, state, action, after) -> str | None:
+        refused = getattr(self.model, "refused", None)
+        if refused is not None:
+            for taken in self._stands_for(action, state, after):
+                reason = refused(state, taken)
+                if reason is not None:
+                    return reason
+        return None
+
     def _step(self, cand: Candidate, action, after):
+        if self._variant_refusal(cand.state, action, after) is not None:
+            return None
         if self.followers_first and action[0] in ("fetch", "fetch_then_shrink_isr"):
             # A follower's change is observed before the fetch it sends next can reach the leader: no
             # fetch is taken from a follower whose last change no event has shown yet. A fetch among

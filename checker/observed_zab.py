@@ -193,7 +193,9 @@ class ObservedZabValidator(ObservedValidator):
                 if all(fresh[c] >= fresh[v] for v in voters):
                     continue  # the model's own election, already taken
                 if all(synchronised >= fresh[v] for v in voters):
-                    yield ("elect", c, voters), model.apply(state, ("elect", c, voters))
+                    after = self._taken(state, ("elect", c, voters))
+                    if after is not None:
+                        yield ("elect", c, voters), after
 
     def _unseen_synchronisation(self, state, l):
         """Leader l's NEWLEADER exchanges that no node showed, as one step: every ACK of NEWLEADER
@@ -218,8 +220,9 @@ class ObservedZabValidator(ObservedValidator):
                 break
         for f in range(self.n):
             if f != l and after.servers[f].alive and self.model.guard_sync(after, l, f) is None:
-                synced = self.model.apply(after, ("sync", l, f))
-                if synced.servers[l].role == LEADER and self._same(synced.servers[f], after.servers[f]):
+                synced = self._taken(after, ("sync", l, f))
+                if synced is not None and synced.servers[l].role == LEADER and self._same(synced.servers[f],
+                                                                                           after.servers[f]):
                     after, taken = synced, taken + 1
         return after, taken
 
@@ -262,8 +265,8 @@ class ObservedZabValidator(ObservedValidator):
             then = state._replace(servers=state.servers[:l] + (leader._replace(log=leader.log[:length], hwm=hwm),)
                                   + state.servers[l + 1:])
             action = ("sync", l, k)
-            after = self.model.apply(then, action)
-            deferred = self._deferred(then, action, after)
+            after = self._taken(then, action)
+            deferred = None if after is None else self._deferred(then, action, after)
             if deferred is not None:
                 # The leader as it is now, not as it was when it sent the NEWLEADER.
                 servers = deferred.servers[:l] + (leader,) + deferred.servers[l + 1:]
@@ -287,7 +290,9 @@ class ObservedZabValidator(ObservedValidator):
             for length, hwm in filter(None, sent):
                 then = state._replace(servers=state.servers[:l] + (leader._replace(log=leader.log[:length], hwm=hwm),)
                                       + state.servers[l + 1:])
-                after = self.model.apply(then, ("sync", l, k))
+                after = self._taken(then, ("sync", l, k))
+                if after is None:
+                    continue
                 if after.servers[l].role != LEADER:
                     break  # k is in a later epoch: it refuses the NEWLEADER (the model's sync deposes l)
                 # The follower's side only: it follows no leader now (its old one loses it), and the

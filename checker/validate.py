@@ -390,6 +390,15 @@ class Validator:
     def _explain(self, cand: Candidate, k: int, seen: Observed, event: Event) -> list[Candidate]:
         return self._fewest(cand, k, seen, event)
 
+    def _taken(self, state, action):
+        """The model's `action` from `state`, as one of the validator's own finer steps takes it (without
+        the base's guard, which the finer step stands in for); None where a model-level variant's
+        further guard (`refuses`) rules the action out, as it rules out the model's own step."""
+        refused = getattr(self.model, "refused", None)
+        if refused is not None and refused(state, action) is not None:
+            return None
+        return self.model.apply(state, action)
+
     def _successors(self, state, k: int, seen: Observed, event_reads: bool = False):
         """The model's steps from `state`; and a replication to server k as the run shows it, sent
         when the leader's log and HWM were shorter. A real leader sends an append as soon as it has
@@ -533,7 +542,9 @@ class Validator:
             return None
         servers = state.servers
         sent = servers[:l] + (leader._replace(log=leader.log[:length], hwm=hwm),) + servers[l + 1:]
-        then = self.model.apply(state._replace(servers=sent), action)
+        then = self._taken(state._replace(servers=sent), action)
+        if then is None:
+            return None
         replied = then.servers[l]
         if replied.role != LEADER:
             return None  # the follower's generation deposed the leader: the same as the full step
@@ -840,9 +851,18 @@ class Validator:
     def _run_extra(self, k: int) -> str:
         return ""
 
+    def _variant_refusal(self, state, action, after) -> str | None:
+        """Why a model-level variant's `refuses` rules out `action`, one of the validator's own steps
+        from `state` to `after`, where it is asked only when the step is taken (Kafka's halves of its
+        model's actions); the other finer steps ask it as they are made (`_taken`)."""
+        return None
+
     def _refusal(self, cand: Candidate, action, state, k: int, seen: Observed, event: Event) -> str:
         """Why a step whose server k looks as the run logs it explains nothing."""
         if action is not None:
+            refused = self._variant_refusal(cand.state, action, state)
+            if refused is not None:
+                return f"the model refuses that step: {refused}"
             nxt = self._step(cand, action, state)
             if nxt is None:
                 return ("the validator refuses that step: it needs a change of another server that no event "

@@ -374,10 +374,13 @@ def model_class(base: type) -> type:
                                               for servers in self.own_servers[name]]
 
         # ------------------------------------------------------- the actions
+        def refused(self, s, action) -> str | None:
+            """The variant's further guard on one of the base's actions (`refuses`): None, or the reason."""
+            return None if self.refuses is None else self._call("refuses", s, action, s, action)
+
         def actions(self, s, bounds_hit=None):
-            refuses = self.refuses
             for action in super().actions(s, bounds_hit):
-                if refuses is None or self._call("refuses", s, action, s, action) is None:
+                if self.refused(s, action) is None:
                     yield action
             for name in self.own_actions:
                 for servers in self.own_servers[name]:
@@ -392,9 +395,7 @@ def model_class(base: type) -> type:
                     return f"{name} takes {takes}, of S1..S{self.n}"
                 return self._call("guard_" + name, s, action, s, *action[1:])
             reason = super().why_not(s, action)
-            if reason is None and self.refuses is not None:
-                reason = self._call("refuses", s, action, s, action)
-            return reason
+            return self.refused(s, action) if reason is None else reason
 
         def apply(self, s, action):
             name = action[0]

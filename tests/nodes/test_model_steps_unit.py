@@ -577,3 +577,52 @@ def test_acknowledgements_already_counted_are_kept_where_a_restart_may_drop_ackn
     # at or below the old count raises it again, as a real leader's does.
     assert not ModelSteps(flags, ["n1", "n2", "n3"]).validator._drops_stale_acks
     assert ModelSteps("raft", ["n1", "n2", "n3"]).validator._drops_stale_acks
+
+
+# ---------------------------------------------- a variant's further guard on the finer steps
+REFUSING = '''
+from hwm.model.variant import Variant
+
+
+class {name}(Variant):
+    """S1 never {what}: the variant's further guard on the base model's {action}."""
+
+    base = "{base}"
+
+    def refuses(self, state, action):
+        if action[0] == "{action}" and action[1] == 0:
+            return "S1 never {what} under this variant"
+        return None
+'''
+
+
+def refusing(tmp_path, base: str, action: str, what: str) -> str:
+    """A variant of `base` whose `refuses` rules out S1's `action`: its file and name, as a protocol."""
+    name = f"S1Never{action.title()}s"
+    path = tmp_path / f"{base}_{action}.py"
+    path.write_text(REFUSING.format(name=name, base=base, action=action, what=what))
+    return f"{path}:{name}"
+
+
+@pytest.mark.parametrize("protocol", ["zab", "raft"])
+def test_a_paused_leaders_unseen_writes_are_refused_where_the_variant_refuses_its_writes(tmp_path, protocol):
+    # write-step_down takes the model's writes without their guard: the variant's still rules them out.
+    run = PAUSED + [seen(5, "n1", "follower", 1, log=[(1, 1), (2, 1)]), seen(6, "n2", "follower", 1, log=[(1, 1), (2, 1)])]
+    assert feed(run, protocol=protocol) is None
+    finding = feed(run, protocol=refusing(tmp_path, protocol, "write", "writes"))
+    assert finding is not None and finding.step == 5, finding
+
+
+def test_a_restart_with_a_persisted_vote_is_refused_where_the_variant_refuses_the_restart(tmp_path):
+    assert feed(vote_then_kill(1)) is None
+    finding = feed(vote_then_kill(1), protocol=refusing(tmp_path, "raft", "restart", "restarts"))
+    assert finding is not None and finding.step == 10, finding
+
+
+def test_a_kafka_followers_fetch_is_refused_where_the_variant_refuses_the_leaders_replication(tmp_path):
+    # The fetch that brings n2 back into n1's ISR is one of the validator's halves of `replicate`.
+    run = BEFORE_REELECTION + [broker(7, "n1", "leader", 2, log=[(1, 1)], isr=("n1", "n2"))]
+    assert feed(run, protocol="kafka") is None
+    finding = feed(run, protocol=refusing(tmp_path, "kafka", "replicate", "answers a fetch"))
+    assert finding is not None and finding.step == 7, finding
+    assert "the model refuses that step: S1 never answers a fetch under this variant" in finding.text, finding.text
