@@ -38,17 +38,19 @@ server restarted after `lose_power` reads what the disk kept.
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import errno
 import os
 import shutil
+import random
 import socket
 import stat
 import subprocess
 import sys
 import threading
 import time
-from dataclasses import dataclass, field
+from dataclasses import astuple, dataclass, field
 from pathlib import Path
 
 FUSE_DEVICE = "/dev/fuse"
@@ -72,20 +74,56 @@ def unavailable() -> str | None:
     return None
 
 
+# What a file's fsync promises of its name (`--filesystem`): posix, nothing (its directory's fsync
+# does); journalled (ext4, XFS: directory entries are journalled, and any fsync commits the journal),
+# the name and every directory entry changed before it.
+FILESYSTEMS = ("posix", "journalled")
+# A power failure with a seed may tear a write: its first sectors reach the disk, the rest does not.
+# A disk writes a sector whole or not at all, and 512 bytes is the smallest sector (a 4096-byte
+# page is eight of them, so a tear at a page boundary is one of these).
+SECTOR_BYTES = 512
+
+
+@dataclass(frozen=True)
+class Change:
+    """One write or truncate since its file's fsync, with what undoes it."""
+    offset: int  # where it starts (a truncate: the new size)
+    length: int  # bytes written, or cut
+    replaced: bytes  # the bytes there before, from offset to the old end at most
+    size: int  # the file's size before it
+    write: bool  # a write (a tear keeps its first sectors), else a truncate
+
+    def undo(self, fd: int, keep: int = 0) -> None:
+        """Put back what this change replaced, past its first `keep` bytes (a torn write keeps those)."""
+        if keep < len(self.replaced):
+            os.pwrite(fd, self.replaced[keep:], self.offset + keep)
+        os.ftruncate(fd, max(self.size, self.offset + keep if keep else 0))
+
+    def tears(self) -> list[int]:
+        """How many of its first bytes a tear may keep: up to each sector boundary strictly inside it."""
+        first = (self.offset // SECTOR_BYTES + 1) * SECTOR_BYTES
+        return [end - self.offset for end in range(first, self.offset + self.length, SECTOR_BYTES)] if self.write else []
+
+
 @dataclass
 class Unsynced:
-    """A file's writes since its last fsync: its size then, and the bytes each write replaced."""
-    size: int
-    replaced: list[tuple[int, bytes]] = field(default_factory=list)  # (offset, bytes there before), oldest first
-    written: int = 0  # bytes written or cut since the fsync
+    """A file's changes since its last fsync, oldest first."""
+    changes: list[Change] = field(default_factory=list)
+
+    @property
+    def written(self) -> int:  # bytes written or cut since the fsync
+        return sum(c.length for c in self.changes)
 
 
 @dataclass(frozen=True)
 class Dropped:
-    """What a power failure dropped (or what one would drop now)."""
-    files: int  # files whose bytes went back to their last fsync
-    bytes: int  # bytes written or cut since then
-    entries: int  # directory entries put back as at their directory's last fsync
+    """What a power failure dropped (or what one would drop now), and, with a seed, what it kept."""
+    files: int  # files whose bytes went back (to their last fsync, or to what the disk kept since)
+    bytes: int  # bytes written or cut since their fsync, and dropped
+    entries: int  # directory entries put back (as at their directory's last fsync, or what the disk kept)
+    kept_bytes: int = 0  # bytes written or cut since their fsync, and kept
+    torn: int = 0  # writes torn: their first sectors kept, the rest dropped
+    kept_entries: int = 0  # names changed since their directory's fsync, and kept
 
 
 def attic_of(backing: str | Path) -> str:
@@ -118,16 +156,18 @@ def _operations():
     class PowerFS(mfusepy.Operations):
         use_ns = True
 
-        def __init__(self, backing: str, mount: str | None = None):
-            self.backing, self.mount = backing, mount
+        def __init__(self, backing: str, mount: str | None = None, filesystem: str = "posix"):
+            self.backing, self.mount, self.filesystem = backing, mount, filesystem
             self.attic = attic_of(backing)
             shutil.rmtree(self.attic, ignore_errors=True)  # an earlier process's: nothing names it now
             os.mkdir(self.attic)
             self.mutex = threading.Lock()  # one change at a time, lose_power included (`lock` is FUSE's)
             self.unsynced: dict[int, Unsynced] = {}  # backing inode -> what it wrote since its fsync
-            # directory inode -> {name: the inode the disk names there, or None: no entry on disk},
-            # for each name changed since the directory's fsync
-            self.entries: dict[int, dict[str, int | None]] = {}
+            # directory inode -> {name: [(operation, the inode named there before it, or None), ...]},
+            # for each name changed since the directory's fsync, oldest first: the first names what the
+            # disk names there
+            self.entries: dict[int, dict[str, list[tuple[int, int | None]]]] = {}
+            self.operation = 0  # the name-changing operations so far (a rename's two ends are one)
             self.kept: set[int] = set()  # inodes in the attic
 
         def _path(self, path: str) -> str:
@@ -139,27 +179,33 @@ def _operations():
             os.lchown(path, uid, gid)  # the caller's, as a kernel filesystem makes it
 
         # ---- what keeps a write undoable ------------------------------------------------------
-        def _keep(self, fh: int, offset: int, length: int) -> None:
+        def _keep(self, fh: int, offset: int, length: int, write: bool) -> None:
             st = os.fstat(fh)
-            record = self.unsynced.setdefault(st.st_ino, Unsynced(st.st_size))
-            record.written += length
-            if offset < st.st_size:
-                record.replaced.append((offset, os.pread(fh, min(length, st.st_size - offset), offset)))
+            replaced = os.pread(fh, min(length, st.st_size - offset), offset) if offset < st.st_size else b""
+            self.unsynced.setdefault(st.st_ino, Unsynced()).changes.append(
+                Change(offset, length, replaced, st.st_size, write))
 
         # ---- what keeps a name undoable -------------------------------------------------------
+        @contextlib.contextmanager
+        def _names_change(self):
+            """The mutex, held for one operation that changes names, numbered (a power failure may keep
+            the first ones)."""
+            with self.mutex:
+                self.operation += 1
+                yield
+
         def _changing(self, path: str) -> None:
-            """The entry at `path` is about to change: keep what the disk names there, once per fsync of
-            its directory."""
+            """The entry at `path` is about to change: keep what it names now (the first time since its
+            directory's fsync, what the disk names there)."""
             folder, name = os.path.split(path)
-            changed = self.entries.setdefault(os.lstat(folder).st_ino, {})
-            if name not in changed:
-                try:
-                    changed[name] = os.lstat(path).st_ino
-                except FileNotFoundError:
-                    changed[name] = None
+            try:
+                before = os.lstat(path).st_ino
+            except FileNotFoundError:
+                before = None
+            self.entries.setdefault(os.lstat(folder).st_ino, {}).setdefault(name, []).append((self.operation, before))
 
         def _named_on_disk(self, inode: int) -> bool:
-            return any(inode in names.values() for names in self.entries.values())
+            return any(changes[0][1] == inode for names in self.entries.values() for changes in names.values())
 
         def _drop_name(self, path: str, st: os.stat_result) -> None:
             """Unlink or rmdir `path` (`st` its lstat). An inode left with no name that the disk still
@@ -208,12 +254,39 @@ def _operations():
                         where.setdefault(os.lstat(full).st_ino, []).append(full)
             return where
 
-        def _revert_entries(self) -> int:
-            """Every changed name back to what the disk names there; how many differed."""
+        def _kept_operations(self, where: dict[int, list[str]], seed: int | None) -> dict[int, int]:
+            """Directory inode -> the last name-changing operation the disk keeps there: none without a
+            seed; with one, a prefix of the directory's own operations (posix), or of every directory's
+            together (journalled: the journal commits them in order), drawn from the seed."""
+            done = {folder: sorted({n for changes in names.values() for n, _ in changes})
+                    for folder, names in self.entries.items()}
+            if seed is None:
+                return {folder: 0 for folder in done}
+            if self.filesystem == "journalled":
+                journal = sorted({n for numbers in done.values() for n in numbers})
+                k = random.Random(f"{seed} journal").randint(0, len(journal))
+                return {folder: journal[k - 1] if k else 0 for folder in done}
+            kept = {}
+            for folder, numbers in done.items():
+                name = os.path.relpath(where[folder][0], self.backing) if folder in where else str(folder)
+                k = random.Random(f"{seed} {name}/").randint(0, len(numbers))
+                kept[folder] = numbers[k - 1] if k else 0
+            return kept
+
+        def _revert_entries(self, seed: int | None = None) -> tuple[int, int]:
+            """Every changed name back to what the disk names there, after the operations it keeps
+            (`_kept_operations`); how many differed, and how many changed names it keeps."""
             limbo = os.path.join(self.attic, "limbo")  # the attic's own names are inode numbers
             os.mkdir(limbo)
-            changed = [(folder, name, inode) for folder, names in self.entries.items()
-                       for name, inode in names.items()]
+            last = self._kept_operations(self._inodes(), seed)
+            changed, kept = [], 0
+            for folder, names in self.entries.items():
+                for name, changes in names.items():
+                    lost = [before for n, before in changes if n > last[folder]]
+                    if lost:  # the disk names what the first change it lost found there
+                        changed.append((folder, name, lost[0]))
+                    else:
+                        kept += 1
             reverted = 0
             for n, (folder, name, inode) in enumerate(changed):  # what the disk does not name there leaves
                 where = self._inodes()
@@ -242,34 +315,55 @@ def _operations():
                 else:
                     os.link(source, path, follow_symlinks=False)  # a file with another name keeps it
             shutil.rmtree(limbo)
-            return reverted
+            return reverted, kept
 
-        def lose_power(self) -> Dropped:
+        @staticmethod
+        def _kept_changes(record: Unsynced, rng: random.Random | None) -> tuple[int, int]:
+            """(how many of a file's changes the disk keeps whole, how many bytes of the next one): none
+            without a seed; with one, a prefix drawn from it, and half the time the next change, if a
+            write across a sector boundary, torn at one."""
+            if rng is None:
+                return 0, 0
+            whole = rng.randint(0, len(record.changes))
+            tears = record.changes[whole].tears() if whole < len(record.changes) else []
+            return whole, rng.choice(tears) if tears and rng.random() < 0.5 else 0
+
+        def lose_power(self, seed: int | None = None) -> Dropped:
             """Every file's bytes back as at its last fsync, every directory's entries as at its last
-            fsync; what was dropped."""
+            fsync (posix; journalled: at the last fsync of anything); what was dropped. With a seed, each
+            file keeps a prefix of its changes since, the last perhaps torn, and each directory (posix)
+            or the journal a prefix of its name changes, drawn from the seed and the file's or the
+            directory's path, so that the same changes lose the same."""
             if self.mount is not None:  # outside the mutex: what the kernel still holds comes through write()
                 _syncfs(self.mount)
             with self.mutex:
                 where = self._inodes()
-                files = dropped = 0
+                files = dropped = kept_bytes = torn = 0
                 for inode, record in self.unsynced.items():
                     if inode not in where:
                         continue
-                    fd = os.open(where[inode][0], os.O_WRONLY)
+                    path = where[inode][0]
+                    rng = None if seed is None else random.Random(f"{seed} {os.path.relpath(path, self.backing)}")
+                    whole, keep = self._kept_changes(record, rng)
+                    if whole == len(record.changes):
+                        kept_bytes += record.written
+                        continue
+                    fd = os.open(path, os.O_WRONLY)
                     try:
-                        for offset, old in reversed(record.replaced):
-                            os.pwrite(fd, old, offset)
-                        os.ftruncate(fd, record.size)
-                        dropped += record.written
+                        for change in reversed(record.changes[whole + 1:]):
+                            change.undo(fd)
+                        record.changes[whole].undo(fd, keep)
                         os.fsync(fd)
                     finally:
                         os.close(fd)
-                    files += 1
-                entries = self._revert_entries()
+                    lost = sum(c.length for c in record.changes[whole:]) - keep
+                    files, dropped, kept_bytes, torn = files + 1, dropped + lost, kept_bytes + record.written - lost, \
+                        torn + (keep > 0)
+                entries, kept_entries = self._revert_entries(seed)
                 self.unsynced.clear()
                 self.entries.clear()
                 self._empty_attic()
-                return Dropped(files, dropped, entries)
+                return Dropped(files, dropped, entries, kept_bytes, torn, kept_entries)
 
         def sync(self) -> None:
             if self.mount is not None:
@@ -285,6 +379,12 @@ def _operations():
             with self.mutex:
                 return Dropped(len(self.unsynced), sum(r.written for r in self.unsynced.values()),
                                sum(len(names) for names in self.entries.values()))
+
+        def _commit_journal(self) -> None:
+            """journalled: any fsync commits the journal, and with it every name changed so far."""
+            if self.filesystem == "journalled":
+                self.entries.clear()
+                self._sweep_attic()
 
         # ---- passthrough ------------------------------------------------------------------------
         def getattr(self, path, fh=None):
@@ -308,14 +408,14 @@ def _operations():
             return os.readlink(self._path(path))
 
         def mkdir(self, path, mode):
-            with self.mutex:
+            with self._names_change():
                 self._changing(self._path(path))
                 os.mkdir(self._path(path), mode)
                 self._owner(self._path(path))
             return 0
 
         def rmdir(self, path):
-            with self.mutex:
+            with self._names_change():
                 st = os.lstat(self._path(path))
                 if not stat.S_ISDIR(st.st_mode):
                     raise mfusepy.FuseOSError(errno.ENOTDIR)
@@ -325,27 +425,27 @@ def _operations():
             return 0
 
         def mknod(self, path, mode, dev):
-            with self.mutex:
+            with self._names_change():
                 self._changing(self._path(path))
                 os.mknod(self._path(path), mode, dev)
                 self._owner(self._path(path))
             return 0
 
         def symlink(self, target, source):
-            with self.mutex:
+            with self._names_change():
                 self._changing(self._path(target))
                 os.symlink(source, self._path(target))
                 self._owner(self._path(target))
             return 0
 
         def link(self, target, source):
-            with self.mutex:
+            with self._names_change():
                 self._changing(self._path(target))
                 os.link(self._path(source), self._path(target))
             return 0
 
         def unlink(self, path):
-            with self.mutex:
+            with self._names_change():
                 st = os.lstat(self._path(path))
                 if stat.S_ISDIR(st.st_mode):
                     raise mfusepy.FuseOSError(errno.EISDIR)
@@ -354,7 +454,7 @@ def _operations():
 
         def rename(self, old, new):
             old, new = self._path(old), self._path(new)
-            with self.mutex:
+            with self._names_change():
                 source = os.lstat(old)
                 try:
                     target = os.lstat(new)
@@ -402,7 +502,7 @@ def _operations():
             return os.open(self._path(path), self._backing_flags(flags))
 
         def create(self, path, mode, flags):
-            with self.mutex:
+            with self._names_change():
                 if not os.path.lexists(self._path(path)):
                     self._changing(self._path(path))
                 fd = os.open(self._path(path), self._backing_flags(flags) | os.O_CREAT, mode)
@@ -414,14 +514,14 @@ def _operations():
 
         def write(self, path, data, offset, fh):
             with self.mutex:
-                self._keep(fh, offset, len(data))
+                self._keep(fh, offset, len(data), write=True)
                 return os.pwrite(fh, data, offset)
 
         def truncate(self, path, length, fh=None):
             with self.mutex:
                 fd = fh if fh is not None else os.open(self._path(path), os.O_RDWR)
                 try:
-                    self._keep(fd, length, max(0, os.fstat(fd).st_size - length))
+                    self._keep(fd, length, max(0, os.fstat(fd).st_size - length), write=False)
                     os.ftruncate(fd, length)
                 finally:
                     if fh is None:
@@ -435,12 +535,14 @@ def _operations():
             with self.mutex:
                 self.unsynced.pop(os.fstat(fh).st_ino, None)
                 os.fdatasync(fh) if datasync else os.fsync(fh)
+                self._commit_journal()
             return 0
 
         def fsyncdir(self, path, datasync, fh):
             with self.mutex:
                 self.entries.pop(os.lstat(self._path(path)).st_ino, None)  # its entries are on disk now
                 self._sweep_attic()
+                self._commit_journal()
             return 0
 
         def flush(self, path, fh):
@@ -460,10 +562,10 @@ def _serve_control(fs, sock_path: str) -> None:
     while True:
         conn, _ = server.accept()
         with conn:
-            command = conn.recv(64).decode().strip()
-            if command in ("lose-power", "pending"):
-                dropped = fs.lose_power() if command == "lose-power" else fs.pending()
-                answer = f"{dropped.files} {dropped.bytes} {dropped.entries}"
+            command, *seed = conn.recv(64).decode().split()
+            if command in ("lose-power", "pending") and all(s.isdigit() for s in seed):
+                dropped = fs.lose_power(*map(int, seed)) if command == "lose-power" else fs.pending()
+                answer = " ".join(str(n) for n in astuple(dropped))
             elif command == "sync":
                 fs.sync()
                 answer = "ok"
@@ -473,11 +575,11 @@ def _serve_control(fs, sock_path: str) -> None:
 
 
 def main(argv: list[str]) -> None:
-    """python -m hwm.bridge.servers.powerfs BACKING MOUNT SOCKET: serve until unmounted."""
+    """python -m hwm.bridge.servers.powerfs BACKING MOUNT SOCKET [FILESYSTEM]: serve until unmounted."""
     import mfusepy
 
-    backing, mount, sock_path = argv
-    fs = _operations()(backing, mount)
+    backing, mount, sock_path, *filesystem = argv
+    fs = _operations()(backing, mount, *filesystem)
     threading.Thread(target=_serve_control, args=(fs, sock_path), daemon=True).start()
     # No cache of names or attributes: a file's size after lose_power is the disk's at once.
     mfusepy.FUSE(fs, mount, foreground=True, nothreads=True, allow_other=True, default_permissions=True,
@@ -487,8 +589,9 @@ def main(argv: list[str]) -> None:
 class PowerMount:
     """hwm's side of one mounted directory: start the filesystem's process, lose power, unmount."""
 
-    def __init__(self, backing: Path, mount: Path, control: Path, log: Path):
+    def __init__(self, backing: Path, mount: Path, control: Path, log: Path, filesystem: str = "posix"):
         self.backing, self.mount, self.control, self.log = backing, mount, control, log
+        self.filesystem = filesystem
         self.proc: subprocess.Popen | None = None
 
     def start(self, seconds: float = 10.0) -> None:
@@ -496,7 +599,8 @@ class PowerMount:
         self.mount.mkdir(parents=True, exist_ok=True)
         with open(self.log, "ab") as log:
             self.proc = subprocess.Popen([sys.executable, "-m", "hwm.bridge.servers.powerfs", str(self.backing),
-                                          str(self.mount), str(self.control)], stdin=subprocess.DEVNULL,
+                                          str(self.mount), str(self.control), self.filesystem],
+                                         stdin=subprocess.DEVNULL,
                                          stdout=log, stderr=log, start_new_session=True)
         deadline = time.monotonic() + seconds
         while not (os.path.ismount(self.mount) and self.control.exists()):
@@ -514,9 +618,10 @@ class PowerMount:
             s.shutdown(socket.SHUT_WR)
             return s.recv(256).decode()
 
-    def lose_power(self) -> Dropped:
-        """Drop every unsynced write and directory entry. Only while nothing runs on the mount."""
-        return Dropped(*map(int, self.ask("lose-power").split()))
+    def lose_power(self, seed: int | None = None) -> Dropped:
+        """Drop every unsynced write and directory entry, or with a seed what it does not keep
+        (PowerFS.lose_power). Only while nothing runs on the mount."""
+        return Dropped(*map(int, self.ask("lose-power" if seed is None else f"lose-power {seed}").split()))
 
     def sync(self) -> None:
         self.ask("sync")

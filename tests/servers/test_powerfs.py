@@ -1,7 +1,9 @@
 """hwm's filesystem that loses power (bridge/servers/powerfs.py), with real files on a real mount:
 what was fsynced survives a power failure, what was not is dropped (bytes, directory entries whose
-directory was not fsynced, pages a shared mapping dirtied and no msync covered), and no mount
-outlives its run. Skipped where FUSE is not usable (no /dev/fuse, not root)."""
+directory was not fsynced, pages a shared mapping dirtied and no msync covered), or with a seed a
+prefix of it kept (the last write perhaps torn at a sector); on a journalled filesystem a file's
+fsync keeps names too; and no mount outlives its run. Skipped where FUSE is not usable (no
+/dev/fuse, not root)."""
 
 from __future__ import annotations
 
@@ -26,16 +28,25 @@ def needs_fuse():
         pytest.skip(why)
 
 
-@pytest.fixture
-def mount(tmp_path):
+def mounted(folder: Path, filesystem: str = "posix"):
     needs_fuse()
-    m = powerfs.PowerMount(tmp_path / "disk", tmp_path / "mnt", tmp_path / "fs.sock", tmp_path / "fs.log")
+    m = powerfs.PowerMount(folder / "disk", folder / "mnt", folder / "fs.sock", folder / "fs.log", filesystem)
     m.start()
     try:
         yield m
     finally:
         m.unmount()
-    assert powerfs.mounts_under(tmp_path) == []
+    assert powerfs.mounts_under(folder) == []
+
+
+@pytest.fixture
+def mount(tmp_path):
+    yield from mounted(tmp_path)
+
+
+@pytest.fixture
+def journalled(tmp_path):
+    yield from mounted(tmp_path, "journalled")
 
 
 def fsync_dir(path: Path) -> None:
@@ -225,6 +236,141 @@ def test_a_shared_mapping_keeps_what_msync_covered_and_loses_the_rest(mount):
         writer.wait()
     assert dropped == powerfs.Dropped(files=1, bytes=20, entries=0)  # the page as the kernel wrote it back
     assert path.read_bytes() == b"SYNC456789" + b"0123456789"
+
+
+def fsync_only_the_file(path: Path, data: bytes = b"") -> None:
+    """`path` holds `data`, fsynced; its directory is not."""
+    with open(path, "wb") as f:
+        f.write(data)
+        f.flush()
+        os.fsync(f.fileno())
+
+
+def unsynced_writes(path: Path, writes: list[tuple[int, bytes]]) -> None:
+    """Each write a write(2) of its own, so each reaches the filesystem as one."""
+    fd = os.open(path, os.O_WRONLY)
+    try:
+        for offset, data in writes:
+            os.pwrite(fd, data, offset)
+    finally:
+        os.close(fd)
+
+
+def test_a_seed_keeps_a_prefix_of_a_files_unsynced_writes_in_order(mount):
+    path = mount.mount / "wal"
+    records = [(0, b"a" * 100), (100, b"b" * 100), (200, b"c" * 100)]  # in one sector: never torn
+    kept = {}
+    for seed in range(24):
+        write_synced(path, b"")  # what a power failure kept is on disk: start again from nothing
+        unsynced_writes(path, records)
+        dropped = mount.lose_power(seed)
+        assert dropped.bytes + dropped.kept_bytes == 300 and dropped.torn == 0
+        kept[seed] = path.read_bytes()
+    assert set(kept.values()) == {b"", b"a" * 100, b"a" * 100 + b"b" * 100, b"a" * 100 + b"b" * 100 + b"c" * 100}
+    for seed in range(24):  # the same writes and the same seed keep the same (a replay)
+        write_synced(path, b"")
+        unsynced_writes(path, records)
+        mount.lose_power(seed)
+        assert path.read_bytes() == kept[seed]
+    write_synced(path, b"")
+    unsynced_writes(path, records)
+    assert mount.lose_power() == powerfs.Dropped(files=1, bytes=300, entries=0)  # no seed: all lost
+    assert path.read_bytes() == b""
+
+
+def test_a_seed_may_tear_a_write_at_a_sector_boundary(mount):
+    path = mount.mount / "segment"
+    torn = set()
+    for seed in range(40):
+        write_synced(path, b"o" * 2048)
+        unsynced_writes(path, [(100, b"n" * 2048)])  # over sectors 0 to 4 of the file
+        dropped = mount.lose_power(seed)
+        data = path.read_bytes()
+        new = data.count(b"n")
+        if new == 2048:  # kept whole
+            assert data == b"o" * 100 + b"n" * 2048 and dropped.bytes == 0
+        else:  # lost, or its first sectors kept: up to a boundary, with the old bytes after
+            assert data == b"o" * 100 + b"n" * new + b"o" * (1948 - new)
+            assert dropped == powerfs.Dropped(1, 2048 - new, 0, new, torn=int(new > 0))
+            if new:
+                torn.add(100 + new)
+    assert torn and torn <= {512, 1024, 1536, 2048}, torn
+    assert len(torn) > 1
+
+
+def test_a_torn_append_ends_the_file_at_the_sector_boundary(mount):
+    path = mount.mount / "log"
+    sizes = set()
+    for seed in range(30):
+        write_synced(path, b"h" * 10)
+        unsynced_writes(path, [(10, b"r" * 1500)])
+        mount.lose_power(seed)
+        data = path.read_bytes()
+        assert data == b"h" * 10 + b"r" * (len(data) - 10)
+        sizes.add(len(data))
+    assert sizes == {10, 512, 1024, 1510}
+
+
+def test_a_seed_keeps_some_of_a_directorys_unsynced_names_in_order(mount):
+    folder = mount.mount / "version-2"
+    folder.mkdir()
+    fsync_dir(mount.mount)
+    fsync_dir(folder)
+    kept = set()
+    for seed in range(24):
+        for name in ("log.1", "log.2", "log.3"):
+            fsync_only_the_file(folder / name, name.encode())
+        dropped = mount.lose_power(seed)
+        names = sorted(os.listdir(folder))
+        assert (dropped.entries, dropped.kept_entries) == (3 - len(names), len(names))
+        assert all((folder / name).read_bytes() == name.encode() for name in names)  # with their fsynced bytes
+        kept.add(tuple(names))
+        for name in names:
+            (folder / name).unlink()
+        fsync_dir(folder)
+    assert kept == {(), ("log.1",), ("log.1", "log.2"), ("log.1", "log.2", "log.3")}
+
+
+def test_a_seed_keeps_a_prefix_of_the_journal_across_directories(journalled):
+    for name in ("a", "b"):
+        (journalled.mount / name).mkdir()
+    fsync_dir(journalled.mount)
+    kept = set()
+    for seed in range(24):
+        for path in ("a/1", "b/2", "a/3"):
+            (journalled.mount / path).write_bytes(b"")  # no fsync: the journal holds the names
+        journalled.lose_power(seed)
+        names = tuple(sorted(f"{d}/{n}" for d in ("a", "b") for n in os.listdir(journalled.mount / d)))
+        kept.add(names)
+        for path in names:
+            (journalled.mount / path).unlink()
+        fsync_dir(journalled.mount / "a")  # commits the journal: the unlinks
+    assert kept == {(), ("a/1",), ("a/1", "b/2"), ("a/1", "a/3", "b/2")}
+
+
+@pytest.mark.parametrize("filesystem", ["posix", "journalled"])
+def test_a_files_fsync_keeps_its_name_and_earlier_ones_only_when_journalled(tmp_path, filesystem):
+    """ZooKeeper's currentEpoch: a temporary file fsynced and renamed over the old one, no fsync of
+    the directory; then the log fsynced. ext4 and XFS keep the rename (journalled), POSIX need not."""
+    for m in mounted(tmp_path, filesystem):
+        write_synced(m.mount / "currentEpoch", b"1")
+        write_synced(m.mount / "snapshot.0", b"old")
+        fsync_only_the_file(m.mount / "currentEpoch.tmp", b"2")
+        (m.mount / "currentEpoch.tmp").rename(m.mount / "currentEpoch")
+        (m.mount / "snapshot.0").unlink()
+        fsync_only_the_file(m.mount / "log.1", b"acknowledged")
+        (m.mount / "after").write_bytes(b"")  # after the last fsync: lost on both
+        dropped = m.lose_power()
+        if filesystem == "journalled":
+            assert sorted(os.listdir(m.mount)) == ["currentEpoch", "log.1"]
+            assert (m.mount / "currentEpoch").read_bytes() == b"2"
+            assert (m.mount / "log.1").read_bytes() == b"acknowledged"
+            assert dropped == powerfs.Dropped(0, 0, entries=1)
+        else:
+            assert sorted(os.listdir(m.mount)) == ["currentEpoch", "snapshot.0"]
+            assert (m.mount / "currentEpoch").read_bytes() == b"1"
+            assert (m.mount / "snapshot.0").read_bytes() == b"old"
+            assert dropped == powerfs.Dropped(0, 0, entries=4)
 
 
 def test_sync_makes_everything_durable(mount):
