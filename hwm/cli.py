@@ -518,7 +518,11 @@ def graph(protocol, servers, max_generation, max_log, max_crashes, network, no_s
 @click.option("--fixed", is_flag=True,
               help="A node schedule replayed against a node meant to be fixed: exit 0 when the saved finding does "
                    "not come back (else such a replay exits 3: the finding did not reproduce).")
-def replay(files, on, protocol, quiet, brief, html_out, svg_dir, compare, itf_out=None, fixed=False) -> None:
+@click.option("--filesystem", "filesystem", default=None,
+              help="A real server's schedule: its power failures on this filesystem (posix or journalled) instead "
+                   "of the one it names.")
+def replay(files, on, protocol, quiet, brief, html_out, svg_dir, compare, itf_out=None, fixed=False,
+           filesystem=None) -> None:
     """Replay saved counterexample traces and compare each outcome with its `expect`.
 
     Prints the file's explanation, the step table, then every step with why it
@@ -539,7 +543,9 @@ def replay(files, on, protocol, quiet, brief, html_out, svg_dir, compare, itf_ou
         if unused:
             raise click.UsageError(f"{unused[0]} is for traces; {files[0]} is a node schedule (it takes --protocol, "
                                    "--brief and --fixed)")
-        sys.exit(replay_schedule(files[0], [str(f) for f in files[1:]], brief, fixed, protocol))
+        sys.exit(replay_schedule(files[0], [str(f) for f in files[1:]], brief, fixed, protocol, filesystem))
+    if filesystem is not None:
+        raise click.UsageError(f"--filesystem is for a real server's schedule; {files[0]} is a trace")
     from hwm.model.variant import HookError
     from hwm.bridge.replay import REPLAYERS  # here: the simulated cluster is not needed by `hwm check`
     from hwm.checker.replay import judge

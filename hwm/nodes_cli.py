@@ -127,6 +127,15 @@ def _saved_paths(save: Path, kinds: list[str]) -> dict[str, Path]:
               help="Faults to inject: auto (Maelstrom's partitions and pauses, plus kill and duplicate when the node "
                    "declares them in init_ok), none, or a list of partition,pause,kill,duplicate; with --server, "
                    "auto is kill,pause,partition and a list may also name power_fail and rollback.")
+@click.option("--filesystem", "filesystem", default=None,
+              help="With --server and power_fail: what a file's fsync keeps of its name. posix: nothing, a name is "
+                   "durable once its directory is fsynced; journalled (ext4, XFS): its name and every name created, "
+                   "renamed or removed before it. Recorded in the saved schedule. [default: posix]")
+@click.option("--power-loss", "power_loss", default=None,
+              help="With --server and power_fail: what a power failure loses of what was not fsynced. all: every "
+                   "write and name; torn: half the power failures keep a prefix of each file's writes (the last "
+                   "perhaps torn at a 512-byte sector) and of each directory's names, drawn from a seed the "
+                   "schedule records. [default: all]")
 @click.option("--settle-time", "settle_time", type=click.FloatRange(0), default=10.0, show_default=True,
               help="Wall clock: the final phase's longest wait, in seconds, for open requests and for every "
                    "acknowledged message to be served again (Maelstrom's recovery time; a node that replicates on "
@@ -152,8 +161,9 @@ def _saved_paths(save: Path, kinds: list[str]) -> dict[str, Path]:
               help="Seconds after which no new schedule starts (shrinking gets at most 120 s more).")
 @click.option("--no-shrink", is_flag=True, help="Report the first failing schedule as found.")
 @click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
-def test(command, server, loopback, recur, nodes, workload, clock, schedules, steps, seed, faults, settle_time,
-         settle_rounds, require_replies, linearizable_budget, protocol, save, time_limit, no_shrink, as_json):
+def test(command, server, loopback, recur, nodes, workload, clock, schedules, steps, seed, faults, filesystem,
+         power_loss, settle_time, settle_rounds, require_replies, linearizable_budget, protocol, save, time_limit,
+         no_shrink, as_json):
     """Run N copies of the node COMMAND (after --) under hwm's network and check what clients see.
 
     hwm speaks Maelstrom's protocol strictly: a node gets nothing of hwm's unless its init_ok
@@ -181,7 +191,11 @@ def test(command, server, loopback, recur, nodes, workload, clock, schedules, st
         with _sigterm_as_ctrl_c():
             sys.exit(test_server(server, workload or "log", nodes, schedules, steps, seed, faults, settle_time,
                                  linearizable_budget, save, time_limit, no_shrink, as_json, loopback, recur,
-                                 _servers_interrupted))
+                                 _servers_interrupted, filesystem, power_loss))
+    for given, option in ((filesystem, "--filesystem"), (power_loss, "--power-loss")):
+        if given is not None:
+            raise click.UsageError(f"{option} is for a real server's power failures (--server, power_fail in "
+                                   "--faults); a node COMMAND has no disk of hwm's")
     if not command:
         raise click.UsageError(f"give the node's COMMAND after --, or --server ({', '.join(SERVERS)})")
     workload = workload or "kafka"
@@ -302,7 +316,8 @@ def _servers_interrupted() -> int:
     return EXIT_INTERRUPTED
 
 
-def replay_schedule(path: Path, command: list[str], brief: bool, fixed: bool = False, protocol=None) -> int:
+def replay_schedule(path: Path, command: list[str], brief: bool, fixed: bool = False, protocol=None,
+                    filesystem: str | None = None) -> int:
     """`hwm replay FILE -- CMD ...` for an hwm-schedule/1 FILE: the exit status. 0: nothing found (and,
     with `fixed`, the saved finding is gone); 1: a finding; 2: bad input or a protocol error; 3: the
     saved finding did not come back and `fixed` was not given (a replay that proves nothing)."""
@@ -320,9 +335,12 @@ def replay_schedule(path: Path, command: list[str], brief: bool, fixed: bool = F
         from hwm.servers_cli import replay_server_schedule
         with _sigterm_as_ctrl_c():
             try:
-                return replay_server_schedule(path, schedule, brief)
+                return replay_server_schedule(path, schedule, brief, filesystem)
             except KeyboardInterrupt:
                 return _servers_interrupted()
+    if filesystem is not None:
+        click.echo("error: --filesystem is for a real server's schedule, replayed without a node COMMAND", err=True)
+        return EXIT_USAGE
     if not command:
         click.echo(f"error: {path} is a node schedule: give the node's command after --, "
                    f"e.g. hwm replay {path} -- python3 mynode.py", err=True)

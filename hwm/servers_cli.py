@@ -59,12 +59,26 @@ class NotAvailable(Exception):
     """A fault asked for that this machine cannot make: one line, exit 2, before anything starts."""
 
 
+def power_choice(option: str, value: str | None, choices: tuple[str, ...], faults: tuple[str, ...] | None) -> str | None:
+    """Why `--filesystem` or `--power-loss` VALUE is refused, in one line; None when it is not. With
+    `faults` None, only the value is checked."""
+    if value is None:
+        return None
+    if value not in choices:
+        return f"{option} {value!r} is not {' or '.join(choices)}"
+    if faults is not None and "power_fail" not in faults:
+        return f"{option} is about power failures: add power_fail to --faults"
+    return None
+
+
 def test_server(name: str, workload: str, nodes: int, schedules: int, steps: int, seed: int, faults: str,
                 settle_time: float, linearizable_budget: float, save: Path | None, time_limit: float, no_shrink: bool,
-                as_json: bool, prefix: str, recur: str, on_interrupt) -> int:
+                as_json: bool, prefix: str, recur: str, on_interrupt, filesystem: str | None = None,
+                power_loss: str | None = None) -> int:
     from hwm.bridge.servers import server_named
     from hwm.bridge.servers.adapter import ServerError
-    from hwm.bridge.servers.hunt import hunt_server
+    from hwm.bridge.servers.hunt import POWER_LOSSES, hunt_server
+    from hwm.bridge.servers.powerfs import FILESYSTEMS
     from hwm.bridge.servers.run import ServerLimits
 
     from hwm.bridge.servers.run import WORKLOADS
@@ -72,6 +86,11 @@ def test_server(name: str, workload: str, nodes: int, schedules: int, steps: int
     if workload not in WORKLOADS:
         raise click.BadParameter(f"a server runs the {' or '.join(WORKLOADS)} workload, not {workload}",
                                  param_hint="--workload")
+    power = (("--filesystem", filesystem, FILESYSTEMS), ("--power-loss", power_loss, POWER_LOSSES))
+    for option, value, choices in power:  # a bad value first: it is wrong on any machine
+        if problem := power_choice(option, value, choices, None):
+            click.echo(f"error: {problem}", err=True)
+            return EXIT_USAGE
     server = server_named(name)
     try:
         missing = server.missing()  # first: without the server, nothing else is worth saying
@@ -85,6 +104,11 @@ def test_server(name: str, workload: str, nodes: int, schedules: int, steps: int
     except NotAvailable as e:
         click.echo(f"error: {e}", err=True)
         return EXIT_USAGE
+    for option, value, choices in power:
+        if problem := power_choice(option, value, choices, chosen):
+            click.echo(f"error: {problem}", err=True)
+            return EXIT_USAGE
+    filesystem, power_loss = filesystem or FILESYSTEMS[0], power_loss or POWER_LOSSES[0]
     k_of_m = recurrence(recur)
     prefix = loopback_prefix(prefix)
     if save is None:
@@ -104,7 +128,8 @@ def test_server(name: str, workload: str, nodes: int, schedules: int, steps: int
                              faults=chosen, limits=ServerLimits(settle_seconds=settle_time,
                                                                 linearizable_seconds=linearizable_budget),
                              time_limit=time_limit,
-                             shrink=not no_shrink, recurrence=k_of_m, prefix=prefix, on_schedule=progress)
+                             shrink=not no_shrink, recurrence=k_of_m, prefix=prefix, on_schedule=progress,
+                             filesystem=filesystem, power_loss=power_loss)
     except KeyboardInterrupt:
         return on_interrupt()
     except ServerError as e:
@@ -136,6 +161,8 @@ def test_server(name: str, workload: str, nodes: int, schedules: int, steps: int
                                "operations": report.operations, "succeeded": report.answered_ok,
                                "indeterminate": report.unanswered, "crashes": report.crashes, "seconds": round(report.seconds, 1),
                                "faults": list(chosen), "first_failure_at": report.first_failure_at,
+                               **({"filesystem": filesystem, "power_loss": power_loss} if "power_fail" in chosen
+                                  else {}),
                                "local_reads": {"answered": report.local_reads, "stale": report.stale_reads},
                                "first_failure_seconds": report.first_failure_seconds and round(report.first_failure_seconds, 1),
                                "found": {kind: {"findings": [str(f) for f in result.findings if f.name == kind],
@@ -144,7 +171,11 @@ def test_server(name: str, workload: str, nodes: int, schedules: int, steps: int
                                          for kind, result in found.items()}}, indent=1))
     else:
         click.echo(f"{report.schedules} schedules of the {workload} workload against {nodes} {name} members "
-                   f"({', '.join(chosen) or 'no faults'}), {report.operations} client operations in "
+                   f"({', '.join(chosen) or 'no faults'}"
+                   + (f"; power failures on a {filesystem} filesystem, "
+                      + ("some writes kept, torn" if power_loss == "torn" else "all not fsynced lost")
+                      if "power_fail" in chosen else "")
+                   + f"), {report.operations} client operations in "
                    f"{report.seconds:.1f} s ({report.schedules / minutes:.1f} schedules/min, "
                    f"{report.operations / max(1e-9, report.seconds):.1f} operations/s)")
         if not found:
@@ -171,17 +202,25 @@ def test_server(name: str, workload: str, nodes: int, schedules: int, steps: int
     return EXIT_FOUND if found else EXIT_OK
 
 
-def replay_server_schedule(path: Path, schedule, brief: bool) -> int:
-    """`hwm replay FILE` of a schedule that names its server: run it once, narrate, judge."""
+def replay_server_schedule(path: Path, schedule, brief: bool, filesystem: str | None = None) -> int:
+    """`hwm replay FILE` of a schedule that names its server: run it once, narrate, judge; with
+    `filesystem`, its power failures on that filesystem instead of the one it names."""
     from hwm.bridge.maelstrom.hunt import kinds, saved_kinds
     from hwm.bridge.servers import SERVERS, server_named
     from hwm.bridge.servers.adapter import ServerError
+    from hwm.bridge.servers.powerfs import FILESYSTEMS
     from hwm.bridge.servers.run import run_server_schedule
 
     if schedule.server not in SERVERS:
         click.echo(f"error: {path}: unknown server {schedule.server!r}; servers are {', '.join(SERVERS)}", err=True)
         return EXIT_USAGE
-    click.echo(f"== {path} against {schedule.nodes} {schedule.server} members, {len(schedule.steps)} steps")
+    if problem := power_choice("--filesystem", filesystem, FILESYSTEMS, None):
+        click.echo(f"error: {problem}", err=True)
+        return EXIT_USAGE
+    schedule.filesystem = filesystem or schedule.filesystem
+    power = any(step["op"] == "power_fail" for step in schedule.steps)
+    click.echo(f"== {path} against {schedule.nodes} {schedule.server} members, {len(schedule.steps)} steps"
+               + (f", power failures on a {schedule.filesystem or FILESYSTEMS[0]} filesystem" if power else ""))
 
     def narrate(number, step, run):
         if not brief:

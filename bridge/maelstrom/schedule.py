@@ -15,10 +15,14 @@ n1, ...); the network's `deliver` / `drop` / `duplicate` (the oldest message fro
 the `nth`, which reorders), `deliver_all`, `partition` (`groups` of nodes), `heal`; faults `kill`
 (SIGKILL), `restart`, `pause` (SIGSTOP), `resume`, and for a real server `rollback` (its data directory
 replaced by the copy kept at start-up, bridge/servers/run.py) and `power_fail` (SIGKILL, its writes
-and directory entries not fsynced dropped, a restart: bridge/servers/powerfs.py), and `concurrent`: its `steps`, client
+and directory entries not fsynced dropped, a restart: bridge/servers/powerfs.py; with `keep_seed`, what
+the disk keeps of them, a prefix of each file's writes, the last perhaps torn, and of each directory's
+entries, is drawn from that seed), and `concurrent`: its `steps`, client
 requests of the workload, sent at once by clients of their own (a real server's run, bridge/servers/run.py); the clock's `tick` (one node, or all) and
 `wait` (`ms` of wall-clock time); `settle` is `rounds` rounds of a tick of every node and deliver_all. `findings`, `history` and `observations` record what the saved
-run saw; a replay runs `steps` and compares.
+run saw; a replay runs `steps` and compares. A real server's schedule with power failures names the
+`filesystem` they happen on (`posix`, the default: a name is durable once its directory is fsynced;
+`journalled`: a file's fsync keeps its name and every name changed before it, as ext4 and XFS do).
 """
 
 from __future__ import annotations
@@ -88,6 +92,7 @@ class Schedule:
     observations: list[dict] = field(default_factory=list)
     source: str | None = None
     server: str | None = None  # a real server's adapter (bridge/servers: "etcd"), else a node command
+    filesystem: str | None = None  # a real server's power failures: what a file's fsync keeps (powerfs.py)
 
     def node_ids(self) -> list[str]:
         return [f"n{k}" for k in range(1, self.nodes + 1)]
@@ -95,6 +100,7 @@ class Schedule:
     def to_json(self) -> dict:
         return {"format": FORMAT, "title": self.title, "workload": self.workload, "nodes": self.nodes,
                 "clock": self.clock, "protocol": self.protocol, **({"server": self.server} if self.server else {}),
+                **({"filesystem": self.filesystem} if self.filesystem else {}),
                 "seed": self.seed, "steps": self.steps,
                 "findings": self.findings, "history": self.history, "observations": self.observations}
 
@@ -140,6 +146,9 @@ def check_step(step, nodes: list[str], workload: str, number: int | None = None,
             bad(f"no node {step[name]!r}; this run has {', '.join(nodes)}", name)
     if "nth" in step and (not isinstance(step["nth"], int) or step["nth"] < 0):
         bad("'nth' must be a non-negative integer", "nth")
+    if op == "power_fail" and "keep_seed" in step and (type(step["keep_seed"]) is not int or step["keep_seed"] < 0):
+        bad(f"'keep_seed' must be a non-negative integer (what the disk keeps of unsynced writes is drawn from "
+            f"it), got {step['keep_seed']!r}", "keep_seed")
     if op == "concurrent":
         if not step["steps"]:
             bad("a concurrent step needs at least one request", "steps")
@@ -195,11 +204,18 @@ def from_json(raw, file=None) -> Schedule:
             resolve(protocol)
         except ProtocolError as e:
             raise ScheduleError(f"not a protocol: {e}", file=file, field="protocol")
+    filesystem = raw.get("filesystem")
+    if filesystem is not None:
+        from hwm.bridge.servers.powerfs import FILESYSTEMS
+        if filesystem not in FILESYSTEMS:
+            raise ScheduleError(f"filesystem must be one of {', '.join(FILESYSTEMS)}, got {filesystem!r}", file=file,
+                                field="filesystem")
     schedule = Schedule(workload=workload, nodes=nodes, clock=clock, seed=int(raw.get("seed", 0)),
                         protocol=raw.get("protocol"), title=raw.get("title", ""),
                         findings=list(raw.get("findings", [])), history=list(raw.get("history", [])),
                         observations=list(raw.get("observations", [])), source=str(file) if file else None,
-                        server=raw.get("server") if isinstance(raw.get("server"), str) else None)
+                        server=raw.get("server") if isinstance(raw.get("server"), str) else None,
+                        filesystem=filesystem)
     for number, step in enumerate(steps, 1):
         schedule.steps.append(check_step(step, schedule.node_ids(), workload, number, file))
         if schedule.server is None and step["op"] in SERVER_STEPS:
@@ -220,6 +236,8 @@ def describe(step: dict) -> str:
     if op == "concurrent":
         return " ‖ ".join(describe(inner) for inner in step["steps"])
     args = [str(step[k]) for k in ("node", "key", "msg", "value", "index", "ms", "rounds") if k in step]
+    if "keep_seed" in step:
+        args.append(f"keep_seed={step['keep_seed']}")
     if op == "cas":
         args.append(f"{step['from']}→{step['to']}" + (", create" if step.get("create_if_not_exists") else ""))
     for k in ("offsets", "keys"):

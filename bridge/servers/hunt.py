@@ -7,7 +7,8 @@ once; lin-kv's: read, write and cas of two keys, and two or three at once on one
 in force: kill and
 restart, pause and resume, partition and heal, `power_fail` (one member, a majority or every
 member loses power at once: all of them are killed before any drops what it did not fsync and
-restarts), and the planted `rollback` (kill a majority, put back the copies of their data
+restarts; with `power_loss="torn"`, each power failure either loses all of it or carries a
+`keep_seed` from which powerfs.py draws what each disk keeps), and the planted `rollback` (kill a majority, put back the copies of their data
 directories kept at start-up, restart them). Requests aimed at "leader" go to
 the member that last said it leads.
 
@@ -15,9 +16,13 @@ Real servers are not deterministic: the same schedule may fail once and pass the
 shrink candidate counts as failing only when it shows the kind of finding in `k` of `m` runs
 (`Recurrence`), and the report gives that rate for each shrunk schedule. A schedule found failing
 is reported whether or not it recurs: every finding is a real history that broke a property.
+Once shrunk, a power failure that kept part of what was not fsynced is tried as one that keeps
+nothing, the plainest case, and stays so where the finding still recurs.
 """
 
 from __future__ import annotations
+
+import dataclasses
 
 import time
 from dataclasses import dataclass, field
@@ -33,6 +38,9 @@ from hwm.bridge.servers.run import ServerLimits, ServerRun, local_read_staleness
 
 SERVER_FAULTS = ("kill", "pause", "partition", "power_fail", "rollback")
 STOCK_FAULTS = ("kill", "pause", "partition")  # rollback is an operator's mistake, planted on request
+# What a power failure loses of what was not fsynced: all of it, or (torn) what a seed on its step
+# does not keep: a prefix of each file's writes, the last perhaps torn at a sector, and of the names.
+POWER_LOSSES = ("all", "torn")
 
 
 @dataclass
@@ -53,11 +61,11 @@ class ServerHuntReport(HuntReport):
 
 
 def recurring(server: Server, kind: str, recurrence: Recurrence, limits: ServerLimits | None, prefix: str,
-              report: ServerHuntReport | None = None):
+              report: ServerHuntReport | None = None, filesystem: str | None = None):
     """rerun(schedule) for shrink_further: a result that shows `kind` when k of m runs did, else one
     that does not; the rate of the last schedule accepted is kept in report.rates[kind]."""
     def rerun(schedule: Schedule) -> RunResult:
-        schedule.server = server.name
+        schedule.server, schedule.filesystem = server.name, filesystem
         hits, last, shown = 0, None, None
         for run in range(recurrence.m):
             last = run_server_schedule(server, schedule, limits, prefix)
@@ -73,11 +81,40 @@ def recurring(server: Server, kind: str, recurrence: Recurrence, limits: ServerL
     return rerun
 
 
+def losing_everything(found: RunResult, kind: str, rerun, seconds: float, report: ServerHuntReport) -> RunResult:
+    """`found` with its power failures' `keep_seed`s taken out (every one at once, else one at a
+    time) where `kind` still recurs: a power failure that keeps nothing not fsynced."""
+    began, best = time.monotonic(), found
+
+    def plain(step: dict) -> dict:
+        return {k: v for k, v in step.items() if k != "keep_seed"} if step["op"] == "power_fail" else step
+
+    def trying(steps: list[dict]) -> RunResult | None:
+        report.shrink_runs += 1
+        result = rerun(dataclasses.replace(best.schedule, steps=steps, findings=[], history=[], observations=[]))
+        return result if shows(result, kind) else None
+
+    seeded = [k for k, step in enumerate(found.schedule.steps) if "keep_seed" in step]
+    if not seeded:
+        return found
+    every = trying([plain(step) for step in best.schedule.steps])
+    if every is not None:
+        return every
+    for k in seeded if len(seeded) > 1 else []:  # one alone was tried just now
+        if time.monotonic() - began > seconds:
+            break
+        shorter = trying(best.schedule.steps[:k] + [plain(best.schedule.steps[k])] + best.schedule.steps[k + 1:])
+        if shorter is not None:
+            best = shorter
+    return best
+
+
 def hunt_server(server: Server, nodes: int = 3, schedules: int = 10, steps: int = 20, seed: int | None = 0,
                 workload: str = "log",
                 faults=STOCK_FAULTS, limits: ServerLimits | None = None, time_limit: float = 600.0,
                 shrink: bool = True, shrink_seconds: float = 300.0, recurrence: Recurrence | None = None,
-                prefix: str = "127.0.1", on_schedule=None) -> ServerHuntReport:
+                prefix: str = "127.0.1", on_schedule=None, filesystem: str = "posix",
+                power_loss: str = "all") -> ServerHuntReport:
     recurrence = recurrence or Recurrence()
     report = ServerHuntReport(faults=frozenset(faults))
     began = time.monotonic()
@@ -94,7 +131,8 @@ def hunt_server(server: Server, nodes: int = 3, schedules: int = 10, steps: int 
     class ServerSchedule(RuleBasedStateMachine):
         def __init__(self):
             super().__init__()
-            self.schedule = Schedule(workload=workload, nodes=nodes, clock="wall", server=server.name)
+            self.schedule = Schedule(workload=workload, nodes=nodes, clock="wall", server=server.name,
+                                     filesystem=filesystem if "power_fail" in faults else None)
             self.run: ServerRun | None = None
             self.values = 0
             self.began = time.monotonic()
@@ -229,9 +267,13 @@ def hunt_server(server: Server, nodes: int = 3, schedules: int = 10, steps: int 
         def wait(self, ms):  # long enough, at the top, for an election after a leader is lost
             self.apply({"op": "wait", "ms": ms})
 
+        # torn: half the power failures keep part of what was not fsynced (a seed for each member);
+        # the others, Hypothesis's simplest choice, keep none of it.
+        keeping = {"keep_seed": st.one_of(st.none(), st.integers(0, 2**31))} if power_loss == "torn" else {}
+
         @allowed("power_fail")
-        @rule(first=target, how_many=st.sampled_from(["all", "majority", "one"]))
-        def power_fail(self, first, how_many):
+        @rule(first=target, how_many=st.sampled_from(["all", "majority", "one"]), **keeping)
+        def power_fail(self, first, how_many, keep_seed=None):
             # Members that lose power together: all are down before any restarts, so what none of
             # them fsynced survives only on the others, if any. "all" first: Hypothesis's simplest
             # choice, and the one that loses what no member fsynced (a majority alone leaves a member
@@ -241,8 +283,9 @@ def hunt_server(server: Server, nodes: int = 3, schedules: int = 10, steps: int 
             lost = [node_ids[(k + j) % nodes] for j in range(count)]
             for member in lost[1:]:
                 self.apply({"op": "kill", "node": member})
-            for member in lost:
-                self.apply({"op": "power_fail", "node": member})
+            for j, member in enumerate(lost):
+                self.apply({"op": "power_fail", "node": member,
+                            **({"keep_seed": keep_seed + j} if keep_seed is not None else {})})
 
         @allowed("rollback")
         @rule(first=node)
@@ -277,9 +320,10 @@ def hunt_server(server: Server, nodes: int = 3, schedules: int = 10, steps: int 
         found = report.failures[0]
         wanted = kinds(found)
         for kind in wanted:
-            rerun = recurring(server, kind, recurrence, limits, prefix, report)
+            rerun = recurring(server, kind, recurrence, limits, prefix, report, found.schedule.filesystem)
             shrunk = shrink_further([], found, None, shrink_seconds / len(wanted), kind=kind, report=report,
                                     rerun=rerun)
+            shrunk = losing_everything(shrunk, kind, rerun, shrink_seconds / len(wanted), report)
             if shrunk is found:  # no shorter candidate recurred: how often does the schedule as found?
                 rerun(found.schedule)
             report.shrunk[kind] = shrunk

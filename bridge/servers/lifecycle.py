@@ -145,7 +145,7 @@ class ServerProcess(NodeProcess):
 
 class ServerCluster:
     def __init__(self, server: Server, nodes: int = 3, prefix: str = "127.0.1", partitions: bool = True,
-                 ports: dict[str, int] | None = None, power: bool = False):
+                 ports: dict[str, int] | None = None, power: bool = False, filesystem: str = "posix"):
         self.server, self.prefix = server, prefix
         self.root: Path | None = None
         self.ports = dict(server.default_ports, **(ports or {}))
@@ -154,7 +154,7 @@ class ServerCluster:
         self.partitions = netfilter.Partitions(self.members) if partitions else None
         self.notes: list[str] = []  # what start-up cleaned up after earlier runs
         self.copies: dict[str, Path] = {}
-        self.power = power
+        self.power, self.filesystem = power, filesystem  # filesystem: powerfs.py's FILESYSTEMS
         self.mounts: dict[str, powerfs.PowerMount] = {}  # with power: each member's data directory
 
     # ---- before anything starts ------------------------------------------------------------
@@ -194,7 +194,8 @@ class ServerCluster:
         if self.power:
             for member in self.members:
                 mount = powerfs.PowerMount(self.root / ".disk" / member.name, member.data_dir,
-                                           self.root / f"{member.name}.fs.sock", self.root / f"{member.name}.fs.log")
+                                           self.root / f"{member.name}.fs.sock", self.root / f"{member.name}.fs.log",
+                                           self.filesystem)
                 self.mounts[member.name] = mount
                 try:
                     try:
@@ -308,13 +309,14 @@ class ServerCluster:
         if not self.procs[name].alive:
             self._start(name)
 
-    def power_fail(self, name: str) -> powerfs.Dropped:
+    def power_fail(self, name: str, keep_seed: int | None = None) -> powerfs.Dropped:
         """The member loses power: SIGKILL, then every write and every directory entry it did not
-        fsync is dropped; what was. It stays down until `restart`."""
+        fsync is dropped (with `keep_seed`, what the disk does not keep of them: powerfs.py); what
+        was. It stays down until `restart`."""
         if not self.power:
             raise ServerError("this cluster was started without power failures (its data directories are not hwm's mounts)")
         self.procs[name].kill()
-        return self.mounts[name].lose_power()
+        return self.mounts[name].lose_power(keep_seed)
 
     def pause(self, name: str) -> None:
         self.procs[name].pause()

@@ -20,7 +20,20 @@ loses its last name while the disk still names it waits in a folder beside the b
 attic), so that `lose_power` can put it back with its synced bytes: a created file vanishes, a
 rename is undone, an unlinked file or a removed directory comes back. A rename counts at each end
 in its own directory; a file's mode, owner and times are durable at once. LazyFS (its lfs_rename
-and lfs_unlink) passes names straight through and loses data only.
+and lfs_unlink) passes names straight through and loses data only. That is `posix`, the default; a
+`journalled` filesystem (ext4 and XFS, whose journal holds every name change in order and is
+committed by any fsync) makes every name changed before a file's or a directory's fsync durable
+with it. Bytes stay each file's own on both: another file's unsynced writes are not kept.
+
+`lose_power(seed)` keeps part of what was not fsynced, as a disk that wrote some of it back before
+the power went: each file a prefix of its writes and truncates since its fsync, in the order they
+came, and half the time the next write torn (its first sectors kept, the rest as it was: a disk
+writes a 512-byte sector whole or not at all, and a page is eight of them, so a tear at a page
+boundary is one of these); each directory a prefix of its own name changes (posix), or the journal
+a prefix of every directory's (journalled). How much, and where the tear falls, is drawn from the
+seed and the file's or the directory's path, so that the same seed on the same writes keeps the
+same. A file created and removed since its directory's fsync stays removed, even where a kept
+prefix names it.
 
 A process writing through a shared writable mmap reaches this filesystem when the kernel writes
 its dirty pages back: as write() at msync, munmap, close or the kernel's own writeback, and its
@@ -28,12 +41,12 @@ msync(MS_SYNC) as fsync. `lose_power` first makes the kernel write back what it 
 (syncfs of the mount), so that pages no msync covered are dropped with the rest instead of
 arriving after the power came back.
 
-The filesystem runs as its own process (`python -m hwm.bridge.servers.powerfs BACKING MOUNT
-SOCKET`), never inside hwm: libfuse takes the process's signals. hwm speaks to it through a Unix
-socket: `lose-power` (answered with the files, bytes and directory entries dropped), `sync`
-(everything becomes durable: an operator's restore is synced before it counts) and `pending`. The
-kernel caches no attribute or name (timeouts 0) and drops a file's cached pages at each open, so a
-server restarted after `lose_power` reads what the disk kept.
+The filesystem runs as its own process (`python -m hwm.bridge.servers.powerfs BACKING MOUNT SOCKET
+[posix|journalled]`), never inside hwm: libfuse takes the process's signals. hwm speaks to it
+through a Unix socket: `lose-power [SEED]` (answered with the files, bytes and directory entries
+dropped, and what was kept), `sync` (everything becomes durable: an operator's restore is synced
+before it counts) and `pending`. The kernel caches no attribute or name (timeouts 0) and drops a
+file's cached pages at each open, so a server restarted after `lose_power` reads what the disk kept.
 """
 
 from __future__ import annotations
@@ -157,6 +170,8 @@ def _operations():
         use_ns = True
 
         def __init__(self, backing: str, mount: str | None = None, filesystem: str = "posix"):
+            if filesystem not in FILESYSTEMS:
+                raise ValueError(f"filesystem {filesystem!r} is not {' or '.join(FILESYSTEMS)}")
             self.backing, self.mount, self.filesystem = backing, mount, filesystem
             self.attic = attic_of(backing)
             shutil.rmtree(self.attic, ignore_errors=True)  # an earlier process's: nothing names it now

@@ -4,8 +4,9 @@ A schedule is an ordinary `hwm-schedule/1` (schedule.py) on the wall clock, of t
 `log_append` and `log_read` (with `"serializable": true`, a read the member may serve from its own
 copy), `concurrent` (its requests sent at once, each by a client of its own, c<i>.<k>), `kill`,
 `restart`, `pause`, `resume`, `partition`, `heal`, `wait`, `power_fail` (SIGKILL, every write and
-directory entry the member did not fsync dropped, a restart: its data directory is a mount of
-powerfs.py's filesystem), and the planted `rollback`: the down member's data directory replaced by the copy
+directory entry the member did not fsync dropped, or with `keep_seed` what its disk does not keep,
+a restart: its data directory is a mount of powerfs.py's filesystem, of the schedule's
+`filesystem`), and the planted `rollback`: the down member's data directory replaced by the copy
 kept once the cluster first served (lifecycle.py's `keep_copy`), as an operator restoring an old
 backup would. Requests go one at a time, each bounded by the client's timeout, unless a
 `concurrent` step sends several at once; the client of node n<i> is c<i>. The history is checked
@@ -102,7 +103,8 @@ class ServerRun:
             partitions = any(s["op"] == "partition" for s in schedule.steps)
         if power is None:  # a replay: the mounts only when the schedule loses power
             power = any(s["op"] == "power_fail" for s in schedule.steps)
-        self.cluster = ServerCluster(server, schedule.nodes, prefix=prefix, partitions=partitions, power=power)
+        self.cluster = ServerCluster(server, schedule.nodes, prefix=prefix, partitions=partitions, power=power,
+                                     filesystem=schedule.filesystem or "posix")
         self.keep_copies = keep_copies or any(s["op"] == "rollback" for s in schedule.steps)
         if schedule.workload not in WORKLOADS:
             raise ServerError(f"a server runs the {' or '.join(WORKLOADS)} workload, not {schedule.workload}")
@@ -220,10 +222,13 @@ class ServerRun:
                 self._event(f"{step['node']} restarted on its data directory")
         elif op == "power_fail":
             node = step["node"]
-            lost = cluster.power_fail(node)
+            lost = cluster.power_fail(node, step.get("keep_seed"))
+            kept = (f"; kept {lost.kept_bytes} bytes not fsynced ({lost.torn} write{'' if lost.torn == 1 else 's'} "
+                    f"torn) and {lost.kept_entries} directory entr{'y' if lost.kept_entries == 1 else 'ies'}"
+                    if "keep_seed" in step else "")
             self._event(f"{node} lost power (SIGKILL; {lost.bytes} bytes not fsynced dropped, in {lost.files} "
                         f"file{'' if lost.files == 1 else 's'}; {lost.entries} directory "
-                        f"entr{'y' if lost.entries == 1 else 'ies'} not fsynced undone)")
+                        f"entr{'y' if lost.entries == 1 else 'ies'} not fsynced undone{kept})")
             self.killed.discard(node)
             cluster.restart(node)
             self._event(f"{node} restarted on what its disk kept")

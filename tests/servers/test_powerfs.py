@@ -454,3 +454,70 @@ def test_the_next_run_unmounts_what_a_run_killed_with_sigkill_left(tmp_path):
                            "server processes; unmounted ")
     assert all(point in note for point in left)
     assert powerfs.mounts_under(folder) == [] and not folder.exists()
+
+
+POWER_STEPS = [{"op": "log_append", "node": "n1", "value": 1}, {"op": "kill", "node": "n2"},
+               {"op": "power_fail", "node": "n1", "keep_seed": 7}, {"op": "power_fail", "node": "n2"}]
+
+
+def test_a_saved_schedule_keeps_its_filesystem_and_its_keep_seeds(tmp_path):
+    """What a replay needs to lose what the run lost: the filesystem, and each power failure's seed."""
+    from hwm.bridge.maelstrom.schedule import Schedule, describe, load
+    from hwm.bridge.servers import server_named
+    from hwm.bridge.servers.run import ServerRun
+
+    saved = Schedule(workload="log", clock="wall", server="etcd", filesystem="journalled",
+                     steps=POWER_STEPS).save(tmp_path / "power.json")
+    loaded = load(saved)
+    assert (loaded.server, loaded.filesystem, loaded.steps) == ("etcd", "journalled", POWER_STEPS)
+    assert describe(loaded.steps[2]) == "power_fail(n1, keep_seed=7)"
+    run = ServerRun(server_named("etcd"), loaded)  # builds the cluster's plan; starts nothing
+    assert run.cluster.power and run.cluster.filesystem == "journalled"
+    raw = json.loads(saved.read_text())
+    del raw["filesystem"]  # a file saved before the choice existed: posix, as it ran then
+    (tmp_path / "older.json").write_text(json.dumps(raw))
+    assert ServerRun(server_named("etcd"), load(tmp_path / "older.json")).cluster.filesystem == "posix"
+
+
+def _replayed(tmp_path, args: list[str], **changes):
+    from click.testing import CliRunner
+
+    from hwm.bridge.maelstrom.schedule import Schedule
+    from hwm.cli import main
+    schedule = Schedule(workload="log", clock="wall", server="etcd", steps=POWER_STEPS).to_json()
+    path = tmp_path / "bad.json"
+    path.write_text(json.dumps(dict(schedule, **changes)))
+    return CliRunner().invoke(main, ["replay", str(path), *args]), path
+
+
+@pytest.mark.parametrize("args, line", [
+    (["--filesystem", "ext4"], "error: --filesystem 'ext4' is not posix or journalled"),
+    (["--power-loss", "some"], "error: --power-loss 'some' is not all or torn"),
+    (["--faults", "kill", "--filesystem", "journalled"],
+     "error: --filesystem is about power failures: add power_fail to --faults"),
+    (["--faults", "kill", "--power-loss", "torn"], "error: --power-loss is about power failures: add power_fail to --faults"),
+])
+def test_a_bad_power_choice_is_one_line_and_exit_2(args, line):
+    from click.testing import CliRunner
+
+    from hwm.cli import main
+    done = CliRunner().invoke(main, ["test", "--server", "etcd", *args])
+    if "not posix" not in line and "not all" not in line and done.output.startswith("error: etcd not found"):
+        pytest.skip("etcd is not installed (its absence is said first)")
+    assert done.exit_code == 2
+    assert done.output.strip().splitlines() == [line]
+
+
+def test_a_schedule_with_a_bad_filesystem_or_keep_seed_is_one_line_and_exit_2(tmp_path):
+    done, path = _replayed(tmp_path, [], filesystem="ext4")
+    assert done.exit_code == 2
+    assert done.output.strip().splitlines() == [
+        f"error: {path}, field 'filesystem': filesystem must be one of posix, journalled, got 'ext4'"]
+    done, path = _replayed(tmp_path, [], steps=[{"op": "power_fail", "node": "n1", "keep_seed": -1}])
+    assert done.exit_code == 2
+    assert done.output.strip().splitlines() == [
+        f"error: {path}, step 1, field 'keep_seed': 'keep_seed' must be a non-negative integer (what the disk keeps "
+        "of unsynced writes is drawn from it), got -1"]
+    done, _ = _replayed(tmp_path, ["--filesystem", "ext4"])
+    assert done.exit_code == 2
+    assert done.output.strip().splitlines() == ["error: --filesystem 'ext4' is not posix or journalled"]
