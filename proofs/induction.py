@@ -6,9 +6,10 @@ history the invariant needs and the model does not keep:
 
 - the read set, one slot per index (see `proofs_symbolic`);
 - the commit record: for each index, the entry the first leader to count it as
-  committed had there (`committed[p]`, 0 while none did) and that leader's
-  generation (`commit_gen[p]`), with a flag raised if a leader later counts a
-  different entry at the same index.
+  committed had there (`committed[p]`, 0 while none did) and the lowest generation
+  of the leaders that counted it (`commit_gen[p]`: with five servers a leader may
+  count an index after a leader of a later generation did), with a flag raised if
+  a leader later counts a different entry at the same index.
 
 `Inv` is a conjunction of named conjuncts. IndInit checks `Init ⇒ Inv`; IndNext
 checks `Inv ∧ action ⇒ Inv'` for every action of the model separately; and the
@@ -197,6 +198,33 @@ def _leaders_after_commit_are_later(enc, s):
                 for c in _servers(enc) for p in _positions(enc))
 
 
+def may_commit(enc: Encoding, s: Sym, l: int, p: int) -> z3.BoolRef:
+    """Leader l may yet count index p+1 as committed through its own entry there: the entry is of l's
+    generation (the current-generation rule) and the servers that acknowledged it, with those still
+    at l's generation or older (they may acknowledge it later), make a quorum. A server that moved
+    to a later generation without acknowledging never will: l steps down on its reply."""
+    may_acknowledge = [z3.Or(s.gen[j] <= s.gen[l], s.match[l][j] > p) for j in _servers(enc) if j != l]
+    return z3.And(s.leader[l], enc.holds(s, l, p, s.gen[l]), 1 + enc.count(may_acknowledge) >= enc.quorum)
+
+
+def _later_generations_hold_what_a_leader_may_commit(enc, s):
+    # Leader Completeness (Raft §5.4.3) for a commit not counted yet: a leader of a later generation was
+    # elected by a quorum, which meets every quorum that may still count l's entry in a server that had
+    # acknowledged it before it voted (after voting it would refuse l), so the new leader's log was at
+    # least as up to date as one holding the entry. Logs written since by such leaders, and the
+    # acknowledgements that moved on with their servers, still hold it.
+    parts = []
+    for l in _servers(enc):
+        for p in _positions(enc):
+            later_than_l = [z3.Or(z3.And(s.leader[c], s.gen[c] > s.gen[l]), enc.last_generation(s, c) > s.gen[l],
+                                  z3.And(s.gen[c] > s.gen[l], s.match[l][c] > p))
+                            for c in _servers(enc)]
+            mc = may_commit(enc, s, l, p)
+            parts += [z3.Implies(z3.And(mc, later_than_l[c]), enc.holds(s, c, p, s.gen[l]))
+                      for c in _servers(enc) if c != l]
+    return _all(parts)
+
+
 RAFT_INVARIANT: tuple[Conjunct, ...] = (
     Conjunct("WellFormed", "ranges; slots past a log's end are 0; followers have no match indexes; "
              "the ghost records are consistent", _well_formed),
@@ -229,6 +257,10 @@ RAFT_INVARIANT: tuple[Conjunct, ...] = (
              _commits_on_quorum),
     Conjunct("LeadersAfterCommitAreLater", "a leader whose generation ≥ a commit generation has a log at least "
              "that up to date", _leaders_after_commit_are_later),
+    Conjunct("LaterGenerationsHoldWhatALeaderMayCommit", "if leader l may still commit its own entry at an "
+             "index (those that acknowledged it, or may yet, make a quorum), every leader of a later generation, "
+             "every log ending in a later generation and every server that acknowledged it and moved on holds it",
+             _later_generations_hold_what_a_leader_may_commit),
 )
 
 
@@ -241,8 +273,10 @@ def no_commits(max_log: int) -> Ghost:
     return (((0, 0),) * max_log, False)
 
 
-def advance_ghost(ghost: Ghost, before: State, after: State) -> Ghost:
-    """The commit record after a step of the explicit model (what `Encoding._advance_hwm` records)."""
+def advance_ghost(ghost: Ghost, before: State, after: State, *, lowest: bool = False) -> Ghost:
+    """The commit record after a step of the explicit model: per index the entry and generation of the
+    first leader to count it (Kafka's record), or with `lowest` the lowest generation of the leaders that
+    counted it (raft's, what `Encoding._advance_hwm` records)."""
     records, conflict = ghost
     records = list(records)
     for b, a in zip(before.servers, after.servers):
@@ -253,7 +287,16 @@ def advance_ghost(ghost: Ghost, before: State, after: State) -> Ghost:
                     records[p] = (entry, a.generation)
                 elif records[p][0] != entry:
                     conflict = True
+                elif lowest and a.generation < records[p][1]:
+                    records[p] = (entry, a.generation)
     return (tuple(records), conflict)
+
+
+def advance_commit_record(ghost: Ghost, before: State, after: State) -> Ghost:
+    """Raft's commit record after a step: the entry the first leader counted, the lowest generation that
+    counted it. With five servers a leader may count an index after a leader of a later generation did,
+    from acknowledgements of servers that have moved on since."""
+    return advance_ghost(ghost, before, after, lowest=True)
 
 
 def describe_ghost(ghost: Ghost) -> str:
@@ -335,7 +378,7 @@ class GhostModel:
     def apply(self, node: tuple, action) -> tuple:
         state, ghost = node
         succ = self.model.apply(state, action)
-        return (succ, advance_ghost(ghost, state, succ))
+        return (succ, advance_commit_record(ghost, state, succ))
 
     def successors(self, node: tuple, bounds_hit: set | None = None):
         for action in self.actions(node, bounds_hit):
@@ -742,7 +785,7 @@ def confirm(cti: CTI, explorer: Explorer) -> None:
     state, ghost = initial_state(config), no_commits(config.max_log)
     for a in cti.trace:
         nxt = model.apply(state, a)
-        ghost, state = advance_ghost(ghost, state, nxt), nxt
+        ghost, state = advance_commit_record(ghost, state, nxt), nxt
     bounds = (f"{config.describe()}; generations compared up to an order-preserving renaming, "
               f"servers up to renaming")
     path = " ".join(action_name(a) for a in cti.trace) or "(the initial state)"

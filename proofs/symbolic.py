@@ -19,7 +19,8 @@ match index per server (0 for followers and for the leader's own slot, which
   are exactly the read set; the invariant includes `not conflict` (ReadsAgree).
 
 Induction adds a second ghost (`ghost_commits`): per index, the entry the first
-leader to count it as committed had there and that leader's generation.
+leader to count it as committed had there, and the lowest generation of the leaders
+that counted it.
 
 Bounds: `max_log` slots always (the model's log bound); `max_generation` and
 `max_crashes` only when given (None: unbounded, as induction needs). Bounded
@@ -292,15 +293,19 @@ class Encoding:
         t.hwm[l] = z3.If(advance, q, t.hwm[l])
         if self.ghost_commits:
             # Ghost: the first leader to count index p+1 as committed records the entry
-            # there and its own generation; a different entry later is a commit conflict.
+            # there; a different entry later is a commit conflict. The generation recorded is
+            # the lowest of the leaders that counted it: with five servers a stale leader may
+            # count an index after a later leader did (acknowledgements from servers that have
+            # since moved on still count).
             for p in range(self.L):
                 counted = z3.And(advance, p < q)
-                old, entry = t.ghost["committed"][p], t.log[l][p]
+                old, entry, by = t.ghost["committed"][p], t.log[l][p], t.ghost["commit_gen"][p]
                 t.ghost["commit_conflict"] = z3.Or(t.ghost["commit_conflict"],
                                                    z3.And(counted, old != 0, old != entry))
                 first = z3.And(counted, old == 0)
                 t.ghost["committed"][p] = z3.If(first, entry, old)
-                t.ghost["commit_gen"][p] = z3.If(first, t.gen[l], t.ghost["commit_gen"][p])
+                lower = z3.And(counted, old == entry, t.gen[l] < by)
+                t.ghost["commit_gen"][p] = z3.If(z3.Or(first, lower), t.gen[l], by)
 
     def _become_follower(self, t: Sym, i: int, generation: Any) -> None:
         t.gen[i] = generation
@@ -677,9 +682,11 @@ class Encoding:
 
     # ------------------------------------- conformance with model/actions.py
     def values(self, state: State) -> list:
-        """The explicit state's values in `variables` order (the commit ghost is not the model's)."""
+        """The explicit state's values in `variables` order. With the commit ghost, `state` is a node
+        (state, commit record) as `proofs.induction.GhostModel` explores them."""
+        records = None
         if self.ghost_commits:
-            raise ValueError("the commit ghost has no explicit counterpart")
+            state, (records, commit_conflict) = state
         out: list = []
         servers = state.servers
         out += [s.generation for s in servers] + [s.role == LEADER for s in servers]
@@ -697,6 +704,8 @@ class Encoding:
                 raise ValueError("one read slot per index cannot hold two generations")
             out += [p + 1 in generations for p in range(self.L)] + [generations.get(p + 1, 0) for p in range(self.L)]
             out.append(False)
+        if records is not None:
+            out += [entry for entry, _ in records] + [by for _, by in records] + [commit_conflict]
         out += self.extra_values(state)
         if self.max_crashes is not None:
             out.append(state.crashes)

@@ -5,8 +5,8 @@ inductive invariant at N=3 and L=2 (and its safe variants), a reachable CTI for 
 broken presets, BMC = breadth-first lengths for every broken preset but
 raft-any-generation-commit (11 steps deep), the encoding against `model/actions.py` on
 sampled states, and the command's exit codes. `pytest -m deep` adds the other broken
-presets' CTIs, raft-any-generation-commit's BMC, every property's BMC length, N=4 and
-N=5 induction and a larger conformance sample.
+presets' CTIs, raft-any-generation-commit's BMC, every property's BMC length, N=4
+induction and a larger conformance sample (N=5: tests/proofs/test_raft_induction.py).
 """
 
 from __future__ import annotations
@@ -290,12 +290,7 @@ def test_raft_at_five_servers_drops_a_lagging_copy_of_a_read_entry_and_loses_not
         assert violations(b_state, a_state) == {}
 
 
-@pytest.mark.deep
-def test_raft_is_not_inductive_at_five_servers():
-    # Raft is safe at 5 servers (the refined properties hold: tests/pinned.py), but the invariant
-    # written for N <= 4 is not inductive there: z3 finds a counterexample to induction.
-    result = check_induction(PRESETS["raft"].protocol, servers=5, max_log=2)
-    assert result.ctis and result.safety_failed == []
+# Raft's invariant at five servers, and each conjunct on explored states: tests/proofs/test_raft_induction.py.
 
 
 def test_explorer_shapes_rename_generations_in_order():
