@@ -133,7 +133,7 @@ def _saved_paths(save: Path, kinds: list[str]) -> dict[str, Path]:
                    "renamed or removed before it. Recorded in the saved schedule. [default: posix]")
 @click.option("--power-loss", "power_loss", default=None,
               help="With --server and power_fail: what a power failure loses of what was not fsynced. all: every "
-                   "write and name; torn: half the power failures keep a prefix of each file's writes (the last "
+                   "write and name; torn: a power failure may keep a prefix of each file's writes (the last "
                    "perhaps torn at a 512-byte sector) and of each directory's names, drawn from a seed the "
                    "schedule records. [default: all]")
 @click.option("--settle-time", "settle_time", type=click.FloatRange(0), default=10.0, show_default=True,

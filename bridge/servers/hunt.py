@@ -267,8 +267,8 @@ def hunt_server(server: Server, nodes: int = 3, schedules: int = 10, steps: int 
         def wait(self, ms):  # long enough, at the top, for an election after a leader is lost
             self.apply({"op": "wait", "ms": ms})
 
-        # torn: half the power failures keep part of what was not fsynced (a seed for each member);
-        # the others, Hypothesis's simplest choice, keep none of it.
+        # torn: a power failure keeps nothing not fsynced (Hypothesis's simplest choice) or carries a
+        # seed, one per member, from which its disk keeps part of it.
         keeping = {"keep_seed": st.one_of(st.none(), st.integers(0, 2**31))} if power_loss == "torn" else {}
 
         @allowed("power_fail")

@@ -521,3 +521,31 @@ def test_a_schedule_with_a_bad_filesystem_or_keep_seed_is_one_line_and_exit_2(tm
     done, _ = _replayed(tmp_path, ["--filesystem", "ext4"])
     assert done.exit_code == 2
     assert done.output.strip().splitlines() == ["error: --filesystem 'ext4' is not posix or journalled"]
+
+
+@pytest.mark.parametrize("needs_seed, left", [(set(), []), ({3}, [3]), ({3, 4}, [3, 4])])
+def test_a_shrunk_finding_keeps_only_the_keep_seeds_it_needs(needs_seed, left):
+    """Shrinking ends with power failures that keep nothing, where the finding still shows without
+    their seeds (here, a stand-in for the server shows it while the steps in needs_seed keep theirs)."""
+    from hwm.bridge.maelstrom.cluster import RunResult
+    from hwm.bridge.maelstrom.history import Finding
+    from hwm.bridge.maelstrom.schedule import Schedule
+    from hwm.bridge.servers.hunt import ServerHuntReport, losing_everything
+
+    steps = [{"op": "log_append", "node": "n1", "value": 1}, {"op": "kill", "node": "n2"},
+             {"op": "kill", "node": "n3"}, {"op": "power_fail", "node": "n1", "keep_seed": 5},
+             {"op": "power_fail", "node": "n2", "keep_seed": 6}, {"op": "power_fail", "node": "n3", "keep_seed": 7}]
+
+    def rerun(schedule):
+        seeded = {k for k, step in enumerate(schedule.steps) if "keep_seed" in step}
+        found = [Finding("AckedNeverLost", "lost")] if needs_seed <= seeded else []
+        return RunResult(schedule, findings=found)
+
+    found = RunResult(Schedule(workload="log", clock="wall", server="etcd", filesystem="journalled", steps=steps),
+                      findings=[Finding("AckedNeverLost", "lost")])
+    report = ServerHuntReport()
+    shrunk = losing_everything(found, "AckedNeverLost", rerun, 60, report)
+    assert [k for k, step in enumerate(shrunk.schedule.steps) if "keep_seed" in step] == left
+    assert [{k: v for k, v in s.items() if k != "keep_seed"} for s in shrunk.schedule.steps] == \
+        [{k: v for k, v in s.items() if k != "keep_seed"} for s in steps]
+    assert shrunk.schedule.filesystem == "journalled"
