@@ -107,9 +107,6 @@ def prove(protocol, part, servers, max_log, max_n, depth, max_generation, max_cr
         build_model(resolved, plan.bmc_config)  # the model's own limits (ZAB: at most 7 servers)
     except ValueError as e:
         _refuse(f"hwm prove cannot check {name}: {e}")
-    if part == "all" and available != PARTS:
-        click.echo(f"{name}: the parts for the {resolved.system} model: {', '.join(available)} (no "
-                   f"{', '.join(p for p in PARTS if p not in available)} yet)", err=True)
     ledger = Ledger(timeout=timeout, report=lambda line: click.echo(line, err=True))
     _run_stoppably(lambda: run(plan, ledger), ledger)
     proofs = ledger.proofs

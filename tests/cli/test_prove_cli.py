@@ -176,3 +176,17 @@ def test_prove_runs_each_systems_own_inductive_invariant(monkeypatch):
         assert result.exit_code == 0, result.output
         assert asked == [(module, system, False)], asked
         assert f"induction {system}: Inv holds ({module})" in result.stdout
+
+
+def test_prove_with_every_part_plans_every_part(monkeypatch):
+    # The default --part all runs quorum, induction and BMC for every system (it once stopped with a
+    # NameError before the first proof).
+    import hwm.prove_cli
+    from hwm.proofs.plan import PARTS
+
+    planned = []
+    monkeypatch.setattr(hwm.prove_cli, "run", lambda plan, ledger: planned.append(plan.parts))
+    for system in ("raft", "zab", "kafka", "bookkeeper"):
+        result = _invoke("--protocol", system)
+        assert result.exit_code == 0, result.output
+    assert planned == [PARTS] * 4
