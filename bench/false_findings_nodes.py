@@ -10,7 +10,9 @@
    the first one's text), observed changes stepped against the model, client operations, how many
    succeeded and how many were never answered (indeterminate).
 2. The plain Maelstrom kafka nodes of examples/nodes/kafka/ (strict records, no fallback handler,
-   forwarding, a 5 s gossip timer, a slow start), unchanged, on the wall clock: the same counts.
+   forwarding, a 5 s gossip timer, a slow start), unchanged, on the wall clock, and the lin-kv nodes
+   of examples/nodes/lin_kv/ (forwarding, the lin-kv service, a client's request passed on unchanged
+   behind a 1 s election timer), rows "lin-kv NODE": the same counts.
 3. The same five nodes with their planted bug (`--bug`), over `--bug-seeds` seeded hunts: how many
    hunts found it, which kinds, and the shrunk length of each kind.
 
@@ -91,6 +93,9 @@ KAFKA = ROOT / "examples" / "nodes" / "kafka"
 STYLES = ("strict_record_node", "no_unknown_handler_node", "forwarding_node", "timer_gossip_node",
           "slow_start_node")
 LOG_NODE_PROTOCOL = {"preset": "raft-noop", "flags": {"hwm_durable": True}}
+LIN_KV = ROOT / "examples" / "nodes" / "lin_kv"
+# The plain lin-kv nodes, each on its clock (the proxy node keeps a timer of its own: the wall clock).
+LIN_KV_NODES = {"forwarding_node": "virtual", "service_node": "virtual", "proxy_node": "wall"}
 
 
 def own(protocol: str) -> list[str]:
@@ -110,6 +115,9 @@ def rows(schedules: int, schedules_five: int, style_schedules: int) -> list[dict
     for style in STYLES:
         out.append(dict(name=style, command=[sys.executable, str(KAFKA / f"{style}.py")], workload="kafka",
                         clock="wall", nodes=3, protocol=None, schedules=style_schedules))
+    for name, clock in LIN_KV_NODES.items():
+        out.append(dict(name=f"lin-kv {name}", command=[sys.executable, str(LIN_KV / f"{name}.py")],
+                        workload="lin-kv", clock=clock, nodes=3, protocol=None, schedules=style_schedules))
     return out
 
 

@@ -171,8 +171,8 @@ def test(command, server, loopback, recur, nodes, workload, clock, schedules, st
     schedule found anything, 1 for a finding, 2 for bad input (bad options, a node that breaks the
     protocol or does not start), 130 on Ctrl-C. Every process started is killed before hwm exits.
     """
-    from hwm.bridge.maelstrom.cluster import Limits
-    from hwm.bridge.maelstrom.hunt import hunt, saved_schedule
+    from hwm.bridge.maelstrom.cluster import WALL_TICK_MS, Limits
+    from hwm.bridge.maelstrom.hunt import first_settle_rounds, hunt, saved_schedule
     from hwm.bridge.maelstrom.process import kill_all
     from hwm.bridge.maelstrom.validation import STEPPED_SYSTEMS, steps_against_model
     from hwm.params import file_problem
@@ -284,6 +284,10 @@ def test(command, server, loopback, recur, nodes, workload, clock, schedules, st
             click.echo(f"{stepped[0]} observed changes stepped against the model of {resolve(protocol)[0]}"
                        if stepped[0] else "--protocol: no node answered hwm_state, so no change was stepped "
                                           "against the model (a node declares \"hwm_state\" in init_ok to be stepped)")
+        if report.first_settle_rounds > first_settle_rounds(protocol):
+            click.echo(f"the first settle grew to {report.first_settle_rounds} rounds (at least "
+                       f"{report.first_settle_rounds * WALL_TICK_MS / 1000:g} s of the nodes' own timers) while no "
+                       "operation succeeded: a node whose timers take seconds needs them to serve at all")
         if not found:
             note = " (stopped by --time-limit)" if report.out_of_time else ""
             click.echo(f"no finding in {_plural(report.schedules, 'schedule')} of up to {steps} steps{note}; "

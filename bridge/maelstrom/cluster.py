@@ -37,8 +37,8 @@ from hwm.bridge.maelstrom.history import Finding, HistoryChecker, describe_op, f
 from hwm.bridge.maelstrom.lin_kv import LinKVChecker
 from hwm.bridge.maelstrom.observe import ObservationError, Observer, describe_observation, parse_state
 from hwm.bridge.maelstrom.process import EOF_LINE, NodeProcess
-from hwm.bridge.maelstrom.protocol import (INDEFINITE, MAX_LINE_BYTES, NOT_SUPPORTED, REPLIES, SERVICES,
-                                       NodeProtocolError, parse_line)
+from hwm.bridge.maelstrom.protocol import (INDEFINITE, MAX_LINE_BYTES, NOT_SUPPORTED, REPLIES, SENT_BY, SERVICES,
+                                       NodeProtocolError, parse_line, sender)
 from hwm.bridge.maelstrom.schedule import Schedule, ScheduleError, check_step, describe
 from hwm.bridge.maelstrom.services import services
 from hwm.bridge.maelstrom.validation import ModelSteps, steps_against_model
@@ -184,7 +184,7 @@ class Run:
                                               f"{msg_id}}})" + self._log_note(node))
         # What the nodes sent while starting, in the order of the nodes, each sender's own order
         # kept: the same schedule gives the same network whichever node answered first.
-        started = sorted(self.in_flight[before:], key=lambda m: self.node_ids.index(m["src"]))
+        started = sorted(self.in_flight[before:], key=lambda m: self.node_ids.index(sender(m)))
         self.in_flight[before:] = started
         for node in nodes:
             self._barrier(node)
@@ -279,7 +279,8 @@ class Run:
         dest, body = msg["dest"], msg["body"]
         if dest in self.procs:
             self.in_flight.append(msg)
-            self._event(f"{node}→{dest} {body['type']} (in flight)")
+            passed_on = f" from {msg['src']}" if msg["src"] != node else ""
+            self._event(f"{node}→{dest} {body['type']}{passed_on} (in flight)")
         elif dest in self.services:
             if node in self.initialised:
                 # A service is a node of Maelstrom's network: its requests and replies take a delivery
@@ -393,7 +394,7 @@ class Run:
         if op in REPLIES:
             self._client_request(step)
         elif op in ("deliver", "drop", "duplicate"):
-            matching = [m for m in self.in_flight if m["src"] == step["from"] and m["dest"] == step["to"]]
+            matching = [m for m in self.in_flight if sender(m) == step["from"] and m["dest"] == step["to"]]
             if not matching:
                 self._event(f"nothing in flight from {step['from']} to {step['to']}")
             else:
@@ -469,7 +470,9 @@ class Run:
         reply = self.services[dest].handle(node, body)
         reply = dict(reply, msg_id=self._msg_id(), in_reply_to=body.get("msg_id"))
         self._event(f"{node}→{dest} {_brief(body)}; {dest} answers {_brief(reply)}")
-        if node in self.initialised:
+        if node not in self.procs:  # a client's request a node passed on: the service answers the client
+            self._client_reply(dest, node, reply, json.dumps(reply).encode())
+        elif node in self.initialised:
             self.in_flight.append({"src": dest, "dest": node, "body": reply})
         else:
             self._input(node, self._line(dest, node, reply))
@@ -486,7 +489,7 @@ class Run:
             self._event(f"{src}→{dest} {msg['body']['type']} lost: {dest} is down")
             return
         self._event(f"{src}→{dest} {msg['body']['type']} delivered")
-        self._input(dest, json.dumps(msg, separators=(",", ":")))
+        self._input(dest, json.dumps({k: v for k, v in msg.items() if k != SENT_BY}, separators=(",", ":")))
 
     def _client_request(self, step: dict) -> dict:
         node = step["node"]

@@ -44,8 +44,8 @@ import hypothesis
 import hypothesis.stateful
 import hypothesis.strategies
 
-from hwm.bridge.maelstrom.cluster import Limits, Run, RunResult, result_of
-from hwm.bridge.maelstrom.protocol import NodeProtocolError
+from hwm.bridge.maelstrom.cluster import WALL_TICK_MS, Limits, Run, RunResult, result_of
+from hwm.bridge.maelstrom.protocol import NodeProtocolError, sender
 from hwm.bridge.maelstrom.schedule import Schedule
 from hwm.properties.protocol import resolve as resolve_protocol
 
@@ -99,6 +99,7 @@ class HuntReport:
     start_error: NodeProtocolError | None = None  # the node did not start: no schedule ran
     faults: frozenset = frozenset()
     out_of_time: bool = False
+    first_settle_rounds: int = 0  # the first settle's rounds in the latest schedule (`longer_first_settle`)
 
     @property
     def found(self) -> dict[str, RunResult]:
@@ -127,6 +128,18 @@ def first_settle_rounds(protocol: str | None) -> int:
     return 6 if protocol is None else FIRST_SETTLE_ROUNDS.get(resolve_protocol(protocol)[1].system, 6)
 
 
+def longer_first_settle(report: HuntReport, clock: str, limits: Limits) -> int:
+    """The next schedule's first settle on the wall clock: twice the last, while no operation has
+    succeeded yet, up to the final phase's `settle_seconds` of ticks. A node whose own timers take
+    seconds (Maelstrom's demo Raft waits 2 to 4 s before it stands for election) serves nothing in
+    a fraction of a second, and a hunt of schedules that never let it elect says little; Maelstrom
+    runs such a node for tens of seconds."""
+    rounds = report.first_settle_rounds
+    if clock != "wall" or report.answered_ok or not report.operations:
+        return rounds
+    return max(rounds, min(2 * rounds, int(limits.settle_seconds * 1000 / WALL_TICK_MS)))
+
+
 def hunt(command: list[str], workload: str = "log", nodes: int = 3, clock: str = "virtual",
          schedules: int = 20, steps: int = 30, seed: int | None = 0, protocol: str | None = None,
          limits: Limits | None = None, time_limit: float = 600.0, shrink: bool = True,
@@ -142,8 +155,8 @@ def hunt(command: list[str], workload: str = "log", nodes: int = 3, clock: str =
 
     report = HuntReport()
     began = time.monotonic()
-    if settle_rounds is None:
-        settle_rounds = first_settle_rounds(protocol)
+    report.first_settle_rounds = first_settle_rounds(protocol) if settle_rounds is None else settle_rounds
+    limits = limits or Limits()
     node_ids = [f"n{k}" for k in range(1, nodes + 1)]
     node = st.sampled_from(node_ids)
     # "leader": the node that, by its last hwm_state answer, leads the highest generation; faults and
@@ -182,7 +195,8 @@ def hunt(command: list[str], workload: str = "log", nodes: int = 3, clock: str =
                 self.run.start()
                 self.faults = report.faults = faults_for(faults, self.run)
                 # Let the cluster elect a leader first: most schedules are worth more with one.
-                self.apply({"op": "settle", "rounds": settle_rounds})
+                report.first_settle_rounds = longer_first_settle(report, clock, limits)
+                self.apply({"op": "settle", "rounds": report.first_settle_rounds})
             except BaseException as e:
                 # Hypothesis calls teardown (which closes the run) only for a machine it could build:
                 # a Ctrl-C or an error here must close it, or its nodes' folder outlives the hunt.
@@ -341,7 +355,7 @@ def hunt(command: list[str], workload: str = "log", nodes: int = 3, clock: str =
                     # What it sent but the network had not yet carried goes down with it; else the
                     # others would still receive its latest entries, and nothing would be cut off.
                     for dest in node_ids:
-                        waiting = sum(1 for m in self.run.in_flight if m["src"] == node and m["dest"] == dest) \
+                        waiting = sum(1 for m in self.run.in_flight if sender(m) == node and m["dest"] == dest) \
                             if self.run is not None else 0
                         for _ in range(min(waiting, 3) if "partition" in self.faults else 0):
                             self.apply({"op": "drop", "from": node, "to": dest})
@@ -357,7 +371,7 @@ def hunt(command: list[str], workload: str = "log", nodes: int = 3, clock: str =
                 for src, dest in ((leader, follower), (follower, leader)):
                     # The newest message carries the most: the leader's latest entries, the follower's
                     # latest match.
-                    waiting = sum(1 for m in self.run.in_flight if m["src"] == src and m["dest"] == dest) \
+                    waiting = sum(1 for m in self.run.in_flight if sender(m) == src and m["dest"] == dest) \
                         if self.run is not None else 0
                     if waiting:
                         newest = {"nth": waiting - 1} if waiting > 1 else {}

@@ -24,6 +24,9 @@ REPLIES = {"init": "init_ok", "send": "send_ok", "poll": "poll_ok", "commit_offs
            "list_committed_offsets": "list_committed_offsets_ok", "log_append": "log_append_ok",
            "log_read": "log_read_ok", "hwm_state": "hwm_state_ok",
            "read": "read_ok", "write": "write_ok", "cas": "cas_ok"}
+# Where a message whose src is not its sender's own id records the sender (never delivered: the
+# receiving node gets the message as it was printed).
+SENT_BY = "hwm_sent_by"
 MAX_LINE_BYTES = 1 << 20  # one message longer than this is a flood, not a message
 
 
@@ -48,15 +51,24 @@ def parse_line(node: str, raw: bytes, known: set[str]) -> dict:
         raise NodeProtocolError(node, "printed JSON that is not a message: expected "
                                       '{"src": ..., "dest": ..., "body": {"type": ...}}', text)
     body = msg["body"]
-    if msg.get("src") != node:
-        raise NodeProtocolError(node, f"sent a message with src {msg.get('src')!r}; its own id is {node!r}", text)
     if not isinstance(body.get("type"), str):
         raise NodeProtocolError(node, "sent a message whose body has no string field 'type'", text)
-    dest = msg.get("dest")
-    if dest not in known:
-        raise NodeProtocolError(node, f"sent a message to {dest!r}, which is no node, client or service "
-                                      f"of this run (nodes n1..; clients c1..; services {', '.join(SERVICES)})", text)
+    # Maelstrom's network takes any src it has a queue for, not only the sender's own id: a node may
+    # pass a client's request on unchanged (Maelstrom's demo Raft proxies so), and the one it reaches
+    # answers the client directly.
+    for field in ("src", "dest"):
+        if msg.get(field) not in known:
+            raise NodeProtocolError(node, f"sent a message {'from' if field == 'src' else 'to'} "
+                                          f"{msg.get(field)!r}, which is no node, client or service of this run "
+                                          f"(nodes n1..; clients c1..; services {', '.join(SERVICES)})", text)
     for field in ("msg_id", "in_reply_to"):
         if field in body and not isinstance(body[field], int):
             raise NodeProtocolError(node, f"sent a body whose {field} is not an integer", text)
+    if msg["src"] != node:
+        msg[SENT_BY] = node
     return msg
+
+
+def sender(msg: dict) -> str:
+    """The node that printed `msg`: its src, or the node that passed on another's message (`SENT_BY`)."""
+    return msg.get(SENT_BY, msg["src"])

@@ -60,6 +60,9 @@ for line in sys.stdin:
         elif mode == "flood":
             for k in range(100_000):
                 out({"src": me, "dest": "n1" if me != "n1" else "n2", "body": {"type": "gossip", "k": k}})
+        elif mode == "unknown-src":  # a src that names no one of the run
+            out({"src": "n9", "dest": msg["src"], "body": {"type": "log_append_ok", "index": 1,
+                                                           "in_reply_to": body["msg_id"]}})
         elif mode == "hang":
             pass  # never answers a client: an availability finding, not a hang of hwm
         elif mode == "kv":

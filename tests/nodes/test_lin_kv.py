@@ -145,7 +145,7 @@ def test_a_lin_kv_step_is_checked_like_any_other():
 
 # ---- the example node ------------------------------------------------------------------------
 
-@pytest.mark.parametrize("name", ["forwarding_node", "service_node"])
+@pytest.mark.parametrize("name", ["forwarding_node", "service_node", "proxy_node"])
 def test_the_planted_stale_read_is_caught_by_its_saved_schedule_and_the_correct_node_passes(name):
     schedule = load(LIN_KV / "schedules" / f"{name}.json")
     found = run_schedule(plain_node(name, bug=True), schedule, SHORT)
@@ -244,3 +244,61 @@ def test_an_undecided_key_is_a_line_of_its_own_and_no_finding(tmp_path, monkeypa
     assert done.exit_code == 0, done.output
     assert "\nlinearizability: " in done.output and " undecided (no finding; " in done.output, done.output
     assert re.search(r"schedule \d, key \d: undecided after 3 s \(a test\)", done.output), done.output
+
+
+# ---- a client's request passed on unchanged (Maelstrom's network takes any src it knows) -----
+
+def proxy_node(bug: bool = False) -> list[str]:
+    return plain_node("proxy_node", bug)
+
+
+# The proxy node's election timer runs out 1 s after init; then n2 and n3 pass each request on to
+# n1 with the client's src, and n1 answers the client. A cas from a value the key never held.
+PROXIED = [{"op": "wait", "ms": 1200}, {"op": "write", "node": "n2", "key": 0, "value": 1}, {"op": "deliver_all"},
+           {"op": "cas", "node": "n3", "key": 0, "from": 5, "to": 6}, {"op": "deliver_all"},
+           {"op": "read", "node": "n2", "key": 0}, {"op": "deliver_all"}]
+
+
+def test_a_clients_request_passed_on_unchanged_is_answered_by_the_node_it_reaches():
+    result = run_schedule(proxy_node(), Schedule(workload="lin-kv", clock="wall", steps=PROXIED), SHORT)
+    assert result.protocol_error is None and result.findings == [], str(result.protocol_error)
+    scheduled = [op for op in result.history if op["step"] is not None]  # not the final phase's reads
+    statuses = [(op["node"], op["status"], (op["reply"] or {}).get("code")) for op in scheduled]
+    assert statuses == [("n2", "ok", None), ("n3", "fail", 22), ("n2", "ok", None)], statuses
+    assert scheduled[-1]["reply"]["value"] == 1
+    planted = run_schedule(proxy_node(bug=True), Schedule(workload="lin-kv", clock="wall", steps=PROXIED), SHORT)
+    assert [f.name for f in planted.findings] == [FINDING], [str(f) for f in planted.findings]
+
+
+PASS_ON_TO_THE_SERVICE = """
+import json, sys
+for line in sys.stdin:
+    msg = json.loads(line)
+    body = msg["body"]
+    if body["type"] == "init":
+        reply = {"type": "init_ok", "in_reply_to": body["msg_id"]}
+        print(json.dumps({"src": body["node_id"], "dest": msg["src"], "body": reply}), flush=True)
+    else:  # the client's own request, on to Maelstrom's lin-kv service, which answers the client
+        print(json.dumps(dict(msg, dest="lin-kv")), flush=True)
+"""
+
+
+def test_a_clients_request_passed_on_to_the_lin_kv_service_is_answered_by_the_service(tmp_path):
+    node = tmp_path / "pass_on.py"
+    node.write_text(PASS_ON_TO_THE_SERVICE)
+    steps = [{"op": "write", "node": "n1", "key": 0, "value": 4}, {"op": "deliver_all"},
+             {"op": "read", "node": "n2", "key": 0}, {"op": "deliver_all"}]
+    schedule = Schedule(workload="lin-kv", clock="wall", steps=steps, nodes=2)
+    result = run_schedule([sys.executable, str(node)], schedule, SHORT)
+    assert result.protocol_error is None and result.findings == [], str(result.protocol_error)
+    assert [(op["status"], (op["reply"] or {}).get("value")) for op in result.history
+            if op["step"] is not None] == [("ok", None), ("ok", 4)]
+
+
+def test_the_first_settle_grows_on_the_wall_clock_until_a_node_with_a_slow_timer_serves():
+    # Six rounds (about 0.3 s) end before the proxy node's 1 s election timer: nothing succeeds until
+    # the first settle has doubled twice.
+    report = hunt(proxy_node(), workload="lin-kv", clock="wall", schedules=8, steps=10, seed=0,
+                  limits=Limits(settle_seconds=2.0))
+    assert report.start_error is None and not report.failures, [str(f) for r in report.failures for f in r.findings]
+    assert report.first_settle_rounds > 6 and report.answered_ok > 0, (report.first_settle_rounds, report.answered_ok)
