@@ -102,14 +102,8 @@ NOT_COMPILED_PARTITIONS: dict[str, str] = {}
 
 # Flags whose non-default values have no kernels yet, with the reason: the reference backend checks
 # them. Listed, as NOT_COMPILED is, so tests/checker/test_fast.py fails for any other flag without a
-# fast path.
-NOT_COMPILED_FLAGS: dict[str, str] = {
-    # BookKeeper's ledger parameters: kernels.py's BookKeeper sends every entry to every bookie,
-    # counts a majority and has no ledger metadata; properties/ledger.py's checks are not compiled.
-    **{flag: "model/bookkeeper.py: the kernels stripe no entries, keep no ensembles and count a majority "
-             "of the bookies" for flag in ("ensemble_size", "write_quorum", "ack_quorum")},
-    "bookkeeper_block_add_completions": "model/bookkeeper.py: the kernels have no ensemble changes",
-}
+# fast path. None today (BookKeeper's ledger parameters and ensemble changes were the last).
+NOT_COMPILED_FLAGS: dict[str, str] = {}
 
 # The flag values the kernels implement (a new flag or value must be added to the kernels first).
 KNOWN_FLAGS = {
@@ -132,11 +126,11 @@ KNOWN_FLAGS = {
     "check_quorum": (False, True),  # kernels._step_down, _election_refused (raft and ZAB)
     "lease_reads": (False, True),  # kernels._election_refused (raft)
     "system": ("raft", "zab", "bookkeeper", "kafka"),  # each system's model is transcribed in kernels.py
-    # NOT_COMPILED_FLAGS: their default only (without them the model is the one the kernels know).
-    "ensemble_size": ("all",),
-    "write_quorum": ("ensemble",),
-    "ack_quorum": ("majority",),
-    "bookkeeper_block_add_completions": (True,),
+    # BookKeeper's ledger: striping (kernels._bk_in_write_set), ensemble changes (kernels._bk_change_ensemble)
+    "ensemble_size": ("all", 1, 2, 3, 4, 5, 6, 7),
+    "write_quorum": ("ensemble", 1, 2, 3, 4, 5, 6, 7),
+    "ack_quorum": ("majority", 1, 2, 3, 4, 5, 6, 7),
+    "bookkeeper_block_add_completions": (False, True),
 }
 
 
@@ -218,11 +212,12 @@ class FastBackend(Backend):
         self._elect_voters = np.array([voters for _, voters, _ in elections], dtype=np.int64)
         self._elect_ids = np.array([i for _, _, i in elections], dtype=np.int32)
         # Ids of actions a model does not have (ZAB's sync and persist in the raft model) are -1;
-        # rows in the order of kernels.WRITE_ID..HEAL_ID.
+        # rows in the order of kernels.WRITE_ID..CHANGE_ENSEMBLE_ID.
         server_ids = np.array([[ids.get((kind, k), -1) for k in range(n)] for kind in
                                ("write", "read", "crash", "restart", "persist", "send_add", "fence", "recovery_read")]
                               + [[ids.get(("add",), -1)] * n] + [[ids.get(("flush", k), -1) for k in range(n)]]
-                              + [[ids.get(("partition", k), -1) for k in range(n)]] + [[ids.get(("heal",), -1)] * n],
+                              + [[ids.get(("partition", k), -1) for k in range(n)]] + [[ids.get(("heal",), -1)] * n]
+                              + [[ids.get(("change_ensemble", k), -1) for k in range(n)]],
                               dtype=np.int32)
         self._server_ids = server_ids
         pair_ids = np.full((len(PAIR_KINDS), n, n), -1, dtype=np.int32)

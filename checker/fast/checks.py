@@ -13,7 +13,8 @@ from typing import Sequence
 import numpy as np
 
 from hwm.checker.backend import Backend
-from hwm.checker.fast.fields import MAJORITY, NEEDED
+from hwm.checker.fast.fields import ACK_QUORUM, BOOKIES, ENSEMBLE_SIZE, MAJORITY, NEEDED, WRITE_QUORUM
+from hwm.properties.ledger import Ledger
 
 # Each compiled equivalent, keyed by the property's name and the digest of the source it
 # was written from (source_digest): {name: {digest: code}}. A property may have several
@@ -23,28 +24,31 @@ STATE_CODES = {
     "ReadsAgree": {"337243c8d24e1f1a": 0},
     "HwmWithinLog": {"ec4cd1e9e8d3d628": 1},
     "CommittedOnQuorum": {"ad8623486d63fb54": 2, "44c79cea193429d5": 2, "42d442bccb82b99a": 2,
-                          "7ae6f1b0693d8831": 2},  # `needed`: a variant's quorum (Python only; None: a majority)
+                          "7ae6f1b0693d8831": 2,  # `needed`: a variant's quorum (Python only; None: a majority)
+                          "7e372a25caaf3884": 9},  # properties.ledger's (BookKeeper's ledger parameters)
     "OneLeaderPerGeneration": {"e33af864b183e1df": 3},
-    "LogMatching": {"c4358c5d7c87adff": 4},
+    "LogMatching": {"c4358c5d7c87adff": 4, "48cc819f838021c4": 11},
     "EntryRead": {"da87b43187b13b16": 5},
     # properties.acked, on the rows of a model with the `acked` ghost (none in the raft model's)
-    "AckedWriteNeverLost": {"beba27ce82b65b2f": 6, "d6770d77147595c2": 6},
+    "AckedWriteNeverLost": {"beba27ce82b65b2f": 6, "d6770d77147595c2": 6, "2c059f74add22ca4": 10},
     "WriteAcknowledged": {"1a07dbc30384d119": 7},
     "LeaseReadNeverStale": {"a852e6da9ee859bb": 8},  # properties.leases, under lease_reads
 }
 STEP_CODES = {
     "ReadNeverTruncated": {"c473d70605200f94": 0, "e9411c0e08fbc852": 5, "fed81e85dc919462": 5,
-                           "37ca6704939f62d9": 5},  # `needed`, as CommittedOnQuorum's
+                           "37ca6704939f62d9": 5,  # `needed`, as CommittedOnQuorum's
+                           "d94a00cac0edca56": 10},  # properties.ledger's
     "ReadNeverLost": {"0c51de25de896e16": 1, "45148cdfa97ce104": 1},
-    "UncommittedTruncated": {"59d0302fada9d050": 2},
+    "UncommittedTruncated": {"59d0302fada9d050": 2, "46eb78481799d7f8": 12},
     "LeaderChangeWithUncommitted": {"57c9bf766b65d821": 3, "db3d03f554660fcb": 3},
     "CrashAndRejoin": {"a40a1153af6c6a3c": 4},
-    "HwmNeverTruncated": {"50b1433a6e12557a": 6},
+    "HwmNeverTruncated": {"50b1433a6e12557a": 6, "f7b83a54351d2bc1": 11},
     "AcknowledgedWriteKept": {"fb87a2b08fb44ed5": 7},  # properties.acked, Kafka's catalogue
     "LeaseHolderPartitioned": {"294126592c6b8856": 8},  # properties.leases, under lease_reads
     "LeaderStepsDown": {"11912471a2c3b5a1": 9},  # properties.step_down, ZAB under check_quorum
 }
-STEP_CODE_COUNT = 10
+STATE_CODE_COUNT = 12
+STEP_CODE_COUNT = 13
 
 
 def compiled_code(prop) -> int | None:
@@ -52,12 +56,23 @@ def compiled_code(prop) -> int | None:
     codes = (STATE_CODES if prop.on == "state" else STEP_CODES).get(prop.name, {})
     check = prop.check
     if isinstance(check, partial):  # counting a variant's quorum (catalogue.at_quorum): P[NEEDED] is `needed`
-        if check.args or set(check.keywords) != {"needed"}:
+        if ledger_of(prop) is None and (check.args or set(check.keywords) != {"needed"}):
             return None
         check = check.func
     if not inspect.isfunction(check):  # a callable object, such as a variant's own property
         return None
     return codes.get(source_digest(check))
+
+
+def ledger_of(prop) -> Ledger | None:
+    """The ledger a property of properties.ledger counts copies in (`partial(check, ledger)`), else None.
+    The compiled forms count in the row's ledger (P[BOOKIES], P[ENSEMBLE_SIZE], P[WRITE_QUORUM],
+    P[ACK_QUORUM]), so one stands for the property only when the two are equal."""
+    check = prop.check
+    if isinstance(check, partial) and len(check.args) == 1 and not check.keywords and \
+            isinstance(check.args[0], Ledger):
+        return check.args[0]
+    return None
 
 
 def needed_of(prop, P) -> int | None:
@@ -97,12 +112,15 @@ class CompiledProperties:
         if prop.name not in self._codes:
             code = compiled_code(prop)
             P = self.layout.params
+            ledger = ledger_of(prop)
+            if ledger is not None and tuple(ledger) != tuple(P[[BOOKIES, ENSEMBLE_SIZE, WRITE_QUORUM, ACK_QUORUM]]):
+                code = None
             self._codes[prop.name] = code if needed_of(prop, P) in (None, P[NEEDED]) else None
         return self._codes[prop.name]
 
     def warm(self, initial: np.ndarray, warm) -> None:
         P = self.layout.params
-        codes = np.arange(len(STATE_CODES), dtype=np.int64)  # one code per state property
+        codes = np.arange(STATE_CODE_COUNT, dtype=np.int64)
         warm("state properties", lambda: self.kernels.first_states(P, initial, codes,
                                                                    np.full(codes.size, -1, dtype=np.int64)))
         codes = np.arange(STEP_CODE_COUNT, dtype=np.int64)

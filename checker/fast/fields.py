@@ -11,8 +11,8 @@ N, L, G, SW, RB, CB, CAP, MW, CW, W, MAX_CRASHES, QUORUM_K, MAJORITY, COMMIT_CUR
     ACK_BEFORE_PERSIST, BOOKIES, ACK_QUORUM, READS_FENCE, TRUNCATION, UNCLEAN, LATE_LEADER_AND_ISR, MIN_ISR, WRITE_MIN_ISR, \
     UNFLUSHED, COUNTING, NEEDED, PARTITIONED, CUT, PB, MAX_PARTITIONS, CHECK_QUORUM, LEASE_READS, \
     ELECTION_QUORUM, CONTROLLER_FENCING, QUORUM_INDEX_AT, MAY_COMMIT_AT, GRANTS_VOTE_AT, ACCEPTS_APPEND_AT, \
-    RESTART_KEEPS_AT, READABLE_AT, RULE_RAISED = range(52)
-PARAMS = 52
+    RESTART_KEEPS_AT, READABLE_AT, RULE_RAISED, ENSEMBLE_SIZE, WRITE_QUORUM, EB, BLOCK_ADDS = range(56)
+PARAMS = 56
 # COUNTING: bit k set when server k's match index counts toward QUORUM_K (model.rules.Rules.counts: all
 # servers, but a variant's learners). NEEDED: how many servers ReadNeverTruncated and CommittedOnQuorum
 # require to hold an entry (the catalogue's `needed`: a majority, or a variant's Q2).
@@ -27,6 +27,9 @@ PARAMS = 52
 # RULE_RAISED is the one field a kernel writes: 1 once it looked up an entry whose rule raised when it
 # was tabulated (the backend then asks the reference model, which raises the rule's error where the
 # reference backend would).
+# BookKeeper's ledger (model/bookkeeper.py): ENSEMBLE_SIZE (E) and WRITE_QUORUM (WQ) beside BOOKIES and
+# ACK_QUORUM (AQ); EB where a row's ensemble changes start (Layout's docstring); BLOCK_ADDS the writer's
+# bookkeeper_block_add_completions.
 # Systems (P[SYSTEM]). A BookKeeper row's servers are the bookies 0..BOOKIES-1, the writer
 # (BOOKIES) and the recovery client (BOOKIES + 1); N counts all of them, as the state does.
 RAFT, ZAB, BOOKKEEPER, KAFKA = range(4)
@@ -53,7 +56,7 @@ APPEND, REPLY = 0, 1
 # Rows of server_ids (FastBackend): the actions of one server, per kind; ADD_ID's row holds ("add",).
 # PARTITION_ID's row holds ("partition", k), HEAL_ID's ("heal",).
 WRITE_ID, READ_ID, CRASH_ID, RESTART_ID, PERSIST_ID, SEND_ADD_ID, FENCE_ID, RECOVERY_READ_ID, ADD_ID, FLUSH_ID, \
-    PARTITION_ID, HEAL_ID = range(12)
+    PARTITION_ID, HEAL_ID, CHANGE_ENSEMBLE_ID = range(13)
 # Rows of pair_ids (FastBackend): the actions between two servers, per kind.
 REPLICATE_KIND, SEND_KIND, DELIVER_KIND, DROP_KIND, SYNC_KIND, SHRINK_ISR_KIND, LEADER_AND_ISR_KIND = range(7)
 PAIR_KINDS = ("replicate", "send", "deliver", "drop", "sync", "shrink_isr", "leader_and_isr")

@@ -519,6 +519,10 @@ def _zab_restart(P, row, r):
 
 
 # ------------------------------------------------ BookKeeper (model/bookkeeper.py)
+# The ledger's fragments (properties.ledger.Ledger): fragment 0 is the first ensemble, bookies
+# 0..E-1; fragment j > 0 is the j-th ensemble change of the row's slots at P[EB] (Layout). The writer
+# knows every change (`_bk_changes(P, row, False)`), the ledger metadata the first `stored`
+# (`_bk_changes(P, row, True)`).
 @njit(cache=True)
 def _bits(P, row, field):
     """How many bookies have `field` (FENCED, RESPONDED, NEGATIVES) set."""
@@ -528,6 +532,81 @@ def _bits(P, row, field):
     return count
 
 
+@njit(cache=True, inline="always")
+def _bk_changes(P, row, stored):
+    """How many ensemble changes the writer (stored False) or the ledger metadata (True) holds."""
+    return np.int64(row[P[EB] + 1] if stored else row[P[EB]])
+
+
+@njit(cache=True, inline="always")
+def _bk_slot(P, fragment):
+    return P[EB] + 2 + (fragment - 1) * (1 + P[ENSEMBLE_SIZE])
+
+
+@njit(cache=True, inline="always")
+def _bk_first(P, row, fragment):
+    """The first entry of `fragment`."""
+    return np.int64(1) if fragment == 0 else np.int64(row[_bk_slot(P, fragment)])
+
+
+@njit(cache=True, inline="always")
+def _bk_member(P, row, fragment, position):
+    """The bookie at `position` of `fragment`'s ensemble."""
+    return np.int64(position) if fragment == 0 else np.int64(row[_bk_slot(P, fragment) + 1 + position])
+
+
+@njit(cache=True)
+def _bk_in_ensemble(P, row, fragment, b):
+    for position in range(P[ENSEMBLE_SIZE]):
+        if _bk_member(P, row, fragment, position) == b:
+            return True
+    return False
+
+
+@njit(cache=True)
+def _bk_in_write_set(P, row, changes, entry, b):
+    """Ledger.write_set: b is one of the WQ bookies from position (entry - 1) mod E of the ensemble of the
+    fragment that holds `entry` (the last of fragments 0..changes starting at or before it)."""
+    fragment = 0
+    for j in range(1, changes + 1):
+        if _bk_first(P, row, j) <= entry:
+            fragment = j
+    for i in range(P[WRITE_QUORUM]):
+        if _bk_member(P, row, fragment, (entry - 1 + i) % P[ENSEMBLE_SIZE]) == b:
+            return True
+    return False
+
+
+@njit(cache=True, inline="always")
+def _bk_holds(row, base, entry):
+    """BookKeeperModel._holds: the log at `base` stores `entry` (not a hole)."""
+    return row[base + LEN] >= entry and row[base + LOG + entry - 1] != 0
+
+
+@njit(cache=True)
+def _bk_shape(P, row, base, hwm):
+    """BookKeeperModel._shaped: the log without trailing holes, then with holes up to its LAC `hwm`
+    (positions past the log are zero already)."""
+    length = 0
+    for position in range(P[L]):
+        if row[base + LOG + position]:
+            length = position + 1
+    row[base + LEN] = max(length, hwm)
+    row[base + HWM] = hwm
+
+
+@njit(cache=True)
+def _bk_pending(P, row, b, after):
+    """BookKeeperModel._pending: an entry above `after` of the writer's current fragment in b's write sets
+    that b does not store."""
+    wb, bb = _server(P, P[BOOKIES]), _server(P, b)
+    changes = _bk_changes(P, row, False)
+    for e in range(max(_bk_first(P, row, changes), after + 1), np.int64(row[wb + LEN]) + 1):
+        if _bk_in_write_set(P, row, changes, e, b) and not _bk_holds(row, bb, e):
+            return True
+    return False
+
+
 @njit(cache=True)
 def _bk_send_add(P, row, b):
     """BookKeeperModel.effect_send_add."""
@@ -535,41 +614,94 @@ def _bk_send_add(P, row, b):
     if row[_extra(P, bb, FENCED)]:
         _become_follower(P, row, wb, row[wb + GEN])  # LedgerFencedException: the writer stops
         return
-    length = row[wb + LEN]
-    for position in range(P[L]):
-        row[bb + LOG + position] = row[wb + LOG + position]
-    row[bb + LEN] = length
-    row[bb + HWM] = max(row[bb + HWM], row[wb + HWM])
-    row[bb + GEN] = 1  # WRITER_GENERATION
+    changes = _bk_changes(P, row, False)
+    length = np.int64(row[wb + LEN])
+    for e in range(_bk_first(P, row, changes), length + 1):  # every entry of its write sets it lacks
+        if _bk_in_write_set(P, row, changes, e, b):
+            row[bb + LOG + e - 1] = 1  # WRITER_GENERATION
+    _bk_shape(P, row, bb, max(row[bb + HWM], row[wb + HWM]))  # the adds carry the writer's LAC
+    row[bb + GEN] = 1
     row[_match(P, wb, b)] = length
-    # The LAC: the largest index ACK_QUORUM bookies hold (quorum_index("majority", match[:bookies])).
+    # BookKeeperModel.last_add_confirmed: each next entry that AQ bookies of its write set acknowledged.
     lac = np.int64(row[wb + HWM])
-    for i in range(P[BOOKIES]):
-        value = np.int64(row[_match(P, wb, i)])
-        if value <= lac:
-            continue
+    while lac < length:
         held = 0
-        for j in range(P[BOOKIES]):
-            if row[_match(P, wb, j)] >= value:
+        for k in range(P[BOOKIES]):
+            if row[_match(P, wb, k)] > lac and _bk_in_write_set(P, row, changes, lac + 1, k):
                 held += 1
-        if held >= P[ACK_QUORUM]:
-            lac = value
+        if held < P[ACK_QUORUM]:
+            break
+        lac += 1
     row[wb + HWM] = lac
     for index in range(1, lac + 1):  # the add callbacks complete in order up to the LAC
         row[_entry_slot(P, P[AB], index, 1)] = 1
 
 
 @njit(cache=True)
+def _bk_replacement(P, row, fragment):
+    """BookKeeperModel._replacement: the first live bookie outside `fragment`'s ensemble (-1: none)."""
+    for k in range(P[BOOKIES]):
+        if row[_server(P, k) + ALIVE] and not _bk_in_ensemble(P, row, fragment, k):
+            return k
+    return -1
+
+
+@njit(cache=True)
+def _bk_change_ensemble(P, row, b):
+    """BookKeeperModel.effect_change_ensemble: b replaced in a new fragment from the first unconfirmed
+    entry, in the ledger metadata unless recovery has begun."""
+    wb = _server(P, P[BOOKIES])
+    recovering = _bits(P, row, RESPONDED) > 0 or row[_server(P, P[BOOKIES] + 1) + ROLE] == 1
+    if recovering and P[BLOCK_ADDS]:  # the conditional metadata update fails: the writer stops
+        _become_follower(P, row, wb, row[wb + GEN])
+        return
+    changes = _bk_changes(P, row, False)
+    replacement = _bk_replacement(P, row, changes)
+    lac = row[wb + HWM]
+    slot = _bk_slot(P, changes + 1)
+    row[slot] = lac + 1
+    for position in range(P[ENSEMBLE_SIZE]):
+        member = _bk_member(P, row, changes, position)
+        row[slot + 1 + position] = replacement if member == b else member
+    row[_match(P, wb, b)] = min(row[_match(P, wb, b)], lac)
+    row[_match(P, wb, replacement)] = lac
+    row[P[EB]] = changes + 1
+    if not recovering:  # issue 1591: without blocking, a failed update leaves the change the writer's only
+        row[P[EB] + 1] = changes + 1
+
+
+@njit(cache=True)
 def _bk_fence(P, row, b):
-    """BookKeeperModel.effect_fence: the bookie is fenced and reports its LAC."""
+    """BookKeeperModel.effect_fence: the bookie is fenced and reports its LAC; recovery starts after the
+    highest one, and never before the ledger's last fragment."""
     bb, rb = _server(P, b), _server(P, P[BOOKIES] + 1)
-    if row[bb + HWM] > row[rb + LEN]:
-        known = min(row[bb + HWM], row[bb + LEN])
-        for position in range(P[L]):
-            row[rb + LOG + position] = row[bb + LOG + position] if position < known else 0
-        row[rb + LEN] = known
+    start = max(np.int64(row[bb + HWM]), _bk_first(P, row, _bk_changes(P, row, True)) - 1)
+    if start > row[rb + LEN]:
+        for position in range(start):
+            row[rb + LOG + position] = 1  # WRITER_GENERATION
+        row[rb + LEN] = start
     row[_extra(P, bb, FENCED)] = 1
     row[_extra(P, bb, RESPONDED)] = 1
+
+
+@njit(cache=True)
+def _bk_unwritable(P, row):
+    """BookKeeperModel._unwritable: an entry recovery read (after recovery_start) has fewer than AQ
+    live bookies in its write set to be written back to."""
+    rb, stored = _server(P, P[BOOKIES] + 1), _bk_changes(P, row, True)
+    start = _bk_first(P, row, stored) - 1  # BookKeeperModel.recovery_start
+    for k in range(P[BOOKIES]):
+        kb = _server(P, k)
+        if row[_extra(P, kb, RESPONDED)]:
+            start = max(start, np.int64(row[kb + HWM]))
+    for e in range(start + 1, np.int64(row[rb + LEN]) + 1):
+        live = 0
+        for k in range(P[BOOKIES]):
+            if row[_server(P, k) + ALIVE] and _bk_in_write_set(P, row, stored, e, k):
+                live += 1
+        if live < P[ACK_QUORUM]:
+            return True
+    return False
 
 
 @njit(cache=True)
@@ -579,30 +711,34 @@ def _bk_recovery_read(P, row, b):
     index = np.int64(row[rb + LEN]) + 1
     if P[READS_FENCE]:
         row[_extra(P, bb, FENCED)] = 1
-    if row[bb + LEN] >= index:
+    if _bk_holds(row, bb, index):
         row[rb + LOG + index - 1] = row[bb + LOG + index - 1]
         row[rb + LEN] = index
         for k in range(P[BOOKIES]):
             row[_extra(P, _server(P, k), NEGATIVES)] = 0
         return
     row[_extra(P, bb, NEGATIVES)] = 1
-    if _bits(P, row, NEGATIVES) < P[BOOKIES] - P[ACK_QUORUM] + 1:
+    if _bits(P, row, NEGATIVES) < P[WRITE_QUORUM] - P[ACK_QUORUM] + 1:
         return
-    end = index - 1  # entry `index` does not exist: the ledger closes before it
+    # Entry `index` does not exist: the ledger closes before it, and its last fragment's entries are
+    # written back to their write sets; nothing beyond the last entry is part of the ledger any more.
+    end = index - 1
+    stored = _bk_changes(P, row, True)
+    first = _bk_first(P, row, stored)
     for k in range(P[BOOKIES]):
         kb = _server(P, k)
-        if row[kb + ALIVE]:
-            for position in range(P[L]):
-                row[kb + LOG + position] = row[rb + LOG + position]
-            row[kb + LEN] = end
-            row[kb + HWM] = end
-        elif row[kb + LEN] > end:
-            for position in range(end, P[L]):
-                row[kb + LOG + position] = 0
-            row[kb + LEN] = end
-            row[kb + HWM] = min(row[kb + HWM], end)
+        for position in range(end, P[L]):
+            row[kb + LOG + position] = 0
+        member = False
+        for fragment in range(stored + 1):
+            member = member or _bk_in_ensemble(P, row, fragment, k)
+        if row[kb + ALIVE] and member:
+            for e in range(first, end + 1):  # the last fragment's: earlier ones are immutable
+                if _bk_in_write_set(P, row, stored, e, k):
+                    row[kb + LOG + e - 1] = 1
+            _bk_shape(P, row, kb, end)
         else:
-            row[kb + HWM] = min(row[kb + HWM], end)
+            _bk_shape(P, row, kb, min(np.int64(row[kb + HWM]), end))
     row[rb + GEN] = 2  # RECOVERY_GENERATION
     row[rb + ROLE] = 1
     row[rb + HWM] = end
@@ -610,12 +746,33 @@ def _bk_recovery_read(P, row, b):
 
 
 @njit(cache=True)
+def _bk_unread(P, row, base):
+    """BookKeeperModel.guard_read: an entry the bookie stores at or below its LAC has not been read (a
+    hole is no entry)."""
+    for e in range(min(row[base + HWM], row[base + LEN])):
+        generation = row[base + LOG + e]
+        if generation and not row[_read_slot(P, e + 1, generation)]:
+            return True
+    return False
+
+
+@njit(cache=True)
+def _bk_read(P, row, k):
+    base = _server(P, k)
+    for e in range(min(row[base + HWM], row[base + LEN])):
+        generation = row[base + LOG + e]
+        if generation:
+            row[_read_slot(P, e + 1, generation)] = 1
+
+
+@njit(cache=True)
 def _bookkeeper_successors(P, row, i, server_ids, out, parents, actions, hits, t):
     """BookKeeperModel.actions and effects: add, then per bookie send_add, fence, recovery_read,
-    read, crash, restart."""
+    read, crash, restart, and change_ensemble where the ensemble has spares."""
     bookies, writer, recovery = P[BOOKIES], _server(P, P[BOOKIES]), _server(P, P[BOOKIES] + 1)
     writing = row[writer + ROLE] == 1
     closed = row[recovery + ROLE] == 1
+    changes, stored = _bk_changes(P, row, False), _bk_changes(P, row, True)
     if writing:
         if row[writer + LEN] < P[L]:
             out[t] = row
@@ -626,42 +783,37 @@ def _bookkeeper_successors(P, row, i, server_ids, out, parents, actions, hits, t
             hits[HIT_LOG] = 1
     for b in range(bookies):
         bb = _server(P, b)
-        has_all = row[bb + LEN] >= row[writer + LEN] and row[bb + HWM] >= row[writer + HWM]
-        if writing and row[bb + ALIVE] and not has_all:
+        if writing and row[bb + ALIVE] and _bk_in_ensemble(P, row, changes, b) and (
+                _bk_pending(P, row, b, 0) or row[bb + HWM] < row[writer + HWM]):
             out[t] = row
             _bk_send_add(P, out[t], b)
             t = _emit(t, parents, actions, i, server_ids[SEND_ADD_ID, b])
     for b in range(bookies):
         bb = _server(P, b)
-        if not closed and row[bb + ALIVE] and not row[_extra(P, bb, RESPONDED)]:
+        if not closed and row[bb + ALIVE] and not row[_extra(P, bb, RESPONDED)] and \
+                _bk_in_ensemble(P, row, stored, b):
             out[t] = row
             _bk_fence(P, out[t], b)
             t = _emit(t, parents, actions, i, server_ids[FENCE_ID, b])
-    fenced_out = _bits(P, row, RESPONDED) >= bookies - P[ACK_QUORUM] + 1
-    # BookKeeperModel._unwritable: the answer that closes the ledger waits until the entries recovery
-    # read (after the highest LAC the fencing answers reported) can be written back to AQ live bookies.
-    start, live = 0, 0
-    for k in range(bookies):
-        kb = _server(P, k)
-        if row[_extra(P, kb, RESPONDED)]:
-            start = max(start, row[kb + HWM])
-        live += row[kb + ALIVE]
-    unwritable = row[recovery + LEN] > start and live < P[ACK_QUORUM]
-    closing = _bits(P, row, NEGATIVES) + 1 >= bookies - P[ACK_QUORUM] + 1
+    # Recovery reads start once E - AQ + 1 bookies answered the fencing read; the answer that would close
+    # the ledger (the WQ - AQ + 1th "no such entry") waits until what recovery read can be written back.
+    fenced_out = _bits(P, row, RESPONDED) >= P[ENSEMBLE_SIZE] - P[ACK_QUORUM] + 1
+    index = np.int64(row[recovery + LEN]) + 1
+    closing = _bits(P, row, NEGATIVES) + 1 >= P[WRITE_QUORUM] - P[ACK_QUORUM] + 1
+    unwritable = not closed and fenced_out and closing and _bk_unwritable(P, row)
     for b in range(bookies):
         bb = _server(P, b)
         if not closed and fenced_out and row[bb + ALIVE] and not row[_extra(P, bb, NEGATIVES)] and \
-                not (unwritable and closing and row[bb + LEN] <= row[recovery + LEN]):
+                _bk_in_write_set(P, row, stored, index, b) and not (unwritable and not _bk_holds(row, bb, index)):
             out[t] = row
             _bk_recovery_read(P, out[t], b)
             t = _emit(t, parents, actions, i, server_ids[RECOVERY_READ_ID, b])
     for b in range(bookies):
         bb = _server(P, b)
-        if row[bb + ALIVE]:
-            if _unread(P, row, bb):
-                out[t] = row
-                _read(P, out[t], b)
-                t = _emit(t, parents, actions, i, server_ids[READ_ID, b])
+        if row[bb + ALIVE] and _bk_unread(P, row, bb):
+            out[t] = row
+            _bk_read(P, out[t], b)
+            t = _emit(t, parents, actions, i, server_ids[READ_ID, b])
     for b in range(bookies):  # the journal keeps entries, LAC and fence: a crash only stops the bookie
         if row[_server(P, b) + ALIVE]:
             if row[0] < P[MAX_CRASHES]:
@@ -676,6 +828,13 @@ def _bookkeeper_successors(P, row, i, server_ids, out, parents, actions, hits, t
             out[t] = row
             out[t][_server(P, b) + ALIVE] = 1
             t = _emit(t, parents, actions, i, server_ids[RESTART_ID, b])
+    if P[ENSEMBLE_SIZE] < bookies:  # a failed write to a bookie of the ensemble, with a spare to take it
+        for b in range(bookies):
+            if writing and not row[_server(P, b) + ALIVE] and _bk_in_ensemble(P, row, changes, b) and \
+                    _bk_pending(P, row, b, row[writer + HWM]) and _bk_replacement(P, row, changes) >= 0:
+                out[t] = row
+                _bk_change_ensemble(P, out[t], b)
+                t = _emit(t, parents, actions, i, server_ids[CHANGE_ENSEMBLE_ID, b])
     return t
 
 
@@ -1211,6 +1370,10 @@ def _encode(P, row, order, buf):
             p += 1
     if P[SYSTEM] != RAFT:
         p = _encode_entries(P, row, P[AB], buf, p)
+    if bookkeeper and row[P[EB]]:  # BookKeeperModel._extra: the ensemble changes (never under symmetry)
+        for j in range(2 + row[P[EB]] * (1 + P[ENSEMBLE_SIZE])):
+            buf[p] = row[P[EB] + j]
+            p += 1
     if P[PARTITIONED]:  # the partitions made close the encoding
         buf[p] = row[P[PB]]
         p += 1

@@ -9,6 +9,10 @@
                                a leader's own ISR (bit k: replica k; zero unless a leader)]
     reads: one byte per (index 1..max_log, generation 0..max_generation), 1 when read
     ZAB, BookKeeper and Kafka, acked: the same, 1 when acknowledged to a client
+    BookKeeper only, its ensemble changes: [count, stored, then max_crashes slots of
+                  (first entry, ensemble_size bookies)] (BookKeeperState.ensembles and .stored;
+                  each change replaces a bookie that is down, which only a crash makes, so
+                  there are at most max_crashes of them; zero when the ensemble has no spares)
     partitioned models only: each server's cut bit after its extras (1: the isolated server), and
                   after everything else one byte, the partitions made
 A BookKeeper row's servers are its state's: the bookies, the writer, the recovery client.
@@ -70,7 +74,12 @@ class Layout:
         self.reads_base = 1 + n * self.server_width
         entries = max_log * (max_generation + 1)  # one byte per (index, generation)
         self.acked_base = self.reads_base + entries
-        self.channels_base = self.acked_base + (entries if extras else 0)
+        self.ensembles_base = self.acked_base + (entries if extras else 0)
+        # BookKeeper's ensemble changes: one slot per crash where the ensemble has spare bookies.
+        self.ensemble_size = model.ledger.ensemble_size if self.bookkeeper else 0
+        self.max_changes = config.max_crashes if self.bookkeeper and self.ensemble_size < config.servers else 0
+        ensembles = 2 + self.max_changes * (1 + self.ensemble_size) if self.bookkeeper else 0
+        self.channels_base = self.ensembles_base + ensembles
         self.message_width = 6 + max_log
         self.channel_width = 1 + capacity * self.message_width
         self.partitions_at = self.channels_base + (n * n * self.channel_width if self.async_network else 0)
@@ -79,7 +88,7 @@ class Layout:
         self.encoding_size = (3 + n * (5 + max_log + n) + 1 + 2 * max_log * (max_generation + 1)
                               + (n * n * (1 + capacity * self.message_width) if self.async_network else 0)
                               + (4 * n + n + 1 + 2 * entries if extras else 0) + (n * n if self.kafka else 0)
-                              + (n + 1 if self.partitioned else 0))
+                              + (n + 1 if self.partitioned else 0) + ensembles)
         quorum_k = n // 2 + 1 if protocol.quorum == "majority" else n - n // 2
         P = np.zeros(K.PARAMS, dtype=np.int64)
         P[K.COUNTING] = (1 << n) - 1
@@ -133,6 +142,10 @@ class Layout:
             P[K.BOOKIES] = model.n
             P[K.ACK_QUORUM] = model.ack_quorum
             P[K.READS_FENCE] = model.reads_fence
+            P[K.ENSEMBLE_SIZE] = model.ledger.ensemble_size
+            P[K.WRITE_QUORUM] = model.ledger.write_quorum
+            P[K.EB] = self.ensembles_base
+            P[K.BLOCK_ADDS] = model.block_add_completions
         if rule_tables.hooks_of(model):  # a variant's rules asked of every state (raft's and ZAB's)
             P = rule_tables.with_tables(P, rule_tables.of_model(model))
         self.params = P
@@ -169,6 +182,12 @@ class Layout:
                                   sum(1 << j for j, x in enumerate(s.isr) if x))
         if self.system != K.RAFT:
             self._pack_entries(row, self.acked_base, state.acked)
+        if self.bookkeeper and state.ensembles:
+            at = self.ensembles_base
+            row[at:at + 2] = (len(state.ensembles), state.stored)
+            for j, (first, ensemble) in enumerate(state.ensembles):
+                slot = at + 2 + j * (1 + self.ensemble_size)
+                row[slot:slot + 1 + self.ensemble_size] = (first, *ensemble)
         if self.partitioned:
             for k in range(n):
                 row[self.server_base(k) + self.cut_at] = state.cut[k]
@@ -256,8 +275,11 @@ class Layout:
         if self.bookkeeper:
             bits = [data[self.server_base(k) + 5 + max_log + n:][:3] for k in range(n - 2)]
             fenced, responded, negatives = (sum(b[f] << k for k, b in enumerate(bits)) for f in range(3))
+            at, size = self.ensembles_base, self.ensemble_size
+            ensembles = tuple((data[slot], tuple(data[slot + 1:slot + 1 + size]))
+                              for slot in range(at + 2, at + 2 + data[at] * (1 + size), 1 + size))
             return BookKeeperState(tuple(servers), reads, data[0], channels, fenced, responded, negatives,
-                                   self._unpack_entries(data, self.acked_base))
+                                   self._unpack_entries(data, self.acked_base), ensembles, data[at + 1])
         if self.partitioned:
             return PartitionState(tuple(servers), reads, data[0], channels, cut, partitions)
         return State(tuple(servers), reads, data[0], channels)

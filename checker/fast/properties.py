@@ -22,8 +22,8 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from hwm.checker.fast.kernels import AB, ALIVE, GEN, HWM, LEN, LOG, MAJORITY, N, NEEDED, PARTITIONED, RAFT, RB, ROLE, \
-    SYSTEM, G, L, _cut, _entry_slot, _read_slot, _server
+from hwm.checker.fast.kernels import AB, ACK_QUORUM, ALIVE, BOOKIES, GEN, HWM, LEN, LOG, MAJORITY, N, NEEDED, \
+    PARTITIONED, RAFT, RB, ROLE, SYSTEM, G, L, _bk_changes, _bk_in_write_set, _cut, _entry_slot, _read_slot, _server
 
 # ------------------------------------------------------------------ states
 @njit(cache=True)
@@ -85,6 +85,24 @@ def _holds_lease(row, base):
         if row[base + LOG + i] == row[base + GEN]:
             return True
     return False
+
+
+@njit(cache=True)
+def _ledger_copies(P, row, index, generation):
+    """properties.ledger.copies: how many bookies of the write set the ledger metadata names for entry
+    (index, generation) store it."""
+    stored = _bk_changes(P, row, True)
+    copies = 0
+    for k in range(P[BOOKIES]):
+        if _bk_in_write_set(P, row, stored, index, k) and _holds_entry(P, row, _server(P, k), index, generation):
+            copies += 1
+    return copies
+
+
+@njit(cache=True)
+def _removed_entry(before, after, base, position):
+    """properties.ledger._removed_entries: before's entry at `position` is gone from after's, and is no hole."""
+    return before[base + LOG + position] != 0 and _removed_at(before, after, base, position)
 
 
 @njit(cache=True)
@@ -160,6 +178,37 @@ def state_found(P, row, code):
                             index > row[base + HWM] or row[base + LEN] < index
                             or row[base + LOG + index - 1] != generation):
                         return True
+        return False
+    # properties.ledger, BookKeeper's properties in its ledger's terms: copies counted on AQ bookies of an
+    # entry's write set, holes (generation 0) are no entries.
+    if code == 9:  # CommittedOnQuorum: every entry at or below a hwm on AQ bookies of its write set
+        for k in range(n):
+            base = _server(P, k)
+            for index in range(1, min(row[base + HWM], row[base + LEN]) + 1):
+                generation = row[base + LOG + index - 1]
+                if generation and _ledger_copies(P, row, index, generation) < P[ACK_QUORUM]:
+                    return True
+        return False
+    if code == 10:  # AckedWriteNeverLost: an acknowledged entry on fewer than AQ bookies of its write set
+        for index in range(1, P[L] + 1):
+            for generation in range(P[G] + 1):
+                if row[_entry_slot(P, P[AB], index, generation)] and \
+                        _ledger_copies(P, row, index, generation) < P[ACK_QUORUM]:
+                    return True
+        return False
+    if code == 11:  # LogMatching over the entries both logs hold (holes skipped)
+        for a in range(n):
+            ab = _server(P, a)
+            for b in range(a + 1, n):
+                bb = _server(P, b)
+                for position in range(min(row[ab + LEN], row[bb + LEN]) - 1, -1, -1):
+                    x, y = row[ab + LOG + position], row[bb + LOG + position]
+                    if x and y and x == y:  # the highest entry both hold
+                        for p in range(position):
+                            x, y = row[ab + LOG + p], row[bb + LOG + p]
+                            if x and y and x != y:
+                                return True
+                        break
         return False
     return False
 
@@ -267,6 +316,30 @@ def step_found(P, before, after, code):
             if before[base + ALIVE] and before[base + ROLE] == 1 and after[base + ALIVE] and \
                     after[base + ROLE] != 1 and after[base + GEN] == before[base + GEN]:
                 return True
+        return False
+    # properties.ledger's step properties: a hole filled or dropped is no entry removed.
+    if code == 10:  # ReadNeverTruncated: a removal leaves a read entry on fewer than AQ bookies of its write set
+        if not _any_read(P, before):
+            return False
+        for k in range(n):
+            base = _server(P, k)
+            for position in range(before[base + LEN]):
+                generation = before[base + LOG + position]
+                if _removed_entry(before, after, base, position) and before[_read_slot(P, position + 1, generation)] \
+                        and _ledger_copies(P, after, position + 1, generation) < P[ACK_QUORUM]:
+                    return True
+        return False
+    if code == 11 or code == 12:  # HwmNeverTruncated (at or below the hwm), UncommittedTruncated (above, unread)
+        for k in range(n):
+            base = _server(P, k)
+            for position in range(before[base + LEN]):
+                if not _removed_entry(before, after, base, position):
+                    continue
+                if code == 11 and position + 1 <= before[base + HWM]:
+                    return True
+                if code == 12 and position + 1 > before[base + HWM] and \
+                        not before[_read_slot(P, position + 1, before[base + LOG + position])]:
+                    return True
         return False
     return False
 

@@ -3,7 +3,7 @@
 The models (`model/actions.py`, `model/zab.py`, `model/bookkeeper.py`,
 `model/kafka.py`, and the partitioned `model/partition.py`, `model/zab_partition.py`) and the
 properties (`properties/catalogue.py`, `properties/acked.py`, `properties/leases.py`,
-`properties/step_down.py`) are the specification. Here, on random reachable states of
+`properties/step_down.py`, BookKeeper's `properties/ledger.py`) are the specification. Here, on random reachable states of
 every preset and every flag value of every system (the rpc network, and the async
 one where the model has it; 3 and 4 servers; with partitions where the kernels have them; with and
 without symmetry): the same transitions in the same order,
@@ -164,9 +164,75 @@ SMALL = Config(servers=2, max_generation=3, max_log=2, max_crashes=1, network="r
                                   if p.protocol.system != "raft" and n in PROTOCOLS])
 def test_successors_equal_the_reference_breadth_first(name):
     """On the first 500 states of a breadth-first search of every preset of the systems beyond the raft
-    family (whose rules reach further from the start): the corners a random walk misses."""
-    model = build_model(PRESETS[name].protocol, SMALL)
+    family (whose rules reach further from the start): the corners a random walk misses. A BookKeeper
+    ledger with an ensemble of its own size runs on three bookies (striping on three, a spare for two)."""
+    protocol = PRESETS[name].protocol
+    model = build_model(protocol, SMALL if protocol.ensemble_size == "all" else replace(SMALL, servers=3))
     assert_successors_equal(model, breadth_first(model, 500))
+
+
+# Five bookies, three entries, three crashes: striping with spares (bookkeeper-striped's E=3 of 5), a second
+# ensemble change.
+LEDGER = Config(servers=5, max_generation=2, max_log=3, max_crashes=3, network="rpc")
+LEDGER_PRESETS = [name for name, p in PRESETS.items() if p.protocol.system == "bookkeeper"
+                  and p.protocol.ensemble_size != "all"]
+
+
+@pytest.mark.parametrize("name", LEDGER_PRESETS)
+def test_ledger_successors_equal_the_reference(name):
+    """BookKeeper's ledgers where their rules meet: stripes over an ensemble with a spare, a second
+    ensemble change, a change the metadata does not hold, recovery over several fragments."""
+    model = build_model(PRESETS[name].protocol, LEDGER)
+    assert_successors_equal(model, ledger_samples(model, name))
+
+
+def ledger_samples(model, name: str) -> list:
+    """Random reachable states of a ledger preset, with those where its rules meet: ensemble changes (the
+    most first), a closed ledger, a change the metadata does not hold (without blocked add completions)."""
+    walked = reachable(model, 3000, seed=zlib.crc32(name.encode()))
+    corners = [sorted((s for s in walked if s.ensembles), key=lambda s: -len(s.ensembles)),
+               [s for s in walked if model.closed(s)]]
+    if not model.block_add_completions:
+        corners.append([s for s in walked if s.stored < len(s.ensembles)])
+    assert all(corners), [len(c) for c in corners]
+    return walked[:150] + [s for corner in corners for s in corner[:50]]
+
+
+def _planted(monkeypatch, field, value):
+    """Kernels that read `value` for P[field] (one ledger rule changed in the kernels only)."""
+    from hwm.checker.fast import layout
+
+    built = layout.Layout.__init__
+
+    def planted(self, model, symmetry):
+        built(self, model, symmetry)
+        self.params[field] = value(self.params)
+
+    monkeypatch.setattr(layout.Layout, "__init__", planted)
+
+
+# Each BookKeeper ledger flag's value changed in the kernels only: (preset, P's field, its planted value).
+PLANTS = {
+    "ensemble_size": ("bookkeeper-striped", "ENSEMBLE_SIZE", lambda P, K: P[K.ENSEMBLE_SIZE] - 1),
+    "write_quorum": ("bookkeeper-striped", "WRITE_QUORUM", lambda P, K: P[K.ENSEMBLE_SIZE]),  # no stripes
+    "ack_quorum": ("bookkeeper-striped", "ACK_QUORUM", lambda P, K: P[K.ACK_QUORUM] - 1),
+    "bookkeeper_block_add_completions": ("bookkeeper-ensemble-change", "BLOCK_ADDS", lambda P, K: 0),
+}
+
+
+@pytest.mark.parametrize("flag", PLANTS)
+def test_a_planted_ledger_rule_makes_the_successors_differ(monkeypatch, flag):
+    """Check the check: kernels that read another value of one ledger flag than the model (a smaller
+    ensemble, entries sent to the whole ensemble, a smaller ack quorum, an ensemble change kept after
+    recovery began) fail the agreement above."""
+    from hwm.checker.fast import fields as K
+
+    name, field, value = PLANTS[flag]
+    _planted(monkeypatch, getattr(K, field), lambda P: value(P, K))
+    model = build_model(PRESETS[name].protocol, LEDGER)
+    samples = ledger_samples(model, name)
+    with pytest.raises(AssertionError):
+        assert_successors_equal(model, samples)
 
 
 @pytest.mark.parametrize("name", [n for n, p in PRESETS.items() if p.protocol.system in PARTITIONED_SYSTEMS
@@ -214,6 +280,19 @@ def bookkeeper_state(rng: random.Random, config: Config, state: State) -> BookKe
     bits = [rng.randrange(1 << config.servers) for _ in range(3)]
     servers = tuple(s._replace(role=FOLLOWER, match=()) for s in state.servers)
     return BookKeeperState(servers + (writer, recovery), state.reads, state.crashes, (), *bits, acked)
+
+
+def ledger_state(model):
+    """`bookkeeper_state` with holes in the bookies' logs and, where `model`'s ensemble has spares, up to
+    max_crashes ensemble changes of its size, some of them not in the ledger metadata."""
+    def extend(rng: random.Random, config: Config, state: State) -> BookKeeperState:
+        s = bookkeeper_state(rng, config, state)
+        n, size = config.servers, model.ledger.ensemble_size
+        bookies = tuple(b._replace(log=tuple(0 if rng.random() < 0.3 else g for g in b.log)) for b in s.servers[:n])
+        ensembles = tuple((rng.randint(1, config.max_log + 1), tuple(rng.sample(range(n), size)))
+                          for _ in range(rng.randint(0, config.max_crashes) if size < n else 0))
+        return s._replace(servers=bookies + s.servers[n:], ensembles=ensembles, stored=rng.randint(0, len(ensembles)))
+    return extend
 
 
 def with_cut(rng: random.Random, config: Config, state):
@@ -283,6 +362,17 @@ def test_compiled_properties_equal_the_catalogue_on_bookkeeper():
     assert {"AckedWriteNeverLost", "WriteAcknowledged"} <= set(found) and all(found.values()), found
 
 
+@pytest.mark.parametrize("name", LEDGER_PRESETS)
+def test_compiled_properties_equal_the_ledgers(name):
+    """The same for properties/ledger.py's properties (copies on AQ bookies of an entry's write set, holes
+    that are no entries), on each ledger preset's rows: its stripes and its ensemble changes."""
+    model = build_model(PRESETS[name].protocol, LEDGER)
+    assert model.in_ledger_terms
+    found = compiled_agree(model, (name,), ledger_state(model))
+    assert {"ReadNeverTruncated", "HwmNeverTruncated", "CommittedOnQuorum", "AckedWriteNeverLost", "LogMatching",
+            "UncommittedTruncated"} <= set(found) and all(found.values()), found
+
+
 def test_compiled_properties_equal_the_catalogue_on_kafka():
     """The same on Kafka's rows, whose catalogue adds acks=all's statement about new leaders."""
     found = compiled_agree(build_model(KAFKA, RPC), ("kafka-truncate-to-hwm", "kafka-kip101", "kafka-unclean-election"),
@@ -312,10 +402,10 @@ def test_kafka_truncation_rules_are_the_kernels():
 def test_every_catalogue_property_has_an_up_to_date_compiled_form():
     """A property added or changed in the catalogue is checked in Python (slowly) until compiled again."""
     models = [build_model(Protocol(system=system), RPC) for system in COMPILED_SYSTEMS]
+    models += [build_model(PRESETS[name].protocol, LEDGER) for name in LEDGER_PRESETS]  # properties.ledger's
     models += [build_model(PRESETS[name].protocol, CUT) for name in PROTOCOLS
                if name in PRESETS and PRESETS[name].protocol.system in PARTITIONED_SYSTEMS]
-    catalogue = {p.name: p for model in models for p in model.properties}
-    stale = [name for name, p in catalogue.items() if compiled_code(p) is None]
+    stale = sorted({p.name for model in models for p in model.properties if compiled_code(p) is None})
     assert not stale, (f"no compiled form (checker/fast/properties.py, listed in checker/fast/checks.py) of the current "
                        f"source of: {', '.join(stale)}")
 
