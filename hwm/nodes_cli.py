@@ -286,8 +286,8 @@ def test(command, server, loopback, recur, nodes, workload, clock, schedules, st
                                           "against the model (a node declares \"hwm_state\" in init_ok to be stepped)")
         if report.first_settle_rounds > first_settle_rounds(protocol):
             click.echo(f"the first settle grew to {report.first_settle_rounds} rounds (at least "
-                       f"{report.first_settle_rounds * WALL_TICK_MS / 1000:g} s of the nodes' own timers) while no "
-                       "operation succeeded: a node whose timers take seconds needs them to serve at all")
+                       f"{report.first_settle_rounds * WALL_TICK_MS / 1000:g} s of the nodes' own timers) while most "
+                       "schedules served no operation: a node whose timers take seconds needs them to serve at all")
         if not found:
             note = " (stopped by --time-limit)" if report.out_of_time else ""
             click.echo(f"no finding in {_plural(report.schedules, 'schedule')} of up to {steps} steps{note}; "

@@ -100,6 +100,8 @@ class HuntReport:
     faults: frozenset = frozenset()
     out_of_time: bool = False
     first_settle_rounds: int = 0  # the first settle's rounds in the latest schedule (`longer_first_settle`)
+    schedules_served: int = 0  # schedules in which some operation succeeded
+    last_unserved: bool = False  # the latest schedule sent operations and none succeeded
 
     @property
     def found(self) -> dict[str, RunResult]:
@@ -129,13 +131,14 @@ def first_settle_rounds(protocol: str | None) -> int:
 
 
 def longer_first_settle(report: HuntReport, clock: str, limits: Limits) -> int:
-    """The next schedule's first settle on the wall clock: twice the last, while no operation has
-    succeeded yet, up to the final phase's `settle_seconds` of ticks. A node whose own timers take
-    seconds (Maelstrom's demo Raft waits 2 to 4 s before it stands for election) serves nothing in
-    a fraction of a second, and a hunt of schedules that never let it elect says little; Maelstrom
-    runs such a node for tens of seconds."""
+    """The next schedule's first settle on the wall clock: twice the last, after a schedule whose
+    operations all failed while fewer than half the schedules so far served any, up to the final
+    phase's `settle_seconds` of ticks. A node whose own timers take seconds (Maelstrom's demo Raft
+    waits 2 to 4 s before it stands for election) serves nothing in a fraction of a second, and a
+    hunt of schedules that never let it elect says little; Maelstrom runs such a node for tens of
+    seconds. A node that serves most schedules keeps the short settle, whatever faults cost one."""
     rounds = report.first_settle_rounds
-    if clock != "wall" or report.answered_ok or not report.operations:
+    if clock != "wall" or not report.last_unserved or 2 * report.schedules_served >= report.schedules:
         return rounds
     return max(rounds, min(2 * rounds, int(limits.settle_seconds * 1000 / WALL_TICK_MS)))
 
@@ -454,7 +457,10 @@ def counted(report: HuntReport, result: RunResult, began: float, on_schedule=Non
     """Add one schedule run to its end to `report`; whether it failed (the hunt stops there)."""
     report.schedules += 1
     report.operations += result.operations()
-    report.answered_ok += sum(1 for op in result.history if op["step"] is not None and op["status"] == "ok")
+    served = sum(1 for op in result.history if op["step"] is not None and op["status"] == "ok")
+    report.answered_ok += served
+    report.schedules_served += served > 0
+    report.last_unserved = result.operations() > 0 and not served
     report.unanswered += len(result.unanswered)
     report.undecided += [f"schedule {report.schedules}, {line}" for line in result.undecided]
     if on_schedule is not None:
