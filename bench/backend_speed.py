@@ -2,13 +2,14 @@
 compiled one, side by side, at the tour's bounds and at one larger bound, so that a regression of either
 backend on any preset shows in one run.
 
-    python bench/backend_speed.py [--runs 3] [--only raft,zab] [--reference-states 20000] [--compiled-states 200000]
+    python bench/backend_speed.py [--runs 3] [--only raft,zab] [--servers 4] [--reference-states 20000]
+                                  [--compiled-states 200000]
 
 Rows: each preset at its tour bounds (`checker.verdict.tour_config` of the defaults: what `hwm check`
 without `--protocol` checks it at), then at those bounds with one more log entry (`max_log + 1`), symmetry
-on, as the tour runs. The searches take turns run by run, so a burst of other load on a shared machine
-falls on every row alike; each cell is the median over the runs of distinct states per CPU second of the
-search (set-up apart: the kernels are built or loaded, and each row's model searched once at tiny bounds,
+on, as the tour runs (`--servers` sets the servers of every row, e.g. BookKeeper's four bookies). The
+searches take turns run by run, so a burst of other load on a shared machine falls on every row alike;
+each cell is the median over the runs of distinct states per CPU second of the search (set-up apart: the kernels are built or loaded, and each row's model searched once at tiny bounds,
 before any clock starts). At the larger bound each backend stops after a number of states
 (`--reference-states`, `--compiled-states`: the reference backend is 10-40x slower, and some presets
 reach millions of states there); such a rate is that of the first levels, marked `*`. A preset the compiled backend has no form of shows `-` with the reason below the
@@ -18,7 +19,8 @@ others' load far less than wall seconds.
 
 Measured (`--runs 1`, load average 15-24, 1,424 s wall; the whole table in docs/scaling.md): the compiled
 backend at 37,000-191,000 states per CPU second, the reference one at 2,700-9,400, 8-32x apart on every
-preset the compiled backend has a form of.
+preset the compiled backend had a form of; BookKeeper's ledger presets since (`--runs 3`, with and without
+`--servers 4`, load average 1.6-2.0): 155,000-318,000 against 8,100-12,300, 16-33x.
 """
 
 from __future__ import annotations
@@ -36,8 +38,9 @@ sys.path.insert(0, ROOT)
 from bench.engines import uptime  # noqa: E402
 
 
-def configs(only: list[str] | None) -> list[tuple[str, str, object]]:
-    """(preset, bounds label, Config) per row: the tour's bounds, then one more log entry."""
+def configs(only: list[str] | None, servers: int | None = None) -> list[tuple[str, str, object]]:
+    """(preset, bounds label, Config) per row: the tour's bounds (with `servers` where given), then one more
+    log entry."""
     from hwm.checker.verdict import tour_config
     from hwm.model.state import Config
     from hwm.properties.protocol import PRESETS
@@ -47,6 +50,8 @@ def configs(only: list[str] | None) -> list[tuple[str, str, object]]:
         if only and preset not in only:
             continue
         tour = tour_config(preset, Config())
+        if servers:
+            tour = replace(tour, servers=servers)
         rows.append((preset, "tour", tour))
         rows.append((preset, "log+1", replace(tour, max_log=tour.max_log + 1)))
     return rows
@@ -74,6 +79,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--only", default=None, help="comma-separated presets (default: every preset)")
+    parser.add_argument("--servers", type=int, default=None, help="servers of every row (default: the tour's)")
     parser.add_argument("--reference-states", type=int, default=20_000,
                         help="states after which the reference backend stops at the larger bound")
     parser.add_argument("--compiled-states", type=int, default=200_000,
@@ -93,7 +99,7 @@ def main() -> None:
     unknown = sorted(set(only or ()) - set(PRESETS))
     if unknown:
         parser.error(f"--only: no preset named {', '.join(unknown)}")
-    rows = configs(only)
+    rows = configs(only, args.servers)
     prepare_fast()  # built or loaded before any timing
     print(f"symmetry on; median of {args.runs} runs; at log+1 stopped after {args.reference_states:,} states "
           f"(reference), {args.compiled_states:,} (compiled); {os.cpu_count()} cores; uptime: {uptime()}", flush=True)
