@@ -3,10 +3,10 @@
 The models (`model/actions.py`, `model/zab.py`, `model/bookkeeper.py`,
 `model/kafka.py`, and the partitioned `model/partition.py`, `model/zab_partition.py`) and the
 properties (`properties/catalogue.py`, `properties/acked.py`, `properties/leases.py`,
-`properties/step_down.py`, BookKeeper's `properties/ledger.py`) are the specification. Here, on random reachable states of
-every preset and every flag value of every system (the rpc network, and the async
-one where the model has it; 3 and 4 servers; with partitions where the kernels have them; with and
-without symmetry): the same transitions in the same order,
+`properties/step_down.py`, BookKeeper's `properties/ledger.py`) are the specification. Here, on random
+reachable states of every preset and every flag value of every system (the rpc network, and the async
+one where the model has it; 3 and 4 servers; with partitions where the kernels have them; BookKeeper's
+ledgers on five bookies too; with and without symmetry): the same transitions in the same order,
 the same successor states and fingerprints, the same bounds; packing round-trips;
 the compiled properties agree with the Python ones on states and steps. Whole
 reports (counts, depth, bounds, verdicts, traces) on every non-deep pin are
