@@ -302,3 +302,14 @@ def test_the_first_settle_grows_on_the_wall_clock_until_a_node_with_a_slow_timer
                   limits=Limits(settle_seconds=2.0))
     assert report.start_error is None and not report.failures, [str(f) for r in report.failures for f in r.findings]
     assert report.first_settle_rounds > 6 and report.answered_ok > 0, (report.first_settle_rounds, report.answered_ok)
+
+
+def test_a_passed_on_request_keeps_its_clients_src_through_a_partition_as_on_maelstroms_network():
+    # Maelstrom drops a message by its src, and clients are never cut off: n2's proxied write reaches
+    # the leader n1 across the partition, whose answer goes straight to the client.
+    steps = [{"op": "wait", "ms": 1200}, {"op": "partition", "groups": [["n2"], ["n1", "n3"]]},
+             {"op": "write", "node": "n2", "key": 0, "value": 1}, {"op": "deliver_all"}]
+    result = run_schedule(proxy_node(), Schedule(workload="lin-kv", clock="wall", steps=steps), SHORT)
+    assert result.protocol_error is None and result.findings == [], str(result.protocol_error)
+    assert [op["status"] for op in result.history if op["step"] is not None] == ["ok"]
+    assert any("n2→n1 write from c2 (in flight)" in event for events in result.events for event in events)
