@@ -207,22 +207,31 @@ def may_commit(enc: Encoding, s: Sym, l: int, p: int) -> z3.BoolRef:
     return z3.And(s.leader[l], enc.holds(s, l, p, s.gen[l]), 1 + enc.count(may_acknowledge) >= enc.quorum)
 
 
-def _later_generations_hold_what_a_leader_may_commit(enc, s):
+# Who must hold what leader l may still commit at index p+1 (each is needed at five servers).
+LATER_HOLDERS: dict[str, Callable] = {
+    "leader": lambda enc, s, l, c, p: z3.And(s.leader[c], s.gen[c] > s.gen[l]),
+    "log": lambda enc, s, l, c, p: enc.last_generation(s, c) > s.gen[l],
+    "acknowledged": lambda enc, s, l, c, p: z3.And(s.gen[c] > s.gen[l], s.match[l][c] > p),
+}
+
+
+def later_generations_hold_what_a_leader_may_commit(holders=tuple(LATER_HOLDERS)) -> Callable:
+    """The conjunct's formula, over the servers `holders` names (`LATER_HOLDERS`)."""
     # Leader Completeness (Raft §5.4.3) for a commit not counted yet: a leader of a later generation was
     # elected by a quorum, which meets every quorum that may still count l's entry in a server that had
     # acknowledged it before it voted (after voting it would refuse l), so the new leader's log was at
     # least as up to date as one holding the entry. Logs written since by such leaders, and the
     # acknowledgements that moved on with their servers, still hold it.
-    parts = []
-    for l in _servers(enc):
-        for p in _positions(enc):
-            later_than_l = [z3.Or(z3.And(s.leader[c], s.gen[c] > s.gen[l]), enc.last_generation(s, c) > s.gen[l],
-                                  z3.And(s.gen[c] > s.gen[l], s.match[l][c] > p))
-                            for c in _servers(enc)]
-            mc = may_commit(enc, s, l, p)
-            parts += [z3.Implies(z3.And(mc, later_than_l[c]), enc.holds(s, c, p, s.gen[l]))
-                      for c in _servers(enc) if c != l]
-    return _all(parts)
+    def formula(enc, s):
+        parts = []
+        for l in _servers(enc):
+            for p in _positions(enc):
+                mc = may_commit(enc, s, l, p)
+                parts += [z3.Implies(z3.And(mc, z3.Or([LATER_HOLDERS[h](enc, s, l, c, p) for h in holders])),
+                                     enc.holds(s, c, p, s.gen[l]))
+                          for c in _servers(enc) if c != l]
+        return _all(parts)
+    return formula
 
 
 RAFT_INVARIANT: tuple[Conjunct, ...] = (
@@ -260,7 +269,7 @@ RAFT_INVARIANT: tuple[Conjunct, ...] = (
     Conjunct("LaterGenerationsHoldWhatALeaderMayCommit", "if leader l may still commit its own entry at an "
              "index (those that acknowledged it, or may yet, make a quorum), every leader of a later generation, "
              "every log ending in a later generation and every server that acknowledged it and moved on holds it",
-             _later_generations_hold_what_a_leader_may_commit),
+             later_generations_hold_what_a_leader_may_commit()),
 )
 
 
