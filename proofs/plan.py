@@ -89,9 +89,6 @@ def unencoded(protocol: Protocol) -> str | None:
     if protocol.system not in ENCODED_SYSTEMS:
         return (f"the z3 encodings are the {', '.join(ENCODED_SYSTEMS)} models'; this protocol follows the "
                 f"{protocol.system} rules")
-    if protocol.system == "bookkeeper":
-        from hwm.proofs.bookkeeper import unencoded_ledger
-        return unencoded_ledger(protocol)
     if protocol.system == "kafka" and not protocol.controller_fencing:
         return ("controller_fencing=false matters only on a partitioned network (model/kafka_partition.py), "
                 "which the z3 encoding does not have")

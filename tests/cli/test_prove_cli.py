@@ -32,10 +32,6 @@ def test_prove_refuses_what_it_has_no_encoding_for_in_one_line():
          "Error: hwm prove cannot check kafka-without-controller-fencing: controller_fencing=false matters only on "
          "a partitioned network (model/kafka_partition.py), which the z3 encoding does not have (check it with "
          "hwm check --protocol kafka-without-controller-fencing)"),
-        (("--protocol", "bookkeeper-striped"),
-         "Error: hwm prove cannot check bookkeeper-striped: the z3 encoding has the default ledger only (every "
-         "bookie in the ensemble, write quorum = ensemble, ack quorum a majority), not ensemble_size=3, "
-         "write_quorum=2, ack_quorum=2 (check it with hwm check --protocol bookkeeper-striped)"),
         (("--protocol", "bookkeeper", "--property", "AcknowledgedWriteKept"),
          "Error: the bookkeeper model keeps no state AcknowledgedWriteKept is about (--property takes "
          "ReadNeverTruncated, HwmNeverTruncated, ReadNeverLost, ReadsAgree, HwmWithinLog, CommittedOnQuorum, "

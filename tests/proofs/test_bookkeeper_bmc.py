@@ -1,8 +1,10 @@
-"""BookKeeper's default ledger as z3 formulas (proofs/bookkeeper.py): guards and effects against
+"""BookKeeper's ledgers as z3 formulas (proofs/bookkeeper.py): guards and effects against
 `model/bookkeeper.py` on sampled reachable states, and bounded model checking whose shortest violations
 equal the explorer's pinned lengths (tests/pinned.py), each trace replayed on `BookKeeperModel`.
-Default run: conformance on both presets, recovery without fencing on two bookies, safe BookKeeper
-clean; `-m deep` adds three bookies (every property) and the refusals of the ledgers not encoded."""
+Default run: conformance on every preset (striping, ensemble changes), recovery without fencing on two
+bookies, safe BookKeeper clean, the striped and ensemble-change ledgers at the explorer's bounds, issue
+1591 at its pinned lengths, and a weakened fencing rule planted in the encoding caught; `-m deep` adds the
+default ledgers on three bookies and the ledger presets on four."""
 
 from __future__ import annotations
 
@@ -10,28 +12,38 @@ import pytest
 
 from hwm.model.registry import build_model
 from hwm.model.state import Config
+from hwm.proofs.bmc import EncodingMismatch, bmc
+from hwm.proofs.bookkeeper import BookKeeperEncoding
 from hwm.proofs.encodings import encoding_for
 from hwm.proofs.plan import unencoded
 from hwm.properties.protocol import PRESETS, presets_of
 from tests.proofs.sampling import bmc_disagreements, sample_states
 
 ENCODED = ["bookkeeper", "bookkeeper-recovery-without-fencing"]
+LEDGERS = ["bookkeeper-striped", "bookkeeper-ensemble-change", "bookkeeper-unblocked-adds"]
 
 
-def test_only_the_default_ledger_is_encoded():
-    assert [name for name in presets_of("bookkeeper") if unencoded(PRESETS[name].protocol) is None] == ENCODED
-    why = unencoded(PRESETS["bookkeeper-striped"].protocol)
-    assert why.startswith("the z3 encoding has the default ledger only") and "write_quorum=2" in why
+def test_every_ledger_is_encoded():
+    assert [name for name in presets_of("bookkeeper") if unencoded(PRESETS[name].protocol) is None] == ENCODED + LEDGERS
 
 
-@pytest.mark.parametrize("name", ENCODED)
-def test_bookkeeper_encoding_agrees_with_the_model(name):
+def test_ensemble_changes_need_crashes_bounded():
+    # One fragment slot per change, and a change replaces a bookie that is down: induction's unbounded
+    # crashes leave the slots unbounded.
+    with pytest.raises(ValueError, match="ensemble_size=2 of 3 bookies leaves spares"):
+        BookKeeperEncoding(PRESETS["bookkeeper-ensemble-change"].protocol, 3, 1)
+
+
+@pytest.mark.parametrize("name, servers", [(name, 3) for name in ENCODED + LEDGERS] + [("bookkeeper-striped", 4)])
+def test_bookkeeper_encoding_agrees_with_the_model(name, servers):
     protocol = PRESETS[name].protocol
-    config = Config(servers=3, max_log=2, max_crashes=1)
-    states = sample_states(protocol, config, 12, limit=3000, seed=1)
-    # Fenced bookies, recovery under way and a closed ledger are in the sample.
+    config = Config(servers=servers, max_log=2, max_crashes=1)
+    states = sample_states(protocol, config, 24, limit=4000, seed=1)
+    # Fenced bookies, recovery under way and a closed ledger are in the sample (and, with spares, changes).
     assert any(s.fenced for s in states) and any(s.negatives for s in states)
-    enc = encoding_for(protocol, 3, 2, max_generation=config.max_generation, max_crashes=1, bitvectors=True)
+    assert any(s.ensembles for s in states) == (servers > protocol.ensemble_size if protocol.ensemble_size != "all"
+                                                else False)
+    enc = encoding_for(protocol, servers, 2, max_generation=config.max_generation, max_crashes=1, bitvectors=True)
     assert enc.actions == build_model(protocol, config).action_table()
     assert enc.disagreements(build_model(protocol, config), states) == []
 
@@ -49,6 +61,50 @@ def test_safe_bookkeeper_bmc_shows_nothing_on_two_bookies():
 @pytest.mark.parametrize("name", ENCODED)
 def test_bookkeeper_bmc_on_three_bookies_equals_the_explorers(name):
     assert bmc_disagreements(name, Config(), 10) == {}
+
+
+# The ledger presets at the explorer's bounds (`hwm check --protocol ...`: three bookies, one entry, one
+# crash; the striped ledger's space is 12 steps deep, so depth 12 covers it), every property.
+@pytest.mark.parametrize("name, depth", [("bookkeeper-striped", 12), ("bookkeeper-ensemble-change", 10),
+                                         ("bookkeeper-unblocked-adds", 10)])
+def test_ledger_bmc_equals_the_explorers(name, depth):
+    assert bmc_disagreements(name, Config(), depth) == {}
+
+
+def test_unblocked_adds_shortest_violations_are_the_explorers():
+    # Issue 1591: acknowledged on the writer's new ensemble at 6 steps, lost to recovery at 9 and 10.
+    found = bmc(PRESETS["bookkeeper-unblocked-adds"].protocol, Config(),
+                ("CommittedOnQuorum", "AckedWriteNeverLost", "HwmNeverTruncated", "ReadNeverTruncated"), 10)
+    assert {p: r.length for p, r in found.items()} == {"CommittedOnQuorum": 6, "AckedWriteNeverLost": 6,
+                                                       "HwmNeverTruncated": 9, "ReadNeverTruncated": 10}
+    assert "change_ensemble(S2)" in found["AckedWriteNeverLost"].steps
+
+
+@pytest.mark.deep
+@pytest.mark.parametrize("name", LEDGERS)
+def test_ledger_bmc_on_four_bookies_equals_the_explorers(name):
+    # Four bookies: the striped ledger gets a spare, so ensemble changes, as the other two have.
+    assert bmc_disagreements(name, Config(servers=4), 10) == {}
+
+
+def test_a_weakened_fencing_rule_is_caught(monkeypatch):
+    # Planted in the encoding only: recovery reads after E - AQ fencing answers (one of three) and do
+    # not fence. BMC then finds an acknowledged entry lost in 5 steps, and its replay on the model fails.
+    # (E - AQ alone is not enough at these bounds: a recovery read fences the bookie that reports the
+    # entry missing, and that bookie is in the entry's write set, so no ack quorum can form.)
+    encoded = BookKeeperEncoding.__init__
+
+    def weakened(self, *args, **kwargs):
+        encoded(self, *args, **kwargs)
+        self.fencing_needed -= 1
+        self.reads_fence = False
+
+    monkeypatch.setattr(BookKeeperEncoding, "__init__", weakened)
+    protocol = PRESETS["bookkeeper-striped"].protocol
+    found = bmc(protocol, Config(), ("AckedWriteNeverLost",), 6, check_replay=False)
+    assert found["AckedWriteNeverLost"].length == 5
+    with pytest.raises(EncodingMismatch, match="fencing has not completed"):
+        bmc(protocol, Config(), ("AckedWriteNeverLost",), 6)
 
 
 def test_the_encoding_waits_for_the_write_back_as_the_model_does():
