@@ -46,6 +46,7 @@ CASES = [
     ("zab-ack-before-persist", 3, 2, 1, 1, "rpc", True),
     ("bookkeeper-recovery-without-fencing", 3, 4, 1, 1, "rpc", True),
     ("kafka-kip101", 2, 3, 2, 1, "rpc", True),  # Kafka's model: its own state type and bytes
+    ("bookkeeper-striped", 3, 1, 1, 0, "rpc", False),  # a striped ledger (never with symmetry): write sets of 2
 ]
 DEEP_CASES = [
     ("raft", 3, 3, 1, 1, "rpc", True),
@@ -474,9 +475,10 @@ def test_executors_expand_with_the_chosen_backend(spark):
         spark_bfs(RaftModel(PRESETS["raft"].protocol, config_of(TINY)[1]), "raft", spark=spark, successors="quick")
 
 
-# The executors' compiled successors on both networks by default; the other systems' kernels (each
-# equal to the reference in tests/checker/test_engine.py) on Spark under -m deep.
-FAST_CASES = CASES[:2] + [pytest.param(key, marks=pytest.mark.deep) for key in CASES[2:]]
+# The executors' compiled successors on both networks and a striped ledger (the newest kernels) by
+# default; the other systems' kernels (each equal to the reference in tests/checker/test_engine.py)
+# on Spark under -m deep.
+FAST_CASES = CASES[:2] + [CASES[-1]] + [pytest.param(key, marks=pytest.mark.deep) for key in CASES[2:-1]]
 
 
 @pytest.mark.skipif(not FAST, reason="the fast successor backend (checker.fast) is not installed")
