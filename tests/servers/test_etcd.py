@@ -6,6 +6,7 @@ not installed."""
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import signal
 import socket
@@ -146,7 +147,10 @@ def test_the_next_run_cleans_up_after_a_run_killed_with_sigkill(tmp_path):
                            timeout=120)
     assert after.returncode == 0, after.stderr
     notes = after.stderr.splitlines()
-    assert f"note: removed {folder} left by hwm run {hwm.pid}, which is gone (killed 3 of its server processes)" in notes
+    # As many as were running at the SIGKILL: a schedule's own kill step may have had one down then.
+    left = re.compile(rf"note: removed {re.escape(str(folder))} left by hwm run {hwm.pid}, which is gone "
+                      r"\(killed [1-3] of its server processes\)")
+    assert any(left.fullmatch(note) for note in notes), notes
     assert f"note: removed nftables table inet hwm_{hwm.pid} left by a run that is gone" in notes
     assert not folder.exists()
     assert f"inet hwm_{hwm.pid}" not in tables()
