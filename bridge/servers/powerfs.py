@@ -260,13 +260,16 @@ def _operations():
 
         def _inodes(self) -> dict[int, list[str]]:
             """Every inode of the backing folder and the attic, with its paths (the live ones first)."""
-            where: dict[int, list[str]] = {}
+            where: dict[int, list[str]] = {os.lstat(self.backing).st_ino: [self.backing]}
+            # Not the attic nor `_revert_entries`' limbo themselves, only what they hold: made by hwm,
+            # either may have the number of an inode a recorded change names, freed and reused since.
+            own = (self.attic, os.path.join(self.attic, "limbo"))
             for top in (self.backing, self.attic):
-                where.setdefault(os.lstat(top).st_ino, []).append(top)
                 for folder, dirs, files in os.walk(top):
                     for name in dirs + files:
                         full = os.path.join(folder, name)
-                        where.setdefault(os.lstat(full).st_ino, []).append(full)
+                        if full not in own:
+                            where.setdefault(os.lstat(full).st_ino, []).append(full)
             return where
 
         def _kept_operations(self, where: dict[int, list[str]], seed: int | None) -> dict[int, int]:
@@ -579,8 +582,12 @@ def _serve_control(fs, sock_path: str) -> None:
         with conn:
             command, *seed = conn.recv(64).decode().split()
             if command in ("lose-power", "pending") and all(s.isdigit() for s in seed):
-                dropped = fs.lose_power(*map(int, seed)) if command == "lose-power" else fs.pending()
-                answer = " ".join(str(n) for n in astuple(dropped))
+                try:
+                    dropped = fs.lose_power(*map(int, seed)) if command == "lose-power" else fs.pending()
+                except OSError as e:  # answered, not the end of the control thread
+                    answer = f"error {command}: {e}"
+                else:
+                    answer = " ".join(str(n) for n in astuple(dropped))
             elif command == "sync":
                 fs.sync()
                 answer = "ok"
@@ -636,7 +643,10 @@ class PowerMount:
     def lose_power(self, seed: int | None = None) -> Dropped:
         """Drop every unsynced write and directory entry, or with a seed what it does not keep
         (PowerFS.lose_power). Only while nothing runs on the mount."""
-        return Dropped(*map(int, self.ask("lose-power" if seed is None else f"lose-power {seed}").split()))
+        answer = self.ask("lose-power" if seed is None else f"lose-power {seed}")
+        if answer.startswith("error") or not answer:
+            raise OSError(f"{self.mount}: the power failure failed: {answer or 'no answer (see ' + str(self.log) + ')'}")
+        return Dropped(*map(int, answer.split()))
 
     def sync(self) -> None:
         self.ask("sync")

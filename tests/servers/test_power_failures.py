@@ -105,5 +105,9 @@ def test_stock_etcd_stays_clean_when_power_failures_keep_part_of_what_was_not_fs
                          on_schedule=lambda _, result: runs.append(result))
     assert report.schedules == 4
     assert not report.failures, [str(f) for r in report.failures for f in r.findings]
+    # Some power failures carried a seed and said what they kept. Whether anything was left unsynced
+    # to keep depends on where etcd was when the power went (tests/servers/test_powerfs.py keeps
+    # prefixes and tears writes on a mount for certain).
     kept = [e for r in runs for events in r.events for e in events if "lost power" in e and "; kept " in e]
-    assert any("; kept 0 bytes not fsynced (0 writes torn) and 0 " not in e for e in kept), kept  # some kept something
+    assert kept and all(any("keep_seed" in step for step in r.schedule.steps if step["op"] == "power_fail")
+                        for r in runs if any("; kept " in e for events in r.events for e in events)), kept
