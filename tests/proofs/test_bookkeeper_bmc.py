@@ -77,7 +77,8 @@ def test_unblocked_adds_shortest_violations_are_the_explorers():
                 ("CommittedOnQuorum", "AckedWriteNeverLost", "HwmNeverTruncated", "ReadNeverTruncated"), 10)
     assert {p: r.length for p, r in found.items()} == {"CommittedOnQuorum": 6, "AckedWriteNeverLost": 6,
                                                        "HwmNeverTruncated": 9, "ReadNeverTruncated": 10}
-    assert "change_ensemble(S2)" in found["AckedWriteNeverLost"].steps
+    # Which bookie the writer replaces is z3's choice (S1 in one run, S2 in another): that it does is not.
+    assert any(step.startswith("change_ensemble(") for step in found["AckedWriteNeverLost"].steps)
 
 
 @pytest.mark.deep
