@@ -55,8 +55,8 @@ import contextlib
 import ctypes
 import errno
 import os
-import shutil
 import random
+import shutil
 import socket
 import stat
 import subprocess
