@@ -626,6 +626,18 @@ def test_a_late_refusal_does_not_raise_the_match_index():
     assert c["S1"].match["S2"] == 2
 
 
+def test_a_refusal_of_an_append_sent_before_the_leader_backed_off_is_stale():
+    # next_index is 3 after a refusal made the leader back off; a refusal of the append it had sent
+    # before, at prev_index 3, comes late. It says nothing new: the leader keeps probing from 3.
+    c = Cluster()
+    c.elect("S1", ["S1", "S2"])
+    for _ in range(5):
+        c.write("S1")
+    c["S1"].match["S2"], c["S1"].next_index["S2"] = 1, 3
+    c["S1"].step(AppendReply(1, "S2", False, 3, 0, 0))  # its hint: nothing agrees above 0
+    assert (c["S1"].match["S2"], c["S1"].next_index["S2"]) == (1, 3)
+
+
 def test_async_network_reply_reordering_matches_the_model():
     trace = [(E, 0, (0, 1)), (W, 0), ("send", 0, 1), (W, 0), ("send", 0, 1), ("deliver", 0, 1),
              ("deliver", 0, 1), ("deliver", 1, 0), ("deliver", 1, 0), (RS, 0)]
