@@ -850,6 +850,9 @@ def test_describe_shows_what_decides_the_next_step():
     assert (leader["role"], leader["generation"], leader["last_index"], leader["hwm"]) == ("leader", 1, 1, 1)
     assert leader["followers"]["S2"]["match"] == 1 and leader["followers"]["S3"]["match"] == 0
     assert set(leader["followers"]["S3"]) == {"match", "next", "in_flight", "confirmed", "quiet", "silent"}
+    # S2 answered with progress (its append's acknowledgement), S3 never did: a person reads which
+    # follower the leader pipelines to.
+    assert leader["followers"]["S2"]["confirmed"] is True and leader["followers"]["S3"]["confirmed"] is False
     follower = c["S3"]
     follower.pre_campaign()
     state = follower.describe()
