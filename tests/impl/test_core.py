@@ -390,6 +390,20 @@ def test_restart_to_leader_hwm_ignores_a_stale_leader_and_waits_for_answers():
     assert not replica.rejoining and replica.log_generations() == (1,)
 
 
+def test_a_rejoining_server_that_stands_before_any_answer_stops_waiting_for_them_first():
+    # Its election timer ran out before any peer answered its HwmQuery (every peer down, say): it
+    # stands as a server that has finished rejoining, keeping its log, not as one still waiting.
+    c = Cluster(protocol(restart="truncate-to-leader-hwm"))
+    c.elect("S1", ["S1", "S2"])
+    c.write("S1")
+    c.replicate("S1", "S3")
+    c.crash("S3")
+    replica = c.start("S3")
+    assert replica.rejoining
+    replica.pre_campaign()
+    assert not replica.rejoining and replica.rejoin_answered == 0 and replica.log_generations() == (1,)
+
+
 def test_restart_to_leader_hwm_keeps_the_log_when_the_leader_is_older():
     r = Replica("S3", ["S1", "S2"], protocol(restart="truncate-to-leader-hwm"),
                 FakeDurable(5, None, 0, ((1, b"a"), (5, b"b"))))
