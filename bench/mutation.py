@@ -88,7 +88,8 @@ SERVERS = "tests/servers/"
 TARGETS: dict[str, Target] = {
     # impl/
     "impl/__init__.py": Target((), 0),
-    "impl/client.py": Target((*RUNTIME_FAST, "tests/impl/test_sessions.py", "tests/impl/test_checked_arguments.py"), 6),
+    "impl/client.py": Target((*RUNTIME_FAST, "tests/impl/test_sessions.py", "tests/impl/test_checked_arguments.py",
+                              "tests/impl/test_client_outcomes.py"), 6),
     "impl/codec.py": Target(("tests/impl/test_codec.py", "tests/impl/test_codec_counts.py",
                              "tests/impl/test_codec_frame_limit.py", "tests/impl/test_codec_bounds.py"), 9),
     "impl/controller.py": Target((
@@ -103,7 +104,9 @@ TARGETS: dict[str, Target] = {
     "impl/fs.py": Target(("tests/impl/test_fs_seam.py", "tests/impl/test_fs_os_calls.py",
                           "tests/impl/test_storage.py", "tests/impl/test_checked_arguments.py"), 4),
     "impl/kafka.py": Target(("tests/impl/test_kafka.py", "tests/sim/test_dst_kafka.py",
-                             "tests/impl/test_controller_durability.py"), 15),
+                             "tests/impl/test_controller_durability.py",
+                             "tests/impl/test_kafka_runtime.py::test_a_follower_behind_for_no_longer_than_the_lag_stays_in_the_isr"),
+                            15),
     "impl/messages.py": Target(("tests/impl/test_codec.py", "tests/impl/test_codec_counts.py",
                                 "tests/impl/test_kafka.py", "tests/impl/test_zab.py",
                                 "tests/impl/test_checked_arguments.py"), 10),

@@ -314,6 +314,25 @@ def test_kafka_7164_truncate_after_every_epoch_change(name, truncates):
     assert c["S2"].truncating is truncates and c["S2"].generation == 5
 
 
+def test_kafka_7164_a_follower_of_the_same_leader_in_the_next_epoch_does_not_truncate():
+    # Fenced: Partition.makeFollower still returns early when the leader is unchanged and no epoch
+    # was missed; the follower goes on fetching where it is.
+    follower = KafkaReplica("S2", ["S1"], rule("fenced"), storage((1, 1)).load())
+    follower.step(LeaderAndIsr(1, "S1", ("S1", "S2")))
+    follower.truncating = False  # its epoch query answered
+    follower.step(LeaderAndIsr(2, "S1", ("S1", "S2")))
+    assert follower.generation == 2 and follower.truncating is False
+
+
+def test_describe_gives_each_followers_fetch_offset_and_0_before_its_first_fetch():
+    # What `kill -USR1` logs of a stalled leader: where each follower fetches from; 0 for one never heard.
+    leader = KafkaReplica("S1", ["S2", "S3"], KAFKA, storage((1,)).load())
+    leader.step(LeaderAndIsr(1, "S1", ("S1", "S2", "S3")))
+    leader.step(FetchRequest("S2", 1, None))
+    followers = leader.describe()["followers"]
+    assert (followers["S2"]["fetch_offset"], followers["S3"]["fetch_offset"]) == (1, 0), followers
+
+
 def test_kip320_fences_a_fetch_from_another_epoch():
     c = ok(hand_built(KAFKA, (), (), ()), ("elect", "S1", ("S1", "S2")), ("elect", "S3", ("S1", "S3")),
            ("elect", "S1", ("S1", "S3")))
