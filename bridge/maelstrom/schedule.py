@@ -17,7 +17,9 @@ the `nth`, which reorders), `deliver_all`, `partition` (`groups` of nodes), `hea
 replaced by the copy kept at start-up, bridge/servers/run.py) and `power_fail` (SIGKILL, its writes
 and directory entries not fsynced dropped, a restart: bridge/servers/powerfs.py; with `keep_seed`, what
 the disk keeps of them, a prefix of each file's writes, the last perhaps torn, and of each directory's
-entries, is drawn from that seed), and `concurrent`: its `steps`, client
+entries, is drawn from that seed; with `during`, client requests of the workload sent at once,
+each by a client of its own, and the power cut `after_ms` milliseconds later, while they are in
+flight: what the member was writing for them is what it had not fsynced), and `concurrent`: its `steps`, client
 requests of the workload, sent at once by clients of their own (a real server's run, bridge/servers/run.py); the clock's `tick` (one node, or all) and
 `wait` (`ms` of wall-clock time); `settle` is `rounds` rounds of a tick of every node and deliver_all. `findings`, `history` and `observations` record what the saved
 run saw; a replay runs `steps` and compares. A real server's schedule with power failures names the
@@ -116,6 +118,8 @@ class Schedule:
 # Steps only a real server's run takes (bridge/servers/run.py): a node program's run has no data
 # directory copy, no filesystem of hwm's under it and one client at a time.
 SERVER_STEPS = ("rollback", "power_fail", "concurrent")
+# A power failure during requests comes while they are in flight: within one request's wait.
+MAX_AFTER_MS = 1000
 
 
 def check_step(step, nodes: list[str], workload: str, number: int | None = None, file=None) -> dict:
@@ -149,19 +153,36 @@ def check_step(step, nodes: list[str], workload: str, number: int | None = None,
     if op == "power_fail" and "keep_seed" in step and (type(step["keep_seed"]) is not int or step["keep_seed"] < 0):
         bad(f"'keep_seed' must be a non-negative integer (what the disk keeps of unsynced writes is drawn from "
             f"it), got {step['keep_seed']!r}", "keep_seed")
+    if op == "power_fail" and ("during" in step or "after_ms" in step):
+        if "during" not in step:
+            bad("'after_ms' says when the power goes while the requests of 'during' are in flight; there is no "
+                "'during'", "after_ms")
+        if "after_ms" not in step:
+            bad("a power failure 'during' requests needs 'after_ms', the milliseconds from sending them to the cut",
+                "after_ms")
+        if type(step["after_ms"]) is not int or not 0 <= step["after_ms"] <= MAX_AFTER_MS:
+            bad(f"'after_ms' must be an integer from 0 to {MAX_AFTER_MS} (the requests are in flight), "
+                f"got {step['after_ms']!r}", "after_ms")
+        _check_requests(step["during"], "during", "a power failure's 'during'", bad, nodes, workload, number, file)
     if op == "concurrent":
-        if not step["steps"]:
-            bad("a concurrent step needs at least one request", "steps")
-        for inner in step["steps"]:
-            if not isinstance(inner, dict) or inner.get("op") not in CLIENT_OPS.get(workload, ()):
-                bad(f"a concurrent step's steps are requests of the {workload} workload "
-                    f"({', '.join(CLIENT_OPS.get(workload, ()))})", "steps")
-            check_step(inner, nodes, workload, number, file)
+        _check_requests(step["steps"], "steps", "a concurrent step's steps", bad, nodes, workload, number, file)
     if op == "partition":
         seen = [n for group in step["groups"] if isinstance(group, list) for n in group]
         if not all(isinstance(g, list) for g in step["groups"]) or any(n not in nodes for n in seen):
             bad(f"groups must be lists of nodes of {', '.join(nodes)}", "groups")
     return step
+
+
+def _check_requests(requests, name: str, what: str, bad, nodes, workload, number, file) -> None:
+    """Requests sent at once (a concurrent step's, a power failure's `during`): a non-empty list of
+    client requests of the workload."""
+    ops = CLIENT_OPS.get(workload, ())
+    if not isinstance(requests, list) or not requests:
+        bad(f"{what} needs at least one request of the {workload} workload ({', '.join(ops)})", name)
+    for inner in requests:
+        if not isinstance(inner, dict) or inner.get("op") not in ops:
+            bad(f"{what} are requests of the {workload} workload ({', '.join(ops)}), got {inner!r}", name)
+        check_step(inner, nodes, workload, number, file)
 
 
 def load(path) -> Schedule:
@@ -235,6 +256,9 @@ def describe(step: dict) -> str:
         return "partition(" + " | ".join(" ".join(g) for g in step["groups"] if g) + ")"
     if op == "concurrent":
         return " ‖ ".join(describe(inner) for inner in step["steps"])
+    if "during" in step:  # power_fail while requests are in flight
+        plain = describe({k: v for k, v in step.items() if k not in ("during", "after_ms")})
+        return f"{plain[:-1]}, {step['after_ms']} ms into {' ‖ '.join(describe(inner) for inner in step['during'])})"
     args = [str(step[k]) for k in ("node", "key", "msg", "value", "index", "ms", "rounds") if k in step]
     if "keep_seed" in step:
         args.append(f"keep_seed={step['keep_seed']}")

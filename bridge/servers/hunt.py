@@ -16,8 +16,10 @@ Real servers are not deterministic: the same schedule may fail once and pass the
 shrink candidate counts as failing only when it shows the kind of finding in `k` of `m` runs
 (`Recurrence`), and the report gives that rate for each shrunk schedule. A schedule found failing
 is reported whether or not it recurs: every finding is a real history that broke a property.
-Once shrunk, a power failure that kept part of what was not fsynced is tried as one that keeps
-nothing, the plainest case, and stays so where the finding still recurs.
+A power failure may come while requests sent to the member are in flight (`during`, the cut
+`after_ms` later): between steps a stock server has fsynced all it answered, so only then is there
+something unsynced to keep or tear. Once shrunk, a power failure is tried between steps, then as
+one that keeps nothing not fsynced, the plainest case, and stays so where the finding still recurs.
 """
 
 from __future__ import annotations
@@ -81,21 +83,37 @@ def recurring(server: Server, kind: str, recurrence: Recurrence, limits: ServerL
     return rerun
 
 
-def losing_everything(found: RunResult, kind: str, rerun, seconds: float, report: ServerHuntReport) -> RunResult:
-    """`found` with its power failures' `keep_seed`s taken out (every one at once, else one at a
-    time) where `kind` still recurs: a power failure that keeps nothing not fsynced."""
+# What makes a power failure less plain, plainest last: one during requests in flight (else between
+# steps), one that keeps part of what was not fsynced (else nothing of it).
+PLAINER = (("during", "after_ms"), ("keep_seed",))
+
+
+def plainer_power_failures(found: RunResult, kind: str, rerun, seconds: float,
+                           report: ServerHuntReport) -> RunResult:
+    """`found` with its power failures made plainer where `kind` still recurs: first between steps
+    (their `during` requests taken out), then losing everything (their `keep_seed`s taken out)."""
+    began, best = time.monotonic(), found
+    for fields in PLAINER:
+        best = _without(best, fields, kind, rerun, max(0.0, seconds - (time.monotonic() - began)), report)
+    return best
+
+
+def _without(found: RunResult, fields: tuple[str, ...], kind: str, rerun, seconds: float,
+             report: ServerHuntReport) -> RunResult:
+    """`found` with `fields` taken out of its power failures (every one at once, else one at a
+    time) where `kind` still recurs."""
     began, best = time.monotonic(), found
 
     def plain(step: dict) -> dict:
-        return {k: v for k, v in step.items() if k != "keep_seed"} if step["op"] == "power_fail" else step
+        return {k: v for k, v in step.items() if k not in fields} if step["op"] == "power_fail" else step
 
     def trying(steps: list[dict]) -> RunResult | None:
         report.shrink_runs += 1
         result = rerun(dataclasses.replace(best.schedule, steps=steps, findings=[], history=[], observations=[]))
         return result if shows(result, kind) else None
 
-    seeded = [k for k, step in enumerate(found.schedule.steps) if "keep_seed" in step]
-    if not seeded:
+    seeded = [k for k, step in enumerate(found.schedule.steps) if step["op"] == "power_fail" and fields[0] in step]
+    if not seeded or seconds <= 0:
         return found
     every = trying([plain(step) for step in best.schedule.steps])
     if every is not None:
@@ -271,9 +289,21 @@ def hunt_server(server: Server, nodes: int = 3, schedules: int = 10, steps: int 
         # seed, one per member, from which its disk keeps part of it.
         keeping = {"keep_seed": st.one_of(st.none(), st.integers(0, 2**31))} if power_loss == "torn" else {}
 
+        def in_flight(self, kind: str, member: str) -> dict:
+            """A request of the workload to `member`, for a power failure during requests."""
+            if kind == "read":
+                return ({"op": "log_read", "node": member, "index": self.newest()} if workload == "log"
+                        else {"op": "read", "node": member, "key": 0})
+            self.values += 1
+            return ({"op": "log_append", "node": member, "value": self.values} if workload == "log"
+                    else {"op": "write", "node": member, "key": 0, "value": self.values})
+
         @allowed("power_fail")
-        @rule(first=target, how_many=st.sampled_from(["all", "majority", "one"]), **keeping)
-        def power_fail(self, first, how_many, keep_seed=None):
+        @rule(first=target, how_many=st.sampled_from(["all", "majority", "one"]),
+              during=st.one_of(st.none(), st.tuples(st.lists(st.sampled_from(["write", "read"]), min_size=1,
+                                                             max_size=3), st.integers(0, 30))),
+              **keeping)
+        def power_fail(self, first, how_many, during, keep_seed=None):
             # Members that lose power together: all are down before any restarts, so what none of
             # them fsynced survives only on the others, if any. "all" first: Hypothesis's simplest
             # choice, and the one that loses what no member fsynced (a majority alone leaves a member
@@ -284,8 +314,15 @@ def hunt_server(server: Server, nodes: int = 3, schedules: int = 10, steps: int 
             for member in lost[1:]:
                 self.apply({"op": "kill", "node": member})
             for j, member in enumerate(lost):
-                self.apply({"op": "power_fail", "node": member,
-                            **({"keep_seed": keep_seed + j} if keep_seed is not None else {})})
+                step = {"op": "power_fail", "node": member,
+                        **({"keep_seed": keep_seed + j} if keep_seed is not None else {})}
+                if during is not None and j == 0:
+                    # Between steps a stock server has fsynced all it answered: the first member
+                    # loses power while requests sent to it are in flight, so that what it was
+                    # writing for them is unsynced. None (between steps) is the simplest choice.
+                    kinds, after_ms = during
+                    step.update(during=[self.in_flight(kind, member) for kind in kinds], after_ms=after_ms)
+                self.apply(step)
 
         @allowed("rollback")
         @rule(first=node)
@@ -323,7 +360,7 @@ def hunt_server(server: Server, nodes: int = 3, schedules: int = 10, steps: int 
             rerun = recurring(server, kind, recurrence, limits, prefix, report, found.schedule.filesystem)
             shrunk = shrink_further([], found, None, shrink_seconds / len(wanted), kind=kind, report=report,
                                     rerun=rerun)
-            shrunk = losing_everything(shrunk, kind, rerun, shrink_seconds / len(wanted), report)
+            shrunk = plainer_power_failures(shrunk, kind, rerun, shrink_seconds / len(wanted), report)
             if shrunk is found:  # no shorter candidate recurred: how often does the schedule as found?
                 rerun(found.schedule)
             report.shrunk[kind] = shrunk

@@ -6,7 +6,9 @@ copy), `concurrent` (its requests sent at once, each by a client of its own, c<i
 `restart`, `pause`, `resume`, `partition`, `heal`, `wait`, `power_fail` (SIGKILL, every write and
 directory entry the member did not fsync dropped, or with `keep_seed` what its disk does not keep,
 a restart: its data directory is a mount of powerfs.py's filesystem, of the schedule's
-`filesystem`), and the planted `rollback`: the down member's data directory replaced by the copy
+`filesystem`; with `during`, its requests sent at once as a `concurrent` step's and the power
+cut `after_ms` later, while they are in flight, the answers that come collected before the
+restart), and the planted `rollback`: the down member's data directory replaced by the copy
 kept once the cluster first served (lifecycle.py's `keep_copy`), as an operator restoring an old
 backup would. Requests go one at a time, each bounded by the client's timeout, unless a
 `concurrent` step sends several at once; the client of node n<i> is c<i>. The history is checked
@@ -168,16 +170,21 @@ class ServerRun:
                 self._event(f"FINDING {finding}")
         return op
 
-    def _concurrent(self, steps: list[dict], number: int) -> None:
-        """The requests at once, each from a client of its own (c<node>.<k>), each in its own thread."""
+    def _concurrent(self, steps: list[dict], number: int, meanwhile=None) -> None:
+        """The requests at once, each from a client of its own (c<node>.<k>), each in its own thread;
+        `meanwhile()`, if given, runs while they are in flight, before their answers are awaited."""
         threads = [threading.Thread(target=self._operation, daemon=True,
                                     args=(s["node"], s["op"], {k: v for k, v in s.items() if k not in ("op", "node")},
                                           number, f"c{self.node_ids.index(s['node']) + 1}.{k + 1}"))
                    for k, s in enumerate(steps)]
         for thread in threads:
             thread.start()
-        for thread in threads:
-            thread.join()
+        try:
+            if meanwhile is not None:
+                meanwhile()
+        finally:
+            for thread in threads:
+                thread.join()
 
     @staticmethod
     def _request(client, kind: str, request: dict) -> dict:
@@ -221,17 +228,14 @@ class ServerRun:
                 cluster.restart(step["node"])
                 self._event(f"{step['node']} restarted on its data directory")
         elif op == "power_fail":
-            node = step["node"]
-            lost = cluster.power_fail(node, step.get("keep_seed"))
-            kept = (f"; kept {lost.kept_bytes} bytes not fsynced ({lost.torn} write{'' if lost.torn == 1 else 's'} "
-                    f"torn) and {lost.kept_entries} directory entr{'y' if lost.kept_entries == 1 else 'ies'}"
-                    if "keep_seed" in step else "")
-            self._event(f"{node} lost power (SIGKILL; {lost.bytes} bytes not fsynced dropped, in {lost.files} "
-                        f"file{'' if lost.files == 1 else 's'}; {lost.entries} directory "
-                        f"entr{'y' if lost.entries == 1 else 'ies'} not fsynced undone{kept})")
-            self.killed.discard(node)
-            cluster.restart(node)
-            self._event(f"{node} restarted on what its disk kept")
+            if "during" in step:  # the answers that come are collected before the member restarts
+                self._concurrent(step["during"], number,
+                                 meanwhile=lambda: (time.sleep(step["after_ms"] / 1000), self._power_fail(step)))
+            else:
+                self._power_fail(step)
+            self.killed.discard(step["node"])
+            cluster.restart(step["node"])
+            self._event(f"{step['node']} restarted on what its disk kept")
         elif op == "rollback":
             if cluster.rollback(step["node"]):
                 self._event(f"{step['node']}'s data directory replaced by the copy kept at start-up")
@@ -248,6 +252,17 @@ class ServerRun:
         elif op in ("tick", "settle"):
             time.sleep(0.05 * step.get("rounds", 1))  # the wall clock: the members' own timers run
         self._sample_all()
+
+    def _power_fail(self, step: dict) -> None:
+        """SIGKILL, and the member's disk drops what it did not fsync (or keeps part: `keep_seed`)."""
+        node = step["node"]
+        lost = self.cluster.power_fail(node, step.get("keep_seed"))
+        kept = (f"; kept {lost.kept_bytes} bytes not fsynced ({lost.torn} write{'' if lost.torn == 1 else 's'} "
+                f"torn) and {lost.kept_entries} directory entr{'y' if lost.kept_entries == 1 else 'ies'}"
+                if "keep_seed" in step else "")
+        self._event(f"{node} lost power (SIGKILL; {lost.bytes} bytes not fsynced dropped, in {lost.files} "
+                    f"file{'' if lost.files == 1 else 's'}; {lost.entries} directory "
+                    f"entr{'y' if lost.entries == 1 else 'ies'} not fsynced undone{kept})")
 
     def _sample_all(self) -> None:
         for node in self.node_ids:

@@ -523,6 +523,48 @@ def test_a_schedule_with_a_bad_filesystem_or_keep_seed_is_one_line_and_exit_2(tm
     assert done.output.strip().splitlines() == ["error: --filesystem 'ext4' is not posix or journalled"]
 
 
+IN_FLIGHT = {"op": "power_fail", "node": "n1", "keep_seed": 3, "after_ms": 8,
+             "during": [{"op": "log_append", "node": "n1", "value": 2},
+                        {"op": "log_read", "node": "n1", "index": 1, "serializable": True}]}
+
+
+def test_a_saved_schedule_keeps_a_power_failure_during_requests(tmp_path):
+    """What a replay needs to cut the power while the same requests are in flight: the requests and
+    the milliseconds from sending them to the cut."""
+    from hwm.bridge.maelstrom.schedule import Schedule, describe, load
+    from hwm.bridge.servers import server_named
+    from hwm.bridge.servers.run import ServerRun
+
+    steps = [POWER_STEPS[0], IN_FLIGHT]
+    loaded = load(Schedule(workload="log", clock="wall", server="etcd", steps=steps).save(tmp_path / "in-flight.json"))
+    assert loaded.steps == steps
+    assert describe(IN_FLIGHT) == "power_fail(n1, keep_seed=3, 8 ms into log_append(n1, 2) ‖ log_read(n1, 1))"
+    assert ServerRun(server_named("etcd"), loaded).cluster.power
+
+
+@pytest.mark.parametrize("changes, field, message", [
+    ({"after_ms": -1}, "after_ms", "'after_ms' must be an integer from 0 to 1000 (the requests are in flight), got -1"),
+    ({"after_ms": 1.5}, "after_ms", "'after_ms' must be an integer from 0 to 1000 (the requests are in flight), got 1.5"),
+    ({"after_ms": 5000}, "after_ms",
+     "'after_ms' must be an integer from 0 to 1000 (the requests are in flight), got 5000"),
+    ({"after_ms": None}, "after_ms",
+     "a power failure 'during' requests needs 'after_ms', the milliseconds from sending them to the cut"),
+    ({"during": None}, "after_ms",
+     "'after_ms' says when the power goes while the requests of 'during' are in flight; there is no 'during'"),
+    ({"during": []}, "during",
+     "a power failure's 'during' needs at least one request of the log workload (log_append, log_read)"),
+    ({"during": [{"op": "kill", "node": "n1"}]}, "during",
+     "a power failure's 'during' are requests of the log workload (log_append, log_read), got {'op': 'kill', "
+     "'node': 'n1'}"),
+    ({"during": [{"op": "log_append", "node": "n7", "value": 2}]}, "node", "no node 'n7'; this run has n1, n2, n3"),
+])
+def test_a_bad_power_failure_during_requests_is_one_line_and_exit_2(tmp_path, changes, field, message):
+    step = {k: v for k, v in dict(IN_FLIGHT, **changes).items() if v is not None}
+    done, path = _replayed(tmp_path, [], steps=[POWER_STEPS[0], step])
+    assert done.exit_code == 2
+    assert done.output.strip().splitlines() == [f"error: {path}, step 2, field '{field}': {message}"]
+
+
 @pytest.mark.parametrize("needs_seed, left", [(set(), []), ({3}, [3]), ({3, 4}, [3, 4])])
 def test_a_shrunk_finding_keeps_only_the_keep_seeds_it_needs(needs_seed, left):
     """Shrinking ends with power failures that keep nothing, where the finding still shows without
@@ -530,7 +572,7 @@ def test_a_shrunk_finding_keeps_only_the_keep_seeds_it_needs(needs_seed, left):
     from hwm.bridge.maelstrom.cluster import RunResult
     from hwm.bridge.maelstrom.history import Finding
     from hwm.bridge.maelstrom.schedule import Schedule
-    from hwm.bridge.servers.hunt import ServerHuntReport, losing_everything
+    from hwm.bridge.servers.hunt import ServerHuntReport, plainer_power_failures
 
     steps = [{"op": "log_append", "node": "n1", "value": 1}, {"op": "kill", "node": "n2"},
              {"op": "kill", "node": "n3"}, {"op": "power_fail", "node": "n1", "keep_seed": 5},
@@ -544,11 +586,33 @@ def test_a_shrunk_finding_keeps_only_the_keep_seeds_it_needs(needs_seed, left):
     found = RunResult(Schedule(workload="log", clock="wall", server="etcd", filesystem="journalled", steps=steps),
                       findings=[Finding("AckedNeverLost", "lost")])
     report = ServerHuntReport()
-    shrunk = losing_everything(found, "AckedNeverLost", rerun, 60, report)
+    shrunk = plainer_power_failures(found, "AckedNeverLost", rerun, 60, report)
     assert [k for k, step in enumerate(shrunk.schedule.steps) if "keep_seed" in step] == left
     assert [{k: v for k, v in s.items() if k != "keep_seed"} for s in shrunk.schedule.steps] == \
         [{k: v for k, v in s.items() if k != "keep_seed"} for s in steps]
     assert shrunk.schedule.filesystem == "journalled"
+
+
+@pytest.mark.parametrize("needs_in_flight", [False, True])
+def test_a_shrunk_finding_cuts_the_power_between_steps_where_it_still_shows(needs_in_flight):
+    """Shrinking makes a power failure during requests a plain one (no requests in flight, no seed)
+    where the finding still shows without them; else the requests stay, and only the seed goes."""
+    from hwm.bridge.maelstrom.cluster import RunResult
+    from hwm.bridge.maelstrom.history import Finding
+    from hwm.bridge.maelstrom.schedule import Schedule
+    from hwm.bridge.servers.hunt import ServerHuntReport, plainer_power_failures
+
+    def rerun(schedule):
+        in_flight = any("during" in step for step in schedule.steps)
+        return RunResult(schedule, findings=[Finding("AckedNeverLost", "lost")] if in_flight or not needs_in_flight
+                         else [])
+
+    found = RunResult(Schedule(workload="log", clock="wall", server="etcd", steps=[POWER_STEPS[0], IN_FLIGHT]),
+                      findings=[Finding("AckedNeverLost", "lost")])
+    shrunk = plainer_power_failures(found, "AckedNeverLost", rerun, 60, ServerHuntReport())
+    plain = {"op": "power_fail", "node": "n1"}
+    assert shrunk.schedule.steps[1] == ({k: v for k, v in IN_FLIGHT.items() if k != "keep_seed"} if needs_in_flight
+                                        else plain)
 
 
 def test_the_attic_and_its_limbo_are_never_taken_for_an_inode_a_recorded_change_names(tmp_path):
