@@ -308,6 +308,8 @@ def hunt_server(server: Server, nodes: int = 3, schedules: int = 10, steps: int 
             # them fsynced survives only on the others, if any. "all" first: Hypothesis's simplest
             # choice, and the one that loses what no member fsynced (a majority alone leaves a member
             # that holds it and leads the others back to it).
+            if self.run is None:  # no cluster (the hunt is over): no leader to resolve
+                return
             k = node_ids.index(self.resolve(first))
             count = {"one": 1, "majority": nodes // 2 + 1, "all": nodes}[how_many]
             lost = [node_ids[(k + j) % nodes] for j in range(count)]

@@ -7,11 +7,12 @@ kazoo or FUSE is missing."""
 from __future__ import annotations
 
 import os
+import re
 from pathlib import Path
 
 import pytest
 
-from hwm.bridge.maelstrom.schedule import load
+from hwm.bridge.maelstrom.schedule import Schedule, load
 from hwm.bridge.servers import powerfs, server_named
 from hwm.bridge.servers.run import ServerLimits, run_server_schedule
 from tests.servers.conftest import needs_etcd
@@ -111,3 +112,27 @@ def test_stock_etcd_stays_clean_when_power_failures_keep_part_of_what_was_not_fs
     kept = [e for r in runs for events in r.events for e in events if "lost power" in e and "; kept " in e]
     assert kept and all(any("keep_seed" in step for step in r.schedule.steps if step["op"] == "power_fail")
                         for r in runs if any("; kept " in e for events in r.events for e in events)), kept
+
+
+def test_stock_etcd_stays_clean_when_the_power_goes_while_requests_are_in_flight():
+    """A power failure during requests (power_fail's `during`, the cut `after_ms` later) finds what
+    a member had not fsynced, where one between steps finds nothing to keep or tear: here n1 loses
+    power again and again, each time while appends sent to it and to n2 are in flight, and while it
+    is still starting after the last one (etcd zeroes its WAL segment's end at start-up without an
+    fsync: measured, about 3 cuts in 10 at these delays). Clean: etcd fsyncs what it acknowledges."""
+    needs_etcd()
+    if powerfs.unavailable() is not None:
+        pytest.skip(powerfs.unavailable())
+    steps = [{"op": "log_append", "node": "n1", "value": 1}]
+    for k, after_ms in enumerate(range(0, 40, 2)):
+        steps.append({"op": "power_fail", "node": "n1", "keep_seed": 100 + k, "after_ms": after_ms,
+                      "during": [{"op": "log_append", "node": "n1", "value": 2 * k + 2},
+                                 {"op": "log_append", "node": "n2", "value": 2 * k + 3}]})
+    schedule = Schedule(workload="log", clock="wall", server="etcd", steps=steps)
+    result = run_server_schedule(server_named("etcd"), schedule, ServerLimits(settle_seconds=8), prefix="127.0.44")
+    assert result.findings == [], [str(f) for f in result.findings]
+    lost = [e for events in result.events for e in events if "lost power" in e]
+    assert len(lost) == 20
+    unsynced = [e for e in lost
+                if int(re.search(r"(\d+) bytes not fsynced dropped", e)[1]) + int(re.search(r"kept (\d+) bytes", e)[1])]
+    assert unsynced, lost
