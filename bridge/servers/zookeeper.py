@@ -152,12 +152,21 @@ class ZooKeeperClient(Client):
                     text += chunk
         except OSError as e:
             raise Definite(f"{self.member.name}: srvr: {e}") from None
-        fields = dict(line.split(": ", 1) for line in text.decode(errors="replace").splitlines() if ": " in line)
-        if "Zxid" not in fields:  # not serving yet: it says so instead
-            raise Definite(f"{self.member.name}: not serving")
-        zxid = int(fields["Zxid"], 16)
-        return Status(term=zxid >> 32, leader=fields.get("Mode") == "leader", committed_index=zxid,
-                      extra={"mode": fields.get("Mode")})
+        return srvr_status(self.member.name, text.decode(errors="replace"))
+
+
+def srvr_status(member: str, text: str) -> Status:
+    """What `srvr` says: the epoch, the mode, and the last zxid as the commit index, except a zxid
+    whose counter is 0. That is a new epoch's first (its NEWLEADER's): nothing of that epoch is
+    committed yet, and the last transaction that is belongs to an earlier epoch, which srvr does not
+    name. A member that showed one and comes back from a power failure at the old epoch's last
+    zxid has lost no transaction (read as an index, it would look like a truncated HWM)."""
+    fields = dict(line.split(": ", 1) for line in text.splitlines() if ": " in line)
+    if "Zxid" not in fields:  # not serving yet: it says so instead
+        raise Definite(f"{member}: not serving")
+    zxid = int(fields["Zxid"], 16)
+    return Status(term=zxid >> 32, leader=fields.get("Mode") == "leader",
+                  committed_index=zxid if zxid & 0xFFFFFFFF else None, extra={"mode": fields.get("Mode")})
 
 
 class ZooKeeper(Server):

@@ -12,7 +12,8 @@ import pytest
 from hwm.bridge.servers import server_named
 from hwm.bridge.servers.adapter import Definite
 from hwm.bridge.servers.lifecycle import ServerCluster
-from hwm.bridge.servers.zookeeper import JAR
+from hwm.bridge.servers.run import StatusChecks
+from hwm.bridge.servers.zookeeper import JAR, srvr_status
 from tests.servers.conftest import group_running, needs_partitions, tables
 
 pytestmark = pytest.mark.network
@@ -52,3 +53,23 @@ def test_append_read_register_kill_restart_partition_and_nothing_left():
     assert not root.exists()
     assert f"inet {table}" not in tables()
     assert not any(group_running(g) for g in groups)
+
+
+SRVR = "Zookeeper version: 3.8.0\nLatency min/avg/max: 0/0.0/0\nZxid: {zxid}\nMode: follower\nNode count: 5\n"
+
+
+def test_a_new_epochs_first_zxid_is_no_commit_index_and_its_loss_to_a_power_failure_no_finding():
+    # The stock ZooKeeper hunt with power failures during requests (seed 0): n3 showed 0x200000000, the
+    # NEWLEADER of epoch 2 with no transaction in it, and came back from the power failure at epoch 1's
+    # last, 0x100000006. Read as an index that was "HwmNeverTruncated"; no transaction was lost.
+    checks = StatusChecks()
+    for step, zxid in enumerate(("0x100000006", "0x200000000", "0x100000006")):
+        status = srvr_status("n3", SRVR.format(zxid=zxid))
+        checks.sample("n3", status, step, "a power failure")
+    assert checks.findings == [] and srvr_status("n3", SRVR.format(zxid="0x200000000")).term == 2
+    # A transaction of the epoch shown, then lost, still is one.
+    checks.sample("n3", srvr_status("n3", SRVR.format(zxid="0x200000001")), 3, "a step")
+    checks.sample("n3", srvr_status("n3", SRVR.format(zxid="0x100000006")), 4, "a power failure")
+    assert [f.name for f in checks.findings] == ["HwmNeverTruncated"]
+    with pytest.raises(Definite, match="n3: not serving"):
+        srvr_status("n3", "This ZooKeeper instance is not currently serving requests\n")
