@@ -14,6 +14,7 @@ from __future__ import annotations
 import atexit
 import os
 import queue
+import re
 import signal
 import subprocess
 import threading
@@ -22,6 +23,11 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from hwm.bridge.maelstrom.protocol import MAX_LINE_BYTES
+
+# A frame of a stack trace: Ruby's "from FILE:LINE:in ...", Java's and JavaScript's "at ...", and
+# Java's "... 4 more".
+STACK_FRAME = re.compile(r"^\s+(from |at |\.\.\. \d+ more)")
+STACK_FRAMES_LOOKED_AT = 200  # how far up a log's tail the message of its trace is looked for
 
 EOF_LINE = None  # what a reader thread queues when the node's stdout closes
 _STARTED: "set[NodeProcess]" = set()  # every node process not yet killed, for kill_all
@@ -183,8 +189,18 @@ class NodeProcess:
         return f"exited with status {code}"
 
     def log_tail(self, lines: int = 5) -> str:
+        """The log's last `lines` lines; where they are all frames of a stack trace printed message
+        first (Ruby's, Java's, JavaScript's: Python prints its message last), the line that says what
+        went wrong too."""
         try:
-            text = self.log_path.read_text(errors="replace").splitlines()[-lines:]
+            text = self.log_path.read_text(errors="replace").splitlines()
         except OSError:
             return ""
-        return "\n".join(f"    {t}" for t in text)
+        start = max(0, len(text) - lines)
+        tail = text[start:]
+        head = start
+        while head > 0 and start - head < STACK_FRAMES_LOOKED_AT and tail and STACK_FRAME.match(text[head]):
+            head -= 1
+        if head < start and not STACK_FRAME.match(text[head]):
+            tail = [text[head], *(["..."] if head < start - 1 else []), *tail]
+        return "\n".join(f"    {t}" for t in tail)

@@ -63,6 +63,13 @@ for line in sys.stdin:
         elif mode == "unknown-src":  # a src that names no one of the run
             out({"src": "n9", "dest": msg["src"], "body": {"type": "log_append_ok", "index": 1,
                                                            "in_reply_to": body["msg_id"]}})
+        elif mode == "trace-message-first":  # dies as a Ruby node does: the message, then the frames
+            print("raft.rb:438:in `replicate_log!': undefined method `index' for nil:NilClass (NoMethodError)",
+                  file=sys.stderr)
+            for frame in range(8):
+                print(f"\tfrom raft.rb:{200 + frame}:in `block in loop'", file=sys.stderr)
+            sys.stderr.flush()
+            sys.exit(1)
         elif mode == "hang":
             pass  # never answers a client: an availability finding, not a hang of hwm
         elif mode == "kv":

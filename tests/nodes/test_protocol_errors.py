@@ -21,6 +21,8 @@ APPEND = [{"op": "log_append", "node": "n1", "value": 1}]
     ("unknown-type", ["node n1: answered log_append with unknown type 'log_append_done'", '"log_append_done"']),
     ("exit-at-start", ["exited with status 3 on its own at start-up", "cannot open my config"]),
     ("flood", ["node n1: flooded stdout: more than 1000 lines in one step", '"gossip"']),
+    ("trace-message-first", ["node n1: exited with status 1 on its own at step 1",
+                             "undefined method `index' for nil:NilClass (NoMethodError)\n    ...\n"]),
     ("unknown-src", ["node n1: sent a message from 'n9', which is no node, client or service of this run",
                      '"n9"']),
 ])
