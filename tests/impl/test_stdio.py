@@ -559,3 +559,9 @@ def test_a_follower_forwards_a_clients_write_to_its_leader_but_not_one_that_expe
     assert to_leader(node.handle_line(_line("c1", {"type": "log_append", "value": "quiet"}))) == []
     [forwarded] = to_leader(node.handle_line(_line("c1", {"type": "log_append", "msg_id": 7, "value": "v"})))
     assert forwarded["value"] == "v" and "msg_id" in forwarded
+
+
+def test_a_dropped_line_is_quoted_whole_up_to_its_limit_and_marked_cut_past_it():
+    from hwm.impl.stdio import _excerpt
+    assert _excerpt("x" * 120) == repr("x" * 120)  # exactly the limit: nothing was cut
+    assert _excerpt(b"y" * 121) == repr("y" * 120 + "...")
