@@ -29,7 +29,6 @@ from hwm.impl.core import (
 )
 from hwm.impl.messages import AppendReply, AppendRequest, HwmQuery, HwmReply, VoteReply, VoteRequest
 from hwm.impl.storage import MemoryStorage
-from hwm.model.actions import Model
 from hwm.model.raft import RaftModel
 from hwm.model.state import Config, initial_state
 from hwm.properties.protocol import FLAG_VALUES, PRESETS, RAFT, SEED, Protocol, flags_of, model_only, presets_of

@@ -16,12 +16,11 @@ import random
 import pytest
 import z3
 
-from hwm.model.actions import Model
 from hwm.model.raft import RaftModel
 from hwm.checker.engine import Sampler
 from hwm.checker.run import CheckRequest, run as search
 from hwm.proofs.plan import Plan, expected_broken, run, unencoded
-from hwm.proofs.bmc import bmc, replay
+from hwm.proofs.bmc import bmc
 from hwm.proofs.induction import Explorer, check_induction, induction_proofs, shape, no_commits
 from hwm.proofs.progress import Ledger
 from hwm.proofs.quorum import quorum_proofs, seed_index_counterexample

@@ -19,7 +19,6 @@ so a cas from a value the key no longer holds succeeds. Expected finding: Linear
 
 import json
 import os
-import select
 import sys
 import time
 
