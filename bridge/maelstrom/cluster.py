@@ -380,6 +380,11 @@ class Run:
         for finding in self.observer.findings[found:]:
             self._event(f"FINDING {finding}")
 
+    def in_flight_from(self, src: str, dest: str) -> list[dict]:
+        """The messages node `src` printed for `dest` that the network still holds, oldest first (by
+        their sender: a message a node passed on keeps another's `src`)."""
+        return [m for m in self.in_flight if sender(m) == src and m["dest"] == dest]
+
     def _event(self, text: str) -> None:
         self.events[-1].append(text)
 
@@ -394,7 +399,7 @@ class Run:
         if op in REPLIES:
             self._client_request(step)
         elif op in ("deliver", "drop", "duplicate"):
-            matching = [m for m in self.in_flight if sender(m) == step["from"] and m["dest"] == step["to"]]
+            matching = self.in_flight_from(step["from"], step["to"])
             if not matching:
                 self._event(f"nothing in flight from {step['from']} to {step['to']}")
             else:

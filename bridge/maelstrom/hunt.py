@@ -45,7 +45,7 @@ import hypothesis.stateful
 import hypothesis.strategies
 
 from hwm.bridge.maelstrom.cluster import WALL_TICK_MS, Limits, Run, RunResult, result_of
-from hwm.bridge.maelstrom.protocol import NodeProtocolError, sender
+from hwm.bridge.maelstrom.protocol import NodeProtocolError
 from hwm.bridge.maelstrom.schedule import Schedule
 from hwm.properties.protocol import resolve as resolve_protocol
 
@@ -358,8 +358,7 @@ def hunt(command: list[str], workload: str = "log", nodes: int = 3, clock: str =
                     # What it sent but the network had not yet carried goes down with it; else the
                     # others would still receive its latest entries, and nothing would be cut off.
                     for dest in node_ids:
-                        waiting = sum(1 for m in self.run.in_flight if sender(m) == node and m["dest"] == dest) \
-                            if self.run is not None else 0
+                        waiting = len(self.run.in_flight_from(node, dest)) if self.run is not None else 0
                         for _ in range(min(waiting, 3) if "partition" in self.faults else 0):
                             self.apply({"op": "drop", "from": node, "to": dest})
                 if rounds:  # enough for the others to time out and elect among themselves
@@ -374,8 +373,7 @@ def hunt(command: list[str], workload: str = "log", nodes: int = 3, clock: str =
                 for src, dest in ((leader, follower), (follower, leader)):
                     # The newest message carries the most: the leader's latest entries, the follower's
                     # latest match.
-                    waiting = sum(1 for m in self.run.in_flight if sender(m) == src and m["dest"] == dest) \
-                        if self.run is not None else 0
+                    waiting = len(self.run.in_flight_from(src, dest)) if self.run is not None else 0
                     if waiting:
                         newest = {"nth": waiting - 1} if waiting > 1 else {}
                         self.apply({"op": "deliver", "from": src, "to": dest, **newest})
