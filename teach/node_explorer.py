@@ -32,7 +32,7 @@ from typing import Any
 
 from hwm.bridge.maelstrom.cluster import Limits, Run
 from hwm.bridge.maelstrom.history import describe_op
-from hwm.bridge.maelstrom.protocol import NodeProtocolError
+from hwm.bridge.maelstrom.protocol import NodeProtocolError, sender
 from hwm.bridge.maelstrom.schedule import Schedule, ScheduleError, check_step, describe
 from hwm.teach.frame import Frame
 from hwm.teach.explorer import BadRequest  # noqa: F401 (a request the page gets back as HTTP 400)
@@ -94,10 +94,10 @@ class NodeSession:
             raise BadRequest(str(e)) from None
         self.moved = None
         if step["op"] in ("deliver", "drop"):  # the message it takes out of its channel, to draw it moving
-            waiting = [m for m in self.run.in_flight if (m["src"], m["dest"]) == (step["from"], step["to"])]
+            waiting = self.run.in_flight_from(step["from"], step["to"])
             if waiting:
                 m = waiting[min(step.get("nth", 0), len(waiting) - 1)]
-                self.moved = (m["src"], m["dest"], _brief(m["body"]), step["op"])
+                self.moved = (step["from"], m["dest"], _brief(m["body"]), step["op"])
         self.steps.append(step)
         try:
             self.run.run_step(step, number)
@@ -133,12 +133,12 @@ class NodeSession:
         run = self.run
         in_flight = []
         count: dict[tuple[str, str], int] = {}
-        for msg in run.in_flight:
-            pair = (msg["src"], msg["dest"])
+        for msg in run.in_flight:  # each by its sender: the node whose link carries it (deliver's "from")
+            pair = (sender(msg), msg["dest"])
             nth = count.get(pair, 0)
             count[pair] = nth + 1
             body = {k: v for k, v in msg["body"].items() if k not in ("msg_id", "in_reply_to")}
-            in_flight.append({"from": msg["src"], "to": msg["dest"], "nth": nth, "type": body.get("type"),
+            in_flight.append({"from": pair[0], "to": msg["dest"], "nth": nth, "type": body.get("type"),
                               "text": _brief(body)})
         nodes = []
         for node in run.node_ids:

@@ -244,3 +244,39 @@ def test_a_candidate_is_drawn_as_a_candidate_not_a_follower(session):
     assert [n["role"] for n in view["nodes"] if n["node"] == "n1"] == ["candidate"]
     assert 'data-server="n1" data-role="candidate"' in view["svg"] and ">candidate g1<" in view["svg"]
     assert 'data-server="n2" data-role="follower"' in view["svg"]
+
+
+PASS_ON_TO_N1 = """
+import json, sys
+for line in sys.stdin:
+    msg = json.loads(line)
+    body = msg["body"]
+    if body["type"] == "init":
+        me, count = body["node_id"], 0
+        reply = {"type": "init_ok", "in_reply_to": body["msg_id"], "hwm": ["hwm_tick"]}
+        print(json.dumps({"src": me, "dest": msg["src"], "body": reply}), flush=True)
+    elif body["type"] == "log_append" and me != "n1":  # the client's own message, passed on to n1
+        print(json.dumps(dict(msg, dest="n1")), flush=True)
+    elif body["type"] == "log_append":  # n1 answers the client, whoever passed the request on
+        count += 1
+        reply = {"type": "log_append_ok", "index": count, "in_reply_to": body["msg_id"]}
+        print(json.dumps({"src": me, "dest": msg["src"], "body": reply}), flush=True)
+"""
+
+
+def test_a_request_a_node_passed_on_is_offered_from_that_node_and_answered(tmp_path):
+    # The message keeps the client's src; the explorer lists and delivers it from the node whose
+    # link carries it (a "deliver from c2" step would be refused: c2 is no node).
+    node = tmp_path / "pass_on.py"
+    node.write_text(PASS_ON_TO_N1)
+    session = NodeSession([sys.executable, str(node)], save_dir=tmp_path / "saved")
+    try:
+        session.take({"op": "log_append", "node": "n2", "value": 7})
+        [waiting] = session.view()["in_flight"]
+        assert (waiting["from"], waiting["to"], waiting["type"]) == ("n2", "n1", "log_append"), waiting
+        session.take({"op": "deliver", "from": "n2", "to": "n1"})
+        assert session.moved[:2] == ("n2", "n1")
+        [op] = session.view()["history"]
+        assert op["status"] == "ok" and session.view()["in_flight"] == [], op
+    finally:
+        session.close()
