@@ -154,7 +154,8 @@ def tour_protocol(name: str) -> tuple[Protocol, str, bool]:
         return PRESETS[name].protocol, name, PRESETS[name].broken
     from hwm.properties.protocol import resolve
     protocol = resolve(name)[1]
-    base = type(protocol).variant.base
+    from hwm.model.variant import base_preset
+    base = base_preset(type(protocol).variant)
     return protocol, base["preset"] if isinstance(base, dict) else base, False
 
 

@@ -25,6 +25,8 @@ from functools import partial
 from pathlib import Path
 from typing import Any, Callable, Mapping
 
+from hwm.model.actions import Model
+from hwm.model.bare import BARE_HOOKS, BARE_NOT_ASKED, BareModel
 from hwm.model.rules import HOOKS, Rules, overridden
 from hwm.model.systems import MODELS
 from hwm.properties.rules import HookError, not_asked  # raised here, caught by the engines and the replicas' runners
@@ -63,8 +65,10 @@ class VariantProtocol(Protocol):
     spec: str = ""
     display: str = ""
     digest: str | None = None  # the sha256 of the variant's file (`model.variant_source`)
-    # What it adds to its base's model (`model_change`), which hwm's own replicas do not follow, or None.
+    # What it adds to its base's model (`model_change`), which hwm's own replicas do not follow, or None;
+    # that model where it is not its system's ("the base Model", model.bare).
     model_change: str | None = None
+    base_model: str | None = None
 
     def rules(self, protocol: Protocol, servers: int) -> Rules:
         return checked_rules(type(self).variant, protocol, servers)
@@ -173,6 +177,16 @@ def _variant_class(module: Any, where: str, attr: str) -> type[Variant]:
     return obj
 
 
+def is_bare(cls: type) -> bool:
+    """Whether the variant builds on the base `Model` (model.bare), not on a system's model."""
+    return getattr(cls, "base", None) is Model
+
+
+def base_preset(cls: type) -> str | dict:
+    """The preset a variant's flags start from: its base's, or raft's defaults under the base `Model`."""
+    return "raft" if is_bare(cls) else cls.base
+
+
 def _check_class(cls: type[Variant]) -> tuple[str, Protocol]:
     """The base's display name and protocol; VariantError on a bad base, hook or property."""
     where = defined_at(cls)
@@ -180,13 +194,24 @@ def _check_class(cls: type[Variant]) -> tuple[str, Protocol]:
     try:
         if is_variant_spec(base):
             raise ProtocolError("a variant's base is a preset (subclass another variant to build on it)")
-        base_name, protocol = resolve(base)
+        if isinstance(base, type):
+            if base is not Model:
+                raise ProtocolError("a class as a base is the base Model (hwm.model.actions.Model) alone; a "
+                                    "system's model is named by a preset")
+            if not cls.actions:
+                raise ProtocolError("the base Model has no election and no replication: a variant of it declares "
+                                    "the actions that elect, replicate and commit")
+        base_name, protocol = resolve(base_preset(cls))
     except ProtocolError as e:
-        raise VariantError(f"{where}: {cls.__name__}.base {base!r}: {e}") from None
+        raise VariantError(f"{where}: {cls.__name__}.base {getattr(base, '__name__', base)!r}: {e}") from None
     for hook in HOOKS:
         if not callable(getattr(cls, hook)):
             raise VariantError(f"{where}: {cls.__name__}.{hook} must be a method, not {getattr(cls, hook)!r}")
     for hook in overridden(cls):
+        if is_bare(cls):
+            if hook not in BARE_HOOKS:
+                raise VariantError(f"{defined_at(getattr(cls, hook))}: {cls.__name__}.{hook}: {BARE_NOT_ASKED}")
+            continue
         why = not_asked(protocol.system, hook)
         if why:
             raise VariantError(f"{defined_at(getattr(cls, hook))}: {cls.__name__}.{hook}: the {protocol.system} system "
@@ -245,7 +270,7 @@ def load(spec: str) -> tuple[str, Protocol]:
     display = cls.name or cls.__name__
     kind = type(f"{cls.__name__}Protocol", (VariantProtocol,),
                 {"variant": cls, "spec": spec, "display": display, "digest": digest_of(cls),
-                 "model_change": model_change(cls)})
+                 "model_change": model_change(cls), "base_model": "the base Model" if is_bare(cls) else None})
     protocol = kind(**base.flags())
     _LOADED[spec] = (display, protocol)
     return display, protocol
@@ -446,6 +471,8 @@ def variant_model(base: type, protocol: Protocol, config) -> Any:
     """The model of a variant's `protocol` under `config`: `base`, the model class its base preset runs on
     (`model.registry` picks it), under the variant's rules and properties, and with its own fields and
     actions where it declares them (`model.variant_model`)."""
+    if is_bare(type(protocol).variant) and not issubclass(base, BareModel):
+        base = BareModel  # raft's state without raft's steps: the variant's actions are the protocol
     cls = variant_model_class(base)
     if is_model_level(type(protocol).variant):
         cls = model_class(cls)
@@ -459,7 +486,8 @@ def describe(protocol: Protocol) -> str | None:
         return None
     hooks = tuple(h for h in HOOKS if getattr(cls, h) is not getattr(Rules, h))
     model = "".join(f"; {kind} {', '.join(getattr(cls, kind))}" for kind in ("fields", "actions") if getattr(cls, kind))
-    return f"{cls.name or cls.__name__} (base {cls.base}; rules {', '.join(hooks) or 'none'}{model})"
+    base = "Model" if is_bare(cls) else cls.base
+    return f"{cls.name or cls.__name__} (base {base}; rules {', '.join(hooks) or 'none'}{model})"
 
 
 def own_properties(protocol: Protocol | None) -> tuple[Property, ...]:

@@ -33,6 +33,7 @@ import inspect
 from collections import namedtuple
 from typing import Any, Callable, Iterator
 
+from hwm.model.actions import BoundHit
 from hwm.model.encoding import canonical, fingerprint_bytes
 from hwm.model.systems import PARTITIONED
 from hwm.model.variant_code import VariantError, defined_at, hook_failure, meaning_of, raised_at, state_text
@@ -108,6 +109,10 @@ class ModelLevel:
     fair: tuple = ()
     liveness: dict = {}
     symmetric: bool = True
+    # The bounds of the search (`model.state.Config`: servers, max_generation, max_log, max_crashes), set
+    # before any action is asked: an action that raises a generation or grows a log keeps within them,
+    # its guard answering `BoundHit(bound, reason)` (model.actions) where only a bound stops it.
+    bounds = None
 
     def refuses(self, state, action) -> str | None:
         """The variant's further guard on a base action (`("elect", candidate, voters)`, ...): None
@@ -328,6 +333,7 @@ def model_class(base: type) -> type:
                 self.symmetry_note = (f"symmetry reduction is off: {cls.__name__}.symmetric is False (a field may "
                                       f"name another server)")
             self._field_bytes: dict = {}
+            self.rules.bounds = config  # what the variant's actions read their bounds from (`self.bounds`)
             self.members = len(super().initial_state().servers)  # BookKeeper's clients have fields too
 
         # ----------------------------------------------------- the interface
@@ -384,8 +390,11 @@ def model_class(base: type) -> type:
                     yield action
             for name in self.own_actions:
                 for servers in self.own_servers[name]:
-                    if self._call("guard_" + name, s, (name, *servers), s, *servers) is None:
+                    reason = self._call("guard_" + name, s, (name, *servers), s, *servers)
+                    if reason is None:
                         yield (name, *servers)
+                    elif bounds_hit is not None and isinstance(reason, BoundHit):
+                        bounds_hit.add(reason.bound)  # a bounded check, not a proof: reports say which bound
 
         def why_not(self, s, action) -> str | None:
             name = action[0]

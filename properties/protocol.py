@@ -131,7 +131,8 @@ def model_only(protocol: Protocol, hint: str = "use the model (--on model)") -> 
     variant = getattr(type(protocol), "variant", None)  # a variant's protocol (model.variant) carries its rules
     added = getattr(type(protocol), "model_change", None)
     if variant is not None and added:
-        return (f"{variant.name or variant.__name__} {added} to the {protocol.system} model, which hwm's own "
+        model = getattr(type(protocol), "base_model", None) or f"the {protocol.system} model"
+        return (f"{variant.name or variant.__name__} {added} to {model}, which hwm's own "
                 f"replicas do not have; {hint}")
     if variant is not None and "grants_vote" in overridden(variant):
         return (f"{variant.__name__}.grants_vote is model-only: the implementation's vote request carries the "
