@@ -94,7 +94,9 @@ class ObservedValidator(Validator):
         self._drops_stale_acks = (protocol.system == "raft" and protocol.restart == "keep"
                                   and header.network == "rpc" and getattr(type(protocol), "variant", None) is None)
         # The deferred acknowledgement needs the raft model's own match bookkeeping.
-        self.refines = protocol.system == "raft" and header.network == "rpc" and hasattr(self.model, "_with_match")
+        # The base Model (model.bare) has none of raft's steps to refine: its variant's actions are the steps.
+        self.refines = (protocol.system == "raft" and header.network == "rpc" and hasattr(self.model, "_with_match")
+                        and not getattr(self.model, "bare", False))
         self.n = len(header.servers)
         self._persisted_generation = False  # set by `feed` for the one event it is fed with
         self._late_election = False  # likewise
