@@ -153,6 +153,39 @@ def test_a_listed_committed_offset_may_go_back_only_after_a_client_committed_tha
     assert bool(checker.findings) == found, [str(f) for f in checker.findings]
 
 
+# A commit is a floor for a listing only if it was answered before the listing was sent: one still in
+# flight when the listing was sent may not have been applied when the listing was read. The checker
+# numbers every request and reply in the order the run makes them (on_request, on_reply), not by
+# step, so within one step the order of the two calls decides. Each row: (call, op, step) events of a
+# commit of offset 4 and a listing that answers 3; whether that is a finding.
+@pytest.mark.parametrize("events, found", [
+    # the listing was sent while the commit was in flight (answered after it): no finding
+    ([("send", "commit", 1), ("send", "list", 2), ("reply", "commit", 3), ("reply", "list", 4)], False),
+    # the listing was sent after the commit was answered: a finding
+    ([("send", "commit", 1), ("reply", "commit", 2), ("send", "list", 3), ("reply", "list", 4)], True),
+    # the commit answered and the listing sent at the same step: answered first, a floor ...
+    ([("send", "commit", 1), ("reply", "commit", 2), ("send", "list", 2), ("reply", "list", 3)], True),
+    # ... the listing sent first, none
+    ([("send", "commit", 1), ("send", "list", 2), ("reply", "commit", 2), ("reply", "list", 3)], False),
+    # the listing sent and answered at the step the commit was answered, after it: a floor
+    ([("send", "commit", 1), ("reply", "commit", 2), ("send", "list", 2), ("reply", "list", 2)], True),
+])
+def test_a_commit_is_a_floor_only_for_a_listing_sent_after_it_was_answered(events, found):
+    checker = HistoryChecker()
+    ops = {"commit": _op(1, "commit_offsets", {"offsets": {"k": 4}}, {}),
+           "list": _op(2, "list_committed_offsets", {"keys": ["k"]}, {"offsets": {"k": 3}})}
+    for call, name, step in events:
+        if call == "send":
+            ops[name]["step"] = step
+            checker.on_request(ops[name])
+        else:
+            checker.on_reply(ops[name], step)
+    assert bool(checker.findings) == found, [str(f) for f in checker.findings]
+    if found:
+        assert [f.name for f in checker.findings] == ["CommittedOffsetsMonotonic"]
+        assert "had committed offset 4" in checker.findings[0].text and "says 3" in checker.findings[0].text
+
+
 def test_a_commit_that_definitely_failed_does_not_lower_the_floor():
     checker = HistoryChecker()
     checker.on_reply(_op(1, "commit_offsets", {"offsets": {"k": 4}}, {}), 1)
