@@ -141,6 +141,7 @@ def clean_row(row: dict) -> dict:
                 first=(str(failure.protocol_error or failure.findings[0]) if failure else None),
                 stepped=stepped[0], operations=report.operations, succeeded=report.answered_ok,
                 unanswered=report.unanswered, start_error=str(report.start_error) if report.start_error else None,
+                undecided=len(report.stepping_undecided),
                 seconds=round(time.monotonic() - began, 1))
 
 
@@ -184,7 +185,8 @@ def main() -> None:
             print(f"  {result['name']:<26} {result['clock']:<7} {result['nodes']} nodes  {result['schedules']:>4} schedules "
                   f"{result['clean']:>4} clean  {result['false']} false  {result['stepped']:>6} stepped  "
                   f"{result['succeeded']:>5}/{result['operations']:<5} ok  {result['unanswered']:>4} unanswered  "
-                  f"{result['seconds']:>7.1f} s" + (f"\n      FALSE: {result['first']}" if result['first'] else "")
+                  + (f"{result['undecided']} undecided  " if result['undecided'] else "")
+                  + f"{result['seconds']:>7.1f} s" + (f"\n      FALSE: {result['first']}" if result['first'] else "")
                   + (f"\n      START: {result['start_error']}" if result['start_error'] else "")
                   + (f"\n      saved: {result['saved']}" if result['saved'] else ""), flush=True)
         if options.bug_seeds:

@@ -260,6 +260,7 @@ def test(command, server, loopback, recur, nodes, workload, clock, schedules, st
         click.echo(json.dumps({"schedules": report.schedules, "shrink_runs": report.shrink_runs,
                                "operations": report.operations, "succeeded": report.answered_ok,
                                "unanswered": report.unanswered, "undecided": report.undecided,
+                               "stepping_undecided": report.stepping_undecided,
                                "seconds": round(report.seconds, 3), "faults": sorted(report.faults),
                                "first_failure_at": report.first_failure_at,
                                "found": {kind: {"findings": [str(f) for f in result.findings],
@@ -303,6 +304,9 @@ def test(command, server, loopback, recur, nodes, workload, clock, schedules, st
             histories = "history" if len(report.undecided) == 1 else "histories"
             click.echo(f"linearizability: {len(report.undecided)} key {histories} undecided (no finding; "
                        f"--linearizable-budget gives the search more time): {report.undecided[0]}")
+        if report.stepping_undecided:
+            click.echo(f"stepping: {_plural(len(report.stepping_undecided), 'schedule')} undecided at the validator's "
+                       f"bound (no finding): {report.stepping_undecided[0]}")
     if save_error:
         click.echo(save_error, err=True)
         sys.exit(EXIT_USAGE)

@@ -87,6 +87,7 @@ class RunResult:
     protocol_error: NodeProtocolError | None = None
     unanswered: list[dict] = field(default_factory=list)  # requests never answered: indeterminate
     undecided: list[str] = field(default_factory=list)  # lin-kv: keys the search did not decide in time
+    stepping_undecided: str | None = None  # --protocol: stepping stopped at the validator's bound, no finding
     steps_run: int = 0
     events: list[list[str]] = field(default_factory=list)  # per step (index 0: start-up), what happened
     seconds: float = 0.0
@@ -681,6 +682,8 @@ def result_of(run: Run, result: RunResult) -> RunResult:
     result.history = [{k: v for k, v in op.items() if k != "msg_id"} for op in run.ops]
     result.unanswered = run.unanswered
     result.undecided = list(getattr(run.checker, "undecided", []))
+    if run.observer.model_steps is not None:
+        result.stepping_undecided = run.observer.model_steps.undecided
     result.observations = run.observer.observations
     result.events = run.events
     return result

@@ -91,6 +91,7 @@ class HuntReport:
     answered_ok: int = 0  # of which the node answered with success: a clean hunt where none did says little
     unanswered: int = 0  # requests never answered: indeterminate, an availability figure
     undecided: list[str] = field(default_factory=list)  # lin-kv: keys the search did not decide in time
+    stepping_undecided: list[str] = field(default_factory=list)  # schedules whose stepping met its bound
     seconds: float = 0.0
     first_failure_at: int | None = None  # how many schedules until the first failure
     first_failure_seconds: float | None = None
@@ -461,6 +462,8 @@ def counted(report: HuntReport, result: RunResult, began: float, on_schedule=Non
     report.last_unserved = result.operations() > 0 and not served
     report.unanswered += len(result.unanswered)
     report.undecided += [f"schedule {report.schedules}, {line}" for line in result.undecided]
+    if result.stepping_undecided:
+        report.stepping_undecided.append(f"schedule {report.schedules}, {result.stepping_undecided}")
     if on_schedule is not None:
         on_schedule(report, result)
     if not result.failed:

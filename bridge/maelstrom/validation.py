@@ -38,6 +38,8 @@ The mapping from what a node shows to the model's variables:
 
 from __future__ import annotations
 
+import time
+
 from hwm.bridge.maelstrom.history import Finding
 from hwm.bridge.maelstrom.observe import describe_observation
 from hwm.checker.observed import ObservedValidator
@@ -50,6 +52,12 @@ from hwm.properties.protocol import resolve
 # The variables a node's hwm_state answer shows (its reads are judged by the history checks).
 LOGGED = frozenset({"generation", "role", "log", "hwm"})
 FINDING = "ModelStep"
+# The explanations the validator keeps between events, and how many times as many a discrepancy found
+# after it dropped some is stepped again with, within WIDENED_SECONDS: past that, the stepping is
+# undecided (reported, never a finding).
+MAX_CANDIDATES = 2000
+WIDER = 10
+WIDENED_SECONDS = 120
 
 
 # The systems whose correct nodes' finer steps a validator knows: raft's (checker/observed.py),
@@ -68,10 +76,15 @@ def steps_against_model(protocol) -> bool:
 class ModelSteps:
     """Feeds one run's observations to the validator; `finding` is the first unexplained one."""
 
-    def __init__(self, protocol, node_ids: list[str], depth: int = 2):
+    def __init__(self, protocol, node_ids: list[str], depth: int = 2, max_candidates: int = MAX_CANDIDATES):
         self.name, self.protocol = resolve(protocol)
         self.header = Header(tuple(node_ids), LOGGED)
-        self.validator = VALIDATORS[self.protocol.system](self.protocol, self.header, depth=depth)
+        self.depth = depth
+        self.validator = self._validator(max_candidates)
+        # Every event fed, with its options: a discrepancy found after the validator dropped explanations
+        # is stepped again from the start with more kept (`_widened`).
+        self.fed: list[tuple[Event, dict]] = []
+        self.undecided: str | None = None  # the stepping stopped at its bound, without a finding
         self.led: set[int] = {0}  # generations some node was seen to lead (0: every node's first)
         self.down: set[str] = set()
         self.unnamed: dict[str, dict] = {}  # a follower's last observation, with a generation no one had led
@@ -82,6 +95,34 @@ class ModelSteps:
         self.showed: dict[int, set[str]] = {}  # each generation: the nodes that have shown it
         self.events = 0
         self.finding: Finding | None = None
+
+    def _validator(self, max_candidates: int):
+        return VALIDATORS[self.protocol.system](self.protocol, self.header, depth=self.depth,
+                                                max_candidates=max_candidates)
+
+    def _widened(self, discrepancy):
+        """`discrepancy`, found after the validator dropped explanations beyond its bound: the events fed so
+        far stepped again with WIDER times as many kept, within WIDENED_SECONDS. None where they are
+        explained then (the stepping goes on with the wider validator); the discrepancy where the
+        wider search kept everything and still explains nothing (a finding); else it stays undecided."""
+        validator = self._validator(self.validator.max_candidates * WIDER)
+        deadline = time.monotonic() + WIDENED_SECONDS
+        again = None
+        for event, options in self.fed:
+            again = validator.feed(event, **options)
+            if again is not None or time.monotonic() > deadline:
+                break
+        else:
+            self.validator = validator
+            return None
+        if again is not None and not validator.capped:
+            self.validator = validator
+            return again
+        self.undecided = (f"the validator kept {validator.max_candidates:,} explanations and dropped the rest "
+                          f"{validator.capped} times" if again is not None else
+                          f"stepping it again with {validator.max_candidates:,} explanations kept took over "
+                          f"{WIDENED_SECONDS} s")
+        return None
 
     def always(self) -> tuple:
         """The `always` properties each observed change is checked with: a variant's, which count its
@@ -180,9 +221,14 @@ class ModelSteps:
 
     def finish(self) -> Finding | None:
         """The end of the run: some explanation must have shown every change its model steps made."""
-        if self.finding is not None:
+        if self.finding is not None or self.undecided is not None:
             return None
         discrepancy = self.validator.finish()
+        if discrepancy is not None and self.validator.capped:
+            discrepancy = self._widened(discrepancy) or self.validator.finish()
+            if self.undecided is not None:
+                self.undecided = f"at the end of the run no explanation kept is complete, but {self.undecided}"
+                return None
         if discrepancy is None:
             return None
         self.finding = Finding(FINDING, f"at the end of the run: {discrepancy.reason} (no step of {self.name}'s "
@@ -205,19 +251,30 @@ class ModelSteps:
     def _feed(self, event: Event, seen: dict, what: str | None, isr: list | None = None,
               persisted: bool = False, late: bool = False, leader: str | None = None,
               told: list | None = None) -> Finding | None:
-        if self.finding is not None:
+        if self.finding is not None or self.undecided is not None:
             return None
         self.events += 1
         if leader is not None:  # a Kafka follower of that epoch's leader, with the others it told
-            discrepancy = self.validator.feed(event, leader=leader, told=told)
+            options = dict(leader=leader, told=told)
         elif isr is not None and isinstance(self.validator, ObservedKafkaValidator):
-            discrepancy = self.validator.feed(event, isr=isr)  # a Kafka leader's ISR is compared too
+            options = dict(isr=isr)  # a Kafka leader's ISR is compared too
         elif persisted:
-            discrepancy = self.validator.feed(event, persisted_generation=True)
+            options = dict(persisted_generation=True)
         elif late:
-            discrepancy = self.validator.feed(event, late_election=True)
+            options = dict(late_election=True)
         else:
-            discrepancy = self.validator.feed(event)
+            options = {}
+        self.fed.append((event, options))
+        discrepancy = self.validator.feed(event, **options)
+        if discrepancy is not None and self.validator.capped:
+            # The explanation that makes this step may be one the bound dropped: a finding only where a
+            # search that kept every explanation finds none.
+            discrepancy = self._widened(discrepancy)
+            if discrepancy is None and self.undecided is not None:
+                state = " ".join(describe_observation(seen).split()[1:])
+                self.undecided = (f"after {seen['cause']}, {what or seen['node']} showed {state}: no explanation "
+                                  f"kept makes it, but {self.undecided}; not a finding (--clock virtual steps "
+                                  f"finer)")
         if discrepancy is None:
             return None
         state = " ".join(describe_observation(seen).split()[1:])

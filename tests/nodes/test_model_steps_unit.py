@@ -626,3 +626,62 @@ def test_a_kafka_followers_fetch_is_refused_where_the_variant_refuses_the_leader
     finding = feed(run, protocol=refusing(tmp_path, "kafka", "replicate", "answers a fetch"))
     assert finding is not None and finding.step == 7, finding
     assert "the model refuses that step: S1 never answers a fetch under this variant" in finding.text, finding.text
+
+
+# ---------------------------------------------- a discrepancy found at the validator's bound
+def stepped_with(observations: list[dict], max_candidates: int) -> tuple[ModelSteps, object]:
+    steps = ModelSteps("kafka", ["n1", "n2", "n3"], max_candidates=max_candidates)
+    for observation in observations:
+        finding = steps.observed(observation)
+        if finding is not None:
+            return steps, finding
+    return steps, steps.finish()
+
+
+def test_a_discrepancy_after_explanations_were_dropped_is_stepped_again_with_more_kept():
+    """The clean run of the row's kafka leader killed after its lag timer (16 explanations at most) with
+    one explanation kept: the one that explains its last change was dropped. Stepped again from the
+    start with ten kept, it is explained, and the stepping goes on with the wider validator."""
+    observations = json.loads(SHRINK_BEFORE_KILL.read_text())["observations"]
+    steps, finding = stepped_with(observations, 1)
+    assert finding is None and steps.undecided is None, finding
+    assert steps.validator.max_candidates == 10
+
+
+def test_without_the_second_stepping_the_bound_alone_makes_a_finding(monkeypatch):
+    observations = json.loads(SHRINK_BEFORE_KILL.read_text())["observations"]
+    monkeypatch.setattr(ModelSteps, "_widened", lambda self, discrepancy: discrepancy)
+    _, finding = stepped_with(observations, 1)
+    assert finding is not None and finding.name == "ModelStep"
+
+
+def test_a_discrepancy_the_wider_search_also_meets_at_its_bound_is_undecided_not_a_finding(monkeypatch):
+    import hwm.bridge.maelstrom.validation as validation
+
+    monkeypatch.setattr(validation, "WIDER", 1)  # the second stepping keeps no more than the first
+    observations = json.loads(SHRINK_BEFORE_KILL.read_text())["observations"]
+    steps, finding = stepped_with(observations, 1)
+    assert finding is None
+    assert steps.undecided.startswith("after the final phase, n1 showed follower g1 log=[1] hwm=1 isr=n1: no "
+                                      "explanation kept makes it, but the validator kept 1 explanations and "
+                                      "dropped the rest"), steps.undecided
+    assert steps.observed(observations[-1]) is None and steps.finish() is None  # the stepping stopped there
+
+
+def test_a_change_no_model_step_makes_is_still_a_finding_when_the_wider_search_keeps_everything():
+    observations = json.loads(SHRINK_BEFORE_KILL.read_text())["observations"]
+    wrong = dict(observations[-1], log=[[1, 1], [2, 1]])  # n2 shows an entry no leader ever had
+    steps, finding = stepped_with(observations[:-1] + [wrong], 5)
+    assert finding is not None and finding.name == "ModelStep", steps.undecided
+    assert steps.validator.max_candidates == 50 and not steps.validator.capped
+
+
+def test_the_hunt_counts_a_schedule_whose_stepping_was_undecided_as_clean_and_says_so():
+    from hwm.bridge.maelstrom.cluster import RunResult
+    from hwm.bridge.maelstrom.hunt import HuntReport, counted
+    from hwm.bridge.maelstrom.schedule import Schedule
+
+    report = HuntReport()
+    result = RunResult(Schedule(steps=()), stepping_undecided="after deliver_all(), n1 showed ...")
+    assert counted(report, result, 0.0) is False
+    assert report.stepping_undecided == ["schedule 1, after deliver_all(), n1 showed ..."] and not report.failures
