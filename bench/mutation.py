@@ -190,7 +190,7 @@ TARGETS: dict[str, Target] = {
     "bridge/servers/registry.py": Target((SERVERS + "test_etcd.py", SERVERS + "test_zookeeper.py"), 1),
     "bridge/servers/run.py": Target((SERVERS + "test_etcd.py", SERVERS + "test_status_checks.py",
                                      SERVERS + "test_etcd_lin_kv.py"), 3),
-    "bridge/servers/zookeeper.py": Target((SERVERS + "test_zookeeper.py",), 2),
+    "bridge/servers/zookeeper.py": Target((SERVERS + "test_zookeeper.py", SERVERS + "test_zookeeper_cas.py"), 2),
     "bridge/simcluster/__init__.py": Target((), 0),
     "bridge/simcluster/cluster.py": Target(("tests/conformance/test_simcluster.py",
                                             "tests/conformance/test_recorded_simcluster.py",
