@@ -295,18 +295,50 @@ def test_a_late_election_never_lowers_a_candidate_nor_gives_a_generation_a_secon
     assert discrepancy is not None and discrepancy.number == len(events), discrepancy and discrepancy.describe()
 
 
+# n3 is down, so n2 wins generation 2 with n1's vote alone (the model's n1 follows n2 in 2, a change n1
+# has not shown); n3 comes back and leads generation 5 with n2's vote. n1 then leads generation 3.
+VOTED_UNSHOWN = [("n3", dict(crash=True)), ("n2", dict(generation=2, role="leader"))]
+LED_FIVE = [("n3", dict(restart=True, generation=0, role="follower", log=(), hwm=0)),
+            ("n3", dict(generation=5, role="leader")), ("n2", dict(generation=5, role="follower"))]
+N1_VOTED = [("n1", dict(generation=2))]
+LATE_THREE = [("n1", dict(generation=3, role="leader"))]
+
+
+@pytest.mark.parametrize("events, valid", [
+    (VOTED_UNSHOWN + N1_VOTED + LED_FIVE + LATE_THREE, True),  # n1 showed its vote in 2, then stood for 3
+    (VOTED_UNSHOWN + LED_FIVE + N1_VOTED + LATE_THREE, True),  # the same, shown later
+    (VOTED_UNSHOWN + LED_FIVE + LATE_THREE, False),  # its vote in 2 never shown: a change waiting
+], ids=["shown", "shown-later", "unshown"])
+def test_a_late_election_needs_the_candidate_to_have_no_change_of_the_models_waiting_to_be_shown(events, valid):
+    """The guard `cand.pending[k]` of ObservedValidator._late_elections: each row's every other guard
+    holds (n1 alive, in the model a follower of the run's generation 2, below the freed one; 3 named by
+    no one and below 5, which was led)."""
+    discrepancy = feed(events, late_at=len(events) - 1)
+    assert (discrepancy is None) == valid, discrepancy and discrepancy.describe()
+    if not valid:
+        assert discrepancy.number == len(events)
+    # Without the caller's word none is explained: the model's election numbers 3 above 5.
+    assert feed(events, late_at=-1) is not None
+
+
 # n2 wins generation 2 with n3 while n1 still leads generation 1.
 DEPOSED = ELECTED + [("n2", dict(generation=2, role="leader")), ("n3", dict(generation=2))]
+# n1 has stepped down and n2 and n3 are down: no election can take n1 anywhere (no restart is logged),
+# so only a message explains a later generation of n1's, and the highest any sender held is 2.
+CUT_OFF = DEPOSED + [("n1", dict(role="follower")), ("n2", dict(crash=True)), ("n3", dict(crash=True))]
 
 
 @pytest.mark.parametrize("events, valid", [
     (DEPOSED + [("n1", dict(generation=2, role="follower"))], True),  # a leader learns g2 and steps down
     (DEPOSED + [("n1", dict(role="follower")), ("n1", dict(generation=2))], True),  # a follower learns it
     (DEPOSED + [("n1", dict(generation=2))], False),  # still leading, in a generation n2 leads
+    (CUT_OFF + [("n1", dict(generation=2))], True),  # the highest another server holds (a crashed one's)
+    (CUT_OFF + [("n1", dict(generation=3))], False),  # above every other server's: no sender held it
 ])
 def test_only_a_live_follower_learns_a_later_generation_without_voting(events, valid):
-    """The relaxation's guard (ObservedValidator._later_generations): a follower learns a generation
-    from a message; a leader that learns one steps down."""
+    """The relaxation's guards (ObservedValidator._later_generations): a follower learns a generation
+    from a message; a leader that learns one steps down; the generation is at most the highest another
+    server holds."""
     verdict = run(*events)
     assert verdict.valid == valid, verdict.discrepancy and verdict.discrepancy.describe()
     if not valid:

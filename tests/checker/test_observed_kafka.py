@@ -3,6 +3,8 @@ LeaderAndIsr request arriving late, a restart shown before the controller answer
 next fetch, an older fetch response, a late answer of a deposed leader, ISR changes as the
 controller's answers), and the wrong version of each is still rejected."""
 
+from itertools import islice
+
 import pytest
 
 from hwm.checker.model_events import random_actions, run_events
@@ -362,3 +364,42 @@ def test_followers_shown_in_an_epoch_before_its_leader_are_told_with_that_leader
         assert all(cand.state.servers[FIVE.index(f)].in_isr for f in told)
     assert v.feed(Event(server="n1", generation=1, role="leader"), isr=FIVE) is None
     assert v.finish() is None
+
+
+class ModelIsrOnly(ObservedKafkaValidator):
+    """The Kafka validator whose elections take the model's ISR only (the live ISR), not the broker sessions'."""
+
+    def _elections(self, state, action):
+        yield from islice(super()._elections(state, action), 1)
+
+
+# n1, the leader of epoch 1, is killed with n2 and n3 in its ISR; or after its AlterIsr without n3 (n3 live,
+# lagging) was accepted. The controller elects n2 for epoch 2; its request reaches n2 alone.
+KILLED_WITH_ALL = ELECTED + [("n1", dict(crash=True))]
+KILLED_WITHOUT_N3 = ELECTED + [("n1", dict(), ("n1", "n2")), ("n1", dict(crash=True))]
+
+
+@pytest.mark.parametrize("before, isr, valid, model_isr_explains", [
+    (KILLED_WITH_ALL, ("n2", "n3"), True, True),  # the live ISR: the model's own
+    # n3, live but cut off from the controller, leaves; n1's session has not expired: it stays. Only the
+    # sessions' ISR gives this (the model's, then a shrink of n3, gives {n2}: no AlterIsr adds the dead n1).
+    (KILLED_WITH_ALL, ("n1", "n2"), True, False),
+    (KILLED_WITH_ALL, ("n2",), True, True),  # n3 left (the model's ISR and a shrink explain it too)
+    (KILLED_WITHOUT_N3, ("n2",), True, True),  # n3 was out already: the model's own
+    (KILLED_WITHOUT_N3, ("n1", "n2"), True, False),  # n1's session still open
+    # The guard: the controller's ISR is drawn from the ISR. n3, out of it, never rejoins by an election
+    # (no LeaderAndIsr of epoch 2 reached it, so no fetch of its in epoch 2 made an AlterIsr either).
+    (KILLED_WITHOUT_N3, ("n2", "n3"), False, False),
+    (KILLED_WITHOUT_N3, NODES, False, False),
+], ids=["live-isr", "dead-kept-live-left", "live-left", "out-stays-out", "out-dead-kept", "out-rejoins",
+        "out-rejoins-all"])
+def test_the_controller_elects_with_the_isr_its_broker_sessions_show_but_only_from_the_isr(
+        before, isr, valid, model_isr_explains):
+    """ObservedKafkaValidator._elections: each ISR replica the LeaderAndIsr did not reach may stay in
+    the new ISR or leave it (`others`: ISR replicas only)."""
+    events = before + [("n2", dict(generation=2, role="leader"), isr)]
+    verdict = run(*events)
+    assert verdict.valid == valid, verdict.discrepancy and verdict.discrepancy.describe()
+    if not valid:
+        assert verdict.discrepancy.number == len(events)
+    assert run(*events, validator=ModelIsrOnly).valid == model_isr_explains

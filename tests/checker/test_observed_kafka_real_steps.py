@@ -5,6 +5,7 @@ and must still be rejected; and the causality rule (no HW before the entry on th
 
 from pathlib import Path
 
+import pytest
 from click.testing import CliRunner
 
 from hwm.checker.recorded import recorded_run_validator
@@ -186,3 +187,44 @@ def test_a_fetch_sent_before_its_follower_crashed_may_arrive_after():
     # The guard: from an offset it held. n3 never held entry 1: no fetch of its moves the HW to 1.
     verdict = run(*before, ("n1", dict(hwm=1), ("n1", "n3")))
     assert not verdict.valid and verdict.discrepancy.number == len(before) + 1
+
+
+# ------------------------------------------ fetches of a follower whose log diverged (Kafka before KIP-101)
+# Under kafka-truncate-to-hwm a replica truncates to its own HW when it becomes a follower, which lags the
+# leader's: logs diverge (KIP-101 scenario 2), and a follower of the leader's epoch that holds other entries
+# below its log end is what `_repeated`'s prefix guard and `_offers`'s `offset <= len(leader.log)` are for.
+# n3 down and shrunk out; n1 writes three entries, n2 fetches them (HW 1 from the answer), n1's HW is 3.
+# n2 restarts and truncates to its HW 1; n1 is killed, n2 leads epoch 2 (the controller keeps n1's open
+# session in the ISR); n1 restarts and truncates to its own HW 3, keeping 2@1 and 3@1: it diverges from n2
+# at offset 1 and fetches from its log end, 3.
+TO_HWM = resolve("kafka-truncate-to-hwm")[1]
+N12 = ("n1", "n2")
+THREE = ((1, 1), (2, 1), (3, 1))
+DIVERGED = ELECTED + [
+    ("n3", dict(crash=True)), ("n1", dict(), N12),
+    ("n1", dict(log=ONE)), ("n2", dict(log=ONE)), ("n1", dict(hwm=1), N12), ("n2", dict(hwm=1)),
+    ("n1", dict(log=THREE)), ("n2", dict(log=THREE)), ("n1", dict(hwm=3), N12),
+    ("n2", dict(crash=True)), ("n2", dict(restart=True, generation=1, role="follower", log=ONE, hwm=1)),
+    ("n1", dict(crash=True)), ("n2", dict(generation=2, role="leader"), N12),
+    ("n1", dict(restart=True, generation=2, role="follower", log=THREE, hwm=3)),
+]
+
+
+@pytest.mark.parametrize("log, hwm, valid", [
+    # n2 holds three entries: n1's fetch from 3 counts (the preset's bug: its entries 2 and 3 are not n2's).
+    (((1, 1), (2, 2), (3, 2)), 3, True),
+    (((1, 1), (2, 2), (3, 2)), 1, True),  # not yet counted
+    # `_repeated`'s guard: n1 never fetched from 2 in epoch 2 (its prefix up to 2 is not n2's), and its log
+    # end is 3: no fetch of its gives HW 2.
+    (((1, 1), (2, 2), (3, 2)), 2, False),
+    # `_offers`'s guard: n2 holds two entries, n1's fetch from 3 is past n2's log end (OFFSET_OUT_OF_RANGE,
+    # answered by a truncation n1 has not shown): it counts nothing, and HW 2 has no fetch behind it.
+    (((1, 1), (2, 2)), 2, False),
+    (((1, 1), (2, 2)), 1, True),
+])
+def test_a_diverged_followers_fetch_counts_only_from_its_log_end_and_never_past_the_leaders(log, hwm, valid):
+    events = DIVERGED + [("n2", dict(log=log), N12), ("n2", dict(hwm=hwm), N12)]
+    verdict = run(*events, protocol=TO_HWM)
+    assert verdict.valid == valid, verdict.discrepancy and verdict.discrepancy.describe()
+    if not valid:
+        assert verdict.discrepancy.number == len(events)
