@@ -151,7 +151,19 @@ def test_when_every_isr_replica_dies_unclean_election_loses_an_acknowledged_writ
                 processes.start(follower)
             wait_for(lambda: leader_of(client), 20, "a leader")
             client.put(b"after")
-            _, value = client.get(acked)
+            # The leader that answers the read may not be the one that answered the put (the controller
+            # may elect again as brokers return), and a new leader's HW covers its log only once its
+            # followers have fetched: the read waits for that, as a client retries.
+            read: list[bytes] = []
+
+            def read_back() -> bool:
+                try:
+                    read.append(client.get(acked)[1])
+                except NotCommittedError:
+                    return False
+                return True
+            wait_for(read_back, 20, f"entry {acked} committed on the leader")
+            value = read[-1]
         if preset == "kafka":
             assert value == b"acknowledged"
         else:
