@@ -135,7 +135,8 @@ def _saved_paths(save: Path, kinds: list[str]) -> dict[str, Path]:
               help="With --server and power_fail: what a power failure loses of what was not fsynced. all: every "
                    "write and name; torn: a power failure may keep a prefix of each file's writes (the last "
                    "perhaps torn at a 512-byte sector) and of each directory's names, drawn from a seed the "
-                   "schedule records. [default: all]")
+                   "schedule records; reordered: as torn, and such a failure may keep each file's unsynced sectors "
+                   "in any order (a later one kept, an earlier one lost). [default: all]")
 @click.option("--settle-time", "settle_time", type=click.FloatRange(0), default=10.0, show_default=True,
               help="Wall clock: the final phase's longest wait, in seconds, for open requests and for every "
                    "acknowledged message to be served again (Maelstrom's recovery time; a node that replicates on "

@@ -65,7 +65,7 @@ def power_choice(option: str, value: str | None, choices: tuple[str, ...], fault
     if value is None:
         return None
     if value not in choices:
-        return f"{option} {value!r} is not {' or '.join(choices)}"
+        return f"{option} {value!r} is not {', '.join(choices[:-1])} or {choices[-1]}"
     if faults is not None and "power_fail" not in faults:
         return f"{option} is about power failures: add power_fail to --faults"
     return None
@@ -173,7 +173,8 @@ def test_server(name: str, workload: str, nodes: int, schedules: int, steps: int
         click.echo(f"{report.schedules} schedules of the {workload} workload against {nodes} {name} members "
                    f"({', '.join(chosen) or 'no faults'}"
                    + (f"; power failures on a {filesystem} filesystem, "
-                      + ("some writes kept, torn" if power_loss == "torn" else "all not fsynced lost")
+                      + {"torn": "some writes kept, torn", "reordered": "some writes kept, torn or out of order"}.get(
+                          power_loss, "all not fsynced lost")
                       if "power_fail" in chosen else "")
                    + f"), {report.operations} client operations in "
                    f"{report.seconds:.1f} s ({report.schedules / minutes:.1f} schedules/min, "

@@ -17,7 +17,7 @@ the `nth`, which reorders), `deliver_all`, `partition` (`groups` of nodes), `hea
 replaced by the copy kept at start-up, bridge/servers/run.py) and `power_fail` (SIGKILL, its writes
 and directory entries not fsynced dropped, a restart: bridge/servers/powerfs.py; with `keep_seed`, what
 the disk keeps of them, a prefix of each file's writes, the last perhaps torn, and of each directory's
-entries, is drawn from that seed; with `during`, client requests of the workload sent at once,
+entries, is drawn from that seed (with `reorder`, each file's unsynced sectors in any order); with `during`, client requests of the workload sent at once,
 each by a client of its own, and the power cut `after_ms` milliseconds later, while they are in
 flight: what the member was writing for them is what it had not fsynced), and `concurrent`: its `steps`, client
 requests of the workload, sent at once by clients of their own (a real server's run, bridge/servers/run.py); the clock's `tick` (one node, or all) and
@@ -153,6 +153,12 @@ def check_step(step, nodes: list[str], workload: str, number: int | None = None,
     if op == "power_fail" and "keep_seed" in step and (type(step["keep_seed"]) is not int or step["keep_seed"] < 0):
         bad(f"'keep_seed' must be a non-negative integer (what the disk keeps of unsynced writes is drawn from "
             f"it), got {step['keep_seed']!r}", "keep_seed")
+    if op == "power_fail" and "reorder" in step:
+        if type(step["reorder"]) is not bool:
+            bad(f"'reorder' must be true or false, got {step['reorder']!r}", "reorder")
+        if step["reorder"] and "keep_seed" not in step:
+            bad("'reorder' says the disk keeps the unsynced sectors 'keep_seed' draws in any order; there is no "
+                "'keep_seed'", "reorder")
     if op == "power_fail" and ("during" in step or "after_ms" in step):
         if "during" not in step:
             bad("'after_ms' says when the power goes while the requests of 'during' are in flight; there is no "
@@ -261,7 +267,7 @@ def describe(step: dict) -> str:
         return f"{plain[:-1]}, {step['after_ms']} ms into {' ‖ '.join(describe(inner) for inner in step['during'])})"
     args = [str(step[k]) for k in ("node", "key", "msg", "value", "index", "ms", "rounds") if k in step]
     if "keep_seed" in step:
-        args.append(f"keep_seed={step['keep_seed']}")
+        args.append(f"keep_seed={step['keep_seed']}" + (", reorder" if step.get("reorder") else ""))
     if op == "cas":
         args.append(f"{step['from']}→{step['to']}" + (", create" if step.get("create_if_not_exists") else ""))
     for k in ("offsets", "keys"):

@@ -8,7 +8,8 @@ in force: kill and
 restart, pause and resume, partition and heal, `power_fail` (one member, a majority or every
 member loses power at once: all of them are killed before any drops what it did not fsync and
 restarts; with `power_loss="torn"`, each power failure either loses all of it or carries a
-`keep_seed` from which powerfs.py draws what each disk keeps), and the planted `rollback` (kill a majority, put back the copies of their data
+`keep_seed` from which powerfs.py draws what each disk keeps; with "reordered", such a failure
+may also keep each file's unsynced sectors in any order, `reorder`), and the planted `rollback` (kill a majority, put back the copies of their data
 directories kept at start-up, restart them). Requests aimed at "leader" go to
 the member that last said it leads.
 
@@ -42,7 +43,7 @@ SERVER_FAULTS = ("kill", "pause", "partition", "power_fail", "rollback")
 STOCK_FAULTS = ("kill", "pause", "partition")  # rollback is an operator's mistake, planted on request
 # What a power failure loses of what was not fsynced: all of it, or (torn) what a seed on its step
 # does not keep: a prefix of each file's writes, the last perhaps torn at a sector, and of the names.
-POWER_LOSSES = ("all", "torn")
+POWER_LOSSES = ("all", "torn", "reordered")
 
 
 @dataclass
@@ -84,14 +85,16 @@ def recurring(server: Server, kind: str, recurrence: Recurrence, limits: ServerL
 
 
 # What makes a power failure less plain, plainest last: one during requests in flight (else between
-# steps), one that keeps part of what was not fsynced (else nothing of it).
-PLAINER = (("during", "after_ms"), ("keep_seed",))
+# steps), one that keeps unsynced sectors in any order (else a prefix of each file's writes), one that
+# keeps part of what was not fsynced (else nothing of it).
+PLAINER = (("during", "after_ms"), ("reorder",), ("keep_seed", "reorder"))
 
 
 def plainer_power_failures(found: RunResult, kind: str, rerun, seconds: float,
                            report: ServerHuntReport) -> RunResult:
     """`found` with its power failures made plainer where `kind` still recurs: first between steps
-    (their `during` requests taken out), then losing everything (their `keep_seed`s taken out)."""
+    (their `during` requests taken out), then keeping a prefix (`reorder` out), then losing everything
+    (their `keep_seed`s taken out)."""
     began, best = time.monotonic(), found
     for fields in PLAINER:
         best = _without(best, fields, kind, rerun, max(0.0, seconds - (time.monotonic() - began)), report)
@@ -287,7 +290,11 @@ def hunt_server(server: Server, nodes: int = 3, schedules: int = 10, steps: int 
 
         # torn: a power failure keeps nothing not fsynced (Hypothesis's simplest choice) or carries a
         # seed, one per member, from which its disk keeps part of it.
-        keeping = {"keep_seed": st.one_of(st.none(), st.integers(0, 2**31))} if power_loss == "torn" else {}
+        # reordered: a seeded failure may also keep each file's unsynced sectors in any order (`reorder`).
+        keeping = ({"keep_seed": st.one_of(st.none(), st.integers(0, 2**31))} if power_loss in ("torn", "reordered")
+                   else {})
+        if power_loss == "reordered":
+            keeping["reorder"] = st.booleans()
 
         def in_flight(self, kind: str, member: str) -> dict:
             """A request of the workload to `member`, for a power failure during requests."""
@@ -303,7 +310,7 @@ def hunt_server(server: Server, nodes: int = 3, schedules: int = 10, steps: int 
               during=st.one_of(st.none(), st.tuples(st.lists(st.sampled_from(["write", "read"]), min_size=1,
                                                              max_size=3), st.integers(0, 30))),
               **keeping)
-        def power_fail(self, first, how_many, during, keep_seed=None):
+        def power_fail(self, first, how_many, during, keep_seed=None, reorder=False):
             # Members that lose power together: all are down before any restarts, so what none of
             # them fsynced survives only on the others, if any. "all" first: Hypothesis's simplest
             # choice, and the one that loses what no member fsynced (a majority alone leaves a member
@@ -317,7 +324,8 @@ def hunt_server(server: Server, nodes: int = 3, schedules: int = 10, steps: int 
                 self.apply({"op": "kill", "node": member})
             for j, member in enumerate(lost):
                 step = {"op": "power_fail", "node": member,
-                        **({"keep_seed": keep_seed + j} if keep_seed is not None else {})}
+                        **({"keep_seed": keep_seed + j} if keep_seed is not None else {}),
+                        **({"reorder": True} if reorder and keep_seed is not None else {})}
                 if during is not None and j == 0:
                     # Between steps a stock server has fsynced all it answered: the first member
                     # loses power while requests sent to it are in flight, so that what it was

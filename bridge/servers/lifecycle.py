@@ -309,14 +309,14 @@ class ServerCluster:
         if not self.procs[name].alive:
             self._start(name)
 
-    def power_fail(self, name: str, keep_seed: int | None = None) -> powerfs.Dropped:
+    def power_fail(self, name: str, keep_seed: int | None = None, reorder: bool = False) -> powerfs.Dropped:
         """The member loses power: SIGKILL, then every write and every directory entry it did not
-        fsync is dropped (with `keep_seed`, what the disk does not keep of them: powerfs.py); what
-        was. It stays down until `restart`."""
+        fsync is dropped (with `keep_seed`, what the disk does not keep of them, with `reorder` in any
+        order: powerfs.py); what was. It stays down until `restart`."""
         if not self.power:
             raise ServerError("this cluster was started without power failures (its data directories are not hwm's mounts)")
         self.procs[name].kill()
-        return self.mounts[name].lose_power(keep_seed)
+        return self.mounts[name].lose_power(keep_seed, reorder)
 
     def pause(self, name: str) -> None:
         self.procs[name].pause()

@@ -33,7 +33,11 @@ boundary is one of these); each directory a prefix of its own name changes (posi
 a prefix of every directory's (journalled). How much, and where the tear falls, is drawn from the
 seed and the file's or the directory's path, so that the same seed on the same writes keeps the
 same. A file created and removed since its directory's fsync stays removed, even where a kept
-prefix names it.
+prefix names it. `lose_power(seed, reorder=True)` keeps each file's unsynced sectors in any order
+instead (a disk's cache writes back pages, and a drive sectors, in no order the writes came in):
+each 512-byte sector that differs from the file's synced bytes is either kept or not, drawn from
+the seed, and so is the file's size (the new one or the synced one; a sector kept past the synced
+end with the one before it lost leaves a hole of zeros). Names are kept as with a prefix.
 
 A process writing through a shared writable mmap reaches this filesystem when the kernel writes
 its dirty pages back: as write() at msync, munmap, close or the kernel's own writeback, and its
@@ -137,6 +141,7 @@ class Dropped:
     kept_bytes: int = 0  # bytes written or cut since their fsync, and kept
     torn: int = 0  # writes torn: their first sectors kept, the rest dropped
     kept_entries: int = 0  # names changed since their directory's fsync, and kept
+    reordered: int = 0  # files that kept a later unsynced sector and lost an earlier one (reorder)
 
 
 def attic_of(backing: str | Path) -> str:
@@ -346,7 +351,47 @@ def _operations():
             tears = record.changes[whole].tears() if whole < len(record.changes) else []
             return whole, rng.choice(tears) if tears and rng.random() < 0.5 else 0
 
-        def lose_power(self, seed: int | None = None) -> Dropped:
+        @staticmethod
+        def _synced_bytes(now: bytes, record: Unsynced) -> bytes:
+            """The file's bytes at its last fsync: `now` with its changes undone, newest first (as
+            `Change.undo` does on the disk)."""
+            old = bytearray(now)
+            for change in reversed(record.changes):
+                end = change.offset + len(change.replaced)
+                if len(old) < end:
+                    old.extend(bytes(end - len(old)))
+                old[change.offset:end] = change.replaced
+                del old[change.size:]
+                old.extend(bytes(change.size - len(old)))
+            return bytes(old)
+
+        @staticmethod
+        def _reorder(fd: int, record: Unsynced, rng: random.Random) -> tuple[int, int, bool]:
+            """Keep each unsynced sector of the file, and its new size, or not, in no order: (bytes lost,
+            bytes kept, whether a later changed sector was kept where an earlier one was lost)."""
+            now = os.pread(fd, os.fstat(fd).st_size, 0)
+            old = PowerFS._synced_bytes(now, record)
+            size = len(now) if rng.random() < 0.5 else len(old)
+            out = bytearray(old[:size].ljust(size, b"\0"))
+            lost = kept = 0
+            lost_one = out_of_order = False
+            for start in range(0, max(len(now), len(old)), SECTOR_BYTES):
+                new_part, old_part = now[start:start + SECTOR_BYTES], old[start:start + SECTOR_BYTES]
+                if new_part == old_part:
+                    continue
+                if rng.random() < 0.5 and start < size:  # the disk wrote it back (within the size it kept)
+                    out[start:start + len(new_part)] = new_part
+                    kept += min(len(new_part), size - start)
+                    out_of_order = out_of_order or lost_one
+                else:
+                    lost += max(len(new_part), len(old_part))
+                    lost_one = True
+            del out[size:]
+            os.ftruncate(fd, 0)
+            os.pwrite(fd, bytes(out), 0)
+            return lost, kept, out_of_order
+
+        def lose_power(self, seed: int | None = None, reorder: bool = False) -> Dropped:
             """Every file's bytes back as at its last fsync, every directory's entries as at its last
             fsync (posix; journalled: at the last fsync of anything); what was dropped. With a seed, each
             file keeps a prefix of its changes since, the last perhaps torn, and each directory (posix)
@@ -356,12 +401,22 @@ def _operations():
                 _syncfs(self.mount)
             with self.mutex:
                 where = self._inodes()
-                files = dropped = kept_bytes = torn = 0
+                files = dropped = kept_bytes = torn = reordered = 0
                 for inode, record in self.unsynced.items():
                     if inode not in where:
                         continue
                     path = where[inode][0]
                     rng = None if seed is None else random.Random(f"{seed} {os.path.relpath(path, self.backing)}")
+                    if rng is not None and reorder:
+                        fd = os.open(path, os.O_RDWR)
+                        try:
+                            lost, kept, out_of_order = self._reorder(fd, record, rng)
+                            os.fsync(fd)
+                        finally:
+                            os.close(fd)
+                        files, dropped, kept_bytes = files + (lost > 0), dropped + lost, kept_bytes + kept
+                        reordered += out_of_order
+                        continue
                     whole, keep = self._kept_changes(record, rng)
                     if whole == len(record.changes):
                         kept_bytes += record.written
@@ -381,7 +436,7 @@ def _operations():
                 self.unsynced.clear()
                 self.entries.clear()
                 self._empty_attic()
-                return Dropped(files, dropped, entries, kept_bytes, torn, kept_entries)
+                return Dropped(files, dropped, entries, kept_bytes, torn, kept_entries, reordered)
 
         def sync(self) -> None:
             if self.mount is not None:
@@ -581,9 +636,12 @@ def _serve_control(fs, sock_path: str) -> None:
         conn, _ = server.accept()
         with conn:
             command, *seed = conn.recv(64).decode().split()
-            if command in ("lose-power", "pending") and all(s.isdigit() for s in seed):
+            reorder = seed[1:] == ["reorder"]
+            if reorder:
+                seed = seed[:1]
+            if command in ("lose-power", "pending") and all(s.isdigit() for s in seed) and (seed or not reorder):
                 try:
-                    dropped = fs.lose_power(*map(int, seed)) if command == "lose-power" else fs.pending()
+                    dropped = fs.lose_power(*map(int, seed), reorder=reorder) if command == "lose-power" else fs.pending()
                 except OSError as e:  # answered, not the end of the control thread
                     answer = f"error {command}: {e}"
                 else:
@@ -640,10 +698,10 @@ class PowerMount:
             s.shutdown(socket.SHUT_WR)
             return s.recv(256).decode()
 
-    def lose_power(self, seed: int | None = None) -> Dropped:
+    def lose_power(self, seed: int | None = None, reorder: bool = False) -> Dropped:
         """Drop every unsynced write and directory entry, or with a seed what it does not keep
-        (PowerFS.lose_power). Only while nothing runs on the mount."""
-        answer = self.ask("lose-power" if seed is None else f"lose-power {seed}")
+        (PowerFS.lose_power; `reorder`: each file's sectors in any order). Only while nothing runs on the mount."""
+        answer = self.ask("lose-power" if seed is None else f"lose-power {seed}" + (" reorder" if reorder else ""))
         if answer.startswith("error") or not answer:
             raise OSError(f"{self.mount}: the power failure failed: {answer or 'no answer (see ' + str(self.log) + ')'}")
         return Dropped(*map(int, answer.split()))

@@ -256,10 +256,11 @@ class ServerRun:
     def _power_fail(self, step: dict) -> None:
         """SIGKILL, and the member's disk drops what it did not fsync (or keeps part: `keep_seed`)."""
         node = step["node"]
-        lost = self.cluster.power_fail(node, step.get("keep_seed"))
-        kept = (f"; kept {lost.kept_bytes} bytes not fsynced ({lost.torn} write{'' if lost.torn == 1 else 's'} "
-                f"torn) and {lost.kept_entries} directory entr{'y' if lost.kept_entries == 1 else 'ies'}"
-                if "keep_seed" in step else "")
+        lost = self.cluster.power_fail(node, step.get("keep_seed"), step.get("reorder", False))
+        how = (f"{lost.reordered} file{'' if lost.reordered == 1 else 's'} out of order" if step.get("reorder") else
+               f"{lost.torn} write{'' if lost.torn == 1 else 's'} torn")
+        kept = (f"; kept {lost.kept_bytes} bytes not fsynced ({how}) and {lost.kept_entries} directory "
+                f"entr{'y' if lost.kept_entries == 1 else 'ies'}" if "keep_seed" in step else "")
         self._event(f"{node} lost power (SIGKILL; {lost.bytes} bytes not fsynced dropped, in {lost.files} "
                     f"file{'' if lost.files == 1 else 's'}; {lost.entries} directory "
                     f"entr{'y' if lost.entries == 1 else 'ies'} not fsynced undone{kept})")

@@ -311,6 +311,52 @@ def test_a_torn_append_ends_the_file_at_the_sector_boundary(mount):
     assert sizes == {10, 512, 1024, 1510}
 
 
+def test_reorder_keeps_any_of_a_files_unsynced_sectors_and_replays_the_same(mount):
+    """One write over sectors 0 to 3 of a synced file: with `reorder` each sector is the new one or the
+    synced one, whatever the others are, so a later sector kept with an earlier one lost happens (a
+    prefix alone never gives that); the same seed keeps the same."""
+    path = mount.mount / "wal"
+    shapes, kept = set(), {}
+    for seed in range(40):
+        write_synced(path, b"o" * 2048)
+        unsynced_writes(path, [(0, b"n" * 2048)])
+        dropped = mount.lose_power(seed, reorder=True)
+        data = path.read_bytes()
+        assert len(data) == 2048
+        sectors = [data[k:k + 512] for k in range(0, 2048, 512)]
+        assert all(sector in (b"o" * 512, b"n" * 512) for sector in sectors), data
+        shape = "".join("n" if sector[0:1] == b"n" else "o" for sector in sectors)
+        assert dropped.kept_bytes == 512 * shape.count("n") and dropped.bytes == 512 * shape.count("o")
+        assert dropped.reordered == int("on" in shape), (shape, dropped)
+        shapes.add(shape)
+        kept[seed] = data
+    assert any("on" in shape for shape in shapes), shapes  # out of order
+    assert len(shapes) > 4
+    for seed in (0, 7, 19):
+        write_synced(path, b"o" * 2048)
+        unsynced_writes(path, [(0, b"n" * 2048)])
+        mount.lose_power(seed, reorder=True)
+        assert path.read_bytes() == kept[seed]
+
+
+def test_reorder_may_keep_an_append_past_a_lost_sector_as_a_hole_of_zeros(mount):
+    """An append of three sectors to a synced 10-byte file: the file keeps its synced size or the new
+    one; a sector kept beyond one lost leaves zeros where the lost one was."""
+    path = mount.mount / "log"
+    holes = False
+    for seed in range(40):
+        write_synced(path, b"h" * 10)
+        unsynced_writes(path, [(10, b"r" * 1526)])  # to byte 1536: sectors 0, 1 and 2
+        mount.lose_power(seed, reorder=True)
+        data = path.read_bytes()
+        assert len(data) in (10, 1536), len(data)
+        assert data[:10] == b"h" * 10 and data[10:512] in (b"", b"r" * 502, bytes(502))
+        for k in range(512, len(data), 512):
+            assert data[k:k + 512] in (b"r" * 512, bytes(512))
+        holes = holes or (len(data) == 1536 and data[512:1024] == bytes(512) and data[1024:1536] == b"r" * 512)
+    assert holes
+
+
 def test_a_seed_keeps_some_of_a_directorys_unsynced_names_in_order(mount):
     folder = mount.mount / "version-2"
     folder.mkdir()
@@ -492,7 +538,7 @@ def _replayed(tmp_path, args: list[str], **changes):
 
 @pytest.mark.parametrize("args, line", [
     (["--filesystem", "ext4"], "error: --filesystem 'ext4' is not posix or journalled"),
-    (["--power-loss", "some"], "error: --power-loss 'some' is not all or torn"),
+    (["--power-loss", "some"], "error: --power-loss 'some' is not all, torn or reordered"),
     (["--faults", "kill", "--filesystem", "journalled"],
      "error: --filesystem is about power failures: add power_fail to --faults"),
     (["--faults", "kill", "--power-loss", "torn"], "error: --power-loss is about power failures: add power_fail to --faults"),
@@ -521,6 +567,30 @@ def test_a_schedule_with_a_bad_filesystem_or_keep_seed_is_one_line_and_exit_2(tm
     done, _ = _replayed(tmp_path, ["--filesystem", "ext4"])
     assert done.exit_code == 2
     assert done.output.strip().splitlines() == ["error: --filesystem 'ext4' is not posix or journalled"]
+
+
+def test_a_saved_schedule_keeps_a_reordering_power_failure_and_refuses_one_without_a_seed(tmp_path):
+    from hwm.bridge.maelstrom.schedule import Schedule, describe, load
+    steps = [{"op": "log_append", "node": "n1", "value": 1},
+             {"op": "power_fail", "node": "n1", "keep_seed": 7, "reorder": True}]
+    loaded = load(Schedule(workload="log", clock="wall", server="etcd", steps=steps).save(tmp_path / "power.json"))
+    assert loaded.steps == steps and describe(loaded.steps[1]) == "power_fail(n1, keep_seed=7, reorder)"
+    for step, message in [({"op": "power_fail", "node": "n1", "reorder": True},
+                           "'reorder' says the disk keeps the unsynced sectors 'keep_seed' draws in any order; "
+                           "there is no 'keep_seed'"),
+                          ({"op": "power_fail", "node": "n1", "keep_seed": 1, "reorder": "yes"},
+                           "'reorder' must be true or false, got 'yes'")]:
+        done, path = _replayed(tmp_path, [], steps=[step])
+        assert done.exit_code == 2
+        assert done.output.strip().splitlines() == [f"error: {path}, step 1, field 'reorder': {message}"]
+
+
+def test_the_reordered_hunt_draws_reordering_power_failures(monkeypatch):
+    """--power-loss reordered: some seeded power failures of a hunt carry `reorder`, and shrinking tries
+    a finding's without it first (a prefix is the plainer loss)."""
+    from hwm.bridge.servers import hunt
+    assert hunt.PLAINER.index(("reorder",)) < hunt.PLAINER.index(("keep_seed", "reorder"))
+    assert "reordered" in hunt.POWER_LOSSES
 
 
 IN_FLIGHT = {"op": "power_fail", "node": "n1", "keep_seed": 3, "after_ms": 8,
