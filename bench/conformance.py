@@ -14,9 +14,10 @@
    Beside it, the explorer's shortest trace to any `always` property, explored here (breadth-first,
    at EXPLORER_BOUNDS: the explorer's default bounds, within the hunt's).
 
-A derandomized hunt replays the same examples for a given set of imported modules (Hypothesis draws
-a few integers from constants in the project's loaded code), so its count here can differ a little
-from the same hunt inside a whole pytest run; the seeded medians are the steadier figure.
+A derandomized hunt replays the same examples here as inside a whole pytest run: both keep
+Hypothesis's pool of the loaded modules' constants empty (`hunting.same_draws_in_every_process`),
+which made the count depend on what the process had loaded before. The seeded medians are the
+steadier figure.
 """
 
 from __future__ import annotations
@@ -63,8 +64,10 @@ def main() -> None:
     from hwm.properties.protocol import PRESETS, model_only
     from hwm.bridge.conformance import ASYNC, RPC, PropertyViolation, conformance_settings, hunt, machine_for
     from hypothesis.stateful import run_state_machine_as_test
-    from hwm.bridge.conformance.kill_matrix import (CI_BUDGET, DEEP_BUDGET, IN_CI, KILL_CONFIG, STEPS, deep_budget,
-                                                    kill_config, kill_steps)
+    from hwm.bridge.conformance.hunting import same_draws_in_every_process
+    from hwm.bridge.conformance.kill_matrix import (CI_BUDGET, DEEP_BUDGET, IN_CI, KILL_CONFIG, STEPS, ci_budget,
+                                                    deep_budget, kill_config, kill_steps)
+    same_draws_in_every_process()  # the derandomized hunts draw as the tests' do
 
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--seeds", type=int, default=5, help="seeded hunts per preset (default 5)")
@@ -98,8 +101,8 @@ def main() -> None:
         bounds = EXPLORER_BOUNDS[config.servers]
         shortest = explorer_shortest(name, bounds)
         # Exactly the hunts of the kill-matrix tests (derandomized: the budget seeds them).
-        tested = [(CI_BUDGET, hunt(machine_for(name, config, out_dir=out), CI_BUDGET, stateful_step_count=kill_steps(name)))
-                  if name in IN_CI else None,
+        tested = [(ci_budget(name), hunt(machine_for(name, config, out_dir=out), ci_budget(name),
+                                         stateful_step_count=kill_steps(name))) if name in IN_CI else None,
                   (deep_budget(name), hunt(machine_for(name, config, out_dir=out), deep_budget(name),
                                            stateful_step_count=kill_steps(name)))]
         found_runs, found_seconds = [], []
@@ -125,7 +128,7 @@ def main() -> None:
                      f"{statistics.median(found_runs):.0f}" if found_runs else "-",
                      f"{statistics.median(found_seconds):.1f}" if found_seconds else "-", explorer])
         print(f"  {name}: done", file=sys.stderr, flush=True)
-    print(table(["preset", "cluster", f"CI test ({CI_BUDGET} ex.)", f"deep test ({DEEP_BUDGET} ex.)",
+    print(table(["preset", "cluster", f"CI test ({CI_BUDGET} ex. or the preset's)", f"deep test ({DEEP_BUDGET} ex.)",
                  f"seeds found ({args.budget} ex.)", "median runs", "median s", "explorer's shortest"], rows))
     print(f"\nmeasured (for the kill-matrix tests' MEASURED): {measured}")
     print(f"\nhunt bounds: {KILL_CONFIG.describe()} (4 servers for raft-seed-quorum, 2 for the restart mutants, 2 crashes for kafka-unclean-election), at most {STEPS} steps "

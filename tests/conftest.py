@@ -55,6 +55,9 @@ def pytest_configure(config):
         marks = config.option.markexpr or ""
         chosen = "deep" if "deep" in marks and "not deep" not in marks else "ci"
     settings.load_profile(chosen)
+    if settings.get_profile(chosen).derandomize:  # the same examples whichever tests ran before in a worker
+        from hwm.bridge.conformance.hunting import same_draws_in_every_process
+        same_draws_in_every_process()
 
 
 # Which tests share a worker under pytest-xdist (`--dist loadgroup`): by default a file's tests stay

@@ -13,6 +13,21 @@ from hypothesis.stateful import run_state_machine_as_test
 from hwm.bridge.conformance.machine import STEPS, ConformanceFailure, ConformanceMachine
 
 
+def same_draws_in_every_process() -> bool:
+    """A derandomized hunt draws the same examples whatever else the process loaded: Hypothesis (6.131
+    on) draws one value in twenty from the constants of the project's modules loaded so far, so a
+    hunt's examples, and whether it found a planted bug, changed with the tests that ran before it in
+    a worker (xdist's split, -n 0, a selection). Its pool of local constants is kept empty for the
+    whole process (a private hook; absent from another version, nothing is changed). The test suite
+    does this under its derandomized profile (tests/conftest.py), bench/conformance.py too. Whether
+    the hook was there."""
+    from hypothesis.internal.conjecture import providers
+    if not (callable(getattr(providers, "_get_local_constants", None)) and hasattr(providers, "_local_constants")):
+        return False
+    providers._get_local_constants = lambda: providers._local_constants  # never filled
+    return True
+
+
 def conformance_settings(**overrides) -> settings:
     """Settings for a conformance run: the loaded profile's example count unless overridden."""
     options = dict(stateful_step_count=STEPS, deadline=None,
