@@ -225,10 +225,16 @@ class ModelSteps:
             return None
         discrepancy = self.validator.finish()
         if discrepancy is not None and self.validator.capped:
-            discrepancy = self._widened(discrepancy) or self.validator.finish()
+            again = self._widened(discrepancy)
+            if again is None and self.undecided is None:  # every event explained again: is one complete now?
+                again = self.validator.finish()
+                if again is not None and self.validator.capped:
+                    self.undecided = (f"the validator kept {self.validator.max_candidates:,} explanations and "
+                                      f"dropped the rest {self.validator.capped} times")
             if self.undecided is not None:
                 self.undecided = f"at the end of the run no explanation kept is complete, but {self.undecided}"
                 return None
+            discrepancy = again
         if discrepancy is None:
             return None
         self.finding = Finding(FINDING, f"at the end of the run: {discrepancy.reason} (no step of {self.name}'s "

@@ -685,3 +685,39 @@ def test_the_hunt_counts_a_schedule_whose_stepping_was_undecided_as_clean_and_sa
     result = RunResult(Schedule(steps=()), stepping_undecided="after deliver_all(), n1 showed ...")
     assert counted(report, result, 0.0) is False
     assert report.stepping_undecided == ["schedule 1, after deliver_all(), n1 showed ..."] and not report.failures
+
+
+class _StubValidator:
+    """A validator whose every event is explained and whose run's end is complete only with `enough`
+    explanations kept, having dropped some (`capped`) below that."""
+
+    enough = 10
+
+    def __init__(self, protocol, header, depth=2, max_candidates=2000):
+        self.max_candidates = max_candidates
+        self.capped = 0
+
+    def feed(self, event, **options):
+        self.capped += self.max_candidates < self.enough
+        return None
+
+    def finish(self):
+        from hwm.checker.validate import Discrepancy
+        if self.max_candidates >= self.enough:
+            return None
+        return Discrepancy(3, None, [], 0, "none", {}, "every explanation needs a change no event logged")
+
+
+@pytest.mark.parametrize("enough, undecided", [(10, False), (100, True)])
+def test_the_end_of_a_run_is_stepped_again_with_more_kept_before_it_is_a_finding(monkeypatch, enough, undecided):
+    monkeypatch.setattr(_StubValidator, "enough", enough)
+    monkeypatch.setattr(ModelSteps, "_validator", lambda self, cap: _StubValidator(None, None, max_candidates=cap))
+    steps = ModelSteps("raft", ["n1", "n2", "n3"], max_candidates=1)
+    for k in range(3):
+        assert steps.observed({"node": "n1", "alive": True, "generation": 0, "role": "follower", "log": [],
+                               "hwm": k, "step": k, "cause": "tick"}) is None
+    assert steps.finish() is None  # ten kept complete the run; a hundred needed leave it undecided
+    assert (steps.undecided is not None) == undecided
+    if undecided:
+        assert steps.undecided.startswith("at the end of the run no explanation kept is complete, but the validator "
+                                          "kept 10 explanations and dropped the rest 3 times"), steps.undecided
