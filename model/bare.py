@@ -27,7 +27,6 @@ class BareModel(RaftModel):
 
     bare = True
     FAIR = ("restart",)  # a crashed server comes back; the variant's `fair` adds its own actions
-    ASYNC_FAIR = FAIR
 
     def __init__(self, protocol, config):
         if config.network != "rpc" or config.max_partitions:
