@@ -116,6 +116,14 @@ class Change:
             os.pwrite(fd, self.replaced[keep:], self.offset + keep)
         os.ftruncate(fd, max(self.size, self.offset + keep if keep else 0))
 
+    def undo_in(self, data: bytearray) -> None:
+        """`undo` (whole, no tear) on the file's bytes held in memory."""
+        end = self.offset + len(self.replaced)
+        data.extend(bytes(max(0, end - len(data))))
+        data[self.offset:end] = self.replaced
+        del data[self.size:]
+        data.extend(bytes(self.size - len(data)))
+
     def tears(self) -> list[int]:
         """How many of its first bytes a tear may keep: up to each sector boundary strictly inside it."""
         first = (self.offset // SECTOR_BYTES + 1) * SECTOR_BYTES
@@ -352,25 +360,14 @@ def _operations():
             return whole, rng.choice(tears) if tears and rng.random() < 0.5 else 0
 
         @staticmethod
-        def _synced_bytes(now: bytes, record: Unsynced) -> bytes:
-            """The file's bytes at its last fsync: `now` with its changes undone, newest first (as
-            `Change.undo` does on the disk)."""
-            old = bytearray(now)
-            for change in reversed(record.changes):
-                end = change.offset + len(change.replaced)
-                if len(old) < end:
-                    old.extend(bytes(end - len(old)))
-                old[change.offset:end] = change.replaced
-                del old[change.size:]
-                old.extend(bytes(change.size - len(old)))
-            return bytes(old)
-
-        @staticmethod
         def _reorder(fd: int, record: Unsynced, rng: random.Random) -> tuple[int, int, bool]:
             """Keep each unsynced sector of the file, and its new size, or not, in no order: (bytes lost,
             bytes kept, whether a later changed sector was kept where an earlier one was lost)."""
             now = os.pread(fd, os.fstat(fd).st_size, 0)
-            old = PowerFS._synced_bytes(now, record)
+            synced = bytearray(now)
+            for change in reversed(record.changes):  # the bytes of its last fsync
+                change.undo_in(synced)
+            old = bytes(synced)
             size = len(now) if rng.random() < 0.5 else len(old)
             out = bytearray(old[:size].ljust(size, b"\0"))
             lost = kept = 0
