@@ -197,7 +197,7 @@ class BookKeeperEncoding(Encoding):
         """Bookie k is in some fragment's ensemble the ledger metadata holds."""
         if not self.changes:
             return k < self.ensemble_size
-        return z3.Or([k < self.ensemble_size] + [z3.And(active, z3.Or([q == k for q in ensemble]))
+        return z3.Or([k < self.ensemble_size] + [z3.And(active, self.in_ensemble(ensemble, k))
                                                  for active, _, ensemble in self._fragments(s, True)])
 
     def recovering(self, s: Sym) -> z3.BoolRef:
