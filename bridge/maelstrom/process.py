@@ -189,9 +189,9 @@ class NodeProcess:
         return f"exited with status {code}"
 
     def log_tail(self, lines: int = 5) -> str:
-        """The log's last `lines` lines; where they are all frames of a stack trace printed message
-        first (Ruby's, Java's, JavaScript's: Python prints its message last), the line that says what
-        went wrong too."""
+        """The log's last `lines` lines; where they begin inside a stack trace printed message first
+        (Ruby's, Java's, JavaScript's: Python prints its message last), the line above its frames that
+        says what went wrong too."""
         try:
             text = self.log_path.read_text(errors="replace").splitlines()
         except OSError:

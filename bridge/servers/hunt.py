@@ -42,7 +42,8 @@ from hwm.bridge.servers.run import ServerLimits, ServerRun, local_read_staleness
 SERVER_FAULTS = ("kill", "pause", "partition", "power_fail", "rollback")
 STOCK_FAULTS = ("kill", "pause", "partition")  # rollback is an operator's mistake, planted on request
 # What a power failure loses of what was not fsynced: all of it, or (torn) what a seed on its step
-# does not keep: a prefix of each file's writes, the last perhaps torn at a sector, and of the names.
+# does not keep: a prefix of each file's writes, the last perhaps torn at a sector, and of the names;
+# or (reordered) that, or each file's unsynced sectors kept in any order.
 POWER_LOSSES = ("all", "torn", "reordered")
 
 
