@@ -27,11 +27,15 @@ def test_every_ledger_is_encoded():
     assert [name for name in presets_of("bookkeeper") if unencoded(PRESETS[name].protocol) is None] == ENCODED + LEDGERS
 
 
-def test_ensemble_changes_need_crashes_bounded():
-    # One fragment slot per change, and a change replaces a bookie that is down: induction's unbounded
-    # crashes leave the slots unbounded.
-    with pytest.raises(ValueError, match="ensemble_size=2 of 3 bookies leaves spares"):
-        BookKeeperEncoding(PRESETS["bookkeeper-ensemble-change"].protocol, 3, 1)
+def test_ensemble_changes_take_a_slot_per_crash_or_per_first_entry():
+    # A change replaces a bookie that is down: with crashes bounded, one fragment slot per change; with
+    # them unbounded (induction), one per first entry, since a change replaces the fragments from there.
+    protocol = PRESETS["bookkeeper-ensemble-change"].protocol
+    bounded = BookKeeperEncoding(protocol, 3, 2, max_crashes=3)
+    assert (bounded.changes, bounded.keyed) == (3, False) and len(bounded.fresh("s").extra["frag_first"]) == 3
+    unbounded = BookKeeperEncoding(protocol, 3, 2)
+    assert (unbounded.changes, unbounded.keyed) == (0, True)
+    assert [len(unbounded.fresh("s").extra[k]) for k in ("slot_on", "meta_on", "member")] == [2, 2, 3]
 
 
 @pytest.mark.parametrize("name, servers", [(name, 3) for name in ENCODED + LEDGERS] + [("bookkeeper-striped", 4)])
