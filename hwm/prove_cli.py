@@ -24,6 +24,7 @@ import click
 
 from hwm.proofs.plan import (DEFAULT_BMC_DEPTH, DEFAULT_BMC_PROPERTIES, ENCODED_SYSTEMS, PARTS, Plan,
                               render, run, unencoded, violations_found)
+from hwm.proofs.encodings import partitioned
 from hwm.proofs.progress import FAILS, HOLDS, UNDECIDED, Interrupted, Ledger
 from hwm.proofs.symbolic import ENCODED_PROPERTIES, checked_properties
 from hwm.model.registry import build_model
@@ -42,7 +43,9 @@ HEARTBEAT_S = 15.0  # a line at least this often while one obligation runs long
               help="Preset (see `hwm protocols`), optionally with flags: raft,commit=any-generation.")
 @click.option("--part", type=click.Choice([*PARTS, "all"]), default="all", show_default=True,
               help="quorum: the quorum arithmetic for N up to --max-n; induction: the inductive invariant "
-                   "(raft, zab and kafka with generations unbounded; bookkeeper with crashes unbounded); bmc: bounded model checking from the initial state "
+                   "(raft, zab and kafka with generations and crashes unbounded, zab-step-down's partitions too; "
+                   "bookkeeper with crashes and ensemble changes unbounded); bmc: bounded model checking from the "
+                   "initial state "
                    "(raft, zab, kafka, bookkeeper).")
 @click.option("--servers", type=click.IntRange(1, 9), default=3, show_default=True,
               help="Servers for induction and BMC.")
@@ -58,6 +61,9 @@ HEARTBEAT_S = 15.0  # a line at least this often while one obligation runs long
                    f"[default: {Config.max_generation}; kafka: 3, as the explorer's tour].")
 @click.option("--max-crashes", type=click.IntRange(0, 30), default=Config.max_crashes, show_default=True,
               help="BMC crash bound (induction's crashes are unbounded).")
+@click.option("--max-partitions", type=click.IntRange(0, 30), default=None,
+              help="BMC partition bound (zab; induction's partitions are unbounded) [default: 1 where a flag "
+                   "only a partition shows is set (zab: check_quorum), else 0].")
 @click.option("--property", "properties", multiple=True,
               type=click.Choice([*ENCODED_PROPERTIES, "all"]),
               help="Property for BMC (repeatable; 'all' for every always property the model has; "
@@ -73,11 +79,11 @@ HEARTBEAT_S = 15.0  # a line at least this often while one obligation runs long
                    "undecided (exit 3 when nothing failed).  [default: no limit]")
 @click.option("--json", "as_json", is_flag=True,
               help="Print one JSON object: the proofs, and every obligation's name, verdict, seconds and CTI.")
-def prove(protocol, part, servers, max_log, max_n, depth, max_generation, max_crashes, properties, no_explorer,
-          expect_catalogue, timeout, as_json):
+def prove(protocol, part, servers, max_log, max_n, depth, max_generation, max_crashes, max_partitions, properties,
+          no_explorer, expect_catalogue, timeout, as_json):
     """Prove what the explorer cannot: quorum arithmetic for every N ≤ --max-n, an inductive invariant
-    with unbounded generations (raft, zab; BookKeeper's with unbounded crashes), and bounded model checking
-    whose shortest violations must equal the explorer's (raft, zab, kafka, bookkeeper's default ledger).
+    with unbounded generations (raft, zab, kafka; BookKeeper's with unbounded crashes), and bounded model
+    checking whose shortest violations must equal the explorer's (raft, zab, kafka, bookkeeper).
 
     Exit 0 when every obligation is met and no violation is found; 1 when one is not met or
     the protocol violates a property (with --expect-catalogue: only when an obligation is not
@@ -102,11 +108,17 @@ def prove(protocol, part, servers, max_log, max_n, depth, max_generation, max_cr
                     f"{', '.join(checked)})")
     plan = Plan(name, resolved, PARTS if part == "all" else (part,), servers=servers, max_log=max_log,
                 max_n=max_n, depth=depth, max_generation=max_generation, max_crashes=max_crashes,
+                max_partitions=max_partitions,
                 properties=tuple(properties) or DEFAULT_BMC_PROPERTIES, compare_with_explorer=not no_explorer)
     try:
         build_model(resolved, plan.bmc_config)  # the model's own limits (ZAB: at most 7 servers)
     except ValueError as e:
         _refuse(f"hwm prove cannot check {name}: {e}")
+    partitions = plan.bmc_config.max_partitions
+    if partitions and "bmc" in plan.parts and partitioned(resolved, partitions) is None:
+        _refuse(f"hwm prove cannot check {name} with --max-partitions: the z3 encoding of the {resolved.system} "
+                f"model has no partitions (zab's has; check it with hwm check --protocol {spec_text(protocol)} "
+                f"--max-partitions {partitions})")
     ledger = Ledger(timeout=timeout, report=lambda line: click.echo(line, err=True))
     _run_stoppably(lambda: run(plan, ledger), ledger)
     proofs = ledger.proofs

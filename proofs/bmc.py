@@ -81,7 +81,7 @@ def bmc(protocol: Protocol, config: Config, properties: tuple[str, ...] = ("Read
     if unknown:
         raise ValueError(f"unknown property {unknown[0]!r}; BMC checks " + ", ".join(checked))
     enc = encoding_for(protocol, config.servers, config.max_log, max_generation=config.max_generation,
-                       max_crashes=config.max_crashes, bitvectors=True)
+                       max_crashes=config.max_crashes, max_partitions=config.max_partitions, bitvectors=True)
     started = time.perf_counter()
     solver = ledger.limit(z3.SolverFor("QF_BV"))
     states: list[Sym] = [enc.fresh("s0")]

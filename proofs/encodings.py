@@ -8,7 +8,7 @@ from __future__ import annotations
 from hwm.proofs.bookkeeper import BookKeeperEncoding
 from hwm.proofs.kafka import KafkaEncoding
 from hwm.proofs.symbolic import Encoding
-from hwm.proofs.zab import ZabEncoding
+from hwm.proofs.zab import PartitionedZabEncoding, ZabEncoding
 from hwm.properties.flags import Protocol
 
 # Each system's encoding; a system not here (none today) has no z3 encoding.
@@ -20,9 +20,33 @@ ENCODINGS: dict[str, type[Encoding]] = {
 }
 
 
-def encoding_for(protocol: Protocol, servers: int, max_log: int, **bounds) -> Encoding:
-    """The encoding of `protocol`'s model (its system's, `ENCODINGS`) at these bounds."""
+# Each system's encoding on a network that partitions (proofs/partition.py), and the flags that call for
+# it, as `model.systems.PARTITIONED` lists the models.
+PARTITIONED: dict[str, tuple[type[Encoding], tuple[str, ...]]] = {
+    "zab": (PartitionedZabEncoding, ("check_quorum",)),
+}
+
+
+def partitioned(protocol: Protocol, max_partitions: int | None = 0) -> type[Encoding] | None:
+    """The partitioned encoding `protocol` needs (a flag of its system's that only a partition shows, or
+    partitions in the bounds; None: unbounded), or None when it needs none."""
+    entry = PARTITIONED.get(protocol.system)
+    if entry is None:
+        return None
+    cls, flags = entry
+    return cls if max_partitions != 0 or any(getattr(protocol, flag) for flag in flags) else None
+
+
+def encoding_for(protocol: Protocol, servers: int, max_log: int, *, max_partitions: int | None = 0,
+                 **bounds) -> Encoding:
+    """The encoding of `protocol`'s model (its system's, `ENCODINGS`, or its partitioned one) at these
+    bounds."""
     encoding = ENCODINGS.get(protocol.system)
     if encoding is None:
         raise ValueError(f"no z3 encoding of the {protocol.system} model")
+    cut = partitioned(protocol, max_partitions)
+    if cut is not None:
+        return cut(protocol, servers, max_log, max_partitions=max_partitions, **bounds)
+    if max_partitions:
+        raise ValueError(f"the z3 encoding of the {protocol.system} model has no partitions")
     return encoding(protocol, servers, max_log, **bounds)

@@ -24,6 +24,7 @@ from hwm.checker.run import CheckRequest
 from hwm.checker.run import run as explore  # this module's `run` runs a plan
 from hwm.model.registry import build_model
 from hwm.proofs.bmc import bmc_proof
+from hwm.proofs.encodings import partitioned
 from hwm.proofs.bookkeeper import induction_proof as bookkeeper_induction_proof
 from hwm.proofs.induction import RAFT_INVARIANT, induction_proofs
 from hwm.proofs.kafka_induction import induction_proof as kafka_induction_proof
@@ -59,6 +60,8 @@ class Plan:
     # (Kafka: 3, TOUR_BOUNDS), else Config's.
     max_generation: int | None = None
     max_crashes: int = Config.max_crashes  # BMC only
+    # BMC only: None gives one partition where a flag of the protocol needs one to matter (`partitioned`).
+    max_partitions: int | None = None
     properties: tuple[str, ...] = DEFAULT_BMC_PROPERTIES
     compare_with_explorer: bool = True
 
@@ -71,9 +74,12 @@ class Plan:
         generation = self.max_generation
         if generation is None:
             generation = TOUR_BOUNDS.get(self.protocol.system, {}).get("max_generation", Config.max_generation)
+        partitions = self.max_partitions
+        if partitions is None:
+            partitions = 1 if partitioned(self.protocol) else 0
         return Config(servers=self.servers, max_generation=generation,
                       max_log=self.max_log if self.max_log is not None else Config.max_log,
-                      max_crashes=self.max_crashes)
+                      max_crashes=self.max_crashes, max_partitions=partitions)
 
 
 # Each encoded system's inductive invariant, over proofs/symbolic.py's encoding (raft) or the ones that extend
@@ -99,9 +105,9 @@ def unencoded(protocol: Protocol) -> str | None:
         return (f"{variant.__name__} is a variant, and the z3 encoding has the flags' rules only, not "
                 + (f"its {', '.join(hooks)}" if hooks else "a variant's own properties, fields or actions"))
     flags = [flag for flag in ("check_quorum", "lease_reads") if getattr(protocol, flag)]
-    if flags:
-        return (f"the z3 encoding has no partitions, check-quorum step-down or leases ({', '.join(flags)}; "
-                f"model/partition.py is checked by the explorer only)")
+    if flags and partitioned(protocol) is None:
+        return (f"the z3 encoding of the {protocol.system} model has no partitions, check-quorum step-down or "
+                f"leases ({', '.join(flags)}; model/partition.py is checked by the explorer only)")
     return None
 
 

@@ -140,6 +140,8 @@ def _copied(fields: dict) -> dict:
 class Encoding:
     """The rpc-network model of one protocol as transition relations over `Sym` states."""
 
+    partitioned = False  # the network never partitions (proofs/partition.py's encodings say True)
+
     def __init__(self, protocol: Protocol, servers: int, max_log: int, *, max_generation: int | None = None,
                  max_crashes: int | None = None, bitvectors: bool = False, ghost_commits: bool = False):
         self.protocol = protocol

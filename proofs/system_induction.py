@@ -78,14 +78,15 @@ def induction_proof(name: str, protocol, conjuncts, enc: Encoding, ghost, advanc
     ledger = ledger_or_new(ledger)
     result = check_induction(protocol, servers, max_log, conjuncts, name=name, enc=enc, ledger=ledger)
     data = {"protocol": name, "servers": servers, "max_log": max_log, "generations": "unbounded",
-            "crashes": "unbounded", "conjuncts": [c.name for c in conjuncts],
+            "crashes": "unbounded", **({"partitions": "unbounded"} if enc.partitioned else {}), "conjuncts": [c.name for c in conjuncts],
             "init_failed": result.init_failed, "safety_failed": result.safety_failed,
             "actions_with_cti": [action_name(c.action) for c in result.ctis], "undecided": result.undecided}
     title = f"induction {name}"
+    unbounded = "epochs, crashes and partitions" if enc.partitioned else "epochs and crashes"
     if result.ok:
         detail = (f"Inv ({len(conjuncts)} conjuncts) holds initially, is preserved by all "
                   f"{len(result.per_action_seconds)} actions and implies {', '.join(checked_properties(protocol))} "
-                  f"(N={servers}, L={max_log}, epochs and crashes unbounded)")
+                  f"(N={servers}, L={max_log}, {unbounded} unbounded)")
         if broken:
             detail += " — but this preset is broken: the encoding and the explorer disagree"
         return Proof("induction", title, not broken, result.seconds, detail, data)
@@ -99,8 +100,9 @@ def induction_proof(name: str, protocol, conjuncts, enc: Encoding, ghost, advanc
     head = (f"IndNext fails on {len(result.ctis)} actions ({', '.join(action_name(c.action) for c in result.ctis)}; "
             f"conjuncts {', '.join(failing)})" if result.ctis else
             "IndNext holds but the safety implications fail: " + ", ".join(result.safety_failed))
+    # A partitioned encoding's cut has consequences: the explorer makes one too.
     config = Config(servers=servers, max_generation=explorer_generations, max_log=max_log,
-                    max_crashes=explorer_crashes)
+                    max_crashes=explorer_crashes, max_partitions=1 if enc.partitioned else 0)
     bounds = config.describe()
     with ledger.obligation("induction", f"{title}: the first reachable state that breaks Inv ({bounds})",
                            record=False):

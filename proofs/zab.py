@@ -20,8 +20,10 @@ from typing import Any
 
 import z3
 
-from hwm.proofs.symbolic import Encoding, Sym, quorum_index, smax, smin
 from hwm.model.zab import _ESTABLISHED, ZabState
+from hwm.model.zab_partition import ZabPartitionState
+from hwm.proofs.partition import Partitions
+from hwm.proofs.symbolic import Encoding, Sym, quorum_index, smax, smin
 
 
 class ZabEncoding(Encoding):
@@ -235,4 +237,34 @@ class ZabEncoding(Encoding):
         return result
 
 
-__all__ = ["ZabEncoding"]
+class ZabCut(Partitions):
+    """`model.zab_partition.PartitionedZabModel`: no vote, synchronisation or proposal crosses the cut, and
+    with `check_quorum` a leader that no longer reaches a quorum goes back to LOOKING (ZooKeeper's
+    Leader.lead, syncLimit), keeping its epoch and history. Mixed in before a ZAB encoding."""
+
+    state_class = ZabPartitionState
+
+    def same_side(self, s: Sym, action) -> list[tuple[int, int]]:
+        name, *args = action
+        if name == "elect":
+            return [(args[0], v) for v in args[1]]
+        return [tuple(args)] if name in ("sync", "replicate") else []
+
+    def lose_quorum(self, t: Sym, cut: list) -> Sym:
+        if not self.protocol.check_quorum:
+            return t
+        for k in range(self.n):
+            stepped = t.copy()
+            stepped.leader[k] = z3.BoolVal(False)
+            stepped.match[k] = [self.value(0)] * self.n
+            stepped.extra["synced"][k] = [z3.BoolVal(False)] * self.n
+            stepped.extra["established"][k] = z3.BoolVal(False)
+            t = self._choose(z3.And(t.leader[k], t.alive[k], z3.Not(self.reaches_quorum(t, k, cut))), stepped, t)
+        return t
+
+
+class PartitionedZabEncoding(ZabCut, ZabEncoding):
+    """ZAB on a network that partitions, for bounded model checking."""
+
+
+__all__ = ["PartitionedZabEncoding", "ZabCut", "ZabEncoding"]

@@ -24,7 +24,8 @@ from hwm.proofs import system_induction
 from hwm.proofs.ack_slots import AckSlots
 from hwm.proofs.induction import Conjunct, generations_ascend, hwm_is_current
 from hwm.proofs.symbolic import Proof, Sym
-from hwm.proofs.zab import ZabEncoding
+from hwm.proofs.encodings import partitioned
+from hwm.proofs.zab import ZabCut, ZabEncoding
 
 
 class ZabInductionEncoding(AckSlots, ZabEncoding):
@@ -255,8 +256,14 @@ ZAB_INVARIANT = tuple(Conjunct(*c) for c in (
 ))
 
 
+class PartitionedZabInductionEncoding(ZabCut, ZabInductionEncoding):
+    """With `check_quorum`, partitions unbounded too: a cut or a crash may take a leader's quorum."""
+
+
 def induction_encoding(protocol, servers: int, max_log: int) -> ZabInductionEncoding:
-    return ZabInductionEncoding(protocol, servers, max_log)
+    # A cut only removes steps unless a flag gives it consequences (check_quorum's step down).
+    cls = PartitionedZabInductionEncoding if partitioned(protocol) else ZabInductionEncoding
+    return cls(protocol, servers, max_log)
 
 
 def reachable_nodes(protocol, config: Config, max_states: int = 200_000):
