@@ -62,8 +62,8 @@ HEARTBEAT_S = 15.0  # a line at least this often while one obligation runs long
 @click.option("--max-crashes", type=click.IntRange(0, 30), default=Config.max_crashes, show_default=True,
               help="BMC crash bound (induction's crashes are unbounded).")
 @click.option("--max-partitions", type=click.IntRange(0, 30), default=None,
-              help="BMC partition bound (zab; induction's partitions are unbounded) [default: 1 where a flag "
-                   "only a partition shows is set (zab: check_quorum), else 0].")
+              help="BMC partition bound (zab, kafka; induction's partitions are unbounded) [default: the tour's "
+                   "for the preset: 1 for zab-step-down and kafka-without-controller-fencing, else 0].")
 @click.option("--property", "properties", multiple=True,
               type=click.Choice([*ENCODED_PROPERTIES, "all"]),
               help="Property for BMC (repeatable; 'all' for every always property the model has; "
@@ -117,7 +117,7 @@ def prove(protocol, part, servers, max_log, max_n, depth, max_generation, max_cr
     partitions = plan.bmc_config.max_partitions
     if partitions and "bmc" in plan.parts and partitioned(resolved, partitions) is None:
         _refuse(f"hwm prove cannot check {name} with --max-partitions: the z3 encoding of the {resolved.system} "
-                f"model has no partitions (zab's has; check it with hwm check --protocol {spec_text(protocol)} "
+                f"model has no partitions (zab's and kafka's have; check it with hwm check --protocol {spec_text(protocol)} "
                 f"--max-partitions {partitions})")
     ledger = Ledger(timeout=timeout, report=lambda line: click.echo(line, err=True))
     _run_stoppably(lambda: run(plan, ledger), ledger)

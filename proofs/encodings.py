@@ -5,8 +5,10 @@ table lives above all four."""
 
 from __future__ import annotations
 
+
+from hwm.model.systems import PARTITIONED as MODELS_PARTITIONED
 from hwm.proofs.bookkeeper import BookKeeperEncoding
-from hwm.proofs.kafka import KafkaEncoding
+from hwm.proofs.kafka import KafkaEncoding, PartitionedKafkaEncoding
 from hwm.proofs.symbolic import Encoding
 from hwm.proofs.zab import PartitionedZabEncoding, ZabEncoding
 from hwm.properties.flags import Protocol
@@ -20,21 +22,19 @@ ENCODINGS: dict[str, type[Encoding]] = {
 }
 
 
-# Each system's encoding on a network that partitions (proofs/partition.py), and the flags that call for
-# it, as `model.systems.PARTITIONED` lists the models.
-PARTITIONED: dict[str, tuple[type[Encoding], tuple[str, ...]]] = {
-    "zab": (PartitionedZabEncoding, ("check_quorum",)),
-}
+# Each system's encoding on a network that partitions (proofs/partition.py): used where the bounds have
+# partitions or a flag calls for the partitioned model, as `model.systems.PARTITIONED` says.
+PARTITIONED: dict[str, type[Encoding]] = {"zab": PartitionedZabEncoding, "kafka": PartitionedKafkaEncoding}
 
 
 def partitioned(protocol: Protocol, max_partitions: int | None = 0) -> type[Encoding] | None:
-    """The partitioned encoding `protocol` needs (a flag of its system's that only a partition shows, or
-    partitions in the bounds; None: unbounded), or None when it needs none."""
-    entry = PARTITIONED.get(protocol.system)
-    if entry is None:
+    """The partitioned encoding that stands for `protocol`'s model (partitions in the bounds, None for
+    unbounded, or a flag that picks the partitioned model), or None when its model has no partitions."""
+    cls = PARTITIONED.get(protocol.system)
+    model = MODELS_PARTITIONED.get(protocol.system)
+    if cls is None or model is None:
         return None
-    cls, flags = entry
-    return cls if max_partitions != 0 or any(getattr(protocol, flag) for flag in flags) else None
+    return cls if max_partitions != 0 or any(getattr(protocol, flag) for flag in model[1]) else None
 
 
 def encoding_for(protocol: Protocol, servers: int, max_log: int, *, max_partitions: int | None = 0,

@@ -26,7 +26,9 @@ from typing import Any
 import z3
 
 from hwm.model.kafka import KafkaModel, KafkaServer, KafkaState
+from hwm.model.kafka_partition import KafkaPartitionState
 from hwm.model.state import LEADER, Config
+from hwm.proofs.partition import Partitions
 from hwm.proofs.symbolic import Encoding, Sym, smax, smin
 
 
@@ -389,4 +391,96 @@ class KafkaEncoding(Encoding):
         return super().violation(name, s, t)
 
 
-__all__ = ["KafkaEncoding"]
+class KafkaCut(Partitions):
+    """`model.kafka_partition.PartitionedKafkaModel`: a cut-off broker neither fetches across the cut nor
+    hears from the controller (no election, LeaderAndIsr request or restart reaches it). With
+    `controller_fencing` its session expires (it leaves the ISR unless it is the last member, and the
+    current leader counts the smaller ISR), a cut-off leader cannot shrink its ISR, and on healing the
+    broker re-registers and learns the current epoch and leader. Without it, a cut-off leader shrinks the
+    ISR copy it counts on its own. Mixed in before a Kafka encoding."""
+
+    state_class = KafkaPartitionState
+
+    def cut_allows(self, s: Sym, action) -> list:
+        name, *args = action
+        cut = s.extra["cut"]
+        if name == "elect":
+            return [z3.Not(cut[v]) for v in args[1]]
+        if name == "replicate":
+            return [cut[args[0]] == cut[args[1]]]
+        if name == "leader_and_isr":
+            return [z3.Not(cut[args[1]])]
+        if name == "restart":
+            return [z3.Not(cut[args[0]])]
+        return []
+
+    def _guard_shrink_isr(self, s: Sym, l: int, f: int) -> z3.BoolRef:
+        cut = s.extra["cut"][l]
+        if self.protocol.controller_fencing:  # its ISR update cannot reach the controller
+            return z3.And(z3.Not(cut), super()._guard_shrink_isr(s, l, f))
+        # Without fencing a cut-off leader shrinks its own copy, with no controller to ask.
+        alone = z3.And(s.alive[l], s.leader[l], s.extra["isr"][l][f],
+                       z3.Not(z3.And(s.alive[f], s.match[l][f] >= s.length[l])))
+        return z3.If(cut, alone, super()._guard_shrink_isr(s, l, f))
+
+    def _effect_shrink_isr(self, s: Sym, l: int, f: int) -> Sym:
+        if self.protocol.controller_fencing:
+            return super()._effect_shrink_isr(s, l, f)
+        alone = s.copy()  # the controller's ISR keeps f
+        alone.extra["isr"][l][f] = z3.BoolVal(False)
+        self._advance_hwm(alone, l)
+        return self._choose(s.extra["cut"][l], alone, super()._effect_shrink_isr(s, l, f))
+
+    def _expire_session(self, s: Sym, k: int) -> Sym:
+        """`PartitionedKafkaModel._expire_session`: k leaves the ISR unless it is the last member, and the
+        (first) live leader of the current epoch that counts k counts the new ISR."""
+        x = s.extra
+        dropped = z3.And(x["in_isr"][k], z3.Or([x["in_isr"][j] for j in range(self.n) if j != k]))
+        u = s.copy()
+        u.extra["in_isr"][k] = z3.BoolVal(False)
+        result = u
+        for j in range(self.n - 1, -1, -1):
+            if j == k:
+                continue
+            counts = z3.And(s.alive[j], s.leader[j], s.gen[j] == self.epoch(s), x["isr"][j][k])
+            v = u.copy()
+            v.extra["isr"][j][k] = z3.BoolVal(False)
+            self._advance_hwm(v, j)
+            result = self._choose(counts, v, result)
+        return self._choose(dropped, result, s)
+
+    def _reregister(self, s: Sym, k: int) -> Sym:
+        """`PartitionedKafkaModel._reregister`: a live broker that led while cut off, or missed an epoch,
+        becomes a follower of the current epoch and its leader, unless it is still the controller's leader."""
+        epoch = self.epoch(s)
+        leader, found = self.value(0), z3.BoolVal(False)
+        for j in range(self.n - 1, -1, -1):
+            if j != k:
+                here = z3.And(s.alive[j], s.leader[j], s.gen[j] == epoch)
+                leader, found = z3.If(here, self.value(j + 1), leader), z3.Or(found, here)
+        current = z3.And(z3.Not(s.leader[k]), s.gen[k] == epoch)
+        still = z3.And(s.gen[k] == epoch, z3.Not(found), s.extra["in_isr"][k])
+        t = s.copy()
+        self._make_follower(t, k, epoch, leader)
+        return self._choose(z3.Or(z3.Not(s.alive[k]), current, still), s, t)
+
+    def _effect_partition(self, s: Sym, k: int) -> Sym:
+        t = super()._effect_partition(s, k)
+        if not self.protocol.controller_fencing:
+            return t
+        return self._choose(s.alive[k], self._expire_session(t, k), t)
+
+    def _effect_heal(self, s: Sym) -> Sym:
+        t = super()._effect_heal(s)
+        if not self.protocol.controller_fencing:
+            return t
+        for k in range(self.n):
+            t = self._choose(s.extra["cut"][k], self._reregister(t, k), t)
+        return t
+
+
+class PartitionedKafkaEncoding(KafkaCut, KafkaEncoding):
+    """Kafka on a network that partitions, for bounded model checking."""
+
+
+__all__ = ["KafkaCut", "KafkaEncoding", "PartitionedKafkaEncoding"]

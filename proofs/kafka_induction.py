@@ -24,7 +24,7 @@ from hwm.model.state import Config
 from hwm.proofs import system_induction
 from hwm.proofs.ack_slots import AckSlots
 from hwm.proofs.induction import Conjunct, advance_ghost, generations_ascend, hwm_is_current, no_commits
-from hwm.proofs.kafka import KafkaEncoding
+from hwm.proofs.kafka import KafkaCut, KafkaEncoding
 from hwm.proofs.symbolic import Proof, Sym, smin
 
 
@@ -293,8 +293,14 @@ KAFKA_INVARIANT = tuple(Conjunct(*c) for c in (
 ))
 
 
-def induction_encoding(protocol, servers: int, max_log: int) -> KafkaInductionEncoding:
-    return KafkaInductionEncoding(protocol, servers, max_log)
+class PartitionedKafkaInductionEncoding(KafkaCut, KafkaInductionEncoding):
+    """On a network that partitions, partitions unbounded too."""
+
+
+def induction_encoding(protocol, servers: int, max_log: int, cut: bool = True) -> KafkaInductionEncoding:
+    """On a network that partitions (`cut`), as Kafka's controller fencing is about: with it, a cut adds steps
+    (a session expires, a broker re-registers), so a proof without partitions would not cover them."""
+    return (PartitionedKafkaInductionEncoding if cut else KafkaInductionEncoding)(protocol, servers, max_log)
 
 
 def reachable_nodes(protocol, config: Config, max_states: int = 200_000):

@@ -3,9 +3,10 @@
 `partition(k)` cuts server k off from every other server, `heal` removes the cut, one cut at a time;
 `cut[k]` in `Sym.extra` says k is the isolated one, and `partitions` counts the cuts made when they are
 bounded (bounded model checking; induction has them unbounded, as crashes). What crosses the cut is
-the system's to say (`same_side`: the pairs of servers an action needs on one side), and so is what a
-cut or a crash does to a leader that no longer reaches a quorum (`lose_quorum`: check-quorum's step
-down, `model.zab_partition.PartitionedZabModel._lose_quorum` for ZAB). The explicit model is the
+the system's to say (`cut_allows`: e.g. an action's two servers on one side), and so is what a cut or
+a crash does to a leader that no longer reaches a quorum (`lose_quorum`: check-quorum's step down,
+`model.zab_partition.PartitionedZabModel._lose_quorum` for ZAB); a system overrides `_effect_partition`
+or `_effect_heal` where they do more (Kafka's controller fencing a cut-off broker). The explicit model is the
 system's partitioned one (`model.systems.PARTITIONED`), whose state is the system's plus the cut and
 the count (`state_class`).
 """
@@ -55,7 +56,9 @@ class Partitions:
         return z3.And(super().bounds(s), used >= 0, used <= self.max_partitions)
 
     def extra_values(self, state) -> list:
-        out = list(state.cut) + ([state.partitions] if self.max_partitions is not None else [])
+        # A state of the system's model without partitions is one whose network is whole.
+        cut = getattr(state, "cut", (False,) * self.n)
+        out = list(cut) + ([getattr(state, "partitions", 0)] if self.max_partitions is not None else [])
         return out + super().extra_values(state)
 
     def concrete(self, model: z3.ModelRef, s: Sym):
@@ -66,8 +69,9 @@ class Partitions:
         return self.state_class(*base, cut, used)
 
     # ---------------------------------------------------------------- actions
-    def same_side(self, s: Sym, action) -> list[tuple[int, int]]:
-        """The pairs of servers `action` needs on one side of the cut (the system's)."""
+    def cut_allows(self, s: Sym, action) -> list:
+        """What the cut asks of `action` besides its own guard (the system's): e.g. its two servers on one
+        side."""
         return []
 
     def lose_quorum(self, t: Sym, cut: list) -> Sym:
@@ -79,31 +83,32 @@ class Partitions:
         return self.count([z3.And(t.alive[j], cut[j] == cut[k]) for j in range(self.n)]) >= self.quorum
 
     def guard(self, s: Sym, action) -> z3.BoolRef:
-        name = action[0]
-        cut = s.extra["cut"]
-        if name == "partition":
-            whole = z3.And([z3.Not(c) for c in cut])
-            if self.max_partitions is None:
-                return whole
-            return z3.And(whole, s.extra["partitions"] < self.max_partitions)
-        if name == "heal":
-            return z3.Or(cut)
-        return z3.And([super().guard(s, action)] + [cut[a] == cut[b] for a, b in self.same_side(s, action)])
+        return z3.And([super().guard(s, action)] + self.cut_allows(s, action))
 
     def effect(self, s: Sym, action) -> Sym:
-        name = action[0]
-        if name == "partition":
-            t = s.copy()
-            t.extra["cut"] = [z3.BoolVal(j == action[1]) for j in range(self.n)]
-            if self.max_partitions is not None:
-                t.extra["partitions"] = s.extra["partitions"] + 1
-            return self.lose_quorum(t, t.extra["cut"])
-        if name == "heal":
-            t = s.copy()
-            t.extra["cut"] = [z3.BoolVal(False)] * self.n
-            return t
         t = super().effect(s, action)
-        return self.lose_quorum(t, s.extra["cut"]) if name == "crash" else t
+        return self.lose_quorum(t, s.extra["cut"]) if action[0] == "crash" else t
+
+    def _guard_partition(self, s: Sym, k: int) -> z3.BoolRef:
+        whole = z3.And([z3.Not(c) for c in s.extra["cut"]])
+        if self.max_partitions is None:
+            return whole
+        return z3.And(whole, s.extra["partitions"] < self.max_partitions)
+
+    def _effect_partition(self, s: Sym, k: int) -> Sym:
+        t = s.copy()
+        t.extra["cut"] = [z3.BoolVal(j == k) for j in range(self.n)]
+        if self.max_partitions is not None:
+            t.extra["partitions"] = s.extra["partitions"] + 1
+        return self.lose_quorum(t, t.extra["cut"])
+
+    def _guard_heal(self, s: Sym) -> z3.BoolRef:
+        return z3.Or(s.extra["cut"])
+
+    def _effect_heal(self, s: Sym) -> Sym:
+        t = s.copy()
+        t.extra["cut"] = [z3.BoolVal(False)] * self.n
+        return t
 
 
 __all__ = ["Partitions"]

@@ -33,7 +33,7 @@ from hwm.proofs.progress import Ledger, ledger_or_new
 from hwm.proofs.quorum import quorum_proofs
 from hwm.proofs.symbolic import ALWAYS_CHECKED, Proof
 from hwm.model.state import Config
-from hwm.properties.protocol import PRESETS, TOUR_BOUNDS, Protocol, preset_of
+from hwm.properties.protocol import PRESET_TOUR_BOUNDS, PRESETS, TOUR_BOUNDS, Protocol, preset_of
 
 __all__ = ["Proof", "PARTS", "DEFAULT_BMC_PROPERTIES", "Plan", "expected_broken", "run", "render", "violations_found",
            "RAFT_INVARIANT", "ALWAYS_CHECKED"]
@@ -60,7 +60,8 @@ class Plan:
     # (Kafka: 3, TOUR_BOUNDS), else Config's.
     max_generation: int | None = None
     max_crashes: int = Config.max_crashes  # BMC only
-    # BMC only: None gives one partition where a flag of the protocol needs one to matter (`partitioned`).
+    # BMC only: None gives the tour's for the preset (PRESET_TOUR_BOUNDS: one partition for the presets
+    # whose flags only a partition shows), else none.
     max_partitions: int | None = None
     properties: tuple[str, ...] = DEFAULT_BMC_PROPERTIES
     compare_with_explorer: bool = True
@@ -76,7 +77,7 @@ class Plan:
             generation = TOUR_BOUNDS.get(self.protocol.system, {}).get("max_generation", Config.max_generation)
         partitions = self.max_partitions
         if partitions is None:
-            partitions = 1 if partitioned(self.protocol) else 0
+            partitions = PRESET_TOUR_BOUNDS.get(preset_of(self.protocol), {}).get("max_partitions", 0)
         return Config(servers=self.servers, max_generation=generation,
                       max_log=self.max_log if self.max_log is not None else Config.max_log,
                       max_crashes=self.max_crashes, max_partitions=partitions)
@@ -95,9 +96,6 @@ def unencoded(protocol: Protocol) -> str | None:
     if protocol.system not in ENCODED_SYSTEMS:
         return (f"the z3 encodings are the {', '.join(ENCODED_SYSTEMS)} models'; this protocol follows the "
                 f"{protocol.system} rules")
-    if protocol.system == "kafka" and not protocol.controller_fencing:
-        return ("controller_fencing=false matters only on a partitioned network (model/kafka_partition.py), "
-                "which the z3 encoding does not have")
     variant = getattr(type(protocol), "variant", None)  # a variant's own Python (docs/variants.md)
     if variant is not None:
         from hwm.properties.rules import overridden

@@ -244,11 +244,11 @@ class ZabCut(Partitions):
 
     state_class = ZabPartitionState
 
-    def same_side(self, s: Sym, action) -> list[tuple[int, int]]:
+    def cut_allows(self, s: Sym, action) -> list:
         name, *args = action
-        if name == "elect":
-            return [(args[0], v) for v in args[1]]
-        return [tuple(args)] if name in ("sync", "replicate") else []
+        pairs = [(args[0], v) for v in args[1]] if name == "elect" else [args] if name in ("sync", "replicate") else []
+        cut = s.extra["cut"]
+        return [cut[a] == cut[b] for a, b in pairs]
 
     def lose_quorum(self, t: Sym, cut: list) -> Sym:
         if not self.protocol.check_quorum:

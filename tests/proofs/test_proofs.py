@@ -366,9 +366,10 @@ def test_expectations_follow_the_catalogue():
 def test_partitions_and_leases_are_refused_with_a_reason():
     for name in ("raft-lease-reads", "raft-lease-reads-without-check-quorum"):
         assert "lease_reads" in unencoded(PRESETS[name].protocol)
-    # Every system is encoded now, BookKeeper's ledgers too; Kafka's partitioned preset is not.
+    # Every system is encoded now, BookKeeper's ledgers and Kafka's and ZAB's partitioned presets too.
     assert unencoded(PRESETS["kafka"].protocol) is None and unencoded(PRESETS["bookkeeper"].protocol) is None
-    assert "partitioned network" in unencoded(PRESETS["kafka-without-controller-fencing"].protocol)
+    assert unencoded(PRESETS["kafka-without-controller-fencing"].protocol) is None
+    assert unencoded(PRESETS["zab-step-down"].protocol) is None
     assert unencoded(PRESETS["bookkeeper-striped"].protocol) is None
 
 

@@ -107,7 +107,7 @@ def test_hwm_prove_checks_zab_step_down_with_a_partition():
     assert Plan("zab", ZAB).bmc_config.max_partitions == 0
     result = CliRunner().invoke(prove, ["--protocol", "zab-step-down", "--part", "induction"])
     assert result.exit_code == 0 and "epochs, crashes and partitions unbounded" in result.stdout, result.output
-    result = CliRunner().invoke(prove, ["--protocol", "kafka", "--part", "bmc", "--max-partitions", "1"])
+    result = CliRunner().invoke(prove, ["--protocol", "raft", "--part", "bmc", "--max-partitions", "1"])
     assert result.exit_code == 2 and "has no partitions" in result.stderr
 
 
