@@ -23,8 +23,7 @@ import threading
 import click
 
 from hwm.proofs.plan import (DEFAULT_BMC_DEPTH, DEFAULT_BMC_PROPERTIES, ENCODED_SYSTEMS, PARTS, Plan,
-                              render, run, unencoded, violations_found)
-from hwm.proofs.encodings import partitioned
+                              no_induction, render, run, unencoded, violations_found)
 from hwm.proofs.progress import FAILS, HOLDS, UNDECIDED, Interrupted, Ledger
 from hwm.proofs.symbolic import ENCODED_PROPERTIES, checked_properties
 from hwm.model.registry import build_model
@@ -50,25 +49,27 @@ HEARTBEAT_S = 15.0  # a line at least this often while one obligation runs long
 @click.option("--servers", type=click.IntRange(1, 9), default=3, show_default=True,
               help="Servers for induction and BMC.")
 @click.option("--max-log", type=click.IntRange(1, 99), default=None,
-              help="Log length bound L [default: 2 for induction, "
-                   f"{Config.max_log} (the explorer's default) for BMC].")
+              help="Log length bound L [default: 2 for induction; for BMC the tour's for the preset, else "
+                   f"{Config.max_log} (the explorer's default)].")
 @click.option("--max-n", type=click.IntRange(1, 64), default=15, show_default=True,
               help="Quorum proofs cover N = 1..max-n.")
 @click.option("--depth", type=click.IntRange(1, 99), default=DEFAULT_BMC_DEPTH, show_default=True,
               help="BMC unrolls at most this many steps.")
 @click.option("--max-generation", type=click.IntRange(1, 30), default=None,
               help="BMC generation bound (induction's generations are unbounded) "
-                   f"[default: {Config.max_generation}; kafka: 3, as the explorer's tour].")
-@click.option("--max-crashes", type=click.IntRange(0, 30), default=Config.max_crashes, show_default=True,
-              help="BMC crash bound (induction's crashes are unbounded).")
+                   f"[default: the tour's for the preset, else {Config.max_generation}; kafka: 3].")
+@click.option("--max-crashes", type=click.IntRange(0, 30), default=None,
+              help="BMC crash bound (induction's crashes are unbounded) "
+                   f"[default: the tour's for the preset, else {Config.max_crashes}].")
 @click.option("--max-partitions", type=click.IntRange(0, 30), default=None,
-              help="BMC partition bound (zab, kafka; induction's partitions are unbounded) [default: the tour's "
-                   "for the preset: 1 for zab-step-down and kafka-without-controller-fencing, else 0].")
+              help="BMC partition bound (raft, zab, kafka; induction's partitions are unbounded) [default: the "
+                   "tour's for the preset: 1 for the lease presets, zab-step-down and kafka-without-controller-fencing, "
+                   "else 0].")
 @click.option("--property", "properties", multiple=True,
               type=click.Choice([*ENCODED_PROPERTIES, "all"]),
               help="Property for BMC (repeatable; 'all' for every always property the model has; "
                    "AckedWriteNeverLost: zab, kafka, bookkeeper; AcknowledgedWriteKept: kafka) "
-                   f"[default: {', '.join(DEFAULT_BMC_PROPERTIES)}].")
+                   f"[default: {', '.join(DEFAULT_BMC_PROPERTIES)}; and LeaseReadNeverStale with lease_reads].")
 @click.option("--no-explorer", is_flag=True,
               help="Do not run the breadth-first explorer to compare BMC's shortest lengths.")
 @click.option("--expect-catalogue", is_flag=True,
@@ -106,19 +107,21 @@ def prove(protocol, part, servers, max_log, max_n, depth, max_generation, max_cr
         if prop not in checked:
             _refuse(f"the {resolved.system} model keeps no state {prop} is about (--property takes "
                     f"{', '.join(checked)})")
-    plan = Plan(name, resolved, PARTS if part == "all" else (part,), servers=servers, max_log=max_log,
+    parts = PARTS if part == "all" else (part,)
+    why_not = no_induction(resolved)
+    if why_not and part == "induction":
+        _refuse(f"hwm prove has no inductive invariant for {name}: {why_not}")
+    if why_not:  # the other parts still run
+        parts = tuple(p for p in parts if p != "induction")
+        click.echo(f"hwm prove: no induction for {name}: {why_not}", err=True)
+    plan = Plan(name, resolved, parts, servers=servers, max_log=max_log,
                 max_n=max_n, depth=depth, max_generation=max_generation, max_crashes=max_crashes,
                 max_partitions=max_partitions,
-                properties=tuple(properties) or DEFAULT_BMC_PROPERTIES, compare_with_explorer=not no_explorer)
+                properties=tuple(properties) or None, compare_with_explorer=not no_explorer)
     try:
         build_model(resolved, plan.bmc_config)  # the model's own limits (ZAB: at most 7 servers)
     except ValueError as e:
         _refuse(f"hwm prove cannot check {name}: {e}")
-    partitions = plan.bmc_config.max_partitions
-    if partitions and "bmc" in plan.parts and partitioned(resolved, partitions) is None:
-        _refuse(f"hwm prove cannot check {name} with --max-partitions: the z3 encoding of the {resolved.system} "
-                f"model has no partitions (zab's and kafka's have; check it with hwm check --protocol {spec_text(protocol)} "
-                f"--max-partitions {partitions})")
     ledger = Ledger(timeout=timeout, report=lambda line: click.echo(line, err=True))
     _run_stoppably(lambda: run(plan, ledger), ledger)
     proofs = ledger.proofs

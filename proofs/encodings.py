@@ -9,6 +9,7 @@ from __future__ import annotations
 from hwm.model.systems import PARTITIONED as MODELS_PARTITIONED
 from hwm.proofs.bookkeeper import BookKeeperEncoding
 from hwm.proofs.kafka import KafkaEncoding, PartitionedKafkaEncoding
+from hwm.proofs.partition import PartitionedEncoding
 from hwm.proofs.symbolic import Encoding
 from hwm.proofs.zab import PartitionedZabEncoding, ZabEncoding
 from hwm.properties.flags import Protocol
@@ -24,7 +25,8 @@ ENCODINGS: dict[str, type[Encoding]] = {
 
 # Each system's encoding on a network that partitions (proofs/partition.py): used where the bounds have
 # partitions or a flag calls for the partitioned model, as `model.systems.PARTITIONED` says.
-PARTITIONED: dict[str, type[Encoding]] = {"zab": PartitionedZabEncoding, "kafka": PartitionedKafkaEncoding}
+PARTITIONED: dict[str, type[Encoding]] = {"raft": PartitionedEncoding, "zab": PartitionedZabEncoding,
+                                           "kafka": PartitionedKafkaEncoding}
 
 
 def partitioned(protocol: Protocol, max_partitions: int | None = 0) -> type[Encoding] | None:

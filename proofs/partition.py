@@ -3,10 +3,11 @@
 `partition(k)` cuts server k off from every other server, `heal` removes the cut, one cut at a time;
 `cut[k]` in `Sym.extra` says k is the isolated one, and `partitions` counts the cuts made when they are
 bounded (bounded model checking; induction has them unbounded, as crashes). What crosses the cut is
-the system's to say (`cut_allows`: e.g. an action's two servers on one side), and so is what a cut or
-a crash does to a leader that no longer reaches a quorum (`lose_quorum`: check-quorum's step down,
-`model.zab_partition.PartitionedZabModel._lose_quorum` for ZAB); a system overrides `_effect_partition`
-or `_effect_heal` where they do more (Kafka's controller fencing a cut-off broker). The explicit model is the
+the system's to say (`cut_allows`: e.g. an action's two servers on one side), and so is what stepping
+down forgets (`step_down`) when check-quorum makes a leader that no longer reaches a quorum step down
+(`lose_quorum`, after a cut or a crash); a system overrides `_effect_partition` or `_effect_heal` where
+they do more (Kafka's controller fencing a cut-off broker). Raft's cut (`RaftCut`, with check-quorum's
+refused votes and the lease's election timer) is here, ZAB's and Kafka's beside their encodings. The explicit model is the
 system's partitioned one (`model.systems.PARTITIONED`), whose state is the system's plus the cut and
 the count (`state_class`).
 """
@@ -17,7 +18,8 @@ from typing import Any
 
 import z3
 
-from hwm.proofs.symbolic import Sym
+from hwm.model.partition import PartitionState
+from hwm.proofs.symbolic import Encoding, Sym
 
 
 class Partitions:
@@ -75,8 +77,21 @@ class Partitions:
         return []
 
     def lose_quorum(self, t: Sym, cut: list) -> Sym:
-        """What `cut` does to a live leader that reaches fewer than a quorum (the system's check-quorum)."""
+        """check_quorum (raft's thesis section 6.2, ZooKeeper's syncLimit): after `cut` (a partition, or the
+        crash of a leader's majority), every live leader that reaches fewer than a quorum steps down."""
+        if not self.protocol.check_quorum:
+            return t
+        for k in range(self.n):
+            t = self._choose(z3.And(t.leader[k], t.alive[k], z3.Not(self.reaches_quorum(t, k, cut))),
+                             self.step_down(t, k), t)
         return t
+
+    def step_down(self, t: Sym, k: int) -> Sym:
+        """Leader k becomes a follower, keeping its generation, log and HWM (the system's may forget more)."""
+        stepped = t.copy()
+        stepped.leader[k] = z3.BoolVal(False)
+        stepped.match[k] = [self.value(0)] * self.n
+        return stepped
 
     def reaches_quorum(self, t: Sym, k: int, cut: list) -> z3.BoolRef:
         """Server k reaches a quorum of live servers, itself included, on its side of `cut`."""
@@ -111,4 +126,39 @@ class Partitions:
         return t
 
 
-__all__ = ["Partitions"]
+class RaftCut(Partitions):
+    """`model.partition.PartitionedRaftModel`: no vote and no append crosses the cut. With `check_quorum` a
+    leader that no longer reaches a quorum steps down, and a server that hears from a live leader refuses
+    to vote; with `lease_reads` a server starts an election only when it hears from no live leader of its
+    generation or a newer one (its election timer fires only then)."""
+
+    state_class = PartitionState
+
+    def hears_leader(self, s: Sym, k: int) -> z3.BoolRef:
+        """`PartitionedRaftModel.hears_leader`: a live leader other than k, on k's side, of a generation k
+        accepts."""
+        cut = s.extra["cut"]
+        return z3.Or([z3.And(s.alive[j], s.leader[j], cut[j] == cut[k], s.gen[j] >= s.gen[k])
+                      for j in range(self.n) if j != k])
+
+    def cut_allows(self, s: Sym, action) -> list:
+        name, *args = action
+        cut = s.extra["cut"]
+        if name == "replicate":
+            return [cut[args[0]] == cut[args[1]]]
+        if name != "elect":
+            return []
+        c, voters = args
+        out = [cut[v] == cut[c] for v in voters]
+        if self.protocol.lease_reads:
+            out.append(z3.Not(self.hears_leader(s, c)))
+        if self.protocol.check_quorum:  # no vote within a leader's lease
+            out += [z3.Not(z3.Or(z3.And(s.alive[v], s.leader[v]), self.hears_leader(s, v))) for v in voters if v != c]
+        return out
+
+
+class PartitionedEncoding(RaftCut, Encoding):
+    """The raft model on a network that partitions."""
+
+
+__all__ = ["PartitionedEncoding", "Partitions", "RaftCut"]

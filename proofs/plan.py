@@ -24,19 +24,18 @@ from hwm.checker.run import CheckRequest
 from hwm.checker.run import run as explore  # this module's `run` runs a plan
 from hwm.model.registry import build_model
 from hwm.proofs.bmc import bmc_proof
-from hwm.proofs.encodings import partitioned
 from hwm.proofs.bookkeeper import induction_proof as bookkeeper_induction_proof
 from hwm.proofs.induction import RAFT_INVARIANT, induction_proofs
 from hwm.proofs.kafka_induction import induction_proof as kafka_induction_proof
 from hwm.proofs.zab_induction import induction_proof as zab_induction_proof
 from hwm.proofs.progress import Ledger, ledger_or_new
 from hwm.proofs.quorum import quorum_proofs
-from hwm.proofs.symbolic import ALWAYS_CHECKED, Proof
+from hwm.proofs.symbolic import ALWAYS_CHECKED, LEASE_CHECKED, Proof
 from hwm.model.state import Config
 from hwm.properties.protocol import PRESET_TOUR_BOUNDS, PRESETS, TOUR_BOUNDS, Protocol, preset_of
 
-__all__ = ["Proof", "PARTS", "DEFAULT_BMC_PROPERTIES", "Plan", "expected_broken", "run", "render", "violations_found",
-           "RAFT_INVARIANT", "ALWAYS_CHECKED"]
+__all__ = ["Proof", "PARTS", "DEFAULT_BMC_PROPERTIES", "Plan", "expected_broken", "no_induction", "run", "render",
+           "violations_found", "RAFT_INVARIANT", "ALWAYS_CHECKED"]
 
 PARTS = ("quorum", "induction", "bmc")
 # The headline property, and the one a wrong quorum rule breaks first.
@@ -53,34 +52,44 @@ class Plan:
     protocol: Protocol
     parts: tuple[str, ...] = PARTS
     servers: int = 3
-    max_log: int | None = None  # None: 2 for induction, the explorer's default for BMC
+    max_log: int | None = None  # None: 2 for induction, the tour's (below) for BMC
     max_n: int = 15
     depth: int = DEFAULT_BMC_DEPTH
-    # BMC only: induction's generations are unbounded. None: the explorer's tour bound for the system
-    # (Kafka: 3, TOUR_BOUNDS), else Config's.
+    # BMC only (induction's generations, crashes and partitions are unbounded). None: the tour's bound for
+    # the preset (PRESET_TOUR_BOUNDS: the partition presets' partition and second entry), else for its
+    # system (TOUR_BOUNDS: Kafka's generation 3), else Config's.
     max_generation: int | None = None
-    max_crashes: int = Config.max_crashes  # BMC only
-    # BMC only: None gives the tour's for the preset (PRESET_TOUR_BOUNDS: one partition for the presets
-    # whose flags only a partition shows), else none.
+    max_crashes: int | None = None
     max_partitions: int | None = None
-    properties: tuple[str, ...] = DEFAULT_BMC_PROPERTIES
+    properties: tuple[str, ...] | None = None  # BMC; None: `default_properties`
     compare_with_explorer: bool = True
 
     @property
     def induction_log(self) -> int:
         return self.max_log if self.max_log is not None else DEFAULT_INDUCTION_LOG
 
+    def _tour(self, bound: str, chosen: int | None, default: int) -> int:
+        if chosen is not None:
+            return chosen
+        tour = {**TOUR_BOUNDS.get(self.protocol.system, {}), **PRESET_TOUR_BOUNDS.get(preset_of(self.protocol), {})}
+        return tour.get(bound, default)
+
     @property
     def bmc_config(self) -> Config:
-        generation = self.max_generation
-        if generation is None:
-            generation = TOUR_BOUNDS.get(self.protocol.system, {}).get("max_generation", Config.max_generation)
-        partitions = self.max_partitions
-        if partitions is None:
-            partitions = PRESET_TOUR_BOUNDS.get(preset_of(self.protocol), {}).get("max_partitions", 0)
-        return Config(servers=self.servers, max_generation=generation,
-                      max_log=self.max_log if self.max_log is not None else Config.max_log,
-                      max_crashes=self.max_crashes, max_partitions=partitions)
+        return Config(servers=self.servers,
+                      max_generation=self._tour("max_generation", self.max_generation, Config.max_generation),
+                      max_log=self._tour("max_log", self.max_log, Config.max_log),
+                      max_crashes=self._tour("max_crashes", self.max_crashes, Config.max_crashes),
+                      max_partitions=self._tour("max_partitions", self.max_partitions, 0))
+
+    @property
+    def bmc_properties(self) -> tuple[str, ...]:
+        return self.properties or default_properties(self.protocol)
+
+
+def default_properties(protocol: Protocol) -> tuple[str, ...]:
+    """BMC's properties when none is asked for: the headline ones, and a lease preset's own."""
+    return DEFAULT_BMC_PROPERTIES + (LEASE_CHECKED if protocol.lease_reads else ())
 
 
 # Each encoded system's inductive invariant, over proofs/symbolic.py's encoding (raft) or the ones that extend
@@ -102,10 +111,16 @@ def unencoded(protocol: Protocol) -> str | None:
         hooks = overridden(variant)
         return (f"{variant.__name__} is a variant, and the z3 encoding has the flags' rules only, not "
                 + (f"its {', '.join(hooks)}" if hooks else "a variant's own properties, fields or actions"))
+    return None
+
+
+def no_induction(protocol: Protocol) -> str | None:
+    """Why no inductive invariant stands for `protocol` (its other parts do), or None."""
     flags = [flag for flag in ("check_quorum", "lease_reads") if getattr(protocol, flag)]
-    if flags and partitioned(protocol) is None:
-        return (f"the z3 encoding of the {protocol.system} model has no partitions, check-quorum step-down or "
-                f"leases ({', '.join(flags)}; model/partition.py is checked by the explorer only)")
+    if protocol.system == "raft" and flags:
+        return (f"raft's invariant (RAFT_INVARIANT) has no conjuncts for check-quorum's step down or a leader's "
+                f"lease ({', '.join(flags)}: LeaseReadNeverStale); bounded model checking covers it on a network "
+                f"that partitions")
     return None
 
 
@@ -145,9 +160,9 @@ def run(plan: Plan, ledger: Ledger | None = None) -> list[Proof]:
             with ledger.obligation("bmc", f"bmc {name}: the explorer's shortest violations ({config.describe()})",
                                    record=False):
                 report = explore(CheckRequest(name), model=build_model(plan.protocol, config))
-            lengths = {p: report.results[p].length for p in plan.properties}
+            lengths = {p: report.results[p].length for p in plan.bmc_properties}
         ledger.proofs.append(bmc_proof(name, plan.protocol, config, broken=broken, max_depth=plan.depth,
-                                       properties=plan.properties, explorer_lengths=lengths, ledger=ledger))
+                                       properties=plan.bmc_properties, explorer_lengths=lengths, ledger=ledger))
     return ledger.proofs[first:]
 
 

@@ -656,8 +656,21 @@ class Encoding:
             return step[name](s, t)
         state = {"ReadsAgree": self.reads_agree, "HwmWithinLog": self.hwm_within_log,
                  "CommittedOnQuorum": self.committed_on_quorum,
-                 "OneLeaderPerGeneration": self.one_leader_per_generation, "LogMatching": self.log_matching}
+                 "OneLeaderPerGeneration": self.one_leader_per_generation, "LogMatching": self.log_matching,
+                 "LeaseReadNeverStale": self.lease_read_never_stale}
         return state[name](t)
+
+    def holds_lease(self, s: Sym, k: int) -> z3.BoolRef:
+        """`properties.leases.holds_lease`: a live leader with an entry of its own generation at or below its
+        HWM."""
+        return z3.And(s.alive[k], s.leader[k],
+                      z3.Or([z3.And(p < s.hwm[k], p < s.length[k], s.log[k][p] == s.gen[k]) for p in range(self.L)]))
+
+    def lease_read_never_stale(self, s: Sym) -> z3.BoolRef:
+        """Violation of `properties.leases.lease_read_never_stale`: a lease holder lacks, at or below its HWM,
+        an entry clients have read."""
+        return z3.Or([z3.And(self.holds_lease(s, k), present, z3.Or(p >= s.hwm[k], z3.Not(self.holds(s, k, p, g))))
+                      for k in range(self.n) for p, g, present in self.read_entries(s)])
 
     # ------------------------------------------------ z3 model -> model State
     def concrete(self, model: z3.ModelRef, s: Sym) -> State:
@@ -759,13 +772,15 @@ ACKED_CHECKED = ("AckedWriteNeverLost",)  # encoded where the model keeps the `a
 # Which systems' models keep it, and what each adds (Kafka's acks=all statement about leaders).
 SYSTEM_CHECKED = {"raft": (), "zab": ACKED_CHECKED, "bookkeeper": ACKED_CHECKED,
                   "kafka": ACKED_CHECKED + ("AcknowledgedWriteKept",)}
+LEASE_CHECKED = ("LeaseReadNeverStale",)  # a model whose leaders serve reads from a lease (properties/leases.py)
 # Every property some encoding states.
-ENCODED_PROPERTIES = ALWAYS_CHECKED + tuple(dict.fromkeys(p for extra in SYSTEM_CHECKED.values() for p in extra))
+ENCODED_PROPERTIES = (ALWAYS_CHECKED + tuple(dict.fromkeys(p for extra in SYSTEM_CHECKED.values() for p in extra))
+                      + LEASE_CHECKED)
 
 
 def checked_properties(protocol: Protocol) -> tuple[str, ...]:
     """The `always` properties the encoding of `protocol` states (`Encoding.violation`)."""
-    return ALWAYS_CHECKED + SYSTEM_CHECKED.get(protocol.system, ())
+    return ALWAYS_CHECKED + SYSTEM_CHECKED.get(protocol.system, ()) + (LEASE_CHECKED if protocol.lease_reads else ())
 
 
 def action_name(action: Action) -> str:

@@ -250,17 +250,12 @@ class ZabCut(Partitions):
         cut = s.extra["cut"]
         return [cut[a] == cut[b] for a, b in pairs]
 
-    def lose_quorum(self, t: Sym, cut: list) -> Sym:
-        if not self.protocol.check_quorum:
-            return t
-        for k in range(self.n):
-            stepped = t.copy()
-            stepped.leader[k] = z3.BoolVal(False)
-            stepped.match[k] = [self.value(0)] * self.n
-            stepped.extra["synced"][k] = [z3.BoolVal(False)] * self.n
-            stepped.extra["established"][k] = z3.BoolVal(False)
-            t = self._choose(z3.And(t.leader[k], t.alive[k], z3.Not(self.reaches_quorum(t, k, cut))), stepped, t)
-        return t
+    def step_down(self, t: Sym, k: int) -> Sym:
+        # Back to LOOKING: it leads no synchronised followers.
+        stepped = super().step_down(t, k)
+        stepped.extra["synced"][k] = [z3.BoolVal(False)] * self.n
+        stepped.extra["established"][k] = z3.BoolVal(False)
+        return stepped
 
 
 class PartitionedZabEncoding(ZabCut, ZabEncoding):

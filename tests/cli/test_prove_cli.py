@@ -18,19 +18,16 @@ def _invoke(*args):
     return CliRunner().invoke(prove, list(args))
 
 
-def test_prove_refuses_partitions_and_leases_naming_why():
-    result = _invoke("--protocol", "raft-lease-reads")
-    assert result.exit_code == 2 and "no partitions, check-quorum" in result.output
-    # One line, no usage text: the arguments were well formed, the encoding cannot check them.
+def test_prove_refuses_an_invariant_it_has_not_naming_why():
+    result = _invoke("--protocol", "raft-lease-reads", "--part", "induction")
+    assert result.exit_code == 2 and "no conjuncts for check-quorum's step down or a leader's lease" in result.output
+    # One line, no usage text: the arguments were well formed, the invariant does not stand for them.
     assert result.stdout == "" and len(result.stderr.splitlines()) == 1, result.output
-    assert result.stderr.startswith("Error: hwm prove cannot check raft-lease-reads: ")
+    assert result.stderr.startswith("Error: hwm prove has no inductive invariant for raft-lease-reads: ")
 
 
 def test_prove_refuses_what_it_has_no_encoding_for_in_one_line():
     for args, line in [
-        (("--protocol", "raft", "--max-partitions", "1"),
-         "Error: hwm prove cannot check raft with --max-partitions: the z3 encoding of the raft model has no "
-         "partitions (zab's and kafka's have; check it with hwm check --protocol raft --max-partitions 1)"),
         (("--protocol", "bookkeeper", "--max-partitions", "1"),
          "Error: hwm prove cannot check bookkeeper: partitions (max_partitions=1) are modelled for the raft, zab and "
          "kafka systems (model/partition.py, zab_partition.py, kafka_partition.py); the bookkeeper model has none "
