@@ -23,7 +23,7 @@ import threading
 import click
 
 from hwm.proofs.plan import (DEFAULT_BMC_DEPTH, DEFAULT_BMC_PROPERTIES, ENCODED_SYSTEMS, PARTS, Plan,
-                              no_induction, render, run, unencoded, violations_found)
+                              render, run, unencoded, violations_found)
 from hwm.proofs.progress import FAILS, HOLDS, UNDECIDED, Interrupted, Ledger
 from hwm.proofs.symbolic import ENCODED_PROPERTIES, checked_properties
 from hwm.model.registry import build_model
@@ -107,14 +107,7 @@ def prove(protocol, part, servers, max_log, max_n, depth, max_generation, max_cr
         if prop not in checked:
             _refuse(f"the {resolved.system} model keeps no state {prop} is about (--property takes "
                     f"{', '.join(checked)})")
-    parts = PARTS if part == "all" else (part,)
-    why_not = no_induction(resolved)
-    if why_not and part == "induction":
-        _refuse(f"hwm prove has no inductive invariant for {name}: {why_not}")
-    if why_not:  # the other parts still run
-        parts = tuple(p for p in parts if p != "induction")
-        click.echo(f"hwm prove: no induction for {name}: {why_not}", err=True)
-    plan = Plan(name, resolved, parts, servers=servers, max_log=max_log,
+    plan = Plan(name, resolved, PARTS if part == "all" else (part,), servers=servers, max_log=max_log,
                 max_n=max_n, depth=depth, max_generation=max_generation, max_crashes=max_crashes,
                 max_partitions=max_partitions,
                 properties=tuple(properties) or None, compare_with_explorer=not no_explorer)

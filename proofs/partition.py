@@ -19,7 +19,9 @@ from typing import Any
 import z3
 
 from hwm.model.partition import PartitionState
-from hwm.proofs.symbolic import Encoding, Sym
+from hwm.proofs import system_induction
+from hwm.proofs.induction import RAFT_INVARIANT, Conjunct, advance_commit_record, no_commits
+from hwm.proofs.symbolic import Encoding, Proof, Sym
 
 
 class Partitions:
@@ -161,4 +163,50 @@ class PartitionedEncoding(RaftCut, Encoding):
     """The raft model on a network that partitions."""
 
 
-__all__ = ["PartitionedEncoding", "Partitions", "RaftCut"]
+# ------------------------------------------- raft's invariant with check-quorum and leases
+# The argument (Raft thesis sections 6.2 and 6.4.1): a newer leader needs a quorum of votes from servers
+# that hear from no live leader; with check-quorum a leader that no longer reaches a quorum steps down,
+# so while a leader lives, no quorum stops hearing from it and no later generation exists. A lease holder
+# is then the newest leader: every committed entry is in its log (leader completeness), the earlier
+# generations' before its own entry at or below its HWM, its own generation's below its HWM, since it
+# counted them. Each conjunct reads True where its flag is off.
+def _leaders_reach_a_quorum(enc, s):
+    if not (enc.partitioned and enc.protocol.check_quorum):
+        return z3.BoolVal(True)
+    return z3.And([z3.Implies(s.leader[l], enc.reaches_quorum(s, l, s.extra["cut"])) for l in range(enc.n)])
+
+
+def _live_leader_is_newest(enc, s):
+    if not enc.protocol.lease_reads:
+        return z3.BoolVal(True)
+    return z3.And([z3.Implies(s.leader[l], s.gen[j] <= s.gen[l]) for l in range(enc.n) for j in range(enc.n)])
+
+
+def _leader_hwm_covers_its_commits(enc, s):
+    if not enc.protocol.lease_reads:
+        return z3.BoolVal(True)
+    committed, by = s.ghost["committed"], s.ghost["commit_gen"]
+    return z3.And([z3.Implies(z3.And(s.leader[l], committed[p] != 0, by[p] == s.gen[l]), s.hwm[l] > p)
+                   for l in range(enc.n) for p in range(enc.L)])
+
+
+LEASE_INVARIANT = RAFT_INVARIANT + (
+    Conjunct("LeadersReachAQuorum", "with check_quorum, a live leader reaches a quorum of live servers on its "
+             "side of the cut: it steps down the moment it does not", _leaders_reach_a_quorum),
+    Conjunct("LiveLeaderIsNewest", "with lease_reads, no server's generation is later than a live leader's: "
+             "a candidate needs a quorum that hears from no live leader", _live_leader_is_newest),
+    Conjunct("LeaderHwmCoversItsCommits", "with lease_reads, a leader's HWM covers every index its generation "
+             "was the lowest to count committed", _leader_hwm_covers_its_commits),
+)
+
+
+def induction_proof(name: str, protocol, *, broken: bool, servers: int = 3, max_log: int = 2, ledger=None) -> Proof:
+    """Raft's induction obligation on a network that partitions (generations, crashes and partitions
+    unbounded), with the explorer's breadth-first search for a reachable CTI (`system_induction`)."""
+    enc = PartitionedEncoding(protocol, servers, max_log, ghost_commits=True)
+    return system_induction.induction_proof(name, protocol, LEASE_INVARIANT, enc, no_commits(max_log),
+                                            advance_commit_record, broken=broken, servers=servers, max_log=max_log,
+                                            ledger=ledger)
+
+
+__all__ = ["LEASE_INVARIANT", "PartitionedEncoding", "Partitions", "RaftCut", "induction_proof"]

@@ -24,6 +24,8 @@ from hwm.checker.run import CheckRequest
 from hwm.checker.run import run as explore  # this module's `run` runs a plan
 from hwm.model.registry import build_model
 from hwm.proofs.bmc import bmc_proof
+from hwm.proofs.encodings import partitioned
+from hwm.proofs.partition import induction_proof as partitioned_raft_induction
 from hwm.proofs.bookkeeper import induction_proof as bookkeeper_induction_proof
 from hwm.proofs.induction import RAFT_INVARIANT, induction_proofs
 from hwm.proofs.kafka_induction import induction_proof as kafka_induction_proof
@@ -34,7 +36,7 @@ from hwm.proofs.symbolic import ALWAYS_CHECKED, LEASE_CHECKED, Proof
 from hwm.model.state import Config
 from hwm.properties.protocol import PRESET_TOUR_BOUNDS, PRESETS, TOUR_BOUNDS, Protocol, preset_of
 
-__all__ = ["Proof", "PARTS", "DEFAULT_BMC_PROPERTIES", "Plan", "expected_broken", "no_induction", "run", "render",
+__all__ = ["Proof", "PARTS", "DEFAULT_BMC_PROPERTIES", "Plan", "expected_broken", "run", "render",
            "violations_found", "RAFT_INVARIANT", "ALWAYS_CHECKED"]
 
 PARTS = ("quorum", "induction", "bmc")
@@ -114,16 +116,6 @@ def unencoded(protocol: Protocol) -> str | None:
     return None
 
 
-def no_induction(protocol: Protocol) -> str | None:
-    """Why no inductive invariant stands for `protocol` (its other parts do), or None."""
-    flags = [flag for flag in ("check_quorum", "lease_reads") if getattr(protocol, flag)]
-    if protocol.system == "raft" and flags:
-        return (f"raft's invariant (RAFT_INVARIANT) has no conjuncts for check-quorum's step down or a leader's "
-                f"lease ({', '.join(flags)}: LeaseReadNeverStale); bounded model checking covers it on a network "
-                f"that partitions")
-    return None
-
-
 def expected_broken(protocol: Protocol, servers: int) -> bool:
     """Whether the catalogue expects this protocol to break at `servers` servers.
 
@@ -151,6 +143,8 @@ def run(plan: Plan, ledger: Ledger | None = None) -> list[Proof]:
         ledger.proofs += quorum_proofs(plan.max_n, ledger)
     if "induction" in plan.parts:
         prove = INDUCTION[plan.protocol.system]
+        if plan.protocol.system == "raft" and partitioned(plan.protocol) is not None:
+            prove = partitioned_raft_induction  # check-quorum and leases: on a network that partitions
         ledger.proofs.append(prove(name, plan.protocol, broken=broken, servers=plan.servers,
                                    max_log=plan.induction_log, ledger=ledger))
     if "bmc" in plan.parts:

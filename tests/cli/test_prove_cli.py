@@ -18,14 +18,6 @@ def _invoke(*args):
     return CliRunner().invoke(prove, list(args))
 
 
-def test_prove_refuses_an_invariant_it_has_not_naming_why():
-    result = _invoke("--protocol", "raft-lease-reads", "--part", "induction")
-    assert result.exit_code == 2 and "no conjuncts for check-quorum's step down or a leader's lease" in result.output
-    # One line, no usage text: the arguments were well formed, the invariant does not stand for them.
-    assert result.stdout == "" and len(result.stderr.splitlines()) == 1, result.output
-    assert result.stderr.startswith("Error: hwm prove has no inductive invariant for raft-lease-reads: ")
-
-
 def test_prove_refuses_what_it_has_no_encoding_for_in_one_line():
     for args, line in [
         (("--protocol", "bookkeeper", "--max-partitions", "1"),

@@ -19,7 +19,8 @@ import z3
 from hwm.model.raft import RaftModel
 from hwm.checker.engine import Sampler
 from hwm.checker.run import CheckRequest, run as search
-from hwm.proofs.plan import Plan, expected_broken, no_induction, run, unencoded
+from hwm.proofs.encodings import partitioned
+from hwm.proofs.plan import Plan, expected_broken, run, unencoded
 from hwm.proofs.bmc import bmc
 from hwm.proofs.induction import Explorer, check_induction, induction_proofs, shape, no_commits
 from hwm.proofs.progress import Ledger
@@ -33,7 +34,7 @@ from hwm.properties.protocol import MUTANTS, PRESETS, presets_of
 # The raft presets whose model is the rpc network's, with an invariant: the lease presets partition
 # (tests/proofs/test_raft_partitions.py), the other systems have their own tests.
 RAFT_PRESETS = [name for name in presets_of("raft")
-                if unencoded(PRESETS[name].protocol) is None and no_induction(PRESETS[name].protocol) is None]
+                if unencoded(PRESETS[name].protocol) is None and partitioned(PRESETS[name].protocol) is None]
 BROKEN = [name for name in RAFT_PRESETS if PRESETS[name].broken and name != "raft-seed-quorum"]
 SAFE = [name for name in RAFT_PRESETS if not PRESETS[name].broken]
 
@@ -364,9 +365,9 @@ def test_expectations_follow_the_catalogue():
     assert set(MUTANTS) - {"raft-seed-quorum", "raft-lease-reads-without-check-quorum"} <= set(BROKEN) | set(SAFE)
 
 
-def test_every_preset_is_encoded_and_leases_have_no_invariant():
+def test_every_preset_is_encoded_and_the_lease_presets_partition():
     for name in ("raft-lease-reads", "raft-lease-reads-without-check-quorum"):
-        assert unencoded(PRESETS[name].protocol) is None and "lease_reads" in no_induction(PRESETS[name].protocol)
+        assert unencoded(PRESETS[name].protocol) is None and partitioned(PRESETS[name].protocol) is not None
     # Every system is encoded now, BookKeeper's ledgers and Kafka's and ZAB's partitioned presets too.
     assert unencoded(PRESETS["kafka"].protocol) is None and unencoded(PRESETS["bookkeeper"].protocol) is None
     assert unencoded(PRESETS["kafka-without-controller-fencing"].protocol) is None

@@ -1,10 +1,13 @@
 """Raft on a network that partitions, in z3 (`RaftCut` in proofs/partition.py): the cut, check-quorum's step
 down and refused votes, and the lease's election timer against `model/partition.py`, and bounded model
 checking of the lease presets with `LeaseReadNeverStale` (properties/leases.py), equal to the explorer's
-pinned lengths. Raft's inductive invariant has no conjuncts for leases: `hwm prove` runs the other parts
-and says so."""
+pinned lengths; raft's invariant with three conjuncts for check-quorum and the lease (`LEASE_INVARIANT`),
+which proves raft-lease-reads with partitions unbounded and breaks, from a state the explorer reaches in
+two steps, where check-quorum is missing."""
 
 from __future__ import annotations
+
+import random
 
 import pytest
 from click.testing import CliRunner
@@ -14,12 +17,15 @@ from hwm.model.registry import build_model
 from hwm.model.state import Config, Server
 from hwm.proofs.bmc import bmc
 from hwm.proofs.encodings import encoding_for
-from hwm.proofs.plan import Plan, no_induction, unencoded
+from hwm.proofs.induction import ConjunctEvaluator, advance_commit_record, check_induction, no_commits
+from hwm.proofs.partition import LEASE_INVARIANT, PartitionedEncoding, induction_proof
+from hwm.proofs.plan import Plan, unencoded
+from hwm.proofs.system_induction import reachable_nodes
 from hwm.proofs.symbolic import checked_properties
 from hwm.properties.protocol import PRESETS
 from hwm.prove_cli import prove
 from tests.pinned import PINNED_PARTITIONS
-from tests.proofs.sampling import sample_states
+from tests.proofs.sampling import sample_states, what_fails
 
 LEASES, UNCHECKED = PRESETS["raft-lease-reads"].protocol, PRESETS["raft-lease-reads-without-check-quorum"].protocol
 RAFT = PRESETS["raft"].protocol
@@ -52,7 +58,6 @@ def test_the_cut_check_quorum_and_the_lease_agree_with_the_model(name):
 def test_lease_read_never_stale_is_encoded_for_the_lease_presets():
     assert "LeaseReadNeverStale" in checked_properties(LEASES) and "LeaseReadNeverStale" not in checked_properties(RAFT)
     assert unencoded(LEASES) is None and unencoded(UNCHECKED) is None
-    assert no_induction(LEASES) and no_induction(RAFT) is None
     # BMC's default bounds are the preset's tour bounds: a partition and a second entry.
     assert Plan("raft-lease-reads", LEASES).bmc_config == TOUR
     assert Plan("raft-lease-reads", LEASES).bmc_properties[-1] == "LeaseReadNeverStale"
@@ -69,11 +74,54 @@ def test_bmc_finds_the_stale_lease_read_in_the_explorers_steps():
     assert clean["LeaseReadNeverStale"].length is None
 
 
-def test_hwm_prove_runs_the_other_parts_of_a_lease_preset():
+def _induction(protocol, conjuncts=LEASE_INVARIANT, max_log=2):
+    enc = PartitionedEncoding(protocol, 3, max_log, ghost_commits=True)
+    return check_induction(protocol, 3, max_log, conjuncts, name="p", enc=enc)
+
+
+def test_raft_lease_reads_is_inductive_and_implies_lease_read_never_stale():
+    result = _induction(LEASES)
+    assert (result.init_failed, result.ctis, result.safety_failed, result.undecided) == ([], [], [], [])
+    assert len(result.per_action_seconds) == 27 + 3 + 1  # raft's 27, a partition per server, heal
+
+
+@pytest.mark.parametrize("dropped, fails", [
+    ("LeadersReachAQuorum", {"IndNext elect"}),
+    ("LiveLeaderIsNewest", {"LeaseReadNeverStale"}),
+    ("LeaderHwmCoversItsCommits", {"LeaseReadNeverStale"})])
+def test_each_conjunct_of_the_lease_is_needed(dropped, fails):
+    result = _induction(LEASES, tuple(c for c in LEASE_INVARIANT if c.name != dropped))
+    assert what_fails(result) == fails
+
+
+def test_without_check_quorum_a_cut_off_leader_breaks_it_from_a_reachable_state():
+    proof = induction_proof("raft-lease-reads-without-check-quorum", UNCHECKED, broken=True)
+    assert proof.ok and proof.data["reachable"], proof.detail
+    assert "breaks LiveLeaderIsNewest" in proof.detail
+    assert "reaches this pre-state in 2 steps" in proof.detail and "partition(S1)" in proof.detail
+
+
+def test_every_conjunct_holds_on_sampled_reachable_states_with_cuts():
+    config = Config(servers=3, max_generation=3, max_log=2, max_crashes=1, max_partitions=1)
+    nodes = [node for node, _, _ in reachable_nodes(LEASES, config, no_commits(2), advance_commit_record, 20_000)]
+    sample = random.Random(4).sample(nodes, 300)
+    assert any(any(state.cut) for state, _ in sample) and any(state.reads for state, _ in sample)
+    evaluator = ConjunctEvaluator(PartitionedEncoding(LEASES, 3, 2, ghost_commits=True), LEASE_INVARIANT)
+    assert {name: node for node in sample for name in evaluator.failed(node)} == {}
+
+
+def test_hwm_prove_checks_the_lease_presets():
     result = CliRunner().invoke(prove, ["--protocol", "raft-lease-reads-without-check-quorum", "--max-n", "3",
                                         "--depth", "8"])
     assert result.exit_code == 1, result.output  # it finds the stale read
-    assert "no induction for raft-lease-reads-without-check-quorum" in result.stderr
-    assert "LeaseReadNeverStale: 8 steps (explorer: 8)" in result.stdout
-    refused = CliRunner().invoke(prove, ["--protocol", "raft-lease-reads", "--part", "induction"])
-    assert refused.exit_code == 2 and "has no inductive invariant for raft-lease-reads" in refused.stderr
+    assert "a reachable CTI" in result.stdout and "LeaseReadNeverStale: 8 steps (explorer: 8)" in result.stdout
+    proved = CliRunner().invoke(prove, ["--protocol", "raft-lease-reads", "--part", "induction"])
+    assert proved.exit_code == 0 and "LeaseReadNeverStale" in proved.stdout, proved.output
+
+
+@pytest.mark.deep
+def test_raft_lease_reads_is_inductive_on_four_servers_and_longer_logs():
+    for servers, max_log in [(4, 2), (3, 3)]:
+        enc = PartitionedEncoding(LEASES, servers, max_log, ghost_commits=True)
+        result = check_induction(LEASES, servers, max_log, LEASE_INVARIANT, name="p", enc=enc)
+        assert (result.init_failed, result.ctis, result.safety_failed, result.undecided) == ([], [], [], [])
