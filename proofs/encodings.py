@@ -5,7 +5,6 @@ table lives above all four."""
 
 from __future__ import annotations
 
-
 from hwm.model.systems import PARTITIONED as MODELS_PARTITIONED
 from hwm.proofs.bookkeeper import BookKeeperEncoding
 from hwm.proofs.kafka import KafkaEncoding, PartitionedKafkaEncoding

@@ -7,9 +7,10 @@ the system's to say (`cut_allows`: e.g. an action's two servers on one side), an
 down forgets (`step_down`) when check-quorum makes a leader that no longer reaches a quorum step down
 (`lose_quorum`, after a cut or a crash); a system overrides `_effect_partition` or `_effect_heal` where
 they do more (Kafka's controller fencing a cut-off broker). Raft's cut (`RaftCut`, with check-quorum's
-refused votes and the lease's election timer) is here, ZAB's and Kafka's beside their encodings. The explicit model is the
-system's partitioned one (`model.systems.PARTITIONED`), whose state is the system's plus the cut and
-the count (`state_class`).
+refused votes and the lease's election timer) and its invariant with check-quorum and leases
+(`LEASE_INVARIANT`) are here, ZAB's and Kafka's cuts beside their encodings. The explicit model is the
+system's partitioned one (`model.systems.PARTITIONED`), whose state is the system's plus the cut and the
+count (`state_class`).
 """
 
 from __future__ import annotations

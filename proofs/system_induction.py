@@ -78,11 +78,13 @@ def induction_proof(name: str, protocol, conjuncts, enc: Encoding, ghost, advanc
     ledger = ledger_or_new(ledger)
     result = check_induction(protocol, servers, max_log, conjuncts, name=name, enc=enc, ledger=ledger)
     data = {"protocol": name, "servers": servers, "max_log": max_log, "generations": "unbounded",
-            "crashes": "unbounded", **({"partitions": "unbounded"} if enc.partitioned else {}), "conjuncts": [c.name for c in conjuncts],
+            "crashes": "unbounded", **({"partitions": "unbounded"} if enc.partitioned else {}),
+            "conjuncts": [c.name for c in conjuncts],
             "init_failed": result.init_failed, "safety_failed": result.safety_failed,
             "actions_with_cti": [action_name(c.action) for c in result.ctis], "undecided": result.undecided}
     title = f"induction {name}"
-    unbounded = "epochs, crashes and partitions" if enc.partitioned else "epochs and crashes"
+    epochs = "generations" if protocol.system == "raft" else "epochs"
+    unbounded = f"{epochs}, crashes and partitions" if enc.partitioned else f"{epochs} and crashes"
     if result.ok:
         detail = (f"Inv ({len(conjuncts)} conjuncts) holds initially, is preserved by all "
                   f"{len(result.per_action_seconds)} actions and implies {', '.join(checked_properties(protocol))} "
