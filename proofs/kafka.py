@@ -336,19 +336,24 @@ class KafkaEncoding(Encoding):
         t.length[c] = x["flushed"][c]
         self._normalise_log(t, c)
         t.hwm[c] = smin(s.hwm[c], t.length[c])
-        others = z3.Or([x["in_isr"][k] for k in range(self.n) if k != c])
-        dropped = z3.And(x["in_isr"][c], others)  # the controller keeps the last ISR replica
+        return self._leave_isr(t, c)
+
+    def _leave_isr(self, t: Sym, k: int) -> Sym:
+        """Replica k leaves the controller's ISR, unless it is the last member, and the new ISR reaches the
+        (first) live leader of the current epoch that counts k, which counts it: a power failure's rule
+        (`KafkaModel.effect_crash`), and a fenced session's (`PartitionedKafkaModel._expire_session`)."""
+        x = t.extra
+        dropped = z3.And(x["in_isr"][k], z3.Or([x["in_isr"][j] for j in range(self.n) if j != k]))
         u = t.copy()
-        u.extra["in_isr"][c] = z3.BoolVal(False)
+        u.extra["in_isr"][k] = z3.BoolVal(False)
         result = u
-        # The new ISR reaches the (first) live leader of the current epoch that counts c, which counts it.
-        for k in range(self.n - 1, -1, -1):
-            if k == c:
+        for j in range(self.n - 1, -1, -1):
+            if j == k:
                 continue
-            counts = z3.And(s.alive[k], s.leader[k], s.gen[k] == self.epoch(s), x["isr"][k][c])
+            counts = z3.And(t.alive[j], t.leader[j], t.gen[j] == self.epoch(t), x["isr"][j][k])
             v = u.copy()
-            v.extra["isr"][k][c] = z3.BoolVal(False)
-            self._advance_hwm(v, k)
+            v.extra["isr"][j][k] = z3.BoolVal(False)
+            self._advance_hwm(v, j)
             result = self._choose(counts, v, result)
         return self._choose(dropped, result, t)
 
@@ -431,24 +436,6 @@ class KafkaCut(Partitions):
         self._advance_hwm(alone, l)
         return self._choose(s.extra["cut"][l], alone, super()._effect_shrink_isr(s, l, f))
 
-    def _expire_session(self, s: Sym, k: int) -> Sym:
-        """`PartitionedKafkaModel._expire_session`: k leaves the ISR unless it is the last member, and the
-        (first) live leader of the current epoch that counts k counts the new ISR."""
-        x = s.extra
-        dropped = z3.And(x["in_isr"][k], z3.Or([x["in_isr"][j] for j in range(self.n) if j != k]))
-        u = s.copy()
-        u.extra["in_isr"][k] = z3.BoolVal(False)
-        result = u
-        for j in range(self.n - 1, -1, -1):
-            if j == k:
-                continue
-            counts = z3.And(s.alive[j], s.leader[j], s.gen[j] == self.epoch(s), x["isr"][j][k])
-            v = u.copy()
-            v.extra["isr"][j][k] = z3.BoolVal(False)
-            self._advance_hwm(v, j)
-            result = self._choose(counts, v, result)
-        return self._choose(dropped, result, s)
-
     def _reregister(self, s: Sym, k: int) -> Sym:
         """`PartitionedKafkaModel._reregister`: a live broker that led while cut off, or missed an epoch,
         becomes a follower of the current epoch and its leader, unless it is still the controller's leader."""
@@ -468,7 +455,7 @@ class KafkaCut(Partitions):
         t = super()._effect_partition(s, k)
         if not self.protocol.controller_fencing:
             return t
-        return self._choose(s.alive[k], self._expire_session(t, k), t)
+        return self._choose(s.alive[k], self._leave_isr(t, k), t)  # its session expires
 
     def _effect_heal(self, s: Sym) -> Sym:
         t = super()._effect_heal(s)
