@@ -380,10 +380,8 @@ class BookKeeperEncoding(Encoding):
             stores = z3.Not(self.recovering(s))
             for view, applies in (("slot", True), ("meta", stores)):
                 for j in range(self.L):
-                    here = z3.And(applies, lac == j)
-                    t.extra[f"{view}_on"][j] = z3.If(z3.And(applies, lac < j), False,
-                                                     z3.Or(here, s.extra[f"{view}_on"][j]))
-                    gone = z3.And(applies, lac < j)
+                    here, gone = z3.And(applies, lac == j), z3.And(applies, lac < j)
+                    t.extra[f"{view}_on"][j] = z3.If(gone, False, z3.Or(here, s.extra[f"{view}_on"][j]))
                     t.extra[f"{view}_ensemble"][j] = [z3.If(here, k, z3.If(gone, 0, old))
                                                       for k, old in zip(new, s.extra[f"{view}_ensemble"][j])]
             t.extra["member"] = [z3.Or(m, z3.And(stores, self.in_ensemble(new, k)))
