@@ -80,6 +80,15 @@ def test_raft_is_inductive_at_five_servers(max_log):
     assert len(result.per_action_seconds) == 55 + 4 * 5 + 20
 
 
+@pytest.mark.deep  # about 75 s of wall clock at load 1.5
+def test_raft_is_inductive_at_six_servers():
+    # The same 20 conjuncts: nothing at six servers needs more than five did.
+    result = check_induction(RAFT, servers=6, max_log=2)
+    assert _result_ok(result) == ([], [], [], [])
+    # elect: each candidate with the 16 quorums of four or more containing it; four per server; 30 pairs.
+    assert len(result.per_action_seconds) == 6 * 16 + 4 * 6 + 30
+
+
 # S3 leads generation 1 with S4's acknowledgement; S4 moves on to lead generation 2 and commits
 # index 1 with S1 and S2; then S5 acknowledges S3, and S3 (with S4's old acknowledgement) counts
 # index 1 too, in generation 1. Five servers, generation <= 2, logs <= 2, no crash.
