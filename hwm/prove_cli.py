@@ -42,9 +42,9 @@ HEARTBEAT_S = 15.0  # a line at least this often while one obligation runs long
               help="Preset (see `hwm protocols`), optionally with flags: raft,commit=any-generation.")
 @click.option("--part", type=click.Choice([*PARTS, "all"]), default="all", show_default=True,
               help="quorum: the quorum arithmetic for N up to --max-n; induction: the inductive invariant "
-                   "(raft, zab and kafka with generations and crashes unbounded, zab-step-down's partitions too; "
-                   "bookkeeper with crashes and ensemble changes unbounded); bmc: bounded model checking from the "
-                   "initial state "
+                   "(raft, zab and kafka with generations and crashes unbounded, and partitions where the model "
+                   "partitions: kafka, zab-step-down, raft's lease presets; bookkeeper with crashes and ensemble "
+                   "changes unbounded); bmc: bounded model checking from the initial state "
                    "(raft, zab, kafka, bookkeeper).")
 @click.option("--servers", type=click.IntRange(1, 9), default=3, show_default=True,
               help="Servers for induction and BMC.")
@@ -83,8 +83,9 @@ HEARTBEAT_S = 15.0  # a line at least this often while one obligation runs long
 def prove(protocol, part, servers, max_log, max_n, depth, max_generation, max_crashes, max_partitions, properties,
           no_explorer, expect_catalogue, timeout, as_json):
     """Prove what the explorer cannot: quorum arithmetic for every N ≤ --max-n, an inductive invariant
-    with unbounded generations (raft, zab, kafka; BookKeeper's with unbounded crashes), and bounded model
-    checking whose shortest violations must equal the explorer's (raft, zab, kafka, bookkeeper).
+    with unbounded generations, crashes and partitions (raft, zab, kafka; BookKeeper's with unbounded crashes
+    and ensemble changes), and bounded model checking whose shortest violations must equal the explorer's
+    (raft, zab, kafka, bookkeeper).
 
     Exit 0 when every obligation is met and no violation is found; 1 when one is not met or
     the protocol violates a property (with --expect-catalogue: only when an obligation is not

@@ -16,7 +16,9 @@ log end offset as `match`), with Kafka's fields in `Sym.extra`:
 The actions are `KafkaModel.action_table()`, in its order. The leader-epoch cache is derived
 from the log, as in the model, so OffsetsForLeaderEpoch (KIP-101, KIP-279 and its second
 round trip) and KIP-320's first attempt are computed on the log slots below. Generations are
-bounded (exact read and acknowledgement sets): this encoding serves BMC only.
+bounded (exact read and acknowledgement sets): this encoding serves BMC, and `proofs/kafka_induction.py`
+extends it for induction. `KafkaCut` puts either on a network that partitions
+(`model/kafka_partition.py`: the controller's fencing of a cut-off broker).
 """
 
 from __future__ import annotations

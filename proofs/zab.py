@@ -12,6 +12,8 @@ are reused as ZAB's model reuses the raft model's, with ZAB's additions:
   per pair (bounded generations: this encoding is for bounded model checking);
 - the actions `sync(L, F)` and `persist(F)`; election by fast leader election's order
   (currentEpoch, last zxid) instead of Raft's up-to-date rule.
+
+`ZabCut` puts it on a network that partitions (`model/zab_partition.py`: check-quorum's step down).
 """
 
 from __future__ import annotations
