@@ -111,10 +111,9 @@ def test_every_conjunct_holds_on_sampled_reachable_states_with_cuts():
 
 
 def test_hwm_prove_checks_the_lease_presets():
-    result = CliRunner().invoke(prove, ["--protocol", "raft-lease-reads-without-check-quorum", "--max-n", "3",
-                                        "--depth", "8"])
-    assert result.exit_code == 1, result.output  # it finds the stale read
-    assert "a reachable CTI" in result.stdout and "LeaseReadNeverStale: 8 steps (explorer: 8)" in result.stdout
+    # BMC's run of the same (8 steps, the explorer's) is the test above, through `bmc`.
+    result = CliRunner().invoke(prove, ["--protocol", "raft-lease-reads-without-check-quorum", "--part", "induction"])
+    assert result.exit_code == 1 and "a reachable CTI" in result.stdout, result.output  # it finds the bug
     proved = CliRunner().invoke(prove, ["--protocol", "raft-lease-reads", "--part", "induction"])
     assert proved.exit_code == 0 and "LeaseReadNeverStale" in proved.stdout, proved.output
 
