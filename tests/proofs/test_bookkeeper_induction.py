@@ -177,7 +177,8 @@ def test_on_four_bookies_the_invariant_implies_committed_on_quorum():
 
 
 @pytest.mark.deep
-@pytest.mark.parametrize("protocol, servers, max_log", [(CHANGES, 4, 2), (STRIPED, 4, 2), (CHANGES, 3, 3)])
+@pytest.mark.parametrize("protocol, servers, max_log", [(CHANGES, 4, 2), (STRIPED, 4, 2), (CHANGES, 3, 3),
+                                                        (CHANGES, 5, 2), (SAFE, 5, 2)])
 def test_ledgers_with_spares_are_inductive_at_larger_bounds(protocol, servers, max_log):
     result, ok = _proves(protocol, servers, max_log)
     assert ok, [c.describe() for c in result.ctis] + result.safety_failed
