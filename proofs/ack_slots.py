@@ -3,8 +3,10 @@
 A model that keeps the set of entries acknowledged to clients (ZAB's, Kafka's) is encoded for
 bounded model checking with one boolean per (index, generation). Induction has no bound on
 generations, so there, as raft's induction keeps the read set, each index has one slot: whether it
-was acknowledged, the entry's generation, and the epoch of the leader that first acknowledged it
-(the epoch a client was told the entry is committed in); a flag is raised when a second, different
+was acknowledged, the entry's generation, and the lowest epoch of the leaders that acknowledged it
+(the epoch a client was told the entry is committed in; as raft's commit record, the lowest, since at
+five servers a leader of an older epoch may count an entry after a later one did, from
+acknowledgements of servers that moved on since); a flag is raised when a second, different
 entry is acknowledged at an index. While the flag is down the slots are exactly the set; two
 entries acknowledged at one index cannot both be on a quorum, so the flag is itself a violation
 of AckedWriteNeverLost.
@@ -42,9 +44,11 @@ class AckSlots:
         was, old = x["acked"][p], x["acked_gen"][p]
         x["acked_conflict"] = z3.Or(x["acked_conflict"], z3.And(condition, was, old != generation))
         first = z3.And(condition, z3.Not(was))
+        # A stale leader may acknowledge the entry after a later epoch did: the slot keeps the lowest.
+        lower = z3.And(condition, was, old == generation, epoch < x["acked_by"][p])
         x["acked"][p] = z3.Or(was, condition)
         x["acked_gen"][p] = z3.If(first, generation, old)
-        x["acked_by"][p] = z3.If(first, epoch, x["acked_by"][p])
+        x["acked_by"][p] = z3.If(z3.Or(first, lower), epoch, x["acked_by"][p])
 
     def acked_pairs(self, s: Sym) -> list:
         x = s.extra
@@ -59,7 +63,7 @@ class AckSlots:
             for p, g, present in self.acked_pairs(s)])
 
     def ack_values(self, acked: frozenset, by: tuple) -> list:
-        """The slots' values for an explicit `acked` set and the epochs that first acknowledged each index."""
+        """The slots' values for an explicit `acked` set and the lowest epochs that acknowledged each index."""
         generations = dict(acked)
         if len(generations) != len(acked):
             raise ValueError("one acked slot per index cannot hold two generations")

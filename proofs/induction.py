@@ -215,8 +215,9 @@ LATER_HOLDERS: dict[str, Callable] = {
 }
 
 
-def later_generations_hold_what_a_leader_may_commit(holders=tuple(LATER_HOLDERS)) -> Callable:
-    """The conjunct's formula, over the servers `holders` names (`LATER_HOLDERS`)."""
+def later_generations_hold_what_a_leader_may_commit(holders=tuple(LATER_HOLDERS), table=LATER_HOLDERS) -> Callable:
+    """The conjunct's formula, over the servers `holders` names (in `table`: `LATER_HOLDERS`, or a system's
+    with more kinds, as ZAB's servers of a later currentEpoch)."""
     # Leader Completeness (Raft §5.4.3) for a commit not counted yet: a leader of a later generation was
     # elected by a quorum, which meets every quorum that may still count l's entry in a server that had
     # acknowledged it before it voted (after voting it would refuse l), so the new leader's log was at
@@ -227,7 +228,7 @@ def later_generations_hold_what_a_leader_may_commit(holders=tuple(LATER_HOLDERS)
         for l in _servers(enc):
             for p in _positions(enc):
                 mc = may_commit(enc, s, l, p)
-                parts += [z3.Implies(z3.And(mc, z3.Or([LATER_HOLDERS[h](enc, s, l, c, p) for h in holders])),
+                parts += [z3.Implies(z3.And(mc, z3.Or([table[h](enc, s, l, c, p) for h in holders])),
                                      enc.holds(s, c, p, s.gen[l]))
                           for c in _servers(enc) if c != l]
         return _all(parts)

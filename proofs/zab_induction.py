@@ -22,7 +22,8 @@ from hwm.model.state import Config
 from hwm.model.zab import _ESTABLISHED, ZabState
 from hwm.proofs import system_induction
 from hwm.proofs.ack_slots import AckSlots
-from hwm.proofs.induction import Conjunct, generations_ascend, hwm_is_current
+from hwm.proofs.induction import (LATER_HOLDERS, Conjunct, generations_ascend, hwm_is_current,
+                                  later_generations_hold_what_a_leader_may_commit)
 from hwm.proofs.symbolic import Proof, Sym
 from hwm.proofs.encodings import partitioned
 from hwm.proofs.zab import ZabCut, ZabEncoding
@@ -47,18 +48,18 @@ class ZabInductionEncoding(AckSlots, ZabEncoding):
 
 
 def acked_by_after(by: tuple, before: ZabState, after: ZabState) -> tuple:
-    """The `acked_by` ghost after a step of `ZabModel`: each index acknowledged for the first time takes
-    the epoch of the first live established leader (in server order) whose HWM covers it (`_with`)."""
-    new = {i for i, _ in after.acked} - {i for i, _ in before.acked}
-    if not new:
+    """The `acked_by` ghost after a step of `ZabModel`: each acknowledged index takes the lowest epoch of the
+    live established leaders whose HWM covers the acknowledged entry (`_with`, `AckSlots.acknowledge`),
+    and keeps it while no lower one does."""
+    if not after.acked:
         return by
     out = list(by)
-    for i in sorted(new):
+    for i, g in after.acked:
         for k, server in enumerate(after.servers):
             if (server.role == "leader" and server.alive and after.synced[k] & _ESTABLISHED
-                    and i <= min(server.hwm, len(server.log))):
+                    and i <= min(server.hwm, len(server.log)) and server.log[i - 1] == g
+                    and (out[i - 1] == 0 or server.generation < out[i - 1])):
                 out[i - 1] = server.generation
-                break
     return tuple(out)
 
 
@@ -208,6 +209,16 @@ def _later_epochs_hold_acks(enc, s):
     return z3.And(parts)
 
 
+def _acking_leader_holds_it(enc, s):
+    return z3.And([z3.Implies(z3.And(_acked(s, p)[0], s.leader[k], s.gen[k] == _acked(s, p)[2]),
+                              enc.holds(s, k, p, _acked(s, p)[1])) for k in _servers(enc) for p in range(enc.L)])
+
+
+# Who must hold what a leader may still commit: raft's kinds, and a server of a later currentEpoch (it
+# adopted the history of a later leader, which holds it).
+ZAB_LATER_HOLDERS = {**LATER_HOLDERS, "epoch": lambda enc, s, l, c, p: s.extra["epochs"][c] > s.gen[l]}
+
+
 def _acks_on_quorum(enc, s):
     parts = []
     for p in range(enc.L):
@@ -253,6 +264,13 @@ ZAB_INVARIANT = tuple(Conjunct(*c) for c in (
     ("LaterEpochsHoldAcks", "A(p) ∧ e(k) > ea(p) ⇒ k holds (p, ga(p)): a later epoch's history has it",
      _later_epochs_hold_acks),
     ("AcksOnQuorum", "A(p) ⇒ #{k : e(k) ≥ ea(p) and k holds (p, ga(p))} ≥ ⌊N/2⌋+1", _acks_on_quorum),
+    # Needed from five servers on, as raft's fifth-server conjunct (docs/proofs.md, "Five servers").
+    ("AckingLeaderHoldsIt", "A(p) ∧ leader(k) ∧ gen(k) = ea(p) ⇒ k holds (p, ga(p)): the leader of the epoch "
+     "that acknowledged an entry holds it", _acking_leader_holds_it),
+    ("LaterEpochsHoldWhatALeaderMayCommit", "what an established leader may still count committed through its "
+     "own entry is held by every later leader, log ending in a later epoch, server of a later currentEpoch, "
+     "and server that acknowledged it and moved on", later_generations_hold_what_a_leader_may_commit(
+         tuple(ZAB_LATER_HOLDERS), ZAB_LATER_HOLDERS)),
 ))
 
 
