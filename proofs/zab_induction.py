@@ -210,8 +210,11 @@ def _later_epochs_hold_acks(enc, s):
 
 
 def _acking_leader_holds_it(enc, s):
-    return z3.And([z3.Implies(z3.And(_acked(s, p)[0], s.leader[k], s.gen[k] == _acked(s, p)[2]),
-                              enc.holds(s, k, p, _acked(s, p)[1])) for k in _servers(enc) for p in range(enc.L)])
+    parts = []
+    for p in range(enc.L):
+        a, g, e = _acked(s, p)
+        parts += [z3.Implies(z3.And(a, s.leader[k], s.gen[k] == e), enc.holds(s, k, p, g)) for k in _servers(enc)]
+    return z3.And(parts)
 
 
 # Who must hold what a leader may still commit: raft's kinds, and a server of a later currentEpoch (it
