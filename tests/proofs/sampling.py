@@ -10,6 +10,7 @@ from hwm.checker.run import CheckRequest, run
 from hwm.model.registry import build_model
 from hwm.model.state import Config
 from hwm.proofs.bmc import bmc
+from hwm.proofs.induction import ConjunctEvaluator
 from hwm.proofs.symbolic import action_name, checked_properties
 from hwm.properties.protocol import PRESETS
 from tests.pinned import PINNED
@@ -54,3 +55,9 @@ def what_fails(result) -> set[str]:
         prop, _, action = failed.partition(" on ")
         out.add(f"{prop} on {action.split('(')[0]}" if action else prop)
     return out
+
+
+def failing_conjuncts(enc, conjuncts, nodes) -> dict:
+    """{conjunct name: a node where it fails} over explicit states (with the ghost `enc` reads)."""
+    evaluator = ConjunctEvaluator(enc, conjuncts)
+    return {name: node for node in nodes for name in evaluator.failed(node)}

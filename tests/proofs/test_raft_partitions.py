@@ -17,7 +17,7 @@ from hwm.model.registry import build_model
 from hwm.model.state import Config, Server
 from hwm.proofs.bmc import bmc
 from hwm.proofs.encodings import encoding_for
-from hwm.proofs.induction import ConjunctEvaluator, advance_commit_record, check_induction, no_commits
+from hwm.proofs.induction import advance_commit_record, check_induction, no_commits
 from hwm.proofs.partition import LEASE_INVARIANT, PartitionedEncoding, induction_proof
 from hwm.proofs.plan import Plan, unencoded
 from hwm.proofs.system_induction import reachable_nodes
@@ -25,7 +25,7 @@ from hwm.proofs.symbolic import checked_properties
 from hwm.properties.protocol import PRESETS
 from hwm.prove_cli import prove
 from tests.pinned import PINNED_PARTITIONS
-from tests.proofs.sampling import sample_states, what_fails
+from tests.proofs.sampling import failing_conjuncts, sample_states, what_fails
 
 LEASES, UNCHECKED = PRESETS["raft-lease-reads"].protocol, PRESETS["raft-lease-reads-without-check-quorum"].protocol
 RAFT = PRESETS["raft"].protocol
@@ -106,8 +106,8 @@ def test_every_conjunct_holds_on_sampled_reachable_states_with_cuts():
     nodes = [node for node, _, _ in reachable_nodes(LEASES, config, no_commits(2), advance_commit_record, 20_000)]
     sample = random.Random(4).sample(nodes, 300)
     assert any(any(state.cut) for state, _ in sample) and any(state.reads for state, _ in sample)
-    evaluator = ConjunctEvaluator(PartitionedEncoding(LEASES, 3, 2, ghost_commits=True), LEASE_INVARIANT)
-    assert {name: node for node in sample for name in evaluator.failed(node)} == {}
+    enc = PartitionedEncoding(LEASES, 3, 2, ghost_commits=True)
+    assert failing_conjuncts(enc, LEASE_INVARIANT, sample) == {}
 
 
 def test_hwm_prove_checks_the_lease_presets():
