@@ -108,6 +108,14 @@ class Run:
         self.node_ids = schedule.node_ids()
         self.own_root = data_root is None
         self.root = Path(tempfile.mkdtemp(prefix="hwm-nodes-")) if data_root is None else Path(data_root)
+        try:
+            self._set_up(schedule)
+        except BaseException:  # a Ctrl-C or an error before the run exists: its folder must not outlive it
+            if self.own_root:
+                shutil.rmtree(self.root, ignore_errors=True)
+            raise
+
+    def _set_up(self, schedule: Schedule) -> None:
         self.lines: queue.Queue = queue.Queue()
         self.procs = {n: NodeProcess(n, self.command, self.root / n, self.lines) for n in self.node_ids}
         self.clients = [f"c{k}" for k in range(1, len(self.node_ids) + 1)]
@@ -695,8 +703,8 @@ def run_schedule(command: list[str], schedule: Schedule, limits: Limits | None =
 
     `on_step(number, step, run)` is called after each step (the replay narrates with it)."""
     began = time.monotonic()
-    run = Run(command, schedule, limits, data_root)
     result = RunResult(schedule)
+    run = Run(command, schedule, limits, data_root)
     try:
         try:
             run.start()

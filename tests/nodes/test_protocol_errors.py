@@ -116,6 +116,22 @@ def test_ctrl_c_kills_every_node_and_exits_130(tmp_path, alive):
     assert not list(temporary.iterdir()), list(temporary.iterdir())
 
 
+def test_a_ctrl_c_while_a_run_is_set_up_leaves_no_folder(tmp_path, monkeypatch):
+    # The Ctrl-C lands after the run's folder is made, before the run exists to close it.
+    import tempfile
+
+    from hwm.bridge.maelstrom import cluster
+
+    def interrupted(*args):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    monkeypatch.setattr(cluster, "NodeProcess", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        run_schedule(log_node(), Schedule(nodes=2, steps=APPEND))
+    assert list(tmp_path.iterdir()) == []
+
+
 def test_a_ctrl_c_as_a_node_starts_still_leaves_it_to_kill_all(tmp_path, alive, monkeypatch):
     # The Ctrl-C lands right after the fork, before the start is recorded: it must wait for the record,
     # or kill_all (what Ctrl-C runs) would not know the process.
