@@ -212,7 +212,8 @@ class BookKeeperEncoding(Encoding):
         or the ledger metadata's (`stored`)."""
         if self.keyed:
             view = "meta" if stored else "slot"
-            return [(s.extra[f"{view}_on"][j], self.value(j + 1), s.extra[f"{view}_ensemble"][j]) for j in range(self.L)]
+            return [(s.extra[f"{view}_on"][j], self.value(j + 1), s.extra[f"{view}_ensemble"][j])
+                    for j in range(self.L)]
         if not self.changes:
             return []
         used = s.extra["stored"] if stored else s.extra["frag_count"]
@@ -718,18 +719,16 @@ def _recovery_knows_the_lacs(enc, s):
 
 
 # Ensemble changes (`BookKeeperEncoding.keyed`: one fragment slot per first entry, the writer's and the
-# metadata's); each is True for a ledger without spares.
-def _slots(enc, s, view: str) -> list[tuple[int, Any, list]]:
-    return [(j, s.extra[f"{view}_on"][j], s.extra[f"{view}_ensemble"][j]) for j in range(enc.L)] if enc.keyed else []
-
-
+# metadata's); each is True for a ledger without spares (no fragments after the first).
+# Over `BookKeeperEncoding._fragments`: the writer's fragment slots, and the metadata's (`stored`).
 def _metadata_is_writers(enc, s):
     return z3.And([z3.And(on == meta_on, z3.Implies(on, z3.And([a == b for a, b in zip(ensemble, meta)])))
-                   for (_, on, ensemble), (_, meta_on, meta) in zip(_slots(enc, s, "slot"), _slots(enc, s, "meta"))])
+                   for (on, _, ensemble), (meta_on, _, meta) in zip(enc._fragments(s, stored=False),
+                                                                    enc._fragments(s, stored=True))])
 
 
 def _fragments_within_lac(enc, s):
-    return z3.And([z3.Implies(on, j <= s.hwm[enc.writer]) for j, on, _ in _slots(enc, s, "slot")])
+    return z3.And([z3.Implies(on, first <= s.hwm[enc.writer] + 1) for on, first, _ in enc._fragments(s, stored=False)])
 
 
 def _members_named(enc, s):
@@ -738,7 +737,7 @@ def _members_named(enc, s):
     member = s.extra["member"]
     return z3.And([member[k] for k in range(enc.ensemble_size)] +
                   [z3.Implies(z3.And(on, enc.in_ensemble(ensemble, k)), member[k])
-                   for _, on, ensemble in _slots(enc, s, "meta") for k in _bookies(enc)])
+                   for on, _, ensemble in enc._fragments(s, stored=True) for k in _bookies(enc)])
 
 
 def _closed_ledger_on_ack_quorum(enc, s):
@@ -779,9 +778,9 @@ BOOKKEEPER_INVARIANT = tuple(Conjunct(*c) for c in (
      _closed_ledger_holds_the_lac),
     ("RecoveryKnowsTheLacs", "a bookie that answered the fencing LAC read reported hwm(b) ≤ lr: recovery "
      "starts after the highest LAC reported", _recovery_knows_the_lacs),
-    ("ClosedLedgerOnAckQuorum", "once closed, p < lr ⇒ #{b ∈ ws(p+1) : b stores entry p+1} ≥ AQ: the entries up to the "
-     "LACs reported were on an ack quorum of their write sets, and recovery wrote those it read back to AQ "
-     "live bookies of each write set before it closed", _closed_ledger_on_ack_quorum),
+    ("ClosedLedgerOnAckQuorum", "once closed, p < lr ⇒ #{b ∈ ws(p+1) : b stores entry p+1} ≥ AQ: the entries up to "
+     "the LACs reported were on an ack quorum of their write sets, and recovery wrote those it read back to "
+     "AQ live bookies of each write set before it closed", _closed_ledger_on_ack_quorum),
     ("MetadataIsWriters", "the ledger metadata holds the writer's fragments: the writer changes its ensemble only "
      "through the metadata's conditional write, and stops when that fails", _metadata_is_writers),
     ("FragmentsWithinLac", "a fragment starts at most one past the writer's LAC: a change starts a fragment at "
