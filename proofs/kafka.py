@@ -369,16 +369,21 @@ class KafkaEncoding(Encoding):
         t.extra["flushed"][k] = s.length[k]
         return t
 
-    def _effect_restart(self, s: Sym, r: int) -> Sym:
-        # The controller sends the current epoch and its live leader (the first, if any).
+    def _current_leader(self, s: Sym, other_than: int) -> Any:
+        """What the controller tells a replica that (re)registers: position + 1 of the (first) live leader of
+        the current epoch other than `other_than`, 0 if none."""
         epoch = self.epoch(s)
         leader = self.value(0)
         for k in range(self.n - 1, -1, -1):
-            if k != r:
+            if k != other_than:
                 leader = z3.If(z3.And(s.alive[k], s.leader[k], s.gen[k] == epoch), self.value(k + 1), leader)
+        return leader
+
+    def _effect_restart(self, s: Sym, r: int) -> Sym:
+        # The controller sends the current epoch and its live leader (the first, if any).
         t = s.copy()
         t.alive[r] = z3.BoolVal(True)
-        self._make_follower(t, r, epoch, leader)
+        self._make_follower(t, r, self.epoch(s), self._current_leader(s, r))
         return t
 
     # ---------------------------------------------------------- properties
@@ -441,14 +446,9 @@ class KafkaCut(Partitions):
     def _reregister(self, s: Sym, k: int) -> Sym:
         """`PartitionedKafkaModel._reregister`: a live broker that led while cut off, or missed an epoch,
         becomes a follower of the current epoch and its leader, unless it is still the controller's leader."""
-        epoch = self.epoch(s)
-        leader, found = self.value(0), z3.BoolVal(False)
-        for j in range(self.n - 1, -1, -1):
-            if j != k:
-                here = z3.And(s.alive[j], s.leader[j], s.gen[j] == epoch)
-                leader, found = z3.If(here, self.value(j + 1), leader), z3.Or(found, here)
+        epoch, leader = self.epoch(s), self._current_leader(s, k)
         current = z3.And(z3.Not(s.leader[k]), s.gen[k] == epoch)
-        still = z3.And(s.gen[k] == epoch, z3.Not(found), s.extra["in_isr"][k])
+        still = z3.And(s.gen[k] == epoch, leader == 0, s.extra["in_isr"][k])
         t = s.copy()
         self._make_follower(t, k, epoch, leader)
         return self._choose(z3.Or(z3.Not(s.alive[k]), current, still), s, t)
