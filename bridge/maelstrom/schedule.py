@@ -18,8 +18,9 @@ replaced by the copy kept at start-up, bridge/servers/run.py) and `power_fail` (
 and directory entries not fsynced dropped, a restart: bridge/servers/powerfs.py; with `keep_seed`, what
 the disk keeps of them, a prefix of each file's writes, the last perhaps torn, and of each directory's
 entries, is drawn from that seed (with `reorder`, each file's unsynced sectors in any order); with
-`during`, client requests of the workload sent at once, each by a client of its own, and the power cut `after_ms` milliseconds later, while they are in
-flight: what the member was writing for them is what it had not fsynced), and `concurrent`: its `steps`, client
+`during`, client requests of the workload sent at once, each by a client of its own, and the power cut
+`after_ms` milliseconds later, while they are in flight: what the member was writing for them is what it
+had not fsynced), and `concurrent`: its `steps`, client
 requests of the workload, sent at once by clients of their own (a real server's run, bridge/servers/run.py); the clock's `tick` (one node, or all) and
 `wait` (`ms` of wall-clock time); `settle` is `rounds` rounds of a tick of every node and deliver_all. `findings`, `history` and `observations` record what the saved
 run saw; a replay runs `steps` and compares. A real server's schedule with power failures names the
