@@ -23,6 +23,7 @@ the run closes, whatever ends it.
 
 from __future__ import annotations
 
+import atexit
 import json
 import os
 import queue
@@ -36,7 +37,7 @@ from pathlib import Path
 from hwm.bridge.maelstrom.history import Finding, HistoryChecker, describe_op, final_read_requests
 from hwm.bridge.maelstrom.lin_kv import LinKVChecker
 from hwm.bridge.maelstrom.observe import ObservationError, Observer, describe_observation, parse_state
-from hwm.bridge.maelstrom.process import EOF_LINE, NodeProcess
+from hwm.bridge.maelstrom.process import EOF_LINE, NodeProcess, kill_all
 from hwm.bridge.maelstrom.protocol import (INDEFINITE, MAX_LINE_BYTES, NOT_SUPPORTED, REPLIES, SENT_BY, SERVICES,
                                        NodeProtocolError, parse_line, sender)
 from hwm.bridge.maelstrom.schedule import Schedule, ScheduleError, check_step, describe
@@ -100,6 +101,20 @@ class RunResult:
         return sum(1 for op in self.history if op.get("step") is not None)
 
 
+_OPEN_ROOTS: set[Path] = set()  # the nodes' folders of runs not closed yet
+
+
+def _remove_open_roots() -> None:
+    """At exit, the folders of runs a Ctrl-C left before their close (its nodes killed first: they write there)."""
+    kill_all()
+    for root in list(_OPEN_ROOTS):
+        shutil.rmtree(root, ignore_errors=True)
+        _OPEN_ROOTS.discard(root)
+
+
+atexit.register(_remove_open_roots)
+
+
 class Run:
     def __init__(self, command: list[str], schedule: Schedule, limits: Limits | None = None,
                  data_root: Path | None = None):
@@ -108,11 +123,12 @@ class Run:
         self.node_ids = schedule.node_ids()
         self.own_root = data_root is None
         self.root = Path(tempfile.mkdtemp(prefix="hwm-nodes-")) if data_root is None else Path(data_root)
+        if self.own_root:
+            _OPEN_ROOTS.add(self.root)
         try:
             self._set_up(schedule)
         except BaseException:  # a Ctrl-C or an error before the run exists: its folder must not outlive it
-            if self.own_root:
-                shutil.rmtree(self.root, ignore_errors=True)
+            self._remove_root()
             raise
 
     def _set_up(self, schedule: Schedule) -> None:
@@ -171,8 +187,12 @@ class Run:
     def close(self) -> None:
         for proc in self.procs.values():
             proc.kill()
+        self._remove_root()
+
+    def _remove_root(self) -> None:
         if self.own_root:
             shutil.rmtree(self.root, ignore_errors=True)
+            _OPEN_ROOTS.discard(self.root)
 
     def _init(self, *nodes: str) -> None:
         """Send `nodes` Maelstrom's init and wait for every init_ok (each within init_seconds)."""

@@ -132,6 +132,19 @@ def test_a_ctrl_c_while_a_run_is_set_up_leaves_no_folder(tmp_path, monkeypatch):
     assert list(tmp_path.iterdir()) == []
 
 
+def test_a_run_a_ctrl_c_left_unclosed_is_removed_at_exit(tmp_path, monkeypatch):
+    # Wherever the Ctrl-C lands, hwm exits through atexit, which kills the nodes and removes the folders.
+    import tempfile
+
+    from hwm.bridge.maelstrom import cluster
+
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    run = cluster.Run(log_node(), Schedule(nodes=2, steps=APPEND))
+    assert run.root.is_dir() and run.root in cluster._OPEN_ROOTS
+    cluster._remove_open_roots()
+    assert list(tmp_path.iterdir()) == [] and run.root not in cluster._OPEN_ROOTS
+
+
 def test_a_ctrl_c_as_a_node_starts_still_leaves_it_to_kill_all(tmp_path, alive, monkeypatch):
     # The Ctrl-C lands right after the fork, before the start is recorded: it must wait for the record,
     # or kill_all (what Ctrl-C runs) would not know the process.
